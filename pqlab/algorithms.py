@@ -1,0 +1,361 @@
+"""The algorithm registry: canonical name -> adapter with a uniform interface and metadata.
+
+Four kinds of algorithm share one shape.  An adapter generates keys and hands out *bound*
+callables (a signer holding its secret key, an encapsulator holding its public key ...), so
+the timed call is the library's own call and nothing else.  :meth:`Algorithm.trial` turns an
+operation into a :class:`Trial`: the zero-argument callable that is timed, and a check run on
+its output *outside* the timed region (round trip, verification, tampering rejected, KEM
+secrets equal).
+
+=========  =====================  ==================================================
+kind       operations             primitives an adapter implements
+=========  =====================  ==================================================
+sig        keygen, sign, verify   generate() -> (pk, sk); signer(sk); verifier(pk)
+kem        keygen, encaps, decaps generate() -> (pk, sk); encapsulator(pk); decapsulator(sk)
+pke        keygen, encrypt, ...   generate() -> (pk, sk); encryptor(pk); decryptor(sk)
+cipher     keygen, encrypt, ...   generate() -> key; encryptor(key); decryptor(key)
+=========  =====================  ==================================================
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .schema import OPERATIONS
+
+FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA", "elliptic-curve", "symmetric")
+
+
+class UnknownAlgorithm(KeyError):
+    """An algorithm name (or backend) that is not registered; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+class VerificationError(AssertionError):
+    """An operation's output was wrong: it is reported as failed, never timed as a success."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One operation ready to time: `run()` is timed, `check(output)` runs outside the timer."""
+
+    run: Callable[[], Any]
+    check: Callable[[Any], None]
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        raise VerificationError(what)
+
+
+def _tamper(data: bytes) -> bytes:
+    """Flip one bit in the middle: a valid object turned into an invalid one of the same size."""
+    if not data:
+        return b"\x01"
+    i = len(data) // 2
+    return data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1:]
+
+
+def _rejects(call: Callable[[], Any], good: Any) -> bool:
+    """True when `call` raises or returns something other than `good` (and not True)."""
+    try:
+        out = call()
+    except Exception:  # noqa: BLE001 - any refusal counts as rejection
+        return True
+    return out is not True and out != good
+
+
+@dataclass
+class Algorithm:
+    """Base adapter. Subclasses set the metadata and implement the primitives of their kind."""
+
+    name: str
+    kind: str  # sig | kem | pke | cipher
+    family: str
+    backend: str
+    implementation: str
+    library_version: str
+    nist_level: int | None = None
+    key_encoding: str = "raw"
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        return OPERATIONS[self.kind]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.backend)
+
+    def describe(self) -> dict:
+        return {"algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level,
+                "backend": self.backend, "implementation": self.implementation,
+                "library_version": self.library_version, "operations": ",".join(self.operations)}
+
+    # ----- primitives (implemented by backends) -----
+    def generate(self):
+        raise NotImplementedError
+
+    def signer(self, sk) -> Callable[[bytes], bytes]:
+        raise NotImplementedError
+
+    def verifier(self, pk) -> Callable[[bytes, bytes], bool]:
+        raise NotImplementedError
+
+    def encapsulator(self, pk) -> Callable[[], tuple[bytes, bytes]]:
+        raise NotImplementedError
+
+    def decapsulator(self, sk) -> Callable[[bytes], bytes]:
+        raise NotImplementedError
+
+    def encryptor(self, key) -> Callable[[bytes], bytes]:
+        raise NotImplementedError
+
+    def decryptor(self, key) -> Callable[[bytes], bytes]:
+        raise NotImplementedError
+
+    def key_sizes(self, keys) -> dict:
+        """public_key_bytes / secret_key_bytes (or symmetric_key_bytes) of generated keys."""
+        pk, sk = keys
+        return {"public_key_bytes": len(pk), "secret_key_bytes": len(sk)}
+
+    def declared_sizes(self) -> dict:
+        """Sizes the implementation declares (e.g. liboqs's maximum signature length)."""
+        return {}
+
+    # ----- operations -----
+    def trial(self, operation: str, message: bytes = b"") -> Trial:
+        """The timed callable and the output check for `operation` on `message`."""
+        if operation not in self.operations:
+            raise ValueError(f"{self.name} ({self.kind}) has no operation {operation!r}; "
+                             f"choose from {', '.join(self.operations)}")
+        return getattr(self, f"_trial_{self.kind}")(operation, message)
+
+    def _trial_sig(self, operation: str, message: bytes) -> Trial:
+        def check_pair(keys) -> None:
+            pk, sk = keys
+            sig = self.signer(sk)(message)
+            _require(self.verifier(pk)(message, sig) is True, "a signature made with fresh keys does not verify")
+
+        if operation == "keygen":
+            return Trial(self.generate, check_pair)
+        pk, sk = self.generate()
+        sign, verify = self.signer(sk), self.verifier(pk)
+        wrong_message = _tamper(message)
+
+        def check_signature(sig: bytes) -> None:
+            _require(verify(message, sig) is True, "signature does not verify")
+            _require(_rejects(lambda: verify(message, _tamper(sig)), None), "a tampered signature was accepted")
+            _require(_rejects(lambda: verify(wrong_message, sig), None), "a tampered message was accepted")
+
+        if operation == "sign":
+            return Trial(functools.partial(sign, message), check_signature)
+        sig = sign(message)
+        check_signature(sig)
+
+        def check_verdict(ok) -> None:
+            _require(ok is True, f"verify returned {ok!r} for a valid signature")
+            _require(_rejects(lambda: verify(message, _tamper(sig)), None), "a tampered signature was accepted")
+
+        return Trial(functools.partial(verify, message, sig), check_verdict)
+
+    def _trial_kem(self, operation: str, message: bytes) -> Trial:
+        def check_pair(keys) -> None:
+            pk, sk = keys
+            ct, ss = self.encapsulator(pk)()
+            _require(self.decapsulator(sk)(ct) == ss, "fresh keys: decapsulated secret differs")
+
+        if operation == "keygen":
+            return Trial(self.generate, check_pair)
+        pk, sk = self.generate()
+        encaps, decaps = self.encapsulator(pk), self.decapsulator(sk)
+
+        def check_encaps(out) -> None:
+            ct, ss = out
+            _require(decaps(ct) == ss, "decapsulation does not give the encapsulated secret")
+
+        if operation == "encaps":
+            return Trial(encaps, check_encaps)
+        ct, ss = encaps()
+
+        def check_decaps(secret: bytes) -> None:
+            _require(secret == ss, "decapsulated secret differs from the encapsulated one")
+            _require(_rejects(lambda: decaps(_tamper(ct)), ss), "a tampered ciphertext gave the same secret")
+
+        return Trial(functools.partial(decaps, ct), check_decaps)
+
+    def _trial_pke(self, operation: str, message: bytes) -> Trial:
+        def check_pair(keys) -> None:
+            pk, sk = keys
+            _require(self.decryptor(sk)(self.encryptor(pk)(message)) == message, "fresh keys: round trip failed")
+
+        return self._trial_encryption(operation, message, self.generate, check_pair,
+                                      lambda keys: (self.encryptor(keys[0]), self.decryptor(keys[1])))
+
+    def _trial_cipher(self, operation: str, message: bytes) -> Trial:
+        def check_key(key) -> None:
+            _require(self.decryptor(key)(self.encryptor(key)(message)) == message, "fresh key: round trip failed")
+
+        return self._trial_encryption(operation, message, self.generate, check_key,
+                                      lambda key: (self.encryptor(key), self.decryptor(key)))
+
+    def _trial_encryption(self, operation, message, generate, check_keys, bind) -> Trial:
+        if operation == "keygen":
+            return Trial(generate, check_keys)
+        encrypt, decrypt = bind(generate())
+
+        def check_ciphertext(ct: bytes) -> None:
+            _require(decrypt(ct) == message, "decryption does not return the plaintext")
+            _require(_rejects(lambda: decrypt(_tamper(ct)), message), "a tampered ciphertext decrypted to the plaintext")
+
+        if operation == "encrypt":
+            return Trial(functools.partial(encrypt, message), check_ciphertext)
+        ct = encrypt(message)
+        check_ciphertext(ct)
+
+        def check_plaintext(out: bytes) -> None:
+            _require(out == message, "decryption does not return the plaintext")
+
+        return Trial(functools.partial(decrypt, ct), check_plaintext)
+
+    def sizes(self, message: bytes = b"\x00" * 100) -> dict:
+        """Every size in bytes, observed on real outputs (and declared maxima where given)."""
+        row = {"algorithm": self.name, "backend": self.backend, "family": self.family,
+               "nist_level": self.nist_level, "key_encoding": self.key_encoding}
+        keys = self.generate()
+        if self.kind == "cipher":
+            row["symmetric_key_bytes"] = len(keys)
+            row["ciphertext_bytes"] = len(self.encryptor(keys)(message))
+            row.update(self.declared_sizes())
+            return row
+        row.update(self.key_sizes(keys))
+        pk, sk = keys
+        if self.kind == "sig":
+            row["signature_bytes"] = row["signature_max_bytes"] = len(self.signer(sk)(message))
+        elif self.kind == "kem":
+            ct, ss = self.encapsulator(pk)()
+            row["ciphertext_bytes"], row["shared_secret_bytes"] = len(ct), len(ss)
+        else:
+            row["ciphertext_bytes"] = len(self.encryptor(pk)(message))
+        row.update(self.declared_sizes())  # a declared maximum replaces the observed length there
+        return row
+
+
+class Noop(Algorithm):
+    """A do-nothing operation through the same path: what the harness itself costs."""
+
+    def __init__(self) -> None:
+        super().__init__("noop", "cipher", "symmetric", "pqlab", "harness overhead: a call of a no-op", "")
+
+    def trial(self, operation: str = "noop", message: bytes = b"") -> Trial:
+        return Trial(functools.partial(_noop, message), lambda out: None)
+
+
+def _noop(message: bytes) -> None:
+    return None
+
+
+# ----- the registry -----
+_REGISTRY: dict[tuple[str, str], Callable[[], Algorithm]] = {}
+_LOADED = False
+#: Default backend when a name has several: liboqs for post-quantum, OpenSSL for the rest.
+BACKEND_PREFERENCE = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure-python", "ascon")
+
+
+def register(name: str, backend: str, factory: Callable[[], Algorithm]) -> None:
+    _REGISTRY[(name, backend)] = factory
+
+
+def _load_backends() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from .backends import load_all
+
+    load_all()
+
+
+def names(kind: str | None = None, backend: str | None = None) -> list[str]:
+    """Canonical names, sorted, optionally only of one kind or backend."""
+    _load_backends()
+    keys = [k for k in _REGISTRY if backend is None or k[1] == backend]
+    out = sorted({n for n, _ in keys})
+    if kind:
+        out = [n for n in out if get(n, _backends_of(n)[0]).kind == kind]
+    return out
+
+
+def _backends_of(name: str) -> list[str]:
+    found = [b for (n, b) in _REGISTRY if n == name]
+    return sorted(found, key=lambda b: BACKEND_PREFERENCE.index(b) if b in BACKEND_PREFERENCE else 99)
+
+
+def backends_of(name: str) -> list[str]:
+    """Every backend that implements `name`, preferred first."""
+    _load_backends()
+    return _backends_of(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _instance(name: str, backend: str) -> Algorithm:
+    return _REGISTRY[(name, backend)]()
+
+
+def get(name: str, backend: str | None = None) -> Algorithm:
+    """The adapter for `name` (and `backend`, else the preferred one); errors list close matches."""
+    _load_backends()
+    available = _backends_of(name)
+    if not available:
+        all_names = sorted({n for n, _ in _REGISTRY})
+        lowered = {n.lower(): n for n in all_names}
+        close = difflib.get_close_matches(name.lower(), lowered, n=6, cutoff=0.5)
+        close += [lowered[n] for n in lowered if name.lower() in n and lowered[n] not in close][:6]
+        hint = ", ".join(dict.fromkeys(lowered.get(c, c) for c in close)) or "none"
+        raise UnknownAlgorithm(f"unknown algorithm {name!r}. Close matches: {hint}. "
+                               "`python -m pqlab list` prints every registered name.")
+    if backend is None:
+        backend = available[0]
+    if backend not in available:
+        raise UnknownAlgorithm(f"{name} is not implemented by backend {backend!r}; "
+                               f"it is by: {', '.join(available)}")
+    return _instance(name, backend)
+
+
+def resolve(items: Iterable) -> list[Algorithm]:
+    """Algorithms from names, "NAME@backend" strings, (name, backend) pairs or adapters."""
+    out = []
+    for item in items:
+        if isinstance(item, Algorithm):
+            out.append(item)
+        elif isinstance(item, tuple):
+            out.append(get(*item))
+        else:
+            name, _, backend = str(item).partition("@")
+            out.append(get(name, backend or None))
+    return out
+
+
+def catalogue() -> "pandas.DataFrame":  # noqa: F821
+    """Every registered (algorithm, backend) with its metadata, as a table."""
+    import pandas as pd
+
+    _load_backends()
+    rows = [_instance(n, b).describe() for (n, b) in sorted(_REGISTRY)]
+    return pd.DataFrame(rows)
+
+
+def random_message(n: int, seed: int | None = None) -> bytes:
+    """`n` random bytes (reproducible when `seed` is given)."""
+    if seed is None:
+        return os.urandom(n)
+    import random
+
+    return random.Random(seed).randbytes(n)

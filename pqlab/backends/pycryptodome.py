@@ -1,0 +1,152 @@
+"""AES, ChaCha20-Poly1305, RSA PKCS#1 v1.5 encryption and ECDSA P-256 through PyCryptodome."""
+from __future__ import annotations
+
+import functools
+
+from ..algorithms import Algorithm, register
+
+
+class _Dome(Algorithm):
+    def __init__(self, name, kind, family, level=None, key_encoding="raw", notes=""):
+        import Crypto
+
+        super().__init__(name, kind, family, "pycryptodome", f"PyCryptodome {Crypto.__version__}",
+                         Crypto.__version__, level, key_encoding, notes)
+
+
+class DomeCipher(_Dome):
+    def __init__(self, name: str):
+        super().__init__(name, "cipher", "symmetric", 5, "raw key",
+                         "random IV per message, prepended; PKCS#7 padding" if "CBC" in name
+                         else "random 96-bit nonce per message, prepended; 16-byte tag appended")
+
+    def generate(self):
+        from Crypto.Random import get_random_bytes
+
+        return get_random_bytes(32)
+
+    def encryptor(self, key):
+        return functools.partial(_ENCRYPT[self.name], key)
+
+    def decryptor(self, key):
+        return functools.partial(_DECRYPT[self.name], key)
+
+
+def _cbc_encrypt(key, message):
+    from Crypto.Cipher import AES
+    from Crypto.Util.Padding import pad
+
+    cipher = AES.new(key, AES.MODE_CBC)
+    return cipher.iv + cipher.encrypt(pad(message, 16))
+
+
+def _cbc_decrypt(key, data):
+    from Crypto.Cipher import AES
+    from Crypto.Util.Padding import unpad
+
+    return unpad(AES.new(key, AES.MODE_CBC, iv=data[:16]).decrypt(data[16:]), 16)
+
+
+def _aead_encrypt(new, key, message):
+    from Crypto.Random import get_random_bytes
+
+    nonce = get_random_bytes(12)
+    ct, tag = new(key, nonce).encrypt_and_digest(message)
+    return nonce + ct + tag
+
+
+def _aead_decrypt(new, key, data):
+    return new(key, data[:12]).decrypt_and_verify(data[12:-16], data[-16:])
+
+
+def _gcm(key, nonce):
+    from Crypto.Cipher import AES
+
+    return AES.new(key, AES.MODE_GCM, nonce=nonce)
+
+
+def _chacha(key, nonce):
+    from Crypto.Cipher import ChaCha20_Poly1305
+
+    return ChaCha20_Poly1305.new(key=key, nonce=nonce)
+
+
+_ENCRYPT = {"AES-256-CBC": _cbc_encrypt, "AES-256-GCM": functools.partial(_aead_encrypt, _gcm),
+            "ChaCha20-Poly1305": functools.partial(_aead_encrypt, _chacha)}
+_DECRYPT = {"AES-256-CBC": _cbc_decrypt, "AES-256-GCM": functools.partial(_aead_decrypt, _gcm),
+            "ChaCha20-Poly1305": functools.partial(_aead_decrypt, _chacha)}
+
+
+class DomeRSAEncryption(_Dome):
+    def __init__(self, bits: int):
+        self.bits = bits
+        super().__init__(f"RSA-{bits}-PKCS1v15-enc", "pke", "RSA", key_encoding="DER (SPKI / PKCS#8)",
+                         notes="PKCS#1 v1.5")
+
+    def generate(self):
+        from Crypto.PublicKey import RSA
+
+        sk = RSA.generate(self.bits)
+        return sk.public_key(), sk
+
+    def encryptor(self, pk):
+        from Crypto.Cipher import PKCS1_v1_5
+
+        return PKCS1_v1_5.new(pk).encrypt
+
+    def decryptor(self, sk):
+        from Crypto.Cipher import PKCS1_v1_5
+
+        cipher = PKCS1_v1_5.new(sk)
+        return lambda c: cipher.decrypt(c, None, expected_pt_len=0)
+
+    def key_sizes(self, keys) -> dict:
+        pk, sk = keys
+        return {"public_key_bytes": len(pk.export_key("DER")), "secret_key_bytes": len(sk.export_key("DER", pkcs=8))}
+
+
+class DomeECDSA(_Dome):
+    def __init__(self):
+        super().__init__("ECDSA-P256", "sig", "elliptic-curve", key_encoding="X9.62 uncompressed point / scalar",
+                         notes="SHA-256, FIPS 186-3 randomised nonces, DER signature")
+
+    def generate(self):
+        from Crypto.PublicKey import ECC
+
+        sk = ECC.generate(curve="P-256")
+        return sk.public_key(), sk
+
+    def signer(self, sk):
+        from Crypto.Hash import SHA256
+        from Crypto.Signature import DSS
+
+        signer = DSS.new(sk, "fips-186-3", encoding="der")
+        return lambda m: signer.sign(SHA256.new(m))
+
+    def verifier(self, pk):
+        from Crypto.Signature import DSS
+
+        return functools.partial(_dome_verify, DSS.new(pk, "fips-186-3", encoding="der"))
+
+    def key_sizes(self, keys) -> dict:
+        pk, _ = keys
+        return {"public_key_bytes": len(pk.export_key(format="raw")), "secret_key_bytes": 32}
+
+
+def _dome_verify(verifier, message: bytes, signature: bytes) -> bool:
+    from Crypto.Hash import SHA256
+
+    try:
+        verifier.verify(SHA256.new(message), signature)
+    except ValueError:
+        return False
+    return True
+
+
+def register_all() -> None:
+    import Crypto  # noqa: F401
+
+    for name in ("AES-256-CBC", "AES-256-GCM", "ChaCha20-Poly1305"):
+        register(name, "pycryptodome", functools.partial(DomeCipher, name))
+    register("RSA-2048-PKCS1v15-enc", "pycryptodome", functools.partial(DomeRSAEncryption, 2048))
+    register("ECDSA-P256", "pycryptodome", DomeECDSA)

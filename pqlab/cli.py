@@ -1,0 +1,92 @@
+"""`python -m pqlab list | bench | compare`: measuring without a notebook."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _cmd_list(args) -> int:
+    from .algorithms import catalogue
+
+    df = catalogue()
+    if args.kind:
+        df = df[df["kind"] == args.kind]
+    if args.backend:
+        df = df[df["backend"] == args.backend]
+    cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
+    print(df[cols].fillna("").to_string(index=False))
+    print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .bench import bench
+
+    run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
+                min_samples=args.min_samples, study=args.study, folder=args.folder, run_id=args.run_id,
+                progress=not args.no_progress)
+    out = run.summary().copy()
+    out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
+    print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
+               "verified", "flags"]].fillna("").to_string(index=False))
+    print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
+    if args.out:
+        from pathlib import Path
+
+        from .results import atomic_write
+
+        atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
+        print(f"measurements also written to {args.out}", file=sys.stderr)
+    return 0 if run.measurements["verified"].fillna(False).astype(bool).all() else 1
+
+
+def _cmd_compare(args) -> int:
+    from .results import compare_runs
+
+    df = compare_runs(args.a, args.b, alpha=args.alpha)
+    if df.empty:
+        print("the two runs have no measurement in common", file=sys.stderr)
+        return 1
+    df["median_a_us"] = (df["median_a_ns"] / 1e3).round(3)
+    df["median_b_us"] = (df["median_b_ns"] / 1e3).round(3)
+    cols = ["algorithm", "backend", "operation", "message_bytes", "median_a_us", "median_b_us", "factor_b_over_a",
+            "p_value", "verdict"]
+    print(df[cols].fillna("").to_string(index=False))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pqlab", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list", help="print algorithms with backend, family, NIST level and operations")
+    ls.add_argument("--kind", choices=["sig", "kem", "pke", "cipher"])
+    ls.add_argument("--backend")
+    ls.set_defaults(func=_cmd_list)
+    b = sub.add_parser("bench", help="measure algorithms and write a results file")
+    b.add_argument("algorithms", nargs="+", help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography)")
+    b.add_argument("--operations", nargs="+", help="subset of keygen sign verify encaps decaps encrypt decrypt")
+    b.add_argument("--message-bytes", type=int, action="append", help="message size (repeat for several)")
+    b.add_argument("--budget", type=float, default=1.0, help="seconds of sampling per operation (default 1)")
+    b.add_argument("--min-samples", type=int, default=5)
+    b.add_argument("--study", default="", help="label stored with every row")
+    b.add_argument("--out", help="also write the measurements table to this CSV file")
+    b.add_argument("--folder", help="results folder (default data/results)")
+    b.add_argument("--run-id", help=argparse.SUPPRESS)
+    b.add_argument("--no-progress", action="store_true")
+    b.set_defaults(func=_cmd_bench)
+    c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
+    c.add_argument("a", help="run id or path of the baseline run")
+    c.add_argument("b", help="run id or path of the other run")
+    c.add_argument("--alpha", type=float, default=0.01)
+    c.set_defaults(func=_cmd_compare)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {msg}", file=sys.stderr)
+        return 2

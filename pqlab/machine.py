@@ -1,0 +1,138 @@
+"""Metadata of the machine and environment a run measured on (a run's .meta.json)."""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+
+from .paths import ROOT
+
+PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "dilithium-py", "slh-dsa", "ascon",
+            "numpy", "pandas", "matplotlib")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def cpu() -> dict:
+    info = {"model": "", "flags_avx2": False, "flags_avx512f": False, "mhz_reported": None}
+    text = _read("/proc/cpuinfo")
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "model name" and not info["model"]:
+            info["model"] = value
+        elif key == "cpu mhz" and info["mhz_reported"] is None:
+            info["mhz_reported"] = float(value)
+        elif key == "flags" and not info.get("_flags"):
+            flags = set(value.split())
+            info["_flags"] = True
+            info["flags_avx2"], info["flags_avx512f"] = "avx2" in flags, "avx512f" in flags
+            info["hypervisor_flag"] = "hypervisor" in flags
+    info.pop("_flags", None)
+    info["model"] = info["model"] or platform.processor()
+    info["logical_cores"] = os.cpu_count()
+    info["usable_cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return info
+
+
+def frequency() -> dict:
+    """Governor, scaling limits and boost state where the kernel exposes them; why not, where not."""
+    base = "/sys/devices/system/cpu/cpu0/cpufreq"
+    if not Path(base).exists():
+        return {"available": False, "reason": f"{base} does not exist (no cpufreq: typical of virtual machines)"}
+    out = {"available": True}
+    for name in ("scaling_governor", "scaling_min_freq", "scaling_max_freq", "cpuinfo_max_freq", "scaling_driver"):
+        out[name] = _read(f"{base}/{name}")
+    out["boost"] = _read("/sys/devices/system/cpu/cpufreq/boost") or _read(
+        "/sys/devices/system/cpu/intel_pstate/no_turbo").replace("1", "off (no_turbo=1)").replace("0", "on")
+    return out
+
+
+def hypervisor() -> str:
+    vendor = _read("/sys/hypervisor/type") or _read("/sys/class/dmi/id/sys_vendor")
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5).stdout.strip()
+        if out:
+            return out if not vendor else f"{out} ({vendor})"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return vendor
+
+
+def git_state() -> dict:
+    def git(*args):
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return {"commit": "", "dirty": None, "reason": head.stderr.strip()[:200]}
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip() != ""
+        return {"commit": head.stdout.strip(), "dirty": dirty}
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"commit": "", "dirty": None, "reason": str(exc)}
+
+
+def package_versions() -> dict:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = ""
+    return out
+
+
+def params_hash(params: dict) -> str:
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def machine_id() -> str:
+    """A stable short id of this machine (hostname + CPU model), for merging runs from several machines."""
+    return hashlib.sha256(f"{socket.gethostname()}|{cpu()['model']}".encode()).hexdigest()[:12]
+
+
+def collect(params: dict | None = None, liboqs: bool = True) -> dict:
+    """Everything a reader needs to judge where a number came from."""
+    from .cycles import open_counter
+
+    cc = open_counter()
+    meta = {
+        "machine_id": machine_id(),
+        "hostname": socket.gethostname(),
+        "cpu": cpu(),
+        "frequency": frequency(),
+        "hypervisor": hypervisor(),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "packages": package_versions(),
+        "cycles_counter": cc.source if cc.hardware else f"{cc.source or 'none'} ({cc.reason})",
+        "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
+        "git": git_state(),
+        "params": params or {},
+        "params_hash": params_hash(params or {}),
+    }
+    if liboqs:
+        from .liboqs import liboqs_info
+
+        meta["liboqs"] = liboqs_info()
+    try:
+        from cryptography.hazmat.backends.openssl.backend import backend
+
+        meta["openssl"] = backend.openssl_version_text()
+    except Exception as exc:  # noqa: BLE001
+        meta["openssl"] = f"unavailable: {exc}"
+    return meta

@@ -1,0 +1,160 @@
+"""One house style for every figure: a stable colour per algorithm family, log axes where
+values span decades, units in axis labels, sizes that fit a paper column.
+
+The functions take tidy tables (as pqlab writes them) and return the matplotlib Figure;
+export it with :func:`pqlab.export.save_figure`.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
+    "lattice": "#0072B2",
+    "hash-based": "#D55E00",
+    "multivariate": "#009E73",
+    "code-based": "#CC79A7",
+    "RSA": "#E69F00",
+    "elliptic-curve": "#56B4E9",
+    "symmetric": "#999999",
+    "other": "#000000",
+}
+#: Stable colours for categories that are not families (operations, backends, sources).
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+COLUMN_WIDTH = 3.5  # inches: one column of a two-column paper
+FULL_WIDTH = 7.2
+
+STYLE = {
+    "figure.dpi": 110, "savefig.dpi": 300, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,
+    "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
+    "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
+    "legend.frameon": False, "pdf.fonttype": 42, "svg.fonttype": "none", "figure.constrained_layout.use": True,
+}
+
+
+def apply_style() -> None:
+    plt.rcParams.update(STYLE)
+
+
+apply_style()
+
+UNITS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def family_color(family: str) -> str:
+    return FAMILY_COLORS.get(family, FAMILY_COLORS["other"])
+
+
+def color_map(keys) -> dict:
+    """Stable colours for any list of categories (in the given order)."""
+    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
+
+
+def time_unit(values_ns) -> str:
+    """The unit that keeps the median of `values_ns` between 1 and 1000."""
+    v = np.nanmedian(np.asarray(values_ns, float))
+    for unit in ("s", "ms", "µs"):
+        if v >= UNITS[unit]:
+            return unit
+    return "ns"
+
+
+def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low: str | None = None,
+                 high: str | None = None, scale: float = 1.0, ylabel: str = "", log: bool = True,
+                 title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6):
+    """Bars of `value` per `category`, side by side per `group` (e.g. operations), with whiskers
+    from `low` to `high` (e.g. the quartiles).  Missing combinations leave a gap."""
+    cats = list(dict.fromkeys(df[category]))
+    groups = list(dict.fromkeys(df[group]))
+    colors = colors or color_map(groups)
+    fig, ax = plt.subplots(figsize=(width, height))
+    w = 0.8 / max(len(groups), 1)
+    x = np.arange(len(cats))
+    for i, g in enumerate(groups):
+        sub = df[df[group] == g].set_index(category).reindex(cats)
+        y = sub[value].to_numpy(float) / scale
+        err = None
+        if low and high:
+            err = np.vstack([y - sub[low].to_numpy(float) / scale, sub[high].to_numpy(float) / scale - y])
+            err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+        ax.bar(x + (i - (len(groups) - 1) / 2) * w, y, w, yerr=err, label=str(g), color=colors[g],
+               error_kw={"elinewidth": 0.7, "capsize": 1.5})
+    ax.set_xticks(x, cats, rotation=30 if max(map(len, map(str, cats))) > 8 else 0, ha="right")
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if len(groups) > 1:
+        ax.legend(ncols=min(len(groups), 4))
+    return fig
+
+
+def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm", hue: str = "family",
+            xlabel: str = "", ylabel: str = "", logx: bool = True, logy: bool = True, title: str = "",
+            width: float = COLUMN_WIDTH * 1.4, height: float = 3.0, annotate: bool = True, colors: dict | None = None):
+    """One point per row, coloured by `hue` (family colours when hue is 'family'), optionally labelled."""
+    fig, ax = plt.subplots(figsize=(width, height))
+    keys = list(dict.fromkeys(df[hue]))
+    colors = colors or ({k: family_color(k) for k in keys} if hue == "family" else color_map(keys))
+    for k in keys:
+        sub = df[df[hue] == k]
+        ax.scatter(sub[x], sub[y], s=14, color=colors[k], label=str(k), alpha=0.85, edgecolors="none")
+        if annotate and label:
+            for _, r in sub.iterrows():
+                ax.annotate(str(r[label]), (r[x], r[y]), fontsize=5, xytext=(2, 2), textcoords="offset points")
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=6, markerscale=1.2)
+    return fig
+
+
+def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None, high: str | None = None,
+          scale: float = 1.0, xlabel: str = "", ylabel: str = "", logx: bool = False, logy: bool = True,
+          title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.4, height: float = 2.8, ax=None):
+    """One line per `hue` of `y` against `x`, with a band from `low` to `high` when given."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
+    keys = list(dict.fromkeys(df[hue]))
+    colors = colors or color_map(keys)
+    for k in keys:
+        sub = df[df[hue] == k].sort_values(x)
+        ax.plot(sub[x], sub[y] / scale, marker="o", ms=2.5, lw=1, color=colors[k], label=str(k))
+        if low and high:
+            ax.fill_between(sub[x], sub[low] / scale, sub[high] / scale, color=colors[k], alpha=0.2, lw=0)
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=6)
+    return fig
+
+
+def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", title: str = "",
+            width: float = FULL_WIDTH, height: float | None = None, fmt: str = "{:.3g}"):
+    """A labelled heatmap of a numeric table (rows x columns), log colour scale by default."""
+    from matplotlib.colors import LogNorm
+
+    values = matrix.to_numpy(float)
+    height = height or max(2.0, 0.16 * len(matrix) + 1.0)
+    fig, ax = plt.subplots(figsize=(width, height))
+    positive = values[np.isfinite(values) & (values > 0)]
+    norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if log and positive.size else None
+    im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap="viridis", norm=norm)
+    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
+    ax.set_yticks(range(matrix.shape[0]), matrix.index)
+    ax.grid(False)
+    if matrix.size <= 400:
+        for (i, j), v in np.ndenumerate(values):
+            if np.isfinite(v):
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=5, color="white")
+    fig.colorbar(im, ax=ax, label=cbar_label)
+    if title:
+        ax.set_title(title)
+    return fig

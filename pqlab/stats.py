@@ -1,0 +1,76 @@
+"""Robust summaries of timing samples: median, quartiles, bootstrap CI, MAD, instability flags."""
+from __future__ import annotations
+
+import numpy as np
+
+#: Thresholds of the instability flags (pyperf-like): raise them in a run's parameters if needed.
+CV_LIMIT = 0.10
+MIN_SAMPLES = 10
+MIN_FAR = 0.20  # (median - min) / median
+
+
+def bootstrap_median_ci(values, confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the median."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (float("nan"), float("nan"))
+    if x.size == 1:
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 2_000_000 // x.size))
+    medians = []
+    for start in range(0, resamples, chunk):
+        n = min(chunk, resamples - start)
+        medians.append(np.median(x[rng.integers(0, x.size, size=(n, x.size))], axis=1))
+    m = np.concatenate(medians)
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(m, alpha)), float(np.quantile(m, 1 - alpha))
+
+
+def summarize(values, *, seed: int = 0) -> dict:
+    """median, q1, q3, ci_low, ci_high, min, max, mean, cv, mad, n and instability flags."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"n": 0, "flags": ["no-samples"]}
+    q1, median, q3 = np.percentile(x, [25, 50, 75])
+    mean = float(x.mean())
+    cv = float(x.std(ddof=1) / mean) if x.size > 1 and mean else 0.0
+    lo, hi = bootstrap_median_ci(x, seed=seed)
+    flags = []
+    if cv >= CV_LIMIT:
+        flags.append("unstable-cv")
+    if x.size < MIN_SAMPLES:
+        flags.append("few-samples")
+    if median and (median - x.min()) / median > MIN_FAR:
+        flags.append("min-far-from-median")
+    return {"n": int(x.size), "median": float(median), "q1": float(q1), "q3": float(q3), "ci_low": lo,
+            "ci_high": hi, "min": float(x.min()), "max": float(x.max()), "mean": mean, "cv": cv,
+            "mad": float(np.median(np.abs(x - median))), "flags": flags}
+
+
+def mann_whitney(a, b) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U test (normal approximation with tie correction): (U of a, p-value)."""
+    from math import erfc, sqrt
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n1, n2 = a.size, b.size
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan")
+    both = np.concatenate([a, b])
+    order = both.argsort(kind="mergesort")
+    ranks = np.empty(both.size)
+    sorted_vals = both[order]
+    # average ranks for ties
+    _, start, counts = np.unique(sorted_vals, return_index=True, return_counts=True)
+    avg = start + (counts + 1) / 2.0
+    ranks[order] = np.repeat(avg, counts)
+    u1 = ranks[:n1].sum() - n1 * (n1 + 1) / 2.0
+    mu = n1 * n2 / 2.0
+    n = n1 + n2
+    tie = (counts ** 3 - counts).sum() / (n * (n - 1)) if n > 1 else 0.0
+    sigma = sqrt(n1 * n2 / 12.0 * ((n + 1) - tie))
+    if sigma == 0:
+        return float(u1), 1.0
+    z = (abs(u1 - mu) - 0.5) / sigma  # continuity correction
+    return float(u1), float(min(1.0, erfc(max(z, 0.0) / sqrt(2))))
