@@ -343,6 +343,20 @@ def resolve(items: Iterable) -> list[Algorithm]:
     return out
 
 
+def implementations(names: Iterable[str], backends: Iterable[str] | None = None) -> list[str]:
+    """"NAME@backend" for every backend of `backends` that implements each name (all backends when
+    None); a name none of them implements gets its preferred backend."""
+    _load_backends()
+    wanted = list(backends) if backends is not None else None
+    out = []
+    for name in names:
+        get(name)  # an unknown name raises here, with close matches
+        found = _backends_of(name)
+        chosen = [b for b in found if wanted is None or b in wanted] or found[:1]
+        out += [f"{name}@{b}" for b in chosen]
+    return out
+
+
 def catalogue() -> "pandas.DataFrame":  # noqa: F821
     """Every registered (algorithm, backend) with its metadata, as a table."""
     import pandas as pd

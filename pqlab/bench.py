@@ -170,7 +170,7 @@ def _sizes_row(algo: Algorithm, run_id: str, message: bytes) -> dict:
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
-                    folder: Path | str | None = None) -> Run:
+                    folder: Path | str | None = None, min_samples: int = 5) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
@@ -181,7 +181,7 @@ def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", oper
     env = variant_environment(variant)
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
-           "--study", study, "--no-progress"]
+           "--study", study, "--no-progress", "--min-samples", str(min_samples)]
     if operations:
         cmd += ["--operations", *operations]
     for size in _as_list(message_bytes):

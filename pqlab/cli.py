@@ -55,6 +55,18 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _cmd_fidelity(args) -> int:
+    from .overhead import OPERATIONS, format_fidelity, measure_fidelity, measure_noop
+
+    def say(what: str) -> None:
+        print(f"measuring {what} ...", file=sys.stderr)
+
+    noop = measure_noop(min(0.2, args.budget))
+    df = measure_fidelity(OPERATIONS, budget_s=args.budget, blocks=args.blocks, progress=say)
+    print(format_fidelity(df, noop))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pqlab", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -79,6 +91,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("b", help="run id or path of the other run")
     c.add_argument("--alpha", type=float, default=0.01)
     c.set_defaults(func=_cmd_compare)
+    f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
+    f.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per operation and arm (default 2)")
+    f.add_argument("--blocks", type=int, default=10, help="alternating blocks the budget is split into")
+    f.set_defaults(func=_cmd_fidelity)
     return p
 
 

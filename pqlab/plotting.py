@@ -87,7 +87,7 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     if title:
         ax.set_title(title)
     if len(groups) > 1:
-        ax.legend(ncols=min(len(groups), 4))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -133,6 +133,87 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
     if title:
         ax.set_title(title)
     ax.legend(fontsize=6)
+    return fig
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str = "family") -> dict:
+    """A colour per `key` (e.g. algorithm): its family's colour, in darker and lighter shades when a
+    family has several members, so families stay recognisable and members distinguishable."""
+    from matplotlib.colors import to_rgb
+
+    pairs = df[[key, family]].drop_duplicates(key)
+    out = {}
+    for fam, sub in pairs.groupby(family, sort=False):
+        base = np.array(to_rgb(family_color(fam)))
+        members = list(sub[key])
+        for i, k in enumerate(members):
+            t = 0.0 if len(members) == 1 else -0.35 + 0.7 * i / (len(members) - 1)  # dark .. light
+            rgb = base * (1 + t) if t < 0 else base + (1 - base) * t
+            out[k] = tuple(np.clip(rgb, 0, 1))
+    return out
+
+
+def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panels: list | None = None,
+                model: pd.DataFrame | None = None, mark: str | None = None, colors: dict | None = None,
+                linestyles: dict | None = None, scale: float = 1.0, xlabel: str = "", ylabel: str = "",
+                logx: bool = True, logy: bool = True, symlog_x: bool = False, width: float = FULL_WIDTH,
+                height: float = 3.0, legend_cols: int = 4, title: str = ""):
+    """Small multiples: one panel per value of `panel`, one line (markers) per `hue` of `y` against `x`.
+
+    `model` (optional): rows with columns `hue`, `panel`, ``intercept`` and ``slope`` (units of `y`
+    and `x`): the straight line intercept + slope * x is drawn dashed over the panel's x range, and
+    when `mark` names a column of `model`, a cross marks the model at that x (e.g. a crossover).
+    `symlog_x` puts x = 0 on a log-like axis (linear below 1).  One legend below the panels."""
+    panels = panels or list(dict.fromkeys(df[panel]))
+    keys = list(dict.fromkeys(df[hue]))
+    colors = colors or color_map(keys)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, height), sharex=True, squeeze=False)
+    for ax, p in zip(axes[0], panels):
+        sub = df[df[panel] == p]
+        for i, k in enumerate(keys):
+            s = sub[sub[hue] == k].sort_values(x)
+            if s.empty:
+                continue
+            style = (linestyles or {}).get(k, "-")
+            ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=2.5, lw=0.9, ls=style,
+                    color=colors[k], label=str(k))
+            if model is not None:
+                m = model[(model[hue] == k) & (model[panel] == p)]
+                if len(m):
+                    xs = np.unique(np.concatenate([[s[x].min()], np.geomspace(max(s[x].min(), 1), s[x].max(), 200)]))
+                    ys = (m["intercept"].iloc[0] + m["slope"].iloc[0] * xs) / scale
+                    ax.plot(xs, ys, ls=(0, (3, 2)), lw=0.7, color=colors[k], alpha=0.9)
+                    if mark and np.isfinite(xm := float(m[mark].iloc[0])) and s[x].min() <= xm <= s[x].max():
+                        ax.plot([xm], [(m["intercept"].iloc[0] + m["slope"].iloc[0] * xm) / scale], marker="x",
+                                ms=4, mew=0.9, color=colors[k], ls="none")
+        if symlog_x:
+            ax.set_xscale("symlog", linthresh=1, linscale=0.4)
+        else:
+            ax.set_xscale("log" if logx else "linear")
+        ax.set_yscale("log" if logy else "linear")
+        ax.set_title(str(p))
+        ax.set_xlabel(xlabel or x)
+    axes[0][0].set_ylabel(ylabel or y)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if model is not None:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls=(0, (3, 2)), lw=0.7, color="0.3"))
+        labels.append("fit: fixed + per-byte × length")
+        if mark:
+            handles.append(Line2D([], [], marker="x", ls="none", ms=4, mew=0.9, color="0.3"))
+            labels.append(f"{mark.replace('_', ' ')}")
+    fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=6)
+    if title:
+        fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("liboqs", "openssl", "pycryptodome", "pqcrypto_backend", "purepython")
+MODULES = ("liboqs", "openssl", "pycryptodome", "pqcrypto_backend", "purepython", "ascon_backend")
 #: backend module -> why it registered nothing (a missing optional library)
 UNAVAILABLE: dict[str, str] = {}
 

@@ -94,6 +94,9 @@ class ECDSASignature(_OpenSSL):
         return {"public_key_bytes": len(pk.public_bytes(s.Encoding.X962, s.PublicFormat.UncompressedPoint)),
                 "secret_key_bytes": (sk.curve.key_size + 7) // 8}
 
+    def declared_sizes(self) -> dict:
+        return {"signature_max_bytes": ecdsa_der_max(256 if self.curve == "P256" else 384)}
+
 
 class RawKeySignature(_OpenSSL):
     """Ed25519, Ed448 and ML-DSA: keys with a raw encoding, sign(message) without parameters."""
@@ -119,6 +122,13 @@ class RawKeySignature(_OpenSSL):
     def key_sizes(self, keys) -> dict:
         pk, sk = keys
         return {"public_key_bytes": len(pk.public_bytes_raw()), "secret_key_bytes": len(sk.private_bytes_raw())}
+
+
+def ecdsa_der_max(bits: int) -> int:
+    """Longest DER ECDSA signature: SEQUENCE of two INTEGERs of up to bits/8 + 1 bytes each."""
+    n = (bits + 7) // 8 + 1
+    body = 2 * (2 + n)
+    return body + (2 if body < 128 else 3)
 
 
 def _verify_raising(verify, params: tuple, message: bytes, signature: bytes) -> bool:

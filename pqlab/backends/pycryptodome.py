@@ -132,6 +132,11 @@ class DomeECDSA(_Dome):
         pk, _ = keys
         return {"public_key_bytes": len(pk.export_key(format="raw")), "secret_key_bytes": 32}
 
+    def declared_sizes(self) -> dict:
+        from .openssl import ecdsa_der_max
+
+        return {"signature_max_bytes": ecdsa_der_max(256)}
+
 
 def _dome_verify(verifier, message: bytes, signature: bytes) -> bool:
     from Crypto.Hash import SHA256

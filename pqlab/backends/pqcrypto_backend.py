@@ -1,0 +1,99 @@
+"""SLH-DSA (FIPS 205, all 12 sets), ML-DSA and ML-KEM through PyPI ``pqcrypto`` (PQClean in Rust).
+
+``pqcrypto`` is the second native implementation of the final standards beside liboqs and
+OpenSSL, and the only one here with **SLH-DSA** (liboqs 0.13 ships round-3 SPHINCS+, and
+OpenSSL in ``cryptography`` has no SLH-DSA).  Names follow FIPS 205/204/203:
+``SLH-DSA-SHA2-128f`` ... ``SLH-DSA-SHAKE-256s``, ``ML-DSA-44/65/87``, ``ML-KEM-512/768/1024``.
+
+Signing and verifying use the *pure* FIPS 204/205 interface with an empty context string
+(what the other backends use).  ``pqcrypto``'s ``verify`` returns None and raises
+``InvalidSignatureError`` on a bad signature; the adapter answers True/False like every other
+pqlab verifier.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+
+from ..algorithms import Algorithm, register
+
+#: FIPS 205 parameter sets: (hash, security bits, s|f) -> NIST category
+SLH_DSA_SETS = [(h, bits, v) for h in ("SHA2", "SHAKE") for bits in (128, 192, 256) for v in ("s", "f")]
+_SLH_LEVEL = {128: 1, 192: 3, 256: 5}
+ML_DSA_LEVELS = {"44": 2, "65": 3, "87": 5}
+ML_KEM_LEVELS = {"512": 1, "768": 3, "1024": 5}
+
+
+@functools.lru_cache(maxsize=1)
+def package_version() -> str:
+    from importlib.metadata import version
+
+    return version("pqcrypto")
+
+
+def slh_dsa_name(hash_name: str, bits: int, variant: str) -> str:
+    """The FIPS 205 name of a parameter set, e.g. ``SLH-DSA-SHA2-128f``."""
+    return f"SLH-DSA-{hash_name}-{bits}{variant}"
+
+
+def _module(kind: str, module: str):
+    importlib.import_module(f"pqcrypto.{kind}")  # the package creates its submodules on import
+    return importlib.import_module(f"pqcrypto.{kind}.{module}")
+
+
+class _PQCrypto(Algorithm):
+    def __init__(self, name: str, kind: str, module: str, family: str, level: int, notes: str = ""):
+        self._mod = _module("sign" if kind == "sig" else "kem", module)
+        version = package_version()
+        super().__init__(name, kind, family, "pqcrypto", f"pqcrypto {version} (PQClean, Rust bindings)", version,
+                         level, "raw", notes, extra={"module": f"pqcrypto.{'sign' if kind == 'sig' else 'kem'}.{module}"})
+
+    def generate(self):
+        return self._mod.keygen()
+
+
+class PQCryptoSignature(_PQCrypto):
+    """A FIPS 204/205 signature: pure mode, empty context."""
+
+    def signer(self, sk):
+        return functools.partial(self._mod.sign, sk)  # sign(sk, message)
+
+    def verifier(self, pk):
+        return functools.partial(_verify, self._mod.verify, pk)
+
+    def declared_sizes(self) -> dict:
+        return {"signature_max_bytes": self._mod.SIGNATURE_SIZE}
+
+
+def _verify(verify, pk: bytes, message: bytes, signature: bytes) -> bool:
+    """pqcrypto's verify returns None or raises (InvalidSignatureError is a ValueError)."""
+    try:
+        verify(pk, message, signature)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+class PQCryptoKem(_PQCrypto):
+    def encapsulator(self, pk):
+        return functools.partial(self._mod.encaps, pk)  # -> (ciphertext, shared secret)
+
+    def decapsulator(self, sk):
+        return functools.partial(self._mod.decaps, sk)
+
+
+def register_all() -> None:
+    import pqcrypto  # noqa: F401 - ImportError here means the backend is missing
+
+    for h, bits, v in SLH_DSA_SETS:
+        name = slh_dsa_name(h, bits, v)
+        register(name, "pqcrypto", functools.partial(
+            PQCryptoSignature, name, "sig", f"slh_dsa_{h.lower()}_{bits}{v}", "hash-based", _SLH_LEVEL[bits],
+            "FIPS 205 pure SLH-DSA, empty context"))
+    for p, level in ML_DSA_LEVELS.items():
+        register(f"ML-DSA-{p}", "pqcrypto", functools.partial(
+            PQCryptoSignature, f"ML-DSA-{p}", "sig", f"ml_dsa_{p}", "lattice", level,
+            "FIPS 204 pure ML-DSA, empty context"))
+    for p, level in ML_KEM_LEVELS.items():
+        register(f"ML-KEM-{p}", "pqcrypto", functools.partial(
+            PQCryptoKem, f"ML-KEM-{p}", "kem", f"ml_kem_{p}", "lattice", level, "FIPS 203"))

@@ -1,0 +1,232 @@
+"""The Bouncy Castle backend: the Java runner of native/bc-runner/, built with Maven and driven from Python.
+
+It reproduces the platform of the first study (Java + Bouncy Castle: AES-256 CBC/PKCS5, RSA-2048 PKCS#1 v1.5
+encryption, SPHINCS+-SHAKE-128f; keygen, encrypt/sign, decrypt/verify of a 100-byte message, mean of 5 runs).
+Each run starts a fresh JVM for one algorithm and reports the JVM's cold first calls (``cold_ns``, the first
+``cold`` rounds after start, in the study's order) apart from the JIT-warmed steady state (``warm_ns``).
+
+    >>> result = run_bc("SPHINCS+-SHAKE-128f-simple")
+    >>> bc_measurements(result)   # steady-state rows, plus rows flagged jvm-cold
+    >>> bc_sizes(result)          # raw key bytes, plus Bouncy Castle's encoded (X.509 / PKCS#8) sizes
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .stats import summarize
+
+from pqlab.paths import NATIVE
+from pqlab.schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
+
+RUNNER_DIR = NATIVE / "bc-runner"
+JAR = RUNNER_DIR / "target" / "bc-runner.jar"
+BACKEND = "bouncycastle"
+NO_JDK = "no JDK installed: install openjdk-17-jdk-headless and maven"
+
+# Schema metadata of the runner's algorithms (the runner itself is the authority on which exist: --list).
+FAMILY = {"AES-256-CBC": "symmetric", "RSA-2048": "RSA", "SPHINCS+-SHAKE-128f-simple": "hash-based",
+          "SPHINCS+-SHAKE-128f-robust": "hash-based", "SLH-DSA-SHAKE-128f": "hash-based"}
+# NIST categories: the 128f parameter sets are category 1; category 5 is defined by AES-256 key search;
+# RSA-2048 has none (no post-quantum security).
+NIST_LEVEL = {"AES-256-CBC": 5, "SPHINCS+-SHAKE-128f-simple": 1, "SPHINCS+-SHAKE-128f-robust": 1,
+              "SLH-DSA-SHAKE-128f": 1}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _version_line(cmd: list[str]) -> str:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    text = _ANSI.sub("", out.stdout + out.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+@functools.lru_cache(maxsize=1)
+def jdk_available() -> tuple[bool, str]:
+    """(True, "java ...; javac ...; Apache Maven ...") when a JDK and Maven are on PATH, else (False, why)."""
+    if not shutil.which("java") or not shutil.which("javac"):
+        return False, NO_JDK + (" (found a java runtime but no javac)" if shutil.which("java") else "")
+    if not shutil.which("mvn"):
+        return False, "Maven not found: install maven (a JDK is present)"
+    try:
+        java, javac, mvn = (_version_line(c) for c in (["java", "-version"], ["javac", "-version"], ["mvn", "-v"]))
+    except (OSError, subprocess.SubprocessError) as e:
+        return False, f"cannot run java/javac/mvn: {e}"
+    m = re.search(r'version "(\d+)', java)
+    if m and int(m.group(1)) < 17:
+        return False, f"Java 17 or newer needed, found: {java}"
+    return True, f"{java}; {javac}; {mvn}"
+
+
+def _sources() -> list[Path]:
+    return [RUNNER_DIR / "pom.xml", *sorted(p for p in (RUNNER_DIR / "src").rglob("*") if p.is_file())]
+
+
+def build_bc_runner(force: bool = False, timeout_s: float = 900) -> Path:
+    """Build native/bc-runner/target/bc-runner.jar with Maven when missing or older than its sources."""
+    ok, why = jdk_available()
+    if not ok:
+        raise RuntimeError(why)
+    newest = max(p.stat().st_mtime for p in _sources())
+    if not force and JAR.exists() and JAR.stat().st_mtime >= newest:
+        return JAR
+    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(RUNNER_DIR / "pom.xml"), "package"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=RUNNER_DIR)
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"Maven build of the Bouncy Castle runner timed out after {timeout_s:.0f} s") from e
+    if proc.returncode != 0 or not JAR.exists():
+        tail = "\n".join(_ANSI.sub("", proc.stdout + proc.stderr).strip().splitlines()[-40:])
+        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {proc.returncode}): "
+                           f"{' '.join(cmd)}\n{tail}")
+    return JAR
+
+
+def bc_algorithms() -> list[str]:
+    """The algorithm names the runner supports (``--list``)."""
+    out = subprocess.run(["java", "-jar", str(build_bc_runner()), "--list"], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
+           warmup_s: float | None = None, min_samples: int = 5, max_samples: int = 20000,
+           java_opts: tuple[str, ...] = (), timeout_s: float | None = None) -> dict:
+    """Run one algorithm in a fresh JVM and return the runner's JSON document.
+
+    ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
+    interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
+    sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it.
+    Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
+    """
+    jar = build_bc_runner()
+    cmd = ["java", *java_opts, "-jar", str(jar), "--alg", algorithm, "--message-bytes", str(message_bytes),
+           "--cold", str(cold), "--warm-budget", str(warm_budget_s), "--min-samples", str(min_samples),
+           "--max-samples", str(max_samples)]
+    if warmup_s is not None:
+        cmd += ["--warmup", str(warmup_s)]
+    if operations:
+        cmd += ["--ops", ",".join(operations)]
+    if timeout_s is None:  # generous: RSA keygen and SPHINCS+ signing take up to a few hundred ms per call
+        timeout_s = 300 + 10 * cold + 3 * ((warmup_s if warmup_s is not None else warm_budget_s) + 3 * warm_budget_s)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    err = proc.stderr.strip()
+    if proc.returncode == 2:
+        raise ValueError(err.removeprefix("bc-runner: "))
+    if proc.returncode != 0:
+        raise RuntimeError(f"bc-runner failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+                           + "\n".join(err.splitlines()[-20:]))
+    return json.loads(proc.stdout)
+
+
+def implementation(result: dict) -> str:
+    """E.g. "Bouncy Castle 1.86 (FIPS 205 SLH-DSA) on OpenJDK 17.0.15"."""
+    runtime = "OpenJDK" if "OpenJDK" in result.get("jvm", "") else "Java"
+    return f"Bouncy Castle {result['bouncycastle_version']} ({result['api']}) on {runtime} {result['java_version']}"
+
+
+def _stats(ns) -> dict:
+    """The schema's time columns from raw samples (pqlab.stats.summarize)."""
+    if len(ns) == 0:
+        return {}
+    t = summarize(ns)
+    return {"time_ns_median": t["median"], "time_ns_q1": t["q1"], "time_ns_q3": t["q3"], "time_ns_min": t["min"],
+            "time_ns_cv": t["cv"], "time_ns_ci_low": t["ci_low"], "time_ns_ci_high": t["ci_high"]}
+
+
+def bc_measurements(result: dict, run_id: str = "", started_at: str = "", machine_id: str = "") -> pd.DataFrame:
+    """Rows in MEASUREMENT_COLUMNS: per operation one steady-state row, and one cold-phase row flagged jvm-cold."""
+    alg = result["algorithm"]
+    base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": started_at, "machine_id": machine_id,
+            "study": "", "backend": BACKEND, "implementation": implementation(result),
+            "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
+            "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg), "cycles_source": "",
+            "overhead_ns": result.get("overhead_ns")}
+    rows = []
+    for op in result["operations"]:
+        failed = [] if op["verified"] else ["failed:" + str(op.get("error") or "unverified").replace(";", ",")]
+        for phase, ns in (("warm", op["warm_ns"]), ("cold", op["cold_ns"])):
+            if phase == "cold" and not ns:
+                continue
+            flags = (["jvm-cold"] if phase == "cold" else []) + ["no-cycles:jvm"] + failed
+            if phase == "warm" and len(ns) < 5:
+                flags.append("few-samples")
+            rows.append({**base, "operation": op["operation"], "message_bytes": op["message_bytes"],
+                         "samples": len(ns), "loops": op.get("loops", 1), **_stats(ns),
+                         "verified": bool(op["verified"]), "flags": ";".join(flags)})
+    return pd.DataFrame(rows).reindex(columns=MEASUREMENT_COLUMNS)
+
+
+def bc_samples(result: dict, run_id: str = "") -> pd.DataFrame:
+    """Every raw sample in SAMPLE_COLUMNS, plus a ``phase`` column (cold | warm)."""
+    rows = [{"run_id": run_id, "backend": BACKEND, "variant": "", "algorithm": result["algorithm"],
+             "operation": op["operation"], "message_bytes": op["message_bytes"], "sample": i,
+             "loops": op.get("loops", 1), "time_ns": t, "cycles": None, "phase": phase}
+            for op in result["operations"] for phase in ("cold", "warm")
+            for i, t in enumerate(op[f"{phase}_ns"])]
+    return pd.DataFrame(rows, columns=[*SAMPLE_COLUMNS, "phase"])
+
+
+def bc_sizes(result: dict, run_id: str = "") -> pd.DataFrame:
+    """One row in SIZE_COLUMNS (raw key bytes) plus public_key_encoded_bytes / secret_key_encoded_bytes
+    (Bouncy Castle's getEncoded(): X.509 SubjectPublicKeyInfo / PKCS#8 PrivateKeyInfo, DER)."""
+    s, alg = result["sizes"], result["algorithm"]
+    sig = s.get("signature_bytes")
+    row = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "algorithm": alg, "backend": BACKEND,
+           "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
+           "public_key_bytes": s.get("public_key_raw_bytes"), "secret_key_bytes": s.get("secret_key_raw_bytes"),
+           "signature_bytes": sig, "signature_max_bytes": sig,  # SPHINCS+/SLH-DSA signatures have a fixed size
+           "ciphertext_bytes": s.get("ciphertext_bytes"), "shared_secret_bytes": None,
+           "symmetric_key_bytes": s.get("symmetric_key_bytes"),
+           "public_key_encoded_bytes": s.get("public_key_encoded_bytes"),
+           "secret_key_encoded_bytes": s.get("secret_key_encoded_bytes")}
+    return pd.DataFrame([row], columns=[*SIZE_COLUMNS, "public_key_encoded_bytes", "secret_key_encoded_bytes"])
+
+
+def bc_summary(result: dict) -> pd.DataFrame:
+    """The study's view next to the steady state: first call, mean of the first 5 calls, warm median (ms)."""
+    return pd.DataFrame([{"algorithm": result["algorithm"], "operation": op["operation"],
+                          "cold_first_ms": op["cold_ns"][0] / 1e6 if op["cold_ns"] else None,
+                          "cold_mean_first5_ms": (op["cold_mean_first5_ns"] or np.nan) / 1e6,
+                          "warm_median_ms": np.median(op["warm_ns"]) / 1e6 if op["warm_ns"] else None,
+                          "warm_samples": len(op["warm_ns"]), "verified": op["verified"]}
+                         for op in result["operations"]])
+
+
+def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0, study: str = "",
+           enabled: bool = True, save: bool = True):
+    """Run several algorithms on Bouncy Castle (a fresh JVM each) and store them as one pqlab run.
+
+    Returns ``(run, summary, reason)``: the :class:`pqlab.results.Run` (or None), the study's view
+    (:func:`bc_summary` of every algorithm) and, when nothing ran, the reason why.
+    """
+    from . import machine
+    from .bench import new_run_id
+    from .results import Run
+
+    ok, why = jdk_available()
+    if not enabled:
+        return None, pd.DataFrame(), "the Bouncy Castle runs were switched off (parameter)"
+    if not ok:
+        return None, pd.DataFrame(), why
+    run_id = new_run_id(f"{study}-bouncycastle" if study else "bouncycastle")
+    meta = machine.collect({"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
+                            "warm_budget_s": warm_budget_s}, liboqs=False)
+    started = meta.get("started_at", "")
+    results = [run_bc(a, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s) for a in algorithms]
+    meta.update(study=study, status="complete", jvm=results[0].get("jvm", ""),
+                java_version=results[0].get("java_version", ""))
+    m = pd.concat([bc_measurements(r, run_id, started, meta["machine_id"]) for r in results], ignore_index=True)
+    m["study"] = study
+    run = Run(run_id, m, pd.concat([bc_sizes(r, run_id) for r in results], ignore_index=True),
+              pd.concat([bc_samples(r, run_id) for r in results], ignore_index=True), meta)
+    if save:
+        run.save()
+    return run, pd.concat([bc_summary(r) for r in results], ignore_index=True), ""

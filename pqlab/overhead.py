@@ -1,0 +1,163 @@
+"""Harness fidelity: does pqlab report what a bare loop over liboqs-python would?
+
+    python -m pqlab fidelity --budget 2
+
+For a few operations, pqlab's median (the adapter's trial, timed by
+:func:`pqlab.timing.measure` with its output checks, exactly as :func:`pqlab.bench.bench`
+does) is set against a bare loop that calls liboqs-python directly::
+
+    t0 = perf_counter_ns(); kem.encap_secret(pk); t1 = perf_counter_ns()
+
+Both get the same sampling budget, split into blocks that alternate (the order rotates from
+block to block), so drifts of the machine hit both alike.  A third arm, pqlab with the loop
+count forced to 1, separates the effect of loop calibration (a sample's value is the mean
+of `loops` back-to-back calls) from the rest of the harness.  The ratio pqlab/bare should be
+within 5% for operations above 100 microseconds; below that, Python's own call costs show,
+which is what the harness no-op overhead (also printed) measures.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+#: (algorithm, operation) pairs measured by default (all liboqs).
+OPERATIONS = (("ML-KEM-768", "encaps"), ("ML-DSA-44", "sign"), ("SPHINCS+-SHAKE-128f-simple", "sign"))
+#: |pqlab/bare - 1| allowed for operations slower than SLOW_NS
+TOLERANCE = 0.05
+SLOW_NS = 100_000
+ARMS = ("pqlab", "pqlab_loops1", "bare")
+
+
+def bare_call(name: str, operation: str, message: bytes) -> Callable[[], object]:
+    """A zero-argument call of liboqs-python itself (no pqlab adapter), with fresh keys."""
+    from .liboqs import import_oqs
+
+    oqs = import_oqs()
+    if operation in ("sign", "verify"):
+        sig = oqs.Signature(name)
+        pk = sig.generate_keypair()
+        if operation == "sign":
+            return functools.partial(sig.sign, message)
+        signature = sig.sign(message)
+        return functools.partial(sig.verify, message, signature, pk)
+    kem = oqs.KeyEncapsulation(name)
+    pk = kem.generate_keypair()
+    if operation == "encaps":
+        return functools.partial(kem.encap_secret, pk)
+    if operation == "decaps":
+        ct, _ = kem.encap_secret(pk)
+        return functools.partial(kem.decap_secret, ct)
+    raise ValueError(f"the bare loop knows sign, verify, encaps and decaps, not {operation!r}")
+
+
+def time_bare(call: Callable[[], object], budget_s: float, min_samples: int = 1) -> np.ndarray:
+    """Single calls timed back to back with perf_counter_ns for `budget_s` seconds (ns per call)."""
+    clock = time.perf_counter_ns
+    out = []
+    append = out.append
+    deadline = clock() + budget_s * 1e9
+    while len(out) < min_samples or clock() < deadline:
+        t0 = clock()
+        call()
+        t1 = clock()
+        append(t1 - t0)
+    return np.asarray(out, dtype=float)
+
+
+def _pqlab_block(trial, budget_s: float, loops: int | None) -> tuple[np.ndarray, int]:
+    from .timing import measure
+
+    s = measure(trial.run, trial.check, budget_s=budget_s, min_samples=1, loops=loops)
+    return s.time_ns, s.loops
+
+
+def measure_fidelity(operations=OPERATIONS, budget_s: float = 2.0, blocks: int = 10, message_bytes: int = 100,
+                     seed: int = 0, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """One row per operation: medians of pqlab, pqlab with loops=1 and the bare loop, and ratios.
+
+    `budget_s` is each arm's sampling time per operation, spread over `blocks` alternating blocks
+    (pqlab's warm-ups and output checks come on top, as in a bench run).
+    """
+    from .algorithms import get, random_message
+
+    message = random_message(message_bytes, seed)
+    rows = []
+    for name, operation in operations:
+        if progress:
+            progress(f"{name} {operation}")
+        trial = get(name, "liboqs").trial(operation, message)
+        bare = bare_call(name, operation, message)
+        samples: dict[str, list[np.ndarray]] = {arm: [] for arm in ARMS}
+        loops_used: list[int] = []
+        block_s = budget_s / blocks
+        for i in range(blocks):
+            order = ARMS[i % len(ARMS):] + ARMS[:i % len(ARMS)]  # rotate: no arm always goes first
+            for arm in order:
+                if arm == "bare":
+                    samples[arm].append(time_bare(bare, block_s))
+                else:
+                    values, loops = _pqlab_block(trial, block_s, None if arm == "pqlab" else 1)
+                    samples[arm].append(values)
+                    if arm == "pqlab":
+                        loops_used.append(loops)
+        med = {arm: float(np.median(np.concatenate(samples[arm]))) for arm in ARMS}
+        ratio = med["pqlab"] / med["bare"]
+        slow = med["bare"] >= SLOW_NS
+        rows.append({
+            "algorithm": name, "operation": operation,
+            "pqlab_us": med["pqlab"] / 1e3, "bare_us": med["bare"] / 1e3, "ratio": ratio,
+            "within_5pct": (abs(ratio - 1) <= TOLERANCE) if slow else None,
+            "pqlab_loops1_us": med["pqlab_loops1"] / 1e3, "ratio_loops1": med["pqlab_loops1"] / med["bare"],
+            "loops_min": min(loops_used), "loops_max": max(loops_used),
+            "pqlab_samples": int(sum(a.size for a in samples["pqlab"])),
+            "bare_samples": int(sum(a.size for a in samples["bare"])),
+        })
+    return pd.DataFrame(rows)
+
+
+def measure_noop(budget_s: float = 0.2) -> dict:
+    """What the harness itself costs: pqlab's no-op (as bench measures it) and bare timer costs, in ns."""
+    from .algorithms import Noop
+    from .timing import measure
+
+    trial = Noop().trial()
+    s = measure(trial.run, trial.check, budget_s=budget_s)
+    clock = time.perf_counter_ns
+    empty = time_bare(lambda: None, budget_s / 2)
+    back_to_back = []
+    deadline = clock() + budget_s / 2 * 1e9
+    while clock() < deadline:
+        t0 = clock()
+        t1 = clock()
+        back_to_back.append(t1 - t0)
+    return {"pqlab_noop_ns": float(np.median(s.time_ns)), "pqlab_noop_loops": s.loops,
+            "bare_empty_call_ns": float(np.median(empty)), "timer_back_to_back_ns": float(np.median(back_to_back))}
+
+
+def format_fidelity(df: pd.DataFrame, noop: dict | None = None) -> str:
+    """The table the `fidelity` command prints."""
+    def verdict(row) -> str:
+        if row["within_5pct"] is None or pd.isna(row["within_5pct"]):
+            return "n/a (<100 us)"
+        return "yes" if row["within_5pct"] else "NO"
+
+    shown = pd.DataFrame({
+        "operation": df["algorithm"] + " " + df["operation"],
+        "pqlab median us": df["pqlab_us"].map("{:.2f}".format),
+        "bare median us": df["bare_us"].map("{:.2f}".format),
+        "pqlab/bare": df["ratio"].map("{:.3f}".format),
+        "within 5%": df.apply(verdict, axis=1),
+        "loops": [f"{a}" if a == b else f"{a}-{b}" for a, b in zip(df["loops_min"], df["loops_max"])],
+        "pqlab loops=1 us": df["pqlab_loops1_us"].map("{:.2f}".format),
+        "loops=1/bare": df["ratio_loops1"].map("{:.3f}".format),
+    })
+    text = shown.to_string(index=False)
+    if noop:
+        text += (f"\n\nharness overhead: pqlab no-op {noop['pqlab_noop_ns']:.1f} ns per call "
+                 f"(loops={noop['pqlab_noop_loops']}); bare empty call {noop['bare_empty_call_ns']:.0f} ns "
+                 f"including the timer; perf_counter_ns back to back {noop['timer_back_to_back_ns']:.0f} ns")
+    return text

@@ -1,0 +1,135 @@
+"""The Bouncy Castle runner (native/bc-runner) and its Python driver pqlab/jvm.py."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from pqlab import jvm
+from pqlab.schema import MEASUREMENT_COLUMNS, SIZE_COLUMNS
+
+OK, WHY = jvm.jdk_available()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not OK, reason=WHY)]
+
+ALGORITHMS = ["AES-256-CBC", "RSA-2048", "SPHINCS+-SHAKE-128f-simple", "SPHINCS+-SHAKE-128f-robust",
+              "SLH-DSA-SHAKE-128f"]
+TINY = dict(cold=2, warm_budget_s=0.05, warmup_s=0.1, min_samples=3)
+
+
+@pytest.fixture(scope="module")
+def jar():
+    return jvm.build_bc_runner()
+
+
+@pytest.fixture(scope="module")
+def results(jar):
+    return {alg: jvm.run_bc(alg, **TINY) for alg in ALGORITHMS}
+
+
+def test_build_is_cached(jar):
+    assert jar == jvm.JAR and jar.is_file()
+    mtime = jar.stat().st_mtime
+    assert jvm.build_bc_runner() == jar and jar.stat().st_mtime == mtime  # up to date: Maven not rerun
+
+
+def test_list_names_the_algorithms(jar):
+    assert jvm.bc_algorithms() == ALGORITHMS
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_runs_verify_and_separate_cold_from_warm(results, alg):
+    r = results[alg]
+    assert r["algorithm"] == alg and r["bouncycastle_version"] == "1.86" and r["java_version"]
+    expected = ["keygen", "sign", "verify"] if r["kind"] == "sig" else ["keygen", "encrypt", "decrypt"]
+    assert [op["operation"] for op in r["operations"]] == expected
+    for op in r["operations"]:
+        assert op["verified"] is True and op["error"] is None, op
+        assert op["message_bytes"] == 100
+        assert len(op["cold_ns"]) == 2 and len(op["warm_ns"]) >= 3
+        assert all(t > 0 for t in op["cold_ns"] + op["warm_ns"])
+        assert op["cold_mean_first5_ns"] == pytest.approx(sum(op["cold_ns"]) / 2)
+
+
+def test_api_names_the_implementation(results):
+    assert results["SPHINCS+-SHAKE-128f-simple"]["api"] == "org.bouncycastle.pqc.legacy.sphincsplus (round 3)"
+    assert "shake_128f_robust" in results["SPHINCS+-SHAKE-128f-robust"]["classes"]
+    assert results["SLH-DSA-SHAKE-128f"]["api"] == "FIPS 205 SLH-DSA"
+    assert "AES/CBC/PKCS5Padding" in results["AES-256-CBC"]["api"]
+    assert "RSA/ECB/PKCS1Padding" in results["RSA-2048"]["api"]
+
+
+@pytest.mark.parametrize("alg", ["SPHINCS+-SHAKE-128f-simple", "SPHINCS+-SHAKE-128f-robust", "SLH-DSA-SHAKE-128f"])
+def test_hash_based_sizes(results, alg):
+    s = results[alg]["sizes"]
+    assert s["signature_bytes"] == 17088
+    assert s["public_key_raw_bytes"] == 32 and s["secret_key_raw_bytes"] == 64
+    assert s["public_key_encoded_bytes"] > 32 and s["secret_key_encoded_bytes"] > 64
+    if alg == "SLH-DSA-SHAKE-128f":  # RFC 9909: 13-byte AlgorithmIdentifier, no parameters
+        assert (s["public_key_encoded_bytes"], s["secret_key_encoded_bytes"]) == (50, 84)
+
+
+def test_classical_sizes(results):
+    aes, rsa = results["AES-256-CBC"]["sizes"], results["RSA-2048"]["sizes"]
+    assert aes["symmetric_key_bytes"] == 32 and aes["ciphertext_bytes"] == 112  # 100 bytes padded to 7 blocks
+    assert rsa["modulus_bits"] == 2048 and rsa["public_key_raw_bytes"] == 256 and rsa["ciphertext_bytes"] == 256
+    assert rsa["public_key_encoded_bytes"] == 294  # the study's "~294"
+    assert 1210 <= rsa["secret_key_encoded_bytes"] <= 1220  # the study's "~1218" (DER integers vary by a byte)
+
+
+def test_measurement_rows(results):
+    r = results["SPHINCS+-SHAKE-128f-simple"]
+    df = jvm.bc_measurements(r, run_id="t")
+    assert list(df.columns) == MEASUREMENT_COLUMNS
+    assert len(df) == 6 and set(df["backend"]) == {"bouncycastle"} and (df["study"] == "").all()
+    assert df["implementation"].iloc[0].startswith("Bouncy Castle 1.86 (org.bouncycastle.pqc.legacy.sphincsplus")
+    cold = df[df["flags"].str.contains("jvm-cold")]
+    warm = df[~df["flags"].str.contains("jvm-cold")]
+    assert list(cold["operation"]) == list(warm["operation"]) == ["keygen", "sign", "verify"]
+    assert (cold["samples"] == 2).all() and (warm["samples"] >= 3).all()
+    assert df["flags"].str.contains("no-cycles:jvm").all() and df["cycles_median"].isna().all()
+    assert df["verified"].all()
+    sign = warm.set_index("operation").loc["sign"]
+    assert sign["time_ns_q1"] <= sign["time_ns_median"] <= sign["time_ns_q3"]
+    assert sign["time_ns_ci_low"] <= sign["time_ns_median"] <= sign["time_ns_ci_high"]
+
+
+def test_size_rows(results):
+    df = jvm.bc_sizes(results["SLH-DSA-SHAKE-128f"])
+    assert list(df.columns) == [*SIZE_COLUMNS, "public_key_encoded_bytes", "secret_key_encoded_bytes"]
+    row = df.iloc[0]
+    assert (row["public_key_bytes"], row["secret_key_bytes"], row["signature_bytes"]) == (32, 64, 17088)
+    assert (row["public_key_encoded_bytes"], row["secret_key_encoded_bytes"]) == (50, 84)
+    assert jvm.bc_sizes(results["AES-256-CBC"]).iloc[0]["symmetric_key_bytes"] == 32
+
+
+def test_operation_subset_and_aliases(jar):
+    r = jvm.run_bc("RSA-2048", operations=["encrypt"], **TINY)
+    assert [op["operation"] for op in r["operations"]] == ["encrypt"]
+    r = jvm.run_bc("SLH-DSA-SHAKE-128f", operations=["decrypt"], **TINY)  # the study's "Decrypt/Verify"
+    assert [op["operation"] for op in r["operations"]] == ["verify"] and r["operations"][0]["verified"]
+
+
+def test_unknown_algorithm_lists_supported_names(jar):
+    with pytest.raises(ValueError) as e:
+        jvm.run_bc("ML-DSA-44", **TINY)
+    msg = str(e.value)
+    assert "unknown algorithm 'ML-DSA-44'" in msg and all(name in msg for name in ALGORITHMS)
+    proc = subprocess.run(["java", "-jar", str(jar), "--alg", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "supported: AES-256-CBC" in proc.stderr and proc.stdout == ""
+
+
+def test_unknown_operation(jar):
+    with pytest.raises(ValueError, match="has keygen, encrypt, decrypt"):
+        jvm.run_bc("AES-256-CBC", operations=["encaps"], **TINY)
+
+
+def test_failed_verification_is_flagged(results):
+    r = results["AES-256-CBC"]
+    bad = {**r, "operations": [{**r["operations"][2], "verified": False, "error": "round trip failed; oops"}]}
+    row = jvm.bc_measurements(bad).iloc[0]
+    assert not row["verified"] and "failed:round trip failed, oops" in row["flags"].split(";")
+
+
+def test_no_jdk_reason(monkeypatch):
+    monkeypatch.setattr(jvm.shutil, "which", lambda name: None)
+    assert jvm.jdk_available.__wrapped__() == (False, jvm.NO_JDK)
