@@ -41,8 +41,10 @@ $(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC) native/provide-liboqs.sh
 	touch $@
 
 # The portable build (generic C only): notebook 04 compares it with the default one.
-$(STAMP)-liboqs-generic: $(STAMP)-python $(LIBOQS_SRC) native/generic-toolchain.cmake
-	native/build-liboqs.sh $(PY) $(VENV)/liboqs generic
+# Without cargo (a conda or system liboqs in use) it is skipped and notebook 04 says so.
+$(STAMP)-liboqs-generic: $(STAMP)-liboqs native/generic-toolchain.cmake
+	@if command -v cargo >/dev/null; then native/build-liboqs.sh $(PY) $(VENV)/liboqs generic; \
+	else echo "note: no cargo: the portable (generic) liboqs build is skipped; notebook 04 will say so"; fi
 	touch $@
 
 $(STAMP)-kernel: $(STAMP)-python
@@ -52,7 +54,7 @@ $(STAMP)-kernel: $(STAMP)-python
 # Helpers outside Python: the native cycle runner, the Bouncy Castle runner (when a JDK is
 # there) and valgrind (for notebook 03; installed where apt-get can). Each says what it skipped.
 $(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
-	$(PY) -m pqlab.setup_runners
+	$(PY) -m pqlab.provision runners
 	touch $@
 
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel

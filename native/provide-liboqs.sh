@@ -10,12 +10,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-if existing=$("$python" -m pqlab.liboqs locate); then
+if existing=$("$python" -m pqlab.provision liboqs-locate); then
     echo "using the liboqs already installed at $existing"
     rm -f "$site/pqlab_liboqs.pth"
     exit 0
 fi
 "$here/build-liboqs.sh" "$python" "$root/.venv/liboqs" default
-"$python" -m pqlab.liboqs check "$root/.venv/liboqs/default/lib/liboqs.so"
-"$python" -m pqlab.liboqs pth "$site" >/dev/null
+"$python" -m pqlab.provision liboqs-check "$root/.venv/liboqs/default/lib/liboqs.so"
+"$python" -m pqlab.provision liboqs-pth "$site" >/dev/null
 echo "liboqs ready: $root/.venv/liboqs/default (found through $site/pqlab_liboqs.pth)"

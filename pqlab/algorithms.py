@@ -212,7 +212,11 @@ class Algorithm:
         encrypt, decrypt = bind(generate())
 
         def check_ciphertext(ct: bytes) -> None:
-            _require(decrypt(ct) == message, "decryption does not return the plaintext")
+            try:
+                plain = decrypt(ct)
+            except Exception as exc:  # noqa: BLE001 - a ciphertext that does not decrypt is a wrong output
+                raise VerificationError(f"the ciphertext does not decrypt: {type(exc).__name__}: {exc}") from exc
+            _require(plain == message, "decryption does not return the plaintext")
             _require(_rejects(lambda: decrypt(_tamper(ct)), message), "a tampered ciphertext decrypted to the plaintext")
 
         if operation == "encrypt":

@@ -97,7 +97,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | None = None, message
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations or []),
                   "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
                   "max_samples": max_samples, "seed": seed, **(params or {})}
-    meta = machine.collect(run_params, liboqs=any(a.backend == "liboqs" for a in algos) or True)
+    meta = machine.collect(run_params)
     meta.update(study=study, started_at=started, status="running", schema_version=SCHEMA_VERSION)
     base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": started,
             "machine_id": meta["machine_id"], "study": study}

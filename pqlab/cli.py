@@ -14,7 +14,7 @@ def _cmd_list(args) -> int:
     if args.backend:
         df = df[df["backend"] == args.backend]
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
-    print(df[cols].fillna("").to_string(index=False))
+    print(df[cols].to_string(index=False, na_rep=""))
     print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
     return 0
 
@@ -28,7 +28,7 @@ def _cmd_bench(args) -> int:
     out = run.summary().copy()
     out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
     print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
-               "verified", "flags"]].fillna("").to_string(index=False))
+               "verified", "flags"]].to_string(index=False, na_rep=""))
     print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
     if args.out:
         from pathlib import Path
@@ -51,7 +51,7 @@ def _cmd_compare(args) -> int:
     df["median_b_us"] = (df["median_b_ns"] / 1e3).round(3)
     cols = ["algorithm", "backend", "operation", "message_bytes", "median_a_us", "median_b_us", "factor_b_over_a",
             "p_value", "verdict"]
-    print(df[cols].fillna("").to_string(index=False))
+    print(df[cols].to_string(index=False, na_rep=""))
     return 0
 
 
@@ -93,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_compare)
     f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
     f.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per operation and arm (default 2)")
-    f.add_argument("--blocks", type=int, default=10, help="alternating blocks the budget is split into")
+    f.add_argument("--blocks", type=int, default=20, help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
     return p
 

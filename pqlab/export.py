@@ -42,7 +42,7 @@ def save_figure(fig, topic: str, name: str, formats=("png", "svg", "pdf"), dpi: 
     return out
 
 
-def _latex(df: pd.DataFrame, caption: str | None, label: str | None) -> str:
+def _latex(df: pd.DataFrame, caption: str | None, label: str | None, numeric: list[bool]) -> str:
     """A booktabs table; column names and cells escaped for LaTeX."""
     def esc(v) -> str:
         s = "" if pd.isna(v) else str(v)
@@ -51,7 +51,6 @@ def _latex(df: pd.DataFrame, caption: str | None, label: str | None) -> str:
             s = s.replace(a, b)
         return s
 
-    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [r"\begin{table}[htbp]", r"\centering"]
     if caption:
@@ -77,7 +76,8 @@ def save_table(df: pd.DataFrame, topic: str, name: str, caption: str | None = No
     md = (f"{caption}\n\n" if caption else "") + shown.to_markdown(index=False) + "\n"
     return [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False)),
             atomic_write_text(f"{base}.md", md),
-            atomic_write_text(f"{base}.tex", _latex(shown, caption, f"tab:{topic}:{name}"))]
+            atomic_write_text(f"{base}.tex", _latex(shown, caption, f"tab:{topic}:{name}",
+                                                    [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]))]
 
 
 def save_number(value, topic: str, name: str, fmt: str = "{}") -> Path:

@@ -172,25 +172,3 @@ def write_pth(site_packages: Path, variant: str = "default") -> Path:
     tmp.write_text(line)
     os.replace(tmp, pth)
     return pth
-
-
-def _main(argv: list[str]) -> int:
-    """`python -m pqlab.liboqs locate|check|pth SITE_PACKAGES` for make setup (no oqs import)."""
-    if argv[:1] == ["locate"]:
-        found = find_usable_liboqs()
-        if found:
-            print(found)
-        return 0 if found else 1
-    if argv[:1] == ["check"] and len(argv) == 2:
-        why = check_library(argv[1])
-        print(why or f"{argv[1]}: usable")
-        return 1 if why else 0
-    if argv[:1] == ["pth"] and len(argv) == 2:
-        print(write_pth(Path(argv[1])))
-        return 0
-    print("usage: python -m pqlab.liboqs locate | check LIBRARY | pth SITE_PACKAGES", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

@@ -29,7 +29,7 @@ STYLE = {
     "figure.dpi": 110, "savefig.dpi": 300, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,
     "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
     "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
-    "legend.frameon": False, "pdf.fonttype": 42, "svg.fonttype": "none", "figure.constrained_layout.use": True,
+    "legend.frameon": False, "pdf.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "pqlab", "figure.constrained_layout.use": True,
 }
 
 
@@ -62,13 +62,15 @@ def time_unit(values_ns) -> str:
 
 def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low: str | None = None,
                  high: str | None = None, scale: float = 1.0, ylabel: str = "", log: bool = True,
-                 title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6):
+                 title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6,
+                 ax=None):
     """Bars of `value` per `category`, side by side per `group` (e.g. operations), with whiskers
-    from `low` to `high` (e.g. the quartiles).  Missing combinations leave a gap."""
+    from `low` to `high` (e.g. the quartiles).  Missing combinations leave a gap.  `ax`: draw
+    into an existing axes (a panel of a larger figure) instead of a new figure."""
     cats = list(dict.fromkeys(df[category]))
     groups = list(dict.fromkeys(df[group]))
     colors = colors or color_map(groups)
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
     w = 0.8 / max(len(groups), 1)
     x = np.arange(len(cats))
     for i, g in enumerate(groups):
@@ -136,7 +138,7 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
     return fig
 
 
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+MARKERS = ["o", "s", "^", "D", "v", "p", "h", "<", ">", "8"]  # filled shapes only
 
 
 def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str = "family") -> dict:
@@ -158,41 +160,56 @@ def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str =
 
 def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panels: list | None = None,
                 model: pd.DataFrame | None = None, mark: str | None = None, colors: dict | None = None,
-                linestyles: dict | None = None, scale: float = 1.0, xlabel: str = "", ylabel: str = "",
-                logx: bool = True, logy: bool = True, symlog_x: bool = False, width: float = FULL_WIDTH,
+                linestyles: dict | None = None, connect: bool = True, scale: float = 1.0, xlabel: str = "",
+                ylabel: str = "", logx: bool = True, logy: bool = True, symlog_x: bool = False, eng_x: bool = False,
+                model_label: str = "fitted model", mark_label: str = "", width: float = FULL_WIDTH,
                 height: float = 3.0, legend_cols: int = 4, title: str = ""):
-    """Small multiples: one panel per value of `panel`, one line (markers) per `hue` of `y` against `x`.
+    """Small multiples: one panel per value of `panel`, one series per `hue` of `y` against `x`.
 
     `model` (optional): rows with columns `hue`, `panel`, ``intercept`` and ``slope`` (units of `y`
-    and `x`): the straight line intercept + slope * x is drawn dashed over the panel's x range, and
-    when `mark` names a column of `model`, a cross marks the model at that x (e.g. a crossover).
-    `symlog_x` puts x = 0 on a log-like axis (linear below 1).  One legend below the panels."""
+    and `x`): the straight line intercept + slope * x is drawn over the series' x range (solid when
+    `connect` is False and the data are drawn as markers only, else dashed); when `mark` names a
+    column of `model`, a vertical tick marks the model at that x (e.g. a crossover length).
+    `symlog_x` puts x = 0 on a log-like axis (linear below 1), ticked at 0 and at powers of ten;
+    `eng_x` labels x with SI prefixes (10k, 1M).  One legend below the panels."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import EngFormatter, FixedLocator, NullLocator
+
     panels = panels or list(dict.fromkeys(df[panel]))
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or color_map(keys)
     fig, axes = plt.subplots(1, len(panels), figsize=(width, height), sharex=True, squeeze=False)
+    model_style = "-" if not connect else (0, (3, 2))
     for ax, p in zip(axes[0], panels):
         sub = df[df[panel] == p]
         for i, k in enumerate(keys):
             s = sub[sub[hue] == k].sort_values(x)
             if s.empty:
                 continue
-            style = (linestyles or {}).get(k, "-")
-            ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=2.5, lw=0.9, ls=style,
-                    color=colors[k], label=str(k))
-            if model is not None:
-                m = model[(model[hue] == k) & (model[panel] == p)]
-                if len(m):
-                    xs = np.unique(np.concatenate([[s[x].min()], np.geomspace(max(s[x].min(), 1), s[x].max(), 200)]))
-                    ys = (m["intercept"].iloc[0] + m["slope"].iloc[0] * xs) / scale
-                    ax.plot(xs, ys, ls=(0, (3, 2)), lw=0.7, color=colors[k], alpha=0.9)
-                    if mark and np.isfinite(xm := float(m[mark].iloc[0])) and s[x].min() <= xm <= s[x].max():
-                        ax.plot([xm], [(m["intercept"].iloc[0] + m["slope"].iloc[0] * xm) / scale], marker="x",
-                                ms=4, mew=0.9, color=colors[k], ls="none")
+            style = (linestyles or {}).get(k, "-") if connect else "none"
+            ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=3 if connect else 3.5, lw=0.9, ls=style,
+                    color=colors[k], label=str(k), mec="white" if not connect else None, mew=0.3 if not connect else 1)
+            if model is None:
+                continue
+            m = model[(model[hue] == k) & (model[panel] == p)]
+            if not len(m):
+                continue
+            a, b = float(m["intercept"].iloc[0]), float(m["slope"].iloc[0])
+            lo, hi = float(s[x].min()), float(s[x].max())
+            xs = np.unique(np.concatenate([[lo], np.geomspace(max(lo, 1), hi, 200)]))
+            ax.plot(xs, (a + b * xs) / scale, ls=model_style, lw=0.8, color=colors[k], alpha=0.9, zorder=1)
+            if mark and np.isfinite(xm := float(m[mark].iloc[0])) and lo <= xm <= hi:
+                ax.plot([xm], [(a + b * xm) / scale], marker="|", ms=8, mew=1.2, color="0.1", ls="none", zorder=3)
         if symlog_x:
-            ax.set_xscale("symlog", linthresh=1, linscale=0.4)
+            ax.set_xscale("symlog", linthresh=1, linscale=0.3)
+            top = float(np.nanmax(df[x]))
+            ax.xaxis.set_major_locator(FixedLocator([0] + [10.0 ** k for k in range(1, int(np.log10(max(top, 10))) + 1)]))
+            ax.xaxis.set_minor_locator(NullLocator())
+            eng_x = True
         else:
             ax.set_xscale("log" if logx else "linear")
+        if eng_x:
+            ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_yscale("log" if logy else "linear")
         ax.set_title(str(p))
         ax.set_xlabel(xlabel or x)
@@ -204,13 +221,11 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
                 handles.append(h)
                 labels.append(lab)
     if model is not None:
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls=(0, (3, 2)), lw=0.7, color="0.3"))
-        labels.append("fit: fixed + per-byte × length")
+        handles.append(Line2D([], [], ls=model_style, lw=0.8, color="0.3"))
+        labels.append(model_label)
         if mark:
-            handles.append(Line2D([], [], marker="x", ls="none", ms=4, mew=0.9, color="0.3"))
-            labels.append(f"{mark.replace('_', ' ')}")
+            handles.append(Line2D([], [], marker="|", ls="none", ms=8, mew=1.2, color="0.1"))
+            labels.append(mark_label or mark.replace("_", " "))
     fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=6)
     if title:
         fig.suptitle(title, fontsize=9)
@@ -218,8 +233,12 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
 
 
 def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", title: str = "",
-            width: float = FULL_WIDTH, height: float | None = None, fmt: str = "{:.3g}"):
-    """A labelled heatmap of a numeric table (rows x columns), log colour scale by default."""
+            width: float = FULL_WIDTH, height: float | None = None, fmt: str = "{:.3g}",
+            annotations: pd.DataFrame | None = None):
+    """A labelled heatmap of a numeric table (rows x columns), log colour scale by default.
+
+    `annotations` (same shape): the values written in the cells instead of `matrix`'s, e.g. raw
+    values over a per-column normalised colour scale."""
     from matplotlib.colors import LogNorm
 
     values = matrix.to_numpy(float)
@@ -231,11 +250,46 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
     ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
     ax.set_yticks(range(matrix.shape[0]), matrix.index)
     ax.grid(False)
-    if matrix.size <= 400:
-        for (i, j), v in np.ndenumerate(values):
+    if matrix.size <= 400 or annotations is not None:
+        shown = values if annotations is None else annotations.to_numpy(float)
+        for (i, j), v in np.ndenumerate(shown):
             if np.isfinite(v):
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=5, color="white")
+                light = not np.isfinite(values[i, j]) or im.norm(values[i, j]) > 0.65  # dark text on yellow, blank
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=5,
+                        color="black" if light else "white")
     fig.colorbar(im, ax=ax, label=cbar_label)
     if title:
         ax.set_title(title)
+    return fig
+
+
+def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
+          title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
+          reference: float | None = None, fmt: str = "{:.3g}"):
+    """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
+    `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
+    `reference` draws a vertical line at that value (e.g. 1 for ratios)."""
+    keys = list(dict.fromkeys(df[hue]))
+    colors = colors or ({k: family_color(k) for k in keys} if hue == "family" else color_map(keys))
+    height = height or max(1.6, 0.13 * len(df) + 0.8)
+    fig, ax = plt.subplots(figsize=(width, height))
+    y = np.arange(len(df))[::-1]
+    vals = df[value].to_numpy(float)
+    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75)
+    for yi, v in zip(y, vals):
+        if np.isfinite(v):
+            ax.annotate(fmt.format(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=5)
+    ax.set_yticks(y, df[label].astype(str))
+    ax.tick_params(axis="y", labelsize=5.5 if len(df) > 30 else 7)
+    ax.set_ylim(-0.6, len(df) - 0.4)
+    if log:
+        ax.set_xscale("log")
+    if reference is not None:
+        ax.axvline(reference, color="0.3", lw=0.8, ls=":")
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel(xlabel or value)
+    if title:
+        ax.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
+    ax.legend(handles, [str(k) for k in keys], fontsize=6, loc="lower right")
     return fig

@@ -133,6 +133,12 @@ def load_runs(refs=None, folder: Path | str | None = None) -> pd.DataFrame:
 KEY = ["algorithm", "backend", "variant", "operation", "message_bytes"]
 
 
+def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+    """Key columns without missing values (a run without liboqs rows has an all-empty variant column)."""
+    return df.assign(variant=df["variant"].astype(object).fillna(""),
+                     message_bytes=df["message_bytes"].astype(float).fillna(-1))
+
+
 def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01) -> pd.DataFrame:
     """Each measurement present in both runs: factor b/a of the medians and a Mann-Whitney test.
 
@@ -141,9 +147,9 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01) 
     """
     ra = a if isinstance(a, Run) else load_run(a)
     rb = b if isinstance(b, Run) else load_run(b)
-    ma, mb = (r.measurements.fillna({"variant": "", "message_bytes": -1}) for r in (ra, rb))
+    ma, mb = (_keyed(r.measurements) for r in (ra, rb))
     merged = ma.merge(mb, on=KEY, suffixes=("_a", "_b"))
-    sa, sb = (r.samples.fillna({"variant": "", "message_bytes": -1}) for r in (ra, rb))
+    sa, sb = (_keyed(r.samples) for r in (ra, rb))
     groups_a = {k: g["time_ns"].to_numpy() for k, g in sa.groupby(KEY, dropna=False)}
     groups_b = {k: g["time_ns"].to_numpy() for k, g in sb.groupby(KEY, dropna=False)}
     rows = []

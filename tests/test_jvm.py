@@ -133,3 +133,14 @@ def test_failed_verification_is_flagged(results):
 def test_no_jdk_reason(monkeypatch):
     monkeypatch.setattr(jvm.shutil, "which", lambda name: None)
     assert jvm.jdk_available.__wrapped__() == (False, jvm.NO_JDK)
+
+
+def test_bc_run_reports_why_nothing_ran(monkeypatch):
+    """Where no JDK is installed (or the runs are switched off) notebook 01 gets the reason, not a crash."""
+    from pqlab import jvm
+
+    run, summary, reason = jvm.bc_run(["AES-256-CBC"], enabled=False)
+    assert run is None and summary.empty and "switched off" in reason
+    monkeypatch.setattr(jvm, "jdk_available", lambda: (False, "no JDK installed: install openjdk-17-jdk-headless"))
+    run, summary, reason = jvm.bc_run(["AES-256-CBC"])
+    assert run is None and summary.empty and reason.startswith("no JDK")

@@ -1,4 +1,9 @@
-"""`python -m pqlab.setup_runners`: build the measuring helpers outside Python (make setup).
+"""`python -m pqlab.provision ...`: the steps of `make setup` that need Python.
+
+    python -m pqlab.provision liboqs-locate           # print a liboqs already loadable here (exit 1: none)
+    python -m pqlab.provision liboqs-check LIBRARY    # can liboqs-python use this library?
+    python -m pqlab.provision liboqs-pth SITE_PACKAGES  # make the venv find native/'s build
+    python -m pqlab.provision runners                 # the measuring helpers outside Python:
 
 - the native cycle runner (native/bench) against each installed liboqs build;
 - the Bouncy Castle runner (native/bc-runner) when a JDK and Maven are there;
@@ -14,7 +19,9 @@ import shutil
 import subprocess
 import sys
 
-from .liboqs import VARIANTS, variant_prefix
+from pathlib import Path
+
+from .liboqs import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
 
 
 def native_runners() -> None:
@@ -55,12 +62,27 @@ def valgrind() -> None:
           "(e.g. sudo apt-get install valgrind) and re-run notebook 03.")
 
 
-def main() -> int:
-    native_runners()
-    bc_runner()
-    valgrind()
-    return 0
+def main(argv: list[str]) -> int:
+    if argv == ["runners"]:
+        native_runners()
+        bc_runner()
+        valgrind()
+        return 0
+    if argv == ["liboqs-locate"]:
+        found = find_usable_liboqs()
+        if found:
+            print(found)
+        return 0 if found else 1
+    if argv[:1] == ["liboqs-check"] and len(argv) == 2:
+        why = check_library(argv[1])
+        print(why or f"{argv[1]}: usable")
+        return 1 if why else 0
+    if argv[:1] == ["liboqs-pth"] and len(argv) == 2:
+        print(write_pth(Path(argv[1])))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,123 @@
+"""`python -m pqlab list | bench | compare | fidelity`: exit codes, output, files."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from pqlab import overhead
+from pqlab.cli import main
+from pqlab.results import load_run
+
+
+def bench_into(folder, *extra) -> int:
+    return main(["bench", "AES-256-GCM@pycryptodome", "--operations", "encrypt", "--budget", "0.02",
+                 "--folder", str(folder), "--no-progress", *extra])
+
+
+def only_run(folder) -> str:
+    (meta,) = folder.glob("*.meta.json")
+    return meta.name[: -len(".meta.json")]
+
+
+def test_list_prints_names(capsys):
+    assert main(["list"]) == 0
+    out, err = capsys.readouterr()
+    for name in ("ML-DSA-44", "ML-KEM-768", "SPHINCS+-SHAKE-128f-simple", "AES-256-GCM", "RSA-2048-PSS", "Ed25519"):
+        assert name in out
+    assert "algorithm/backend pairs" in err
+
+
+def test_list_filters_by_kind_and_backend(capsys):
+    assert main(["list", "--kind", "kem", "--backend", "liboqs"]) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()[1:]
+    assert len(lines) == 29 and "ML-KEM-768" in out and "ML-DSA-44" not in out
+    assert all(" kem " in f" {line} " and "liboqs" in line for line in lines)
+
+
+def test_module_entry_point_lists():
+    proc = subprocess.run([sys.executable, "-m", "pqlab", "list", "--kind", "cipher"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "ChaCha20-Poly1305" in proc.stdout and proc.stdout.count("AES-256-GCM") >= 2
+
+
+def test_bench_writes_a_run_into_folder(tmp_path, capsys):
+    assert bench_into(tmp_path, "--message-bytes", "32", "--study", "cli-test") == 0
+    out, err = capsys.readouterr()
+    run = load_run(tmp_path / only_run(tmp_path))
+    m = run.measurements
+    assert list(m["operation"]) == ["noop", "encrypt"]
+    row = m.iloc[1]
+    assert (row["algorithm"], row["backend"], row["message_bytes"], row["study"]) == (
+        "AES-256-GCM", "pycryptodome", 32, "cli-test")
+    assert bool(row["verified"]) and row["samples"] >= 5
+    assert "AES-256-GCM" in out and "saved run" in err and run.run_id in err
+
+
+def test_bench_out_writes_the_measurements_csv(tmp_path):
+    csv = tmp_path / "copy" / "m.csv"
+    assert bench_into(tmp_path, "--out", str(csv)) == 0
+    assert list(pd.read_csv(csv)["operation"]) == ["noop", "encrypt"]
+
+
+def test_bench_unknown_algorithm_exits_2_with_close_matches(tmp_path, capsys):
+    assert main(["bench", "ML-DSA-45", "--budget", "0.01", "--folder", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown algorithm 'ML-DSA-45'")
+    assert "ML-DSA-44" in err and "ML-DSA-65" in err
+    assert "Traceback" not in err and not err.startswith("error: \"")  # the message, not KeyError's repr
+    assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written
+
+
+def test_bench_unknown_backend_exits_2(capsys):
+    assert main(["bench", "ML-DSA-44@pycryptodome", "--budget", "0.01", "--no-progress"]) == 2
+    assert "liboqs" in capsys.readouterr().err
+
+
+def test_bench_exit_code_1_when_an_operation_fails(tmp_path, monkeypatch):
+    from pqlab.backends import pycryptodome
+
+    monkeypatch.setattr(pycryptodome.DomeCipher, "decryptor", lambda self, key: (lambda ct: b"wrong"))
+    assert bench_into(tmp_path) == 1
+    m = load_run(tmp_path / only_run(tmp_path)).measurements
+    assert m.iloc[1]["flags"].startswith("failed:verification")
+
+
+def test_compare_two_runs(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert bench_into(a) == 0 and bench_into(b) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a / only_run(a)), str(b / only_run(b))]) == 0
+    out = capsys.readouterr().out
+    assert "factor_b_over_a" in out and "verdict" in out
+    assert "AES-256-GCM" in out and "noop" in out
+
+
+def test_compare_missing_run_exits_2(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nope2")]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_no_command_is_a_usage_error():
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+
+
+def test_fidelity_runs_and_prints_the_table(capsys, monkeypatch):
+    """A smoke test of `fidelity` with a tiny budget on one fast operation (the numbers are not judged)."""
+    monkeypatch.setattr(overhead, "OPERATIONS", (("ML-KEM-768", "encaps"),))
+    assert main(["fidelity", "--budget", "0.06", "--blocks", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "ML-KEM-768 encaps" in out and "pqlab/bare" in out and "harness overhead" in out
+
+
+def test_fidelity_measures_both_arms():
+    df = overhead.measure_fidelity((("ML-DSA-44", "sign"),), budget_s=0.06, blocks=2)
+    row = df.iloc[0]
+    assert row["pqlab_samples"] > 0 and row["bare_samples"] > 0
+    assert 0.2 < row["ratio"] < 5 and 0.2 < row["ratio_loops1"] < 5  # the same operation, roughly the same time
+    assert not row["slow"] and row["within_5pct"] is None  # ML-DSA-44 signing is well under 100 us

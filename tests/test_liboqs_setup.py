@@ -1,0 +1,85 @@
+"""liboqs is found with nothing exported, imports silently, and a worker can load the generic build."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pqlab import liboqs
+from pqlab.paths import ROOT
+
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def clean_env(home: Path) -> dict:
+    """A bare environment: no OQS_INSTALL_PATH, no PQLAB_* variables, no PYTHON* settings."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+def run(code: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    return subprocess.run([str(python), "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_import_is_silent_in_a_clean_environment(tmp_path):
+    env = clean_env(tmp_path)
+    assert "OQS_INSTALL_PATH" not in env
+    proc = run("import pqlab, oqs; oqs.Signature('ML-DSA-44')", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr == ""
+
+
+def test_the_bare_oqs_import_is_found_without_pqlab(tmp_path):
+    """The venv alone (its .pth) makes liboqs-python find pqlab's build: no download attempt."""
+    proc = run("import oqs, sys; s = oqs.Signature('ML-DSA-44'); pk = s.generate_keypair(); "
+               "print(s.verify(b'm', s.sign(b'm'), pk), file=sys.stderr)", clean_env(tmp_path), tmp_path)
+    assert proc.returncode == 0 and proc.stderr.strip().endswith("True")
+    assert "Cloning" not in proc.stdout + proc.stderr
+
+
+def test_liboqs_info_reports_versions_path_and_variant():
+    info = liboqs.liboqs_info()
+    assert info["liboqs_version"] == "0.13.0"
+    assert info["liboqs_python_version"].startswith("0.16.")
+    assert info["liboqs_path"].endswith(".so") and os.path.exists(info["liboqs_path"])
+    assert info["variant"] in ("default", "generic") or info["variant"].startswith("native-")
+    assert info["build_config"].get("OQS_VERSION_TEXT") == "0.13.0"
+
+
+def test_variant_environment_worker_loads_the_generic_build(tmp_path):
+    env = liboqs.variant_environment("generic", base=clean_env(tmp_path))
+    assert env["OQS_INSTALL_PATH"].endswith("generic") and env["PQLAB_LIBOQS_VARIANT"] == "generic"
+    code = ("import json, pqlab.liboqs as l; i = l.liboqs_info(); "
+            "print(json.dumps({k: i[k] for k in ('variant', 'liboqs_path', 'liboqs_version')}))")
+    proc = run(code, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["variant"] == "generic"
+    assert "/generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
+    default = json.loads(run(code, liboqs.variant_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
+    assert default["variant"] == "default" and default["liboqs_path"] != info["liboqs_path"]
+
+
+def test_variant_environment_refuses_unknown_variants():
+    with pytest.raises(ValueError, match="generic"):
+        liboqs.variant_environment("turbo")
+
+
+def test_check_library_names_missing_symbols(tmp_path):
+    info = liboqs.liboqs_info()
+    assert liboqs.check_library(info["liboqs_path"]) == ""
+    assert "cannot load" in liboqs.check_library(tmp_path / "liboqs.so")
+    libc = "libc.so.6"
+    assert "lacks OQS_SIG_new" in liboqs.check_library(libc)
+
+
+def test_variant_of_reads_the_build_config():
+    assert liboqs.variant_of({}) == "unknown"
+    assert liboqs.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
+    assert liboqs.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
+    assert liboqs.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"

@@ -1,0 +1,203 @@
+"""The results store: save/load round trip, atomic writes under a simulated crash, merging and
+comparing runs, schema versions; and bench() writing a complete run."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pqlab import paths, results
+from pqlab.algorithms import get
+from pqlab.bench import bench, measurement_row, sample_rows
+from pqlab.results import Run, atomic_write, compare_runs, load_run, load_runs
+from pqlab.schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
+from pqlab.timing import Samples
+
+
+def make_run(run_id: str, scale: float = 1.0, seed: int = 0, hostname: str = "host-a", n: int = 200,
+             classical_only: bool = False) -> Run:
+    """A run of two measurements (AES-256-GCM encrypt at 100 B, ML-KEM-768 keygen) from synthetic samples."""
+    rng = np.random.default_rng(seed)
+    base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": "2026-01-01T00:00:00+00:00",
+            "machine_id": "m1", "study": "test"}
+    measurements, samples = [], []
+    for (name, backend), op, size, centre in ((("AES-256-GCM", "cryptography"), "encrypt", 100, 2_000.0),
+                                              (("ML-KEM-768", "liboqs"), "keygen", None, 30_000.0)):
+        if classical_only and backend == "liboqs":
+            continue
+        algo = get(name, backend)
+        t = rng.normal(centre * scale, centre * 0.02, n)
+        s = Samples(time_ns=t, cycles=t * 3.0, loops=4, warmup_calls=10, cycles_source="test-counter")
+        measurements.append(measurement_row(algo, op, size, s, base, overhead_ns=40.0))
+        samples.extend(sample_rows(run_id, algo, op, size, s))
+    sizes = [dict(get("ML-KEM-768").sizes(), schema_version=SCHEMA_VERSION, run_id=run_id)]
+    return Run.from_rows(run_id, measurements, sizes, samples, {"hostname": hostname, "status": "complete"})
+
+
+def leftovers(folder) -> list:
+    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".")]
+
+
+def test_frames_have_the_schema_columns_first():
+    run = make_run("r1")
+    assert list(run.measurements.columns[: len(MEASUREMENT_COLUMNS)]) == MEASUREMENT_COLUMNS
+    assert list(run.sizes.columns[: len(SIZE_COLUMNS)]) == SIZE_COLUMNS
+    assert list(run.samples.columns) == SAMPLE_COLUMNS
+
+
+def test_save_load_round_trip(tmp_path):
+    run = make_run("r1")
+    meta_path = run.save(tmp_path)
+    assert meta_path == tmp_path / "r1.meta.json"
+    for part in ("measurements.csv", "sizes.csv", "samples.csv.gz", "meta.json"):
+        assert (tmp_path / f"r1.{part}").exists()
+    back = load_run(tmp_path / "r1")
+    assert back.run_id == "r1" and back.meta["schema_version"] == SCHEMA_VERSION and back.meta["run_id"] == "r1"
+    assert back.meta["hostname"] == "host-a"
+    m0, m1 = run.measurements, back.measurements
+    assert list(m1.columns) == list(m0.columns) and len(m1) == len(m0) == 2
+    for col in ("time_ns_median", "time_ns_q1", "time_ns_q3", "time_ns_ci_low", "cycles_median", "samples"):
+        np.testing.assert_allclose(m1[col].astype(float), m0[col].astype(float))
+    assert list(m1["algorithm"]) == ["AES-256-GCM", "ML-KEM-768"]
+    assert m1["verified"].astype(bool).all()
+    np.testing.assert_allclose(back.samples["time_ns"], run.samples["time_ns"])
+    assert back.sizes.iloc[0]["public_key_bytes"] == 1184
+    # any of the run's files, or the id inside the results folder, finds the same run
+    assert load_run(tmp_path / "r1.measurements.csv").run_id == "r1"
+    assert leftovers(tmp_path) == []
+
+
+def test_load_run_by_id_uses_the_results_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    make_run("r7").save()
+    assert (tmp_path / "r7.meta.json").exists()
+    assert load_run("r7").run_id == "r7"
+    with pytest.raises(FileNotFoundError, match="r7"):  # the message lists the runs that exist
+        load_run("nope")
+
+
+def test_atomic_write_keeps_the_old_file_when_the_writer_crashes(tmp_path):
+    target = tmp_path / "table.csv"
+    atomic_write(target, lambda tmp: open(tmp, "w").write("old,complete\n"))
+
+    def crash(tmp):
+        with open(tmp, "w") as fh:
+            fh.write("new,half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, crash)
+    assert target.read_text() == "old,complete\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]  # no temp file left
+
+
+def test_run_save_interrupted_midway_leaves_the_previous_run_intact(tmp_path, monkeypatch):
+    first = make_run("r1")
+    first.save(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    second = make_run("r1", scale=2.0, seed=5)
+    real_to_csv = pd.DataFrame.to_csv
+
+    def crashing_to_csv(self, path_or_buf=None, *args, **kwargs):
+        if str(path_or_buf).endswith(".tmp") and "measurements" in str(path_or_buf):
+            with open(path_or_buf, "w") as fh:
+                fh.write("schema_version,run_id\n1,r1")  # half a file, then the process dies
+            raise KeyboardInterrupt
+        return real_to_csv(self, path_or_buf, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", crashing_to_csv)
+    with pytest.raises(KeyboardInterrupt):
+        second.save(tmp_path)
+    monkeypatch.undo()
+    assert (tmp_path / "r1.measurements.csv").read_bytes() == before["r1.measurements.csv"]
+    assert (tmp_path / "r1.meta.json").read_bytes() == before["r1.meta.json"]  # meta is written last
+    assert leftovers(tmp_path) == []
+    back = load_run(tmp_path / "r1")
+    np.testing.assert_allclose(back.measurements["time_ns_median"], first.measurements["time_ns_median"])
+
+
+def test_schema_version_mismatch_is_an_error(tmp_path):
+    make_run("r1").save(tmp_path)
+    meta_path = tmp_path / "r1.meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["schema_version"] = SCHEMA_VERSION + 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="schema version"):
+        load_run(tmp_path / "r1")
+
+
+def test_load_runs_merges_runs_with_their_hostnames(tmp_path):
+    make_run("r1", hostname="host-a").save(tmp_path)
+    make_run("r2", scale=1.5, hostname="host-b").save(tmp_path)
+    merged = load_runs(folder=tmp_path)
+    assert len(merged) == 4
+    assert sorted(merged["run_id"].unique()) == ["r1", "r2"]
+    assert set(zip(merged["run_id"], merged["hostname"])) == {("r1", "host-a"), ("r2", "host-b")}
+    assert len(load_runs([tmp_path / "r2"])) == 2
+    assert load_runs(folder=tmp_path / "empty").empty
+
+
+def test_compare_runs_flags_a_real_2x_difference(tmp_path):
+    make_run("a", seed=1).save(tmp_path)
+    make_run("b", scale=2.0, seed=2).save(tmp_path)
+    df = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert len(df) == 2
+    assert df["significant"].all()
+    np.testing.assert_allclose(df["factor_b_over_a"], 2.0, rtol=0.02)
+    assert (df["p_value"] < 1e-10).all()
+    assert df["verdict"].str.startswith("slower by 2.0").all()
+    back = compare_runs(tmp_path / "b", tmp_path / "a")
+    assert back["verdict"].str.startswith("faster by 2.0").all()
+
+
+def test_compare_runs_does_not_flag_identical_distributions(tmp_path):
+    make_run("a", seed=1).save(tmp_path)
+    make_run("b", seed=2).save(tmp_path)  # same distribution, other draws
+    make_run("c", seed=1).save(tmp_path)  # the very same samples
+    for other in ("b", "c"):
+        df = compare_runs(tmp_path / "a", tmp_path / other)
+        assert len(df) == 2 and not df["significant"].any()
+        assert df["verdict"].eq("no significant difference").all()
+        np.testing.assert_allclose(df["factor_b_over_a"], 1.0, rtol=0.01)
+    assert compare_runs(tmp_path / "a", tmp_path / "c")["p_value"].eq(1.0).all()
+
+
+@pytest.mark.filterwarnings("error")
+def test_compare_runs_of_loaded_classical_runs_is_warning_free(tmp_path):
+    make_run("a", seed=1, classical_only=True).save(tmp_path)
+    make_run("b", seed=2, classical_only=True).save(tmp_path)
+    assert len(compare_runs(tmp_path / "a", tmp_path / "b")) == 1
+
+
+def test_compare_runs_in_memory_matches_loaded():
+    a, b = make_run("a", seed=1), make_run("b", scale=2.0, seed=2)
+    df = compare_runs(a, b)
+    assert len(df) == 2 and df["significant"].all()
+    keygen = df[df["operation"] == "keygen"].iloc[0]
+    assert pd.isna(keygen["message_bytes"])  # no message size for keygen: empty, not -1
+
+
+def test_bench_saves_a_complete_run(tmp_path):
+    run = bench(["AES-256-GCM@pycryptodome"], operations=["encrypt", "decrypt"], message_bytes=[16, 64],
+                budget_s=0.02, folder=tmp_path, progress=False, study="unit")
+    back = load_run(tmp_path / run.run_id)
+    m = back.measurements
+    assert back.meta["status"] == "complete" and back.meta["params"]["budget_s"] == 0.02
+    assert back.meta["harness_overhead_ns"] > 0
+    assert list(m["operation"]) == ["noop", "encrypt", "encrypt", "decrypt", "decrypt"]
+    timed = m[m["operation"] != "noop"]
+    assert list(timed["message_bytes"]) == [16, 64, 16, 64]
+    assert timed["verified"].astype(bool).all() and (timed["samples"] >= 5).all()
+    assert (timed["overhead_ns"] == back.meta["harness_overhead_ns"]).all()
+    assert (timed["time_ns_q1"] <= timed["time_ns_median"]).all() and (timed["time_ns_median"] <= timed["time_ns_q3"]).all()
+    counts = back.samples.groupby(["operation", "message_bytes"]).size()
+    assert dict(counts) == {(op, size): n for op, size, n in
+                            zip(timed["operation"], timed["message_bytes"], timed["samples"])}
+    assert set(back.meta) >= {"machine_id", "cpu", "packages", "git", "params_hash", "liboqs"}
+    assert leftovers(tmp_path) == []
+
+
+def test_module_docstring_parts_are_what_save_writes():
+    assert results.PARTS == ("measurements", "sizes", "samples")

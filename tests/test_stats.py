@@ -1,0 +1,121 @@
+"""stats on samples whose answers are known: quartiles, MAD, bootstrap CI, instability flags,
+and the Mann-Whitney test against values worked out by hand."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pqlab import stats
+from pqlab.stats import bootstrap_median_ci, mann_whitney, summarize
+
+
+def with_cv(cv: float, n: int = 50, centre: float = 100.0) -> np.ndarray:
+    """n evenly spread values around `centre` with exactly the coefficient of variation `cv`."""
+    z = np.linspace(-1, 1, n)
+    z = z / z.std(ddof=1)
+    return centre + cv * centre * z
+
+
+def test_summary_of_1_to_100():
+    s = summarize(np.arange(1, 101))
+    assert s["n"] == 100
+    assert s["median"] == 50.5
+    assert (s["q1"], s["q3"]) == (25.75, 75.25)  # linear interpolation between order statistics
+    assert (s["min"], s["max"], s["mean"]) == (1.0, 100.0, 50.5)
+    assert s["mad"] == 25.0  # |x - 50.5| = 0.5, 0.5, 1.5, 1.5, ... 49.5: median 25
+    assert s["cv"] == pytest.approx(math.sqrt(100 * 101 / 12) / 50.5)  # sample sd of 1..n is sqrt(n(n+1)/12)
+    assert s["ci_low"] <= 50.5 <= s["ci_high"]
+    assert set(s["flags"]) == {"unstable-cv", "min-far-from-median"}
+
+
+def test_summary_of_an_odd_sample():
+    s = summarize([3, 1, 2, 5, 4])
+    assert (s["median"], s["q1"], s["q3"], s["mad"]) == (3.0, 2.0, 4.0, 1.0)
+
+
+def test_non_finite_values_are_dropped_and_empty_is_flagged():
+    assert summarize([1.0, float("nan"), 3.0, float("inf")])["n"] == 2
+    assert summarize([])["flags"] == ["no-samples"]
+    assert summarize([float("nan")])["n"] == 0
+
+
+def test_bootstrap_ci_contains_the_median_and_is_deterministic():
+    rng = np.random.default_rng(42)
+    x = rng.lognormal(mean=10, sigma=0.3, size=500)
+    lo, hi = bootstrap_median_ci(x, seed=7)
+    assert lo < np.median(x) < hi
+    assert (lo, hi) == bootstrap_median_ci(x, seed=7)
+    # the bootstrap distribution of a median is discrete, so two seeds may agree; six do not all
+    assert len({bootstrap_median_ci(x, seed=k) for k in range(6)}) > 1
+    # a wider confidence level gives a wider interval; more data a narrower one
+    lo99, hi99 = bootstrap_median_ci(x, confidence=0.99, seed=7)
+    assert lo99 <= lo and hi99 >= hi
+    lo_big, hi_big = bootstrap_median_ci(rng.lognormal(10, 0.3, 5_000), seed=7)
+    assert hi_big - lo_big < hi - lo
+
+
+def test_bootstrap_ci_edge_cases():
+    assert bootstrap_median_ci([5.0]) == (5.0, 5.0)
+    lo, hi = bootstrap_median_ci([])
+    assert math.isnan(lo) and math.isnan(hi)
+    assert bootstrap_median_ci([2.0] * 30) == (2.0, 2.0)
+
+
+def test_cv_flag_at_ten_percent():
+    below, above = with_cv(0.095), with_cv(0.105)
+    assert np.std(below, ddof=1) / below.mean() == pytest.approx(0.095)
+    s_below, s_above = summarize(below), summarize(above)
+    assert s_below["cv"] == pytest.approx(0.095) and s_above["cv"] == pytest.approx(0.105)
+    assert "unstable-cv" not in s_below["flags"]
+    assert "unstable-cv" in s_above["flags"]
+    assert stats.CV_LIMIT == 0.10
+    # neither is flagged for anything else
+    assert s_below["flags"] == [] and s_above["flags"] == ["unstable-cv"]
+
+
+def test_few_samples_flag():
+    assert "few-samples" in summarize([100.0] * 9)["flags"]
+    assert "few-samples" not in summarize([100.0] * 10)["flags"]
+
+
+def test_min_far_from_median_flag():
+    assert "min-far-from-median" in summarize([100.0] * 20 + [70.0])["flags"]  # 30% below the median
+    assert "min-far-from-median" not in summarize([100.0] * 20 + [85.0])["flags"]  # 15%
+    assert summarize([100.0] * 20 + [70.0])["flags"] == ["min-far-from-median"]  # cv 6.5%: only this flag
+
+
+def test_mann_whitney_worked_examples():
+    # a = 1,2,3 and b = 4,5,6: ranks of a 1+2+3 = 6, U = 6 - 3*4/2 = 0; mu = 4.5, sigma = sqrt(9*7/12);
+    # z = (4.5 - 0.5) / sigma = 1.7457; p = erfc(z / sqrt 2) = 0.0809
+    u, p = mann_whitney([1, 2, 3], [4, 5, 6])
+    assert u == 0.0 and p == pytest.approx(0.0809, abs=1e-4)
+    # with ties: a = 1,2,2 and b = 2,3,4: the three 2s share rank 3, so ranks of a = 1+3+3 = 7, U = 1;
+    # tie term (3^3 - 3) / (6*5) = 0.8, sigma = sqrt(9/12 * (7 - 0.8)); z = (3.5 - 0.5)/sigma = 1.3912; p = 0.1642
+    u, p = mann_whitney([1, 2, 2], [2, 3, 4])
+    assert u == 1.0 and p == pytest.approx(0.1642, abs=1e-4)
+
+
+def test_mann_whitney_symmetry_identical_and_shifted():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(100, 5, 200), rng.normal(100, 5, 150)
+    u_ab, p_ab = mann_whitney(a, b)
+    u_ba, p_ba = mann_whitney(b, a)
+    assert u_ab + u_ba == a.size * b.size and p_ab == pytest.approx(p_ba)
+    assert mann_whitney(a, a)[1] == pytest.approx(1.0)
+    assert mann_whitney([7.0] * 20, [7.0] * 30)[1] == 1.0  # all tied: nothing to tell apart
+    assert mann_whitney(a, a + 20)[1] < 0.001
+    assert mann_whitney(np.arange(30), np.arange(30) + 100)[1] < 0.001
+    u, p = mann_whitney([], [1.0])
+    assert math.isnan(u) and math.isnan(p)
+
+
+def test_mann_whitney_agrees_with_scipy():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 20, 40).astype(float)  # many ties
+    b = rng.integers(3, 25, 55).astype(float)
+    u, p = mann_whitney(a, b)
+    ref = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    assert u == ref.statistic and p == pytest.approx(ref.pvalue, rel=1e-9)
