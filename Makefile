@@ -11,6 +11,8 @@ STAMP := $(VENV)/.stamp
 # full = the paper-sized parameters of notebooks/params/; quick = the notebooks' stored defaults
 PROFILE ?= full
 CELL_TIMEOUT ?= 900
+# extra papermill arguments, e.g. NB_ARGS="-p power_source ina219" (notebook 05 on a Raspberry Pi)
+NB_ARGS ?=
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
@@ -66,7 +68,7 @@ reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick) and regene
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb $(PACKAGE) $(SETUP)
 	@mkdir -p $(@D)
 	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
-	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $< $@
+	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 test: $(SETUP) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
 	$(PY) -m pytest tests

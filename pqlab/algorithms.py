@@ -367,7 +367,7 @@ def catalogue() -> "pandas.DataFrame":  # noqa: F821
 
     _load_backends()
     rows = [_instance(n, b).describe() for (n, b) in sorted(_REGISTRY)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"nist_level": "Int64"})
 
 
 def random_message(n: int, seed: int | None = None) -> bytes:

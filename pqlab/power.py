@@ -1,0 +1,915 @@
+"""Energy analysis of notebook 05: which power source, energy tables, replay of the Pi 4 study,
+efficiency rankings, cross-platform ratios, recommendations and figures -- all from data.
+
+The measurement API (power sources, integration, traces) is :mod:`pqlab.energy`; this module
+puts its results, our timings and the Pi 4 study's published table side by side, with every
+energy labelled by its *basis*:
+
+=================================  ==========================================================
+basis                              meaning
+=================================  ==========================================================
+``published (gross)``              the study's table: time x whole-board power, idle included
+``replay (gross)``                 a step trace reconstructed from those means, integrated
+``replay (net of assumed idle)``   the same minus an *assumed* idle power (the study gives none)
+``measured (net)``                 a live source here, minus the idle baseline around the window
+``measured (gross)``               the same, baseline included (comparable with the study)
+``modelled (<W> W x time)``        a constant power given as a parameter x our measured time
+=================================  ==========================================================
+
+Nothing here invents power: without a source, energy stays absent and the reason is stated.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import plotting
+from .algorithms import get, random_message
+from .energy import (
+    INA219,
+    POWERCAP,
+    RAPL,
+    RECONSTRUCTED_NOTE,
+    ModelledPower,
+    NoPowerSource,
+    PowerSource,
+    ReplaySource,
+    Trace,
+    detect_power_source,
+    measure_energy,
+    read_trace,
+    trace_from_reference,
+    write_trace,
+)
+from .paths import RAW
+
+SOURCES = ("auto", "ina219", "rapl", "none", "modelled")
+KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
+#: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
+#: sealed and opened.  Recommendations compare algorithms by the sum over these.
+USE = {"kem": ("keygen", "encaps", "decaps"), "sig": ("sign", "verify"), "cipher": ("encrypt", "decrypt")}
+CLASSICAL_FAMILIES = ("elliptic-curve", "RSA")
+PUBLISHED = "published (gross)"
+REPLAY_GROSS = "replay (gross)"
+MEASURED_NET, MEASURED_GROSS = "measured (net)", "measured (gross)"
+
+
+def replay_net_basis(idle_w: float) -> str:
+    return f"replay (net of assumed idle {idle_w:g} W)"
+
+
+def modelled_basis(watts: float) -> str:
+    return f"modelled ({watts:g} W x time)"
+
+
+def is_modelled(basis: str) -> bool:
+    return str(basis).startswith("modelled")
+
+
+def basis_slug(basis: str) -> str:
+    """A file-name form of a basis: ``measured (net)`` -> ``measured_net``."""
+    return re.sub(r"[^a-z0-9]+", "_", str(basis).lower()).strip("_")
+
+
+# ----- the power source ---------------------------------------------------------------------
+
+def select_power_source(power_source: str = "auto", modelled_power_w: float | None = None, *,
+                        i2c_bus: int = 1, i2c_address: int | str = 0x40, shunt_ohms: float = 0.1,
+                        powercap_root: str | Path = POWERCAP,
+                        dev: str | Path = "/dev") -> tuple[PowerSource, ModelledPower | None]:
+    """The live source and the model asked for: ``(live, model)``.
+
+    ``power_source``: ``auto`` (INA219, else RAPL, else none, with the reason), ``ina219`` or
+    ``rapl`` (that source or an error saying why not: asked for explicitly, it must not fall back
+    silently), ``none``, or ``modelled`` (no live measurement; needs ``modelled_power_w``).
+    ``model`` is a :class:`ModelledPower` whenever ``modelled_power_w`` is given, else None.
+    """
+    if power_source not in SOURCES:
+        raise ValueError(f"power_source {power_source!r}: choose one of {', '.join(SOURCES)}")
+    if power_source == "modelled" and modelled_power_w is None:
+        raise ValueError("power_source='modelled' needs modelled_power_w (watts)")
+    model = None if modelled_power_w is None else ModelledPower(float(modelled_power_w))
+    address = int(i2c_address, 0) if isinstance(i2c_address, str) else int(i2c_address)
+    if power_source == "ina219":
+        live: PowerSource = INA219(int(i2c_bus), address, shunt_ohms=shunt_ohms)
+    elif power_source == "rapl":
+        live = RAPL(powercap_root)
+    elif power_source == "none":
+        live = NoPowerSource("live measurement switched off (power_source='none')")
+    elif power_source == "modelled":
+        live = NoPowerSource("live measurement switched off (power_source='modelled'): energy is modelled, not measured")
+    else:
+        live = detect_power_source(powercap_root, int(i2c_bus), address, dev, shunt_ohms=shunt_ohms)
+    return live, model
+
+
+def describe_source(live: PowerSource) -> str:
+    """One line naming the live source (or saying there is none)."""
+    if isinstance(live, INA219):
+        return f"{live.where}, shunt {live.meta['shunt_ohms']} ohm, sampled at {live.rate_hz:g} Hz (whole-board power)"
+    if isinstance(live, RAPL):
+        return "RAPL powercap zones " + ", ".join(z.name for z in live.zones) + " (CPU package only)"
+    if isinstance(live, NoPowerSource):
+        return f"none: {live.reason}"
+    return getattr(live, "label", type(live).__name__)
+
+
+def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float) -> str:
+    """What this run can say about energy, and why (generated, machine-dependent)."""
+    if live.available:
+        text = (f"**Live energy from {describe_source(live)}.** Each operation runs in a window of at least "
+                f"{20} sample periods between two idle windows of {idle_s * 1e3:g} ms (the study's warm-up and "
+                "cool-down); energy per operation is the integral of power over the window minus the idle "
+                "baseline (*net*); the *gross* value (baseline included) is what the study tabulated.")
+        if isinstance(live, RAPL):
+            text += (" RAPL counts the CPU package, not the whole board the study's INA219 saw: compare its "
+                     "gross values with the study's only in order of magnitude.")
+    else:
+        text = (f"**No live energy on this machine.** {live.reason[:1].upper()}{live.reason[1:]}. Time is measured "
+                "for every algorithm below; energy per operation comes from the study's published table and "
+                "from a replay of a trace reconstructed from it. No measured energy is shown, because none "
+                "was measured.")
+    if model is not None:
+        text += (f"\n\n**Modelled energy:** {model.watts:g} W (the `modelled_power_w` parameter) x our measured time. "
+                 "It is a model, not a measurement, and is labelled *modelled* in every table and figure.")
+    return text
+
+
+# ----- our times ----------------------------------------------------------------------------
+
+def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Verified rows of runs as: algorithm, backend, kind, family, nist_level, operation,
+    message_bytes, time_ms (median), q1_ms, q3_ms, samples, implementation, flags."""
+    df = measurements[(measurements["operation"] != "noop") & measurements["verified"].fillna(False).astype(bool)]
+    kinds = {(a, b): get(a, b).kind for a, b in df[["algorithm", "backend"]].drop_duplicates().itertuples(index=False)}
+    out = pd.DataFrame({
+        "algorithm": df["algorithm"], "backend": df["backend"],
+        "kind": [kinds[(a, b)] for a, b in zip(df["algorithm"], df["backend"], strict=True)],
+        "family": df["family"], "nist_level": df["nist_level"].astype("Int64"), "operation": df["operation"],
+        "message_bytes": df["message_bytes"].astype("Int64"), "time_ms": df["time_ns_median"] / 1e6,
+        "q1_ms": df["time_ns_q1"] / 1e6, "q3_ms": df["time_ns_q3"] / 1e6, "samples": df["samples"],
+        "implementation": df["implementation"], "flags": df["flags"].fillna("")})
+    return out.reset_index(drop=True)
+
+
+def failures(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Rows that failed (an exception or a wrong output), with the reason."""
+    bad = measurements[~measurements["verified"].fillna(False).astype(bool)]
+    return bad[["algorithm", "backend", "operation", "message_bytes", "flags"]].reset_index(drop=True)
+
+
+def algorithm_table(times: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
+    """Algorithms measured, with NIST level and the sizes that do not vary between key pairs."""
+    algos = times.drop_duplicates(["algorithm", "backend"])[["kind", "algorithm", "backend", "family", "nist_level"]]
+    cols = ["public_key_bytes", "ciphertext_bytes", "shared_secret_bytes", "signature_max_bytes", "symmetric_key_bytes"]
+    s = sizes.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend", *[c for c in cols if c in sizes]]]
+    out = algos.merge(s, on=["algorithm", "backend"], how="left")
+    for c in cols:
+        if c in out:
+            out[c] = out[c].astype("Int64")
+    order = {k: i for i, k in enumerate(KIND_LABEL)}
+    out = out.sort_values(["kind", "algorithm"], key=lambda s: s.map(order) if s.name == "kind" else s)
+    out["kind"] = out["kind"].map(KIND_LABEL)
+    return out.reset_index(drop=True)
+
+
+# ----- energy: live, modelled, published, replayed ------------------------------------------
+
+def _label(row) -> str:
+    size = row.get("message_bytes")
+    size_text = "" if size is None or pd.isna(size) or row.get("kind") != "cipher" else f" {_size(size)}"
+    return f"{row['algorithm']} {row['operation']}{size_text}"
+
+
+def live_energy(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
+                trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True) -> pd.DataFrame:
+    """Energy per operation from a live ``source`` for every row of ``times`` (one per algorithm,
+    backend, operation and message size), ``repeats`` windows each, the median kept.
+
+    Each operation is the same checked call that was timed (``Algorithm.trial``); its output is
+    checked once before measuring. Sampled traces go to ``trace_dir`` (relative: under data/raw/),
+    one file per window, so the energy can be recomputed by replaying them.
+    """
+    if not source.available:
+        raise ValueError(f"no live power source: {getattr(source, 'reason', source)}")
+    rows = []
+    plan = times.drop_duplicates(["algorithm", "backend", "operation", "message_bytes"])
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(plan) * repeats, desc="energy", unit="window", dynamic_ncols=True)
+    for r in plan.to_dict("records"):
+        size = None if pd.isna(r["message_bytes"]) else int(r["message_bytes"])
+        trial = get(r["algorithm"], r["backend"]).trial(r["operation"], random_message(size or 0, seed))
+        trial.check(trial.run())
+        label = _label(r)
+        results = []
+        for k in range(repeats):
+            path = None
+            if trace_dir is not None:
+                path = Path(trace_dir) / f"{re.sub(r'[^A-Za-z0-9_.+-]+', '_', label)}-{k}.csv"
+            results.append(measure_energy(trial.run, source, idle_s=idle_s, label=label, trace_path=path))
+            if bar is not None:
+                bar.update(1)
+        net = [x.energy_uj for x in results if x.energy_uj is not None]
+        gross = [x.gross_energy_uj for x in results if x.gross_energy_uj is not None]
+        rows.append({"algorithm": r["algorithm"], "backend": r["backend"], "operation": r["operation"],
+                     "message_bytes": size, "energy_uj": float(np.median(net)) if net else math.nan,
+                     "gross_energy_uj": float(np.median(gross)) if gross else math.nan,
+                     "power_w": float(np.median([x.power_w for x in results])),
+                     "baseline_w": float(np.median([x.baseline_w for x in results])),
+                     "window_time_ms": float(np.median([x.time_ns for x in results])) / 1e6,
+                     "loops": int(np.median([x.loops for x in results])),
+                     "power_samples": int(np.median([x.samples for x in results])),
+                     "windows": len(results), "energy_source": results[0].source})
+    if bar is not None:
+        bar.close()
+    return pd.DataFrame(rows)
+
+
+def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
+                model: ModelledPower | None = None) -> pd.DataFrame:
+    """Our energies in long form (one row per operation and basis): measured net and gross when
+    ``live`` rows exist, modelled when ``model`` is given; empty when neither (nothing invented)."""
+    keys = ["algorithm", "backend", "operation", "message_bytes"]
+    base = times[["kind", "family", "nist_level", *keys, "time_ms"]]
+    parts = []
+    if live is not None and len(live):
+        m = base.merge(live, on=keys, how="inner")
+        for col, basis in (("energy_uj", MEASURED_NET), ("gross_energy_uj", MEASURED_GROSS)):
+            parts.append(m.assign(energy_uj=m[col], basis=basis, source=m["energy_source"]))
+    if model is not None:
+        e = [model.energy(t * 1e6).energy_uj for t in base["time_ms"]]
+        parts.append(base.assign(energy_uj=e, power_w=model.watts, basis=modelled_basis(model.watts),
+                                 source=model.label))
+    cols = ["kind", "family", "nist_level", *keys, "time_ms", "energy_uj", "basis", "source"]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    return pd.concat([p[cols] for p in parts], ignore_index=True)
+
+
+def reference_long(reference: pd.DataFrame) -> pd.DataFrame:
+    """The study's rows in the long form of :func:`energy_long` (basis ``published (gross)``)."""
+    meta = _registry_meta(reference["algorithm"])
+    return pd.DataFrame({
+        "kind": reference["kind"], "family": reference["algorithm"].map(lambda a: meta[a][0]),
+        "nist_level": reference["algorithm"].map(lambda a: meta[a][1]).astype("Int64"),
+        "algorithm": reference["algorithm"], "backend": "Pi 4 study", "operation": reference["operation"],
+        "message_bytes": pd.array([pd.NA] * len(reference), dtype="Int64"), "time_ms": reference["time_ms"],
+        "power_w": reference["power_w"], "energy_uj": reference["energy_uj"], "basis": PUBLISHED,
+        "source": "reference:05_energy_pi4"})
+
+
+def _registry_meta(names) -> dict:
+    """family and NIST level of each name from the registry (names the registry lacks: other, NA)."""
+    out = {}
+    for n in dict.fromkeys(names):
+        try:
+            a = get(n)
+            out[n] = (a.family, a.nist_level)
+        except KeyError:
+            out[n] = ("other", pd.NA)
+    return out
+
+
+def reference_consistency(reference: pd.DataFrame, tolerance: float = 0.02) -> pd.DataFrame:
+    """Does the published energy equal time x power? Per table: rows, rows within ``tolerance``,
+    and the smallest and largest relative deviation (%)."""
+    dev = reference["energy_uj"] / (reference["time_ms"] * reference["power_w"] * 1e3) - 1
+    df = reference.assign(deviation=dev)
+    rows = []
+    for kind, g in df.groupby("kind", sort=False):
+        rows.append({"table": KIND_LABEL.get(kind, kind), "rows": len(g),
+                     f"within_{tolerance:.0%}": int((g["deviation"].abs() <= tolerance).sum()),
+                     "min_deviation_%": round(100 * g["deviation"].min(), 2),
+                     "max_deviation_%": round(100 * g["deviation"].max(), 2)})
+    return pd.DataFrame(rows)
+
+
+def replay_reference(reference: pd.DataFrame, idle_w: float, path: str | Path | None = None,
+                     gap_s: float = 0.1) -> tuple[Trace, pd.DataFrame]:
+    """Reconstruct a step trace from the published means (NOT a measurement), replay it through
+    :class:`pqlab.energy.ReplaySource` and compare: ``(trace, table)``.
+
+    The table has, per published row: time and power as published, the replayed window time,
+    gross and net energy, and the relative differences of the replayed gross energy from
+    time x power and from the published energy. ``path`` (optional) receives the trace file.
+    """
+    trace = trace_from_reference(reference, idle_w=idle_w, gap_s=gap_s)
+    replayed = ReplaySource(trace).trace.results(idle_s=gap_s)
+    if path is not None:
+        write_trace(trace, Path(path).resolve())
+    t_x_p = reference["time_ms"].to_numpy() * reference["power_w"].to_numpy() * 1e3
+    table = pd.DataFrame({
+        "kind": reference["kind"].to_numpy(), "algorithm": reference["algorithm"].to_numpy(),
+        "operation": reference["operation"].to_numpy(), "time_ms": reference["time_ms"].to_numpy(),
+        "power_w": reference["power_w"].to_numpy(), "published_energy_uj": reference["energy_uj"].to_numpy(),
+        "replay_time_ms": replayed["time_ns"].to_numpy() / 1e6,
+        "replay_gross_uj": replayed["gross_energy_uj"].to_numpy(), "replay_net_uj": replayed["energy_uj"].to_numpy(),
+        "replay_baseline_w": replayed["baseline_w"].to_numpy(), "source": replayed["source"].to_numpy()})
+    table["gross_vs_time_x_power"] = table["replay_gross_uj"] / t_x_p - 1
+    table["gross_vs_published"] = table["replay_gross_uj"] / table["published_energy_uj"] - 1
+    table["net_vs_time_x_excess_power"] = table["replay_net_uj"] / (
+        table["time_ms"] * (table["power_w"] - idle_w) * 1e3) - 1
+    return trace, table
+
+
+def replay_check(table: pd.DataFrame, exact: float = 1e-9) -> pd.DataFrame:
+    """The replay's checks as plain rows (deterministic): what is reproduced, and how closely."""
+    def worst(col: str) -> float:
+        return float(table[col].abs().max())
+
+    gross = table["gross_vs_published"]
+    return pd.DataFrame([
+        {"check": "replayed window time = published time", "rows": len(table),
+         "holds": bool((table["replay_time_ms"] / table["time_ms"] - 1).abs().max() < exact),
+         "detail": f"max |relative difference| < {exact:g}"},
+        {"check": "replayed gross energy = published time x power", "rows": len(table),
+         "holds": worst("gross_vs_time_x_power") < exact, "detail": f"max |relative difference| < {exact:g}"},
+        {"check": "replayed net energy = time x (power - assumed idle)", "rows": len(table),
+         "holds": worst("net_vs_time_x_excess_power") < exact, "detail": f"max |relative difference| < {exact:g}"},
+        {"check": "replayed gross energy vs published energy column", "rows": len(table),
+         "holds": bool(gross.abs().max() < 0.02),
+         "detail": f"from {100 * gross.min():+.2f} % to {100 * gross.max():+.2f} % (within 2 %)"},
+    ])
+
+
+def replay_long(table: pd.DataFrame, idle_w: float) -> pd.DataFrame:
+    """The replay in the long form (bases ``replay (gross)`` and ``replay (net of assumed idle)``)."""
+    meta = _registry_meta(table["algorithm"])
+    base = pd.DataFrame({
+        "kind": table["kind"], "family": table["algorithm"].map(lambda a: meta[a][0]),
+        "nist_level": table["algorithm"].map(lambda a: meta[a][1]).astype("Int64"),
+        "algorithm": table["algorithm"], "backend": "Pi 4 study", "operation": table["operation"],
+        "message_bytes": pd.array([pd.NA] * len(table), dtype="Int64"), "time_ms": table["replay_time_ms"],
+        "source": table["source"]})
+    return pd.concat([base.assign(energy_uj=table["replay_gross_uj"], basis=REPLAY_GROSS),
+                      base.assign(energy_uj=table["replay_net_uj"], basis=replay_net_basis(idle_w))],
+                     ignore_index=True)
+
+
+def replay_markdown(table: pd.DataFrame, idle_w: float) -> str:
+    """What the replay shows, and what it is not (generated)."""
+    share = (table["replay_net_uj"] / table["replay_gross_uj"])
+    lo, hi = share.idxmin(), share.idxmax()
+    return (f"The replay is **{RECONSTRUCTED_NOTE}**: one rectangle of published power per row, for the published "
+            f"time, between idle stretches at an **assumed** {idle_w:g} W (the study states no idle power). "
+            f"Integrating it reproduces time x power for all {len(table)} rows, so the integration is right; it "
+            "cannot add information the means did not have. With that assumption, the net share of each "
+            f"operation's energy runs from {100 * share[lo]:.0f} % ({table.at[lo, 'algorithm']} "
+            f"{table.at[lo, 'operation']}, {table.at[lo, 'power_w']:g} W) to {100 * share[hi]:.0f} % "
+            f"({table.at[hi, 'algorithm']} {table.at[hi, 'operation']}, {table.at[hi, 'power_w']:g} W): most of what "
+            "the study tabulated is the board's idle draw, not the cryptography.")
+
+
+# ----- rankings, ratios, recommendations ----------------------------------------------------
+
+def efficiency_ranking(long: pd.DataFrame) -> pd.DataFrame:
+    """Operations per joule (1e6 / energy in uJ), best first, one row per (operation, basis);
+    non-positive energies (a net value lost in noise) are left out."""
+    df = long[pd.to_numeric(long["energy_uj"], errors="coerce") > 0].copy()
+    df["ops_per_joule"] = 1e6 / df["energy_uj"].astype(float)
+    df["label"] = [_label(r) for r in df.to_dict("records")]
+    df.loc[df["basis"].map(is_modelled), "label"] += " (modelled)"
+    return df.sort_values("ops_per_joule", ascending=False).reset_index(drop=True)
+
+
+def cross_platform(times: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Pi 4 published time / our median time per (algorithm, operation) both have, largest first.
+    A ratio of 10 means the operation took 10 times longer on the study's Pi 4 than here."""
+    ours = times[times["kind"].isin(["kem", "sig"])]
+    ours = ours.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
+    m = ours[["algorithm", "backend", "family", "nist_level", "operation", "time_ms"]].merge(
+        reference[["algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "pi_time_ms"}),
+        on=["algorithm", "operation"], how="inner")
+    m = m.rename(columns={"time_ms": "here_time_ms"})
+    m["pi_over_here"] = m["pi_time_ms"] / m["here_time_ms"]
+    m["label"] = m["algorithm"] + " " + m["operation"]
+    return m.sort_values("pi_over_here", ascending=False).reset_index(drop=True)
+
+
+def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
+    """Which operations lose most (and least) on the Pi 4, generated from the ratios."""
+    if ratios.empty:
+        return "No operation was measured both here and in the study."
+    r = ratios.sort_values("pi_over_here", ascending=False)
+
+    def items(df) -> str:
+        return "; ".join(f"{x.algorithm} {x.operation} {_factor(x.pi_over_here)} ({_fmt_ms(x.pi_time_ms)} on the Pi, "
+                         f"{_fmt_ms(x.here_time_ms)} here)" for x in df.itertuples())
+
+    fam = r.groupby("family")["pi_over_here"].median().sort_values(ascending=False)
+    slower = int((r["pi_over_here"] > 1).sum())
+    rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"])
+    return (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the "
+            f"Pi; the median factor is {_factor(r['pi_over_here'].median())}. **Largest losses on the Pi:** "
+            f"{items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. Median factor by family: "
+            + ", ".join(f"{f} {_factor(v)}" for f, v in fam.items()) + ". "
+            f"The *order* of the operations by time agrees {'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'}"
+            f" (Spearman rank correlation {rho:.2f})"
+            + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
+
+
+def rank_correlation(a: pd.Series, b: pd.Series) -> float:
+    """Spearman's rank correlation (Pearson on average ranks)."""
+    return float(np.corrcoef(pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy())[0, 1])
+
+
+def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
+    """Per algorithm (and message size for AEADs): the sum of ``value`` over the operations of one
+    use (:data:`USE`); algorithms missing one of them are left out."""
+    rows = []
+    keys = ["kind", "algorithm", "backend", "family", "nist_level"]
+    df = times.copy()
+    df["size"] = df["message_bytes"].where(df["kind"] == "cipher")
+    for (kind, algorithm, backend, family, level), g in df.groupby(keys, dropna=False, sort=False):
+        ops = USE.get(kind, ())
+        per_size = g[g["operation"].isin(ops)].groupby("size", dropna=False)
+        for size, h in per_size:
+            if set(ops) <= set(h["operation"]):
+                rows.append({"kind": kind, "algorithm": algorithm, "backend": backend, "family": family,
+                             "nist_level": level, "message_bytes": size,
+                             value: h.drop_duplicates("operation")[value].sum()})
+    return pd.DataFrame(rows)
+
+
+def _fmt_ms(ms: float) -> str:
+    if ms >= 1000:
+        return f"{ms / 1e3:.3g} s"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    return f"{ms * 1e3:.3g} µs"
+
+
+def _fmt_uj(uj: float) -> str:
+    for unit, scale in (("J", 1e6), ("mJ", 1e3)):
+        if abs(uj) >= scale:
+            return f"{uj / scale:.3g} {unit}"
+    return f"{uj:.3g} µJ"
+
+
+def _factor(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
+def _is_pq(family) -> bool:
+    return family not in CLASSICAL_FAMILIES
+
+
+def _ops(kind: str) -> str:
+    return " + ".join(USE[kind])
+
+
+def _size(b) -> str:
+    b = int(b)
+    return f"{b // 1048576} MiB" if b >= 1048576 and b % 1048576 == 0 else (
+        f"{b // 1024} KiB" if b >= 1024 and b % 1024 == 0 else f"{b} B")
+
+
+def _latency(t: pd.DataFrame) -> list[str]:
+    out = []
+    for kind in ("kem", "sig"):
+        k = t[t["kind"] == kind].sort_values("time_ms")
+        pq = k[k["family"].map(_is_pq)]
+        if pq.empty:
+            continue
+        best = pq.iloc[0]
+        text = f"- **{KIND_LABEL[kind]}:** {best.algorithm} ({_ops(kind)} {_fmt_ms(best.time_ms)} here"
+        if len(pq) > 1:
+            text += f"; next {pq.iloc[1].algorithm} {_fmt_ms(pq.iloc[1].time_ms)}"
+        classical = k[~k["family"].map(_is_pq)]
+        if not classical.empty:
+            c = classical.iloc[0]
+            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {_fmt_ms(c.time_ms)}: "
+                     f"{_factor(c.time_ms / best.time_ms)} the time of {best.algorithm}")
+        out.append(text + ").")
+    a = t[t["kind"] == "cipher"]
+    if not a.empty:
+        parts = []
+        for size in sorted(a["message_bytes"].dropna().unique()):
+            s = a[a["message_bytes"] == size].sort_values("time_ms")
+            parts.append(f"{s.iloc[0].algorithm} at {_size(size)} ({_fmt_ms(s.iloc[0].time_ms)})")
+        sizes = sorted(a["message_bytes"].dropna().unique())
+        picks = [parts[0]] if len(parts) == 1 else [parts[0], parts[-1]]
+        big = a[a["message_bytes"] == sizes[-1]].sort_values("time_ms")
+        slow = ""
+        if len(big) > 1:
+            slow = (f"; the slowest at {_size(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
+                    f"takes {_factor(big.iloc[-1].time_ms / big.iloc[0].time_ms)} as long")
+        out.append(f"- **AEAD** ({_ops('cipher')}, {_size(sizes[0])} to {_size(sizes[-1])}): fastest "
+                   + " and ".join(picks) + slow + ".")
+    return out
+
+
+def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
+    e = e[e["energy_uj"] > 0]  # a ranking by energy needs energies; non-positive net values say nothing
+    out = []
+    for kind in ("kem", "sig"):
+        k = e[e["kind"] == kind].sort_values("energy_uj")
+        if k.empty:
+            continue
+        best, worst = k.iloc[0], k.iloc[-1]
+        text = f"- **{KIND_LABEL[kind]}**, {where}: {best.algorithm}, {_fmt_uj(best.energy_uj)} per {_ops(kind)}"
+        if len(k) > 1:
+            text += (f"; avoid {worst.algorithm} for frequent use: {_fmt_uj(worst.energy_uj)}, "
+                     f"{_factor(worst.energy_uj / best.energy_uj)} as much")
+        out.append(text + ".")
+    a = e[e["kind"] == "cipher"]
+    if not a.empty:
+        sizes = sorted(a["message_bytes"].dropna().unique())
+        picks = []
+        for size in ([sizes[0], sizes[-1]] if len(sizes) > 1 else sizes):
+            s = a[a["message_bytes"] == size].sort_values("energy_uj")
+            picks.append(f"{s.iloc[0].algorithm} at {_size(size)} ({_fmt_uj(s.iloc[0].energy_uj)})")
+        out.append(f"- **AEAD**, {where}: lowest energy " + " and ".join(picks) + ".")
+    return out
+
+
+def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
+    out = []
+    for kind in ("kem", "sig", "cipher"):
+        k = t[(t["kind"] == kind) & t["nist_level"].notna()]
+        if k.empty:
+            continue
+        if kind == "cipher":
+            k = k[k["message_bytes"] == k["message_bytes"].max()]
+        top = int(k["nist_level"].max())
+        at = k[k["nist_level"] == top].sort_values("time_ms")
+
+        def cost(r) -> str:
+            text = _fmt_ms(r.time_ms) + " here"
+            if pub is not None:
+                p = pub[pub["algorithm"] == r.algorithm]
+                if len(p):
+                    text += f", {_fmt_uj(p['energy_uj'].iloc[0])} on the Pi"
+            return text
+
+        listed = "; ".join(f"{r.algorithm} ({cost(r)})" for r in at.itertuples())
+        size = f" at {_size(at['message_bytes'].iloc[0])}" if kind == "cipher" else ""
+        text = (f"- **{KIND_LABEL[kind]}** (NIST level {top}, the highest measured; {_ops(kind)}{size}): {listed}. "
+                f"Fastest here: **{at.iloc[0].algorithm}**")
+        if pub is not None:
+            p = pub[pub["algorithm"].isin(at["algorithm"])].sort_values("energy_uj")
+            if len(p) > 1 and p.iloc[0].algorithm != at.iloc[0].algorithm:
+                text += f"; least energy on the Pi: **{p.iloc[0].algorithm}**"
+        other = at[at["family"] != at.iloc[0].family]
+        if kind != "cipher" and not other.empty:
+            text += (f"; the fastest resting on a different assumption than {at.iloc[0].family} is "
+                     f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, "
+                     f"{_factor(other.iloc[0].time_ms / at.iloc[0].time_ms)} the time)")
+        out.append(text + ".")
+    return out
+
+
+def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None = None,
+                             ours: pd.DataFrame | None = None) -> str:
+    """Recommendations per use case, generated from the data.
+
+    ``times``: :func:`timing_table` (ours); ``reference``: the study's table (published, gross
+    energy); ``ours``: :func:`energy_long` rows (measured or modelled energies), optional.
+    Latency-critical: the fastest post-quantum algorithm per kind here (sum over one use).
+    Energy-constrained: the lowest published energy, and ours when there is any (labelled).
+    Maximum security: the highest NIST level measured, its algorithms with their cost.
+    """
+    t = use_totals(times)
+    lines = ["### Latency-critical", "", "By the time of one use here (median, summed over its operations):", ""]
+    lines += _latency(t)
+    lines += ["", "### Energy-constrained", ""]
+    pub = None
+    if reference is not None and len(reference):
+        pub = use_totals(reference_long(reference).assign(backend="Pi 4 study"), "energy_uj")
+        lines += ["From the study's published energies (Raspberry Pi 4, gross: whole-board power x time):", ""]
+        lines += _energy_lines(pub, "Pi 4, published")
+    if ours is not None and len(ours):
+        groups = dict(list(ours.groupby("basis", sort=False)))
+        for basis, g in groups.items():
+            if basis == MEASURED_GROSS:
+                continue
+            e = use_totals(g, "energy_uj")
+            if is_modelled(basis):
+                lines += ["", f"Modelled here, {basis}: a constant power, so this ranks exactly as time does:", ""]
+            else:
+                lines += ["", f"Measured here (source {g['source'].iloc[0]}), energy net of the idle baseline:", ""]
+                lost = sorted(e.loc[~(e["energy_uj"] > 0), "algorithm"].unique())
+                if lost and MEASURED_GROSS in groups:
+                    lines += [f"The net energy of one use is at or below zero for {len(lost)} algorithm(s) "
+                              f"({', '.join(lost)}): their power stayed within the baseline's noise. Ranked by "
+                              "gross energy (baseline included) instead:", ""]
+                    basis, e = MEASURED_GROSS, use_totals(groups[MEASURED_GROSS], "energy_uj")
+            lines += _energy_lines(e, basis)
+    has_aead_energy = ours is not None and (ours["kind"] == "cipher").any()
+    if (t["kind"] == "cipher").any() and not has_aead_energy:
+        lines += ["", "- **AEAD:** no energy: the study published none for its AEADs and no power source "
+                  "measured any here. Time is the only guide (it predicts energy only where power is constant): "
+                  "see the latency-critical pick above."]
+    lines += ["", "### Maximum security", ""]
+    lines += _max_security(t, pub)
+    classical = sorted(t.loc[~t["family"].map(_is_pq) & t["kind"].isin(["kem", "sig"]), "algorithm"].unique())
+    if classical:
+        lines += ["", f"The classical baselines ({', '.join(classical)}) have no NIST post-quantum level: a quantum "
+                  "computer running Shor's algorithm would break them."]
+    return "\n".join(lines)
+
+
+# ----- figures ------------------------------------------------------------------------------
+
+def scheme_of(name: str) -> str:
+    """The scheme without its parameter set: ML-KEM-768 -> ML-KEM, SPHINCS+-SHA2-128s-simple ->
+    SPHINCS+-SHA2-s-simple."""
+    return re.sub(r"-\d+([a-z]?)(?=-|$)", lambda m: f"-{m.group(1)}" if m.group(1) else "", name)
+
+
+def short_name(name: str) -> str:
+    """A compact label for crowded figures: Classic-McEliece-348864 -> McEliece-348864,
+    SPHINCS+-SHA2-128s-simple -> SPHINCS+-128s."""
+    return name.replace("Classic-McEliece-", "McEliece-").replace("SPHINCS+-SHA2-", "SPHINCS+-").replace("-simple", "")
+
+
+#: The operations' roles, so KEMs and signatures share colours in one chart.
+ROLE = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
+        "verify": "decaps / verify", "encrypt": "encrypt", "decrypt": "decrypt"}
+OPERATION_ORDER = ("keygen", "encaps", "decaps", "sign", "verify", "encrypt", "decrypt")
+
+
+def basis_colors(bases) -> dict:
+    """A stable colour per energy basis (published, replayed, measured, modelled)."""
+    fixed = {PUBLISHED: plotting.PALETTE[0], REPLAY_GROSS: plotting.PALETTE[5], MEASURED_NET: plotting.PALETTE[2],
+             MEASURED_GROSS: plotting.PALETTE[3]}
+    out = {}
+    for b in dict.fromkeys(bases):
+        out[b] = fixed.get(b) or (plotting.PALETTE[1] if str(b).startswith("replay") else plotting.PALETTE[4])
+    return out
+
+
+def _parameter(name: str) -> int:
+    """The parameter-set number of a name (ML-KEM-768 -> 768; SPHINCS+-SHA2-128s -> 128), else 0."""
+    numbers = re.findall(r"\d+", name.replace("SHA2", "").replace("P256", ""))
+    return int(numbers[-1]) if numbers else 0
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    """KEMs, then signatures, then AEADs; by family, scheme, parameter set and operation order."""
+    kinds = {k: i for i, k in enumerate(KIND_LABEL)}
+    ops = {o: i for i, o in enumerate(OPERATION_ORDER)}
+    key = {"kind": kinds.get, "operation": ops.get, "_scheme": scheme_of, "_param": _parameter}
+    out = df.assign(_scheme=df["algorithm"], _param=df["algorithm"])
+    out = out.sort_values(["kind", "family", "_scheme", "_param", "operation"],
+                          key=lambda s: s.map(key[s.name]) if s.name in key else s)
+    return out.drop(columns=["_scheme", "_param"])
+
+
+def _two_lines(name: str, width: int = 10) -> str:
+    """Long labels broken at their last hyphen."""
+    return name if len(name) <= width or "-" not in name else "-\n".join(name.rsplit("-", 1))
+
+
+def plot_times(times: pd.DataFrame, kind: str, title: str = ""):
+    """Our median time per operation, quartile whiskers, one bar group per algorithm."""
+    df = _sorted(times[times["kind"] == kind]).copy()
+    df["label"] = df["algorithm"].map(short_name) + np.where(df["backend"] == "liboqs", "", "\n(" + df["backend"] + ")")
+    return plotting.grouped_bars(df, category="label", group="operation", value="time_ms", low="q1_ms", high="q3_ms",
+                                 ylabel="time per operation (ms, log)",
+                                 title=title or f"{KIND_LABEL[kind]}s here: median and quartiles")
+
+
+def plot_reference_power(reference: pd.DataFrame, setup: pd.DataFrame):
+    """The study's mean power per operation (linear axis), KEMs then signatures, with the
+    3.3-3.7 W range its prose states."""
+    df = _sorted(reference.assign(family=reference["algorithm"].map(lambda a: _registry_meta([a])[a][0])))
+    df = df.assign(label=df["algorithm"].map(short_name), role=df["operation"].map(ROLE))
+    fig = plotting.grouped_bars(df, category="label", group="role", value="power_w", log=False,
+                                ylabel="mean power (W, whole board)",
+                                title="Pi 4 study, published: mean power during each operation")
+    ax = fig.axes[0]
+    lo, hi = _setup_value(setup, "power_min"), _setup_value(setup, "power_max")
+    ax.axhspan(lo, hi, color="0.88", zorder=0, label=f"range stated in the prose, {lo:g}-{hi:g} W")
+    n_kem = df[df["kind"] == "kem"]["label"].nunique()
+    top = df["power_w"].max() * 1.06
+    ax.axvline(n_kem - 0.5, color="0.3", lw=0.8)
+    ax.text(n_kem / 2 - 0.5, top, "KEMs", ha="center", va="top", fontsize=7)
+    ax.text(n_kem + (df["label"].nunique() - n_kem) / 2 - 0.5, top, "signatures", ha="center", va="top", fontsize=7)
+    ax.set_ylim(3.0, top * 1.01)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = ""):
+    """Energy per operation of one kind: one panel per operation, one bar per basis (published,
+    replayed, measured, modelled) for each algorithm."""
+    import matplotlib.pyplot as plt
+
+    df = _sorted(long[long["kind"] == kind]).assign(label=lambda d: d["algorithm"].map(short_name).map(_two_lines))
+    ops = [o for o in OPERATION_ORDER if o in set(df["operation"])]
+    colors = basis_colors(df["basis"])
+    fig, axes = plt.subplots(len(ops), 1, figsize=(plotting.FULL_WIDTH, 1.55 * len(ops) + 0.5), sharex=True)
+    for i, (ax, op) in enumerate(zip(np.atleast_1d(axes), ops, strict=True)):
+        sub = df[df["operation"] == op]
+        plotting.grouped_bars(df[["label"]].drop_duplicates().merge(sub, how="left"), category="label", group="basis",
+                              value="energy_uj", ylabel=f"{op} (µJ, log)", colors=colors, ax=ax)
+        ax.tick_params(axis="x", rotation=0)
+        ax.set_xticklabels(ax.get_xticklabels(), ha="center")
+        if i:
+            ax.get_legend().remove()
+        else:
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, fontsize=6)
+    fig.suptitle(title or f"{KIND_LABEL[kind]}s: energy per operation by basis", fontsize=9)
+    return fig
+
+
+def plot_aead_scaling(times: pd.DataFrame):
+    """AEAD time per message and throughput against payload size (encrypt solid, decrypt dashed)."""
+    import matplotlib.pyplot as plt
+
+    df = times[times["kind"] == "cipher"].dropna(subset=["message_bytes"]).copy()
+    df["message_bytes"] = df["message_bytes"].astype(float)
+    df["series"] = df["algorithm"] + " " + df["operation"]
+    df["mib_s"] = df["message_bytes"] / 2**20 / (df["time_ms"] / 1e3)
+    base = plotting.color_map(sorted(df["algorithm"].unique()))
+    colors = {s: base[s.rsplit(" ", 1)[0]] for s in df["series"]}
+    fig, axes = plt.subplots(1, 2, figsize=(plotting.FULL_WIDTH, 2.9))
+    for ax, (y, label) in zip(axes, (("time_ms", "time per message (ms, log)"),
+                                     ("mib_s", "throughput (MiB/s, log)")), strict=True):
+        plotting.lines(df.sort_values(["algorithm", "operation"], ascending=[True, False]), x="message_bytes", y=y,
+                       hue="series", xlabel="payload (bytes, log)", ylabel=label, logx=True, logy=True, colors=colors,
+                       ax=ax)
+        for line in ax.get_lines():
+            if line.get_label().endswith("decrypt"):
+                line.set_linestyle("--")
+        ax.get_legend().remove()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=6)
+    fig.suptitle("AEAD payload scaling here (encrypt solid, decrypt dashed)", fontsize=9)
+    return fig
+
+
+def plot_ranking(ranking: pd.DataFrame, title: str, n: int | None = None):
+    """Operations per joule, best at the top, coloured by family."""
+    df = ranking.head(n) if n else ranking
+    return plotting.hbars(df, label="label", value="ops_per_joule", xlabel="operations per joule (log)", title=title)
+
+
+def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1):
+    """Energy against time, log-log, one point per operation, coloured by family; lines of constant
+    power through the lowest and highest mean power; the costliest operation(s) of each scheme named."""
+    long = long[pd.to_numeric(long["energy_uj"], errors="coerce") > 0]  # a log axis: net values lost in noise drop out
+    df = long.assign(point=long["algorithm"].map(short_name) + " " + long["operation"])
+    fig = plotting.scatter(df, x="time_ms", y="energy_uj", label=None, xlabel="time per operation (ms, log)",
+                           ylabel="energy per operation (µJ, log)", title=title, width=plotting.FULL_WIDTH * 0.75,
+                           height=3.2, annotate=False)
+    ax = fig.axes[0]
+    named = df.assign(scheme=df["algorithm"].map(scheme_of)).sort_values("energy_uj", ascending=False)
+    placed: list[tuple[float, float]] = []
+    for r in named.groupby("scheme", sort=False).head(labels_per_scheme).itertuples():
+        x, y = np.log10(r.time_ms), np.log10(r.energy_uj)
+        if any(abs(x - a) < 0.6 and abs(y - b) < 0.3 for a, b in placed):
+            continue  # too close to a label already placed
+        placed.append((x, y))
+        ax.annotate(r.point, (r.time_ms, r.energy_uj), fontsize=5.5, xytext=(-3, 3), textcoords="offset points",
+                    ha="right")
+    watts = df["energy_uj"] / (df["time_ms"] * 1e3)
+    t = np.geomspace(df["time_ms"].min() / 1.5, df["time_ms"].max() * 1.5, 50)
+    lines = [(watts.min(), ":"), (watts.max(), "--")] if watts.max() > watts.min() * 1.001 else [(watts.min(), "--")]
+    for w, style in lines:
+        ax.plot(t, w * t * 1e3, style, color="0.4", lw=0.8, label=f"constant {w:.2f} W")
+    ax.legend(fontsize=6, loc="upper left")
+    return fig
+
+
+def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None):
+    """Time of one use here (top) and the study's energy of one use (bottom) against NIST level,
+    one line per scheme; classical baselines as dotted horizontal lines (they have no level)."""
+    import matplotlib.pyplot as plt
+
+    t = use_totals(times)
+    panels = [("time_ms", t, "time per use here (ms, log)")]
+    if reference is not None:
+        panels.append(("energy_uj", use_totals(reference_long(reference), "energy_uj"),
+                       "energy per use, Pi 4 (µJ, log)"))
+    schemes = pd.concat([d for _, d, _ in panels])[["algorithm", "family", "nist_level"]]
+    schemes = schemes[schemes["nist_level"].notna()].assign(scheme=lambda d: d["algorithm"].map(scheme_of))
+    colors = plotting.shaded_family_colors(schemes.sort_values(["family", "scheme"]), key="scheme")
+    fig, axes = plt.subplots(len(panels), 2, figsize=(plotting.FULL_WIDTH, 2.4 * len(panels)), squeeze=False)
+    for row, (value, data, ylabel) in enumerate(panels):
+        for col, kind in enumerate(("kem", "sig")):
+            ax = axes[row][col]
+            d = data[data["kind"] == kind].assign(scheme=lambda x: x["algorithm"].map(scheme_of))
+            pq = d[d["nist_level"].notna()].astype({"nist_level": float}).sort_values(["family", "scheme"])
+            plotting.lines(pq, x="nist_level", y=value, hue="scheme", colors=colors, ax=ax, xlabel="NIST level",
+                           logy=True)
+            ax.set_ylabel(ylabel if col == 0 else "")
+            for c in d[d["nist_level"].isna()].itertuples():
+                ax.axhline(getattr(c, value), color="0.25", ls=":", lw=0.9, label=f"{c.algorithm} (classical, no level)")
+            ax.set_xticks([1, 2, 3, 4, 5])
+            ax.set_xlim(0.7, 5.3)
+            ax.legend(fontsize=5.5)
+            ax.set_title(f"{KIND_LABEL[kind]}s ({' + '.join(USE[kind])}): " + ("here" if row == 0 else "Pi 4, published"),
+                         fontsize=8)
+    return fig
+
+
+def _setup_value(setup: pd.DataFrame, name: str) -> float:
+    return float(setup.set_index("parameter").at[name, "value"])
+
+
+def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
+    """Voltage and current samples of every trace in ``trace_dir`` (relative: under data/raw/)
+    that has both (INA219 traces do), with the source label; None when there are none."""
+    folder = Path(trace_dir)
+    folder = folder if folder.is_absolute() else RAW / folder
+    frames = []
+    for f in sorted(folder.glob("*.csv")):
+        tr = read_trace(f)
+        if tr.voltage_v is not None and tr.current_a is not None:
+            frames.append(pd.DataFrame({"voltage_v": tr.voltage_v, "current_a": tr.current_a, "source": tr.source}))
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def plot_voltage_current(setup: pd.DataFrame, reference: pd.DataFrame, samples: pd.DataFrame | None = None):
+    """Voltage against current: recorded samples (:func:`vi_samples`) when there are any, and the
+    operating envelope the study states in prose as a labelled box (no sample is drawn where none
+    exists), with lines of constant power at the study's lowest and highest tabulated power."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    v0, v1 = _setup_value(setup, "voltage_min"), _setup_value(setup, "voltage_max")
+    i0, i1 = _setup_value(setup, "current_min") / 1e3, _setup_value(setup, "current_max") / 1e3
+    fig, ax = plt.subplots(figsize=(plotting.COLUMN_WIDTH * 1.5, 2.8))
+    has_vi = samples is not None and len(samples) > 0
+    lo_i, hi_i, lo_v, hi_v = 0.55, 0.95, 4.6, 5.25
+    if has_vi:
+        ax.scatter(samples["current_a"], samples["voltage_v"], s=1.5, alpha=0.25, color=plotting.PALETTE[0],
+                   edgecolors="none", rasterized=True,
+                   label=f"{samples['source'].iloc[0]} samples here ({len(samples):,})")
+        lo_i, hi_i = min(lo_i, samples["current_a"].quantile(0.001)), max(hi_i, samples["current_a"].quantile(0.999))
+        lo_v, hi_v = min(lo_v, samples["voltage_v"].quantile(0.001)), max(hi_v, samples["voltage_v"].quantile(0.999))
+    ax.add_patch(Rectangle((i0, v0), i1 - i0, v1 - v0, facecolor="0.8", edgecolor="0.2", lw=0.8, alpha=0.8, zorder=3,
+                           label=f"Pi 4 study, stated in prose: {v0:g}-{v1:g} V, {i0 * 1e3:.0f}-{i1 * 1e3:.0f} mA"))
+    currents = np.linspace(lo_i, hi_i, 100)
+    for watts, style, which in ((reference["power_w"].min(), "--", "lowest"), (reference["power_w"].max(), "-.", "highest")):
+        ax.plot(currents, watts / currents, style, color=plotting.PALETTE[1], lw=0.9,
+                label=f"V x I = {watts:g} W (the study's {which} tabulated power)")
+    ax.set_xlim(lo_i, hi_i)
+    ax.set_ylim(lo_v, hi_v)
+    ax.set_xlabel("current (A)")
+    ax.set_ylabel("bus voltage (V)")
+    ax.set_title("Voltage against current" + ("" if has_vi else ": no samples exist, only the study's stated envelope"))
+    ax.legend(fontsize=5.5, loc="lower left", markerscale=4, frameon=True, framealpha=0.95, edgecolor="none")
+    return fig
+
+
+def envelope_markdown(setup: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """Whether the study's prose voltage and current ranges can produce its tabulated powers."""
+    v1, i1 = _setup_value(setup, "voltage_max"), _setup_value(setup, "current_max") / 1e3
+    limit = v1 * i1
+    above = reference[reference["power_w"] > limit]
+    return (f"The stated envelope allows at most {v1:g} V x {i1:g} A = {limit:.2f} W, but {len(above)} of "
+            f"{len(reference)} published rows exceed it (up to {reference['power_w'].max():g} W"
+            + (f", e.g. {above.sort_values('power_w').iloc[-1]['algorithm']} "
+               f"{above.sort_values('power_w').iloc[-1]['operation']}" if len(above) else "")
+            + "): the prose ranges and the table cannot both describe the same measurements."
+            if len(above) else f"Every published power lies within the stated envelope's {limit:.2f} W.")
+
+
+def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFrame | None = None) -> pd.DataFrame:
+    """All metrics per (algorithm, operation) of the KEMs and signatures: our time, the study's
+    time, power and gross energy, the Pi/here ratio, and our energies by basis when present."""
+    ratios = cross_platform(times, reference)
+    t = times[times["kind"].isin(["kem", "sig"])]
+    t = t.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
+    m = t[["kind", "family", "algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "time here (ms)"})
+    ref = reference.rename(columns={"time_ms": "time Pi 4 (ms)", "power_w": "power Pi 4 (W)",
+                                    "energy_uj": "energy Pi 4, gross (µJ)"})
+    m = m.merge(ref[["algorithm", "operation", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)"]],
+                on=["algorithm", "operation"], how="left")
+    m = m.merge(ratios[["algorithm", "operation", "pi_over_here"]].rename(columns={"pi_over_here": "Pi 4 / here"}),
+                on=["algorithm", "operation"], how="left")
+    if ours is not None and len(ours):
+        for basis, g in ours[ours["kind"].isin(["kem", "sig"])].groupby("basis", sort=False):
+            col = f"energy here, {basis} (µJ)"
+            g = g.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
+            m = m.merge(g[["algorithm", "operation", "energy_uj"]].rename(columns={"energy_uj": col}),
+                        on=["algorithm", "operation"], how="left")
+    m = _sorted(m)
+    m.index = m["algorithm"] + " " + m["operation"]
+    return m.drop(columns=["kind", "family", "algorithm", "operation"])
+
+
+def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: position within each column, log scale)"):
+    """Each column coloured by its own log range (units differ), cells annotated with the values."""
+    logs = np.log10(matrix.where(matrix > 0).astype(float))
+    span = (logs.max() - logs.min()).replace(0, 1)
+    scaled = (logs - logs.min()) / span
+    return plotting.heatmap(scaled, log=False, annotations=matrix, title=title,
+                            cbar_label="within column: 0 = lowest, 1 = highest (log)")
+
+
+def plot_cross_platform(ratios: pd.DataFrame):
+    """Pi 4 published time over ours per operation, largest at the top."""
+    return plotting.hbars(ratios, label="label", value="pi_over_here",
+                          xlabel="time on the Pi 4 (published) / time here (log)",
+                          title="How much longer each operation took on the study's Pi 4", reference=1.0)

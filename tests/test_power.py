@@ -1,0 +1,342 @@
+"""Tests of pqlab.power (notebook 05's analysis) and the Ascon-128a backend; fast, no hardware."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pqlab import power
+from pqlab.algorithms import get
+from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
+from pqlab.reference import load_reference
+
+# ----- Ascon-128a -----------------------------------------------------------------------------
+
+ascon = pytest.importorskip("ascon")
+from pqlab.backends import ascon_backend  # noqa: E402
+
+KEY = NONCE = bytes(range(16))
+# Ascon v1.2 known answers, ascon128av12/LWC_AEAD_KAT_128_128.txt (key = nonce = 00..0F):
+# (associated data, plaintext, ciphertext || tag)
+KAT = [
+    (b"", b"", "7a834e6f09210957067b10fd831f0078"),  # Count 1
+    (b"\x00", b"", "af3031b07b129ec84153373ddcaba528"),  # Count 2
+    (b"", bytes.fromhex("0001"), "6e490868e32cb041a71ca5e41b615ce11c4e"),  # PT 2 bytes, no AD
+]
+
+
+def test_ascon_registered_with_metadata():
+    a = get("Ascon-128a")
+    assert (a.kind, a.family, a.nist_level, a.backend) == ("cipher", "symmetric", 1, "ascon")
+    assert a.implementation == f"ascon {a.library_version} (pure Python, PyPI)"
+    assert "v1.2" in a.notes and "SP 800-232" in a.notes
+
+
+@pytest.mark.parametrize("ad, pt, expected", KAT)
+def test_ascon_known_answers(ad, pt, expected):
+    assert ascon.encrypt(KEY, NONCE, ad, pt, "Ascon-128a").hex() == expected
+    # the adapter's decryption of nonce || ciphertext || tag gives the plaintext back
+    assert ascon_backend.decrypt(KEY, NONCE + bytes.fromhex(expected), ad) == pt
+
+
+def test_ascon_round_trip_and_tamper_rejection():
+    a = get("Ascon-128a")
+    key = a.generate()
+    assert len(key) == 16
+    message = os.urandom(100)
+    ct = a.encryptor(key)(message)
+    assert len(ct) == 16 + 100 + 16  # nonce, ciphertext, tag
+    assert a.decryptor(key)(ct) == message
+    assert a.encryptor(key)(message) != ct  # a fresh nonce per message
+    for i in (0, 20, len(ct) - 1):  # nonce, body, tag
+        bad = ct[:i] + bytes([ct[i] ^ 1]) + ct[i + 1:]
+        with pytest.raises(ascon_backend.AsconAuthenticationError):
+            a.decryptor(key)(bad)
+    with pytest.raises(ascon_backend.AsconAuthenticationError):
+        a.decryptor(a.generate())(ct)
+    with pytest.raises(ascon_backend.AsconAuthenticationError, match="too short"):
+        a.decryptor(key)(ct[:31])
+    for op in a.operations:  # the checked trials the timer uses
+        t = a.trial(op, message)
+        t.check(t.run())
+
+
+# ----- synthetic tables -----------------------------------------------------------------------
+
+def row(algorithm, kind, family, level, operation, ms, size=None, backend="liboqs"):
+    return {"algorithm": algorithm, "backend": backend, "kind": kind, "family": family, "nist_level": level,
+            "operation": operation, "message_bytes": size, "time_ms": ms, "q1_ms": ms * 0.9, "q3_ms": ms * 1.1}
+
+
+def make_times(kem_fast=0.01, kem_slow=1.0) -> pd.DataFrame:
+    rows = []
+    for op in ("keygen", "encaps", "decaps"):
+        rows += [row("ML-KEM-768", "kem", "lattice", 3, op, kem_fast),
+                 row("HQC-128", "kem", "code-based", 1, op, kem_slow),
+                 row("Classic-McEliece-8192128", "kem", "code-based", 5, op, 2.0),
+                 row("ML-KEM-1024", "kem", "lattice", 5, op, 0.02),
+                 row("X25519", "kem", "elliptic-curve", None, op, 0.03, backend="cryptography")]
+    for op in ("keygen", "sign", "verify"):
+        rows += [row("ML-DSA-44", "sig", "lattice", 2, op, 0.05),
+                 row("SPHINCS+-SHA2-128s-simple", "sig", "hash-based", 1, op, 100.0 if op == "sign" else 1.0),
+                 row("Ed25519", "sig", "elliptic-curve", None, op, 0.02, backend="cryptography")]
+    for size in (64, 1 << 20):
+        for op in ("encrypt", "decrypt"):
+            rows += [row("AES-256-GCM", "cipher", "symmetric", 5, op, 0.001 * size / 64, size, "cryptography"),
+                     row("Ascon-128a", "cipher", "symmetric", 1, op, 0.2 * size / 64, size, "ascon")]
+    df = pd.DataFrame(rows)
+    df["nist_level"] = df["nist_level"].astype("Int64")
+    df["message_bytes"] = df["message_bytes"].astype("Int64")
+    return df
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_reference("05_energy_pi4")
+
+
+# ----- recommendations ------------------------------------------------------------------------
+
+def test_recommendations_follow_the_data(study):
+    text = power.recommendations_markdown(make_times(kem_fast=0.01, kem_slow=1.0), study)
+    latency = text.split("### Energy-constrained")[0]
+    assert "**KEM:** ML-KEM-768" in latency and "X25519" in latency
+    assert "**signature:** ML-DSA-44" in latency
+    assert "fastest AES-256-GCM at 64 B" in latency and "Ascon-128a" in latency  # slowest named
+    # swap the KEMs' speeds: the recommendation changes with them
+    swapped = power.recommendations_markdown(make_times(kem_fast=1.0, kem_slow=0.001), study)
+    assert "**KEM:** HQC-128" in swapped.split("### Energy-constrained")[0]
+    assert swapped != text
+
+
+def test_recommendations_energy_and_security_sections(study):
+    text = power.recommendations_markdown(make_times(), study)
+    energy = text.split("### Energy-constrained")[1].split("### Maximum security")[0]
+    # the study's cheapest KEM use is ML-KEM-512 (959 + 991 + 833 uJ), dearest McEliece-8192128 keygen
+    assert "ML-KEM-512, 2.78 mJ" in energy and "avoid Classic-McEliece-8192128" in energy
+    assert "**AEAD:** no energy" in energy  # neither published nor measured: said so
+    security = text.split("### Maximum security")[1]
+    assert "NIST level 5" in security and "Fastest here: **ML-KEM-1024**" in security
+    assert "Classic-McEliece-8192128" in security and "code-based" in security  # the other assumption
+    assert "no NIST post-quantum level" in security
+
+
+def test_use_totals_skip_incomplete_algorithms():
+    t = make_times()
+    t = t[~((t["algorithm"] == "HQC-128") & (t["operation"] == "decaps"))]
+    totals = power.use_totals(t)
+    assert "HQC-128" not in set(totals["algorithm"])
+    kem = totals.set_index("algorithm").loc["ML-KEM-768", "time_ms"]
+    assert kem == pytest.approx(0.03)
+    aead = totals[totals["algorithm"] == "AES-256-GCM"].set_index("message_bytes")["time_ms"]
+    assert aead.loc[64] == pytest.approx(0.002)  # encrypt + decrypt at 64 B
+
+
+# ----- cross-platform -------------------------------------------------------------------------
+
+def test_cross_platform_ratio_math(study):
+    t = make_times()
+    t = pd.concat([t, pd.DataFrame([row("ML-KEM-768", "kem", "lattice", 3, "keygen", 99.0, backend="cryptography")])])
+    r = power.cross_platform(t, study).set_index(["algorithm", "operation"])
+    pub = study.set_index(["algorithm", "operation"])["time_ms"]
+    assert r.loc[("ML-KEM-768", "keygen"), "pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / 0.01)
+    assert r.loc[("ML-KEM-768", "keygen"), "backend"] == "liboqs"  # liboqs preferred over other backends
+    assert r.loc[("HQC-128", "decaps"), "pi_over_here"] == pytest.approx(75.095 / 1.0)
+    assert not any(a in r.index.get_level_values(0) for a in ("X25519", "Ed25519", "AES-256-GCM"))
+    ordered = power.cross_platform(t, study)["pi_over_here"].to_numpy()
+    assert np.all(np.diff(ordered) <= 0)  # largest loss first
+    text = power.cross_platform_markdown(power.cross_platform(t, study), n=1)
+    top = power.cross_platform(t, study).iloc[0]
+    assert f"**Largest losses on the Pi:** {top['algorithm']} {top['operation']}" in text
+    assert "Spearman" in text
+
+
+def test_rank_correlation():
+    assert power.rank_correlation(pd.Series([1, 2, 3, 4]), pd.Series([10, 20, 30, 40])) == pytest.approx(1.0)
+    assert power.rank_correlation(pd.Series([1, 2, 3]), pd.Series([3, 2, 1])) == pytest.approx(-1.0)
+
+
+# ----- labelling: modelled, replayed, none ----------------------------------------------------
+
+def test_modelled_energy_is_labelled_everywhere(study):
+    t = make_times()
+    model = ModelledPower(3.5)
+    long = power.energy_long(t, None, model)
+    assert len(long) == len(t) and set(long["basis"]) == {"modelled (3.5 W x time)"}
+    assert set(long["source"]) == {"modelled:3.5W"}
+    assert long["energy_uj"].to_numpy() == pytest.approx(3.5 * t["time_ms"].to_numpy() * 1e3)
+    ranking = power.efficiency_ranking(long)
+    assert ranking["label"].str.endswith("(modelled)").all()
+    matrix = power.heatmap_matrix(t, study, long)
+    assert any("modelled" in c for c in matrix.columns)
+    text = power.recommendations_markdown(t, study, long)
+    assert "Modelled here, modelled (3.5 W x time)" in text and "**AEAD**, modelled" in text
+    assert "**AEAD:** no energy" not in text
+
+
+def test_no_source_means_no_energy():
+    long = power.energy_long(make_times(), None, None)
+    assert long.empty
+    live, model = power.select_power_source("none")
+    assert isinstance(live, NoPowerSource) and model is None
+    text = power.power_source_markdown(live, model, 0.05)
+    assert "No live energy" in text and "(power_source='none')" in text and "Modelled" not in text
+
+
+def test_select_power_source(tmp_path):
+    live, model = power.select_power_source("auto", powercap_root=tmp_path / "none", dev=tmp_path)
+    assert isinstance(live, NoPowerSource) and "virtual machine" in live.reason and model is None
+    live, model = power.select_power_source("modelled", 3.4)
+    assert not live.available and model.label == "modelled:3.4W"
+    with pytest.raises(ValueError, match="needs modelled_power_w"):
+        power.select_power_source("modelled")
+    with pytest.raises(ValueError, match="choose one of"):
+        power.select_power_source("battery")
+    zone = tmp_path / "intel-rapl:0"
+    zone.mkdir()
+    (zone / "name").write_text("package-0\n")
+    (zone / "energy_uj").write_text("100\n")
+    (zone / "max_energy_range_uj").write_text("1000000\n")
+    live, _ = power.select_power_source("rapl", powercap_root=tmp_path)
+    assert isinstance(live, RAPL) and "RAPL" in power.describe_source(live)
+    assert "CPU package" in power.power_source_markdown(live, None, 0.05)
+
+
+def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
+    import pqlab.energy as energy
+
+    def no_bus(bus):
+        raise energy.PowerSourceError(f"cannot open /dev/i2c-{bus}")
+
+    monkeypatch.setattr(energy, "_open_smbus", no_bus)
+    with pytest.raises(energy.PowerSourceError, match="i2c-1"):
+        power.select_power_source("ina219", i2c_address="0x40")
+
+
+# ----- the study's table and its replay -------------------------------------------------------
+
+def test_reference_consistency_counts(study):
+    c = power.reference_consistency(study).set_index("table")
+    assert c.loc["KEM", "rows"] == 27 and c.loc["signature", "rows"] == 24
+    assert (c["within_2%"] == c["rows"]).all()
+    assert c["max_deviation_%"].max() == pytest.approx(1.71)
+
+
+def test_replay_reproduces_time_times_power(study, tmp_path):
+    trace, table = power.replay_reference(study, idle_w=2.7, path=tmp_path / "trace.csv")
+    assert trace.source == "replay:reconstructed"
+    check = power.replay_check(table)
+    assert check["holds"].all()
+    assert table["replay_gross_uj"].to_numpy() == pytest.approx(
+        (study["time_ms"] * study["power_w"] * 1e3).to_numpy(), rel=1e-9)
+    assert table["replay_net_uj"].to_numpy() == pytest.approx(
+        (study["time_ms"] * (study["power_w"] - 2.7) * 1e3).to_numpy(), rel=1e-9)
+    saved = read_trace(tmp_path / "trace.csv")
+    assert saved.meta["note"] == "reconstructed from published means, not a measurement"
+    long = power.replay_long(table, 2.7)
+    assert set(long["basis"]) == {"replay (gross)", "replay (net of assumed idle 2.7 W)"}
+    assert "not a measurement" in power.replay_markdown(table, 2.7)
+
+
+def test_envelope_markdown_counts_rows_above_stated_power(study):
+    setup = load_reference("05_energy_pi4_setup")
+    text = power.envelope_markdown(setup, study)
+    above = int((study["power_w"] > 5.08 * 0.75).sum())
+    assert f"{above} of 51" in text and "3.81 W" in text
+
+
+# ----- live energy with a fake sampled source -------------------------------------------------
+
+class ConstantSource(PowerSource):
+    """A sampled source at constant power (a stand-in for an INA219): net energy ~ 0."""
+
+    label = "fake"
+    period_s = 1e-3
+
+    def __init__(self, watts: float) -> None:
+        self.watts = watts
+        self.trace = None
+
+    def start(self) -> None:
+        self.t0 = self.clock()
+
+    def stop(self):
+        t = np.arange(self.t0 - 1e-3, self.clock() + 2e-3, 1e-3)
+        self.trace = Trace(t, np.full(len(t), self.watts), voltage_v=np.full(len(t), 5.0),
+                           current_a=np.full(len(t), self.watts / 5), source=self.label)
+        return self.trace
+
+    def joules(self, a, b):
+        return self.trace.joules(a, b)
+
+
+def test_live_energy_rows_and_traces(tmp_path):
+    t = pd.DataFrame([row("Ed25519", "sig", "elliptic-curve", None, "sign", 0.02, 100, "cryptography")])
+    t["message_bytes"] = t["message_bytes"].astype("Int64")
+    live = power.live_energy(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False)
+    vi = power.vi_samples(tmp_path)
+    assert len(vi) > 0 and (vi["voltage_v"] == 5.0).all() and set(vi["source"]) == {"fake"}
+    r = live.iloc[0]
+    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1
+    assert r["power_w"] == pytest.approx(3.0) and r["baseline_w"] == pytest.approx(3.0)
+    assert abs(r["energy_uj"]) < 1e-6 * r["gross_energy_uj"]  # constant power: nothing above idle
+    assert r["gross_energy_uj"] == pytest.approx(3.0 * r["window_time_ms"] * 1e3, rel=1e-6)
+    files = sorted(tmp_path.glob("*.csv"))
+    assert len(files) == 2 and read_trace(files[0]).windows[0].label == "Ed25519 sign"
+    long = power.energy_long(t, live)
+    assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
+    with pytest.raises(ValueError, match="no live power source"):
+        power.live_energy(t, NoPowerSource("none here"))
+
+
+# ----- names ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, scheme, short", [
+    ("ML-KEM-768", "ML-KEM", "ML-KEM-768"),
+    ("Classic-McEliece-8192128", "Classic-McEliece", "McEliece-8192128"),
+    ("SPHINCS+-SHA2-128s-simple", "SPHINCS+-SHA2-s-simple", "SPHINCS+-128s"),
+    ("Falcon-1024", "Falcon", "Falcon-1024"),
+])
+def test_scheme_and_short_names(name, scheme, short):
+    assert power.scheme_of(name) == scheme and power.short_name(name) == short
+
+
+# ----- figures (built, not saved) -------------------------------------------------------------
+
+def test_figures_build_from_synthetic_data(study):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    setup = load_reference("05_energy_pi4_setup")
+    t = make_times()
+    _, table = power.replay_reference(study, 2.7)
+    bases = pd.concat([power.reference_long(study), power.replay_long(table, 2.7),
+                       power.energy_long(t, None, ModelledPower(3.5))])
+    samples = pd.DataFrame({"voltage_v": [5.07, 5.06], "current_a": [0.7, 0.72], "source": "ina219"})
+    figs = [power.plot_times(t, "kem"), power.plot_times(t, "sig"), power.plot_reference_power(study, setup),
+            power.plot_energy_bases(bases, "kem"), power.plot_aead_scaling(t),
+            power.plot_ranking(power.efficiency_ranking(bases), "ranking"),
+            power.plot_time_energy(power.reference_long(study), "t/e"), power.plot_nist_levels(t, study),
+            power.plot_voltage_current(setup, study), power.plot_voltage_current(setup, study, samples),
+            power.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
+            power.plot_cross_platform(power.cross_platform(t, study))]
+    assert "no samples exist" in figs[8].axes[0].get_title()
+    assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
+    for f in figs:
+        plt.close(f)
+
+
+def test_recommendations_fall_back_to_gross_when_net_is_lost_in_noise(study):
+    t = make_times()
+    live = t[["algorithm", "backend", "operation", "message_bytes"]].assign(
+        energy_uj=np.where(t["algorithm"] == "HQC-128", -5.0, 1.0), gross_energy_uj=t["time_ms"] * 3e3,
+        energy_source="rapl")
+    text = power.recommendations_markdown(t, study, power.energy_long(t, live))
+    assert "at or below zero for 1 algorithm(s) (HQC-128)" in text and "**KEM**, measured (gross)" in text
+    measured = text.split("Measured here")[1].split("### Maximum")[0]
+    assert not re.search(r"[ (]-\d", measured)  # no negative energy or factor is quoted
