@@ -40,10 +40,12 @@ STUDY_MAP = {
     "RSA": ["RSA-2048-PKCS1v15-sig", "RSA-2048-PSS"],
     "ECDSA": ["ECDSA-P256"],
 }
+#: The family of each study label (for the house colours).
+STUDY_FAMILY = {"SPHINCS": "hash-based", "RSA": "RSA", "ECDSA": "elliptic-curve"}
 #: What each study label really was, and why the comparison is loose (shown beside the table).
 STUDY_CAVEATS = {
     "SPHINCS": "SPHINCS-256 (2015), an unoptimised Erlang port of SUPERCOP's reference code: not SPHINCS+, "
-               "a different and larger parameter set (41 KB signatures) and hash (BLAKE/ChaCha)",
+               "a different and larger parameter set (41,000-byte signatures) and hash (BLAKE/ChaCha)",
     "RSA": "MIRACL RSA; modulus size, padding and hash not stated",
     "ECDSA": "MIRACL ECDSA; curve and hash not stated",
 }
@@ -118,8 +120,7 @@ def study_as_measurements(reference: pd.DataFrame | None = None) -> pd.DataFrame
     ref = load_study() if reference is None else reference
     return pd.DataFrame({"algorithm": ref["algorithm"], "backend": "study", "implementation": ref["implementation"],
                          "operation": ref["operation"], "message_bytes": ref["message_bytes"],
-                         "time_ns_median": ref["time_ms"] * 1e6, "family": ref["algorithm"].map(
-                             {"SPHINCS": "hash-based", "RSA": "RSA", "ECDSA": "elliptic-curve"})})
+                         "time_ns_median": ref["time_ms"] * 1e6, "family": ref["algorithm"].map(STUDY_FAMILY)})
 
 
 def signature_sizes(names: Iterable, signatures: int = 64, message: bytes = b"\x00" * 100) -> pd.DataFrame:
@@ -213,6 +214,9 @@ def predict(fits: pd.DataFrame, message_bytes) -> pd.DataFrame:
 
 def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
     """The fits in readable units: fixed cost in µs and per-byte cost in ns/B, each with its standard error."""
+    if fits.empty:
+        return pd.DataFrame(columns=["algorithm", "backend", "operation", "fixed_us", "fixed_us_se", "per_byte_ns",
+                                     "per_byte_ns_se", "crossover_bytes", "r2", "sizes"])
     cols = [c for c in ("algorithm", "backend", "operation") if c in fits]
     out = fits[cols].copy()
     out["fixed_us"] = fits["fixed_ns"] / 1e3
@@ -241,8 +245,31 @@ def _time(ns: float) -> str:
     return f"{ns:.3g} ns"
 
 
-def describe_fits(fits: pd.DataFrame) -> str:
-    """Markdown: where hashing the message starts to matter, per operation, from the fits."""
+def hashing_passes(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm and backend: per-byte cost of signing over that of verifying, and what it suggests
+    (about 2: signing reads the message twice, e.g. Ed25519's nonce and challenge hashes or SLH-DSA's
+    PRF_msg and H_msg; about 1: once)."""
+    wide = fits.pivot_table(index=["algorithm", "backend"], columns="operation", values="per_byte_ns", aggfunc="first")
+    if not {"sign", "verify"} <= set(wide.columns):
+        return pd.DataFrame(columns=["algorithm", "backend", "sign_over_verify", "passes"])
+    out = (wide["sign"] / wide["verify"]).rename("sign_over_verify").reset_index()
+    out["passes"] = np.select([out["sign_over_verify"].between(0.75, 1.33), out["sign_over_verify"].between(1.6, 2.5)],
+                              ["same", "twice"], "other")
+    return out
+
+
+def model_deviation(df: pd.DataFrame, fits: pd.DataFrame, by: Sequence[str] = ("algorithm", "backend", "operation")
+                    ) -> pd.DataFrame:
+    """Measured median over the model's prediction at every fitted length (1.0 = on the line)."""
+    by = list(by)
+    m = df.merge(fits[by + ["fixed_ns", "per_byte_ns"]], on=by)
+    m["measured_over_model"] = m["time_ns_median"] / (m["fixed_ns"] + m["per_byte_ns"] * m["message_bytes"])
+    return m[by + ["message_bytes", "time_ns_median", "measured_over_model"]]
+
+
+def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance: float = 0.25) -> str:
+    """Markdown: where hashing the message starts to matter, per operation, from the fits; with the
+    measurements `df`, also where the straight line misses a point by more than `tolerance`."""
     lines = []
     for op in ("sign", "verify"):
         sub = fits[(fits["operation"] == op) & np.isfinite(fits["crossover_bytes"])
@@ -250,10 +277,10 @@ def describe_fits(fits: pd.DataFrame) -> str:
         flat = fits[(fits["operation"] == op) & ~fits["per_byte_significant"]]
         if sub.empty and flat.empty:
             continue
-        parts = [f"{r.algorithm} ({r.backend}) at {_human_bytes(r.crossover_bytes)} "
-                 f"({r.per_byte_ns:.3g} ± {r.per_byte_ns_se:.2g} ns/B on top of {_time(r.fixed_ns)})"
+        parts = [f"{r.algorithm} at {_human_bytes(r.crossover_bytes)}"
+                 + (" (extrapolated)" if r.crossover_bytes > r.max_bytes else "")
                  for r in sub.itertuples()]
-        text = f"- **{op}**: the message's share reaches half the time for " + "; ".join(parts) + "." if parts else \
+        text = (f"- **{op}**: " + "; ".join(parts) + ".") if parts else \
             f"- **{op}**: no algorithm has a per-byte cost distinguishable from zero."
         if not flat.empty:
             text += (" No per-byte cost distinguishable from zero (within 2 standard errors) for "
@@ -263,10 +290,39 @@ def describe_fits(fits: pd.DataFrame) -> str:
         return "No algorithm was measured at enough message lengths to fit a model."
     top = fits.loc[fits["per_byte_ns"].idxmax()]
     low = fits.loc[fits["per_byte_ns"].idxmin()]
-    lines.append(f"\nPer-byte costs range from {low.per_byte_ns:.3g} ns/B ({low.algorithm}, {low.operation}) to "
-                 f"{top.per_byte_ns:.3g} ns/B ({top.algorithm}, {top.operation}); the lowest R² of a fit is "
-                 f"{fits['r2'].min():.3f}.")
-    return "Crossover length (where hashing the message costs as much as the fixed part):\n\n" + "\n".join(lines)
+    paras = []
+    paras.append(f"Per-byte costs range from {low.per_byte_ns:.3g} ns/B ({low.algorithm} {low.operation}) to "
+                 f"{top.per_byte_ns:.3g} ns/B ({top.algorithm} {top.operation}); the lowest R² of a fit is "
+                 f"{fits['r2'].min():.3f} (measured up to {_human_bytes(fits['max_bytes'].max())}).")
+    passes = hashing_passes(fits)
+    twice = passes[passes["passes"] == "twice"]
+    same = passes[passes["passes"] == "same"]
+    if len(twice):
+        paras.append("Signing costs about twice as much per byte as verifying for "
+                     + ", ".join(f"{r.algorithm} ({r.sign_over_verify:.2f}×)" for r in twice.itertuples())
+                     + ": these schemes read the message twice when signing (Ed25519: the deterministic nonce and the "
+                       "challenge; SPHINCS+/SLH-DSA: PRF_msg for the randomiser and H_msg for the digest) and once "
+                       "when verifying"
+                     + (("; about the same for " + ", ".join(f"{r.algorithm} ({r.sign_over_verify:.2f}×)"
+                                                            for r in same.itertuples()) + ", which hash it once either way")
+                        if len(same) else "") + ".")
+    if df is not None:
+        dev = model_deviation(df, fits)
+        off = dev[(dev["measured_over_model"] - 1).abs() > tolerance]
+        if len(off):
+            worst = off.loc[off.groupby(["algorithm", "operation"])["measured_over_model"].apply(
+                lambda v: (v - 1).abs().idxmax())]
+            paras.append(f"The straight line misses {len(off)} of {len(dev)} measured points by more than "
+                         f"{tolerance:.0%}; the worst per algorithm: "
+                         + "; ".join(f"{r.algorithm} {r.operation} at {_human_bytes(r.message_bytes)} "
+                                     f"({r.measured_over_model:.2f}× the model)" for r in worst.itertuples())
+                         + ". Such points come from noise (other processes sharing the machine) or from effects a "
+                           "straight line does not model (caches, hash block boundaries); the standard errors of the "
+                           "fit are widened by the scatter (Birge ratio).")
+        else:
+            paras.append(f"Every measured point lies within {tolerance:.0%} of its straight line.")
+    return ("Crossover length, where hashing the message costs as much as the fixed part of the operation "
+            "(fastest first):\n\n" + "\n".join(lines) + "\n\n" + "\n\n".join(paras))
 
 
 # ----- pure Python beside native -----
@@ -302,27 +358,70 @@ def slowdown(df: pd.DataFrame, pure_backend: str = PURE_BACKEND) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def _native(backend: str) -> str:
+    return NATIVE_LABEL.get(backend, backend)
+
+
+def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm and operation: the slowdown against the fastest and the slowest native implementation
+    of the same standard, and against the fastest native code doing the same work (for SLH-DSA that
+    includes liboqs's round-3 SPHINCS+)."""
+    rows = []
+    for (algo, op, n), g in table.groupby(["algorithm", "operation", table["message_bytes"].fillna(-1)], sort=False):
+        same = g[g["same_standard"]]
+        fastest_any = g.loc[g["native_ns"].idxmin()]
+        row = {"algorithm": algo, "operation": op, "message_bytes": None if n < 0 else int(n)}
+        if len(same):
+            f, sl = same.loc[same["native_ns"].idxmin()], same.loc[same["native_ns"].idxmax()]
+            row.update(vs_fastest=f.slowdown, fastest=_native(f.native_backend), vs_slowest=sl.slowdown,
+                       slowest=_native(sl.native_backend))
+        row.update(vs_fastest_same_work=fastest_any.slowdown,
+                   fastest_same_work=_native(fastest_any.native_backend)
+                   + ("" if fastest_any.same_standard else f" ({fastest_any.native_algorithm})"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def describe_implementations(df: pd.DataFrame) -> str:
+    """Markdown: which implementation (with its version) each backend of `df` ran."""
+    pairs = df[["backend", "implementation"]].dropna().drop_duplicates().sort_values("backend")
+    return "Implementations: " + "; ".join(f"{r.backend}: {r.implementation}" for r in pairs.itertuples()) + "."
+
+
 def describe_slowdown(table: pd.DataFrame) -> str:
     """Markdown: the pure-Python slowdown factors, per algorithm and operation."""
     if table.empty:
         return "No pure-Python implementation was measured."
     lines = []
-    for (algo, op), g in table.groupby(["algorithm", "operation"], sort=False):
-        same = g[g["same_standard"]]
-        parts = [f"{r.slowdown:,.1f}× {NATIVE_LABEL.get(r.native_backend, r.native_backend)}" for r in same.itertuples()]
-        other = g[~g["same_standard"]]
-        if not other.empty:
-            parts += [f"{r.slowdown:,.1f}× liboqs's round-3 {r.native_algorithm} (same work, earlier standard)"
-                      for r in other.itertuples()]
-        lines.append(f"- {algo} {op}: " + ", ".join(parts))
-    g = table[table["same_standard"]]
-    hi, lo = g.loc[g["slowdown"].idxmax()], g.loc[g["slowdown"].idxmin()]
-    return ("Pure Python over native (time of the pure-Python implementation divided by the native one):\n\n"
-            + "\n".join(lines)
-            + f"\n\nAgainst implementations of the same standard, the factor spans {lo.slowdown:,.1f}× "
-              f"({lo.algorithm} {lo.operation} vs {NATIVE_LABEL.get(lo.native_backend, lo.native_backend)}) to "
-              f"{hi.slowdown:,.1f}× ({hi.algorithm} {hi.operation} vs "
-              f"{NATIVE_LABEL.get(hi.native_backend, hi.native_backend)}).")
+    sizes = table["message_bytes"].fillna(-1)
+    for (algo, op, n), g in table.groupby(["algorithm", "operation", sizes], sort=False):
+        parts = [f"{r.slowdown:,.1f}× vs {_native(r.native_backend)}" for r in g[g["same_standard"]].itertuples()]
+        parts += [f"{r.slowdown:,.1f}× vs liboqs's round-3 {r.native_algorithm}" for r in g[~g["same_standard"]].itertuples()]
+        lines.append(f"- {algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "") + ": " + ", ".join(parts))
+    text = "Pure-Python time divided by native time:\n\n" + "\n".join(lines)
+    summary = slowdown_summary(table)
+    fam = summary.assign(family=np.where(summary["algorithm"].str.startswith("SLH-DSA"), "SLH-DSA",
+                                         np.where(summary["algorithm"].str.startswith("ML-DSA"), "ML-DSA", "other")))
+    ranges = fam.groupby("family")["vs_fastest_same_work"].agg(["min", "max"])
+    if {"SLH-DSA", "ML-DSA"} <= set(ranges.index):
+        h, m = ranges.loc["SLH-DSA"], ranges.loc["ML-DSA"]
+        text += (f"\n\nAgainst the fastest native code doing the same work, pure Python is {h['min']:,.1f}× to "
+                 f"{h['max']:,.1f}× slower for SLH-DSA and {m['min']:,.0f}× to {m['max']:,.0f}× for ML-DSA.")
+        if h["max"] < m["min"]:
+            text += (" SLH-DSA spends its time in hash calls, which `hashlib` runs in native code (OpenSSL) even from "
+                     "Python; ML-DSA's polynomial arithmetic runs in the interpreter.")
+    spread = []
+    same = table[table["same_standard"]]
+    for (algo, op, n), g in same.groupby(["algorithm", "operation", same["message_bytes"].fillna(-1)], sort=False):
+        if len(g) > 1 and (ratio := g["native_ns"].max() / g["native_ns"].min()) >= 5:
+            fast, slow = g.loc[g["native_ns"].idxmin()], g.loc[g["native_ns"].idxmax()]
+            spread.append(f"{algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "")
+                          + f" ({_native(slow.native_backend)} {_time(slow.native_ns)}, "
+                          f"{_native(fast.native_backend)} {_time(fast.native_ns)}: {ratio:,.0f}×)")
+    if spread:
+        text += ("\n\nNative implementations of one standard differ by large factors too, so a slowdown depends on "
+                 "which native code it is measured against: " + "; ".join(spread) + ".")
+    return text
 
 
 # ----- agreement between implementations -----
@@ -496,16 +595,27 @@ def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None) -
         f"- The study recommends ECDSA because it 'performs faster than SPHINCS and RSA in terms of signing "
         f"messages'. Its own Table 1 has RSA signing faster than ECDSA at {f['rsa_faster_than_ecdsa_sign']} of "
         f"{f['sizes_sign']} sizes (ECDSA {f['ecdsa_over_rsa_sign_min']:.1f}× to {f['ecdsa_over_rsa_sign_max']:.1f}× "
-        f"slower); RSA also verifies faster at {f['rsa_faster_than_ecdsa_verify']} of {f['sizes_verify']} sizes and "
-        f"signs plus verifies faster at {f['rsa_faster_than_ecdsa_both']} of {f['sizes_sign']}. The conclusion "
-        f"contradicts the data it rests on.",
+        f"slower); RSA also verifies faster at {f['rsa_faster_than_ecdsa_verify']} of {f['sizes_verify']} sizes, and "
+        f"signs plus verifies faster at {f['rsa_faster_than_ecdsa_both']} of {f['sizes_sign']}. "
+        + ("The conclusion contradicts the data it rests on." if f["rsa_faster_than_ecdsa_sign"] == f["sizes_sign"]
+           else ""),
         f"- SPHINCS signing in the study is flat ({f['sphincs_sign_min_ms']:.3f} to {f['sphincs_sign_max_ms']:.3f} ms "
         f"over the grid) while its verification grows ({f['sphincs_verify_min_ms']:.3f} to "
         f"{f['sphincs_verify_max_ms']:.3f} ms).",
     ]
-    for r in study_summary(table).itertuples():
-        lines.append(f"- {r.study_label} ({STUDY_CAVEATS.get(r.study_label, '')}) vs our {r.algorithm} {r.operation}: "
-                     f"the study's time is {r.ratio_min:.3g}× to {r.ratio_max:.3g}× ours (median {r.ratio_median:.3g}×).")
+    summary = study_summary(table)
+    for label, g in summary.groupby("study_label", sort=False):
+        parts = [f"{r.algorithm} {r.operation} {r.ratio_min:.3g}× to {r.ratio_max:.3g}×" for r in g.itertuples()]
+        lines.append(f"- **{label}** ({STUDY_CAVEATS.get(label, '')}): the study's time over ours, "
+                     + "; ".join(parts) + ".")
+    if len(summary):
+        rsa_sign = summary[(summary["study_label"] == "RSA") & (summary["operation"] == "sign")]
+        slower = summary[summary["study_label"] != "RSA"]
+        if len(rsa_sign) and len(slower) and rsa_sign["ratio_max"].max() < 1 < slower["ratio_min"].min():
+            lines.append(f"- The study's RSA signs faster than our RSA-2048 (ratio below 1) although its other "
+                         f"operations are {slower['ratio_min'].min():.2g}× to {slower['ratio_max'].max():.3g}× slower "
+                         f"than ours: a private-key operation that fast points to a modulus smaller than 2048 bits "
+                         f"(the study does not state it).")
     return "\n".join(lines)
 
 
@@ -567,7 +677,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
             second = o.iloc[1] if len(o) > 1 else None
             pq = o[o["family"].isin(POST_QUANTUM)]
             s = f"{op}: **{best.algorithm}** ({_time(best.time_ns)}"
-            s += f", {second.time_ns / best.time_ns:.2g}× ahead of {second.algorithm})" if second is not None else ")"
+            s += f", {second.time_ns / best.time_ns:.3g}× faster than {second.algorithm})" if second is not None else ")"
             if len(pq) and pq.iloc[0].algorithm != best.algorithm:
                 s += f"; post-quantum: **{pq.iloc[0].algorithm}** ({_time(pq.iloc[0].time_ns)})"
             parts.append(s)
@@ -578,9 +688,13 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
         hashing = native[native["per_byte_significant"]].sort_values("crossover_bytes")
         if len(hashing):
             h = hashing.iloc[0]
+            n = max(message_bytes)
+            share = native.assign(share=native["per_byte_ns"] * n / (native["fixed_ns"] + native["per_byte_ns"] * n))
+            low = share.loc[share["share"].idxmin()]
             lines.append(f"- Hashing the message matters first for {h.algorithm} {h.operation}: beyond "
-                         f"{_human_bytes(h.crossover_bytes)} it costs more than the rest of the operation. "
-                         f"For the slowest schemes the message length hardly matters within the study's grid.")
+                         f"{_human_bytes(h.crossover_bytes)} it costs more than the rest of the operation. At "
+                         f"{n:,} bytes the message's share of the time ranges from {low.share:.0%} "
+                         f"({low.algorithm} {low.operation}) to {share['share'].max():.0%}.")
     f = study_findings(reference)
     best_sign = ranks[(ranks["message_bytes"] == message_bytes[0]) & (ranks["operation"] == "sign")]
     rsa = best_sign[best_sign["algorithm"].str.startswith("RSA")]
@@ -592,15 +706,44 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
                      f"{f['rsa_faster_than_ecdsa_sign']} of {f['sizes_sign']} sizes. Here, with OpenSSL, {faster} signs "
                      f"{ratio:.2g}× faster ({ec.iloc[0].algorithm} vs {rsa.iloc[0].algorithm} at "
                      f"{message_bytes[0]:,} bytes).")
+    verdict = _verdict(ranks, message_bytes)
+    if verdict:
+        lines.append(verdict)
     if slowdowns is not None and not slowdowns.empty:
         s = slowdowns[slowdowns["same_standard"]]
         per = s.groupby(["algorithm", "operation"])["slowdown"].agg(["min", "max"]).reset_index()
         lines.append("- Pure Python costs a factor of "
                      + "; ".join(f"{r.algorithm} {r.operation} {r.min:,.1f}×" + (f"–{r.max:,.1f}×" if r.max > r.min * 1.05 else "")
                                  for r in per.itertuples())
-                     + " over native implementations of the same standard: the study's caveat about an unoptimised "
-                       "SPHINCS port is a factor of this kind, not a property of the scheme.")
+                     + " over native implementations of the same standard. An implementation's quality moves a "
+                       "scheme's cost by factors of this size, which is why the study's unoptimised SPHINCS port says "
+                       "little about SPHINCS itself.")
     return "\n".join(lines)
+
+
+def _verdict(ranks: pd.DataFrame, message_bytes: Sequence[int]) -> str:
+    """The recommendation proper: the fastest sign+verify overall and among post-quantum schemes, if the
+    same algorithm wins at every length; how much the hash-based choice costs on top."""
+    both = ranks[ranks["operation"] == "sign+verify"]
+    winners = {n: both[both["message_bytes"] == n] for n in message_bytes}
+    best = {n: w.iloc[0].algorithm for n, w in winners.items() if len(w)}
+    pq = {n: w[w["family"].isin(POST_QUANTUM)] for n, w in winners.items()}
+    best_pq = {n: p.iloc[0].algorithm for n, p in pq.items() if len(p)}
+    if not best or len(set(best.values())) != 1:
+        return ""
+    n = max(message_bytes)
+    w = winners[n]
+    classical = w.iloc[0]
+    text = f"- **Recommendation** (sign plus verify, {min(message_bytes):,} to {n:,} bytes): {classical.algorithm}"
+    if best_pq and len(set(best_pq.values())) == 1:
+        p = pq[n].iloc[0]
+        text += (f" where a classical signature is still acceptable; {p.algorithm} as the post-quantum choice, at "
+                 f"{p.time_ns / classical.time_ns:.2g}× the time of {classical.algorithm} at {n:,} bytes")
+        hb = pq[n][pq[n]["family"] == "hash-based"]
+        if len(hb) and hb.iloc[0].algorithm != p.algorithm:
+            text += (f"; the hash-based {hb.iloc[0].algorithm} costs {hb.iloc[0].time_ns / p.time_ns:,.0f}× "
+                     f"{p.algorithm}'s time, a price for resting on hash functions alone")
+    return text + "."
 
 
 # ----- figure data (tidy frames for pqlab.plotting) -----
@@ -621,59 +764,67 @@ def per_byte_bars(fits: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def slowdown_bars(table: pd.DataFrame) -> pd.DataFrame:
-    """Slowdown factors labelled 'ALGORITHM vs NATIVE' for a grouped bar chart (groups: operations)."""
-    out = table.copy()
+def slowdown_bars(table: pd.DataFrame, message_bytes: int | None = None) -> pd.DataFrame:
+    """Slowdown factors labelled 'ALGORITHM vs NATIVE' for a grouped bar chart (groups: operations), at one
+    message length (default: the shortest measured) plus key generation."""
+    n = message_bytes if message_bytes is not None else table["message_bytes"].min()
+    out = table[table["message_bytes"].isna() | (table["message_bytes"] == n)].copy()
     out["label"] = [f"{a}\nvs {NATIVE_LABEL.get(b, b)}" + ("" if same else " (round 3)")
                     for a, b, same in zip(out["algorithm"], out["native_backend"], out["same_standard"])]
     return out
 
 
-def study_lines(table: pd.DataFrame) -> pd.DataFrame:
-    """The study's times and ours over its grid, long form: series label, operation, length, ms."""
-    study = table.drop_duplicates(["study_label", "operation", "message_bytes"])
-    rows = [pd.DataFrame({"series": "study: " + study["study_label"], "family_key": study["study_label"],
-                          "operation": study["operation"], "message_bytes": study["message_bytes"],
-                          "time_ms": study["study_ms"]})]
-    rows.append(pd.DataFrame({"series": "ours: " + table["algorithm"], "family_key": table["study_label"],
-                              "operation": table["operation"], "message_bytes": table["message_bytes"],
-                              "time_ms": table["ours_ms"]}))
-    out = pd.concat(rows, ignore_index=True)
-    out["family"] = out["family_key"].map({"SPHINCS": "hash-based", "RSA": "RSA", "ECDSA": "elliptic-curve"})
-    return out
+def study_lines(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study's times (its whole grid) and ours at the lengths we measured, long form: series label,
+    operation, length, ms, family."""
+    ref = load_study() if reference is None else reference
+    family = STUDY_FAMILY
+    study = pd.DataFrame({"series": "study: " + ref["algorithm"], "family": ref["algorithm"].map(family),
+                          "operation": ref["operation"], "message_bytes": ref["message_bytes"], "time_ms": ref["time_ms"]})
+    ours = pd.DataFrame({"series": "ours: " + table["algorithm"], "family": table["study_label"].map(family),
+                         "operation": table["operation"], "message_bytes": table["message_bytes"],
+                         "time_ms": table["ours_ms"]})
+    return pd.concat([study, ours], ignore_index=True)
+
+
+def study_linestyles(lines: pd.DataFrame) -> dict:
+    """Dashed lines for the study's series, solid for ours."""
+    return {s: "--" for s in lines["series"].unique() if s.startswith("study")}
 
 
 # ----- closing -----
 def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.DataFrame | None = None) -> str:
     """The notebook's last words: the pure-Python slowdown factors, the per-byte costs, agreement."""
-    lines = []
-    s = slowdowns[slowdowns["same_standard"]] if not slowdowns.empty else slowdowns
-    if not s.empty:
-        best = s.loc[s.groupby(["algorithm", "operation"])["slowdown"].idxmin()]
-        lines.append("**Pure-Python slowdown** (pure-Python time / the fastest native implementation of the same "
-                     "standard, at " + ", ".join(f"{int(n):,}" for n in sorted(s["message_bytes"].dropna().unique()))
-                     + " bytes): " + "; ".join(f"{r.algorithm} {r.operation} {r.slowdown:,.1f}× "
-                                               f"(vs {NATIVE_LABEL.get(r.native_backend, r.native_backend)})"
-                                               for r in best.itertuples()) + ".")
-        hb = best[best["algorithm"].str.startswith("SLH-DSA")]
-        lat = best[best["algorithm"].str.startswith("ML-DSA")]
-        if len(hb) and len(lat):
-            lines.append(f"Hash-based signing loses least in Python (at most {hb['slowdown'].max():,.1f}×): its time "
-                         f"is spent in hash calls, which `hashlib` runs natively; lattice arithmetic runs in the "
-                         f"interpreter and loses {lat['slowdown'].min():,.0f}× or more.")
+    blocks, lines = [], []
+    if not slowdowns.empty:
+        summary = slowdown_summary(slowdowns)
+        sizes = sorted({int(n) for n in slowdowns["message_bytes"].dropna()})
+        lines.append("**Pure-Python slowdown factors** (pure-Python time / native time; signing and verifying at "
+                     + ", ".join(f"{n:,}" for n in sizes) + "-byte messages), against the fastest and the slowest "
+                     "native implementation of the same standard:\n")
+        for r in summary.itertuples():
+            same = (f"{r.vs_fastest:,.1f}× ({r.fastest})" + (f" to {r.vs_slowest:,.1f}× ({r.slowest})"
+                                                             if r.slowest != r.fastest else "")
+                    if isinstance(getattr(r, "fastest", None), str) else "no native implementation of the standard")
+            extra = (f"; {r.vs_fastest_same_work:,.1f}× against liboqs's round-3 "
+                     f"{str(r.fastest_same_work).split('(')[1].rstrip(')')}" if "(" in str(r.fastest_same_work) else "")
+            size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f" at {int(r.message_bytes):,} B"
+            lines.append(f"- {r.algorithm} {r.operation}{size}: {same}{extra}")
+        blocks.append("\n".join(lines))
+        lines = []
     if fits is not None and not fits.empty:
         sig = fits[fits["per_byte_significant"]]
         if len(sig):
-            parts = [f"{r.algorithm} {r.operation} {r.per_byte_ns:.3g} ± {r.per_byte_ns_se:.2g} ns/B"
+            parts = [f"{r.algorithm} {r.operation} {r.per_byte_ns:.3g} ± {r.per_byte_ns_se:.2g}"
                      for r in sig.sort_values("per_byte_ns").itertuples()]
-            lines.append("**Per-byte costs**: " + "; ".join(parts) + ".")
+            blocks.append("**Per-byte costs** (ns/B): " + "; ".join(parts) + ".")
     if agreement is not None and not agreement.empty:
         same = agreement[agreement["expected"]]
-        lines.append(f"**Agreement**: {int(same['verifies'].sum())} of {len(same)} cross-verifications between "
+        blocks.append(f"**Agreement**: {int(same['verifies'].sum())} of {len(same)} cross-verifications between "
                      f"implementations of the same standard succeed; "
                      f"{int((~agreement.loc[~agreement['expected'], 'verifies']).sum())} of "
-                     f"{int((~agreement['expected']).sum())} round-3 SPHINCS+ / FIPS 205 pairs fail, as they must.")
-    return "\n\n".join(lines)
+                     f"{int((~agreement['expected']).sum())} round-3 SPHINCS+ / FIPS 205 SLH-DSA pairs fail, as they must.")
+    return "\n\n".join(blocks)
 
 
 def save_numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, topic: str = STUDY) -> list:

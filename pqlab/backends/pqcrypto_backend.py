@@ -19,7 +19,7 @@ from ..algorithms import Algorithm, register
 
 #: FIPS 205 parameter sets: (hash, security bits, s|f) -> NIST category
 SLH_DSA_SETS = [(h, bits, v) for h in ("SHA2", "SHAKE") for bits in (128, 192, 256) for v in ("s", "f")]
-_SLH_LEVEL = {128: 1, 192: 3, 256: 5}
+SLH_DSA_LEVELS = {128: 1, 192: 3, 256: 5}
 ML_DSA_LEVELS = {"44": 2, "65": 3, "87": 5}
 ML_KEM_LEVELS = {"512": 1, "768": 3, "1024": 5}
 
@@ -88,7 +88,7 @@ def register_all() -> None:
     for h, bits, v in SLH_DSA_SETS:
         name = slh_dsa_name(h, bits, v)
         register(name, "pqcrypto", functools.partial(
-            PQCryptoSignature, name, "sig", f"slh_dsa_{h.lower()}_{bits}{v}", "hash-based", _SLH_LEVEL[bits],
+            PQCryptoSignature, name, "sig", f"slh_dsa_{h.lower()}_{bits}{v}", "hash-based", SLH_DSA_LEVELS[bits],
             "FIPS 205 pure SLH-DSA, empty context"))
     for p, level in ML_DSA_LEVELS.items():
         register(f"ML-DSA-{p}", "pqcrypto", functools.partial(

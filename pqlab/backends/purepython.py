@@ -22,7 +22,10 @@ import functools
 from importlib.metadata import version
 
 from ..algorithms import Algorithm, register
-from .pqcrypto_backend import _SLH_LEVEL, ML_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
+from .pqcrypto_backend import ML_DSA_LEVELS, SLH_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
+
+#: FIPS 204 Table 2: signature sizes in bytes
+FIPS204_SIGNATURE_BYTES = {"ML-DSA-44": 2420, "ML-DSA-65": 3309, "ML-DSA-87": 4627}
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,6 +56,9 @@ class DilithiumPy(Algorithm):
     def verifier(self, pk):
         return functools.partial(_safe_verify, functools.partial(self._impl.verify, pk))
 
+    def declared_sizes(self) -> dict:
+        return {"signature_max_bytes": FIPS204_SIGNATURE_BYTES[self.name]}
+
 
 class SlhDsaPy(Algorithm):
     """SLH-DSA from slh-dsa (FIPS 205 pure interface, empty context, randomised signing)."""
@@ -63,7 +69,7 @@ class SlhDsaPy(Algorithm):
         self._par = getattr(slhdsa, f"{hash_name.lower()}_{bits}{variant}")
         v = version("slh-dsa")
         super().__init__(slh_dsa_name(hash_name, bits, variant), "sig", "hash-based", "pure-python",
-                         f"slh-dsa {v} (Python, {slh_dsa_form()})", v, _SLH_LEVEL[bits],
+                         f"slh-dsa {v} (Python, {slh_dsa_form()})", v, SLH_DSA_LEVELS[bits],
                          "raw (FIPS 205 encodings)", "FIPS 205 pure SLH-DSA (sign_pure/verify_pure), empty context",
                          extra={"form": slh_dsa_form()})
 
@@ -82,6 +88,11 @@ class SlhDsaPy(Algorithm):
         from slhdsa import PublicKey
 
         return functools.partial(_safe_verify, PublicKey.from_digest(pk, self._par).verify_pure)
+
+    def declared_sizes(self) -> dict:
+        """FIPS 205 signature length n (1 + k (1 + a) + h + d len), len = 2n + 3 WOTS+ chains (lg w = 4)."""
+        p = self._par
+        return {"signature_max_bytes": p.n * (1 + p.k * (1 + p.a) + p.h + p.d * (2 * p.n + 3))}
 
 
 def _safe_verify(verify, message: bytes, signature: bytes) -> bool:
