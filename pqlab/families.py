@@ -48,14 +48,16 @@ BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "lib
 #: Largest relative distance of a row's implied clock from its run's clock that still counts as consistent.
 CLOCK_TOLERANCE = 0.15
 
-#: Today's standard (or its liboqs name) for a round-2 parameter set of the study.  Dilithium's
-#: parameter sets changed between rounds 2 and 3, so its pairs are by claimed NIST category
-#: (round 2: "recommended" category 2, "very high" category 3); FALCON kept its sets; SPHINCS+
-#: kept its SHA-256 and SHAKE256 sets (liboqs names SHA-256 "SHA2" and has the "simple" variant
-#: only; the study does not say simple or robust).  Haraka, weak, medium and 768 have no heir.
+#: Today's standard (its liboqs name) for a round-2 parameter set of the study, and why.  Dilithium's
+#: parameter sets changed after round 2: the module dimensions k x l were 3x2 (weak), 4x3 (medium),
+#: 5x4 (recommended) and 6x5 (very high); ML-DSA-44, -65 and -87 have 4x4, 6x5 and 8x7.  So
+#: ML-DSA-65 has the very-high dimensions, and ML-DSA-44 sits between medium and recommended (both
+#: pairs are kept).  FALCON kept its 512 and 1024 sets.  SPHINCS+ kept its SHA-256 and SHAKE256
+#: sets (see :func:`sphincs_heir`).  Haraka, weak and FALCON-768 have no heir.
 ANCESTORS = (
-    ("CRYSTALS-DILITHIUM", "recommended", "ML-DSA-44", "same NIST category (2)"),
-    ("CRYSTALS-DILITHIUM", "very-high", "ML-DSA-65", "same NIST category (3)"),
+    ("CRYSTALS-DILITHIUM", "medium", "ML-DSA-44", "k x l 4x3 in round 2, 4x4 today"),
+    ("CRYSTALS-DILITHIUM", "recommended", "ML-DSA-44", "k x l 5x4 in round 2, 4x4 today"),
+    ("CRYSTALS-DILITHIUM", "very-high", "ML-DSA-65", "same k x l (6x5)"),
     ("FALCON", "512", "Falcon-512", "same parameter set"),
     ("FALCON", "1024", "Falcon-1024", "same parameter set"),
 )
@@ -166,7 +168,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     """
     from . import machine
     from .bench import bench_in_worker, new_run_id
-    from .native import native_measurements
+    from .native import measurements_from_result, native_samples, run_native
     from .results import Run
     from .schema import SCHEMA_VERSION
 
@@ -191,12 +193,21 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
         run_id = new_run_id(f"{study}-native")
         started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         meta = machine.collect({**params, "method": "native C runner, fixed message, default build"}, liboqs=False)
-        df = native_measurements(native_names, message_bytes=message_bytes, budget_s=native_budget_s,
-                                 variant="default", fixed_message=True, min_samples=min_samples, warmup=1,
-                                 run_id=run_id, started_at=started, machine_id=meta["machine_id"], study=study)
+        context = dict(run_id=run_id, started_at=started, machine_id=meta["machine_id"], study=study)
+        measured, samples, libraries = [], [], set()
+        for name in native_names:
+            result = run_native(name, None, message_bytes, native_budget_s, "default", fixed_message=True,
+                                min_samples=min_samples, warmup=1, allow_failed=True)
+            if result.get("oqs_dist_build") is not True:
+                raise RuntimeError(f"the native runner for {name} did not load the default (distributable) "
+                                   f"liboqs build: {result.get('liboqs_path')}")
+            libraries.add(result.get("liboqs_path", ""))
+            measured.append(measurements_from_result(result, **context))
+            samples.append(native_samples(result, run_id=run_id))
         meta.update(study=study, started_at=started, status="complete", schema_version=SCHEMA_VERSION,
-                    native={"variant": "default", "fixed_message": True})
-        native_run = Run.from_rows(run_id, df.to_dict("records"), [], [], meta)
+                    native={"variant": "default", "fixed_message": True, "liboqs_paths": sorted(libraries)})
+        native_run = Run.from_rows(run_id, pd.concat(measured, ignore_index=True).to_dict("records"), [],
+                                   pd.concat(samples, ignore_index=True).to_dict("records"), meta)
         native_run.save(folder)
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
@@ -211,14 +222,27 @@ def _key(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def sample_clock(samples: pd.DataFrame) -> pd.DataFrame:
-    """Median over samples of cycles / time (GHz) per algorithm, backend, variant and operation."""
+def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm, backend, variant and operation, from the raw samples: the median of the
+    per-sample clocks (`sample_ghz`, cycles / time) and the mean cycles and time per call.
+
+    A pqlab sample is the mean of `loops` back-to-back calls (loops calibrated per operation) and
+    a native sample is one call, so their medians are different statistics wherever the cost
+    varies from call to call (ML-DSA's rejection loop, Falcon and RSA key generation); the mean
+    per call is the same statistic whatever the loop count, so ratios between builds or harnesses
+    use it.
+    """
+    keys = ["algorithm", "backend", "variant", "operation"]
+    cols = [*keys, "sample_ghz", "cycles_mean", "time_ns_mean"]
     if samples is None or samples.empty or samples["cycles"].isna().all():
-        return pd.DataFrame(columns=["algorithm", "backend", "variant", "operation", "sample_ghz"])
+        return pd.DataFrame(columns=cols)
     s = _key(samples.dropna(subset=["cycles"]))
-    s["ghz"] = s["cycles"].astype(float) / s["time_ns"].astype(float)
-    return (s.groupby(["algorithm", "backend", "variant", "operation"], as_index=False)["ghz"].median()
-            .rename(columns={"ghz": "sample_ghz"}))
+    s["cycles"] = s["cycles"].astype(float)
+    s["time_ns"] = s["time_ns"].astype(float)
+    s["ghz"] = s["cycles"] / s["time_ns"]
+    out = s.groupby(keys, as_index=False).agg(sample_ghz=("ghz", "median"), cycles_mean=("cycles", "mean"),
+                                              time_ns_mean=("time_ns", "mean"))
+    return out[cols]
 
 
 def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), native=None) -> pd.DataFrame:
@@ -236,12 +260,14 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
     frames, sizes = [], []
     for run in runs:
         m = _key(run.measurements)
-        m = m.merge(sample_clock(run.samples), on=["algorithm", "backend", "variant", "operation"], how="left")
+        m = m.merge(sample_stats(run.samples), on=["algorithm", "backend", "variant", "operation"], how="left")
         m["harness_noop_ns"] = run.meta.get("harness_overhead_ns")
         frames.append(m)
         sizes.append(run.sizes)
     if native is not None:
-        frames.append(_key(native.measurements))
+        m = _key(native.measurements)
+        frames.append(m.merge(sample_stats(native.samples), on=["algorithm", "backend", "variant", "operation"],
+                              how="left"))
     rows = pd.concat(frames, ignore_index=True)
     rows = rows[(rows["operation"] != "noop") & rows["verified"].fillna(False).astype(bool)].copy()
     if sizes:
@@ -264,8 +290,9 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
     rows["table_family"] = rows["family"].map(table_family)
     rows["build"] = [build_label(b, v) for b, v in zip(rows["backend"], rows["variant"], strict=True)]
     rows["implied_ghz"] = rows["cycles_median"].astype(float) / rows["time_ns_median"].astype(float)
-    if "sample_ghz" not in rows:
-        rows["sample_ghz"] = np.nan
+    for col in ("sample_ghz", "cycles_mean", "time_ns_mean"):
+        if col not in rows:
+            rows[col] = np.nan
     return rows.reset_index(drop=True)
 
 
@@ -290,18 +317,20 @@ def check_clock(rows: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> pd.Da
     thread; on a virtual machine this is the effective clock of the vCPU).  A row is
     consistent when its implied clock lies within `tolerance` of its run's clock.  Below the
     band, time ran on without cycles: the process was descheduled or in the kernel (page
-    faults, system calls), which wall time includes and user cycles do not.  Above it, cycles
-    ran faster than the clock: never expected.
+    faults, system calls), which wall time includes and user cycles do not.  Above it, the core
+    ran faster than it did for most of the run: its boost clock follows the load on the other
+    cores (and, on a virtual machine, on the host).
     """
     cols = ["table_family", "algorithm", "build", "operation", "run_id", "samples", "cycles_median",
             "time_ns_median", "implied_ghz", "sample_ghz", "cycles_source", "flags"]
     out = rows[[c for c in cols if c in rows]].copy()
+    out["implied_ghz"] = out["cycles_median"].astype(float) / out["time_ns_median"].astype(float)
     out["run_clock_ghz"] = out.groupby("run_id")["implied_ghz"].transform("median")
     out["deviation"] = out["implied_ghz"] / out["run_clock_ghz"] - 1
     out["consistent"] = out["deviation"].abs() <= tolerance
     out["verdict"] = np.where(out["consistent"], "consistent",
-                              np.where(out["deviation"] < 0, "time without cycles: descheduled or in the kernel",
-                                       "cycles faster than the clock"))
+                              np.where(out["deviation"] < 0, "below: time without cycles (descheduled or in the kernel)",
+                                       "above: a higher boost clock than for most of the run"))
     out.loc[out["implied_ghz"].isna(), ["consistent", "verdict"]] = [False, "no cycles"]
     return out.reset_index(drop=True)
 
@@ -365,45 +394,47 @@ def tabulate_families(rows: pd.DataFrame, builds: Sequence[str] | None = None) -
 
 
 def _ratio_table(rows: pd.DataFrame, num: str, den: str, name: str) -> pd.DataFrame:
-    keep = ["algorithm", "table_family", "operation", "cycles_median", "time_ns_median"]
-    a = rows[rows["build"] == num][keep + ["build"]].drop_duplicates(["algorithm", "operation"])
+    """`num` build / `den` build per algorithm and operation: `name` from the mean cycles per call,
+    `name`_median from the median cycles (see :func:`sample_stats` for why the mean leads)."""
+    keep = ["algorithm", "table_family", "operation", "cycles_mean", "cycles_median"]
+    a = rows[rows["build"] == num][keep].drop_duplicates(["algorithm", "operation"])
     b = rows[rows["build"] == den][keep].drop_duplicates(["algorithm", "operation"])
-    m = b.merge(a.drop(columns=["table_family", "build"]), on=["algorithm", "operation"], suffixes=("_den", "_num"))
-    m[name] = m["cycles_median_num"] / m["cycles_median_den"]
-    m[f"{name}_time"] = m["time_ns_median_num"] / m["time_ns_median_den"]
+    m = b.merge(a.drop(columns=["table_family"]), on=["algorithm", "operation"], suffixes=("_den", "_num"))
+    m[name] = m["cycles_mean_num"] / m["cycles_mean_den"]
+    m[f"{name}_median"] = m["cycles_median_num"] / m["cycles_median_den"]
     return m
 
 
 def compute_speedups(rows: pd.DataFrame) -> pd.DataFrame:
-    """Speed-up of the optimised liboqs build per algorithm and operation: portable median cycles
-    / optimised median cycles (and the same from median times)."""
+    """Speed-up of the optimised liboqs build per algorithm and operation: portable / optimised
+    mean cycles per call (`speedup`), and the ratio of the median cycles (`speedup_median`)."""
     m = _ratio_table(rows, "liboqs portable", "liboqs optimised", "speedup")
-    m = m.rename(columns={"cycles_median_den": "optimised_cycles", "cycles_median_num": "portable_cycles",
-                          "time_ns_median_den": "optimised_ns", "time_ns_median_num": "portable_ns"})
-    return _order(m)[["table_family", "algorithm", "operation", "optimised_cycles", "portable_cycles", "speedup",
-                      "optimised_ns", "portable_ns", "speedup_time"]]
+    m = m.rename(columns={"cycles_mean_den": "optimised_cycles_mean", "cycles_mean_num": "portable_cycles_mean",
+                          "cycles_median_den": "optimised_cycles_median", "cycles_median_num": "portable_cycles_median"})
+    return _order(m)[["table_family", "algorithm", "operation", "optimised_cycles_mean", "portable_cycles_mean",
+                      "speedup", "optimised_cycles_median", "portable_cycles_median", "speedup_median"]]
 
 
 def compute_fidelity(rows: pd.DataFrame, build: str = "liboqs optimised") -> pd.DataFrame:
-    """What the Python harness adds: pqlab median cycles / native median cycles per algorithm and
-    operation (same liboqs build, same fixed message), and the difference in cycles."""
+    """What the Python harness adds: pqlab / native mean cycles per call (`ratio`) for the same
+    operation, liboqs build and fixed message; the cycles added per call; the ratio of medians."""
     native = "native " + build.split()[-1]
     m = _ratio_table(rows, build, native, "ratio")
-    m = m.rename(columns={"cycles_median_den": "native_cycles", "cycles_median_num": "pqlab_cycles",
-                          "time_ns_median_den": "native_ns", "time_ns_median_num": "pqlab_ns"})
-    m["added_cycles"] = m["pqlab_cycles"] - m["native_cycles"]
-    return _order(m)[["table_family", "algorithm", "operation", "native_cycles", "pqlab_cycles", "ratio",
-                      "added_cycles", "native_ns", "pqlab_ns", "ratio_time"]]
+    m = m.rename(columns={"cycles_mean_den": "native_cycles_mean", "cycles_mean_num": "pqlab_cycles_mean",
+                          "cycles_median_den": "native_cycles_median", "cycles_median_num": "pqlab_cycles_median"})
+    m["added_cycles"] = m["pqlab_cycles_mean"] - m["native_cycles_mean"]
+    return _order(m)[["table_family", "algorithm", "operation", "native_cycles_mean", "pqlab_cycles_mean", "ratio",
+                      "added_cycles", "native_cycles_median", "pqlab_cycles_median", "ratio_median"]]
 
 
 def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL",
                             base: str = "liboqs optimised") -> pd.DataFrame:
-    """Algorithms measured through a second implementation: its median cycles / liboqs's."""
+    """Algorithms measured through a second implementation: its mean cycles per call / liboqs's."""
     m = _ratio_table(rows, other, base, "ratio")
-    m = m.rename(columns={"cycles_median_den": "liboqs_cycles", "cycles_median_num": f"{other}_cycles",
-                          "time_ns_median_den": "liboqs_ns", "time_ns_median_num": f"{other}_ns"})
-    return _order(m)[["algorithm", "operation", "liboqs_cycles", f"{other}_cycles", "ratio", "liboqs_ns",
-                      f"{other}_ns"]]
+    m = m.rename(columns={"cycles_mean_den": "liboqs_cycles_mean", "cycles_mean_num": f"{other}_cycles_mean",
+                          "cycles_median_den": "liboqs_cycles_median", "cycles_median_num": f"{other}_cycles_median"})
+    return _order(m)[["algorithm", "operation", "liboqs_cycles_mean", f"{other}_cycles_mean", "ratio",
+                      "liboqs_cycles_median", f"{other}_cycles_median", "ratio_median"]]
 
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
@@ -482,6 +513,7 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 
     The study's "opt" rows face our optimised build and its "ref" rows our portable one; where
     the study has several rows for one set and build (SPHINCS+ sha256-128f) their median is used.
+    The study averaged its cycles over its iterations, so ours are the mean cycles per call too.
     ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).
     """
     pairs = ancestor_pairs(ref)
@@ -490,10 +522,14 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                r2_verify_cycles=("verify_cycles", "median"), r2_rows=("row", "size")))
     r2 = r2.merge(pairs, on=["scheme", "parameter"])
     r2["our_build"] = r2["build"].map(ANCESTOR_BUILDS)
-    today = tabulate_signatures(rows)[["algorithm", "build", "pk_bytes", "sign_cycles", "verify_cycles"]]
-    today = today.rename(columns={"build": "our_build", "pk_bytes": "pk_bytes_today",
-                                  "sign_cycles": "sign_cycles_today", "verify_cycles": "verify_cycles_today"})
+    means = rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean")
+    today = pd.DataFrame({"sign_cycles_today": means.get("sign"), "verify_cycles_today": means.get("verify")},
+                         index=means.index).reset_index()
+    pk = rows.drop_duplicates(["algorithm", "build"])[["algorithm", "build", "public_key_bytes"]]
+    today = today.merge(pk, on=["algorithm", "build"]).rename(columns={"build": "our_build",
+                                                                         "public_key_bytes": "pk_bytes_today"})
     m = r2.merge(today, on=["algorithm", "our_build"], how="inner")
+    m["pk_bytes_today"] = pd.to_numeric(m["pk_bytes_today"], errors="coerce").astype("Int64")
     m["sign_ratio"] = m["sign_cycles_today"].astype(float) / m["r2_sign_cycles"]
     m["verify_ratio"] = m["verify_cycles_today"].astype(float) / m["r2_verify_cycles"]
     m = m.rename(columns={"build": "r2_build", "parameter": "r2_parameter", "scheme": "r2_scheme"})
@@ -501,8 +537,11 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
             "pk_bytes_today", "r2_sign_cycles", "sign_cycles_today", "sign_ratio", "r2_verify_cycles",
             "verify_cycles_today", "verify_ratio"]
     order = {s: i for i, s in enumerate(["CRYSTALS-DILITHIUM", "FALCON", "SPHINCS+"])}
-    m = m.assign(_s=m["r2_scheme"].map(order)).sort_values(["_s", "algorithm", "r2_build"]).drop(columns="_s")
-    return m[cols].reset_index(drop=True)
+    m = (m.assign(_s=m["r2_scheme"].map(order))
+         .sort_values(["_s", "algorithm", "r2_parameter", "r2_build"]).drop(columns="_s"))
+    out = m[cols].reset_index(drop=True)
+    out.attrs["r2_machine"] = str(ref.attrs.get("source", {}).get("machine", "the study's machine")).split(",")[0]
+    return out
 
 
 # --------------------------------------------------------------------------- text
@@ -544,11 +583,20 @@ def describe_clock(summary: dict, tolerance: float = CLOCK_TOLERANCE) -> str:
             f"**{summary['clock_ghz']:.2f} GHz** (quartiles {summary['clock_q1']:.2f}–{summary['clock_q3']:.2f} GHz)"
             f"{nominal}. {summary['consistent']} rows lie within ±{tolerance:.0%} of their run's clock")
     if n_out:
-        worst = summary["outside"].sort_values("implied_ghz").head(5)
-        listed = ", ".join(f"{r.algorithm} {r.operation} ({r.build}, {r.implied_ghz:.2f} GHz)" for r in worst.itertuples())
-        text += (f"; {n_out} do not: {listed}{' …' if n_out > 5 else ''}. Their wall time includes time without "
-                 f"user cycles (descheduling by other load, or kernel work such as page faults); their cycles "
-                 f"are the better measure.")
+        outside = summary["outside"]
+        below = outside[outside["verdict"].str.startswith("below")].sort_values("implied_ghz")
+        above = outside[outside["verdict"].str.startswith("above")].sort_values("implied_ghz", ascending=False)
+        text += f"; {n_out} {'does' if n_out == 1 else 'do'} not"
+        if len(below):
+            listed = ", ".join(f"{r.algorithm} {r.operation} ({r.build}, {r.implied_ghz:.2f} GHz)"
+                               for r in below.head(4).itertuples())
+            text += (f". {len(below)} {'lies' if len(below) == 1 else 'lie'} below, e.g. {listed}{' …' if len(below) > 4 else ''}: their wall time "
+                     f"includes time without user cycles (descheduling by other load, or kernel work such as page "
+                     f"faults), so their cycles are the better measure")
+        if len(above):
+            text += (f". {len(above)} {'lies' if len(above) == 1 else 'lie'} above (up to {above['implied_ghz'].iloc[0]:.2f} GHz): the core's boost "
+                     f"clock was higher while they ran, as it is when the rest of the machine is idle")
+        text += "."
     else:
         text += ", i.e. all of them: every time shown follows from its cycles at the measured clock."
     return text
@@ -584,10 +632,10 @@ def describe_fidelity(fidelity: pd.DataFrame, noop_cycles: float | None = None) 
     by_op = f.groupby("operation")["ratio"].median()
     ops = ", ".join(f"{op} {by_op[op]:.2f}" for op in OPERATIONS if op in by_op)
     worst = f.sort_values("ratio").iloc[-1]
-    text = (f"pqlab / native median cycles (median over {f['algorithm'].nunique()} algorithms): {ops}. "
+    text = (f"pqlab / native cycles per call (median over {f['algorithm'].nunique()} algorithms): {ops}. "
             f"The largest ratio is {worst['algorithm']} {worst['operation']}'s ({worst['ratio']:.2f}, "
             f"{_fmt_cycles(worst['added_cycles'])} added).")
-    fast, slow = f[f["native_cycles"] < 1e6], f[f["native_cycles"] >= 1e7]
+    fast, slow = f[f["native_cycles_mean"] < 1e6], f[f["native_cycles_mean"] >= 1e7]
     if len(fast) and len(slow):
         text += (f" Operations under 1 Mcycles: median ratio {fast['ratio'].median():.2f} ({len(fast)} operations); "
                  f"over 10 Mcycles: {slow['ratio'].median():.2f} ({len(slow)}).")
@@ -597,18 +645,44 @@ def describe_fidelity(fidelity: pd.DataFrame, noop_cycles: float | None = None) 
 
 
 def describe_ancestors(ancestors: pd.DataFrame) -> str:
-    """Today's standards against their round-2 ancestors (Markdown)."""
+    """Today's standards against their round-2 ancestors, per scheme and build (Markdown)."""
     if ancestors.empty:
         return "No heir of the study's round-2 schemes was measured in this run."
+
+    def span(v: pd.Series) -> str:
+        lo, hi = v.min(), v.max()
+        return f"{lo:.2g}×" if np.isclose(lo, hi, rtol=0.05) else f"{lo:.2g}–{hi:.2g}×"
+
     parts = []
     for build, label in (("opt", "optimised"), ("ref", "portable")):
-        sub = ancestors[ancestors["r2_build"] == build].drop_duplicates("algorithm")
-        if len(sub):
-            parts.append(f"against its {label} rows (study's \"{build}\"): " + "; ".join(
-                f"{r.algorithm} signs in {r.sign_ratio:.2g}× the cycles of {r.r2_scheme} {r.r2_parameter} and "
-                f"verifies in {r.verify_ratio:.2g}×" for r in sub.itertuples()))
-    return ("Today / round 2, in cycles (the study on a Haswell Core i5-4300U, ours on this machine), "
-            + "; ".join(parts) + ". Cycles on two micro-architectures a decade apart compare only roughly.")
+        sub = ancestors[ancestors["r2_build"] == build]
+        if sub.empty:
+            continue
+        per = []
+        for scheme, g in sub.groupby("r2_scheme", sort=False):
+            names = list(dict.fromkeys(g["algorithm"]))
+            heirs = ", ".join(names) if len(names) <= 2 else f"{len(names)} of today's parameter sets"
+            per.append(f"{heirs} against {scheme} ({len(g)} pair{'s' if len(g) > 1 else ''}): sign "
+                       f"{span(g['sign_ratio'])}, verify {span(g['verify_ratio'])}")
+        parts.append(f"**our {label} build against the study's \"{build}\" rows**: " + "; ".join(per))
+    machine = ancestors.attrs.get("r2_machine", "the study's machine")
+    return (f"Today's mean cycles per call over the study's cycles (below 1: fewer cycles today; the study on an "
+            f"{machine}, ours on this machine). " + ". ".join(parts) + ". Cycles on two micro-architectures "
+            "years apart compare only roughly.")
+
+
+def describe_implementations(implementations: pd.DataFrame) -> str:
+    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown)."""
+    if implementations.empty:
+        return "No algorithm was measured through a second implementation in this run."
+    parts = []
+    for alg, g in implementations.groupby("algorithm", sort=False):
+        per_build = []
+        for build, h in g.groupby("liboqs_build", sort=False):
+            ops = ", ".join(f"{r.operation} {r.ratio:.2f}×" for r in h.itertuples())
+            per_build.append(f"{ops} the cycles of liboqs's {build.split()[-1]} build")
+        parts.append(f"{alg} through OpenSSL needs " + "; and ".join(per_build))
+    return ". ".join(parts) + " (mean cycles per call)."
 
 
 NOTE_RATIOS = (("ML-DSA-44", "sign"), ("Falcon-512", "verify"), ("SPHINCS+-SHA2-128f-simple", "sign"))
@@ -626,7 +700,8 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
     return out
 
 
-def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dict, durations: dict) -> str:
+def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dict, durations: dict,
+                       tolerance: float = CLOCK_TOLERANCE) -> str:
     """The notebook's closing note (Markdown), every number from the data."""
     ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{_fmt_x(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
     sp = []
@@ -636,11 +711,12 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
     total = sum(durations.values())
     return (
         "### Closing note\n\n"
-        f"- **Harness fidelity** (pqlab median cycles / native C runner's, same liboqs build, same fixed message): "
+        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, same fixed "
+        f"message): "
         f"{ratios}.\n"
-        f"- **Optimised / portable** (portable liboqs median cycles / optimised): {'; '.join(sp)}.\n"
+        f"- **Optimised / portable** (portable liboqs / optimised, mean cycles per call): {'; '.join(sp)}.\n"
         f"- **Cycles and time**: the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
-        f"{clock['consistent']} of {clock['rows']} rows lie within ±{CLOCK_TOLERANCE:.0%} of it.\n"
+        f"{clock['consistent']} of {clock['rows']} rows lie within ±{tolerance:.0%} of their run's clock.\n"
         f"- **The study's times**: sign time = cycles / {reference['clock_hz'] / 1e9:.3f} GHz in "
         f"{reference['sign_matches']} of {reference['rows']} rows, verify time in {reference['verify_matches']} of "
         f"{reference['rows']}.\n"
@@ -657,25 +733,34 @@ def number_name(text: str) -> str:
 # --------------------------------------------------------------------------- figures
 
 
-#: Scheme of an algorithm name, by longest prefix (labels one point per scheme in crowded figures).
-SCHEMES = ("ML-DSA", "Dilithium", "Falcon-padded", "Falcon", "SPHINCS+-SHA2", "SPHINCS+-SHAKE", "MAYO", "OV-",
-           "cross-rsdpg", "cross-rsdp", "RSA", "ECDSA", "Ed25519", "Ed448")
+#: Groups of points labelled once in crowded figures: (name prefix, label); the longest prefix wins.
+SCHEMES = (("ML-DSA", "ML-DSA, Dilithium"), ("Dilithium", "ML-DSA, Dilithium"), ("Falcon", "Falcon"),
+           ("SPHINCS+-SHA2", "SPHINCS+ SHA2"), ("SPHINCS+-SHAKE", "SPHINCS+ SHAKE"), ("MAYO", "MAYO"),
+           ("OV-", "UOV"), ("cross", "CROSS"), ("RSA", "RSA"), ("ECDSA", "elliptic curves"),
+           ("Ed", "elliptic curves"))
 
 
 def scheme_of(name: str) -> str:
-    hits = [p for p in SCHEMES if name.startswith(p)]
-    return max(hits, key=len).rstrip("-") if hits else name
+    """The label of the group of `name` in crowded figures (the name itself when in no group)."""
+    hits = [(p, label) for p, label in SCHEMES if name.startswith(p)]
+    return max(hits, key=lambda h: len(h[0]))[1] if hits else name
 
 
 def _labels(df: pd.DataFrame, label_all: bool) -> pd.Series:
-    """Point labels: every point's name, or (crowded) one per scheme and build: its lowest NIST level."""
+    """Point labels: every point's name, or (crowded) one label per group of schemes, on the point
+    nearest the group's centre (in log-log coordinates); a second implementation is its own group."""
     if label_all:
         return df["name"]
-    ranked = df.assign(_scheme=df["algorithm"].map(scheme_of) + df["build"],
-                       _level=pd.to_numeric(df["nist_level"], errors="coerce").fillna(0))
-    ranked = ranked.sort_values(["_scheme", "_level", "cycles_median"])
-    first = ranked.index[~ranked["_scheme"].duplicated()]
-    return df["name"].where(df.index.isin(first), "")
+    second = df["name"].str.endswith("(OpenSSL)")
+    group = df["algorithm"].map(scheme_of).where(~second, df["algorithm"].map(scheme_of).str.split(",").str[0]
+                                                 + " (OpenSSL)")
+    x = np.log10(df["_x"].astype(float))
+    y = np.log10(df["cycles_median"].astype(float))
+    labels = pd.Series("", index=df.index)
+    for g, idx in df.groupby(group).groups.items():
+        d = (x[idx] - x[idx].mean()) ** 2 + (y[idx] - y[idx].mean()) ** 2
+        labels[d.idxmin()] = g
+    return labels
 
 
 def _scatter_frame(rows: pd.DataFrame, operation: str, size_col: str) -> pd.DataFrame:
@@ -684,62 +769,108 @@ def _scatter_frame(rows: pd.DataFrame, operation: str, size_col: str) -> pd.Data
     second = (keep["build"] == "OpenSSL") & ~keep["family"].isin(CLASSICAL)
     keep["name"] = keep["algorithm"].where(~second, keep["algorithm"] + " (OpenSSL)")
     keep = keep.sort_values(["table_family", size_col]).reset_index(drop=True)
-    keep["point_label"] = _labels(keep, len(keep) <= 20)
+    keep["point_label"] = _labels(keep.assign(_x=keep[size_col]), len(keep) <= 20)
     return keep
 
 
+#: Registry families in the order of the figures' legends.
+FIGURE_FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA", "elliptic-curve")
+
+
 def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str):
-    """Median cycles of `operation` against a size in bytes (log-log), one colour per family."""
+    """Median cycles of `operation` against a size in bytes (log-log), one colour per family,
+    whiskers from the first to the third quartile."""
     df = _scatter_frame(rows, operation, size_col)
-    fig = plotting.scatter(df, x=size_col, y="cycles_median", label="point_label", hue="family",
-                           xlabel=xlabel, ylabel=f"{operation} cycles (median)", width=plotting.FULL_WIDTH * 0.62,
+    rank = {f: i for i, f in enumerate(FIGURE_FAMILIES)}
+    df = df.assign(_r=df["family"].map(rank).fillna(len(rank))).sort_values(["_r", size_col], kind="stable")
+    fig = plotting.scatter(df, x=size_col, y="cycles_median", label=None, hue="family", annotate=False,
+                           xlabel=xlabel, ylabel=f"{operation} cycles (median)", width=plotting.FULL_WIDTH * 0.75,
                            height=3.2)
     ax = fig.axes[0]
     q = df.dropna(subset=["cycles_q1", "cycles_q3"])
     ax.vlines(q[size_col], q["cycles_q1"], q["cycles_q3"], color="0.4", lw=0.6, zorder=0)
-    ax.legend(fontsize=6, markerscale=1.2, loc="best")
+    ax.legend(fontsize=6, markerscale=1.2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    named = df[df["point_label"] != ""]
+    _place_labels(ax, named[size_col].to_numpy(float), named["cycles_median"].to_numpy(float),
+                  named["point_label"].tolist())
     return fig
 
 
+def _place_labels(ax, xs, ys, texts, fontsize: float = 5.5) -> None:
+    """Label points on log-log axes without overlaps: each label starts up and right of its point
+    and moves down (a thin line then joins it to its point) until it clears the labels above it."""
+    fig = ax.figure
+    fig.canvas.draw()  # fixes the limits and the axes' size
+    (x0, x1), (y0, y1) = np.log10(ax.get_xlim()), np.log10(ax.get_ylim())
+    bbox = ax.get_window_extent()
+    width_pt, height_pt = bbox.width * 72 / fig.dpi, bbox.height * 72 / fig.dpi
+    fx = (np.log10(xs) - x0) / (x1 - x0) * width_pt  # positions in points from the axes' corner
+    fy = (np.log10(ys) - y0) / (y1 - y0) * height_pt
+    line = fontsize * 1.25
+    placed = []  # (left, right, bottom, top) in points
+    for i in np.argsort(-fy):
+        w = 0.55 * fontsize * len(texts[i])
+        left = min(fx[i] + 3, width_pt - w)
+        bottom = fy[i] + 2
+        while any(left < r and left + w > lft and bottom < t and bottom + line > b for lft, r, b, t in placed):
+            bottom -= line
+        placed.append((left, left + w, bottom, bottom + line))
+        dx, dy = left - fx[i], bottom - fy[i]
+        moved = abs(dy - 2) > 0.5
+        ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                    va="bottom", ha="left",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
+                    if moved else None)
+
+
+def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
+    """Rows ordered by the sign operation's `by` (within the table families when `families`)."""
+    rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
+    sign = df[df["operation"] == "sign"].assign(_f=lambda d: d["table_family"].map(rank) if families else 0)
+    order = sign.sort_values(["_f", by])["algorithm"].tolist()
+    order += sorted(set(df["algorithm"]) - set(order))
+    op = {o: i for i, o in enumerate(OPERATIONS)}
+    return (df.assign(_a=df["algorithm"].map({a: i for i, a in enumerate(order)}), _o=df["operation"].map(op))
+            .sort_values(["_a", "_o"]).drop(columns=["_a", "_o"]))
+
+
 def plot_speedups(speedups: pd.DataFrame):
-    """Portable / optimised median cycles per algorithm and operation (log scale, 1 = no gain)."""
-    df = speedups.copy()
-    order = (df[df["operation"] == "sign"].sort_values(["table_family", "speedup"])["algorithm"].tolist())
-    df["algorithm"] = pd.Categorical(df["algorithm"], categories=order + sorted(set(df["algorithm"]) - set(order)),
-                                     ordered=True)
-    df = df.sort_values(["algorithm", "operation"])
-    df["algorithm"] = df["algorithm"].astype(str)
+    """Portable / optimised mean cycles per call, per algorithm and operation (log scale, 1 = no gain),
+    algorithms grouped by family and ordered by their signing speed-up."""
+    df = _category_order(speedups, "speedup", families=True)
     n = df["algorithm"].nunique()
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="speedup", log=True,
-                                ylabel="speed-up of the optimised build\n(portable / optimised cycles)",
-                                colors=plotting.color_map(OPERATIONS), height=2.6 if n <= 12 else 3.4)
-    _finish_bars(fig, n)
+                                ylabel="portable / optimised\ncycles per call", colors=plotting.color_map(OPERATIONS),
+                                height=2.6 if n <= 12 else 3.6)
+    _finish_bars(fig, n, log=True)
     return fig
 
 
 def plot_fidelity(fidelity: pd.DataFrame):
-    """pqlab / native median cycles per algorithm and operation (1 = the harness adds nothing)."""
-    df = fidelity.copy()
-    order = (df[df["operation"] == "sign"].sort_values(["table_family", "native_cycles"])["algorithm"].tolist())
-    df["algorithm"] = pd.Categorical(df["algorithm"], categories=order + sorted(set(df["algorithm"]) - set(order)),
-                                     ordered=True)
-    df = df.sort_values(["algorithm", "operation"])
-    df["algorithm"] = df["algorithm"].astype(str)
+    """pqlab / native mean cycles per call, per algorithm and operation (1 = the harness adds nothing),
+    algorithms ordered by their native signing cycles."""
+    df = _category_order(fidelity, "native_cycles_mean", families=False)
     n = df["algorithm"].nunique()
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="ratio", log=False,
-                                ylabel="pqlab / native cycles (median)", colors=plotting.color_map(OPERATIONS),
-                                height=2.6 if n <= 12 else 3.4)
-    _finish_bars(fig, n)
+                                ylabel="pqlab / native\ncycles per call", colors=plotting.color_map(OPERATIONS),
+                                height=2.6 if n <= 12 else 3.6)
+    _finish_bars(fig, n, log=False)
     return fig
 
 
-def _finish_bars(fig, n: int) -> None:
+def _finish_bars(fig, n: int, log: bool) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     ax = fig.axes[0]
     ax.axhline(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
     if n > 12:
         ax.tick_params(axis="x", labelrotation=90, labelsize=5.5)
         for t in ax.get_xticklabels():
             t.set_horizontalalignment("center")
+    if log:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(-0.6, n - 0.4)
     ax.grid(axis="x", visible=False)
-    ax.legend(ncols=3, loc="upper left", fontsize=6)
+    ax.legend(ncols=3, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=6, borderaxespad=0.2)

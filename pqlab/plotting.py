@@ -93,6 +93,16 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     return fig
 
 
+def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) -> None:
+    """Scales, labels and title: the same for every x-y figure."""
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+
+
 def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm", hue: str = "family",
             xlabel: str = "", ylabel: str = "", logx: bool = True, logy: bool = True, title: str = "",
             width: float = COLUMN_WIDTH * 1.4, height: float = 3.0, annotate: bool = True, colors: dict | None = None):
@@ -106,12 +116,7 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
         if annotate and label:
             for _, r in sub.iterrows():
                 ax.annotate(str(r[label]), (r[x], r[y]), fontsize=5, xytext=(2, 2), textcoords="offset points")
-    ax.set_xscale("log" if logx else "linear")
-    ax.set_yscale("log" if logy else "linear")
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
-    if title:
-        ax.set_title(title)
+    _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
     ax.legend(fontsize=6, markerscale=1.2)
     return fig
 
@@ -128,12 +133,7 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
         ax.plot(sub[x], sub[y] / scale, marker="o", ms=2.5, lw=1, color=colors[k], label=str(k))
         if low and high:
             ax.fill_between(sub[x], sub[low] / scale, sub[high] / scale, color=colors[k], alpha=0.2, lw=0)
-    ax.set_xscale("log" if logx else "linear")
-    ax.set_yscale("log" if logy else "linear")
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
-    if title:
-        ax.set_title(title)
+    _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
     ax.legend(fontsize=6)
     return fig
 

@@ -31,6 +31,9 @@ def atomic_write(path: Path | str, write) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -111,8 +114,9 @@ def load_run(ref: Path | str) -> Run:
         raise ValueError(f"{meta_path} has schema version {meta.get('schema_version')}, pqlab reads "
                          f"{SCHEMA_VERSION}: re-run it or convert it")
     samples_path = Path(f"{base}.samples.csv.gz")
-    samples = pd.read_csv(samples_path) if samples_path.exists() else _frame([], SAMPLE_COLUMNS)
-    return Run(base.name, pd.read_csv(f"{base}.measurements.csv", keep_default_na=True),
+    text = {"variant": object, "flags": object, "implementation": object}
+    samples = pd.read_csv(samples_path, dtype={"variant": object}) if samples_path.exists() else _frame([], SAMPLE_COLUMNS)
+    return Run(base.name, pd.read_csv(f"{base}.measurements.csv", dtype=text),
                pd.read_csv(f"{base}.sizes.csv"), samples, meta, meta_path)
 
 

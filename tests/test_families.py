@@ -1,0 +1,228 @@
+"""pqlab.families: the analysis of notebook 04 (signature cycle tables per family)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pqlab import families as F
+from pqlab.bench import bench, bench_in_worker
+from pqlab.cycles import nominal_mhz
+from pqlab.paths import LIBOQS_PREFIX
+from pqlab.reference import load_reference
+
+# --------------------------------------------------------------------------- a real run
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    return bench(["ML-DSA-44", "Ed25519", "ECDSA-P256"], budget_s=0.05, min_samples=5, save=False,
+                 progress=False, study="test_families")
+
+
+def test_every_row_time_follows_from_its_cycles_and_the_clock(small_run):
+    """The issue's check: in every row, time = cycles / the clock the run measured (within tolerance)."""
+    rows = F.collect_rows(runs=[small_run])
+    assert len(rows) == 9 and set(rows["operation"]) == set(F.OPERATIONS)
+    clock = F.check_clock(rows)
+    assert clock["implied_ghz"].notna().all()
+    np.testing.assert_allclose(clock["implied_ghz"], clock["cycles_median"] / clock["time_ns_median"])
+    outside = clock[~clock["consistent"]]
+    assert outside.empty, f"rows whose time does not follow from their cycles:\n{outside.to_string()}"
+    # the run's clock is a plausible core clock next to the nominal one (turbo above, never far below)
+    run_ghz = float(clock["run_clock_ghz"].iloc[0])
+    nominal = nominal_mhz()
+    if nominal:
+        assert 0.5 * nominal / 1e3 <= run_ghz <= 2.0 * nominal / 1e3
+    # the per-sample clocks agree with the clock of the medians
+    np.testing.assert_allclose(clock["sample_ghz"], clock["implied_ghz"], rtol=F.CLOCK_TOLERANCE)
+
+
+def test_collect_rows_adds_sizes_builds_and_means(small_run):
+    rows = F.collect_rows(runs=[small_run])
+    ml = rows[(rows["algorithm"] == "ML-DSA-44")].iloc[0]
+    assert ml["build"] == "liboqs optimised" and ml["table_family"] == "lattice"
+    assert (ml["public_key_bytes"], ml["secret_key_bytes"], ml["signature_max_bytes"]) == (1312, 2560, 2420)
+    assert set(rows.loc[rows["algorithm"] != "ML-DSA-44", "table_family"]) == {"classical"}
+    assert set(rows.loc[rows["algorithm"] != "ML-DSA-44", "build"]) == {"OpenSSL"}
+    # the mean per call is the mean of the samples (each the mean of `loops` calls)
+    s = small_run.samples
+    sub = s[(s["algorithm"] == "Ed25519") & (s["operation"] == "verify")]
+    got = rows[(rows["algorithm"] == "Ed25519") & (rows["operation"] == "verify")]["cycles_mean"].iloc[0]
+    assert got == pytest.approx(sub["cycles"].mean())
+
+
+@pytest.mark.skipif(not (LIBOQS_PREFIX / "generic" / "lib" / "liboqs.so").exists(),
+                    reason="the generic liboqs build is not installed (make setup)")
+def test_worker_loads_the_requested_build(tmp_path):
+    run = bench_in_worker(["ML-DSA-44"], variant="generic", operations=["keygen"], budget_s=0.02, min_samples=3,
+                          folder=tmp_path, study="test_families")
+    info = F.check_variant(run, "generic")
+    assert info["liboqs_path"].startswith(str(LIBOQS_PREFIX / "generic"))
+    assert set(run.measurements.loc[run.measurements["backend"] == "liboqs", "variant"]) == {"generic"}
+    with pytest.raises(RuntimeError, match="default liboqs build"):
+        F.check_variant(run, "default")
+
+
+# --------------------------------------------------------------------------- synthetic rows
+
+
+def _rows() -> pd.DataFrame:
+    """Two builds of three liboqs algorithms, one classical one and their native counterparts."""
+    spec = {  # algorithm: (family, {op: optimised cycles}, portable factor)
+        "ML-DSA-44": ("lattice", {"keygen": 1e5, "sign": 2e5, "verify": 9e4}, 4.0),
+        "Falcon-512": ("lattice", {"keygen": 2e7, "sign": 6e5, "verify": 1.2e5}, 2.0),
+        "SPHINCS+-SHA2-128f-simple": ("hash-based", {"keygen": 1e6, "sign": 2.4e7, "verify": 2e6}, 3.0),
+        "Ed25519": ("elliptic-curve", {"keygen": 9e4, "sign": 8e4, "verify": 2.6e5}, None),
+        "RSA-2048-PSS": ("RSA", {"keygen": 9e7, "sign": 9e5, "verify": 8e4}, None),
+    }
+    rows = []
+    for alg, (family, ops, factor) in spec.items():
+        builds = [("liboqs optimised", 1.0), ("liboqs portable", factor), ("native optimised", 0.9)] if factor \
+            else [("OpenSSL", 1.0)]
+        for build, f in builds:
+            for op, c in ops.items():
+                cyc = c * f
+                rows.append(dict(algorithm=alg, family=family, table_family=F.table_family(family), build=build,
+                                 operation=op, run_id=build, samples=100, cycles_median=cyc, cycles_q1=0.95 * cyc,
+                                 cycles_q3=1.05 * cyc, cycles_mean=1.1 * cyc, time_ns_median=cyc / 3.6,
+                                 nist_level=1, public_key_bytes=32, secret_key_bytes=64, signature_max_bytes=64))
+    return pd.DataFrame(rows)
+
+
+def test_classical_groups_rsa_and_elliptic_curves():
+    assert F.table_family("RSA") == F.table_family("elliptic-curve") == "classical"
+    assert F.table_family("lattice") == "lattice"
+    assert F.build_label("liboqs", "generic") == "liboqs portable"
+    assert F.build_label("cryptography", float("nan")) == "OpenSSL"
+
+
+def test_one_table_per_family_sorted_by_sign_cycles():
+    tables = F.tabulate_families(_rows())
+    assert list(tables) == ["lattice", "hash-based", "classical"]
+    for family, table in tables.items():
+        assert (table["family"] == family).all()
+        assert table["sign_cycles"].is_monotonic_increasing, family
+        assert not table["build"].str.startswith("native").any()
+    lattice = tables["lattice"]
+    assert list(zip(lattice["algorithm"], lattice["build"], strict=True)) == [
+        ("ML-DSA-44", "liboqs optimised"), ("Falcon-512", "liboqs optimised"), ("ML-DSA-44", "liboqs portable"),
+        ("Falcon-512", "liboqs portable")]
+    assert set(tables["classical"]["algorithm"]) == {"Ed25519", "RSA-2048-PSS"}
+    assert lattice["sign_us"].iloc[0] == pytest.approx(2e5 / 3.6 / 1e3)
+    combined = F.tabulate_signatures(_rows(), builds=["liboqs optimised", "liboqs portable", "OpenSSL"])
+    assert list(dict.fromkeys(combined["family"])) == ["lattice", "hash-based", "classical"]
+
+
+def test_speedup_is_portable_over_optimised():
+    sp = F.compute_speedups(_rows())
+    assert len(sp) == 9
+    got = sp.set_index(["algorithm", "operation"])
+    assert got.loc[("ML-DSA-44", "sign"), "speedup"] == pytest.approx(4.0)
+    assert got.loc[("Falcon-512", "verify"), "speedup"] == pytest.approx(2.0)
+    assert got.loc[("SPHINCS+-SHA2-128f-simple", "keygen"), "speedup_median"] == pytest.approx(3.0)
+    assert F.lookup(sp, "Falcon-512", "sign", "speedup") == pytest.approx(2.0)
+    assert F.lookup(sp, "Ed25519", "sign", "speedup") is None
+
+
+def test_fidelity_is_pqlab_over_native():
+    fi = F.compute_fidelity(_rows())
+    assert len(fi) == 9
+    assert np.allclose(fi["ratio"], 1 / 0.9) and np.allclose(fi["ratio_median"], 1 / 0.9)
+    one = fi[(fi["algorithm"] == "ML-DSA-44") & (fi["operation"] == "sign")].iloc[0]
+    assert one["added_cycles"] == pytest.approx(1.1 * 2e5 * (1 - 0.9))
+
+
+def test_sample_means_do_not_depend_on_the_loop_count():
+    """A sample of `loops` calls holds their mean; the mean per call is the same statistic for any loop count."""
+    rng = np.random.default_rng(1)
+    calls = rng.geometric(0.25, size=12_000) * 1000.0  # a skewed cost, like ML-DSA's rejection loop
+    one = pd.DataFrame({"algorithm": "x", "backend": "native", "variant": "default", "operation": "sign",
+                        "loops": 1, "cycles": calls, "time_ns": calls / 3.6})
+    blocks = calls.reshape(-1, 6).mean(axis=1)
+    six = pd.DataFrame({"algorithm": "x", "backend": "liboqs", "variant": "default", "operation": "sign",
+                        "loops": 6, "cycles": blocks, "time_ns": blocks / 3.6})
+    stats = F.sample_stats(pd.concat([one, six], ignore_index=True)).set_index("backend")
+    assert stats.loc["liboqs", "cycles_mean"] == pytest.approx(stats.loc["native", "cycles_mean"])
+    assert np.median(blocks) / np.median(calls) > 1.1  # ... which the medians are not
+    assert stats["sample_ghz"].tolist() == pytest.approx([3.6, 3.6])
+
+
+def test_check_clock_flags_time_without_cycles():
+    rows = _rows()
+    rows.loc[0, "time_ns_median"] *= 2  # descheduled half the time
+    clock = F.check_clock(rows)
+    assert not clock.loc[0, "consistent"] and clock.loc[0, "verdict"].startswith("below: time without cycles")
+    assert clock.loc[1:, "consistent"].all()
+    summary = F.summarize_clock(clock, nominal_mhz=2600.0)
+    assert summary["consistent"] == len(rows) - 1 and summary["clock_ghz"] == pytest.approx(3.6)
+    assert "1 does not" in F.describe_clock(summary)
+
+
+# --------------------------------------------------------------------------- the study's numbers
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    return F.recompute_reference(load_reference(F.REFERENCE))
+
+
+def test_reference_recomputation_reproduces_the_known_counts(recomputed):
+    counts = F.count_reference_matches(recomputed)
+    assert counts["rows"] == 105
+    assert counts["sign_matches"] == 105
+    assert counts["verify_matches"] == 11
+    assert counts["verify_is_permutation"] is True
+    assert counts["verify_from_other_rows"] == 94
+    assert counts["clock_hz"] == 1.895e9
+    assert counts["per_family"]["rows"].sum() == 105
+    # GeMMS ref-256: 219134649 cycles at 1.895 GHz is 0.115638 s, published 0.000139 s
+    row = recomputed[recomputed["row"] == 57].iloc[0]
+    assert row["verify_time_recomputed_s"] == pytest.approx(0.115638)
+    assert not row["verify_time_matches"]
+    assert row["verify_time_s"] == 0.000139 and row["verify_time_belongs_to"] == "4,5"  # Dilithium weak, ref and opt
+    text = F.describe_reference(counts)
+    assert "105 of 105" in text and "11 of 105" in text
+
+
+def test_ancestors_pair_today_with_round_2(recomputed):
+    assert F.sphincs_heir("sha256-128f") == "SPHINCS+-SHA2-128f-simple"
+    assert F.sphincs_heir("shake256-256s") == "SPHINCS+-SHAKE-256s-simple"
+    assert F.sphincs_heir("haraka-128f") is None
+    pairs = F.ancestor_pairs(recomputed)
+    assert set(pairs["algorithm"]) >= {"ML-DSA-44", "ML-DSA-65", "Falcon-512", "Falcon-1024",
+                                       "SPHINCS+-SHA2-128f-simple"}
+    anc = F.compare_ancestors(recomputed, _rows())
+    assert set(anc["algorithm"]) == {"ML-DSA-44", "Falcon-512", "SPHINCS+-SHA2-128f-simple"}
+    one = anc[(anc["algorithm"] == "Falcon-512") & (anc["r2_build"] == "opt")].iloc[0]
+    assert one["our_build"] == "liboqs optimised"
+    assert one["sign_ratio"] == pytest.approx(1.1 * 6e5 / 12009319)
+    sphincs = anc[(anc["algorithm"] == "SPHINCS+-SHA2-128f-simple") & (anc["r2_build"] == "ref")].iloc[0]
+    assert sphincs["r2_sign_cycles"] == pytest.approx(401767469)  # the median of the three "ref" rows
+    assert "Falcon-512 against FALCON (1 pair): sign 0.055×" in F.describe_ancestors(anc)
+
+
+def test_second_implementation_against_both_liboqs_builds():
+    rows = _rows()
+    openssl = rows[(rows["algorithm"] == "ML-DSA-44") & (rows["build"] == "liboqs optimised")].copy()
+    openssl["build"] = "OpenSSL"
+    openssl[["cycles_mean", "cycles_median"]] *= 3
+    rows = pd.concat([rows, openssl], ignore_index=True)
+    both = pd.concat([F.compare_implementations(rows, base=b).assign(liboqs_build=b)
+                      for b in ("liboqs optimised", "liboqs portable")], ignore_index=True)
+    assert both.loc[both["liboqs_build"] == "liboqs optimised", "ratio"].tolist() == pytest.approx([3, 3, 3])
+    assert both.loc[both["liboqs_build"] == "liboqs portable", "ratio"].tolist() == pytest.approx([0.75] * 3)
+    text = F.describe_implementations(both)
+    assert "ML-DSA-44 through OpenSSL needs keygen 3.00×" in text and "sign 0.75×" in text
+
+
+def test_closing_note_states_measured_numbers_only():
+    rows = _rows()
+    numbers = F.closing_numbers(F.compute_fidelity(rows), F.compute_speedups(rows))
+    assert numbers["ratio ML-DSA-44 sign"] == pytest.approx(1 / 0.9)
+    assert numbers["speedup SPHINCS+-SHAKE-128f-simple sign"] is None
+    counts = {"rows": 105, "sign_matches": 105, "verify_matches": 11, "clock_hz": 1.895e9}
+    clock = {"clock_ghz": 3.6, "consistent": 30, "rows": 30}
+    note = F.write_closing_note(numbers, clock, counts, {"default": "r1"}, {"default": 12.0})
+    assert "1.11×" in note and "not measured in this run" in note and "`r1`" in note
+    assert F.number_name("speedup SPHINCS+-SHAKE-128f-simple sign") == "speedup_SPHINCSplus-SHAKE-128f-simple_sign"
