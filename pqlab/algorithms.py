@@ -308,7 +308,7 @@ def backends_of(name: str) -> list[str]:
     return _backends_of(name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _instance(name: str, backend: str) -> Algorithm:
     return _REGISTRY[(name, backend)]()
 
@@ -361,7 +361,7 @@ def implementations(names: Iterable[str], backends: Iterable[str] | None = None)
     return out
 
 
-def catalogue() -> "pandas.DataFrame":  # noqa: F821
+def catalogue() -> pandas.DataFrame:  # noqa: F821
     """Every registered (algorithm, backend) with its metadata, as a table."""
     import pandas as pd
 

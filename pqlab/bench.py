@@ -13,10 +13,8 @@ its cost stored with every row (``overhead_ns``).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,7 +31,7 @@ MESSAGE_OPERATIONS = {"sign", "verify", "encrypt", "decrypt"}
 
 
 def new_run_id(study: str = "") -> str:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{study or 'bench'}-{uuid.uuid4().hex[:6]}"
 
 
@@ -93,7 +91,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | None = None, message
     algos = resolve(algorithms)
     sizes = _as_list(message_bytes)
     run_id = run_id or new_run_id(study)
-    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations or []),
                   "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
                   "max_samples": max_samples, "seed": seed, **(params or {})}

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .stats import summarize
-
 from pqlab.paths import NATIVE
 from pqlab.schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
+
+from .stats import summarize
 
 RUNNER_DIR = NATIVE / "bc-runner"
 JAR = RUNNER_DIR / "target" / "bc-runner.jar"

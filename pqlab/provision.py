@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-
 from pathlib import Path
 
 from .liboqs import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
