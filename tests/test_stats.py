@@ -110,12 +110,3 @@ def test_mann_whitney_symmetry_identical_and_shifted():
     u, p = mann_whitney([], [1.0])
     assert math.isnan(u) and math.isnan(p)
 
-
-def test_mann_whitney_agrees_with_scipy():
-    scipy_stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(3)
-    a = rng.integers(0, 20, 40).astype(float)  # many ties
-    b = rng.integers(3, 25, 55).astype(float)
-    u, p = mann_whitney(a, b)
-    ref = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
-    assert u == ref.statistic and p == pytest.approx(ref.pvalue, rel=1e-9)
