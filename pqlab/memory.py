@@ -19,8 +19,8 @@ forces it there with two markers around the operation (:class:`Window`):
   run counts time in bytes allocated (``--time-unit=B``): the marker's allocation jumps that
   clock, so massif snapshots the heap right then, which is the level before the operation.
   Operation heap = (peak - that level) minus the same difference in a *baseline* worker that
-  calls nothing in the window (same imports, same loading, same markers; the empty window
-  allocates about 0.1 KiB); raw = peak - marker.
+  calls nothing in the window (same imports, same loading, same markers: what the empty window
+  itself allocates, normally nothing); raw = peak - marker.
 * stack: the operation runs at the bottom of :data:`STACK_MARKER_DEPTH` nested calls through
   C (about 0.5 KiB of C stack each), so the deepest stack of the run lies inside it.  Operation
   stack = peak stack - peak stack of the baseline worker.
@@ -32,22 +32,24 @@ read in each run itself).
 Heap and stack take two massif runs (``--stacks=no`` and ``--heap=no --stacks=yes``, both with
 ``--peak-inaccuracy=0``), because massif's peak snapshot maximises their *sum*.  Peak heap is
 the largest ``mem_heap_B`` of the snapshots (``mem_heap_extra_B``, the allocator's headers and
-padding, is reported apart), peak stack the largest ``mem_stacks_B``.  Python's cyclic garbage
-collector runs before the window and is paused inside it, so that freeing older garbage does not
-offset the operation's allocations.  The worker calls the
-operation once before the measured call (*warm*): libraries that initialise on first use
-(OpenSSL 3 fetching its provider's methods, a binding resolving its C functions) pay that once
-per process, not per operation; ``heap-cold`` runs measure that first call too.  What the
-operation adds includes its binding's call path (ctypes buffers, cffi or pyo3 glue), since a
-Python caller pays it.
+padding, is reported apart), peak stack the largest ``mem_stacks_B``.  Massif's heap is what
+``malloc`` hands out: CPython serves objects of up to 512 bytes from arenas it maps itself, which
+massif does not count (tracemalloc does).  Python's cyclic garbage collector runs before the
+window and is paused inside it, so that freeing older garbage does not offset the operation's
+allocations.  The worker calls the operation once before the measured call (*warm*): libraries
+that initialise on first use (OpenSSL 3 fetching its provider's methods, a binding resolving its
+C functions) pay that once per process, not per operation; ``heap-cold`` runs measure that first
+call too.  What the operation adds includes its binding's call path (ctypes buffers, cffi or pyo3
+glue), since a Python caller pays it.  The stack does not depend on the message, so
+:func:`measure_memory` can measure it at some message sizes only (its runs are the slow ones).
 
 Each measured thing is a row of the results schema (``peak_heap_bytes``, ``peak_stack_bytes``,
 ``memory_source``): ``valgrind-massif:stacks`` (warm heap and stack), ``valgrind-massif:first-call``
 (heap of the first call in a process), ``tracemalloc`` (Python-level allocations during the
 operation, in a worker without valgrind) and ``maxrss`` (that worker's peak resident set size,
 ``VmHWM``: how far the operation raised it, and the peak itself; whole pages of the whole
-process, coarse, a labelled fallback).  Where valgrind is missing only the
-last two are measured, and :func:`find_valgrind` says why.
+process, coarse, a labelled fallback).  Where valgrind is missing only the last two are
+measured, and :func:`find_valgrind` says why.
 
 The worker starts without ``pqlab/__init__`` (which imports pandas), which keeps a run under
 valgrind at about 2 s of CPU instead of 7 s; this module imports only the standard library at
@@ -150,8 +152,9 @@ class MassifProfile:
 
     def window_start(self, marker: int) -> MassifSnapshot | None:
         """The snapshot taken when the heap marker was allocated: the first whose heap reaches
-        `marker`, provided time (in bytes allocated + freed, ``--time-unit=B``) advanced by the
-        marker since the snapshot before it, i.e. nothing else was allocated in between."""
+        `marker`.  With ``--time-unit=B`` (time = bytes allocated + freed) the marker's allocation
+        moves massif's clock by far more than its interval between snapshots, so massif must take
+        one right then; checked here: the clock jumped by the marker since the snapshot before."""
         for prev, snap in zip(self.snapshots, self.snapshots[1:]):
             if snap.heap >= marker:
                 exact = self.time_unit == "B" and snap.time - prev.time >= marker and prev.heap < marker
@@ -626,10 +629,13 @@ def measurement_rows(job: Job, base: dict, inputs: dict) -> list[dict]:
     rows = []
     if "heap" in job.runs or "stack" in job.runs:
         heap, hflags = heap_figures(job.runs.get("heap"), job.runs.get("heap-baseline"))
-        stack, sflags = stack_figures(job.runs.get("stack"), job.runs.get("stack-baseline"))
+        stack, sflags = (stack_figures(job.runs["stack"], job.runs.get("stack-baseline")) if "stack" in job.runs
+                         else ({}, []))
         failed = [_failed(k, wrong[k]) for k in ("heap", "stack") if k in wrong]
         variants = {r.variant for k, r in job.runs.items() if k in ("heap", "stack") and r.variant}
         extra = ["valgrind-used-generic-build"] if "generic" in variants else []
+        if "stack" not in job.runs:
+            extra.append("stack-measured-at-other-message-sizes")
         rows.append(dict(common, memory_source=SOURCE_MASSIF, verified=not failed and not hflags and not sflags,
                          flags=";".join(failed + hflags + sflags + extra), massif_variant=",".join(sorted(variants)),
                          valgrind_wall_s=round(sum(job.runs[k].wall_s for k in ("heap", "stack") if k in job.runs), 2),
@@ -663,11 +669,12 @@ def _size_row(algo, keys, signature: bytes) -> dict:
     return row
 
 
-def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool) -> list[tuple[Job, str, list[Job]]]:
-    """(job that runs it, RUNS key, jobs that share the result): per job plain (+ heap and stack);
-    once per algorithm and operation: the first-call heap (at the first message size); shared per
-    backend and operation: the heap and stack baselines (the empty window: they depend on the call
-    path only)."""
+def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool,
+              stack_message_bytes: Sequence[int] | None = None) -> list[tuple[Job, str, list[Job]]]:
+    """(job that runs it, RUNS key, jobs that share the result): per job plain (+ heap, + stack at
+    `stack_message_bytes`, default every size); once per algorithm and operation: the first-call heap
+    (at the first message size); shared per backend and operation: the heap and stack baselines (the
+    empty window: they depend on the call path only)."""
     tasks = []
     groups: dict[tuple, list[Job]] = {}
     backends: dict[tuple, list[Job]] = {}
@@ -676,7 +683,9 @@ def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool) -> list[tuple
         backends.setdefault((job.algo.backend, job.operation), []).append(job)
         tasks.append((job, "plain", [job]))
         if use_valgrind:
-            tasks += [(job, "heap", [job]), (job, "stack", [job])]
+            tasks.append((job, "heap", [job]))
+            if stack_message_bytes is None or job.message_bytes is None or job.message_bytes in stack_message_bytes:
+                tasks.append((job, "stack", [job]))
     for members in groups.values():
         if use_valgrind and cold:
             tasks.append((members[0], "heap-cold", members[:1]))
@@ -690,7 +699,8 @@ def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool) -> list[tuple
 
 def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_OPERATIONS,
                    message_bytes: Sequence[int] | int = (32,), *, jobs: int = 2, use_valgrind: bool | None = None,
-                   cold: bool = True, study: str = "03_memory_footprint", seed: int | None = 0,
+                   cold: bool = True, stack_message_bytes: Sequence[int] | None = None,
+                   study: str = "03_memory_footprint", seed: int | None = 0,
                    timeout_s: float = 1800, save: bool = True, folder: Path | str | None = None,
                    progress: bool = True, keep_work: Path | str | None = None, params: dict | None = None):
     """Peak memory of every operation of every algorithm and message size; returns (and saves) a Run.
@@ -698,7 +708,9 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     keygen does not depend on the message: it is measured once (``message_bytes`` empty).  Worker
     processes run `jobs` at a time.  `use_valgrind`: None = when valgrind is installed; without
     it only tracemalloc and maxrss are measured and the run's meta says why.  `cold`: also the
-    heap of the first call in a process (once per algorithm and operation).
+    heap of the first call in a process (once per algorithm and operation).  `stack_message_bytes`:
+    the message sizes at which the stack is measured too (default: all; the stack does not depend on
+    the message, and its massif runs are the slow ones).
     """
     import datetime as dt
 
@@ -719,6 +731,7 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations),
                   "message_bytes": sizes, "jobs": jobs, "seed": seed, "use_valgrind": use_valgrind, "cold": cold,
+                  "stack_message_bytes": None if stack_message_bytes is None else list(stack_message_bytes),
                   "heap_marker_bytes": HEAP_MARKER_BYTES, "stack_marker_depth": STACK_MARKER_DEPTH,
                   "massif_depth": MASSIF_DEPTH, **(params or {})}
     meta = machine.collect(run_params)
@@ -744,7 +757,7 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
                                           run_id=run_id))
                 plan += [Job(algo, op, None if op == "keygen" else size, folder_in) for op in operations
                          if op in algo.operations and (op != "keygen" or size == sizes[0])]
-        tasks = plan_runs(plan, use_valgrind, cold)
+        tasks = plan_runs(plan, use_valgrind, cold, stack_message_bytes)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -802,7 +815,7 @@ _SOURCES = {  # memory_source -> {schema column: table column}
     SOURCE_MAXRSS: {"peak_heap_bytes": "max_rss_delta_bytes", "max_rss_raw_bytes": "max_rss_bytes"},
 }
 _ROUTINE_FLAGS = ("python-level-allocations-only", "coarse:resident-pages-of-the-whole-process",
-                  "first-call-in-process:includes-one-time-initialisation")
+                  "first-call-in-process:includes-one-time-initialisation", "stack-measured-at-other-message-sizes")
 
 
 def _order(df, algorithms: Sequence[str] | None = None):
@@ -940,25 +953,76 @@ def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None):
 
 
 def plot_message_sizes(memory: pd.DataFrame):
-    """Heap and stack added against the message size, per algorithm (sign and verify)."""
+    """What a longer message adds, per algorithm: heap and stack of signing and verifying beyond their
+    values at the smallest message, coloured by binding, with "one copy of the message" for reference.
+    With a single message size, the values themselves (log axes)."""
+    import numpy as np
     import pandas as pd
+    from matplotlib.lines import Line2D
 
     from . import plotting
 
     df = memory.dropna(subset=["message_bytes"])
+    df = df[df["operation"].isin(["sign", "verify"])]
+    sizes = sorted(df["message_bytes"].unique())
+    first = sizes[0]
     rows = []
     for op in ("sign", "verify"):
         for col, label in _panels(df):
-            part = df[(df["operation"] == op)].dropna(subset=[col])
+            part = df[df["operation"] == op].dropna(subset=[col])
             what = label.split(" added")[0].split("\n")[0]
-            rows.append(pd.DataFrame({"algorithm": part["algorithm"], "family": part["family"],
-                                      "message_bytes": part["message_bytes"].astype(float),
-                                      "bytes": part[col].astype(float).clip(lower=1), "panel": f"{op}: {what}"}))
+            base = part[part["message_bytes"] == first].set_index(["algorithm", "backend"])[col].astype(float)
+            delta = part[col].astype(float) - [base.get((a, b), np.nan) for a, b in zip(part["algorithm"],
+                                                                                      part["backend"])]
+            rows.append(pd.DataFrame({"algorithm": part["algorithm"], "backend": part["backend"],
+                                      "family": part["family"], "message_bytes": part["message_bytes"].astype(float),
+                                      "bytes": part[col].astype(float).clip(lower=1), "delta": delta,
+                                      "panel": f"{op}: {what}"}))
     long = pd.concat(rows, ignore_index=True)
-    n = long["algorithm"].nunique()
-    return plotting.panel_lines(long, x="message_bytes", y="bytes", hue="algorithm", panel="panel",
-                                colors=plotting.shaded_family_colors(long), xlabel="message (bytes, log)",
-                                ylabel="added (bytes, log)", height=2.4 + 0.12 * math.ceil(n / 4), legend_cols=4)
+    if len(sizes) < 2:
+        return plotting.panel_lines(long, x="message_bytes", y="bytes", hue="algorithm", panel="panel",
+                                    colors=plotting.shaded_family_colors(long), xlabel="message (bytes, log)",
+                                    ylabel="added (bytes, log)", height=2.6, legend_cols=4,
+                                    title="Memory added at the one message size measured")
+    backends = list(dict.fromkeys(long["backend"]))
+    by_backend = plotting.color_map(backends)
+    colors = {a: by_backend[b] for a, b in zip(long["algorithm"], long["backend"])}
+    fig = plotting.panel_lines(long.dropna(subset=["delta"]), x="message_bytes", y="delta", hue="algorithm",
+                               panel="panel", colors=colors, logy=False, xlabel="message (bytes, log)",
+                               ylabel=f"added beyond a {first}-byte message (bytes)", height=2.9,
+                               title="What a longer message costs in memory, per algorithm, coloured by binding")
+    xs = np.geomspace(first, sizes[-1], 50)
+    for ax in fig.axes:
+        if "heap" in ax.get_title():
+            ax.plot(xs, xs - first, ls=(0, (1, 1.5)), lw=1.0, color="0.25", zorder=0)
+    for legend in list(fig.legends):
+        legend.remove()
+    handles = [Line2D([], [], color=by_backend[b], lw=1.2, marker="o", ms=2.5) for b in backends]
+    handles.append(Line2D([], [], color="0.25", ls=(0, (1, 1.5)), lw=1.0))
+    fig.legend(handles, [*backends, "one copy of the message"], loc="outside lower center",
+               ncols=len(handles), fontsize=7)
+    return fig
+
+
+def plot_gravity(comparison: pd.DataFrame):
+    """The study's Gravity-SPHINCS heap beside the heap and stack of the "s" sets (log axis), with the
+    study's figure drawn across for reference."""
+    from . import plotting
+
+    bars = gravity_bars(comparison)
+    if bars.empty:
+        return None
+    fig = plotting.grouped_bars(bars, category="label", group="quantity", value="bytes", ylabel="bytes (log)",
+                                height=3.0, title="Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and "
+                                                  "SLH-DSA \"s\" sets measured here")
+    ax = fig.axes[0]
+    study = comparison[comparison["source"].str.startswith("study")]["sign_heap_bytes"].dropna()
+    if len(study):
+        ax.axhline(float(study.iloc[0]), ls=(0, (4, 2)), lw=0.8, color="0.3", zorder=0)
+        ax.annotate(f"study's peak heap, {int(study.iloc[0]):,} B", (1.0, float(study.iloc[0])),
+                    xycoords=("axes fraction", "data"), xytext=(-2, 3), textcoords="offset points", ha="right",
+                    fontsize=6, color="0.3")
+    return fig
 
 
 def describe_method() -> str:
@@ -1065,7 +1129,7 @@ def gravity_bars(comparison: pd.DataFrame) -> pd.DataFrame:
 
     rows = []
     for _, r in comparison.iterrows():
-        label = r["algorithm"] + (" (study)" if r["source"].startswith("study") else
+        label = r["algorithm"] + (", study" if r["source"].startswith("study") else
                                   ("" if r["implementation"] == "liboqs" else f" ({r['implementation']})"))
         for op in ("sign", "verify"):
             for what in ("heap", "stack"):
@@ -1121,8 +1185,13 @@ def describe_valgrind(status: dict, run=None) -> str:
             text += ("It ran liboqs's default (CPU-optimised, run-time dispatched) build; under valgrind's "
                      "synthetic CPU, code that dispatches at run time takes its AVX2 paths. ")
         meta = run.meta
+        params = meta.get("params", {})
         text += (f"{meta.get('worker_runs', '?')} worker processes took {meta.get('wall_s', float('nan')):.0f} s "
-                 f"({meta.get('params', {}).get('jobs', '?')} at a time).")
+                 f"({params.get('jobs', '?')} at a time).")
+        stack_sizes = params.get("stack_message_bytes")
+        if stack_sizes is not None and sorted(stack_sizes) != sorted(params.get("message_bytes", [])):
+            text += (f" The stack was measured at {', '.join(map(str, stack_sizes))}-byte messages only (it does "
+                     "not depend on the message, as the findings below show); the heap at every size.")
     return text
 
 
@@ -1142,15 +1211,18 @@ def describe_findings(memory: pd.DataFrame, sizes: pd.DataFrame | None = None) -
     lines.append(f"The deepest stack: {top['algorithm']} {top['operation']}, {_b(top['stack_bytes'])}; the "
                  f"shallowest: {low['algorithm']} {low['operation']}, {_b(low['stack_bytes'])}.")
     if sizes is not None and not sizes.empty:
-        sig = m[m["operation"] == "sign"].merge(sizes[["algorithm", "backend", "signature_bytes"]],
+        first = m["message_bytes"].min()
+        sig = m[(m["operation"] == "sign") & (m["message_bytes"] == first)].merge(sizes[["algorithm", "backend", "signature_bytes"]],
                                                 on=["algorithm", "backend"])
         pq = sig[~sig["family"].isin(["RSA", "elliptic-curve"])]
         if not pq.empty:
-            ratio = pq["heap_bytes"].astype(float) / pq["signature_bytes"].astype(float)
-            lines.append(f"Post-quantum signing adds {ratio.min():.1f} to {ratio.max():.1f} times its signature "
-                         "size to the heap: the C code (liboqs, PQClean) allocates nothing itself; the heap is the "
-                         "Python binding's output buffer and the returned bytes (liboqs-python also creates a "
-                         "ctypes array type per call). Their working state is on the stack.")
+            extra = pq["heap_bytes"].astype(float) - 2 * pq["signature_bytes"].astype(float)
+            per = "; ".join(f"{backend}: {_span(extra[pq['backend'] == backend])}"
+                            for backend in dict.fromkeys(pq["backend"]))
+            lines.append(f"Post-quantum signing ({first}-byte messages) adds two signature-sized buffers to the heap "
+                         "(the binding's output buffer and the returned bytes) and a fixed amount per binding on top ("
+                         + per + "): the C "
+                         "code (liboqs, PQClean) allocates nothing itself and keeps its working state on the stack.")
         cl = sig[sig["family"].isin(["RSA", "elliptic-curve"])]
         if not cl.empty and "heap_first_call_bytes" in cl:
             first = cl.dropna(subset=["heap_first_call_bytes"])
