@@ -1025,7 +1025,7 @@ def plot_gravity(comparison: pd.DataFrame):
     return fig
 
 
-def describe_method() -> str:
+def describe_method(first_call: bool = True) -> str:
     """The method in a paragraph, its constants read from this module."""
     return (f"Each operation runs in a worker process of its own, which loads keys, message and signature from "
             f"files and writes its output to a file that the notebook's process checks. valgrind's massif measures "
@@ -1037,10 +1037,12 @@ def describe_method() -> str:
             f"the marker's allocation advances its byte clock), for the stack the peak of a baseline worker that "
             f"calls nothing in the window (one per backend and operation). The worker calls the operation once "
             f"before the measured call, and Python's garbage collector is run before the window and paused inside "
-            f"it. The *first call* in a process is measured too (heap only), as are Python-level allocations "
-            f"(tracemalloc, without valgrind) and the workers' maximum resident set size (coarse). Massif's heap "
-            f"is what `malloc` hands out: CPython serves its small objects from arenas it maps itself, which "
-            f"massif does not count as heap and tracemalloc does, so the two differ.")
+            f"it. " + ("The *first call* in a process is measured too (heap only), as are " if first_call else
+                       "Also measured: ") +
+            "Python-level allocations (tracemalloc, without valgrind) and the workers' maximum resident set size "
+            "(coarse). Massif's heap "
+            "is what `malloc` hands out: CPython serves its small objects from arenas it maps itself, which "
+            "massif does not count as heap and tracemalloc does, so the two differ.")
 
 
 # ----- the study: Gravity-SPHINCS -----
@@ -1190,7 +1192,7 @@ def describe_valgrind(status: dict, run=None) -> str:
                  f"({params.get('jobs', '?')} at a time).")
         stack_sizes = params.get("stack_message_bytes")
         if stack_sizes is not None and sorted(stack_sizes) != sorted(params.get("message_bytes", [])):
-            text += (f" The stack was measured at {', '.join(map(str, stack_sizes))}-byte messages only (it does "
+            text += (f" The stack was measured at {' and '.join(f'{n}-byte' for n in stack_sizes)} messages only (it does "
                      "not depend on the message, as the findings below show); the heap at every size.")
     return text
 
@@ -1256,7 +1258,7 @@ def describe_gravity(comparison: pd.DataFrame) -> str:
             "README says it does not support) is doubtful."]
     if ours.empty:
         return " ".join(text + ["No SPHINCS+ or SLH-DSA \"s\" set was measured in this run (the full run "
-                                "measures all of them)."])
+                                "measures them)."])
     same_keys = ours[(ours["public_key_bytes"] == g["public_key_bytes"]) &
                      (ours["secret_key_bytes"] == g["secret_key_bytes"])]
     if not same_keys.empty:
@@ -1307,8 +1309,9 @@ def closing_note(memory: pd.DataFrame, status: dict,
                      f"{_b(_get(memory, name, 'sign', 'heap_raw_bytes'))} of heap and "
                      f"{_b(_get(memory, name, 'sign', 'stack_raw_bytes'))} of stack (levels without the operation "
                      f"{_b(_get(memory, name, 'sign', 'heap_baseline_bytes'))} and "
-                     f"{_b(_get(memory, name, 'sign', 'stack_baseline_bytes'))}); its first call in a process "
-                     f"adds {_b(_get(memory, name, 'sign', 'heap_first_call_bytes'))} of heap.")
+                     f"{_b(_get(memory, name, 'sign', 'stack_baseline_bytes'))})"
+                     + ("." if (first := _get(memory, name, "sign", "heap_first_call_bytes")) is None
+                        else f"; its first call in a process adds {_b(first)} of heap."))
     method = ("Method: one operation per valgrind massif process after one warm-up call, heap and stack in separate "
               "runs, peaks forced into the operation by a heap and a stack marker, and the level before the "
               "operation subtracted (heap: read in the same run; stack: a worker calling nothing at the same place)."
