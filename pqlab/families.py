@@ -837,24 +837,23 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
 def plot_speedups(speedups: pd.DataFrame):
     """Portable / optimised mean cycles per call, per algorithm and operation (log scale, 1 = no gain),
     algorithms grouped by family and ordered by their signing speed-up."""
-    df = _category_order(speedups, "speedup", families=True)
-    n = df["algorithm"].nunique()
-    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="speedup", log=True,
-                                ylabel="portable / optimised\ncycles per call", colors=plotting.color_map(OPERATIONS),
-                                height=2.6 if n <= 12 else 3.6)
-    _finish_bars(fig, n, log=True)
-    return fig
+    return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
+                           "portable / optimised\ncycles per call")
 
 
 def plot_fidelity(fidelity: pd.DataFrame):
     """pqlab / native mean cycles per call, per algorithm and operation (1 = the harness adds nothing),
     algorithms ordered by their native signing cycles."""
-    df = _category_order(fidelity, "native_cycles_mean", families=False)
+    return _operation_bars(_category_order(fidelity, "native_cycles_mean", families=False), "ratio", False,
+                           "pqlab / native\ncycles per call")
+
+
+def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str):
+    """One bar per algorithm and operation (the shape of both ratio figures)."""
     n = df["algorithm"].nunique()
-    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="ratio", log=False,
-                                ylabel="pqlab / native\ncycles per call", colors=plotting.color_map(OPERATIONS),
-                                height=2.6 if n <= 12 else 3.6)
-    _finish_bars(fig, n, log=False)
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
+                                colors=plotting.color_map(OPERATIONS), height=2.6 if n <= 12 else 3.6)
+    _finish_bars(fig, n, log=log)
     return fig
 
 
