@@ -16,7 +16,9 @@ NB_ARGS ?=
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
-PACKAGE := $(wildcard pqlab/*.py pqlab/*/*.py)
+# An executed notebook depends on the measurement core and on its own study module only, so an
+# edit to one study re-runs one notebook.
+CORE := $(filter-out pqlab/studies/%,$(wildcard pqlab/*.py pqlab/*/*.py))
 LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/build.rs native/src/lib.rs native/liboqs.map \
               native/build-liboqs.sh
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-liboqs-generic $(STAMP)-kernel $(STAMP)-runners
@@ -65,7 +67,13 @@ lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
 reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick) and regenerate figures/ and data/tables/
 	@echo "executed notebooks: build/$(PROFILE)/; figures: figures/; tables: data/tables/"
 
-build/$(PROFILE)/%.ipynb: notebooks/%.ipynb $(PACKAGE) $(SETUP)
+build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
+build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
+build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
+build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
+build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
+
+build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
 	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@

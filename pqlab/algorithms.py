@@ -18,23 +18,18 @@ cipher     keygen, encrypt, ...   generate() -> key; encryptor(key); decryptor(k
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import OPERATIONS
+from .errors import UnknownName
+from .schema import KIND_OPERATIONS
 
-FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA", "elliptic-curve", "symmetric")
 
-
-class UnknownAlgorithm(KeyError):
+class UnknownAlgorithm(UnknownName):
     """An algorithm name (or backend) that is not registered; the message lists close matches."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0]
 
 
 class VerificationError(AssertionError):
@@ -88,11 +83,17 @@ class Algorithm:
 
     @property
     def operations(self) -> tuple[str, ...]:
-        return OPERATIONS[self.kind]
+        return KIND_OPERATIONS[self.kind]
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.name, self.backend)
+
+    def identity(self) -> dict:
+        """What ran, as the columns of a measurement row."""
+        return {"backend": self.backend, "implementation": self.implementation,
+                "library_version": self.library_version, "variant": self.extra.get("variant", ""),
+                "algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level}
 
     def describe(self) -> dict:
         return {"algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level,
@@ -261,6 +262,9 @@ class Noop(Algorithm):
     def trial(self, operation: str = "noop", message: bytes = b"") -> Trial:
         return Trial(functools.partial(_noop, message), lambda out: None)
 
+    def identity(self) -> dict:
+        return dict(super().identity(), kind="noop")
+
 
 def _noop(message: bytes) -> None:
     return None
@@ -318,18 +322,13 @@ def get(name: str, backend: str | None = None) -> Algorithm:
     _load_backends()
     available = _backends_of(name)
     if not available:
-        all_names = sorted({n for n, _ in _REGISTRY})
-        lowered = {n.lower(): n for n in all_names}
-        close = difflib.get_close_matches(name.lower(), lowered, n=6, cutoff=0.5)
-        close += [lowered[n] for n in lowered if name.lower() in n and lowered[n] not in close][:6]
-        hint = ", ".join(dict.fromkeys(lowered.get(c, c) for c in close)) or "none"
-        raise UnknownAlgorithm(f"unknown algorithm {name!r}. Close matches: {hint}. "
+        raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY},
                                "`python -m pqlab list` prints every registered name.")
     if backend is None:
         backend = available[0]
     if backend not in available:
-        raise UnknownAlgorithm(f"{name} is not implemented by backend {backend!r}; "
-                               f"it is by: {', '.join(available)}")
+        raise UnknownAlgorithm(f"backend for {name}", backend, available,
+                               f"{name} is implemented by: {', '.join(available)}")
     return _instance(name, backend)
 
 

@@ -20,7 +20,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench import bench
+    from .benchmark import bench
 
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
                 min_samples=args.min_samples, study=args.study, folder=args.folder, run_id=args.run_id,
@@ -33,7 +33,7 @@ def _cmd_bench(args) -> int:
     if args.out:
         from pathlib import Path
 
-        from .results import atomic_write
+        from .files import atomic_write
 
         atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
         print(f"measurements also written to {args.out}", file=sys.stderr)
@@ -41,28 +41,37 @@ def _cmd_bench(args) -> int:
 
 
 def _cmd_compare(args) -> int:
+    import pandas as pd
+
+    from .formatting import fmt_factor_ci, fmt_time_ns
     from .results import compare_runs
 
-    df = compare_runs(args.a, args.b, alpha=args.alpha)
+    df = compare_runs(args.a, args.b, alpha=args.alpha, min_factor=args.min_factor,
+                      allow_different=args.allow_different)
+    for difference in df.attrs.get("differences", []):
+        print(f"note: the runs differ in {difference}", file=sys.stderr)
     if df.empty:
         print("the two runs have no measurement in common", file=sys.stderr)
         return 1
-    df["median_a_us"] = (df["median_a_ns"] / 1e3).round(3)
-    df["median_b_us"] = (df["median_b_ns"] / 1e3).round(3)
-    cols = ["algorithm", "backend", "operation", "message_bytes", "median_a_us", "median_b_us", "factor_b_over_a",
-            "p_value", "verdict"]
-    print(df[cols].to_string(index=False, na_rep=""))
+    shown = pd.DataFrame({
+        "algorithm": df["algorithm"], "backend": df["backend"], "operation": df["operation"],
+        "message_bytes": df["message_bytes"], "statistic": df["statistic"],
+        "a": df["a_ns"].map(fmt_time_ns), "b": df["b_ns"].map(fmt_time_ns),
+        "b/a [95% CI]": [fmt_factor_ci(f, lo, hi, 3) for f, lo, hi in
+                         zip(df["factor_b_over_a"], df["factor_ci_low"], df["factor_ci_high"])],
+        "p": df["p_value"].map(lambda p: f"{p:.2g}"), "verdict": df["verdict"]})
+    print(shown.to_string(index=False, na_rep=""))
     return 0
 
 
 def _cmd_fidelity(args) -> int:
-    from .overhead import OPERATIONS, format_fidelity, measure_fidelity, measure_noop
+    from .fidelity import DEFAULT_OPERATIONS, format_fidelity, measure_fidelity, measure_noop
 
     def say(what: str) -> None:
         print(f"measuring {what} ...", file=sys.stderr)
 
     noop = measure_noop(min(0.2, args.budget))
-    df = measure_fidelity(OPERATIONS, budget_s=args.budget, blocks=args.blocks, progress=say)
+    df = measure_fidelity(DEFAULT_OPERATIONS, budget_s=args.budget, blocks=args.blocks, progress=say)
     print(format_fidelity(df, noop))
     return 0
 
@@ -89,7 +98,11 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
-    c.add_argument("--alpha", type=float, default=0.01)
+    c.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    c.add_argument("--min-factor", type=float, default=1.05,
+                   help="smallest factor called slower or faster (default 1.05)")
+    c.add_argument("--allow-different", action="store_true",
+                   help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.set_defaults(func=_cmd_compare)
     f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
     f.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per operation and arm (default 2)")

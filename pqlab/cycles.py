@@ -98,3 +98,7 @@ def open_counter() -> CycleCounter | FrequencyEstimate:
         return CycleCounter()
     except OSError as exc:
         return FrequencyEstimate(str(exc))
+
+
+#: Counter labels of schema 1 (results written before the label vocabulary) -> today's labels.
+LEGACY_SOURCES = {"perf_event_open:cpu-cycles:user": "core-cycles"}

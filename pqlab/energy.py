@@ -17,8 +17,6 @@ energy; :attr:`EnergyResult.gross_energy_uj` (mean power x time) is what the Pi 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pqlab.paths import RAW
+from . import flags
+from .files import atomic_write
+from .paths import RAW
 
 Clock = Callable[[], float]
 POWERCAP = Path("/sys/class/powercap")
@@ -68,7 +68,7 @@ class EnergyResult:
     @property
     def flag(self) -> str:
         """Entry for the schema's ``flags`` column: empty, or ``no-energy:<reason>``."""
-        return "" if self.energy_uj is not None else "no-energy:" + self.reason.replace(";", ",")
+        return "" if self.energy_uj is not None else flags.make("no-energy", self.reason)
 
 
 @dataclass(frozen=True)
@@ -192,9 +192,8 @@ def _opt(x: float | None) -> str:
 
 def write_trace(trace: Trace, path: str | Path) -> Path:
     """Write ``trace`` as CSV (``#`` header lines, then t_s,power_w[,voltage_v,current_a]),
-    atomically: a temp file in the same folder, then os.replace. Times start at 0."""
+    atomically (:func:`pqlab.files.atomic_write`). Times start at 0."""
     path = _raw_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     t0 = float(trace.t_s[0]) if len(trace.t_s) else 0.0
     head = [TRACE_FORMAT, f"source: {trace.source}"]
     head += [f"{k}: {str(v).replace(chr(10), ' ')}" for k, v in trace.meta.items()]
@@ -203,18 +202,14 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
              f"{_opt(w.idle_after_s)},{w.label}" for w in trace.windows]
     cols = {"t_s": trace.t_s - t0, "power_w": trace.power_w,
             "voltage_v": trace.voltage_v, "current_a": trace.current_a}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
+    frame = pd.DataFrame({k: v for k, v in cols.items() if v is not None})
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as fh:
             fh.writelines(f"# {line}\n" for line in head)
-            pd.DataFrame({k: v for k, v in cols.items() if v is not None}).to_csv(
-                fh, index=False, float_format="%.12g")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            frame.to_csv(fh, index=False, float_format="%.12g")
+
+    atomic_write(path, write, fsync=True)
     return path
 
 
@@ -577,7 +572,8 @@ def _loops_for(fn: Callable[[], object], window_s: float, clock: Clock) -> int:
 
 def measure_energy(fn: Callable[[], object], source: PowerSource, *, loops: int | None = None,
                    min_periods: int = MIN_SAMPLE_PERIODS, idle_s: float = 0.05, label: str = "op",
-                   trace_path: str | Path | None = None) -> EnergyResult:
+                   trace_path: str | Path | None = None,
+                   check: Callable[[object], None] | None = None) -> EnergyResult:
     """Energy and time of one call of ``fn``: idle window, ``loops`` calls, idle window.
 
     Without ``loops``, calls are repeated (in calibrated batches) until the window spans
@@ -585,6 +581,7 @@ def measure_energy(fn: Callable[[], object], source: PowerSource, *, loops: int 
     operation alone. Sampled traces are written to ``trace_path`` (relative paths go to
     data/raw/) with the operation window and its idle times marked, so replaying the file gives
     the same result. A sensor failure raises :class:`PowerSourceError` carrying the samples.
+    ``check`` is called on the window's last output after the window closed (outside the measurement).
     """
     window_s = 0.0 if loops else min_periods * source.period_s
     loops = loops or _loops_for(fn, window_s, source.clock)
@@ -597,16 +594,125 @@ def measure_energy(fn: Callable[[], object], source: PowerSource, *, loops: int 
         done = 0
         while not done or source.clock() - m1.t < window_s:  # top up if the calibration ran slow
             for _ in range(loops):
-                fn()
+                out = fn()
             done += loops
         m2 = source.mark()
         time.sleep(idle)
         m3 = source.mark()
     finally:
         source.stop()
+    if check is not None:
+        check(out)
     trace = getattr(source, "trace", None)
     if trace is not None:
         trace.windows.append(Window(label, m1.t, m2.t, done, m1.t - m0.t, m3.t - m2.t))
         if trace_path is not None:
             write_trace(trace, trace_path)
     return source.result((m0, m1, m2, m3), done)
+
+
+#: What `select_power_source` accepts.
+POWER_SOURCES = ("auto", "ina219", "rapl", "none", "modelled")
+
+
+def select_power_source(power_source: str = "auto", modelled_power_w: float | None = None, *,
+                        i2c_bus: int = 1, i2c_address: int | str = 0x40, shunt_ohms: float = 0.1,
+                        powercap_root: str | Path = POWERCAP,
+                        dev: str | Path = "/dev") -> tuple[PowerSource, ModelledPower | None]:
+    """The live source and the model asked for: ``(live, model)``.
+
+    ``power_source``: ``auto`` (INA219, else RAPL, else none, with the reason), ``ina219`` or
+    ``rapl`` (that source or an error saying why not: asked for explicitly, it must not fall back
+    silently), ``none``, or ``modelled`` (no live measurement; needs ``modelled_power_w``).
+    ``model`` is a :class:`ModelledPower` whenever ``modelled_power_w`` is given, else None.
+    """
+    if power_source not in POWER_SOURCES:
+        raise ValueError(f"power_source {power_source!r}: choose one of {', '.join(POWER_SOURCES)}")
+    if power_source == "modelled" and modelled_power_w is None:
+        raise ValueError("power_source='modelled' needs modelled_power_w (watts)")
+    model = None if modelled_power_w is None else ModelledPower(float(modelled_power_w))
+    address = int(i2c_address, 0) if isinstance(i2c_address, str) else int(i2c_address)
+    if power_source == "ina219":
+        live: PowerSource = INA219(int(i2c_bus), address, shunt_ohms=shunt_ohms)
+    elif power_source == "rapl":
+        live = RAPL(powercap_root)
+    elif power_source == "none":
+        live = NoPowerSource("live measurement switched off (power_source='none')")
+    elif power_source == "modelled":
+        live = NoPowerSource("live measurement switched off (power_source='modelled'): energy is modelled, not measured")
+    else:
+        live = detect_power_source(powercap_root, int(i2c_bus), address, dev, shunt_ohms=shunt_ohms)
+    return live, model
+
+
+def describe_source(live: PowerSource) -> str:
+    """One line naming the live source (or saying there is none)."""
+    if isinstance(live, INA219):
+        return f"{live.where}, shunt {live.meta['shunt_ohms']} ohm, sampled at {live.rate_hz:g} Hz (whole-board power)"
+    if isinstance(live, RAPL):
+        return "RAPL powercap zones " + ", ".join(z.name for z in live.zones) + " (CPU package only)"
+    if isinstance(live, NoPowerSource):
+        return f"none: {live.reason}"
+    return getattr(live, "label", type(live).__name__)
+
+
+def energy_run(plan, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05, study: str = "",
+               trace_dir: str | Path | None = None, folder: str | Path | None = None, seed: int | None = 0,
+               progress: bool = True, save: bool = True):
+    """Energy per operation from a live `source`, recorded as a run of the results store.
+
+    `plan`: rows with ``algorithm``, ``backend``, ``operation`` and ``message_bytes`` (e.g. a timing
+    table).  Each operation is the same checked call that is timed (``Algorithm.trial``): its output is
+    checked before and after every window.  ``repeats`` windows each; the row keeps their medians:
+    ``energy_uj`` (net of the idle baseline), ``power_w`` (gross mean power), ``energy_source``, and
+    ``gross_energy_uj``, ``baseline_w``, ``window_time_ns``, ``power_samples``, ``windows``.  One
+    trace file per window goes to `trace_dir` (relative: under data/raw/; default ``<study>/<run id>``),
+    named in the run's metadata (``raw_traces``), so the energies can be recomputed by replaying them.
+    """
+    from .algorithms import get, random_message
+    from .formatting import slug
+    from .recorder import RunRecorder
+
+    if not source.available:
+        raise ValueError(f"no live power source: {getattr(source, 'reason', source)}")
+    todo = list(dict.fromkeys((r["algorithm"], r["backend"], r["operation"],
+                               None if pd.isna(r["message_bytes"]) else int(r["message_bytes"]))
+                              for r in (plan.to_dict("records") if hasattr(plan, "to_dict") else plan)))
+    params = {"operations": [list(x) for x in todo], "repeats": repeats, "idle_s": idle_s, "seed": seed,
+              "source": source.label}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo) * repeats, desc="energy", unit="window", dynamic_ncols=True)
+    with RunRecorder(study, params, label=f"{study}-energy" if study else "energy", folder=folder,
+                     save=save) as rec:
+        traces = Path(trace_dir) if trace_dir is not None else Path(study or "energy") / rec.run_id
+        rec.meta["raw_traces"] = str(_raw_path(traces))
+        for name, backend, operation, size in todo:
+            algo = get(name, backend)
+            trial = algo.trial(operation, random_message(size or 0, seed))
+            trial.check(trial.run())
+            label = f"{name} {operation}" + (f" {size} B" if size is not None else "")
+            results = []
+            for k in range(repeats):
+                results.append(measure_energy(trial.run, source, idle_s=idle_s, label=label, check=trial.check,
+                                              trace_path=traces / f"{slug(label)}-{k}.csv"))
+                if bar is not None:
+                    bar.update(1)
+            net = [x.energy_uj for x in results if x.energy_uj is not None]
+            gross = [x.gross_energy_uj for x in results if x.gross_energy_uj is not None]
+            rec.add(measurements=[rec.row(
+                algo, operation=operation, message_bytes=size, samples=len(results), verified=True,
+                loops=int(np.median([x.loops for x in results])), energy_source=results[0].source,
+                energy_uj=float(np.median(net)) if net else math.nan,
+                power_w=float(np.median([x.power_w for x in results])),
+                gross_energy_uj=float(np.median(gross)) if gross else math.nan,
+                baseline_w=float(np.median([x.baseline_w for x in results])),
+                window_time_ns=float(np.median([x.time_ns for x in results])),
+                power_samples=int(np.median([x.samples for x in results])),
+                flags=flags.join(x.flag for x in results))])
+            rec.checkpoint()
+    if bar is not None:
+        bar.close()
+    return rec.run

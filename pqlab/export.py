@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from . import paths
-from .results import atomic_write, atomic_write_text
+from .files import atomic_write, atomic_write_text
+from .plotting import STYLE
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -37,8 +39,9 @@ def save_figure(fig, topic: str, name: str, formats=("png", "svg", "pdf"), dpi: 
             meta = {"Creator": "pqlab", "Date": None}  # no timestamp: identical inputs, identical file
         elif ext == "pdf":
             meta = {"Creator": "pqlab", "CreationDate": None}
-        out.append(atomic_write(path, lambda tmp, e=ext, m=meta: fig.savefig(tmp, format=e, dpi=dpi,
-                                                                              bbox_inches="tight", metadata=m)))
+        with plt.rc_context(STYLE):  # font embedding and the SVG hash salt are read when saving
+            out.append(atomic_write(path, lambda tmp, e=ext, m=meta: fig.savefig(tmp, format=e, dpi=dpi,
+                                                                                  bbox_inches="tight", metadata=m)))
     return out
 
 

@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pqlab.paths import NATIVE
-from pqlab.schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
-
+from . import flags
+from .paths import NATIVE
+from .recorder import RunRecorder, summary_columns
+from .schema import typed
 from .stats import summarize
 
 RUNNER_DIR = NATIVE / "bc-runner"
@@ -34,6 +35,8 @@ NO_JDK = "no JDK installed: install openjdk-17-jdk-headless and maven"
 # Schema metadata of the runner's algorithms (the runner itself is the authority on which exist: --list).
 FAMILY = {"AES-256-CBC": "symmetric", "RSA-2048": "RSA", "SPHINCS+-SHAKE-128f-simple": "hash-based",
           "SPHINCS+-SHAKE-128f-robust": "hash-based", "SLH-DSA-SHAKE-128f": "hash-based"}
+KIND = {"AES-256-CBC": "cipher", "RSA-2048": "pke", "SPHINCS+-SHAKE-128f-simple": "sig",
+        "SPHINCS+-SHAKE-128f-robust": "sig", "SLH-DSA-SHAKE-128f": "sig"}
 # NIST categories: the 128f parameter sets are category 1; category 5 is defined by AES-256 key search;
 # RSA-2048 has none (no post-quantum security).
 NIST_LEVEL = {"AES-256-CBC": 5, "SPHINCS+-SHAKE-128f-simple": 1, "SPHINCS+-SHAKE-128f-robust": 1,
@@ -132,62 +135,53 @@ def implementation(result: dict) -> str:
     return f"Bouncy Castle {result['bouncycastle_version']} ({result['api']}) on {runtime} {result['java_version']}"
 
 
-def _stats(ns) -> dict:
-    """The schema's time columns from raw samples (pqlab.stats.summarize)."""
-    if len(ns) == 0:
-        return {}
-    t = summarize(ns)
-    return {"time_ns_median": t["median"], "time_ns_q1": t["q1"], "time_ns_q3": t["q3"], "time_ns_min": t["min"],
-            "time_ns_cv": t["cv"], "time_ns_ci_low": t["ci_low"], "time_ns_ci_high": t["ci_high"]}
-
-
-def bc_measurements(result: dict, run_id: str = "", started_at: str = "", machine_id: str = "") -> pd.DataFrame:
-    """Rows in MEASUREMENT_COLUMNS: per operation one steady-state row, and one cold-phase row flagged jvm-cold."""
+def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
+    """Measurement rows (`base`: the recorder's base columns): per operation one steady-state row, and
+    one cold-phase row flagged jvm-cold."""
     alg = result["algorithm"]
-    base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": started_at, "machine_id": machine_id,
-            "study": "", "backend": BACKEND, "implementation": implementation(result),
-            "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
-            "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg), "cycles_source": "",
-            "overhead_ns": result.get("overhead_ns")}
+    ident = {**(base or {}), "backend": BACKEND, "implementation": implementation(result),
+             "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
+             "kind": KIND.get(alg), "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
+             "cycles_source": "", "overhead_ns": result.get("overhead_ns")}
     rows = []
     for op in result["operations"]:
-        failed = [] if op["verified"] else ["failed:" + str(op.get("error") or "unverified").replace(";", ",")]
+        failed = [] if op["verified"] else [flags.make("failed", op.get("error") or "unverified")]
         for phase, ns in (("warm", op["warm_ns"]), ("cold", op["cold_ns"])):
             if phase == "cold" and not ns:
                 continue
-            flags = (["jvm-cold"] if phase == "cold" else []) + ["no-cycles:jvm"] + failed
-            if phase == "warm" and len(ns) < 5:
-                flags.append("few-samples")
-            rows.append({**base, "operation": op["operation"], "message_bytes": op["message_bytes"],
-                         "samples": len(ns), "loops": op.get("loops", 1), **_stats(ns),
-                         "verified": bool(op["verified"]), "flags": ";".join(flags)})
-    return pd.DataFrame(rows).reindex(columns=MEASUREMENT_COLUMNS)
+            t = summarize(ns) if len(ns) else {}
+            marks = ([flags.make("jvm-cold")] if phase == "cold" else []) + [flags.make("no-cycles", "jvm")] + failed
+            if phase == "warm":
+                marks += t.get("flags", [])
+            rows.append({**ident, "operation": op["operation"], "message_bytes": op["message_bytes"],
+                         "samples": len(ns), "loops": op.get("loops", 1), **summary_columns(t),
+                         "verified": bool(op["verified"]), "flags": flags.join(marks)})
+    return typed(pd.DataFrame(rows), "measurements")
 
 
 def bc_samples(result: dict, run_id: str = "") -> pd.DataFrame:
-    """Every raw sample in SAMPLE_COLUMNS, plus a ``phase`` column (cold | warm)."""
+    """Every raw sample in the schema's sample columns, plus a ``phase`` column (cold | warm)."""
     rows = [{"run_id": run_id, "backend": BACKEND, "variant": "", "algorithm": result["algorithm"],
              "operation": op["operation"], "message_bytes": op["message_bytes"], "sample": i,
              "loops": op.get("loops", 1), "time_ns": t, "cycles": None, "phase": phase}
             for op in result["operations"] for phase in ("cold", "warm")
             for i, t in enumerate(op[f"{phase}_ns"])]
-    return pd.DataFrame(rows, columns=[*SAMPLE_COLUMNS, "phase"])
+    return typed(pd.DataFrame(rows), "samples")
 
 
-def bc_sizes(result: dict, run_id: str = "") -> pd.DataFrame:
-    """One row in SIZE_COLUMNS (raw key bytes) plus public_key_encoded_bytes / secret_key_encoded_bytes
+def bc_sizes(result: dict) -> pd.DataFrame:
+    """One size row (raw key bytes) plus public_key_encoded_bytes / secret_key_encoded_bytes
     (Bouncy Castle's getEncoded(): X.509 SubjectPublicKeyInfo / PKCS#8 PrivateKeyInfo, DER)."""
     s, alg = result["sizes"], result["algorithm"]
     sig = s.get("signature_bytes")
-    row = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "algorithm": alg, "backend": BACKEND,
-           "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
+    row = {"algorithm": alg, "backend": BACKEND, "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
            "public_key_bytes": s.get("public_key_raw_bytes"), "secret_key_bytes": s.get("secret_key_raw_bytes"),
            "signature_bytes": sig, "signature_max_bytes": sig,  # SPHINCS+/SLH-DSA signatures have a fixed size
-           "ciphertext_bytes": s.get("ciphertext_bytes"), "shared_secret_bytes": None,
-           "symmetric_key_bytes": s.get("symmetric_key_bytes"),
+           "ciphertext_bytes": s.get("ciphertext_bytes"), "symmetric_key_bytes": s.get("symmetric_key_bytes"),
+           "key_encoding": "raw (encoded: SubjectPublicKeyInfo / PKCS#8 DER)",
            "public_key_encoded_bytes": s.get("public_key_encoded_bytes"),
            "secret_key_encoded_bytes": s.get("secret_key_encoded_bytes")}
-    return pd.DataFrame([row], columns=[*SIZE_COLUMNS, "public_key_encoded_bytes", "secret_key_encoded_bytes"])
+    return typed(pd.DataFrame([row]), "sizes")
 
 
 def bc_summary(result: dict) -> pd.DataFrame:
@@ -207,26 +201,23 @@ def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s
     Returns ``(run, summary, reason)``: the :class:`pqlab.results.Run` (or None), the study's view
     (:func:`bc_summary` of every algorithm) and, when nothing ran, the reason why.
     """
-    from . import machine
-    from .bench import new_run_id
-    from .results import Run
-
     ok, why = jdk_available()
     if not enabled:
         return None, pd.DataFrame(), "the Bouncy Castle runs were switched off (parameter)"
     if not ok:
         return None, pd.DataFrame(), why
-    run_id = new_run_id(f"{study}-bouncycastle" if study else "bouncycastle")
-    meta = machine.collect({"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
-                            "warm_budget_s": warm_budget_s}, liboqs=False)
-    started = meta.get("started_at", "")
-    results = [run_bc(a, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s) for a in algorithms]
-    meta.update(study=study, status="complete", jvm=results[0].get("jvm", ""),
-                java_version=results[0].get("java_version", ""))
-    m = pd.concat([bc_measurements(r, run_id, started, meta["machine_id"]) for r in results], ignore_index=True)
-    m["study"] = study
-    run = Run(run_id, m, pd.concat([bc_sizes(r, run_id) for r in results], ignore_index=True),
-              pd.concat([bc_samples(r, run_id) for r in results], ignore_index=True), meta)
-    if save:
-        run.save()
+    params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
+              "warm_budget_s": warm_budget_s}
+    results = []
+    with RunRecorder(study, params, label=f"{study}-bouncycastle" if study else "bouncycastle", save=save,
+                     liboqs=False) as rec:
+        for algorithm in algorithms:
+            result = run_bc(algorithm, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s)
+            results.append(result)
+            rec.meta.update(jvm=result.get("jvm", ""), java_version=result.get("java_version", ""))
+            rec.add(measurements=bc_measurements(result, rec.base).to_dict("records"),
+                    sizes=bc_sizes(result).to_dict("records"),
+                    samples=bc_samples(result, rec.run_id).to_dict("records"))
+            rec.checkpoint()
+    run = rec.run
     return run, pd.concat([bc_summary(r) for r in results], ignore_index=True), ""

@@ -126,7 +126,7 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "params_hash": params_hash(params or {}),
     }
     if liboqs:
-        from .liboqs import liboqs_info
+        from .liboqs_loader import liboqs_info
 
         meta["liboqs"] = liboqs_info()
     try:

@@ -12,32 +12,32 @@ that build's headers and linked to ``.venv/liboqs/<variant>/lib/liboqs.so`` thro
     build_native_runner(variant="default") -> Path
     native_algorithms(variant="default") -> {"sig": [...], "kem": [...]}
     run_native(algorithm, operations=None, message_bytes=100, budget_s=1.0, variant="default", ...) -> dict
-    native_measurements(algorithms, operations=None, message_bytes=100, budget_s=1.0, variant="default", ...)
-        -> DataFrame with the MEASUREMENT_COLUMNS of pqlab.schema
-    measurements_from_result(result, ...), native_samples(result, ...), native_sizes(result, ...)
+    native_run(algorithms, message_bytes=100, budget_s=1.0, variant="default", study=...) -> Run
+    measurements_from_result(result, base), native_samples(result, run_id)
 
 Message sizes apply to sign and verify only: keygen and the KEM operations get an empty
-(None) ``message_bytes``, as in :func:`pqlab.bench.bench`.  Missing values are None.
+(None) ``message_bytes``, as in :func:`pqlab.benchmark.bench`.  Missing values are None.
 """
 from __future__ import annotations
 
-import difflib
 import fcntl
 import json
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from . import flags
+from .errors import close_matches
 from .paths import LIBOQS_PREFIX, NATIVE
-from .schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
+from .recorder import RunRecorder, summary_columns
+from .schema import typed
 from .stats import summarize
 
 VARIANTS = ("default", "generic")
 BENCH_DIR = NATIVE / "bench"
-CYCLES_SOURCE = "perf_event_open:cpu-cycles:user"
 
 
 class NativeRunnerError(RuntimeError):
@@ -104,15 +104,6 @@ def native_algorithms(variant: str = "default") -> dict[str, list[str]]:
         raise NativeRunnerError(f"{binary} --list failed (exit {proc.returncode}): {proc.stderr.strip()}")
     listing = json.loads(proc.stdout)
     return {"sig": listing["sig"], "kem": listing["kem"]}
-
-
-def close_matches(name: str, names: Iterable[str], n: int = 5) -> list[str]:
-    """Names like `name` (case-insensitive difflib match)."""
-    by_lower: dict[str, str] = {}
-    for candidate in names:
-        by_lower.setdefault(candidate.lower(), candidate)
-    hits = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
-    return [by_lower[h] for h in hits]
 
 
 def run_native(
@@ -193,126 +184,84 @@ def run_native(
 # --------------------------------------------------------------------------- tables
 
 
-def _flag_text(text: str) -> str:
-    """A flag value: one line, no ';' (the flags separator)."""
-    return " ".join(str(text).replace(";", ",").split())
-
-
 def implementation_name(result: dict) -> str:
     return f"liboqs {result['liboqs_version']} ({result['variant']} build) via C runner"
 
 
-def measurements_from_result(result: dict, *, run_id: str = "", started_at: str = "", machine_id: str = "",
-                             study: str = "") -> pd.DataFrame:
-    """One MEASUREMENT_COLUMNS row per operation of a :func:`run_native` result.
+def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataFrame:
+    """One measurement row per operation of a :func:`run_native` result (`base`: the recorder's base columns).
 
     Summaries come from :func:`pqlab.stats.summarize`, as for pqlab's own rows (its
     instability flags included); ``overhead_ns`` is the runner's empty timing bracket
     (two clock reads and two counter reads), the native counterpart of pqlab's do-nothing call.
     """
+    from .backends.liboqs import family_of
+
     rows = []
     for op in result["operations"]:
-        row = dict.fromkeys(MEASUREMENT_COLUMNS)
-        row.update(
-            schema_version=SCHEMA_VERSION, run_id=run_id, started_at=started_at, machine_id=machine_id,
-            study=study, backend="native", implementation=implementation_name(result),
-            library_version=result["liboqs_version"], variant=result["variant"],
-            algorithm=result["algorithm"], nist_level=result.get("claimed_nist_level") or None,
-            operation=op["operation"], message_bytes=op.get("message_bytes"),
-            samples=len(op["samples_ns"]), loops=1, overhead_ns=result.get("timer_overhead_ns"),
-            cycles_source="", verified=bool(op["verified"]))
-        flags = []
+        row = dict(base or {}, backend="native", implementation=implementation_name(result),
+                   library_version=result["liboqs_version"], variant=result["variant"],
+                   algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
+                   nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
+                   message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1,
+                   overhead_ns=result.get("timer_overhead_ns"), cycles_source="", verified=bool(op["verified"]))
+        marks = []
         if op["samples_ns"]:
             t = summarize(op["samples_ns"])
-            flags += t["flags"]
-            row.update(time_ns_median=t["median"], time_ns_q1=t["q1"], time_ns_q3=t["q3"],
-                       time_ns_ci_low=t["ci_low"], time_ns_ci_high=t["ci_high"], time_ns_min=t["min"],
-                       time_ns_cv=t["cv"])
+            marks += t["flags"]
+            row.update(summary_columns(t))
         if result.get("cycles_source"):
             kept = [c for c in op["samples_cycles"] if c is not None]
             if kept:
-                c = summarize(kept)
-                row.update(cycles_median=c["median"], cycles_q1=c["q1"], cycles_q3=c["q3"],
-                           cycles_source=result["cycles_source"])
+                row.update(summary_columns(summarize(kept), "cycles"), cycles_source=result["cycles_source"])
             elif op["samples_ns"]:
-                flags.append("no-cycles:counter not running during any sample")
+                marks.append(flags.make("no-cycles", "counter not running during any sample"))
             if op.get("cycles_dropped"):
-                flags.append(f"cycles-dropped:{op['cycles_dropped']}")
+                marks.append(flags.make("cycles-dropped", op["cycles_dropped"]))
         else:
-            flags.append("no-cycles:" + _flag_text(result.get("cycles_error") or "unavailable"))
+            marks.append(flags.make("no-cycles", result.get("cycles_error") or "unavailable"))
         if not op["verified"]:
-            flags.append("failed:" + _flag_text(op.get("error") or "check failed"))
-        row["flags"] = ";".join(flags)
+            marks.append(flags.make("failed", op.get("error") or "check failed"))
+        row["flags"] = flags.join(marks)
         rows.append(row)
-    return pd.DataFrame(rows, columns=MEASUREMENT_COLUMNS)
+    return typed(pd.DataFrame(rows), "measurements")
 
 
 def native_samples(result: dict, *, run_id: str = "") -> pd.DataFrame:
-    """Every raw sample of a :func:`run_native` result as SAMPLE_COLUMNS rows (warm-up excluded)."""
-    frames = []
+    """Every raw sample of a :func:`run_native` result as sample rows (warm-up excluded)."""
+    rows = []
     for op in result["operations"]:
         n = len(op["samples_ns"])
         cycles = op["samples_cycles"] if len(op["samples_cycles"]) == n else [None] * n
-        frames.append(pd.DataFrame({
-            "run_id": run_id, "backend": "native", "variant": result["variant"],
-            "algorithm": result["algorithm"], "operation": op["operation"],
-            "message_bytes": op.get("message_bytes"),
-            "sample": range(n), "loops": 1, "time_ns": op["samples_ns"],
-            "cycles": pd.array([c if c is not None else pd.NA for c in cycles], dtype="Int64")}))
-    if not frames:
-        return pd.DataFrame(columns=SAMPLE_COLUMNS)
-    return pd.concat(frames, ignore_index=True)[SAMPLE_COLUMNS]
+        rows += [{"run_id": run_id, "backend": "native", "variant": result["variant"], "algorithm": result["algorithm"],
+                  "operation": op["operation"], "message_bytes": op.get("message_bytes"), "sample": i, "loops": 1,
+                  "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]
+    return typed(pd.DataFrame(rows), "samples")
 
 
-def native_sizes(result: dict, *, run_id: str = "") -> pd.DataFrame:
-    """The SIZE_COLUMNS row of a :func:`run_native` result (sizes from liboqs and observed)."""
-    row = dict.fromkeys(SIZE_COLUMNS)
-    row.update(schema_version=SCHEMA_VERSION, run_id=run_id, algorithm=result["algorithm"], backend="native",
-               nist_level=result.get("claimed_nist_level") or None)
-    for key in ("public_key_bytes", "secret_key_bytes", "signature_bytes", "signature_max_bytes",
-                "ciphertext_bytes", "shared_secret_bytes"):
-        if result.get(key) is not None:
-            row[key] = result[key]
-    return pd.DataFrame([row], columns=SIZE_COLUMNS)
+def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
+               variant: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
+               fixed_message: bool = True, params: dict | None = None, save: bool = True):
+    """Measure `algorithms` with the C runner (every operation of each) and record them as one run.
 
-
-def native_measurements(
-    algorithms: str | Iterable[str],
-    operations: Sequence[str] | None = None,
-    message_bytes: int | Iterable[int] = 100,
-    budget_s: float = 1.0,
-    variant: str = "default",
-    *,
-    run_id: str = "",
-    started_at: str = "",
-    machine_id: str = "",
-    study: str = "",
-    **run_options,
-) -> pd.DataFrame:
-    """Measure `algorithms` natively and return MEASUREMENT_COLUMNS rows (backend "native").
-
-    For each signature algorithm, keygen runs once and sign / verify once per message size;
-    KEM operations run once.  A failed output check gives a row with ``verified`` False and a
-    ``failed:<why>`` flag rather than an exception.  `run_options` go to :func:`run_native`.
-    """
-    names = [algorithms] if isinstance(algorithms, str) else list(algorithms)
-    sizes = [message_bytes] if isinstance(message_bytes, int) else list(message_bytes)
-    listing = native_algorithms(variant)
-    context = dict(run_id=run_id, started_at=started_at, machine_id=machine_id, study=study)
-    frames = []
-    for name in names:
-        if name in listing["kem"]:
-            ops = list(operations) if operations else ["keygen", "encaps", "decaps"]
-            plan = [(ops, sizes[0])]
-        else:
-            ops = list(operations) if operations else ["keygen", "sign", "verify"]
-            plan = [(["keygen"], sizes[0])] if "keygen" in ops else []
-            per_size = [op for op in ops if op != "keygen"]
-            if per_size:
-                plan += [(per_size, size) for size in sizes]
-        for ops_now, size in plan:
-            result = run_native(name, ops_now, size, budget_s, variant, allow_failed=True, **run_options)
-            frames.append(measurements_from_result(result, **context))
-    if not frames:
-        return pd.DataFrame(columns=MEASUREMENT_COLUMNS)
-    return pd.concat(frames, ignore_index=True)
+    A failed output check is a row with ``verified`` False and a ``failed`` flag, never an exception.
+    Raises :class:`NativeRunnerError` if the runner did not load the `variant` build."""
+    run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
+                  "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, **(params or {})}
+    libraries = set()
+    with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
+                     save=save, liboqs=False, meta={"native": {"variant": variant, "fixed_message": fixed_message}}
+                     ) as rec:
+        for name in algorithms:
+            result = run_native(name, None, message_bytes, budget_s, variant, fixed_message=fixed_message,
+                                min_samples=min_samples, warmup=warmup, allow_failed=True)
+            expected = variant == "default"
+            if bool(result.get("oqs_dist_build")) is not expected and variant in ("default", "generic"):
+                raise NativeRunnerError(f"the native runner for {name} did not load the {variant} liboqs build: "
+                                        f"{result.get('liboqs_path')}")
+            libraries.add(result.get("liboqs_path", ""))
+            rec.meta["native"]["liboqs_paths"] = sorted(libraries)
+            rec.add(measurements=measurements_from_result(result, rec.base).to_dict("records"),
+                    samples=native_samples(result, run_id=rec.run_id).to_dict("records"))
+            rec.checkpoint()
+    return rec.run

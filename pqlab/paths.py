@@ -19,7 +19,6 @@ RESULTS = OUTPUT / "data" / "results"  # one file set per run, never edited in p
 TABLES = OUTPUT / "data" / "tables"  # exported tables: NN_topic/NAME.{csv,md,tex} and numbers as .txt
 FIGURES = OUTPUT / "figures"  # exported figures: NN_topic/NAME.{png,svg,pdf}
 NOTEBOOKS = ROOT / "notebooks"
-PARAMS = NOTEBOOKS / "params"
 BUILD = ROOT / "build"  # executed notebooks and other build products
 NATIVE = ROOT / "native"
 #: Where `make setup` installs the liboqs builds of native/: LIBOQS_PREFIX/<variant>/lib/liboqs.so

@@ -6,6 +6,8 @@ export it with :func:`pqlab.export.save_figure`.
 """
 from __future__ import annotations
 
+import functools
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -33,13 +35,14 @@ STYLE = {
 }
 
 
-def apply_style() -> None:
-    plt.rcParams.update(STYLE)
-
-
-apply_style()
-
-UNITS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
+def styled(draw):
+    """Decorator: draw (and later save, see :func:`pqlab.export.save_figure`) in the house style, without
+    touching the global rcParams of the session."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context(STYLE):
+            return draw(*args, **kwargs)
+    return wrapper
 
 
 def family_color(family: str) -> str:
@@ -51,15 +54,7 @@ def color_map(keys) -> dict:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
-def time_unit(values_ns) -> str:
-    """The unit that keeps the median of `values_ns` between 1 and 1000."""
-    v = np.nanmedian(np.asarray(values_ns, float))
-    for unit in ("s", "ms", "µs"):
-        if v >= UNITS[unit]:
-            return unit
-    return "ns"
-
-
+@styled
 def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low: str | None = None,
                  high: str | None = None, scale: float = 1.0, ylabel: str = "", log: bool = True,
                  title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6,
@@ -103,6 +98,7 @@ def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) ->
         ax.set_title(title)
 
 
+@styled
 def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm", hue: str = "family",
             xlabel: str = "", ylabel: str = "", logx: bool = True, logy: bool = True, title: str = "",
             width: float = COLUMN_WIDTH * 1.4, height: float = 3.0, annotate: bool = True, colors: dict | None = None):
@@ -121,6 +117,7 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
     return fig
 
 
+@styled
 def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None, high: str | None = None,
           scale: float = 1.0, xlabel: str = "", ylabel: str = "", logx: bool = False, logy: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.4, height: float = 2.8, ax=None):
@@ -158,6 +155,7 @@ def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str =
     return out
 
 
+@styled
 def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panels: list | None = None,
                 model: pd.DataFrame | None = None, mark: str | None = None, colors: dict | None = None,
                 linestyles: dict | None = None, connect: bool = True, scale: float = 1.0, xlabel: str = "",
@@ -232,6 +230,7 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
     return fig
 
 
+@styled
 def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", title: str = "",
             width: float = FULL_WIDTH, height: float | None = None, fmt: str = "{:.3g}",
             annotations: pd.DataFrame | None = None):
@@ -263,6 +262,7 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
     return fig
 
 
+@styled
 def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
           reference: float | None = None, fmt: str = "{:.3g}"):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .liboqs import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
+from .liboqs_loader import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
 
 
 def native_runners() -> None:

@@ -10,22 +10,22 @@ stem: seed file and hash, section, machine, method, units, transcription notes a
 from __future__ import annotations
 
 import copy
-import difflib
 from functools import cache
 
 import pandas as pd
 import yaml
 
-from pqlab.paths import REFERENCE
+from .errors import UnknownName
+from .paths import REFERENCE
 
-SOURCES = REFERENCE / "sources.yaml"
+SOURCES_FILE = REFERENCE / "sources.yaml"
 
 __all__ = ["list_references", "load_reference", "reference_source"]
 
 
 @cache
 def _sources() -> dict[str, dict]:
-    with open(SOURCES, encoding="utf-8") as f:
+    with open(SOURCES_FILE, encoding="utf-8") as f:
         return yaml.safe_load(f)
 
 
@@ -37,8 +37,7 @@ def list_references() -> list[str]:
 def _check(name: str) -> None:
     names = list_references()
     if name not in names:
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
-        raise KeyError(f"unknown reference {name!r}; close matches: {close}; available: {names}")
+        raise UnknownName("reference table", name, names, f"available: {', '.join(names)}")
 
 
 def reference_source(name: str) -> dict:

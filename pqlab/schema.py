@@ -1,76 +1,193 @@
-"""The tidy results schema: column names and their meaning, one place for all of pqlab.
+"""The tidy results schema: columns, their types and meaning, one place for all of pqlab.
 
 A run is stored as ``data/results/<run_id>.measurements.csv`` (one row per measured
 algorithm x operation x message size), ``<run_id>.sizes.csv`` (one row per algorithm
 and backend), ``<run_id>.samples.csv.gz`` (every raw sample) and ``<run_id>.meta.json``
 (machine, environment and parameters).  Missing values are empty, and the ``flags``
-column says why; nothing is invented.
+column says why (vocabulary: :mod:`pqlab.flags`); nothing is invented.
+
+Version history (results of an older version are converted on load by :func:`convert`, never refused):
+
+- 1: the first release.
+- 2: typed columns (this module); ``kind`` (sig | kem | pke | cipher | noop); flags in one vocabulary
+  (``cycles-estimated`` rows lose their estimated cycles); the counter label vocabulary of
+  :mod:`pqlab.cycles` (``core-cycles`` | ``tsc`` | ``none``); energy runs in the store.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-MEASUREMENT_COLUMNS = [
-    "schema_version",
-    "run_id",
-    "started_at",
-    "machine_id",
-    "study",
-    "backend",  # liboqs | cryptography | pycryptodome | pqcrypto | pure-python | bouncycastle | native
-    "implementation",  # e.g. "liboqs 0.13.0 (default build)", "OpenSSL 3.x", "Bouncy Castle 1.86"
-    "library_version",
-    "variant",  # liboqs build variant (default | generic) or "" where not applicable
-    "algorithm",  # canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ...
-    "family",  # lattice | hash-based | multivariate | code-based | isogeny | RSA | elliptic-curve | symmetric | other
-    "nist_level",  # 1..5 where defined, else empty
-    "operation",  # keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop
-    "message_bytes",
-    "samples",  # number of samples (each the mean of `loops` back-to-back calls)
-    "loops",
-    "time_ns_median",
-    "time_ns_q1",
-    "time_ns_q3",
-    "time_ns_ci_low",  # bootstrap 95% confidence interval of the median
-    "time_ns_ci_high",
-    "time_ns_min",
-    "time_ns_cv",  # coefficient of variation of the samples
-    "cycles_median",
-    "cycles_q1",
-    "cycles_q3",
-    "cycles_source",  # perf_event_open:cpu-cycles:user | tsc-estimate | native:... | "" (with a flag)
-    "overhead_ns",  # cost of a do-nothing call through the same harness path
-    "peak_heap_bytes",
-    "peak_stack_bytes",
-    "memory_source",
-    "energy_uj",
-    "power_w",
-    "energy_source",  # ina219 | rapl | replay:<file> | modelled:<W> | reference | "" (with a flag)
-    "verified",  # True when every checked output was right
-    "flags",  # ;-separated: unstable-cv, few-samples, min-far-from-median, no-cycles:<why>, failed:<why> ...
-]
+STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
 
-SIZE_COLUMNS = [
-    "schema_version",
-    "run_id",
-    "algorithm",
-    "backend",
-    "family",
-    "nist_level",
-    "public_key_bytes",
-    "secret_key_bytes",
-    "signature_bytes",  # observed length of a signature of the run's message
-    "signature_max_bytes",  # declared maximum (liboqs length_signature); equals observed for fixed-size schemes
-    "ciphertext_bytes",
-    "shared_secret_bytes",
-    "symmetric_key_bytes",
-]
+#: measurements: column -> (dtype, meaning)
+MEASUREMENTS: dict[str, tuple[str, str]] = {
+    "schema_version": (INT, "schema version the row was written with"),
+    "run_id": (STR, "the run (one set of files in data/results)"),
+    "started_at": (STR, "when the run started, ISO 8601 UTC"),
+    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id)"),
+    "study": (STR, "the notebook or label the run belongs to"),
+    "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
+    "implementation": (STR, 'what ran, e.g. "liboqs 0.13.0 (default build)"'),
+    "library_version": (STR, "version of the library that ran"),
+    "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
+    "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
+    "kind": (STR, "sig | kem | pke | cipher | noop"),
+    "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
+    "nist_level": (INT, "1..5 where defined"),
+    "operation": (STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),
+    "message_bytes": (INT, "message length for sign/verify/encrypt/decrypt, empty otherwise"),
+    "samples": (INT, "number of samples (each the mean of `loops` back-to-back calls)"),
+    "loops": (INT, "calls per sample"),
+    "time_ns_median": (FLOAT, "median time per call, ns"),
+    "time_ns_q1": (FLOAT, "first quartile, ns"),
+    "time_ns_q3": (FLOAT, "third quartile, ns"),
+    "time_ns_ci_low": (FLOAT, "95 % confidence interval of the median (bootstrap), low end, ns"),
+    "time_ns_ci_high": (FLOAT, "high end, ns"),
+    "time_ns_min": (FLOAT, "fastest sample, ns"),
+    "time_ns_mean": (FLOAT, "mean of the samples, ns"),
+    "time_ns_cv": (FLOAT, "coefficient of variation of the samples"),
+    "cycles_median": (FLOAT, "median cycles per call, of the counter in cycles_source"),
+    "cycles_q1": (FLOAT, "first quartile of cycles"),
+    "cycles_q3": (FLOAT, "third quartile of cycles"),
+    "cycles_mean": (FLOAT, "mean cycles per call"),
+    "cycles_source": (STR, "the counter: core-cycles | tsc | none (pqlab.cycles); empty without cycles"),
+    "overhead_ns": (FLOAT, "cost of a do-nothing call through the same harness path, ns"),
+    "peak_heap_bytes": (INT, "heap the operation adds, bytes (memory_source says how measured)"),
+    "peak_stack_bytes": (INT, "stack the operation adds, bytes"),
+    "memory_source": (STR, "valgrind-massif:stacks | valgrind-massif:first-call | tracemalloc | maxrss"),
+    "energy_uj": (FLOAT, "energy per operation, µJ"),
+    "power_w": (FLOAT, "mean power during the operation, W"),
+    "energy_source": (STR, "ina219 | rapl | replay:<file> | modelled:<W> | reference, empty with a flag"),
+    "verified": (BOOL, "every checked output was right"),
+    "flags": (STR, "';'-separated flags of pqlab.flags"),
+}
 
-SAMPLE_COLUMNS = ["run_id", "backend", "variant", "algorithm", "operation", "message_bytes", "sample", "loops",
-                  "time_ns", "cycles"]
+SIZES: dict[str, tuple[str, str]] = {
+    "schema_version": (INT, "schema version"),
+    "run_id": (STR, "the run"),
+    "algorithm": (STR, "canonical name"),
+    "backend": (STR, "backend"),
+    "family": (STR, "family"),
+    "nist_level": (INT, "NIST level"),
+    "public_key_bytes": (INT, "public key, bytes (raw unless key_encoding says otherwise)"),
+    "secret_key_bytes": (INT, "secret key, bytes"),
+    "signature_bytes": (INT, "observed length of a signature of the run's message"),
+    "signature_max_bytes": (INT, "declared maximum (liboqs length_signature); equals observed for fixed sizes"),
+    "ciphertext_bytes": (INT, "ciphertext, bytes"),
+    "shared_secret_bytes": (INT, "shared secret, bytes"),
+    "symmetric_key_bytes": (INT, "symmetric key, bytes"),
+    "key_encoding": (STR, "raw | DER (SubjectPublicKeyInfo / PKCS#8) ..."),
+}
 
-OPERATIONS = {
+SAMPLES: dict[str, tuple[str, str]] = {
+    "run_id": (STR, "the run"),
+    "backend": (STR, "backend"),
+    "variant": (STR, "liboqs build variant"),
+    "algorithm": (STR, "canonical name"),
+    "operation": (STR, "operation"),
+    "message_bytes": (INT, "message length"),
+    "sample": (INT, "index of the sample"),
+    "loops": (INT, "calls in the sample"),
+    "time_ns": (FLOAT, "time per call, ns"),
+    "cycles": (FLOAT, "cycles per call"),
+}
+
+MEASUREMENT_COLUMNS = list(MEASUREMENTS)
+SIZE_COLUMNS = list(SIZES)
+SAMPLE_COLUMNS = list(SAMPLES)
+#: table part -> its columns
+PARTS = {"measurements": MEASUREMENTS, "sizes": SIZES, "samples": SAMPLES}
+
+#: algorithm kind -> its operations, in the order they are measured
+KIND_OPERATIONS = {
     "sig": ("keygen", "sign", "verify"),
     "kem": ("keygen", "encaps", "decaps"),
     "pke": ("keygen", "encrypt", "decrypt"),
     "cipher": ("keygen", "encrypt", "decrypt"),
 }
+#: algorithm families (the family column's vocabulary; pqlab.plotting gives each a colour)
+FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "isogeny", "RSA", "elliptic-curve", "symmetric",
+            "other")
+#: every operation name
+OPERATION_NAMES = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops)) + ("noop",)
+#: operations whose cost depends on the message; the others are measured once per algorithm
+MESSAGE_OPERATIONS = ("sign", "verify", "encrypt", "decrypt")
+
+
+def dtypes(part: str) -> dict[str, str]:
+    """column -> dtype of a table part ("measurements", "sizes" or "samples")."""
+    return {c: t for c, (t, _) in PARTS[part].items()}
+
+
+def typed(df, part: str):
+    """`df` with the schema's columns (missing ones added empty, extra ones kept after them) and dtypes."""
+    import pandas as pd
+
+    columns = PARTS[part]
+    out = df.copy()
+    for col in columns:
+        if col not in out.columns:
+            out[col] = pd.NA
+    out = out[list(columns) + [c for c in out.columns if c not in columns]]
+    for col, (dtype, _) in columns.items():
+        out[col] = _as_type(out[col], dtype)
+    return out
+
+
+def _as_type(series, dtype: str):
+    import pandas as pd
+
+    if dtype == BOOL:
+        return series.map(lambda v: v is True or str(v).strip().lower() == "true").astype(bool)
+    if dtype == INT:
+        return pd.to_numeric(series, errors="coerce").round().astype("Int64")
+    if dtype == FLOAT:
+        return pd.to_numeric(series, errors="coerce").astype("float64")
+    return series.astype("object").where(series.notna()).astype("str").where(series.notna())
+
+
+def kind_of(operations) -> str:
+    """The algorithm kind that has these operations ("" when keygen alone cannot tell)."""
+    ops = set(operations)
+    for kind in ("sig", "kem"):
+        if ops & set(KIND_OPERATIONS[kind][1:]):
+            return kind
+    if ops & {"encrypt", "decrypt"}:
+        return "cipher"
+    return "noop" if ops == {"noop"} else ""
+
+
+def _registered_kind(algorithm, backend) -> str:
+    from .algorithms import get
+
+    try:
+        return get(str(algorithm), None if backend in ("native", "bouncycastle") else str(backend)).kind
+    except Exception:  # noqa: BLE001 - not registered here (another backend, no liboqs): unknown
+        return ""
+
+
+def convert(measurements, sizes, samples, version: int):
+    """Frames of schema `version` in today's schema (see the version history above)."""
+    from . import flags
+    from .cycles import LEGACY_SOURCES
+
+    m = measurements.copy()
+    if version < 2:
+        if "kind" not in m.columns:
+            kinds = m.groupby("algorithm")["operation"].agg(kind_of)
+            m["kind"] = m["algorithm"].map(kinds)
+            rsa = m["family"].astype("object") == "RSA"
+            m.loc[rsa & (m["kind"] == "cipher"), "kind"] = "pke"
+            unknown = m["kind"] == ""  # keygen alone: ask the registry
+            m.loc[unknown, "kind"] = [_registered_kind(a, b) for a, b in zip(m.loc[unknown, "algorithm"],
+                                                                             m.loc[unknown, "backend"])]
+        source = m["cycles_source"].astype("object").fillna("")
+        estimated = source.str.startswith("estimate:")
+        m.loc[estimated, ["cycles_median", "cycles_q1", "cycles_q3"]] = float("nan")
+        m.loc[estimated, "cycles_source"] = None
+        m["cycles_source"] = m["cycles_source"].astype("object").map(lambda s: LEGACY_SOURCES.get(s, s))
+        m["flags"] = m["flags"].map(flags.upgrade)
+    m["schema_version"] = SCHEMA_VERSION
+    s = sizes.copy()
+    s["schema_version"] = SCHEMA_VERSION
+    return m, s, samples

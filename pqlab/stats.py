@@ -74,3 +74,68 @@ def mann_whitney(a, b) -> tuple[float, float]:
         return float(u1), 1.0
     z = (abs(u1 - mu) - 0.5) / sigma  # continuity correction
     return float(u1), float(min(1.0, erfc(max(z, 0.0) / sqrt(2))))
+
+
+_STATISTICS = {"median": np.median, "mean": np.mean}
+
+
+def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = 0.95, resamples: int = 2000,
+             seed: int = 0) -> tuple[float, float, float]:
+    """``stat(numerator) / stat(denominator)`` with a percentile bootstrap confidence interval.
+
+    The two samples are resampled independently (they come from separate measurements).  `stat` is
+    "median" or "mean": compare like with like (means where means are compared).  With fewer than two
+    values on either side the interval is (nan, nan): one value says nothing about its spread.
+    Returns ``(ratio, low, high)``.
+    """
+    f = _STATISTICS[stat]
+    a, b = np.asarray(numerator, float), np.asarray(denominator, float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    ratio = float(f(a) / f(b))
+    if a.size < 2 or b.size < 2:
+        return ratio, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 4_000_000 // max(a.size, b.size)))
+    values = []
+    for start in range(0, resamples, chunk):
+        n = min(chunk, resamples - start)
+        ra = f(a[rng.integers(0, a.size, size=(n, a.size))], axis=1)
+        rb = f(b[rng.integers(0, b.size, size=(n, b.size))], axis=1)
+        values.append(ra / rb)
+    r = np.concatenate(values)
+    alpha = (1 - confidence) / 2
+    return ratio, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+
+
+def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = 0.95,
+                       resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """``published / stat(ours)`` with an interval from our side only (a published single number has
+    none): ``(ratio, low, high)``."""
+    x = np.asarray(ours, float)
+    x = x[np.isfinite(x)]
+    if x.size == 0 or published is None or not np.isfinite(published):
+        return float("nan"), float("nan"), float("nan")
+    ratio = float(published / _STATISTICS[stat](x))
+    if x.size < 2:
+        return ratio, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boot = _STATISTICS[stat](x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
+    alpha = (1 - confidence) / 2
+    return ratio, float(published / np.quantile(boot, 1 - alpha)), float(published / np.quantile(boot, alpha))
+
+
+def welch_p(a, b) -> float:
+    """Two-sided p-value of Welch's t-test of equal means (normal approximation of the t distribution
+    above 30 degrees of freedom; used where samples are means of different loop counts)."""
+    from math import erfc, sqrt
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.size < 2 or b.size < 2:
+        return float("nan")
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0:
+        return 0.0 if a.mean() != b.mean() else 1.0
+    t = abs(a.mean() - b.mean()) / sqrt(va + vb)
+    return float(min(1.0, erfc(t / sqrt(2))))

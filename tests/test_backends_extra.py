@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pqlab import algorithms
-from pqlab.scaling import check_round3_internal, cross_verify
+from pqlab.studies.message_scaling import check_round3_internal, cross_verify
 
 pytest.importorskip("pqcrypto")
 
@@ -119,7 +119,7 @@ def test_round3_differs_from_fips205_only_by_prefix_when_fors_indices_are_bytes(
 
 def test_signature_sizes_table():
     pytest.importorskip("dilithium_py")
-    from pqlab.scaling import signature_sizes
+    from pqlab.studies.message_scaling import signature_sizes
 
     t = signature_sizes(["Ed25519", "ML-DSA-44@pure-python", "ML-DSA-44@pqcrypto", "ML-DSA-44@pqcrypto"])
     assert list(t["signature_max_bytes"]) == [64, 2420, 2420]  # duplicates collapse

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from pqlab import export, paths, plotting  # noqa: E402, F401 - figures carry the house style
+from pqlab import export, paths, plotting  # noqa: E402
 
 
 @pytest.fixture
@@ -23,13 +23,25 @@ def out(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture
-def fig():
+@plotting.styled
+def draw():
     f, ax = plt.subplots(figsize=(3, 2))
     ax.plot([1, 10, 100], [3, 1, 2])
     ax.set_xscale("log")
+    return f
+
+
+@pytest.fixture
+def fig():
+    f = draw()
     yield f
     plt.close(f)
+
+
+def test_the_house_style_does_not_change_the_session():
+    before = dict(plt.rcParams)
+    plt.close(draw())
+    assert dict(plt.rcParams) == before
 
 
 TABLE = pd.DataFrame({"algorithm": ["ML-DSA-44", "RSA_2048 & co"], "time_us": [49.123456, 1234.5],

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
 from pqlab.algorithms import get
-from pqlab.backends import openssl
+from pqlab.backends import cryptography as openssl
 
 BACKENDS = ("cryptography", "pycryptodome")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pqlab.algorithms import VerificationError, get, names, random_message
-from pqlab.liboqs import import_oqs
+from pqlab.liboqs_loader import import_oqs
 
 oqs = import_oqs()
 SIGS = list(oqs.get_enabled_sig_mechanisms())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pqlab import liboqs
+from pqlab import liboqs_loader
 from pqlab.paths import ROOT
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -28,7 +28,9 @@ def run(code: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
 def test_import_is_silent_in_a_clean_environment(tmp_path):
     env = clean_env(tmp_path)
     assert "OQS_INSTALL_PATH" not in env
-    proc = run("import pqlab, oqs; oqs.Signature('ML-DSA-44')", env, tmp_path)
+    code = ("import sys, pqlab; assert 'oqs' not in sys.modules; algo = pqlab.get('ML-DSA-44'); "
+            "pk, sk = algo.generate(); assert algo.verifier(pk)(b'm', algo.signer(sk)(b'm'))")
+    proc = run(code, env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     assert proc.stderr == ""
@@ -43,7 +45,7 @@ def test_the_bare_oqs_import_is_found_without_pqlab(tmp_path):
 
 
 def test_liboqs_info_reports_versions_path_and_variant():
-    info = liboqs.liboqs_info()
+    info = liboqs_loader.liboqs_info()
     assert info["liboqs_version"] == "0.13.0"
     assert info["liboqs_python_version"].startswith("0.16.")
     assert info["liboqs_path"].endswith(".so") and os.path.exists(info["liboqs_path"])
@@ -52,34 +54,34 @@ def test_liboqs_info_reports_versions_path_and_variant():
 
 
 def test_variant_environment_worker_loads_the_generic_build(tmp_path):
-    env = liboqs.variant_environment("generic", base=clean_env(tmp_path))
+    env = liboqs_loader.variant_environment("generic", base=clean_env(tmp_path))
     assert env["OQS_INSTALL_PATH"].endswith("generic") and env["PQLAB_LIBOQS_VARIANT"] == "generic"
-    code = ("import json, pqlab.liboqs as l; i = l.liboqs_info(); "
+    code = ("import json, pqlab.liboqs_loader as l; i = l.liboqs_info(); "
             "print(json.dumps({k: i[k] for k in ('variant', 'liboqs_path', 'liboqs_version')}))")
     proc = run(code, env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["variant"] == "generic"
     assert "/generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
-    default = json.loads(run(code, liboqs.variant_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
+    default = json.loads(run(code, liboqs_loader.variant_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
     assert default["variant"] == "default" and default["liboqs_path"] != info["liboqs_path"]
 
 
 def test_variant_environment_refuses_unknown_variants():
     with pytest.raises(ValueError, match="generic"):
-        liboqs.variant_environment("turbo")
+        liboqs_loader.variant_environment("turbo")
 
 
 def test_check_library_names_missing_symbols(tmp_path):
-    info = liboqs.liboqs_info()
-    assert liboqs.check_library(info["liboqs_path"]) == ""
-    assert "cannot load" in liboqs.check_library(tmp_path / "liboqs.so")
+    info = liboqs_loader.liboqs_info()
+    assert liboqs_loader.check_library(info["liboqs_path"]) == ""
+    assert "cannot load" in liboqs_loader.check_library(tmp_path / "liboqs.so")
     libc = "libc.so.6"
-    assert "lacks OQS_SIG_new" in liboqs.check_library(libc)
+    assert "lacks OQS_SIG_new" in liboqs_loader.check_library(libc)
 
 
 def test_variant_of_reads_the_build_config():
-    assert liboqs.variant_of({}) == "unknown"
-    assert liboqs.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
-    assert liboqs.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
-    assert liboqs.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"
+    assert liboqs_loader.variant_of({}) == "unknown"
+    assert liboqs_loader.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
+    assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
+    assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"

@@ -7,12 +7,13 @@ import pandas as pd
 import pytest
 
 import pqlab.algorithms as A
-from pqlab import memory
+from pqlab.memory import driver, massif, worker
 from pqlab.results import load_run
+from pqlab.studies import memory_footprint
 
-HAS_VALGRIND = memory.find_valgrind()["available"]
+HAS_VALGRIND = driver.find_valgrind()["available"]
 needs_valgrind = pytest.mark.skipif(not HAS_VALGRIND, reason="valgrind is not installed")
-M = memory.HEAP_MARKER_BYTES
+M = driver.HEAP_MARKER_BYTES
 
 # A massif file as valgrind 3.19 writes it (--time-unit=B): start-up, the marker's allocation (a jump of
 # the byte clock by the marker), the operation's peak, the marker's release.
@@ -68,7 +69,7 @@ heap_tree=empty
 def test_parse_massif_reads_snapshots_and_peaks(tmp_path):
     path = tmp_path / "massif.out"
     path.write_text(SYNTHETIC)
-    prof = memory.parse_massif(path)
+    prof = massif.parse_massif(path)
     assert prof.time_unit == "B" and prof.command == "python -c worker"
     assert [s.index for s in prof.snapshots] == [0, 1, 2, 3, 4]
     assert prof.peak_heap == 4009000 + M and prof.peak_heap_extra == 90100
@@ -76,29 +77,29 @@ def test_parse_massif_reads_snapshots_and_peaks(tmp_path):
     assert prof.peak.index == 3 and prof.peak.total == 4009000 + M + 90100
     start = prof.window_start(M)  # the snapshot at the marker's allocation: the level before the operation
     assert start.index == 2 and start.heap - M == 4000100
-    assert memory.parse_massif(SYNTHETIC).peak_heap == prof.peak_heap  # text works as well as a path
+    assert massif.parse_massif(SYNTHETIC).peak_heap == prof.peak_heap  # text works as well as a path
 
 
 def test_window_start_refuses_a_snapshot_taken_later_than_the_marker():
     late = SYNTHETIC.replace(f"time={5000100 + M}\n", "time=5000100\n")  # clock did not jump: not the marker's
-    assert memory.parse_massif(late).window_start(M) is None
-    assert memory.parse_massif(SYNTHETIC.replace("time_unit: B", "time_unit: i")).window_start(M) is None
+    assert massif.parse_massif(late).window_start(M) is None
+    assert massif.parse_massif(SYNTHETIC.replace("time_unit: B", "time_unit: i")).window_start(M) is None
 
 
-def _heap_run(text: str) -> memory.WorkerRun:
-    return memory.WorkerRun("heap", {}, 1.0, profile=memory.parse_massif(text))
+def _heap_run(text: str) -> driver.WorkerRun:
+    return driver.WorkerRun("heap", {}, 1.0, profile=massif.parse_massif(text))
 
 
 def test_heap_figures_subtract_the_level_and_the_empty_window():
     empty = SYNTHETIC.replace(f"mem_heap_B={4009000 + M}", f"mem_heap_B={4000150 + M}")  # the window alone: 50 B
-    fig, flags = memory.heap_figures(_heap_run(SYNTHETIC), _heap_run(empty))
+    fig, flags = driver.heap_figures(_heap_run(SYNTHETIC), _heap_run(empty))
     assert flags == []
     assert fig["peak_heap_raw_bytes"] == 4009000
     assert fig["peak_heap_baseline_bytes"] == 4000100 + 50
     assert fig["peak_heap_bytes"] == 4009000 - 4000100 - 50
     outside = SYNTHETIC.replace(str(4009000 + M), "4009000").replace(str(4000100 + M), "4000100")
-    assert memory.heap_figures(_heap_run(outside), _heap_run(empty)) == ({}, ["peak-outside-window:heap"])
-    assert memory.heap_figures(None, _heap_run(empty))[1][0].startswith("failed:massif heap")
+    assert driver.heap_figures(_heap_run(outside), _heap_run(empty)) == ({}, ["peak-outside-window:heap"])
+    assert driver.heap_figures(None, _heap_run(empty))[1][0].startswith("failed:massif heap")
 
 
 # ----- the worker and its files -----
@@ -107,7 +108,7 @@ def ml_dsa_inputs(tmp_path_factory):
     algo = A.get("ML-DSA-44", "liboqs")
     message = A.random_message(32, 0)
     keys = algo.generate()
-    folder = memory.write_inputs(tmp_path_factory.mktemp("inputs"), algo.name, algo.backend, message, keys,
+    folder = worker.write_inputs(tmp_path_factory.mktemp("inputs"), algo.name, algo.backend, message, keys,
                                  algo.signer(keys[1])(message))
     return algo, folder
 
@@ -118,8 +119,8 @@ def test_keys_and_inputs_round_trip_through_files(tmp_path, name):
     message = A.random_message(100, 1)
     keys = algo.generate()
     signature = algo.signer(keys[1])(message)
-    memory.write_inputs(tmp_path, algo.name, algo.backend, message, keys, signature)
-    back = memory.read_inputs(tmp_path)
+    worker.write_inputs(tmp_path, algo.name, algo.backend, message, keys, signature)
+    back = worker.read_inputs(tmp_path)
     assert back["message"] == message and back["signature"] == signature and back["message_bytes"] == 100
     assert algo.verifier(back["pk"])(message, signature) is True  # the public key survived
     assert algo.verifier(keys[0])(message, algo.signer(back["sk"])(message)) is True  # and the secret key
@@ -127,42 +128,42 @@ def test_keys_and_inputs_round_trip_through_files(tmp_path, name):
 
 def test_worker_does_one_operation_and_the_parent_checks_it(ml_dsa_inputs, tmp_path):
     algo, folder = ml_dsa_inputs
-    inputs = memory.read_inputs(folder)
-    for op in memory.SIGNATURE_OPERATIONS:
+    inputs = worker.read_inputs(folder)
+    for op in worker.SIGNATURE_OPERATIONS:
         out = tmp_path / op
-        report = memory.worker(algo.name, algo.backend, op, folder, out, trace=True, warmup=1)
+        report = worker.worker(algo.name, algo.backend, op, folder, out, trace=True, warmup=1)
         assert json.loads((out / "result.json").read_text()) == report
         assert report["tracemalloc_peak_bytes"] > 0 and report["max_rss_bytes"] > 0
-        run = memory.WorkerRun("plain", report, 0.0, output=out)
-        assert memory.check_output(algo, op, inputs, run) == ""
+        run = driver.WorkerRun("plain", report, 0.0, output=out)
+        assert driver.check_output(algo, op, inputs, run) == ""
     (tmp_path / "sign" / "out_signature.bin").write_bytes(b"\x00" * 2420)  # a wrong output is caught
-    bad = memory.WorkerRun("plain", {}, 0.0, output=tmp_path / "sign")
-    assert memory.check_output(algo, "sign", inputs, bad) == "signature does not verify"
+    bad = driver.WorkerRun("plain", {}, 0.0, output=tmp_path / "sign")
+    assert driver.check_output(algo, "sign", inputs, bad) == "signature does not verify"
 
 
 def test_baseline_keeps_the_prepared_call_but_leaves_the_operation_out(ml_dsa_inputs, tmp_path):
     algo, folder = ml_dsa_inputs
-    report = memory.worker(algo.name, algo.backend, "sign", folder, tmp_path, baseline=True)
+    report = worker.worker(algo.name, algo.backend, "sign", folder, tmp_path, baseline=True)
     assert "signature_bytes" not in report and not (tmp_path / "out_signature.bin").exists()
 
 
 def test_worker_process_runs_without_importing_pqlab_init(ml_dsa_inputs, tmp_path):
     algo, folder = ml_dsa_inputs
-    run = memory.run_worker(algo.name, algo.backend, "verify", folder, "plain", work=tmp_path)
+    run = driver.run_worker(algo.name, algo.backend, "verify", folder, "plain", work=tmp_path)
     assert run.error == "" and run.report["verdict"] is True and run.report["warmup"] == 1
-    assert "pqlab.memory" in memory.worker_command()[2] and "import pandas" not in memory.worker_command()[2]
+    assert driver.worker_command()[1:] == ["-m", "pqlab.memory.worker"]
 
 
 # ----- massif -----
 @needs_valgrind
 def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
     algo, folder = ml_dsa_inputs
-    monkeypatch.setitem(memory.RUNS, "heap-noop-warm", ("heap", True, 1))
-    runs = {k: memory.run_worker(algo.name, algo.backend, "sign", folder, k, work=tmp_path)
+    monkeypatch.setitem(driver.RUNS, "heap-noop-warm", ("heap", True, 1))
+    runs = {k: driver.run_worker(algo.name, algo.backend, "sign", folder, k, work=tmp_path)
             for k in ("heap", "stack", "heap-baseline", "stack-baseline", "heap-noop-warm")}
     assert all(r.error == "" for r in runs.values()), {k: r.error for k, r in runs.items()}
-    heap, hflags = memory.heap_figures(runs["heap"], runs["heap-baseline"])
-    stack, sflags = memory.stack_figures(runs["stack"], runs["stack-baseline"])
+    heap, hflags = driver.heap_figures(runs["heap"], runs["heap-baseline"])
+    stack, sflags = driver.stack_figures(runs["stack"], runs["stack-baseline"])
     assert hflags == [] and sflags == []
     # liboqs-python's output buffer and the returned bytes hold at least two signatures
     assert 2 * 2420 <= heap["peak_heap_bytes"] < 64 * 1024
@@ -171,43 +172,43 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
     # the level read in the run equals the peak of a worker that skips the operation (warm, same files)
     noop = runs["heap-noop-warm"].profile.peak_heap - M
     assert abs(heap["peak_heap_baseline_bytes"] - noop) <= 512
-    assert memory.check_output(algo, "sign", memory.read_inputs(folder), runs["heap"]) == ""
+    assert driver.check_output(algo, "sign", worker.read_inputs(folder), runs["heap"]) == ""
 
 
 @needs_valgrind
 def test_measure_memory_stores_a_run(tmp_path):
-    run = memory.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
+    run = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
                                 progress=False)
     m = run.measurements
-    assert set(m["memory_source"]) == {memory.SOURCE_MASSIF, memory.SOURCE_TRACEMALLOC, memory.SOURCE_MAXRSS}
-    massif = m[m["memory_source"] == memory.SOURCE_MASSIF].iloc[0]
+    assert set(m["memory_source"]) == {driver.SOURCE_MASSIF, driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
+    massif = m[m["memory_source"] == driver.SOURCE_MASSIF].iloc[0]
     assert massif["verified"] and massif["peak_heap_bytes"] > 0 and massif["peak_stack_bytes"] > 0
     assert massif["flags"] == ""
     stored = load_run(run.path)
     assert len(stored.measurements) == len(m) and stored.meta["valgrind"]["available"]
-    table = memory.memory_table(stored)
+    table = memory_footprint.memory_table(stored)
     assert table.loc[0, "heap_bytes"] == massif["peak_heap_bytes"] and table.loc[0, "verified"]
-    assert "ML-DSA-44 signing" in memory.closing_note(table, stored.meta["valgrind"])
+    assert "ML-DSA-44 signing" in memory_footprint.closing_note(table, stored.meta["valgrind"])
 
 
 # ----- without valgrind -----
 def test_without_valgrind_only_tracemalloc_and_maxrss(monkeypatch, tmp_path):
-    monkeypatch.setattr(memory.shutil, "which", lambda name: None)
-    status = memory.find_valgrind()
+    monkeypatch.setattr(driver.shutil, "which", lambda name: None)
+    status = driver.find_valgrind()
     assert not status["available"] and "not installed" in status["reason"]
     with pytest.raises(RuntimeError, match="not installed"):
-        memory.measure_memory(["Ed25519"], ["sign"], [32], use_valgrind=True, save=False, progress=False)
-    run = memory.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False, progress=False)
-    assert set(run.measurements["memory_source"]) == {memory.SOURCE_TRACEMALLOC, memory.SOURCE_MAXRSS}
+        driver.measure_memory(["Ed25519"], ["sign"], [32], use_valgrind=True, save=False, progress=False)
+    run = driver.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False, progress=False)
+    assert set(run.measurements["memory_source"]) == {driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
     assert run.meta["worker_runs"] == 4  # one plain worker per operation, nothing under valgrind
-    table = memory.memory_table(run)
+    table = memory_footprint.memory_table(run)
     assert "heap_bytes" not in table and table["python_heap_bytes"].notna().all() and table["verified"].all()
-    assert "valgrind is not available" in memory.describe_valgrind(status, run)
-    assert "Python-level" in memory.describe_findings(table)
-    assert "valgrind was not available" in memory.closing_note(table, status)
-    fig = memory.plot_peaks(table)
+    assert "valgrind is not available" in memory_footprint.describe_valgrind(status, run)
+    assert "Python-level" in memory_footprint.describe_findings(table)
+    assert "valgrind was not available" in memory_footprint.closing_note(table, status)
+    fig = memory_footprint.plot_peaks(table)
     assert len(fig.axes) == 1 and "tracemalloc" in fig.axes[0].get_ylabel()
-    comparison = memory.compare_gravity(table, None, run.sizes)
+    comparison = memory_footprint.compare_gravity(table, None, run.sizes)
     assert comparison.loc[0, "sign_heap_bytes"] == 34304
 
 
@@ -236,34 +237,34 @@ def _fake_sizes() -> pd.DataFrame:
 
 
 def test_size_table_adds_the_signed_message():
-    sizes = memory.size_table(_fake_sizes(), [32, 4096])
+    sizes = memory_footprint.size_table(_fake_sizes(), [32, 4096])
     falcon = sizes.set_index("algorithm").loc["Falcon-512"]
     assert falcon["signed_message_32_bytes"] == 32 + 655 and falcon["signed_message_4096_bytes"] == 4096 + 655
-    checked = memory.size_table(_fake_sizes(), [32], deterministic=True)
+    checked = memory_footprint.size_table(_fake_sizes(), [32], deterministic=True)
     assert list(checked["algorithm"]) == ["SPHINCS+-SHAKE-128s-simple", "Falcon-512"]  # RSA's PKCS#8 length varies
     assert checked.set_index("algorithm").loc["Falcon-512", "signature_bytes"] == 752  # the declared maximum
 
 
 def test_gravity_reference_and_comparison():
-    g = memory.load_gravity()
+    g = memory_footprint.load_gravity()
     assert (g["public_key_bytes"], g["secret_key_bytes"], g["sign_heap_bytes"]) == (32, 64, 34304)
     assert g["signature_bytes"] is None and g["sign_ms"] == pytest.approx(185.4075)
     times = pd.DataFrame([{"algorithm": "SPHINCS+-SHAKE-128s-simple", "backend": "liboqs", "operation": "sign",
                            "message_bytes": 32, "time_us_median": 279_000.0}])
-    comparison = memory.compare_gravity(_fake_memory(), times, _fake_sizes())
+    comparison = memory_footprint.compare_gravity(_fake_memory(), times, _fake_sizes())
     assert list(comparison["source"]) == ["study (published)", "measured here"]
     ours = comparison.iloc[1]
     assert ours["sign_heap_bytes"] == 19201 and ours["sign_stack_bytes"] == 10328 and ours["sign_ms"] == 279.0
-    text = memory.describe_gravity(comparison)
+    text = memory_footprint.describe_gravity(comparison)
     assert "no implementation in any registry" in text and "exactly those of SPHINCS+-SHAKE-128s-simple" in text
     assert "34,304 B" in text and "19,201 B" in text
-    bars = memory.gravity_bars(comparison)
+    bars = memory_footprint.gravity_bars(comparison)
     assert set(bars["quantity"]) == {"sign: heap", "verify: heap", "sign: stack", "verify: stack"}
-    assert memory.plot_gravity(comparison).axes[0].get_yscale() == "log"
+    assert memory_footprint.plot_gravity(comparison).axes[0].get_yscale() == "log"
 
 
 def test_message_size_figure_shows_what_a_longer_message_adds():
-    fig = memory.plot_message_sizes(_fake_memory())
+    fig = memory_footprint.plot_message_sizes(_fake_memory())
     panels = {ax.get_title(): ax for ax in fig.axes}
     assert set(panels) == {"sign: heap", "sign: stack", "verify: heap", "verify: stack"}
     ys = [line.get_ydata() for line in panels["sign: heap"].get_lines()]
@@ -272,21 +273,21 @@ def test_message_size_figure_shows_what_a_longer_message_adds():
 
 def test_findings_and_closing_note_come_from_the_data():
     table = _fake_memory()
-    text = memory.describe_findings(table)
+    text = memory_footprint.describe_findings(table)
     assert "ML-DSA-44 sign, 50,520 B" in text and "1.00 to 1.00 bytes per message byte" in text
-    note = memory.closing_note(table, {"available": True}, focus=("ML-DSA-44", "Falcon-512"))
+    note = memory_footprint.closing_note(table, {"available": True}, focus=("ML-DSA-44", "Falcon-512"))
     assert "adds **8,329 B of heap and 50,520 B of stack**" in note and "Falcon-512 was not measured" in note
 
 
 def test_plan_runs_shares_baselines_and_limits_the_stack_sizes(tmp_path):
     algos = A.resolve(["ML-DSA-44", "SPHINCS+-SHAKE-128s-simple", "Ed25519"])
-    jobs = [memory.Job(a, op, None if op == "keygen" else n, tmp_path) for a in algos
-            for op in memory.SIGNATURE_OPERATIONS for n in ((32,) if op == "keygen" else (32, 4096))]
-    tasks = memory.plan_runs(jobs, use_valgrind=True, cold=True, stack_message_bytes=[32])
+    jobs = [driver.Job(a, op, None if op == "keygen" else n, tmp_path) for a in algos
+            for op in worker.SIGNATURE_OPERATIONS for n in ((32,) if op == "keygen" else (32, 4096))]
+    tasks = driver.plan_runs(jobs, use_valgrind=True, cold=True, stack_message_bytes=[32])
     kinds = pd.Series([k for _, k, _ in tasks]).value_counts().to_dict()
     assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6}
     baseline = next(t for t in tasks if t[1] == "stack-baseline" and t[0].algo.backend == "liboqs"
                     and t[0].operation == "sign")
     assert not baseline[0].slow and len(baseline[2]) == 4  # a fast runner, shared by every liboqs signing job
     assert tasks[0][0].slow and tasks[0][1] == "stack"  # the slowest first
-    assert {k for _, k, _ in memory.plan_runs(jobs, use_valgrind=False, cold=True)} == {"plain"}
+    assert {k for _, k, _ in driver.plan_runs(jobs, use_valgrind=False, cold=True)} == {"plain"}

@@ -1,4 +1,4 @@
-"""Tests of pqlab.power (notebook 05's analysis) and the Ascon-128a backend; fast, no hardware."""
+"""Tests of pqlab.studies.energy_pi4 (notebook 05's analysis) and the Ascon-128a backend; fast, no hardware."""
 from __future__ import annotations
 
 import os
@@ -8,15 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import power
+from pqlab import energy
 from pqlab.algorithms import get
 from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
 from pqlab.reference import load_reference
+from pqlab.studies import energy_pi4 as power
 
 # ----- Ascon-128a -----------------------------------------------------------------------------
 
 ascon = pytest.importorskip("ascon")
-from pqlab.backends import ascon_backend  # noqa: E402
+from pqlab.backends import ascon as ascon_backend  # noqa: E402
 
 KEY = NONCE = bytes(range(16))
 # Ascon v1.2 known answers, ascon128av12/LWC_AEAD_KAT_128_128.txt (key = nonce = 00..0F):
@@ -180,28 +181,28 @@ def test_modelled_energy_is_labelled_everywhere(study):
 def test_no_source_means_no_energy():
     long = power.energy_long(make_times(), None, None)
     assert long.empty
-    live, model = power.select_power_source("none")
+    live, model = energy.select_power_source("none")
     assert isinstance(live, NoPowerSource) and model is None
     text = power.power_source_markdown(live, model, 0.05)
     assert "No live energy" in text and "(power_source='none')" in text and "Modelled" not in text
 
 
 def test_select_power_source(tmp_path):
-    live, model = power.select_power_source("auto", powercap_root=tmp_path / "none", dev=tmp_path)
+    live, model = energy.select_power_source("auto", powercap_root=tmp_path / "none", dev=tmp_path)
     assert isinstance(live, NoPowerSource) and "virtual machine" in live.reason and model is None
-    live, model = power.select_power_source("modelled", 3.4)
+    live, model = energy.select_power_source("modelled", 3.4)
     assert not live.available and model.label == "modelled:3.4W"
     with pytest.raises(ValueError, match="needs modelled_power_w"):
-        power.select_power_source("modelled")
+        energy.select_power_source("modelled")
     with pytest.raises(ValueError, match="choose one of"):
-        power.select_power_source("battery")
+        energy.select_power_source("battery")
     zone = tmp_path / "intel-rapl:0"
     zone.mkdir()
     (zone / "name").write_text("package-0\n")
     (zone / "energy_uj").write_text("100\n")
     (zone / "max_energy_range_uj").write_text("1000000\n")
-    live, _ = power.select_power_source("rapl", powercap_root=tmp_path)
-    assert isinstance(live, RAPL) and "RAPL" in power.describe_source(live)
+    live, _ = energy.select_power_source("rapl", powercap_root=tmp_path)
+    assert isinstance(live, RAPL) and "RAPL" in energy.describe_source(live)
     assert "CPU package" in power.power_source_markdown(live, None, 0.05)
 
 
@@ -213,7 +214,7 @@ def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
 
     monkeypatch.setattr(energy, "_open_smbus", no_bus)
     with pytest.raises(energy.PowerSourceError, match="i2c-1"):
-        power.select_power_source("ina219", i2c_address="0x40")
+        energy.select_power_source("ina219", i2c_address="0x40")
 
 
 # ----- the study's table and its replay -------------------------------------------------------
@@ -273,10 +274,27 @@ class ConstantSource(PowerSource):
         return self.trace.joules(a, b)
 
 
+def test_energy_is_recorded_as_a_run(tmp_path):
+    """Energy measurements are runs of the results store: energy_* columns, metadata, raw traces named."""
+    from pqlab.energy import energy_run
+    from pqlab.results import load_run
+
+    plan = [{"algorithm": "Ed25519", "backend": "cryptography", "operation": "verify", "message_bytes": 100}]
+    run = energy_run(plan, ConstantSource(2.0), repeats=2, idle_s=0.002, study="t05", folder=tmp_path / "results",
+                     trace_dir=tmp_path / "traces", progress=False)
+    back = load_run(tmp_path / "results" / run.run_id)
+    assert back.meta["status"] == "complete" and back.meta["raw_traces"] == str(tmp_path / "traces")
+    row = back.measurements.iloc[0]
+    assert row["energy_source"] == "fake" and row["power_w"] == pytest.approx(2.0) and row["verified"]
+    assert row["samples"] == 2 and row["kind"] == "sig" and row["gross_energy_uj"] > 0
+    assert len(list((tmp_path / "traces").glob("*.csv"))) == 2
+
+
 def test_live_energy_rows_and_traces(tmp_path):
     t = pd.DataFrame([row("Ed25519", "sig", "elliptic-curve", None, "sign", 0.02, 100, "cryptography")])
     t["message_bytes"] = t["message_bytes"].astype("Int64")
-    live = power.live_energy(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False)
+    live = power.live_energy(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
+                             save=False)
     vi = power.vi_samples(tmp_path)
     assert len(vi) > 0 and (vi["voltage_v"] == 5.0).all() and set(vi["source"]) == {"fake"}
     r = live.iloc[0]
@@ -285,7 +303,7 @@ def test_live_energy_rows_and_traces(tmp_path):
     assert abs(r["energy_uj"]) < 1e-6 * r["gross_energy_uj"]  # constant power: nothing above idle
     assert r["gross_energy_uj"] == pytest.approx(3.0 * r["window_time_ms"] * 1e3, rel=1e-6)
     files = sorted(tmp_path.glob("*.csv"))
-    assert len(files) == 2 and read_trace(files[0]).windows[0].label == "Ed25519 sign"
+    assert len(files) == 2 and read_trace(files[0]).windows[0].label == "Ed25519 sign 100 B"
     long = power.energy_long(t, live)
     assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
     with pytest.raises(ValueError, match="no live power source"):

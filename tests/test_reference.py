@@ -77,7 +77,7 @@ def test_unknown_name_lists_close_matches_and_all_names():
     with pytest.raises(KeyError) as err:
         load_reference("04_round2_signature")
     msg = str(err.value)
-    assert "close matches: ['04_round2_signatures'" in msg
+    assert "close matches: 04_round2_signatures" in msg
     for name in list_references():
         assert name in msg
     with pytest.raises(KeyError):

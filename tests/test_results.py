@@ -8,10 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import paths, results
+from pqlab import paths
 from pqlab.algorithms import get
-from pqlab.bench import bench, measurement_row, sample_rows
-from pqlab.results import Run, atomic_write, compare_runs, load_run, load_runs
+from pqlab.benchmark import bench, measurement_row, sample_rows
+from pqlab.files import atomic_write
+from pqlab.recorder import RunRecorder
+from pqlab.results import Run, compare_runs, load_run, load_runs
 from pqlab.schema import MEASUREMENT_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION, SIZE_COLUMNS
 from pqlab.timing import Samples
 
@@ -20,8 +22,7 @@ def make_run(run_id: str, scale: float = 1.0, seed: int = 0, hostname: str = "ho
              classical_only: bool = False) -> Run:
     """A run of two measurements (AES-256-GCM encrypt at 100 B, ML-KEM-768 keygen) from synthetic samples."""
     rng = np.random.default_rng(seed)
-    base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": "2026-01-01T00:00:00+00:00",
-            "machine_id": "m1", "study": "test"}
+    rec = RunRecorder("test", save=False, run_id=run_id, meta={"hostname": hostname})
     measurements, samples = [], []
     for (name, backend), op, size, centre in ((("AES-256-GCM", "cryptography"), "encrypt", 100, 2_000.0),
                                               (("ML-KEM-768", "liboqs"), "keygen", None, 30_000.0)):
@@ -29,11 +30,11 @@ def make_run(run_id: str, scale: float = 1.0, seed: int = 0, hostname: str = "ho
             continue
         algo = get(name, backend)
         t = rng.normal(centre * scale, centre * 0.02, n)
-        s = Samples(time_ns=t, cycles=t * 3.0, loops=4, warmup_calls=10, cycles_source="test-counter")
-        measurements.append(measurement_row(algo, op, size, s, base, overhead_ns=40.0))
+        s = Samples(time_ns=t, cycles=t * 3.0, loops=4, warmup_calls=10, cycles_source="tsc")
+        measurements.append(measurement_row(rec, algo, op, size, s, overhead_ns=40.0))
         samples.extend(sample_rows(run_id, algo, op, size, s))
-    sizes = [dict(get("ML-KEM-768").sizes(), schema_version=SCHEMA_VERSION, run_id=run_id)]
-    return Run.from_rows(run_id, measurements, sizes, samples, {"hostname": hostname, "status": "complete"})
+    rec.add(measurements, [get("ML-KEM-768").sizes()], samples)
+    return rec.finish()
 
 
 def leftovers(folder) -> list:
@@ -199,5 +200,72 @@ def test_bench_saves_a_complete_run(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_module_docstring_parts_are_what_save_writes():
-    assert results.PARTS == ("measurements", "sizes", "samples")
+# ----- the recorder, typed frames, schema 1, compare -----
+def test_recorder_checkpoints_and_marks_interruptions(tmp_path):
+    rec = RunRecorder("t", {"x": 1}, folder=tmp_path)
+    with pytest.raises(KeyboardInterrupt), rec:
+        assert json.loads((tmp_path / f"{rec.run_id}.meta.json").read_text())["status"] == "running"
+        rec.add(measurements=[rec.row(get("Ed25519"), operation="sign", samples=3, verified=True)])
+        rec.checkpoint()
+        raise KeyboardInterrupt
+    back = load_run(tmp_path / rec.run_id)
+    assert back.meta["status"] == "interrupted" and len(back.measurements) == 1
+    row = back.measurements.iloc[0]
+    assert row["started_at"] == back.meta["started_at"] and row["machine_id"] == back.meta["machine_id"]
+    assert row["kind"] == "sig" and row["study"] == "t"
+    with pytest.raises(ValueError), RunRecorder("t", folder=tmp_path) as failing:
+        raise ValueError("boom")
+    assert load_run(tmp_path / failing.run_id).meta["status"] == "failed"
+    assert "boom" in load_run(tmp_path / failing.run_id).meta["error"]
+
+
+def test_loaded_frames_are_typed(tmp_path):
+    make_run("r1").save(tmp_path)
+    back = load_run(tmp_path / "r1")
+    m = back.measurements
+    assert m["verified"].dtype == bool and str(m["message_bytes"].dtype) == "Int64"
+    assert str(back.sizes["public_key_bytes"].dtype) == "Int64"
+    assert back.sizes["public_key_bytes"].iloc[0] == 1184  # an exact integer, never 1.184e+03
+    assert list(back.verified()["operation"]) == ["encrypt", "keygen"]
+
+
+def test_schema_1_runs_are_converted_on_load(tmp_path):
+    run = make_run("old")
+    run.save(tmp_path)
+    meta = json.loads((tmp_path / "old.meta.json").read_text())
+    meta["schema_version"] = 1
+    (tmp_path / "old.meta.json").write_text(json.dumps(meta))
+    m = pd.read_csv(tmp_path / "old.measurements.csv").drop(columns=["kind", "cycles_mean", "time_ns_mean"])
+    m["schema_version"] = 1
+    m["cycles_source"] = ["estimate:time-x-2600MHz", "perf_event_open:cpu-cycles:user"]
+    m["flags"] = ["cycles-estimated:no PMU", "few-samples"]
+    m.to_csv(tmp_path / "old.measurements.csv", index=False)
+    back = load_run(tmp_path / "old")
+    assert back.meta["converted_from_schema"] == 1 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
+    enc, keygen = back.measurements.iloc[0], back.measurements.iloc[1]
+    assert pd.isna(enc["cycles_median"]) and pd.isna(enc["cycles_source"])  # an estimate is not kept as cycles
+    assert enc["flags"] == "no-cycles:no PMU" and enc["kind"] == "cipher"
+    assert keygen["cycles_source"] == "core-cycles" and keygen["kind"] == "kem"
+
+
+def test_compare_refuses_runs_of_different_machines_and_names_the_difference():
+    a, b = make_run("a"), make_run("b")
+    b.meta = dict(b.meta, machine_id="elsewhere")
+    with pytest.raises(ValueError, match=r"differ in machine \(.* vs elsewhere\).*allow_different"):
+        compare_runs(a, b)
+    out = compare_runs(a, b, allow_different=True)
+    assert out.attrs["differences"][0].startswith("machine") and not out.empty
+
+
+def test_a_one_percent_difference_is_not_called_slower():
+    out = compare_runs(make_run("a", n=5000), make_run("b", scale=1.01, seed=1, n=5000))
+    assert (out["p_value"] < 0.01).all()  # significant with this many samples ...
+    assert not out["significant"].any() and set(out["verdict"]) == {"differs by less than 1.05x"}
+
+
+def test_compare_uses_means_when_loop_counts_differ():
+    a, b = make_run("a"), make_run("b", scale=2.0, seed=3)
+    b.measurements["loops"] = 1
+    out = compare_runs(a, b)
+    assert set(out["statistic"]) == {"mean"} and out["significant"].all()
+    assert out["factor_ci_low"].min() > 1.9

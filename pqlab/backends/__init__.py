@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("liboqs", "openssl", "pycryptodome", "pqcrypto_backend", "purepython", "ascon_backend")
+MODULES = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure_python", "ascon")
 #: backend module -> why it registered nothing (a missing optional library)
 UNAVAILABLE: dict[str, str] = {}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 
 from ..algorithms import Algorithm, register
-from ..liboqs import import_oqs
+from ..liboqs_loader import import_oqs
 
 _FAMILIES = (
     ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
@@ -25,7 +25,7 @@ def family_of(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _info() -> tuple[str, str]:
-    from ..liboqs import liboqs_info
+    from ..liboqs_loader import liboqs_info
 
     info = liboqs_info()
     return info["liboqs_version"], info["variant"]

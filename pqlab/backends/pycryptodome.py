@@ -133,7 +133,7 @@ class DomeECDSA(_Dome):
         return {"public_key_bytes": len(pk.export_key(format="raw")), "secret_key_bytes": 32}
 
     def declared_sizes(self) -> dict:
-        from .openssl import ecdsa_der_max
+        from .cryptography import ecdsa_der_max
 
         return {"signature_max_bytes": ecdsa_der_max(256)}
 

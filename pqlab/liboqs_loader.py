@@ -22,6 +22,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from .files import atomic_write_text
 from .paths import LIBOQS_PREFIX
 
 VARIANTS = ("default", "generic")
@@ -168,7 +169,4 @@ def write_pth(site_packages: Path, variant: str = "default") -> Path:
     """Write the .pth that makes the venv's interpreter find native/'s liboqs with nothing exported."""
     pth = Path(site_packages) / "pqlab_liboqs.pth"
     line = f"import os; os.environ.setdefault('OQS_INSTALL_PATH', {str(variant_prefix(variant))!r})\n"
-    tmp = pth.with_suffix(".tmp")
-    tmp.write_text(line)
-    os.replace(tmp, pth)
-    return pth
+    return atomic_write_text(pth, line)

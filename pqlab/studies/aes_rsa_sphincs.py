@@ -13,8 +13,11 @@ import math
 
 import pandas as pd
 
+from .. import flags
+from ..results import verified_rows
+
 #: Operations that play the same role in the study's three columns.
-ROLE = {"keygen": "keygen", "encrypt": "encrypt/sign", "sign": "encrypt/sign", "encaps": "encrypt/sign",
+OPERATION_ROLE = {"keygen": "keygen", "encrypt": "encrypt/sign", "sign": "encrypt/sign", "encaps": "encrypt/sign",
         "decrypt": "decrypt/verify", "verify": "decrypt/verify", "decaps": "decrypt/verify"}
 
 
@@ -109,8 +112,8 @@ def times_from_measurements(measurements: pd.DataFrame, rename: dict | None = No
     """Per system (one per `by` value): algorithm, operation, time_ms (the median), from pqlab rows.
 
     Rows of a cold JVM phase (flag ``jvm-cold``) and failed rows are left out."""
-    df = measurements[measurements["verified"].fillna(False).astype(bool) & (measurements["operation"] != "noop")]
-    df = df[~df["flags"].fillna("").str.contains("jvm-cold")]
+    df = verified_rows(measurements)
+    df = df[~flags.has(df["flags"], "jvm-cold")]
     out = {}
     for key, g in df.groupby(by, sort=False):
         out[key] = pd.DataFrame({"algorithm": g["algorithm"].replace(rename or {}), "operation": g["operation"],
@@ -120,8 +123,9 @@ def times_from_measurements(measurements: pd.DataFrame, rename: dict | None = No
 
 def role_times(measurements: pd.DataFrame) -> pd.DataFrame:
     """Rows for an operation-time chart: label "algorithm (backend)", role, median and quartiles in ms."""
-    df = measurements[measurements["operation"].isin(ROLE) & measurements["verified"].fillna(False).astype(bool)]
-    df = df[~df["flags"].fillna("").str.contains("jvm-cold")]
-    return pd.DataFrame({"label": df["algorithm"] + "\n(" + df["backend"] + ")", "role": df["operation"].map(ROLE),
+    df = verified_rows(measurements)
+    df = df[df["operation"].isin(OPERATION_ROLE)]
+    df = df[~flags.has(df["flags"], "jvm-cold")]
+    return pd.DataFrame({"label": df["algorithm"] + "\n(" + df["backend"] + ")", "role": df["operation"].map(OPERATION_ROLE),
                          "median_ms": df["time_ns_median"] / 1e6, "q1_ms": df["time_ns_q1"] / 1e6,
                          "q3_ms": df["time_ns_q3"] / 1e6})

@@ -22,7 +22,7 @@ import functools
 from importlib.metadata import version
 
 from ..algorithms import Algorithm, register
-from .pqcrypto_backend import ML_DSA_LEVELS, SLH_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
+from .pqcrypto import ML_DSA_LEVELS, SLH_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
 
 #: FIPS 204 Table 2: signature sizes in bytes
 FIPS204_SIGNATURE_BYTES = {"ML-DSA-44": 2420, "ML-DSA-65": 3309, "ML-DSA-87": 4627}

@@ -20,34 +20,31 @@ Nothing here invents power: without a source, energy stays absent and the reason
 """
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import plotting
-from .algorithms import get, random_message
-from .energy import (
-    INA219,
-    POWERCAP,
+from .. import plotting
+from ..algorithms import get
+from ..energy import (
     RAPL,
     RECONSTRUCTED_NOTE,
     ModelledPower,
-    NoPowerSource,
     PowerSource,
     ReplaySource,
     Trace,
-    detect_power_source,
-    measure_energy,
+    describe_source,
+    energy_run,
     read_trace,
     trace_from_reference,
     write_trace,
 )
-from .paths import RAW
+from ..formatting import fmt_bytes_binary, fmt_energy_uj, fmt_factor, fmt_time_ms
+from ..paths import RAW
+from ..results import verified_rows
 
-SOURCES = ("auto", "ina219", "rapl", "none", "modelled")
 KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
 #: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
 #: sealed and opened.  Recommendations compare algorithms by the sum over these.
@@ -68,54 +65,6 @@ def modelled_basis(watts: float) -> str:
 
 def is_modelled(basis: str) -> bool:
     return str(basis).startswith("modelled")
-
-
-def basis_slug(basis: str) -> str:
-    """A file-name form of a basis: ``measured (net)`` -> ``measured_net``."""
-    return re.sub(r"[^a-z0-9]+", "_", str(basis).lower()).strip("_")
-
-
-# ----- the power source ---------------------------------------------------------------------
-
-def select_power_source(power_source: str = "auto", modelled_power_w: float | None = None, *,
-                        i2c_bus: int = 1, i2c_address: int | str = 0x40, shunt_ohms: float = 0.1,
-                        powercap_root: str | Path = POWERCAP,
-                        dev: str | Path = "/dev") -> tuple[PowerSource, ModelledPower | None]:
-    """The live source and the model asked for: ``(live, model)``.
-
-    ``power_source``: ``auto`` (INA219, else RAPL, else none, with the reason), ``ina219`` or
-    ``rapl`` (that source or an error saying why not: asked for explicitly, it must not fall back
-    silently), ``none``, or ``modelled`` (no live measurement; needs ``modelled_power_w``).
-    ``model`` is a :class:`ModelledPower` whenever ``modelled_power_w`` is given, else None.
-    """
-    if power_source not in SOURCES:
-        raise ValueError(f"power_source {power_source!r}: choose one of {', '.join(SOURCES)}")
-    if power_source == "modelled" and modelled_power_w is None:
-        raise ValueError("power_source='modelled' needs modelled_power_w (watts)")
-    model = None if modelled_power_w is None else ModelledPower(float(modelled_power_w))
-    address = int(i2c_address, 0) if isinstance(i2c_address, str) else int(i2c_address)
-    if power_source == "ina219":
-        live: PowerSource = INA219(int(i2c_bus), address, shunt_ohms=shunt_ohms)
-    elif power_source == "rapl":
-        live = RAPL(powercap_root)
-    elif power_source == "none":
-        live = NoPowerSource("live measurement switched off (power_source='none')")
-    elif power_source == "modelled":
-        live = NoPowerSource("live measurement switched off (power_source='modelled'): energy is modelled, not measured")
-    else:
-        live = detect_power_source(powercap_root, int(i2c_bus), address, dev, shunt_ohms=shunt_ohms)
-    return live, model
-
-
-def describe_source(live: PowerSource) -> str:
-    """One line naming the live source (or saying there is none)."""
-    if isinstance(live, INA219):
-        return f"{live.where}, shunt {live.meta['shunt_ohms']} ohm, sampled at {live.rate_hz:g} Hz (whole-board power)"
-    if isinstance(live, RAPL):
-        return "RAPL powercap zones " + ", ".join(z.name for z in live.zones) + " (CPU package only)"
-    if isinstance(live, NoPowerSource):
-        return f"none: {live.reason}"
-    return getattr(live, "label", type(live).__name__)
 
 
 def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float) -> str:
@@ -144,7 +93,7 @@ def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s
 def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
     """Verified rows of runs as: algorithm, backend, kind, family, nist_level, operation,
     message_bytes, time_ms (median), q1_ms, q3_ms, samples, implementation, flags."""
-    df = measurements[(measurements["operation"] != "noop") & measurements["verified"].fillna(False).astype(bool)]
+    df = verified_rows(measurements)
     kinds = {(a, b): get(a, b).kind for a, b in df[["algorithm", "backend"]].drop_duplicates().itertuples(index=False)}
     out = pd.DataFrame({
         "algorithm": df["algorithm"], "backend": df["backend"],
@@ -181,55 +130,25 @@ def algorithm_table(times: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
 
 def _label(row) -> str:
     size = row.get("message_bytes")
-    size_text = "" if size is None or pd.isna(size) or row.get("kind") != "cipher" else f" {_size(size)}"
+    size_text = "" if size is None or pd.isna(size) or row.get("kind") != "cipher" else f" {fmt_bytes_binary(size)}"
     return f"{row['algorithm']} {row['operation']}{size_text}"
 
 
 def live_energy(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
-                trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True) -> pd.DataFrame:
-    """Energy per operation from a live ``source`` for every row of ``times`` (one per algorithm,
-    backend, operation and message size), ``repeats`` windows each, the median kept.
-
-    Each operation is the same checked call that was timed (``Algorithm.trial``); its output is
-    checked once before measuring. Sampled traces go to ``trace_dir`` (relative: under data/raw/),
-    one file per window, so the energy can be recomputed by replaying them.
-    """
-    if not source.available:
-        raise ValueError(f"no live power source: {getattr(source, 'reason', source)}")
-    rows = []
-    plan = times.drop_duplicates(["algorithm", "backend", "operation", "message_bytes"])
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(plan) * repeats, desc="energy", unit="window", dynamic_ncols=True)
-    for r in plan.to_dict("records"):
-        size = None if pd.isna(r["message_bytes"]) else int(r["message_bytes"])
-        trial = get(r["algorithm"], r["backend"]).trial(r["operation"], random_message(size or 0, seed))
-        trial.check(trial.run())
-        label = _label(r)
-        results = []
-        for k in range(repeats):
-            path = None
-            if trace_dir is not None:
-                path = Path(trace_dir) / f"{re.sub(r'[^A-Za-z0-9_.+-]+', '_', label)}-{k}.csv"
-            results.append(measure_energy(trial.run, source, idle_s=idle_s, label=label, trace_path=path))
-            if bar is not None:
-                bar.update(1)
-        net = [x.energy_uj for x in results if x.energy_uj is not None]
-        gross = [x.gross_energy_uj for x in results if x.gross_energy_uj is not None]
-        rows.append({"algorithm": r["algorithm"], "backend": r["backend"], "operation": r["operation"],
-                     "message_bytes": size, "energy_uj": float(np.median(net)) if net else math.nan,
-                     "gross_energy_uj": float(np.median(gross)) if gross else math.nan,
-                     "power_w": float(np.median([x.power_w for x in results])),
-                     "baseline_w": float(np.median([x.baseline_w for x in results])),
-                     "window_time_ms": float(np.median([x.time_ns for x in results])) / 1e6,
-                     "loops": int(np.median([x.loops for x in results])),
-                     "power_samples": int(np.median([x.samples for x in results])),
-                     "windows": len(results), "energy_source": results[0].source})
-    if bar is not None:
-        bar.close()
-    return pd.DataFrame(rows)
+                trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
+                study: str = "05_energy", save: bool = True) -> pd.DataFrame:
+    """Energy per operation from a live ``source`` for every row of ``times``, measured and recorded as a
+    run by :func:`pqlab.energy.energy_run`; one row per operation with the columns :func:`energy_long` reads
+    (``run_id`` names the run)."""
+    run = energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
+                     progress=progress, save=save)
+    m = run.measurements
+    return pd.DataFrame({"algorithm": m["algorithm"], "backend": m["backend"], "operation": m["operation"],
+                         "message_bytes": m["message_bytes"], "energy_uj": m["energy_uj"],
+                         "gross_energy_uj": m["gross_energy_uj"], "power_w": m["power_w"],
+                         "baseline_w": m["baseline_w"], "window_time_ms": m["window_time_ns"] / 1e6,
+                         "loops": m["loops"], "power_samples": m["power_samples"], "windows": m["samples"],
+                         "energy_source": m["energy_source"], "run_id": m["run_id"]})
 
 
 def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
@@ -400,16 +319,16 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
     r = ratios.sort_values("pi_over_here", ascending=False)
 
     def items(df) -> str:
-        return "; ".join(f"{x.algorithm} {x.operation} {_factor(x.pi_over_here)} ({_fmt_ms(x.pi_time_ms)} on the Pi, "
-                         f"{_fmt_ms(x.here_time_ms)} here)" for x in df.itertuples())
+        return "; ".join(f"{x.algorithm} {x.operation} {fmt_factor(x.pi_over_here)} ({fmt_time_ms(x.pi_time_ms)} on the Pi, "
+                         f"{fmt_time_ms(x.here_time_ms)} here)" for x in df.itertuples())
 
     fam = r.groupby("family")["pi_over_here"].median().sort_values(ascending=False)
     slower = int((r["pi_over_here"] > 1).sum())
     rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"])
     return (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the "
-            f"Pi; the median factor is {_factor(r['pi_over_here'].median())}. **Largest losses on the Pi:** "
+            f"Pi; the median factor is {fmt_factor(r['pi_over_here'].median())}. **Largest losses on the Pi:** "
             f"{items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. Median factor by family: "
-            + ", ".join(f"{f} {_factor(v)}" for f, v in fam.items()) + ". "
+            + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ". "
             f"The *order* of the operations by time agrees {'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'}"
             f" (Spearman rank correlation {rho:.2f})"
             + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
@@ -438,37 +357,12 @@ def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fmt_ms(ms: float) -> str:
-    if ms >= 1000:
-        return f"{ms / 1e3:.3g} s"
-    if ms >= 1:
-        return f"{ms:.3g} ms"
-    return f"{ms * 1e3:.3g} µs"
-
-
-def _fmt_uj(uj: float) -> str:
-    for unit, scale in (("J", 1e6), ("mJ", 1e3)):
-        if abs(uj) >= scale:
-            return f"{uj / scale:.3g} {unit}"
-    return f"{uj:.3g} µJ"
-
-
-def _factor(x: float) -> str:
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
-
-
 def _is_pq(family) -> bool:
     return family not in CLASSICAL_FAMILIES
 
 
 def _ops(kind: str) -> str:
     return " + ".join(USE[kind])
-
-
-def _size(b) -> str:
-    b = int(b)
-    return f"{b // 1048576} MiB" if b >= 1048576 and b % 1048576 == 0 else (
-        f"{b // 1024} KiB" if b >= 1024 and b % 1024 == 0 else f"{b} B")
 
 
 def _latency(t: pd.DataFrame) -> list[str]:
@@ -479,29 +373,29 @@ def _latency(t: pd.DataFrame) -> list[str]:
         if pq.empty:
             continue
         best = pq.iloc[0]
-        text = f"- **{KIND_LABEL[kind]}:** {best.algorithm} ({_ops(kind)} {_fmt_ms(best.time_ms)} here"
+        text = f"- **{KIND_LABEL[kind]}:** {best.algorithm} ({_ops(kind)} {fmt_time_ms(best.time_ms)} here"
         if len(pq) > 1:
-            text += f"; next {pq.iloc[1].algorithm} {_fmt_ms(pq.iloc[1].time_ms)}"
+            text += f"; next {pq.iloc[1].algorithm} {fmt_time_ms(pq.iloc[1].time_ms)}"
         classical = k[~k["family"].map(_is_pq)]
         if not classical.empty:
             c = classical.iloc[0]
-            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {_fmt_ms(c.time_ms)}: "
-                     f"{_factor(c.time_ms / best.time_ms)} the time of {best.algorithm}")
+            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}: "
+                     f"{fmt_factor(c.time_ms / best.time_ms)} the time of {best.algorithm}")
         out.append(text + ").")
     a = t[t["kind"] == "cipher"]
     if not a.empty:
         parts = []
         for size in sorted(a["message_bytes"].dropna().unique()):
             s = a[a["message_bytes"] == size].sort_values("time_ms")
-            parts.append(f"{s.iloc[0].algorithm} at {_size(size)} ({_fmt_ms(s.iloc[0].time_ms)})")
+            parts.append(f"{s.iloc[0].algorithm} at {fmt_bytes_binary(size)} ({fmt_time_ms(s.iloc[0].time_ms)})")
         sizes = sorted(a["message_bytes"].dropna().unique())
         picks = [parts[0]] if len(parts) == 1 else [parts[0], parts[-1]]
         big = a[a["message_bytes"] == sizes[-1]].sort_values("time_ms")
         slow = ""
         if len(big) > 1:
-            slow = (f"; the slowest at {_size(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
-                    f"takes {_factor(big.iloc[-1].time_ms / big.iloc[0].time_ms)} as long")
-        out.append(f"- **AEAD** ({_ops('cipher')}, {_size(sizes[0])} to {_size(sizes[-1])}): fastest "
+            slow = (f"; the slowest at {fmt_bytes_binary(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
+                    f"takes {fmt_factor(big.iloc[-1].time_ms / big.iloc[0].time_ms)} as long")
+        out.append(f"- **AEAD** ({_ops('cipher')}, {fmt_bytes_binary(sizes[0])} to {fmt_bytes_binary(sizes[-1])}): fastest "
                    + " and ".join(picks) + slow + ".")
     return out
 
@@ -514,10 +408,10 @@ def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
         if k.empty:
             continue
         best, worst = k.iloc[0], k.iloc[-1]
-        text = f"- **{KIND_LABEL[kind]}**, {where}: {best.algorithm}, {_fmt_uj(best.energy_uj)} per {_ops(kind)}"
+        text = f"- **{KIND_LABEL[kind]}**, {where}: {best.algorithm}, {fmt_energy_uj(best.energy_uj)} per {_ops(kind)}"
         if len(k) > 1:
-            text += (f"; avoid {worst.algorithm} for frequent use: {_fmt_uj(worst.energy_uj)}, "
-                     f"{_factor(worst.energy_uj / best.energy_uj)} as much")
+            text += (f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}, "
+                     f"{fmt_factor(worst.energy_uj / best.energy_uj)} as much")
         out.append(text + ".")
     a = e[e["kind"] == "cipher"]
     if not a.empty:
@@ -525,7 +419,7 @@ def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
         picks = []
         for size in ([sizes[0], sizes[-1]] if len(sizes) > 1 else sizes):
             s = a[a["message_bytes"] == size].sort_values("energy_uj")
-            picks.append(f"{s.iloc[0].algorithm} at {_size(size)} ({_fmt_uj(s.iloc[0].energy_uj)})")
+            picks.append(f"{s.iloc[0].algorithm} at {fmt_bytes_binary(size)} ({fmt_energy_uj(s.iloc[0].energy_uj)})")
         out.append(f"- **AEAD**, {where}: lowest energy " + " and ".join(picks) + ".")
     return out
 
@@ -542,15 +436,15 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
         at = k[k["nist_level"] == top].sort_values("time_ms")
 
         def cost(r) -> str:
-            text = _fmt_ms(r.time_ms) + " here"
+            text = fmt_time_ms(r.time_ms) + " here"
             if pub is not None:
                 p = pub[pub["algorithm"] == r.algorithm]
                 if len(p):
-                    text += f", {_fmt_uj(p['energy_uj'].iloc[0])} on the Pi"
+                    text += f", {fmt_energy_uj(p['energy_uj'].iloc[0])} on the Pi"
             return text
 
         listed = "; ".join(f"{r.algorithm} ({cost(r)})" for r in at.itertuples())
-        size = f" at {_size(at['message_bytes'].iloc[0])}" if kind == "cipher" else ""
+        size = f" at {fmt_bytes_binary(at['message_bytes'].iloc[0])}" if kind == "cipher" else ""
         text = (f"- **{KIND_LABEL[kind]}** (NIST level {top}, the highest measured; {_ops(kind)}{size}): {listed}. "
                 f"Fastest here: **{at.iloc[0].algorithm}**")
         if pub is not None:
@@ -561,7 +455,7 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
         if kind != "cipher" and not other.empty:
             text += (f"; the fastest resting on a different assumption than {at.iloc[0].family} is "
                      f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, "
-                     f"{_factor(other.iloc[0].time_ms / at.iloc[0].time_ms)} the time)")
+                     f"{fmt_factor(other.iloc[0].time_ms / at.iloc[0].time_ms)} the time)")
         out.append(text + ".")
     return out
 
@@ -631,7 +525,7 @@ def short_name(name: str) -> str:
 
 
 #: The operations' roles, so KEMs and signatures share colours in one chart.
-ROLE = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
+PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
         "verify": "decaps / verify", "encrypt": "encrypt", "decrypt": "decrypt"}
 OPERATION_ORDER = ("keygen", "encaps", "decaps", "sign", "verify", "encrypt", "decrypt")
 
@@ -668,6 +562,7 @@ def _two_lines(name: str, width: int = 10) -> str:
     return name if len(name) <= width or "-" not in name else "-\n".join(name.rsplit("-", 1))
 
 
+@plotting.styled
 def plot_times(times: pd.DataFrame, kind: str, title: str = ""):
     """Our median time per operation, quartile whiskers, one bar group per algorithm."""
     df = _sorted(times[times["kind"] == kind]).copy()
@@ -677,11 +572,12 @@ def plot_times(times: pd.DataFrame, kind: str, title: str = ""):
                                  title=title or f"{KIND_LABEL[kind]}s here: median and quartiles")
 
 
+@plotting.styled
 def plot_reference_power(reference: pd.DataFrame, setup: pd.DataFrame):
     """The study's mean power per operation (linear axis), KEMs then signatures, with the
     3.3-3.7 W range its prose states."""
     df = _sorted(reference.assign(family=reference["algorithm"].map(lambda a: _registry_meta([a])[a][0])))
-    df = df.assign(label=df["algorithm"].map(short_name), role=df["operation"].map(ROLE))
+    df = df.assign(label=df["algorithm"].map(short_name), role=df["operation"].map(PANEL))
     fig = plotting.grouped_bars(df, category="label", group="role", value="power_w", log=False,
                                 ylabel="mean power (W, whole board)",
                                 title="Pi 4 study, published: mean power during each operation")
@@ -698,6 +594,7 @@ def plot_reference_power(reference: pd.DataFrame, setup: pd.DataFrame):
     return fig
 
 
+@plotting.styled
 def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = ""):
     """Energy per operation of one kind: one panel per operation, one bar per basis (published,
     replayed, measured, modelled) for each algorithm."""
@@ -721,6 +618,7 @@ def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = ""):
     return fig
 
 
+@plotting.styled
 def plot_aead_scaling(times: pd.DataFrame):
     """AEAD time per message and throughput against payload size (encrypt solid, decrypt dashed)."""
     import matplotlib.pyplot as plt
@@ -747,12 +645,14 @@ def plot_aead_scaling(times: pd.DataFrame):
     return fig
 
 
+@plotting.styled
 def plot_ranking(ranking: pd.DataFrame, title: str, n: int | None = None):
     """Operations per joule, best at the top, coloured by family."""
     df = ranking.head(n) if n else ranking
     return plotting.hbars(df, label="label", value="ops_per_joule", xlabel="operations per joule (log)", title=title)
 
 
+@plotting.styled
 def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1):
     """Energy against time, log-log, one point per operation, coloured by family; lines of constant
     power through the lowest and highest mean power; the costliest operation(s) of each scheme named."""
@@ -780,6 +680,7 @@ def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1)
     return fig
 
 
+@plotting.styled
 def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None):
     """Time of one use here (top) and the study's energy of one use (bottom) against NIST level,
     one line per scheme; classical baselines as dotted horizontal lines (they have no level)."""
@@ -829,6 +730,7 @@ def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+@plotting.styled
 def plot_voltage_current(setup: pd.DataFrame, reference: pd.DataFrame, samples: pd.DataFrame | None = None):
     """Voltage against current: recorded samples (:func:`vi_samples`) when there are any, and the
     operating envelope the study states in prose as a labelled box (no sample is drawn where none
@@ -899,6 +801,7 @@ def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFr
     return m.drop(columns=["kind", "family", "algorithm", "operation"])
 
 
+@plotting.styled
 def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: position within each column, log scale)"):
     """Each column coloured by its own log range (units differ), cells annotated with the values."""
     logs = np.log10(matrix.where(matrix > 0).astype(float))
@@ -908,6 +811,7 @@ def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: positi
                             cbar_label="within column: 0 = lowest, 1 = highest (log)")
 
 
+@plotting.styled
 def plot_cross_platform(ratios: pd.DataFrame):
     """Pi 4 published time over ours per operation, largest at the top."""
     return plotting.hbars(ratios, label="label", value="pi_over_here",

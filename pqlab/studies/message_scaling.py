@@ -28,8 +28,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import algorithms
-from .algorithms import Algorithm, random_message, resolve
+from .. import algorithms
+from ..algorithms import Algorithm, random_message, resolve
+from ..formatting import fmt_bytes_binary, fmt_time_ns, slug
+from ..results import verified_rows
 
 STUDY = "02_message_scaling"
 MIB = 1 << 20
@@ -77,7 +79,7 @@ def study_lengths(reference: pd.DataFrame | None = None) -> list[int]:
 
 
 def load_study() -> pd.DataFrame:
-    from .reference import load_reference
+    from ..reference import load_reference
 
     return load_reference(STUDY)
 
@@ -87,7 +89,7 @@ def measured(*runs_or_frames) -> pd.DataFrame:
     """The verified measurement rows of runs (or measurement frames), noop rows dropped."""
     frames = [getattr(r, "measurements", r) for r in runs_or_frames]
     df = pd.concat(frames, ignore_index=True)
-    df = df[(df["operation"] != "noop") & (df["verified"].astype(str) == "True")].copy()
+    df = verified_rows(df).copy()
     df["message_bytes"] = pd.to_numeric(df["message_bytes"])
     return df.reset_index(drop=True)
 
@@ -109,7 +111,7 @@ def median_table(df: pd.DataFrame) -> pd.DataFrame:
     out = df[["algorithm", "backend", "operation", "message_bytes", "samples"]].copy()
     for c in ("median", "q1", "q3"):
         out[f"time_us_{c}"] = df[f"time_ns_{c}"] / 1e3
-    out["flags"] = df["flags"].fillna("").astype(str).str.replace(r"(no-cycles|cycles-estimated):[^;]*;?", "", regex=True)
+    out["flags"] = df["flags"].fillna("")
     out["message_bytes"] = out["message_bytes"].astype("Int64")
     return out.sort_values(["algorithm", "backend", "operation", "message_bytes"]).reset_index(drop=True)
 
@@ -203,15 +205,6 @@ def fit_linear_cost(df: pd.DataFrame, by: Sequence[str] = ("algorithm", "backend
     return pd.DataFrame(rows)
 
 
-def predict(fits: pd.DataFrame, message_bytes) -> pd.DataFrame:
-    """The model's time (ns) of every fitted row at each length of `message_bytes`."""
-    lengths = np.atleast_1d(message_bytes)
-    out = fits.loc[fits.index.repeat(len(lengths))].copy()
-    out["message_bytes"] = np.tile(lengths, len(fits))
-    out["time_ns_model"] = out["fixed_ns"] + out["per_byte_ns"] * out["message_bytes"]
-    return out.reset_index(drop=True)
-
-
 def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
     """The fits in readable units: fixed cost in µs and per-byte cost in ns/B, each with its standard error."""
     if fits.empty:
@@ -227,22 +220,6 @@ def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
     out["r2"] = fits["r2"]
     out["sizes"] = fits["n_sizes"]
     return out
-
-
-def _human_bytes(n: float) -> str:
-    if not np.isfinite(n):
-        return "never"
-    for unit, size in (("MiB", MIB), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f} B"
-
-
-def _time(ns: float) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
 
 
 def hashing_passes(fits: pd.DataFrame) -> pd.DataFrame:
@@ -277,7 +254,7 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
         flat = fits[(fits["operation"] == op) & ~fits["per_byte_significant"]]
         if sub.empty and flat.empty:
             continue
-        parts = [f"{r.algorithm} at {_human_bytes(r.crossover_bytes)}"
+        parts = [f"{r.algorithm} at {fmt_bytes_binary(r.crossover_bytes)}"
                  + (" (extrapolated)" if r.crossover_bytes > r.max_bytes else "")
                  for r in sub.itertuples()]
         text = (f"- **{op}**: " + "; ".join(parts) + ".") if parts else \
@@ -293,7 +270,7 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
     paras = []
     paras.append(f"Per-byte costs range from {low.per_byte_ns:.3g} ns/B ({low.algorithm} {low.operation}) to "
                  f"{top.per_byte_ns:.3g} ns/B ({top.algorithm} {top.operation}); the lowest R² of a fit is "
-                 f"{fits['r2'].min():.3f} (measured up to {_human_bytes(fits['max_bytes'].max())}).")
+                 f"{fits['r2'].min():.3f} (measured up to {fmt_bytes_binary(fits['max_bytes'].max())}).")
     passes = hashing_passes(fits)
     twice = passes[passes["passes"] == "twice"]
     same = passes[passes["passes"] == "same"]
@@ -314,7 +291,7 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
                 lambda v: (v - 1).abs().idxmax())]
             paras.append(f"The straight line misses {len(off)} of {len(dev)} measured points by more than "
                          f"{tolerance:.0%}; the worst per algorithm: "
-                         + "; ".join(f"{r.algorithm} {r.operation} at {_human_bytes(r.message_bytes)} "
+                         + "; ".join(f"{r.algorithm} {r.operation} at {fmt_bytes_binary(r.message_bytes)} "
                                      f"({r.measured_over_model:.2f}× the model)" for r in worst.itertuples())
                          + ". Such points come from noise (other processes sharing the machine) or from effects a "
                            "straight line does not model (caches, hash block boundaries); the standard errors of the "
@@ -416,8 +393,8 @@ def describe_slowdown(table: pd.DataFrame) -> str:
         if len(g) > 1 and (ratio := g["native_ns"].max() / g["native_ns"].min()) >= 5:
             fast, slow = g.loc[g["native_ns"].idxmin()], g.loc[g["native_ns"].idxmax()]
             spread.append(f"{algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "")
-                          + f" ({_native(slow.native_backend)} {_time(slow.native_ns)}, "
-                          f"{_native(fast.native_backend)} {_time(fast.native_ns)}: {ratio:,.0f}×)")
+                          + f" ({_native(slow.native_backend)} {fmt_time_ns(slow.native_ns)}, "
+                          f"{_native(fast.native_backend)} {fmt_time_ns(fast.native_ns)}: {ratio:,.0f}×)")
     if spread:
         text += ("\n\nNative implementations of one standard differ by large factors too, so a slowdown depends on "
                  "which native code it is measured against: " + "; ".join(spread) + ".")
@@ -676,10 +653,10 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
             best = o.iloc[0]
             second = o.iloc[1] if len(o) > 1 else None
             pq = o[o["family"].isin(POST_QUANTUM)]
-            s = f"{op}: **{best.algorithm}** ({_time(best.time_ns)}"
+            s = f"{op}: **{best.algorithm}** ({fmt_time_ns(best.time_ns)}"
             s += f", {second.time_ns / best.time_ns:.3g}× faster than {second.algorithm})" if second is not None else ")"
             if len(pq) and pq.iloc[0].algorithm != best.algorithm:
-                s += f"; post-quantum: **{pq.iloc[0].algorithm}** ({_time(pq.iloc[0].time_ns)})"
+                s += f"; post-quantum: **{pq.iloc[0].algorithm}** ({fmt_time_ns(pq.iloc[0].time_ns)})"
             parts.append(s)
         model = " (some values from the fitted model)" if (r["source"] == "model").any() else ""
         lines.append(f"- At {n:,} bytes{model}: " + "; ".join(parts) + ".")
@@ -692,7 +669,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
             share = native.assign(share=native["per_byte_ns"] * n / (native["fixed_ns"] + native["per_byte_ns"] * n))
             low = share.loc[share["share"].idxmin()]
             lines.append(f"- Hashing the message matters first for {h.algorithm} {h.operation}: beyond "
-                         f"{_human_bytes(h.crossover_bytes)} it costs more than the rest of the operation. At "
+                         f"{fmt_bytes_binary(h.crossover_bytes)} it costs more than the rest of the operation. At "
                          f"{n:,} bytes the message's share of the time ranges from {low.share:.0%} "
                          f"({low.algorithm} {low.operation}) to {share['share'].max():.0%}.")
     f = study_findings(reference)
@@ -829,21 +806,14 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
 
 def save_numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, topic: str = STUDY) -> list:
     """Single numbers for the write-up: each slowdown factor and each per-byte cost (.txt files)."""
-    from .export import save_number
+    from ..export import save_number
 
     paths = []
     for r in slowdowns[slowdowns["same_standard"]].itertuples():
         size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f"_{int(r.message_bytes)}B"
         name = f"slowdown_{r.algorithm}_{r.operation}{size}_vs_{r.native_backend}"
-        paths.append(save_number(r.slowdown, topic, _file_name(name), "{:.1f}"))
+        paths.append(save_number(r.slowdown, topic, slug(name), "{:.1f}"))
     for r in fits.itertuples():
         name = f"per_byte_ns_{r.algorithm}_{r.backend}_{r.operation}"
-        paths.append(save_number(r.per_byte_ns, topic, _file_name(name), "{:.3g}"))
+        paths.append(save_number(r.per_byte_ns, topic, slug(name), "{:.3g}"))
     return paths
-
-
-def _file_name(text: str) -> str:
-    """A safe file name: '+' spelled 'plus', anything else outside [A-Za-z0-9_.-] replaced by '_'."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text.replace("+", "plus"))

@@ -13,7 +13,7 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
   the clock each row implies (cycles / time);
 * :func:`check_clock` states whether each row's time follows from its cycles and the run's
   clock; :func:`tabulate_families` gives the study's tables (one per family, sorted by sign
-  cycles); :func:`compute_speedups` the optimised/portable factor; :func:`compute_fidelity`
+  cycles); :func:`compute_speedups` the optimised/portable factor; :func:`compute_python_over_native`
   pqlab / native per operation; :func:`compare_implementations` OpenSSL beside liboqs;
 * :func:`recompute_reference` and :func:`count_reference_matches` recompute the study's time
   columns from its cycles and clock; :func:`compare_ancestors` places ML-DSA, Falcon and
@@ -23,7 +23,6 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
 import time
 from collections.abc import Sequence
@@ -32,11 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import plotting
+from .. import plotting
+from ..formatting import fmt_cycles, fmt_factor
+from ..results import verified_rows
+from ..schema import KIND_OPERATIONS
 
 STUDY = "04_signature_cycles"
-REFERENCE = "04_round2_signatures"
-OPERATIONS = ("keygen", "sign", "verify")
+REFERENCE_TABLE = "04_round2_signatures"
+SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 #: Table families of this notebook, in the order of the tables.
 FAMILY_ORDER = ("lattice", "hash-based", "multivariate", "code-based", "classical")
 #: Registry families shown together as "classical".
@@ -79,7 +81,7 @@ def build_label(backend, variant) -> str:
 
 def liboqs_signatures() -> list[str]:
     """Every signature the loaded liboqs enables (by name, sorted)."""
-    from .algorithms import names
+    from ..algorithms import names
 
     return names(kind="sig", backend="liboqs")
 
@@ -93,8 +95,8 @@ def resolve_signatures(algorithms) -> list[str]:
 
 def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
     """Public key, secret key and (maximum) signature bytes that liboqs declares per parameter set."""
-    from .backends.liboqs import family_of
-    from .liboqs import import_oqs
+    from ..backends.liboqs import family_of
+    from ..liboqs_loader import import_oqs
 
     oqs = import_oqs()
     rows = []
@@ -166,11 +168,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     are measured by the C runner on the default build with one fixed message, as pqlab signs one.
     `budget_s` is the sampling time per operation; at least `min_samples` are always taken.
     """
-    from . import machine
-    from .bench import bench_in_worker, new_run_id
-    from .native import measurements_from_result, native_samples, run_native
-    from .results import Run
-    from .schema import SCHEMA_VERSION
+    from ..benchmark import bench_in_worker
+    from ..native import native_run as run_native_study
 
     names = resolve_signatures(algorithms)
     native_names = names if native_algorithms is None else resolve_signatures(native_algorithms)
@@ -190,25 +189,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     native_run = None
     if native_names:
         t0 = time.perf_counter()
-        run_id = new_run_id(f"{study}-native")
-        started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        meta = machine.collect({**params, "method": "native C runner, fixed message, default build"}, liboqs=False)
-        context = dict(run_id=run_id, started_at=started, machine_id=meta["machine_id"], study=study)
-        measured, samples, libraries = [], [], set()
-        for name in native_names:
-            result = run_native(name, None, message_bytes, native_budget_s, "default", fixed_message=True,
-                                min_samples=min_samples, warmup=1, allow_failed=True)
-            if result.get("oqs_dist_build") is not True:
-                raise RuntimeError(f"the native runner for {name} did not load the default (distributable) "
-                                   f"liboqs build: {result.get('liboqs_path')}")
-            libraries.add(result.get("liboqs_path", ""))
-            measured.append(measurements_from_result(result, **context))
-            samples.append(native_samples(result, run_id=run_id))
-        meta.update(study=study, started_at=started, status="complete", schema_version=SCHEMA_VERSION,
-                    native={"variant": "default", "fixed_message": True, "liboqs_paths": sorted(libraries)})
-        native_run = Run.from_rows(run_id, pd.concat(measured, ignore_index=True).to_dict("records"), [],
-                                   pd.concat(samples, ignore_index=True).to_dict("records"), meta)
-        native_run.save(folder)
+        native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
+                                      folder=folder, min_samples=min_samples, params=params)
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 
@@ -245,6 +227,16 @@ def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
+def _with_sample_stats(run) -> pd.DataFrame:
+    """A run's measurements with the per-sample clock, and means from the samples where the row has none
+    (runs of schema 1 stored no means)."""
+    m = _key(run.measurements).merge(sample_stats(run.samples), on=["algorithm", "backend", "variant", "operation"],
+                                     how="left", suffixes=("", "_from_samples"))
+    for col in ("cycles_mean", "time_ns_mean"):
+        m[col] = m[col].fillna(m.pop(f"{col}_from_samples"))
+    return m
+
+
 def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), native=None) -> pd.DataFrame:
     """One row per measured algorithm, build and operation (pqlab runs and the native run).
 
@@ -259,17 +251,14 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         native = study.native
     frames, sizes = [], []
     for run in runs:
-        m = _key(run.measurements)
-        m = m.merge(sample_stats(run.samples), on=["algorithm", "backend", "variant", "operation"], how="left")
+        m = _with_sample_stats(run)
         m["harness_noop_ns"] = run.meta.get("harness_overhead_ns")
         frames.append(m)
         sizes.append(run.sizes)
     if native is not None:
-        m = _key(native.measurements)
-        frames.append(m.merge(sample_stats(native.samples), on=["algorithm", "backend", "variant", "operation"],
-                              how="left"))
+        frames.append(_with_sample_stats(native))
     rows = pd.concat(frames, ignore_index=True)
-    rows = rows[(rows["operation"] != "noop") & rows["verified"].fillna(False).astype(bool)].copy()
+    rows = verified_rows(rows).copy()
     if sizes:
         sz = pd.concat(sizes, ignore_index=True)
         sz = sz[sz["backend"] != "native"].drop_duplicates(["algorithm", "backend"])
@@ -283,7 +272,7 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         by_backend.loc[native_rows.to_numpy(), cols] = filled[cols].to_numpy()
         rows = by_backend
     if "family" in rows:
-        from .backends.liboqs import family_of
+        from ..backends.liboqs import family_of
 
         missing = rows["family"].isna()
         rows.loc[missing, "family"] = rows.loc[missing, "algorithm"].map(family_of)
@@ -361,7 +350,7 @@ def tabulate_signatures(rows: pd.DataFrame, builds: Sequence[str] | None = None)
            "signature_max_bytes"]
     base = rows.drop_duplicates(["algorithm", "build"])[ids].set_index(["algorithm", "build"])
     parts = [base]
-    for op in OPERATIONS:
+    for op in SIGNATURE_OPERATIONS:
         sub = rows[rows["operation"] == op].drop_duplicates(["algorithm", "build"]).set_index(["algorithm", "build"])
         parts.append(pd.DataFrame({f"{op}_cycles": _cycles_int(sub["cycles_median"]),
                                    f"{op}_cycles_q1": _cycles_int(sub["cycles_q1"]),
@@ -415,7 +404,7 @@ def compute_speedups(rows: pd.DataFrame) -> pd.DataFrame:
                       "speedup", "optimised_cycles_median", "portable_cycles_median", "speedup_median"]]
 
 
-def compute_fidelity(rows: pd.DataFrame, build: str = "liboqs optimised") -> pd.DataFrame:
+def compute_python_over_native(rows: pd.DataFrame, build: str = "liboqs optimised") -> pd.DataFrame:
     """What the Python harness adds: pqlab / native mean cycles per call (`ratio`) for the same
     operation, liboqs build and fixed message; the cycles added per call; the ratio of medians."""
     native = "native " + build.split()[-1]
@@ -439,7 +428,7 @@ def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL",
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
     fam = {f: i for i, f in enumerate(FAMILY_ORDER)}
-    op = {o: i for i, o in enumerate(OPERATIONS)}
+    op = {o: i for i, o in enumerate(SIGNATURE_OPERATIONS)}
     key = df.assign(_f=df.get("table_family", pd.Series("", index=df.index)).map(fam).fillna(99),
                     _o=df["operation"].map(op))
     return key.sort_values(["_f", "algorithm", "_o"]).drop(columns=["_f", "_o"]).reset_index(drop=True)
@@ -547,20 +536,6 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- text
 
 
-def _fmt_cycles(c) -> str:
-    if c is None or pd.isna(c):
-        return "n/a"
-    c = float(c)
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if c >= scale:
-            return f"{c / scale:.3g} {unit}cycles"
-    return f"{c:.0f} cycles"
-
-
-def _fmt_x(v, digits: int = 2) -> str:
-    return "not measured in this run" if v is None or pd.isna(v) else f"{v:.{digits}f}×"
-
-
 def describe_reference(counts: dict) -> str:
     """The study's time columns against its cycles and clock (Markdown)."""
     ghz = counts["clock_hz"] / 1e9
@@ -609,7 +584,7 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
         return "The portable build was not measured in this run."
     sign = s[s["operation"] == "sign"].sort_values("speedup")
     by_op = s.groupby("operation")["speedup"].median()
-    ops = ", ".join(f"{op} {by_op[op]:.2f}×" for op in OPERATIONS if op in by_op)
+    ops = ", ".join(f"{op} {by_op[op]:.2f}×" for op in SIGNATURE_OPERATIONS if op in by_op)
     n_fast = int((s["speedup"] >= faster).sum())
     text = (f"Median speed-up of the optimised build over {s['algorithm'].nunique()} algorithms: {ops}. "
             f"{n_fast} of {len(s)} operations run at least {faster:.1f}× faster optimised")
@@ -624,17 +599,17 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
     return text
 
 
-def describe_fidelity(fidelity: pd.DataFrame, noop_cycles: float | None = None) -> str:
+def describe_python_over_native(fidelity: pd.DataFrame, noop_cycles: float | None = None) -> str:
     """What the Python harness adds over the native runner (Markdown)."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
         return "The native runner was not run."
     by_op = f.groupby("operation")["ratio"].median()
-    ops = ", ".join(f"{op} {by_op[op]:.2f}" for op in OPERATIONS if op in by_op)
+    ops = ", ".join(f"{op} {by_op[op]:.2f}" for op in SIGNATURE_OPERATIONS if op in by_op)
     worst = f.sort_values("ratio").iloc[-1]
     text = (f"pqlab / native cycles per call (median over {f['algorithm'].nunique()} algorithms): {ops}. "
             f"The largest ratio is {worst['algorithm']} {worst['operation']}'s ({worst['ratio']:.2f}, "
-            f"{_fmt_cycles(worst['added_cycles'])} added).")
+            f"{fmt_cycles(worst['added_cycles'])} added).")
     fast, slow = f[f["native_cycles_mean"] < 1e6], f[f["native_cycles_mean"] >= 1e7]
     if len(fast) and len(slow):
         text += (f" Operations under 1 Mcycles: median ratio {fast['ratio'].median():.2f} ({len(fast)} operations); "
@@ -695,7 +670,7 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
     for alg, op in NOTE_RATIOS:
         out[f"ratio {alg} {op}"] = lookup(fidelity, alg, op, "ratio")
     for alg in NOTE_SPEEDUPS:
-        for op in OPERATIONS:
+        for op in SIGNATURE_OPERATIONS:
             out[f"speedup {alg} {op}"] = lookup(speedups, alg, op, "speedup")
     return out
 
@@ -703,11 +678,11 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
 def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dict, durations: dict,
                        tolerance: float = CLOCK_TOLERANCE) -> str:
     """The notebook's closing note (Markdown), every number from the data."""
-    ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{_fmt_x(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
+    ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{fmt_factor(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
     sp = []
     for alg in NOTE_SPEEDUPS:
-        vals = [numbers.get(f"speedup {alg} {op}") for op in OPERATIONS]
-        sp.append(f"{alg}: " + ", ".join(f"{op} **{_fmt_x(v, 1)}**" for op, v in zip(OPERATIONS, vals, strict=True)))
+        vals = [numbers.get(f"speedup {alg} {op}") for op in SIGNATURE_OPERATIONS]
+        sp.append(f"{alg}: " + ", ".join(f"{op} **{fmt_factor(v, 1)}**" for op, v in zip(SIGNATURE_OPERATIONS, vals, strict=True)))
     total = sum(durations.values())
     return (
         "### Closing note\n\n"
@@ -723,11 +698,6 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
         f"- Measuring took {total:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in durations.items()) + "); runs: "
         + ", ".join(f"`{v}`" for v in run_ids.values()) + "."
     )
-
-
-def number_name(text: str) -> str:
-    """A file-safe name for :func:`pqlab.export.save_number` ("SPHINCS+-SHA2" -> "SPHINCSplus-SHA2")."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text.replace("+", "plus")).strip("_")
 
 
 # --------------------------------------------------------------------------- figures
@@ -777,6 +747,7 @@ def _scatter_frame(rows: pd.DataFrame, operation: str, size_col: str) -> pd.Data
 FIGURE_FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA", "elliptic-curve")
 
 
+@plotting.styled
 def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str):
     """Median cycles of `operation` against a size in bytes (log-log), one colour per family,
     whiskers from the first to the third quartile."""
@@ -829,11 +800,12 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
     sign = df[df["operation"] == "sign"].assign(_f=lambda d: d["table_family"].map(rank) if families else 0)
     order = sign.sort_values(["_f", by])["algorithm"].tolist()
     order += sorted(set(df["algorithm"]) - set(order))
-    op = {o: i for i, o in enumerate(OPERATIONS)}
+    op = {o: i for i, o in enumerate(SIGNATURE_OPERATIONS)}
     return (df.assign(_a=df["algorithm"].map({a: i for i, a in enumerate(order)}), _o=df["operation"].map(op))
             .sort_values(["_a", "_o"]).drop(columns=["_a", "_o"]))
 
 
+@plotting.styled
 def plot_speedups(speedups: pd.DataFrame):
     """Portable / optimised mean cycles per call, per algorithm and operation (log scale, 1 = no gain),
     algorithms grouped by family and ordered by their signing speed-up."""
@@ -841,7 +813,8 @@ def plot_speedups(speedups: pd.DataFrame):
                            "portable / optimised\ncycles per call")
 
 
-def plot_fidelity(fidelity: pd.DataFrame):
+@plotting.styled
+def plot_python_over_native(fidelity: pd.DataFrame):
     """pqlab / native mean cycles per call, per algorithm and operation (1 = the harness adds nothing),
     algorithms ordered by their native signing cycles."""
     return _operation_bars(_category_order(fidelity, "native_cycles_mean", families=False), "ratio", False,
@@ -852,7 +825,7 @@ def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str):
     """One bar per algorithm and operation (the shape of both ratio figures)."""
     n = df["algorithm"].nunique()
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
-                                colors=plotting.color_map(OPERATIONS), height=2.6 if n <= 12 else 3.6)
+                                colors=plotting.color_map(SIGNATURE_OPERATIONS), height=2.6 if n <= 12 else 3.6)
     _finish_bars(fig, n, log=log)
     return fig
 

@@ -3,7 +3,7 @@
     python -m pqlab fidelity --budget 2
 
 For a few operations, pqlab's median (the adapter's trial, timed by
-:func:`pqlab.timing.measure` with its output checks, exactly as :func:`pqlab.bench.bench`
+:func:`pqlab.timing.measure` with its output checks, exactly as :func:`pqlab.benchmark.bench`
 does) is set against a bare loop that calls liboqs-python directly::
 
     t0 = perf_counter_ns(); kem.encap_secret(pk); t1 = perf_counter_ns()
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 #: (algorithm, operation) pairs measured by default (all liboqs).
-OPERATIONS = (("ML-KEM-768", "encaps"), ("ML-DSA-44", "sign"), ("SPHINCS+-SHAKE-128f-simple", "sign"))
+DEFAULT_OPERATIONS = (("ML-KEM-768", "encaps"), ("ML-DSA-44", "sign"), ("SPHINCS+-SHAKE-128f-simple", "sign"))
 #: |pqlab/bare - 1| allowed for operations slower than SLOW_NS
 TOLERANCE = 0.05
 SLOW_NS = 100_000
@@ -36,7 +36,7 @@ ARMS = ("pqlab", "pqlab_loops1", "bare")
 
 def bare_call(name: str, operation: str, message: bytes) -> Callable[[], object]:
     """A zero-argument call of liboqs-python itself (no pqlab adapter), with fresh keys."""
-    from .liboqs import import_oqs
+    from .liboqs_loader import import_oqs
 
     oqs = import_oqs()
     if operation in ("sign", "verify"):
@@ -77,7 +77,7 @@ def _pqlab_block(trial, budget_s: float, loops: int | None) -> tuple[np.ndarray,
     return s.time_ns, s.loops
 
 
-def measure_fidelity(operations=OPERATIONS, budget_s: float = 2.0, blocks: int = 20, message_bytes: int = 100,
+def measure_fidelity(operations=DEFAULT_OPERATIONS, budget_s: float = 2.0, blocks: int = 20, message_bytes: int = 100,
                      seed: int = 0, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """One row per operation: medians of pqlab, pqlab with loops=1 and the bare loop, and ratios.
 

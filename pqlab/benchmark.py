@@ -1,0 +1,161 @@
+"""Run measurements: algorithms x operations x message sizes -> a saved, tidy :class:`Run`.
+
+    run = bench(["ML-DSA-44", "Ed25519", "RSA-2048-PSS"], message_bytes=[100], budget_s=0.5,
+                study="01_aes_rsa_sphincs")
+
+Each operation is measured with :func:`pqlab.timing.measure` (outputs checked outside the
+timer), summarised with :func:`pqlab.stats.summarize`, and recorded through
+:class:`pqlab.recorder.RunRecorder`, which checkpoints the run after every algorithm, so an
+interrupted or failing run keeps what it measured.  A failure (an exception, a wrong output)
+becomes a row with ``verified=False`` and a ``failed`` flag; the run goes on.  A do-nothing
+call through the same path is measured first and its cost stored with every row (``overhead_ns``).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from . import flags, paths
+from .algorithms import Algorithm, Noop, VerificationError, random_message, resolve
+from .recorder import RunRecorder, new_run_id, summary_columns
+from .results import Run, load_run
+from .schema import MESSAGE_OPERATIONS
+from .stats import summarize
+from .timing import measure
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="op", leave=True, dynamic_ncols=True)
+
+
+def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes, samples, overhead_ns=None,
+                    error: str = "") -> dict:
+    """One tidy row from raw samples (or from a failure)."""
+    row = rec.row(algo, operation=operation, message_bytes=message_bytes, overhead_ns=overhead_ns)
+    if error:
+        return dict(row, samples=0, verified=False, flags=flags.make("failed", error))
+    t = summarize(samples.time_ns)
+    row.update(samples=t["n"], loops=samples.loops, cycles_source=samples.cycles_source, verified=True,
+               **summary_columns(t))
+    if samples.cycles is not None:
+        row.update(summary_columns(summarize(samples.cycles), "cycles"))
+    row["flags"] = flags.join([*t["flags"], *samples.flags])
+    return row
+
+
+def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples) -> list[dict]:
+    cycles = samples.cycles if samples.cycles is not None else [None] * samples.n
+    variant = algo.extra.get("variant", "")
+    return [{"run_id": run_id, "backend": algo.backend, "variant": variant, "algorithm": algo.name,
+             "operation": operation, "message_bytes": message_bytes, "sample": i, "loops": samples.loops,
+             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, cycles))]
+
+
+def _as_list(x) -> list:
+    if x is None:
+        return [None]
+    return list(x) if isinstance(x, Iterable) and not isinstance(x, (str, bytes)) else [x]
+
+
+def bench(algorithms: Sequence, operations: Sequence[str] | None = None, message_bytes=100, *,
+          budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000, study: str = "",
+          save: bool = True, folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
+          params: dict | None = None, run_id: str | None = None) -> Run:
+    """Measure every operation of every algorithm; returns (and by default saves) the :class:`Run`.
+
+    `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters.
+    `operations`: a subset of each algorithm's operations (default: all it has).
+    `message_bytes`: one size or a list; used by sign/verify/encrypt/decrypt only.
+    `budget_s`: sampling time per operation and size (warm-up and checks come on top).
+    """
+    algos = resolve(algorithms)
+    sizes = _as_list(message_bytes)
+    run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations or []),
+                  "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
+                  "max_samples": max_samples, "seed": seed, **(params or {})}
+    plan = []
+    for algo in algos:
+        ops = [op for op in (operations or algo.operations) if op in algo.operations]
+        for op in ops:
+            for size in (sizes if op in MESSAGE_OPERATIONS else [None]):
+                plan.append((algo, op, size))
+    with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save) as rec:
+        # The harness itself: a do-nothing call through the same path.
+        noop = Noop()
+        trial = noop.trial()
+        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples)
+        overhead_ns = summarize(overhead.time_ns)["median"]
+        rec.add(measurements=[measurement_row(rec, noop, "noop", None, overhead)])
+        rec.meta["harness_overhead_ns"] = overhead_ns
+        bar = _progress(len(plan), progress, study or "pqlab bench")
+        try:
+            current = None
+            for algo, op, size in plan:
+                if algo is not current:
+                    if current is not None:
+                        rec.checkpoint()
+                    current = algo
+                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0] or 0, seed))])
+                if bar is not None:
+                    bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
+                rec.add(*_measure_one(rec, algo, op, size, seed, overhead_ns, budget_s, min_samples, max_samples))
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+    return rec.run
+
+
+def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
+                 min_samples: int, max_samples: int) -> tuple[list[dict], list, list[dict]]:
+    """(measurement rows, size rows, sample rows) of one operation at one size; a failure is a row."""
+    message = random_message(size or 0, seed)
+    try:
+        t = algo.trial(op, message)
+        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
+    except VerificationError as exc:
+        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], []
+    except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run
+        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"{type(exc).__name__}: {exc}")], [], []
+    return [measurement_row(rec, algo, op, size, s, overhead_ns)], [], sample_rows(rec.run_id, algo, op, size, s)
+
+
+def _sizes_row(algo: Algorithm, message: bytes) -> dict:
+    try:
+        return algo.sizes(message)
+    except Exception as exc:  # noqa: BLE001
+        return {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "error": str(exc)}
+
+
+def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
+                    budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
+                    folder: Path | str | None = None, min_samples: int = 5) -> Run:
+    """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
+
+    liboqs-python loads one liboqs per process, so comparing builds needs one process each.
+    The worker writes its run to `folder` (default data/results) and this returns it.
+    """
+    from .liboqs_loader import variant_environment
+
+    env = variant_environment(variant)
+    run_id = new_run_id(f"{study}-{variant}" if study else variant)
+    cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
+           "--study", study, "--no-progress", "--min-samples", str(min_samples)]
+    if operations:
+        cmd += ["--operations", *operations]
+    for size in _as_list(message_bytes):
+        if size is not None:
+            cmd += ["--message-bytes", str(size)]
+    if folder:
+        cmd += ["--folder", str(folder)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {variant} worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return load_run(Path(folder or paths.RESULTS) / run_id)

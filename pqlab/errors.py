@@ -1,0 +1,31 @@
+"""User-facing errors and the one close-match helper: an unknown name is refused with the names it
+is close to, in one line."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def close_matches(name: str, candidates: Iterable[str], n: int = 6, cutoff: float = 0.5) -> list[str]:
+    """Candidates like `name`: case-insensitive difflib matches, then candidates that contain it."""
+    by_lower: dict[str, str] = {}
+    for candidate in candidates:
+        by_lower.setdefault(str(candidate).lower(), str(candidate))
+    key = str(name).lower()
+    hits = difflib.get_close_matches(key, list(by_lower), n=n, cutoff=cutoff)
+    hits += [c for c in by_lower if key and key in c and c not in hits]
+    return [by_lower[h] for h in hits[:n]]
+
+
+class UnknownName(KeyError):
+    """A name pqlab does not know (an algorithm, backend, operation, reference, TLS group ...); the
+    message names what was asked, the close matches and where the full list is."""
+
+    def __init__(self, what: str, name: str, candidates: Iterable[str], hint: str = "") -> None:
+        self.name = name
+        self.matches = close_matches(name, candidates)
+        text = f"unknown {what} {name!r}; close matches: {', '.join(self.matches) or 'none'}"
+        super().__init__(text + (f". {hint}" if hint else ""))
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]

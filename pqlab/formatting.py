@@ -1,0 +1,123 @@
+"""Formatting numbers for prose, tables and file names: one place for every unit and rounding rule.
+
+    fmt_time_ns(51_010)       -> "51 µs"          fmt_bytes(17088)          -> "17,088 B"
+    fmt_cycles(2.1e6)         -> "2.1 Mcycles"    fmt_bytes_binary(3 << 20) -> "3 MiB"
+    fmt_factor(1.234)         -> "1.23×"          fmt_span([1, 3], fmt_bytes) -> "1 B to 3 B"
+    fmt_energy_uj(1520)       -> "1.52 mJ"        slug("SPHINCS+-SHA2 128f") -> "SPHINCSplus-SHA2_128f"
+
+Missing values (None, NaN, pandas' NA) print as :data:`MISSING`.  Nothing here imports pandas.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+MISSING = "n/a"
+_TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3))
+_CYCLE_UNITS = (("G", 1e9), ("M", 1e6), ("k", 1e3))
+_ENERGY_UNITS = (("J", 1e6), ("mJ", 1e3))
+
+
+def is_missing(value) -> bool:
+    """True for None, NaN and pandas' NA/NaT (anything that is not a number)."""
+    if value is None:
+        return True
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def _scaled(value: float, units, base: str, digits: int) -> str:
+    for unit, scale in units:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {unit}"
+    return f"{value:.{digits}g} {base}"
+
+
+def fmt_time_ns(ns, digits: int = 3) -> str:
+    """A duration in nanoseconds with the unit that suits it (ns, µs, ms, s), `digits` significant."""
+    return MISSING if is_missing(ns) else _scaled(float(ns), _TIME_UNITS, "ns", digits)
+
+
+def fmt_time_ms(ms, digits: int = 3) -> str:
+    """A duration in milliseconds, printed like :func:`fmt_time_ns`."""
+    return MISSING if is_missing(ms) else fmt_time_ns(float(ms) * 1e6, digits)
+
+
+def fmt_energy_uj(uj, digits: int = 3) -> str:
+    """An energy in microjoules with the unit that suits it (µJ, mJ, J)."""
+    return MISSING if is_missing(uj) else _scaled(float(uj), _ENERGY_UNITS, "µJ", digits)
+
+
+def fmt_cycles(cycles, digits: int = 3) -> str:
+    """A cycle count: "812 cycles", "51.2 kcycles", "2.1 Mcycles"."""
+    if is_missing(cycles):
+        return MISSING
+    c = float(cycles)
+    for unit, scale in _CYCLE_UNITS:
+        if c >= scale:
+            return f"{c / scale:.{digits}g} {unit}cycles"
+    return f"{c:.0f} cycles"
+
+
+def fmt_bytes(n) -> str:
+    """An exact byte count with thousands separators: "17,088 B"."""
+    return MISSING if is_missing(n) else f"{int(round(float(n))):,} B"
+
+
+def fmt_bytes_binary(n, digits: int = 3) -> str:
+    """A byte count in B, KiB or MiB (exact where it divides, else `digits` significant); inf -> "never"."""
+    if is_missing(n):
+        return MISSING
+    n = float(n)
+    if math.isinf(n):
+        return "never"
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{int(n) // size} {unit}" if n == int(n) and int(n) % size == 0 else f"{n / size:.{digits}g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_factor(x, digits: int = 2) -> str:
+    """A ratio as a factor: "1.23×" (`digits` decimals; thousands separated above 100)."""
+    if is_missing(x):
+        return MISSING
+    x = float(x)
+    return f"{x:,.0f}×" if abs(x) >= 100 else f"{x:.{digits}f}×"
+
+
+def fmt_factor_ci(x, low, high, digits: int = 2) -> str:
+    """A factor with its confidence interval: "1.23× [1.20, 1.26]"."""
+    if is_missing(x):
+        return MISSING
+    if is_missing(low) or is_missing(high):
+        return fmt_factor(x, digits)
+    return f"{fmt_factor(x, digits)} [{float(low):.{digits}f}, {float(high):.{digits}f}]"
+
+
+def fmt_percent(x, digits: int = 1, signed: bool = False) -> str:
+    """A fraction as a percentage: 0.0123 -> "1.2 %" ("+1.2 %" when `signed`)."""
+    if is_missing(x):
+        return MISSING
+    return f"{float(x) * 100:{'+' if signed else ''}.{digits}f} %"
+
+
+def fmt_span(values, fmt=fmt_bytes, sep: str = " to ") -> str:
+    """"x" when every value is the same, else "min to max" (missing values ignored)."""
+    vals = [float(v) for v in values if not is_missing(v)]
+    if not vals:
+        return MISSING
+    lo, hi = min(vals), max(vals)
+    return fmt(lo) if lo == hi else f"{fmt(lo)}{sep}{fmt(hi)}"
+
+
+def fmt_count(n) -> str:
+    """An integer with thousands separators: "1,234"."""
+    return MISSING if is_missing(n) else f"{int(n):,}"
+
+
+def slug(text: str, lower: bool = False) -> str:
+    """A file-safe name: "+" spelled "plus", runs of anything outside [A-Za-z0-9_.-] as one "_"."""
+    out = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text).replace("+", "plus")).strip("_")
+    return out.lower() if lower else out

@@ -1,0 +1,9 @@
+"""Peak memory of one operation: native heap and stack (valgrind massif), Python heap (tracemalloc),
+maximum resident set size (coarse).
+
+- :mod:`pqlab.memory.driver`: plans and runs worker processes, checks their outputs, writes a run
+  (``measure_memory``); the method is described there.
+- :mod:`pqlab.memory.worker`: one operation per process (``python -m pqlab.memory.worker``),
+  standard library and pqlab's adapters only.
+- :mod:`pqlab.memory.massif`: the massif output parser.
+"""

@@ -1,0 +1,459 @@
+"""Peak memory of ONE operation: native heap and stack (valgrind massif), Python heap (tracemalloc),
+maximum resident set size (coarse).
+
+Method, as liboqs' own memory tests and the OQS profiling do it: one operation per process.  The
+parent generates keys, a message and a signature and writes them to files (:func:`write_inputs`);
+a *worker* process loads them, performs one operation and writes its output to a file
+(:func:`worker`); the parent checks that output (the signature verifies, fresh keys sign and
+verify, the verdict is True), so no figure of a wrong result is reported.
+
+    python -m pqlab.memory.worker --algorithm ML-DSA-44 --backend liboqs --operation sign --inputs DIR
+
+A Python worker carries the interpreter's own heap and stack, so what the operation adds is a
+difference: its peak minus the level just before it.  For that difference to be exact, the
+peak of the run must fall *inside* the operation, not in the interpreter's start-up; the worker
+forces it there with two markers around the operation (:class:`Window`):
+
+* heap: a ``malloc`` of :data:`HEAP_MARKER_BYTES` (256 MiB, never touched, so it costs no RSS)
+  is held across the operation, so the largest heap of the run lies inside it.  The massif heap
+  run counts time in bytes allocated (``--time-unit=B``): the marker's allocation jumps that
+  clock, so massif snapshots the heap right then, which is the level before the operation.
+  Operation heap = (peak - that level) minus the same difference in a *baseline* worker that
+  calls nothing in the window (same imports, same loading, same markers: what the empty window
+  itself allocates, normally nothing); raw = peak - marker.
+* stack: the operation runs at the bottom of :data:`STACK_MARKER_DEPTH` nested calls through
+  C (about 0.5 KiB of C stack each), so the deepest stack of the run lies inside it.  Operation
+  stack = peak stack - peak stack of the baseline worker.
+
+The baselines depend on the call path only, so one of each is measured per backend and
+operation (the level before the operation, which depends on the keys and message loaded, is
+read in each run itself).
+
+Heap and stack take two massif runs (``--stacks=no`` and ``--heap=no --stacks=yes``, both with
+``--peak-inaccuracy=0``), because massif's peak snapshot maximises their *sum*.  Peak heap is
+the largest ``mem_heap_B`` of the snapshots (``mem_heap_extra_B``, the allocator's headers and
+padding, is reported apart), peak stack the largest ``mem_stacks_B``.  Massif's heap is what
+``malloc`` hands out: CPython serves objects of up to 512 bytes from arenas it maps itself, which
+massif does not count (tracemalloc does).  Python's cyclic garbage collector runs before the
+window and is paused inside it, so that freeing older garbage does not offset the operation's
+allocations.  The worker calls the operation once before the measured call (*warm*): libraries
+that initialise on first use (OpenSSL 3 fetching its provider's methods, a binding resolving its
+C functions) pay that once per process, not per operation; ``heap-cold`` runs measure that first
+call too.  What the operation adds includes its binding's call path (ctypes buffers, cffi or pyo3
+glue), since a Python caller pays it.  The stack does not depend on the message, so
+:func:`measure_memory` can measure it at some message sizes only (its runs are the slow ones).
+
+Each measured thing is a row of the results schema (``peak_heap_bytes``, ``peak_stack_bytes``,
+``memory_source``): ``valgrind-massif:stacks`` (warm heap and stack), ``valgrind-massif:first-call``
+(heap of the first call in a process), ``tracemalloc`` (Python-level allocations during the
+operation, in a worker without valgrind) and ``maxrss`` (that worker's peak resident set size,
+``VmHWM``: how far the operation raised it, and the peak itself; whole pages of the whole
+process, coarse, a labelled fallback).  Where valgrind is missing only the last two are
+measured, and :func:`find_valgrind` says why.
+
+The worker (:mod:`pqlab.memory.worker`) imports the standard library and pqlab's adapters only
+(``import pqlab`` loads neither pandas nor oqs), which keeps a run under valgrind short.
+Massif output is read by :mod:`pqlab.memory.massif`; notebook 03's tables, figures and text are in
+:mod:`pqlab.studies.memory_footprint`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import flags
+from .massif import MassifProfile, MassifSnapshot, parse_massif
+from .worker import SIGNATURE_OPERATIONS, read_inputs, read_keys, write_inputs
+
+#: Held across the operation window of a massif run; larger than any heap the interpreter reaches.
+HEAP_MARKER_BYTES = 256 << 20
+#: Calls through C before the operation (about 0.5 KiB of C stack each on CPython 3.11).
+STACK_MARKER_DEPTH = 400
+#: A lower bound of the C stack one marker level takes: the check that the peak is in the window.
+STACK_MARKER_MIN_BYTES_PER_LEVEL = 256
+MASSIF_DEPTH = 12
+SOURCE_MASSIF = "valgrind-massif:stacks"
+SOURCE_MASSIF_FIRST_CALL = "valgrind-massif:first-call"
+SOURCE_TRACEMALLOC = "tracemalloc"
+SOURCE_MAXRSS = "maxrss"
+#: Stored with every run (meta["memory_method"]).
+METHOD = ("one operation per worker process, inputs and outputs through files, outputs checked by the parent; "
+          "valgrind massif, heap run (--stacks=no --time-unit=B) and stack run (--heap=no --stacks=yes), "
+          f"--peak-inaccuracy=0; a {HEAP_MARKER_BYTES >> 20} MiB heap marker and a {STACK_MARKER_DEPTH}-call "
+          "stack marker put the peaks inside the operation; heap = (peak - level when the marker was allocated) "
+          "- the same of a baseline worker calling nothing in the window; stack = peak - peak of that baseline "
+          "worker; warm = one call before the measured one; garbage collector run before and paused in the window")
+
+
+# ----- the driver -----
+def worker_command(python: str | None = None) -> list[str]:
+    """The interpreter command that starts a worker (``import pqlab`` is light: no pandas, no oqs)."""
+    return [python or sys.executable, "-m", "pqlab.memory.worker"]
+
+
+def find_valgrind() -> dict:
+    """Whether valgrind (massif) can be used here: path, version, or the reason it cannot."""
+    path = shutil.which("valgrind")
+    if path is None:
+        return {"available": False, "path": "", "version": "",
+                "reason": "valgrind is not installed (on Debian/Ubuntu: apt-get install valgrind); "
+                          "native heap and stack cannot be measured"}
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"available": False, "path": path, "version": "", "reason": f"valgrind does not run: {exc}"}
+    return {"available": bool(version), "path": path, "version": version,
+            "reason": "" if version else "valgrind --version printed nothing"}
+
+
+def massif_command(out_file: Path, kind: str, depth: int = MASSIF_DEPTH, valgrind: str = "valgrind") -> list[str]:
+    """valgrind massif for the heap run (`kind` "heap") or the stack run ("stack").
+
+    The heap run counts time in bytes allocated and freed, so that allocating the marker jumps
+    the clock and massif must take a snapshot right then (the heap level before the operation)."""
+    which = ["--stacks=no", "--time-unit=B"] if kind == "heap" else ["--heap=no", "--stacks=yes"]
+    return [valgrind, "-q", "--tool=massif", *which, "--peak-inaccuracy=0", "--detailed-freq=1000000",
+            "--read-inline-info=no",
+            f"--depth={depth}", f"--massif-out-file={out_file}"]
+
+
+@dataclass
+class WorkerRun:
+    """One worker process: what it reported and, under massif, the profile."""
+
+    kind: str  # a key of RUNS
+    report: dict
+    wall_s: float
+    variant: str = ""
+    profile: MassifProfile | None = None
+    error: str = ""
+    output: Path | None = None
+
+
+#: The worker runs of a measurement: name -> (mode, baseline, warm-up calls before the window).
+#: "warm" runs call the operation once first, so a library's one-time initialisation on first
+#: use (OpenSSL 3 fetching its provider's methods, a binding resolving its C functions) is not
+#: counted as the operation's memory; "heap-cold" measures exactly that first call.
+RUNS = {
+    "plain": ("plain", False, 1),
+    "heap": ("heap", False, 1),
+    "stack": ("stack", False, 1),
+    "heap-cold": ("heap", False, 0),
+    "stack-baseline": ("stack", True, 0),
+    "heap-baseline": ("heap", True, 0),
+}
+_UNSUPPORTED = re.compile(r"unhandled instruction|unrecognised instruction|SIGILL|illegal instruction", re.I)
+
+
+def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind: str, *, work: Path,
+               timeout_s: float = 1800, variant: str = "", valgrind: str = "valgrind",
+               python: str | None = None) -> WorkerRun:
+    """Start one worker (`kind`: a key of :data:`RUNS`) and collect its report and massif profile."""
+    mode, baseline, warmup = RUNS[kind]
+    out = Path(work) / f"{operation}-{kind}{'-' + variant if variant else ''}"
+    out.mkdir(parents=True, exist_ok=True)
+    args = ["--algorithm", algorithm, "--backend", backend, "--operation", operation,
+            "--inputs", str(inputs), "--output", str(out), "--baseline", str(int(baseline)), "--warmup", str(warmup)]
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    if variant and variant != "default":
+        from ..liboqs_loader import variant_environment
+
+        env = variant_environment(variant, env)
+    cmd = worker_command(python)
+    massif_out = out / "massif.out"
+    if mode == "plain":
+        args += ["--trace", "1"]
+    else:
+        args += ["--heap-marker", str(HEAP_MARKER_BYTES), "--stack-depth", str(STACK_MARKER_DEPTH)]
+        cmd = massif_command(massif_out, mode, valgrind=valgrind) + cmd
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd + args, env=env, cwd=out, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return WorkerRun(kind, {}, time.perf_counter() - t0, variant, error=f"timeout after {timeout_s:.0f} s",
+                         output=out)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not (out / "result.json").exists():
+        tail = (proc.stderr or proc.stdout)[-1500:].strip()
+        return WorkerRun(kind, {}, wall, variant, error=f"exit {proc.returncode}: {tail}", output=out)
+    report = json.loads((out / "result.json").read_text())
+    profile = parse_massif(massif_out) if mode != "plain" else None
+    return WorkerRun(kind, report, wall, variant or report.get("variant", ""), profile, output=out)
+
+
+def check_output(algo, operation: str, inputs: dict, run: WorkerRun) -> str:
+    """"" when a worker's output is right (checked here, in the parent), else what is wrong."""
+    if run.error:
+        return run.error
+    try:
+        if operation == "sign":
+            sig = (run.output / "out_signature.bin").read_bytes()
+            return "" if algo.verifier(inputs["pk"])(inputs["message"], sig) is True else "signature does not verify"
+        if operation == "verify":
+            return "" if run.report.get("verdict") is True else "the worker rejected a valid signature"
+        pk, sk = read_keys(run.output, run.report, prefix="out_")
+        message = inputs["message"]
+        return "" if algo.verifier(pk)(message, algo.signer(sk)(message)) is True else "fresh keys do not sign/verify"
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class Job:
+    """One measured thing: an algorithm's operation at one message size, and its worker runs."""
+
+    algo: object
+    operation: str
+    message_bytes: int | None
+    inputs: Path
+    runs: dict = field(default_factory=dict)  # RUNS key -> WorkerRun (shared runs included)
+
+    @property
+    def work(self) -> Path:
+        return self.inputs / "work"
+
+    @property
+    def slow(self) -> bool:
+        """SPHINCS+/SLH-DSA "s" sets: the slow signers (started first, never used for baselines)."""
+        return bool(re.search(r"\d{3}s(\b|-)", self.algo.name))
+
+
+def execute(job: Job, kind: str, timeout_s: float = 1800) -> WorkerRun:
+    """Run `kind` for `job`; when valgrind cannot run liboqs' CPU-optimised build, the portable one."""
+    algo = job.algo
+    run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work, timeout_s=timeout_s)
+    if run.error and RUNS[kind][0] != "plain" and algo.backend == "liboqs" and _UNSUPPORTED.search(run.error):
+        run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work,
+                         timeout_s=timeout_s, variant="generic")
+    return run
+
+
+def _failed(what: str, why: str) -> str:
+    return flags.make("failed", f"{what}: {why}")
+
+
+def _window_heap(run: WorkerRun) -> tuple[MassifSnapshot | None, str]:
+    prof = run.profile
+    if prof.peak_heap < HEAP_MARKER_BYTES:
+        return None, flags.make("peak-outside-window", "heap")
+    start = prof.window_start(HEAP_MARKER_BYTES)
+    return (start, "") if start is not None else (None, flags.make("heap-level-before-operation-not-captured"))
+
+
+def heap_figures(run: WorkerRun | None, baseline: WorkerRun | None) -> tuple[dict, list[str]]:
+    """What the operation adds to the heap: (peak - level when the window opened) of the run,
+    minus the same of the baseline run (what the empty window itself allocates, ~0.1 KiB)."""
+    failed = [_failed(f"massif {name}", r.error if r else "not run") for name, r in (("heap", run),
+              ("heap-baseline", baseline)) if r is None or r.error or r.profile is None]
+    if failed:
+        return {}, failed
+    (start, why), (base_start, base_why) = _window_heap(run), _window_heap(baseline)
+    if why or base_why:
+        return {}, [f for f in (why, base_why and f"{base_why} (baseline run)") if f]
+    prof, base = run.profile, baseline.profile
+    window = base.peak_heap - base_start.heap
+    raw, level = prof.peak_heap - HEAP_MARKER_BYTES, start.heap - HEAP_MARKER_BYTES + window
+    extra = (prof.peak_heap_extra - start.heap_extra) - (base.peak_heap_extra - base_start.heap_extra)
+    return {"peak_heap_bytes": raw - level, "peak_heap_raw_bytes": raw, "peak_heap_baseline_bytes": level,
+            "peak_heap_extra_bytes": extra}, []
+
+
+def stack_figures(run: WorkerRun | None, baseline: WorkerRun | None) -> tuple[dict, list[str]]:
+    """What the operation adds to the stack: peak of the run minus peak of the baseline run."""
+    failed = [_failed(f"massif {name}", r.error if r else "not run") for name, r in (("stack", run),
+              ("stack-baseline", baseline)) if r is None or r.error or r.profile is None]
+    if failed:
+        return {}, failed
+    raw, level = run.profile.peak_stacks, baseline.profile.peak_stacks
+    marks = [flags.make("peak-outside-window", name) for name, value in (("stack", raw), ("stack-baseline", level))
+             if value < STACK_MARKER_DEPTH * STACK_MARKER_MIN_BYTES_PER_LEVEL]
+    return {"peak_stack_bytes": raw - level, "peak_stack_raw_bytes": raw, "peak_stack_baseline_bytes": level}, marks
+
+
+def measurement_rows(job: Job, base: dict, inputs: dict) -> list[dict]:
+    """The schema rows of one job: massif heap and stack (warm), massif heap of the first call
+    (when measured), tracemalloc and maxrss.  Every worker's output is checked here."""
+    algo = job.algo
+    common = dict(base, **algo.identity(), operation=job.operation, message_bytes=job.message_bytes, samples=1)
+    wrong = {k: why for k, r in job.runs.items() if not RUNS[k][1] and (why := check_output(algo, job.operation,
+                                                                                             inputs, r))}
+    rows = []
+    if "heap" in job.runs or "stack" in job.runs:
+        heap, hflags = heap_figures(job.runs.get("heap"), job.runs.get("heap-baseline"))
+        stack, sflags = (stack_figures(job.runs["stack"], job.runs.get("stack-baseline")) if "stack" in job.runs
+                         else ({}, []))
+        failed = [_failed(k, wrong[k]) for k in ("heap", "stack") if k in wrong]
+        variants = {r.variant for k, r in job.runs.items() if k in ("heap", "stack") and r.variant}
+        extra = [flags.make("valgrind-used-generic-build")] if "generic" in variants else []
+        if "stack" not in job.runs:
+            extra.append(flags.make("stack-measured-at-other-message-sizes"))
+        rows.append(dict(common, memory_source=SOURCE_MASSIF, verified=not failed and not hflags and not sflags,
+                         flags=flags.join(failed + hflags + sflags + extra), massif_variant=",".join(sorted(variants)),
+                         valgrind_wall_s=round(sum(job.runs[k].wall_s for k in ("heap", "stack") if k in job.runs), 2),
+                         **heap, **stack))
+    if "heap-cold" in job.runs:
+        heap, hflags = heap_figures(job.runs["heap-cold"], job.runs.get("heap-baseline"))
+        failed = [_failed("heap-cold", wrong["heap-cold"])] if "heap-cold" in wrong else []
+        rows.append(dict(common, memory_source=SOURCE_MASSIF_FIRST_CALL, verified=not failed and not hflags,
+                         flags=flags.join([*failed, *hflags, flags.make("first-call-in-process")]),
+                         **heap))
+    plain = job.runs.get("plain")
+    ok = plain is not None and not plain.error
+    failed = [_failed("plain", wrong["plain"])] if "plain" in wrong else []
+    rows.append(dict(common, memory_source=SOURCE_TRACEMALLOC, verified=ok and not failed,
+                     peak_heap_bytes=plain.report.get("tracemalloc_peak_bytes") if ok else None,
+                     flags=flags.join([*failed, flags.make("python-level-allocations-only")])))
+    rss_op = plain.report.get("max_rss_bytes") if ok else None
+    rss_base = plain.report.get("max_rss_before_bytes") if ok else None
+    rows.append(dict(common, memory_source=SOURCE_MAXRSS, verified=ok and not failed,
+                     peak_heap_bytes=None if rss_op is None or rss_base is None else rss_op - rss_base,
+                     max_rss_raw_bytes=rss_op, max_rss_baseline_bytes=rss_base,
+                     flags=flags.join([*failed, flags.make("coarse-rss")])))
+    return rows
+
+
+def _size_row(algo, keys, signature: bytes) -> dict:
+    row = {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "nist_level": algo.nist_level}
+    row.update(algo.key_sizes(keys))
+    row["signature_bytes"] = len(signature)
+    row["signature_max_bytes"] = algo.declared_sizes().get("signature_max_bytes", len(signature))
+    return row
+
+
+def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool,
+              stack_message_bytes: Sequence[int] | None = None) -> list[tuple[Job, str, list[Job]]]:
+    """(job that runs it, RUNS key, jobs that share the result): per job plain (+ heap, + stack at
+    `stack_message_bytes`, default every size); once per algorithm and operation: the first-call heap
+    (at the first message size); shared per backend and operation: the heap and stack baselines (the
+    empty window: they depend on the call path only)."""
+    tasks = []
+    groups: dict[tuple, list[Job]] = {}
+    backends: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault((job.algo.key, job.operation), []).append(job)
+        backends.setdefault((job.algo.backend, job.operation), []).append(job)
+        tasks.append((job, "plain", [job]))
+        if use_valgrind:
+            tasks.append((job, "heap", [job]))
+            if stack_message_bytes is None or job.message_bytes is None or job.message_bytes in stack_message_bytes:
+                tasks.append((job, "stack", [job]))
+    for members in groups.values():
+        if use_valgrind and cold:
+            tasks.append((members[0], "heap-cold", members[:1]))
+    if use_valgrind:
+        for members in backends.values():
+            runner = min(members, key=lambda j: (j.slow, j.message_bytes or 0))
+            tasks += [(runner, "stack-baseline", members), (runner, "heap-baseline", members)]
+    # slowest first (stack runs of the "s" sets), so that the workers finish together
+    return sorted(tasks, key=lambda t: (not t[0].slow, RUNS[t[1]][0] != "stack", RUNS[t[1]][0] != "heap"))
+
+
+def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_OPERATIONS,
+                   message_bytes: Sequence[int] | int = (32,), *, jobs: int = 2, use_valgrind: bool | None = None,
+                   cold: bool = True, stack_message_bytes: Sequence[int] | None = None,
+                   study: str = "03_memory_footprint", seed: int | None = 0,
+                   timeout_s: float = 1800, save: bool = True, folder: Path | str | None = None,
+                   progress: bool = True, keep_work: Path | str | None = None, params: dict | None = None):
+    """Peak memory of every operation of every algorithm and message size; returns (and saves) a Run.
+
+    keygen does not depend on the message: it is measured once (``message_bytes`` empty).  Worker
+    processes run `jobs` at a time.  `use_valgrind`: None = when valgrind is installed; without
+    it only tracemalloc and maxrss are measured and the run's meta says why.  `cold`: also the
+    heap of the first call in a process (once per algorithm and operation).  `stack_message_bytes`:
+    the message sizes at which the stack is measured too (default: all; the stack does not depend on
+    the message, and its massif runs are the slow ones).
+    """
+    from ..algorithms import resolve
+    from ..recorder import RunRecorder
+
+    algos = resolve(algorithms)
+    sizes = [message_bytes] if isinstance(message_bytes, int) else list(message_bytes)
+    status = find_valgrind()
+    if use_valgrind is None:
+        use_valgrind = status["available"]
+    elif use_valgrind and not status["available"]:
+        raise RuntimeError(status["reason"])
+    run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations),
+                  "message_bytes": sizes, "jobs": jobs, "seed": seed, "use_valgrind": use_valgrind, "cold": cold,
+                  "stack_message_bytes": None if stack_message_bytes is None else list(stack_message_bytes),
+                  "heap_marker_bytes": HEAP_MARKER_BYTES, "stack_marker_depth": STACK_MARKER_DEPTH,
+                  "massif_depth": MASSIF_DEPTH, **(params or {})}
+    rec = RunRecorder(study, run_params, label=f"{study}-memory" if study else "memory", folder=folder, save=save,
+                      meta={"valgrind": status, "memory_method": METHOD})
+    tmp = Path(keep_work) if keep_work else Path(tempfile.mkdtemp(prefix="pqlab-memory-"))
+    t_start = time.perf_counter()
+    with rec:
+        _measure_jobs(rec, algos, operations, sizes, seed, tmp, use_valgrind, cold, stack_message_bytes, jobs,
+                      timeout_s, progress, study)
+        rec.meta["wall_s"] = round(time.perf_counter() - t_start, 1)
+    if not keep_work:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rec.run
+
+
+def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: bool, cold: bool,
+                  stack_message_bytes, jobs: int, timeout_s: float, progress: bool, study: str) -> None:
+    """Plan the worker processes of every job, run them `jobs` at a time, record the rows in `rec`."""
+    from ..algorithms import random_message
+
+    plan: list[Job] = []
+    inputs = {}
+    for algo in algos:
+        for size in sizes:
+            message = random_message(size, seed)
+            keys = algo.generate()
+            signature = algo.signer(keys[1])(message)
+            folder_in = write_inputs(tmp / _safe(f"{algo.name}@{algo.backend}") / f"m{size}", algo.name,
+                                     algo.backend, message, keys, signature)
+            inputs[folder_in] = read_inputs(folder_in)
+            if size == sizes[0]:
+                rec.add(sizes=[_size_row(algo, keys, signature)])
+            plan += [Job(algo, op, None if op == "keygen" else size, folder_in) for op in operations
+                     if op in algo.operations and (op != "keygen" or size == sizes[0])]
+    tasks = plan_runs(plan, use_valgrind, cold, stack_message_bytes)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(tasks), desc=f"{study or 'memory'}: worker processes", unit="run", leave=True,
+                   dynamic_ncols=True)
+
+    def one(task) -> None:
+        runner, kind, members, *variant = task
+        run = (run_worker(runner.algo.name, runner.algo.backend, runner.operation, runner.inputs, kind,
+                          work=runner.work, timeout_s=timeout_s, variant=variant[0])
+               if variant else execute(runner, kind, timeout_s))
+        for job in members:
+            job.runs[kind] = run
+        if bar is not None:
+            bar.update(1)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, tasks))
+        # a job whose massif runs fell back to the portable build needs a baseline of that build
+        redo = [(job, kind, [job], "generic") for job in plan for kind in ("stack-baseline", "heap-baseline")
+                if job.runs.get(kind[:-9]) and job.runs[kind[:-9]].variant == "generic"]
+        list(pool.map(one, redo))
+    if bar is not None:
+        bar.close()
+    rec.meta["worker_runs"] = len(tasks) + len(redo)
+    for job in plan:
+        rec.add(measurements=measurement_rows(job, rec.base, inputs[job.inputs]))
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]", "_", name)
+
+
+

@@ -1,0 +1,14 @@
+"""One module per notebook: that notebook's tables, figures, generated text and quoted numbers.
+
+=====================  ==========================================================================
+module                 notebook
+=====================  ==========================================================================
+``aes_rsa_sphincs``    01: AES-256, RSA-2048 and SPHINCS+ per operation (study 000, Bouncy Castle)
+``message_scaling``    02: how signing cost grows with the message (study 001)
+``memory_footprint``   03: heap and stack of one operation (study 002, Gravity-SPHINCS)
+``signature_cycles``   04: cycle tables of signature families (study 003, NIST round 2)
+``energy_pi4``         05: energy per operation (study 004, Raspberry Pi 4 + INA219)
+=====================  ==========================================================================
+
+A study imports the core (``pqlab.*``); the core never imports a study (``tests/test_layout.py``).
+"""
