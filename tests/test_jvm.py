@@ -144,3 +144,18 @@ def test_bc_run_reports_why_nothing_ran(monkeypatch):
     monkeypatch.setattr(jvm, "jdk_available", lambda: (False, "no JDK installed: install openjdk-17-jdk-headless"))
     run, summary, reason = jvm.bc_run(["AES-256-CBC"])
     assert run is None and summary.empty and reason.startswith("no JDK")
+
+
+def test_bc_run_records_every_row_with_the_run_start(jar, tmp_path, monkeypatch):
+    """The JVM runner records through the run recorder: started_at and machine_id on every row."""
+    from pqlab import paths
+    from pqlab.results import load_run
+
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    run, summary, reason = jvm.bc_run(["AES-256-CBC"], cold=2, warm_budget_s=0.05, study="t01")
+    assert reason == "" and not summary.empty
+    back = load_run(tmp_path / run.run_id)
+    m = back.measurements
+    assert back.meta["status"] == "complete" and back.meta["started_at"]
+    assert (m["started_at"] == back.meta["started_at"]).all() and (m["machine_id"] == back.meta["machine_id"]).all()
+    assert (m["study"] == "t01").all() and set(m["kind"]) == {"cipher"}
