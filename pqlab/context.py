@@ -1,0 +1,126 @@
+"""The run context a reader needs beside any result: machine, counter, frequency, versions, liboqs
+build and git state, generated from the runs' metadata (never typed).
+
+    context_markdown([run_a, run_b])  -> the block at the top of a notebook's results
+    context_line([run_a])             -> one short line for a figure's footer or a table's note
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: the libraries whose versions are shown (pqlab.machine records more)
+SHOWN_PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "numpy", "pandas")
+
+
+def _runs(runs) -> list:
+    if runs is None:
+        return []
+    if hasattr(runs, "meta"):
+        return [runs]
+    return [r for r in runs if r is not None]
+
+
+def _unique(values: Iterable) -> list:
+    return [v for v in dict.fromkeys(v for v in values if v not in (None, "", {}))]
+
+
+def counter_text(meta: dict) -> str:
+    """The counter a run used, as recorded (label, frequency where known, or why there is none)."""
+    counter = meta.get("counter")
+    if isinstance(counter, dict):
+        label = counter.get("label") or counter.get("source") or "none"
+        ghz = counter.get("tsc_ghz") or counter.get("frequency_ghz")
+        text = label if not ghz else f"{label} at {float(ghz):.3f} GHz"
+        why = counter.get("reason") or counter.get("why")
+        return f"{text} ({why})" if why and label == "none" else text
+    return str(meta.get("cycles_counter") or "not recorded")
+
+
+def frequency_text(meta: dict) -> str:
+    """Governor, limits and boost state, or why they are unknown."""
+    f = meta.get("frequency") or {}
+    if not f:
+        return "not recorded"
+    if not f.get("available"):
+        return f"unknown: {f.get('reason', 'not exposed')}"
+    parts = [f"governor {f.get('scaling_governor') or '?'}"]
+    if f.get("scaling_max_freq"):
+        parts.append(f"max {int(f['scaling_max_freq']) / 1e6:.2f} GHz")
+    parts.append(f"boost {f.get('boost') or 'unknown'}")
+    return ", ".join(parts)
+
+
+def liboqs_text(meta: dict) -> str:
+    info = meta.get("liboqs") or {}
+    if not info:
+        return "not loaded by this run"
+    config = info.get("build_config") or {}
+    options = ", ".join(f"{k.removeprefix('OQS_')}={v}" for k, v in config.items() if k != "OQS_VERSION_TEXT")
+    return f"{info.get('liboqs_version', '?')} ({info.get('variant', '?')} build; {options or 'options unknown'})"
+
+
+def git_text(meta: dict) -> str:
+    g = meta.get("git") or {}
+    if not g.get("commit"):
+        return f"unknown ({g.get('reason', 'not a git checkout')})"
+    return f"{g['commit'][:12]}" + (" (uncommitted changes)" if g.get("dirty") else "")
+
+
+def run_context(runs) -> list[tuple[str, str]]:
+    """(what, value) pairs describing where the runs measured; a value that differs between runs lists
+    every variant."""
+    metas = [r.meta for r in _runs(runs)]
+    if not metas:
+        return []
+
+    def joined(get) -> str:
+        return "; ".join(str(v) for v in _unique(get(m) for m in metas)) or "not recorded"
+
+    def cpu(m) -> str:
+        c = m.get("cpu") or {}
+        cores = c.get("usable_cores") or c.get("logical_cores")
+        return f"{c.get('model') or 'unknown CPU'}, {cores} cores" if cores else c.get("model") or "unknown CPU"
+
+    def packages(m) -> str:
+        p = m.get("packages") or {}
+        return ", ".join(f"{k} {p[k]}" for k in SHOWN_PACKAGES if p.get(k))
+
+    return [
+        ("CPU", joined(cpu)),
+        ("cycle counter", joined(counter_text)),
+        ("frequency", joined(frequency_text)),
+        ("hypervisor", joined(lambda m: m.get("hypervisor") or "none detected")),
+        ("kernel", joined(lambda m: m.get("kernel"))),
+        ("Python", joined(lambda m: m.get("python"))),
+        ("libraries", joined(packages)),
+        ("OpenSSL (cryptography)", joined(lambda m: m.get("openssl"))),
+        ("liboqs", joined(liboqs_text)),
+        ("git commit", joined(git_text)),
+        ("runs", ", ".join(_unique(m.get("run_id") for m in metas))),
+    ]
+
+
+def context_markdown(runs, title: str = "Run context") -> str:
+    """A Markdown block with :func:`run_context` (for the top of a notebook's results)."""
+    rows = run_context(runs)
+    if not rows:
+        return f"**{title}:** no run."
+    lines = [f"**{title}** (from the runs' metadata)", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+    return "\n".join(lines)
+
+
+def context_line(runs) -> str:
+    """One short line: CPU, hypervisor, counter, liboqs build and run ids (a figure's footer)."""
+    metas = [r.meta for r in _runs(runs)]
+    if not metas:
+        return ""
+    m = metas[0]
+    cpu = (m.get("cpu") or {}).get("model") or "unknown CPU"
+    info = m.get("liboqs") or {}
+    parts = [cpu, m.get("hypervisor") or "bare metal or undetected", f"counter {counter_text(m)}"]
+    if info:
+        parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('variant', '')}".strip())
+    ids = _unique(x.get("run_id") for x in metas)
+    parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
+    return " · ".join(parts)

@@ -1,0 +1,37 @@
+"""pqlab.context: the run context shown beside results, generated from run metadata."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pqlab import context, machine
+
+
+def fake_run(run_id="r1", **meta):
+    return SimpleNamespace(meta={**machine.collect({}, liboqs=False), "run_id": run_id, **meta})
+
+
+def test_markdown_block_names_every_fact():
+    text = context.context_markdown([fake_run()])
+    for what in ("CPU", "cycle counter", "frequency", "hypervisor", "kernel", "Python", "liboqs", "git commit", "r1"):
+        assert what in text
+    assert context.context_markdown([]) .endswith("no run.")
+
+
+def test_values_that_differ_between_runs_are_all_listed():
+    a = fake_run("a", hypervisor="kvm")
+    b = fake_run("b", hypervisor="none")
+    rows = dict(context.run_context([a, b]))
+    assert rows["hypervisor"] == "kvm; none" and rows["runs"] == "a, b"
+
+
+def test_unknown_frequency_says_why_and_counter_dicts_are_read():
+    meta = {"frequency": {"available": False, "reason": "no cpufreq"},
+            "counter": {"label": "tsc", "tsc_ghz": 2.445406}}
+    assert context.frequency_text(meta) == "unknown: no cpufreq"
+    assert context.counter_text(meta) == "tsc at 2.445 GHz"
+    assert context.counter_text({"counter": {"label": "none", "reason": "no PMU"}}) == "none (no PMU)"
+
+
+def test_footer_line_is_one_line():
+    line = context.context_line([fake_run("r9")])
+    assert "\n" not in line and line.endswith("run r9") and "counter" in line
