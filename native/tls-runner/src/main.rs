@@ -62,6 +62,14 @@ type MsgCallback =
 
 extern "C" {
     fn SSL_set_msg_callback(ssl: *mut ffi::SSL, cb: Option<MsgCallback>);
+    fn SSL_SESSION_get0_ticket(s: *const ffi::SSL_SESSION, tick: *mut *const u8, len: *mut usize);
+}
+
+/// Length of the session ticket a session holds (what the client offers when it resumes).
+fn ticket_len(session: &SslSession) -> usize {
+    let (mut tick, mut len): (*const u8, usize) = (ptr::null(), 0);
+    unsafe { SSL_SESSION_get0_ticket(session.as_ptr(), &mut tick, &mut len) };
+    len
 }
 
 fn fail_usage(msg: &str) -> ! {
@@ -574,6 +582,7 @@ fn run(o: &Options) -> Value {
         if k >= first_resumed {
             if let Some(s) = &session {
                 unsafe { ssl.set_session(s) }.expect("set session");
+                row["offered_ticket_bytes"] = json!(ticket_len(s));
             }
         }
         attach_trace(&mut ssl, &trace);
@@ -619,6 +628,7 @@ fn run(o: &Options) -> Value {
                     Err(e) => errors.push(describe("client: application data", e)),
                 }
                 session = stream.ssl().session().map(|s| s.to_owned());
+                row["ticket_bytes"] = json!(session.as_ref().map(ticket_len));
                 let _ = stream.shutdown();
                 let mut rest = [0u8; 64];
                 while let Ok(n) = stream.ssl_read(&mut rest) {
