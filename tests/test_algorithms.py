@@ -106,6 +106,7 @@ KIND_CASES = [
     ("ML-DSA-44", "liboqs"),  # sig
     ("ML-KEM-768", "liboqs"),  # kem
     ("X25519", "cryptography"),  # kem (DH as a KEM)
+    ("ECDH-P256", "cryptography"),  # kem (DH as a KEM, the classical half of SecP256r1MLKEM768)
     ("RSA-2048-OAEP", "cryptography"),  # pke
     ("AES-256-GCM", "cryptography"),  # cipher
     ("AES-256-GCM", "pycryptodome"),
