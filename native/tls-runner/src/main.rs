@@ -118,6 +118,32 @@ struct Trace {
     records: Vec<Record>,
     /// [content type, handshake type (0 for others), message length, wire bytes of its records]
     messages: Vec<[usize; 4]>,
+    /// per message: its extensions as [type, length] (hello messages, EncryptedExtensions, CertificateRequest)
+    extensions: Vec<Vec<[usize; 2]>>,
+}
+
+/// The extension list of a ClientHello, ServerHello, EncryptedExtensions or CertificateRequest.
+fn extensions_of(msg: &[u8]) -> Vec<[usize; 2]> {
+    let get = |at: usize| msg.get(at).copied().map(usize::from);
+    let skip = |at: usize, len_bytes: usize| -> Option<usize> {
+        let len = (0..len_bytes).try_fold(0usize, |acc, i| get(at + i).map(|b| acc << 8 | b))?;
+        Some(at + len_bytes + len)
+    };
+    let start = match msg.first() {
+        Some(1) => skip(4 + 2 + 32, 1).and_then(|at| skip(at, 2)).and_then(|at| skip(at, 1)),
+        Some(2) => skip(4 + 2 + 32, 1).map(|at| at + 3),
+        Some(8) => Some(4),
+        Some(13) => skip(4, 1),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    let Some(mut at) = start.map(|a| a + 2) else { return out };
+    while let (Some(t0), Some(t1), Some(l0), Some(l1)) = (get(at), get(at + 1), get(at + 2), get(at + 3)) {
+        let len = l0 << 8 | l1;
+        out.push([t0 << 8 | t1, len]);
+        at += 4 + len;
+    }
+    out
 }
 
 impl Trace {
@@ -130,8 +156,9 @@ impl Trace {
         wire
     }
 
-    /// Messages in order, then the application data (and anything else) no message claimed.
-    fn finish(mut self) -> (Vec<[usize; 4]>, usize) {
+    /// Messages in order (with their extensions), then the application data (and anything else)
+    /// no message claimed, and the total of all records.
+    fn finish(mut self) -> (Vec<Value>, usize) {
         let mut rest: Vec<(u8, usize)> = Vec::new();
         for r in self.records.iter().filter(|r| !r.claimed) {
             match rest.iter_mut().find(|(t, _)| *t == r.content_type) {
@@ -141,9 +168,12 @@ impl Trace {
         }
         for (t, wire) in rest {
             self.messages.push([t as usize, 0, 0, wire]);
+            self.extensions.push(Vec::new());
         }
         let total = self.records.iter().map(|r| r.wire).sum();
-        (self.messages, total)
+        let out = self.messages.iter().zip(&self.extensions)
+            .map(|(m, e)| json!([m[0], m[1], m[2], m[3], e])).collect();
+        (out, total)
     }
 }
 
@@ -173,6 +203,8 @@ unsafe extern "C" fn on_message(
             let wire = t.claim(content_type as u8);
             let hs_type = if content_type == 22 && len > 0 { b[0] as usize } else { 0 };
             t.messages.push([content_type as usize, hs_type, len, wire]);
+            let exts = if content_type == 22 { extensions_of(b) } else { Vec::new() };
+            t.extensions.push(exts);
         }
         _ => {}
     }
@@ -462,7 +494,7 @@ struct ServerSide {
     cpu_ns: u64,
     wall_ns: u64,
     client_sigalg: Option<String>,
-    messages: Vec<[usize; 4]>,
+    messages: Vec<Value>,
     record_bytes: usize,
     socket_written: u64,
 }
@@ -605,6 +637,7 @@ fn run(o: &Options) -> Value {
                 row["group_negotiated"] = json!(group);
                 row["server_sigalg"] = json!(server_sigalg);
                 row["resumed"] = json!(resumed);
+                row["cipher"] = json!(ssl_ref.current_cipher().map(|c| c.name()));
                 if group.as_deref().map(|g| !g.eq_ignore_ascii_case(&o.group)).unwrap_or(true) {
                     errors.push(format!("negotiated group {group:?}, requested {:?}", o.group));
                 }
