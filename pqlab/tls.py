@@ -318,7 +318,8 @@ def certificate_sizes(signatures: Iterable[str], folder: Path | None = None) -> 
         size = {f: (chain / f).stat().st_size for f in CHAIN_FILES}
         rows.append({"signature": sig, "built_with": SIGNATURES[sig][1], "root": size["root.der"],
                      "intermediate": size["intermediate.der"], "leaf_from_root": size["server-1.der"],
-                     "leaf_from_intermediate": size["server-2.der"], "client_leaf": size["client-2.der"],
+                     "leaf_from_intermediate": size["server-2.der"], "client_leaf_from_root": size["client-1.der"],
+                     "client_leaf_from_intermediate": size["client-2.der"],
                      "depth1_sent": size["server-1.der"],
                      "depth2_sent": size["server-2.der"] + size["intermediate.der"]})
     return pd.DataFrame(rows)
@@ -382,7 +383,7 @@ def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin
 def flight_of(side: str, messages: Sequence[Sequence[int]]) -> list[str]:
     """The flight (C1, S1, C2, S2 or 'after') of each message a side wrote, in order."""
     flights, done = [], False
-    for content_type, hs_type, _length, _wire in messages:
+    for content_type, hs_type, *_ in messages:
         if content_type != 22 and content_type != 20:
             flights.append("after")
             continue
@@ -400,10 +401,11 @@ def message_rows(result: dict, handshake: dict) -> list[dict]:
     rows = []
     for side in ("client", "server"):
         msgs = handshake.get(f"{side}_messages") or []
-        for (ct, hs, length, wire), flight in zip(msgs, flight_of(side, msgs)):
+        for (ct, hs, length, wire, *ext), flight in zip(msgs, flight_of(side, msgs)):
             rows.append({"index": handshake["index"], "from": side, "flight": flight,
                          "message": HANDSHAKE_TYPES.get(hs, f"type {hs}") if ct == 22 else CONTENT_TYPES.get(ct, str(ct)),
-                         "message_bytes": length, "wire_bytes": wire})
+                         "message_bytes": length, "wire_bytes": wire,
+                         "extensions": " ".join(f"{t}:{n}" for t, n in (ext[0] if ext else []))})
     return rows
 
 
@@ -420,15 +422,15 @@ def flight_bytes(handshake: dict) -> dict:
     out = dict.fromkeys(FLIGHTS, 0)
     for side in ("client", "server"):
         msgs = handshake.get(f"{side}_messages") or []
-        for (_ct, _hs, _len, wire), flight in zip(msgs, flight_of(side, msgs)):
+        for (_ct, _hs, _len, wire, *_), flight in zip(msgs, flight_of(side, msgs)):
             if flight in out:
                 out[flight] += wire
     return out
 
 
-def cv_signature_bytes(handshake: dict) -> int | None:
-    """The signature length in the server's CertificateVerify (its message minus 8 bytes of framing)."""
-    for ct, hs, length, _wire in handshake.get("server_messages") or []:
+def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
+    """The signature length in `side`'s CertificateVerify (its message minus 8 bytes of framing)."""
+    for ct, hs, length, _wire, *_ in handshake.get(f"{side}_messages") or []:
         if ct == 22 and hs == 15:
             return length - 8  # 4 handshake header + 2 scheme + 2 length
     return None
@@ -502,7 +504,8 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                                 "time_ns": h["wall_ns"], "cycles": None, "client_cpu_ns": h["client_cpu_ns"],
                                 "server_cpu_ns": h["server_cpu_ns"], **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},
                                 "cv_signature_bytes": cv_signature_bytes(h),
-                                "ticket_bytes": h.get("offered_ticket_bytes"), "chain_depth": config.depth,
+                                "client_cv_signature_bytes": cv_signature_bytes(h, "client"),
+                                "ticket_bytes": h.get("offered_ticket_bytes"), "cipher": h.get("cipher"), "chain_depth": config.depth,
                                 "mutual": config.mutual, "resumed": config.resume})
         elif result["handshakes"]:
             meta["tls"]["messages"][key] = message_rows(result, result["handshakes"][-1])
