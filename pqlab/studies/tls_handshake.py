@@ -237,6 +237,7 @@ def budget_row(config: tls.Config, messages: pd.DataFrame) -> dict:
     ch = int(body[("client", "client_hello")])
     # QUIC carries the handshake messages in CRYPTO frames: no records, no ChangeCipherSpec.
     quic_s1 = int(messages.query("flight == 'S1' and message != 'change_cipher_spec'")["message_bytes"].sum())
+    quic_c2 = int(messages.query("flight == 'C2' and message != 'change_cipher_spec'")["message_bytes"].sum())
     quic_allowance = QUIC_AMPLIFICATION * QUIC_INITIAL * math.ceil(ch / QUIC_INITIAL)
     s1, c2 = int(flights.get("S1", 0)), int(flights.get("C2", 0))
     failures = []
@@ -256,7 +257,7 @@ def budget_row(config: tls.Config, messages: pd.DataFrame) -> dict:
             "C1": int(flights.get("C1", 0)), "S1": s1, "C2": c2,
             "fits_initcwnd": s1 <= TCP_SEGMENT * TCP_INITCWND, "tcp_extra_rtt": tcp_extra_round_trips(s1),
             "client_extra_rtt": tcp_extra_round_trips(c2) if config.mutual else 0,
-            "quic_s1": quic_s1, "quic_allowance": quic_allowance, "quic_extra_rtt": int(quic_s1 > quic_allowance),
+            "quic_s1": quic_s1, "quic_c2": quic_c2, "quic_allowance": quic_allowance, "quic_extra_rtt": int(quic_s1 > quic_allowance),
             "older_openssl_cv_limit": "exceeded" if cv and cv - HANDSHAKE_HEADER > OLD_CV_LIMIT else "",
             "hard_failure": "; ".join(failures)}
 
@@ -474,27 +475,29 @@ def kem_table(ops, kems: Iterable[str]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- published evidence
 
 
-def published_beside_ours(reference: pd.DataFrame, budget: pd.DataFrame, certs: pd.DataFrame) -> pd.DataFrame:
-    """Each published number as a ratio to its source's own baseline, beside ours for the same question."""
-    ours = {}
-    for r in budget.itertuples():
-        ours[("quic_s1", r.pair, r.mode, r.depth)] = r.quic_s1
-        ours[("C2", r.pair, r.mode, r.depth)] = r.C2
+def published_beside_ours(reference: pd.DataFrame, budget: pd.DataFrame, certs: pd.DataFrame, ops) -> pd.DataFrame:
+    """Each published number as a ratio to its source's own baseline, beside ours for the same question
+    (``ours`` names which: the model's QUIC flights at depth 1, a measured signature size, our root's DER)."""
+    model = budget.set_index(["pair", "mode", "depth"])
     der = certs.set_index("signature")
+
+    def ours(key, subject):
+        if not isinstance(key, str) or not isinstance(subject, str):
+            return np.nan
+        if key == "root_der":
+            return float(der.loc[subject, "root"]) if subject in der.index else np.nan
+        if key == "signature_bytes":
+            return float(signature_bytes(ops, subject)) if subject in SIGNATURE_OPS else np.nan
+        column, mode = key.split(":")
+        return float(model.loc[(subject, mode, 1), column]) if (subject, mode, 1) in model.index else np.nan
+
     rows = []
     for r in reference.itertuples():
-        ratio = r.value / r.baseline_value if pd.notna(r.value) and pd.notna(r.baseline_value) else np.nan
-        mine = base = np.nan
-        if r.ours == "root_der" and r.subject in der.index:
-            mine = float(der.loc[r.subject, "root"])
-        elif isinstance(r.ours, str) and r.ours.startswith(("quic_s1:", "C2:")):
-            what, mode = r.ours.split(":")
-            mine = ours.get((what, r.subject, mode, 1), np.nan)
-            base = ours.get((what, r.baseline, mode, 1), np.nan)
+        mine, base = ours(r.ours, r.subject), ours(r.ours, r.baseline)
         rows.append({"source": r.source, "quantity": r.quantity, "subject": r.subject, "baseline": r.baseline,
-                     "published": r.value, "published_baseline": r.baseline_value, "published_ratio": ratio,
-                     "ours": mine, "ours_baseline": base,
-                     "our_ratio": mine / base if pd.notna(mine) and pd.notna(base) else np.nan})
+                     "published": r.value, "published_baseline": r.baseline_value,
+                     "published_ratio": r.value / r.baseline_value, "ours": mine, "ours_baseline": base,
+                     "our_ratio": mine / base, "ours_over_published": mine / r.value})
     return pd.DataFrame(rows)
 
 
