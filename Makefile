@@ -61,6 +61,14 @@ $(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic $(wildcard native/benc
 	$(PY) -m pqlab.provision runners
 	touch $@
 
+# Notebook 06's TLS runner (OpenSSL 3.6 from crates.io, a few minutes' build): built on first use by the
+# notebook's target and by `make test`, never by `make setup`; pqlab.tls records how long the build took.
+TLS_RUNNER := native/tls-runner/target/release/tls-runner
+$(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
+	$(PY) -m pqlab.tls build
+
+build/$(PROFILE)/06_tls_handshake.ipynb: $(TLS_RUNNER)
+
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
@@ -78,7 +86,7 @@ build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SE
 	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
-test: $(SETUP) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
+test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
 	$(PY) -m pytest tests
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \

@@ -153,6 +153,31 @@ def plan_matrix(groups: Iterable[str], signatures: Iterable[str], depths: Iterab
             for g in groups for s in signatures for d in depths for m in modes]
 
 
+def plan_handshakes(pairs, groups: Sequence[str], signatures: Sequence[str], depths: Iterable[int] = (1,),
+                    modes: Iterable[str] = ("server-auth",)) -> list[tls.Config]:
+    """The measured configurations: `pairs` ([group, signature] lists) or "all" (groups x signatures)."""
+    if pairs == "all":
+        return plan_matrix(groups, signatures, depths, modes)
+    if isinstance(pairs, str) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+        raise ValueError(f"handshake_pairs must be \"all\" or a list of [group, signature] pairs, not {pairs!r}")
+    configs: list[tls.Config] = []
+    for group, signature in pairs:
+        configs += plan_matrix([group], [signature], depths, modes)
+    return configs
+
+
+def describe_model() -> str:
+    """The model's constants, as the code uses them."""
+    return (f"Records carry at most {MAX_FRAGMENT:,} bytes; each adds a {RECORD_HEADER}-byte header, and once "
+            f"encrypted {AEAD_OVERHEAD} more (inner content type and AEAD tag). TCP: the server's first flight "
+            f"fits when it is at most {TCP_INITCWND} x {TCP_SEGMENT} = {TCP_INITCWND * TCP_SEGMENT:,} bytes; "
+            f"beyond, slow start doubles the window each round trip. QUIC: before the client's address is "
+            f"validated the server may send {QUIC_AMPLIFICATION}x what it received, the client's Initials being "
+            f"padded to {QUIC_INITIAL:,} bytes, so {QUIC_AMPLIFICATION * QUIC_INITIAL:,} bytes after one Initial; "
+            f"more waits one round trip. Limits checked: " + "; ".join(
+                f"{m} <= {n:,} B ({src})" for m, n, src in LIMITS) + ".")
+
+
 def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems: Iterable[str] = ()) -> list[str]:
     """The ``name@backend`` list :func:`measure_operations` measures."""
     names = []
@@ -546,8 +571,10 @@ def describe_build(record: dict | None) -> str:
     if not record:
         return "The runner was already built before any build record was kept: its build time is unknown here."
     kind = "from nothing (cold)" if record["cold"] else "incrementally"
+    load = (f" with a load average of {record['load_before']:.1f} before it started (other work slows it)"
+            if record.get("load_before") is not None else "")
     return (f"The TLS runner ({record['openssl_version']}) was last built {kind} in **{record['seconds']:.0f} s** on "
-            f"{record['cores']} cores, finished {record['finished_at']} (`{record['command']}`).")
+            f"{record['cores']} cores{load}, finished {record['finished_at']} (`{record['command']}`).")
 
 
 def describe_bytes_check(check: pd.DataFrame) -> str:
