@@ -396,6 +396,11 @@ def compare_cpu(run, ops) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _samples_of(samples: pd.DataFrame, pair: str, operation: str, depth) -> pd.DataFrame:
+    return samples[(samples["algorithm"] == pair) & (samples["operation"] == operation)
+                   & (samples["chain_depth"] == depth)]
+
+
 def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFrame:
     """Handshakes per second one core sustains (server side: 1 s / server CPU per handshake), measured
     and modelled, and relative to the baseline pair in the same mode and depth, with 95% intervals."""
@@ -405,10 +410,8 @@ def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFr
     for m in run.measurements.itertuples():
         if not m.verified:
             continue
-        mine = samples.query("algorithm == @m.algorithm and operation == @m.operation "
-                             "and chain_depth == @m.chain_depth")["server_cpu_ns"].to_numpy(float)
-        base = samples.query("algorithm == @base_pair and operation == @m.operation "
-                             "and chain_depth == @m.chain_depth")["server_cpu_ns"].to_numpy(float)
+        mine = _samples_of(samples, m.algorithm, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
+        base = _samples_of(samples, base_pair, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
         config = tls.Config(m.tls_group, m.tls_signature, int(m.chain_depth), bool(m.mutual), bool(m.resumed))
         ratio, lo, hi = bootstrap_ratio_ci(base, mine)  # rate ratio = baseline CPU / this CPU
         model = predict_cpu(config, ops)["server_model_ns"]
@@ -437,8 +440,8 @@ def hybrid_cost(run, classical: str = "X25519") -> pd.DataFrame:
                "depth": int(r.chain_depth), "C1_added": int(r.bytes_c1 - b["bytes_c1"]),
                "S1_added": int(r.bytes_s1 - b["bytes_s1"])}
         for side in ("client", "server"):
-            mine = s.query("algorithm == @r.algorithm and operation == @r.operation and chain_depth == @r.chain_depth")
-            theirs = s.query("algorithm == @b.algorithm and operation == @b.operation and chain_depth == @b.chain_depth")
+            mine = _samples_of(s, r.algorithm, r.operation, r.chain_depth)
+            theirs = _samples_of(s, b["algorithm"], b["operation"], b["chain_depth"])
             ratio, lo, hi = bootstrap_ratio_ci(mine[f"{side}_cpu_ns"], theirs[f"{side}_cpu_ns"])
             row.update({f"{side}_cpu_ratio": ratio, f"{side}_cpu_low": lo, f"{side}_cpu_high": hi})
         rows.append(row)
