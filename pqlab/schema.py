@@ -31,7 +31,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "library_version": (STR, "version of the library that ran"),
     "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
     "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
-    "kind": (STR, "sig | kem | pke | cipher | noop"),
+    "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.tls)"),
     "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
     "nist_level": (INT, "1..5 where defined"),
     "operation": (STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),

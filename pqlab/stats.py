@@ -27,22 +27,6 @@ def bootstrap_median_ci(values, confidence: float = 0.95, resamples: int = 1000,
     return float(np.quantile(m, alpha)), float(np.quantile(m, 1 - alpha))
 
 
-def bootstrap_ratio_ci(numerator, denominator, confidence: float = 0.95, resamples: int = 1000,
-                       seed: int = 0) -> tuple[float, float, float]:
-    """Ratio of the medians of two independent samples and its percentile bootstrap interval
-    (each sample resampled on its own): (ratio, low, high); NaNs when either is empty."""
-    a, b = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size == 0 or b.size == 0:
-        return (float("nan"),) * 3
-    rng = np.random.default_rng(seed)
-    ma = np.median(a[rng.integers(0, a.size, size=(resamples, a.size))], axis=1)
-    mb = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
-    ratios = ma / mb
-    alpha = (1 - confidence) / 2
-    return (float(np.median(a) / np.median(b)), float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1 - alpha)))
-
-
 def summarize(values, *, seed: int = 0) -> dict:
     """median, q1, q3, ci_low, ci_high, min, max, mean, cv, mad, n and instability flags."""
     x = np.asarray(values, dtype=float)

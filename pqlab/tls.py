@@ -35,8 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import paths
-from .native import close_matches
-from .results import atomic_write_text
+from .errors import UnknownName
+from .files import atomic_write_text
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
 TARGET_DIR = RUNNER_DIR / "target"
@@ -83,10 +83,6 @@ class TlsRunnerBuildError(TlsError):
     """A step of the runner's build failed; the message names the step and the log."""
 
 
-class UnknownTlsName(ValueError):
-    """A group or signature name the stack (or pqlab's chain builder) does not know."""
-
-
 # --------------------------------------------------------------------------- build
 
 
@@ -97,9 +93,18 @@ def _stale() -> bool:
     return any(src.stat().st_mtime > built for src in SOURCES if src.exists())
 
 
-def build_record() -> dict | None:
-    """The last build's record: seconds, whether it started from nothing, when, OpenSSL version."""
-    return json.loads(BUILD_RECORD.read_text()) if BUILD_RECORD.exists() else None
+def build_records() -> list[dict]:
+    """Every recorded build, oldest first: seconds, whether it started from nothing (cold), when,
+    the load average before it, the OpenSSL version and the command."""
+    if not BUILD_RECORD.exists():
+        return []
+    return json.loads(BUILD_RECORD.read_text()).get("builds", [])
+
+
+def build_record(cold: bool | None = None) -> dict | None:
+    """The last recorded build (the last cold one with ``cold=True``), or None."""
+    builds = [b for b in build_records() if cold is None or b["cold"] == cold]
+    return builds[-1] if builds else None
 
 
 def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Path:
@@ -139,10 +144,11 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
                                       f"see {BUILD_LOG}")
         BINARY.touch()  # make's prerequisite check sees the build as current
         version = _call(["version"]).get("openssl_version", "")
-        atomic_write_text(BUILD_RECORD, json.dumps({
+        builds = build_records() + [{
             "seconds": round(seconds, 1), "cold": cold, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "openssl_version": version, "cores": os.cpu_count(), "load_before": round(load, 2),
-            "command": " ".join(cmd)}, indent=2) + "\n")
+            "command": " ".join(cmd)}]
+        atomic_write_text(BUILD_RECORD, json.dumps({"builds": builds[-20:]}, indent=2) + "\n")
     return BINARY
 
 
@@ -177,15 +183,13 @@ def capabilities() -> dict:
 
 
 def resolve_group(name: str, groups: Iterable[str] | None = None) -> str:
-    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`UnknownTlsName` (one line) otherwise."""
+    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
     groups = list(groups if groups is not None else capabilities()["groups"])
     by_lower = {g.lower(): g for g in groups}
     candidate = GROUPS.get(name, name)
     if candidate.lower() in by_lower:
         return by_lower[candidate.lower()]
-    near = close_matches(name, list(GROUPS) + groups, n=4)
-    hint = f"close matches: {', '.join(near)}; " if near else ""
-    raise UnknownTlsName(f"unknown TLS group {name!r}: {hint}the stack supports {', '.join(groups)}")
+    raise UnknownName("TLS group", name, list(GROUPS) + groups, f"The stack supports {', '.join(groups)}")
 
 
 def display_group(name: str) -> str:
@@ -197,14 +201,12 @@ def display_group(name: str) -> str:
 
 
 def check_signature(name: str, sigalgs: Iterable[str] | None = None) -> str:
-    """`name` if pqlab builds chains for it; :class:`UnknownTlsName` (one line) otherwise."""
+    """`name` if pqlab builds chains for it; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
     if name in SIGNATURES:
         return name
-    near = close_matches(name, SIGNATURES, n=4)
-    hint = f"close matches: {', '.join(near)}; " if near else ""
     schemes = sigalgs if sigalgs is not None else capabilities()["sigalgs"]
-    raise UnknownTlsName(f"unknown signature {name!r}: {hint}chains are built for {', '.join(SIGNATURES)} "
-                         f"(the stack's TLS 1.3 signature schemes: {', '.join(schemes)})")
+    raise UnknownName("signature", name, SIGNATURES, f"Chains are built for {', '.join(SIGNATURES)} (the stack's "
+                      f"TLS 1.3 signature schemes: {', '.join(schemes)})")
 
 
 def check_names(groups: Iterable[str], signatures: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -448,88 +450,72 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
 
     One measurement row per configuration: wall time (``time_ns_*``), client and server CPU time
     with bootstrap confidence intervals of the median, wire bytes per flight; a refused or failed
-    configuration gives a row with ``verified`` False and OpenSSL's reason in ``flags``, and the
-    matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
+    configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
+    the matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
     breakdown of each configuration's first measured handshake.
     """
-    from . import machine
-    from .bench import new_run_id
-    from .results import Run
-    from .schema import SAMPLE_COLUMNS, SCHEMA_VERSION, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
+    from . import flags
+    from .recorder import RunRecorder, summary_columns
+    from .schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
     from .stats import summarize
 
     check_names({c.group for c in configs}, {c.signature for c in configs})
     caps = capabilities()
-    run_id = new_run_id(study or "tls")
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    version = caps["openssl_version"]
     params = {"configs": [vars(c) for c in configs], "handshakes": handshakes, "warmup": warmup,
               "pin": default_pin() if pin == "auto" else pin}
-    meta = machine.collect(params, liboqs=False)
-    meta.update(study=study, started_at=started, status="running", schema_version=SCHEMA_VERSION,
-                tls={"openssl_version": caps["openssl_version"], "runner_build": build_record(), "messages": {}})
-    base = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "started_at": started,
-            "machine_id": meta["machine_id"], "study": study, "backend": "openssl-tls",
-            "implementation": f"{caps['openssl_version']} (pqlab tls-runner)",
-            "library_version": caps["openssl_version"].split()[1] if " " in caps["openssl_version"] else ""}
-    rows, samples = [], []
+    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {}}}
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(configs), desc=study or "handshakes", unit="config", leave=True, dynamic_ncols=True)
-    for config in configs:
-        if bar is not None:
-            bar.set_postfix_str(f"{config.pair} {config.mode} d{config.depth}")
-        result = run_handshakes(config, handshakes, warmup=warmup, pin=pin)
-        key = f"{config.pair} | {config.mode} | depth {config.depth}"
-        measured = [h for h in result["handshakes"] if not h["warmup"] and h["ok"]]
-        reason = failure_reason(result)
-        row = dict(base, algorithm=config.pair, operation=f"handshake:{config.mode}", samples=len(measured),
-                   loops=1, tls_group=resolve_group(config.group, caps["groups"]), tls_signature=config.signature,
-                   chain_depth=config.depth, mutual=config.mutual, resumed=config.resume, verified=not reason,
-                   flags="failed:" + " ".join(reason.replace(";", ",").split()) if reason else "")
-        if measured:
-            wall = summarize([h["wall_ns"] for h in measured])
-            row.update(time_ns_median=wall["median"], time_ns_q1=wall["q1"], time_ns_q3=wall["q3"],
-                       time_ns_ci_low=wall["ci_low"], time_ns_ci_high=wall["ci_high"], time_ns_min=wall["min"],
-                       time_ns_cv=wall["cv"], cycles_source="")
-            flags = list(wall["flags"]) + ["no-cycles:thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead"]
-            for side in ("client", "server"):
-                s = summarize([h[f"{side}_cpu_ns"] for h in measured])
-                row.update({f"{side}_cpu_ns_median": s["median"], f"{side}_cpu_ns_ci_low": s["ci_low"],
-                            f"{side}_cpu_ns_ci_high": s["ci_high"]})
-            first = measured[0]
-            row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
-            row["flags"] = ";".join(([row["flags"]] if row["flags"] else []) + flags)
-            meta["tls"]["messages"][key] = message_rows(result, first)
-            for i, h in enumerate(measured):
-                fb = flight_bytes(h)
-                samples.append({"run_id": run_id, "backend": "openssl-tls", "variant": "", "algorithm": config.pair,
-                                "operation": row["operation"], "message_bytes": None, "sample": i, "loops": 1,
-                                "time_ns": h["wall_ns"], "cycles": None, "client_cpu_ns": h["client_cpu_ns"],
-                                "server_cpu_ns": h["server_cpu_ns"], **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},
-                                "cv_signature_bytes": cv_signature_bytes(h),
-                                "client_cv_signature_bytes": cv_signature_bytes(h, "client"),
-                                "ticket_bytes": h.get("offered_ticket_bytes"), "cipher": h.get("cipher"), "chain_depth": config.depth,
-                                "mutual": config.mutual, "resumed": config.resume})
-        elif result["handshakes"]:
-            meta["tls"]["messages"][key] = message_rows(result, result["handshakes"][-1])
-        rows.append(row)
-        run = Run.from_rows(run_id, rows, [], samples, meta)
-        run.measurements = run.measurements.reindex(columns=list(dict.fromkeys(
-            list(run.measurements.columns[:len(run.measurements.columns)]) + TLS_MEASUREMENT_COLUMNS)))
-        run.samples = run.samples.reindex(columns=list(dict.fromkeys(
-            SAMPLE_COLUMNS + TLS_SAMPLE_COLUMNS + list(run.samples.columns))))
-        if save:
-            run.save(folder)
-        if bar is not None:
-            bar.update(1)
+    with RunRecorder(study, params, label=study or "tls", folder=folder, save=save, liboqs=False, meta=meta) as rec:
+        for config in configs:
+            if bar is not None:
+                bar.set_postfix_str(f"{config.pair} {config.mode} d{config.depth}")
+            result = run_handshakes(config, handshakes, warmup=warmup, pin=pin)
+            measured = [h for h in result["handshakes"] if not h["warmup"] and h["ok"]]
+            reason = failure_reason(result)
+            row = rec.row(backend="openssl-tls", implementation=f"{version} (pqlab tls-runner)",
+                          library_version=version.split()[1] if " " in version else "", algorithm=config.pair,
+                          kind="tls", operation=f"handshake:{config.mode}", samples=len(measured), loops=1,
+                          tls_group=resolve_group(config.group, caps["groups"]), tls_signature=config.signature,
+                          chain_depth=config.depth, mutual=config.mutual, resumed=config.resume,
+                          verified=not reason, flags=flags.make("failed", reason) if reason else "")
+            key = f"{config.pair} | {config.mode} | depth {config.depth}"
+            samples = []
+            if measured:
+                wall = summarize([h["wall_ns"] for h in measured])
+                row.update(summary_columns(wall))
+                for side in ("client", "server"):
+                    s = summarize([h[f"{side}_cpu_ns"] for h in measured])
+                    row.update({f"{side}_cpu_ns_{k}": s[k] for k in ("median", "ci_low", "ci_high")})
+                first = measured[0]
+                row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
+                row["flags"] = flags.join([row["flags"], *wall["flags"], flags.make(
+                    "no-cycles", "thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead")])
+                rec.meta["tls"]["messages"][key] = message_rows(result, first)
+                for i, h in enumerate(measured):
+                    fb = flight_bytes(h)
+                    samples.append({"run_id": rec.run_id, "backend": "openssl-tls", "algorithm": config.pair,
+                                    "operation": row["operation"], "sample": i, "loops": 1, "time_ns": h["wall_ns"],
+                                    "client_cpu_ns": h["client_cpu_ns"], "server_cpu_ns": h["server_cpu_ns"],
+                                    **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},
+                                    "cv_signature_bytes": cv_signature_bytes(h),
+                                    "client_cv_signature_bytes": cv_signature_bytes(h, "client"),
+                                    "ticket_bytes": h.get("offered_ticket_bytes"), "cipher": h.get("cipher"),
+                                    "chain_depth": config.depth, "mutual": config.mutual, "resumed": config.resume})
+            elif result["handshakes"]:
+                rec.meta["tls"]["messages"][key] = message_rows(result, result["handshakes"][-1])
+            rec.add(measurements=[{**dict.fromkeys(TLS_MEASUREMENT_COLUMNS), **row}],
+                    samples=[{**dict.fromkeys(SAMPLE_COLUMNS + TLS_SAMPLE_COLUMNS), **s} for s in samples])
+            rec.checkpoint()
+            if bar is not None:
+                bar.update(1)
     if bar is not None:
         bar.close()
-    meta["status"] = "complete"
-    if save:
-        run.save(folder)
-    return run
+    return rec.run
 
 
 if __name__ == "__main__":  # `python -m pqlab.tls build`: what the Makefile's runner target calls
@@ -542,4 +528,5 @@ if __name__ == "__main__":  # `python -m pqlab.tls build`: what the Makefile's r
     except TlsError as exc:
         sys.exit(f"error: {exc}")
     record = build_record() or {}
-    print(f"TLS runner: {path} ({record.get('openssl_version', '')}; last build {record.get('seconds', '?')} s)")
+    print(f"TLS runner: {path} ({record.get('openssl_version', 'no build recorded')}; last build "
+          f"{record.get('seconds', '?')} s)")

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from pqlab import tls
-from pqlab.bench import bench
+from pqlab.benchmark import bench
+from pqlab.errors import UnknownName
 from pqlab.results import load_run
-from pqlab.stats import bootstrap_ratio_ci
 from pqlab.studies import tls_handshake as th
 
 STACK = {"openssl_version": "OpenSSL 3.6.3", "groups": ["x25519", "secp256r1", "MLKEM768", "X25519MLKEM768"],
@@ -37,11 +37,11 @@ def ops():
 
 
 def test_unknown_group_is_one_line_with_close_matches_and_the_stack_list():
-    with pytest.raises(tls.UnknownTlsName) as err:
+    with pytest.raises(UnknownName) as err:
         tls.resolve_group("X25519MLKEM786", STACK["groups"])
     msg = str(err.value)
-    assert "\n" not in msg and "X25519MLKEM768" in msg.split("the stack supports")[0]
-    assert "the stack supports x25519, secp256r1, MLKEM768, X25519MLKEM768" in msg
+    assert "\n" not in msg and "X25519MLKEM768" in msg.split("The stack supports")[0]
+    assert "The stack supports x25519, secp256r1, MLKEM768, X25519MLKEM768" in msg
 
 
 def test_group_names_resolve_from_pqlab_and_openssl_spellings():
@@ -52,10 +52,11 @@ def test_group_names_resolve_from_pqlab_and_openssl_spellings():
 
 
 def test_unknown_signature_lists_the_chains_and_the_stack_schemes():
-    with pytest.raises(tls.UnknownTlsName) as err:
+    with pytest.raises(UnknownName) as err:
         tls.check_signature("ML-DSA-45", STACK["sigalgs"])
     msg = str(err.value)
-    assert "\n" not in msg and "ML-DSA-44" in msg.split(";")[0] and "mldsa44" in msg and "SLH-DSA-SHA2-128f" in msg
+    assert "\n" not in msg and "ML-DSA-44" in msg.split("close matches:")[1].split(".")[0]
+    assert "mldsa44" in msg and "SLH-DSA-SHA2-128f" in msg
 
 
 def test_a_bad_name_stops_the_matrix_before_any_handshake(monkeypatch):
@@ -66,9 +67,9 @@ def test_a_bad_name_stops_the_matrix_before_any_handshake(monkeypatch):
 
     monkeypatch.setattr(tls, "run_handshakes", must_not_run)
     configs = [tls.Config("X25519", "ECDSA-P256"), tls.Config("Kyber9000", "ECDSA-P256")]
-    with pytest.raises(tls.UnknownTlsName, match="unknown TLS group 'Kyber9000'"):
+    with pytest.raises(UnknownName, match="unknown TLS group 'Kyber9000'; close matches"):
         tls.measure_handshakes(configs, 2, save=False, progress=False)
-    with pytest.raises(tls.UnknownTlsName, match="unknown signature 'ECDSA-P257'"):
+    with pytest.raises(UnknownName, match="unknown signature 'ECDSA-P257'; close matches: ECDSA-P256"):
         th.plan_matrix(["X25519"], ["ECDSA-P257"])
     with pytest.raises(ValueError, match="unknown mode"):
         th.plan_matrix(["X25519"], ["ECDSA-P256"], modes=["0-rtt"])
@@ -97,6 +98,24 @@ def test_a_failing_build_names_the_step_and_its_log(monkeypatch, tmp_path):
     assert "at step `cargo build` (exit 101)" in msg and str(target / "build.log") in msg and "\n" not in msg
     assert "failed to run custom build command" in (target / "build.log").read_text()
     assert not (target / "build-record.json").exists()
+
+
+def test_builds_are_recorded_and_the_cold_one_kept(monkeypatch, tmp_path):
+    target = _isolated_target(monkeypatch, tmp_path)
+    fake_runner = tmp_path / "fake-runner"
+    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n")
+    cargo = tmp_path / "cargo"
+    cargo.write_text(f'#!/bin/sh\nmkdir -p "$CARGO_TARGET_DIR/release"\ncp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
+                     'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
+    cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
+    tls.build_tls_runner(cargo=str(cargo))
+    tls.build_tls_runner(cargo=str(cargo))
+    builds = tls.build_records()
+    assert [b["cold"] for b in builds] == [True, False] and builds[0]["openssl_version"] == "OpenSSL test"
+    assert tls.build_record(cold=True) == builds[0] and tls.build_record() == builds[1]
+    text = th.describe_build(builds)
+    assert "Built from nothing (cold)" in text and "last build was incremental" in text
+    assert "unknown" in th.describe_build([]) and (target / "build.log").exists()
 
 
 def test_without_cargo_the_build_says_so(monkeypatch, tmp_path):
@@ -203,9 +222,3 @@ def test_flights_follow_the_message_order():
     client = [[22, 1, 191, 196], [20, 0, 1, 6], [22, 20, 52, 74], [23, 0, 0, 86]]
     assert tls.flight_of("server", server) == ["S1", "S1", "S1", "S1", "S2", "after"]
     assert tls.flight_of("client", client) == ["C1", "C2", "C2", "after"]
-
-
-def test_bootstrap_ratio_interval_brackets_the_ratio():
-    ratio, lo, hi = bootstrap_ratio_ci([200, 210, 190, 205, 195], [100, 105, 95, 102, 98])
-    assert ratio == pytest.approx(2.0) and lo < ratio < hi
-    assert all(map(pd.isna, bootstrap_ratio_ci([], [1, 2])))

@@ -24,8 +24,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import tls
-from ..stats import bootstrap_ratio_ci
+from .. import plotting, tls
+from ..errors import UnknownName
+from ..formatting import fmt_bytes, fmt_count, fmt_factor_ci, slug
+from ..stats import ratio_ci
 
 STUDY = "06_tls_handshake"
 REFERENCE = "06_tls_published"
@@ -142,10 +144,9 @@ def plan_matrix(groups: Iterable[str], signatures: Iterable[str], depths: Iterab
     """Every group x signature x depth x mode (server-auth, mutual, resumed), names checked first."""
     groups, signatures = list(groups), list(signatures)
     tls.check_names(groups, signatures)
-    unknown = [g for g in groups if tls.display_group(g) not in GROUP_PARTS]
-    if unknown:
-        raise tls.UnknownTlsName(f"no cost model for group(s) {', '.join(unknown)}: "
-                                 f"choose from {', '.join(GROUP_PARTS)}")
+    for g in groups:
+        if tls.display_group(g) not in GROUP_PARTS:
+            raise UnknownName("group with a cost model", g, GROUP_PARTS, f"Choose from {', '.join(GROUP_PARTS)}")
     bad = [m for m in modes if m not in ("server-auth", "mutual", "resumed")]
     if bad:
         raise ValueError(f"unknown mode(s) {bad}: choose from server-auth, mutual, resumed")
@@ -192,7 +193,7 @@ def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems
 def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0.2, min_samples: int = 5,
                        progress: bool = True):
     """The KEM and signature operations behind the matrix, measured by pqlab (a saved run)."""
-    from ..bench import bench
+    from ..benchmark import bench
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
                  study=STUDY, progress=progress)
@@ -413,7 +414,7 @@ def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFr
         mine = _samples_of(samples, m.algorithm, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
         base = _samples_of(samples, base_pair, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
         config = tls.Config(m.tls_group, m.tls_signature, int(m.chain_depth), bool(m.mutual), bool(m.resumed))
-        ratio, lo, hi = bootstrap_ratio_ci(base, mine)  # rate ratio = baseline CPU / this CPU
+        ratio, lo, hi = ratio_ci(base, mine)  # rate ratio = baseline CPU / this CPU
         model = predict_cpu(config, ops)["server_model_ns"]
         rows.append({"pair": config.pair, "mode": config.mode, "depth": config.depth,
                      "per_s": 1e9 / m.server_cpu_ns_median, "per_s_low": 1e9 / m.server_cpu_ns_ci_high,
@@ -442,7 +443,7 @@ def hybrid_cost(run, classical: str = "X25519") -> pd.DataFrame:
         for side in ("client", "server"):
             mine = _samples_of(s, r.algorithm, r.operation, r.chain_depth)
             theirs = _samples_of(s, b["algorithm"], b["operation"], b["chain_depth"])
-            ratio, lo, hi = bootstrap_ratio_ci(mine[f"{side}_cpu_ns"], theirs[f"{side}_cpu_ns"])
+            ratio, lo, hi = ratio_ci(mine[f"{side}_cpu_ns"], theirs[f"{side}_cpu_ns"])
             row.update({f"{side}_cpu_ratio": ratio, f"{side}_cpu_low": lo, f"{side}_cpu_high": hi})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -532,11 +533,9 @@ def published_beside_ours(reference: pd.DataFrame, budget: pd.DataFrame, certs: 
 # --------------------------------------------------------------------------- figures
 
 
+@plotting.styled
 def plot_first_flight(budget: pd.DataFrame, mode: str = "server-auth"):
     """The server's first flight per pair and chain depth, against TCP's initial window and the QUIC allowance."""
-    from .. import plotting
-
-    plotting.apply_style()
     df = budget[budget["mode"] == mode].assign(chain=lambda d: "depth " + d["depth"].astype(str))
     fig = plotting.grouped_bars(df, category="pair", group="chain", value="S1", log=False,
                                 ylabel="server's first flight (bytes on the wire)")
@@ -550,11 +549,9 @@ def plot_first_flight(budget: pd.DataFrame, mode: str = "server-auth"):
     return fig
 
 
+@plotting.styled
 def plot_rates(rates: pd.DataFrame):
     """Handshakes per second per core relative to the baseline, with 95% intervals."""
-    from .. import plotting
-
-    plotting.apply_style()
     df = rates.assign(config=lambda d: d["mode"] + ", depth " + d["depth"].astype(str))
     fig = plotting.grouped_bars(df, category="pair", group="config", value="vs_baseline", low="vs_baseline_low",
                                 high="vs_baseline_high", log=False,
@@ -566,18 +563,21 @@ def plot_rates(rates: pd.DataFrame):
 # --------------------------------------------------------------------------- prose and numbers
 
 
-def _fmt(n) -> str:
-    return f"{int(n):,}"
+def describe_build(builds: Sequence[dict]) -> str:
+    """How long the runner's build took: the last build from nothing (cold) and the last build."""
+    if not builds:
+        return "No build of the runner is recorded here (it was built before pqlab kept a record): its build time is unknown."
 
+    def one(b: dict) -> str:
+        load = f", load average {b['load_before']:.1f} before it started" if b.get("load_before") is not None else ""
+        return f"**{b['seconds']:.0f} s** on {b['cores']} cores{load}, finished {b['finished_at']}"
 
-def describe_build(record: dict | None) -> str:
-    if not record:
-        return "The runner was already built before any build record was kept: its build time is unknown here."
-    kind = "from nothing (cold)" if record["cold"] else "incrementally"
-    load = (f" with a load average of {record['load_before']:.1f} before it started (other work slows it)"
-            if record.get("load_before") is not None else "")
-    return (f"The TLS runner ({record['openssl_version']}) was last built {kind} in **{record['seconds']:.0f} s** on "
-            f"{record['cores']} cores{load}, finished {record['finished_at']} (`{record['command']}`).")
+    cold = [b for b in builds if b["cold"]]
+    text = (f"Built from nothing (cold), the TLS runner ({builds[-1]['openssl_version']}) took {one(cold[-1])}."
+            if cold else "No cold build of the runner is recorded here; its first build time is unknown.")
+    if not builds[-1]["cold"]:
+        text += f" Its last build was incremental: {one(builds[-1])}."
+    return text + f" Command: `{builds[-1]['command']}`. Other work on the machine slows a build: the load says how busy it was."
 
 
 def describe_bytes_check(check: pd.DataFrame) -> str:
@@ -603,37 +603,37 @@ def describe_first_flight(budget: pd.DataFrame) -> str:
         fit = "fits" if r.tcp_extra_rtt == 0 else f"needs {r.tcp_extra_rtt} extra TCP round trip(s)"
         quic = "" if r.quic_extra_rtt == 0 else "; QUIC waits one round trip for address validation"
         hard = f"; **fails**: {r.hard_failure}" if r.hard_failure else ""
-        lines.append(f"- {r.pair}, depth {r.depth}: {_fmt(r.S1)} B{add}, {fit}{quic}{hard}")
+        lines.append(f"- {r.pair}, depth {r.depth}: {fmt_bytes(r.S1)}{add}, {fit}{quic}{hard}")
     return "\n".join(lines)
 
 
 def numbers(build: dict | None, run, check: pd.DataFrame, rates: pd.DataFrame,
             pairs: Sequence[tuple[str, str]]) -> dict:
-    """The closing note's numbers: build time, the server's first flight for `pairs` (server-auth,
-    depth 1), the model's largest byte error, and handshakes/s per core relative to the baseline."""
+    """The closing note's numbers: the last cold build's time, the server's first flight for `pairs`
+    (server-auth, depth 1), the model's largest byte error, and handshakes/s per core relative to the baseline."""
     m = run.measurements
-    out = {"runner_build_s": build["seconds"] if build else None,
+    out = {"runner_cold_build_s": build["seconds"] if build else None,
            "model_byte_error_max": int(check["error"].abs().max()) if len(check) else None}
     for group, sig in pairs:
         key = f"{group} + {sig}"
         row = m[(m["algorithm"] == key) & (m["operation"] == "handshake:server-auth") & (m["chain_depth"] == 1)]
-        slug = f"{group}_{sig}".replace("-", "").replace(" ", "").lower()
-        out[f"s1_bytes_{slug}"] = int(row["bytes_s1"].iloc[0]) if len(row) and pd.notna(row["bytes_s1"].iloc[0]) else None
+        name = slug(f"{group}_{sig}", lower=True)
+        out[f"s1_bytes_{name}"] = int(row["bytes_s1"].iloc[0]) if len(row) and pd.notna(row["bytes_s1"].iloc[0]) else None
         r = rates[(rates["pair"] == key) & (rates["mode"] == "server-auth") & (rates["depth"] == 1)]
-        out[f"rate_vs_baseline_{slug}"] = float(r["vs_baseline"].iloc[0]) if len(r) else None
+        out[f"rate_vs_baseline_{name}"] = float(r["vs_baseline"].iloc[0]) if len(r) else None
     return out
 
 
-def write_closing_note(nums: dict, build: dict | None, pairs: Sequence[tuple[str, str]], rates: pd.DataFrame,
+def write_closing_note(nums: dict, builds: Sequence[dict], pairs: Sequence[tuple[str, str]], rates: pd.DataFrame,
                        run_ids: Sequence[str]) -> str:
-    lines = ["**Closing note.** " + describe_build(build)]
+    lines = ["**Closing note.** " + describe_build(builds)]
     for group, sig in pairs:
-        slug = f"{group}_{sig}".replace("-", "").replace(" ", "").lower()
-        s1 = nums.get(f"s1_bytes_{slug}")
+        s1 = nums.get(f"s1_bytes_{slug(f'{group}_{sig}', lower=True)}")
         r = rates[(rates["pair"] == f"{group} + {sig}") & (rates["mode"] == "server-auth") & (rates["depth"] == 1)]
-        rate = (f"; {r['per_s'].iloc[0]:,.0f} handshakes/s per core, {r['vs_baseline'].iloc[0]:.2f}x the baseline "
-                f"(95% CI {r['vs_baseline_low'].iloc[0]:.2f}-{r['vs_baseline_high'].iloc[0]:.2f})") if len(r) else ""
-        lines.append(f"- {group} + {sig}: server's first flight **{_fmt(s1) if s1 is not None else 'not measured'} B**"
+        rate = (f"; {fmt_count(r['per_s'].iloc[0])} handshakes/s per core, "
+                f"{fmt_factor_ci(*r[['vs_baseline', 'vs_baseline_low', 'vs_baseline_high']].iloc[0])} the baseline's "
+                f"(95% interval)") if len(r) else ""
+        lines.append(f"- {group} + {sig}: server's first flight **{fmt_bytes(s1) if s1 is not None else 'not measured'}**"
                      f" (depth 1){rate}")
     err = nums.get("model_byte_error_max")
     lines.append(f"- The model's largest byte error over every measured flight: **{err if err is not None else 'n/a'}**.")
