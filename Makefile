@@ -67,8 +67,6 @@ TLS_RUNNER := native/tls-runner/target/release/tls-runner
 $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
 	$(PY) -m pqlab.tls build
 
-build/$(PROFILE)/06_tls_handshake.ipynb: $(TLS_RUNNER)
-
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
@@ -80,6 +78,7 @@ build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
 build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
 build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
 build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
+build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)

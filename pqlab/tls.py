@@ -49,7 +49,8 @@ CHAINS = paths.BUILD / "tls-chains"
 #: pqlab's KEM names -> OpenSSL's TLS group names (any group the stack lists is accepted too).
 GROUPS = {"X25519": "x25519", "ML-KEM-512": "MLKEM512", "ML-KEM-768": "MLKEM768", "ML-KEM-1024": "MLKEM1024",
           "X25519MLKEM768": "X25519MLKEM768", "SecP256r1MLKEM768": "SecP256r1MLKEM768",
-          "SecP384r1MLKEM1024": "SecP384r1MLKEM1024", "P-256": "secp256r1", "P-384": "secp384r1"}
+          "SecP384r1MLKEM1024": "SecP384r1MLKEM1024", "P-256": "secp256r1", "P-384": "secp384r1",
+          "ECDH-P256": "secp256r1"}
 
 #: Certificate chains pqlab builds: algorithm -> (TLS 1.3 signature scheme in OpenSSL or None, builder).
 #: OpenSSL 3.6 defines no TLS 1.3 signature scheme for SLH-DSA; its chains are still built (by

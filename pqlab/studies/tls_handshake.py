@@ -475,28 +475,34 @@ def what_fits(budget: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- KEMs beside the handshake
 
 
-def kem_table(ops, kems: Iterable[str]) -> pd.DataFrame:
-    """Keygen / encaps / decaps (µs) and sizes of each KEM, and whether TLS 1.3 could carry it:
-    the key share limit (65,535 bytes) and OpenSSL's ClientHello and ServerHello limits, given the
-    rest of a minimal hello, and whether this OpenSSL offers it as a TLS group at all."""
-    groups = {g.lower() for g in tls.capabilities()["groups"]}
-    limit = dict((m, n) for m, n, _ in LIMITS)
+def kem_table(ops, groups: Iterable[str] = ()) -> pd.DataFrame:
+    """Every KEM of the operations run (each backend it was measured through), then each hybrid group
+    as the sum of its parts: keygen / encaps / decaps (µs, harness call removed), public key and
+    ciphertext bytes, and whether TLS 1.3 could carry it: the key-share limit, OpenSSL's ClientHello
+    and ServerHello limits given the rest of a minimal hello, and whether this OpenSSL offers it as a
+    TLS group at all."""
+    offered = {g.lower() for g in tls.capabilities()["groups"]}
+    limit = {m: n for m, n, _ in LIMITS}
+    kems = ops.sizes[ops.sizes["ciphertext_bytes"].notna()][["algorithm", "backend"]].drop_duplicates()
+    entries = [(f"{a}@{b}", [f"{a}@{b}"]) for a, b in kems.itertuples(index=False)]
+    entries += [(f"{g} (sum of parts)", [f"{p}@{KEM_BACKENDS[p]}" for p in GROUP_PARTS[g]])
+                for g in map(tls.display_group, groups) if len(GROUP_PARTS.get(g, [])) > 1]
     rows = []
-    for name in kems:
-        algorithm, backend = name.split("@") if "@" in name else (name, KEM_BACKENDS.get(name, "liboqs"))
-        full = f"{algorithm}@{backend}"
-        pk, ct = _size(ops, full, "public_key_bytes"), _size(ops, full, "ciphertext_bytes")
-        config = tls.Config("X25519", "ECDSA-P256")
-        msgs = predict_messages(config, pk, ct, [0], [0], 0)
-        ch = int(msgs.query("message == 'client_hello'")["message_bytes"].iloc[0]) - 32 - HANDSHAKE_HEADER
-        sh = int(msgs.query("message == 'server_hello'")["message_bytes"].iloc[0]) - 32 - HANDSHAKE_HEADER
-        reasons = [f"{what} {n} B > {limit[key]} B" for what, n, key in (
-            ("public key", pk, "key_share entry"), ("ciphertext", ct, "key_share entry"),
-            ("ClientHello body", ch, "client_hello"), ("ServerHello body", sh, "server_hello")) if n > limit[key]]
-        tls_name = tls.GROUPS.get(algorithm, algorithm)
-        rows.append({"kem": algorithm, "backend": backend, "public_key_bytes": pk, "ciphertext_bytes": ct,
-                     **{f"{op}_us": _op(ops, full, op)[0] / 1e3 for op in ("keygen", "encaps", "decaps")},
-                     "tls_group_in_openssl": tls_name.lower() in groups,
+    for label, parts in entries:
+        pk = sum(_size(ops, n, "public_key_bytes") for n in parts)
+        ct = sum(_size(ops, n, "ciphertext_bytes") for n in parts)
+        msgs = predict_messages(tls.Config("X25519", "ECDSA-P256"), pk, ct, [0], [0], 0)
+        body = msgs.set_index("message")["message_bytes"] - HANDSHAKE_HEADER - 32  # minus X25519's share
+        checks = [("public key", pk, "key_share entry"), ("ciphertext", ct, "key_share entry"),
+                  ("ClientHello body", int(body["client_hello"]), "client_hello"),
+                  ("ServerHello body", int(body["server_hello"]), "server_hello")]
+        reasons = [f"{what} {n} B > {limit[key]} B" for what, n, key in checks if n > limit[key]]
+        name, _, backend = label.partition("@")
+        group = name.replace(" (sum of parts)", "")
+        rows.append({"kem": name, "backend": backend or "+".join(sorted({p.split("@")[1] for p in parts})),
+                     "public_key_bytes": pk, "ciphertext_bytes": ct,
+                     **{f"{op}_us": sum(_op(ops, n, op)[0] for n in parts) / 1e3 for op in ("keygen", "encaps", "decaps")},
+                     "tls_group_in_openssl": tls.GROUPS.get(group, group).lower() in offered,
                      "tls_can_carry": "no: " + "; ".join(reasons) if reasons else "yes"})
     return pd.DataFrame(rows)
 
