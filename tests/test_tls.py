@@ -222,3 +222,12 @@ def test_flights_follow_the_message_order():
     client = [[22, 1, 191, 196], [20, 0, 1, 6], [22, 20, 52, 74], [23, 0, 0, 86]]
     assert tls.flight_of("server", server) == ["S1", "S1", "S1", "S1", "S2", "after"]
     assert tls.flight_of("client", client) == ["C1", "C2", "C2", "after"]
+
+
+def test_pinning_follows_the_cpus_the_process_may_use(monkeypatch, runner):
+    monkeypatch.setattr(tls.os, "sched_getaffinity", lambda pid: {3})
+    assert tls.default_pin() is None  # one CPU: client and server threads are left unpinned
+    result = tls.run_handshakes(tls.Config("X25519", "Ed25519"), 1, warmup=0)
+    assert result["pinned_cpus"] is None and result["handshakes"][0]["ok"]
+    monkeypatch.setattr(tls.os, "sched_getaffinity", lambda pid: {5, 2, 7})
+    assert tls.default_pin() == "2,5"
