@@ -61,6 +61,12 @@ $(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic $(wildcard native/benc
 	$(PY) -m pqlab.provision runners
 	touch $@
 
+# Notebook 06's TLS runner (OpenSSL 3.6 from crates.io, a few minutes' build): built on first use by the
+# notebook's target and by `make test`, never by `make setup`; pqlab.tls records how long the build took.
+TLS_RUNNER := native/tls-runner/target/release/tls-runner
+$(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
+	$(PY) -m pqlab.tls build
+
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
@@ -72,13 +78,14 @@ build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
 build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
 build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
 build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
+build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
 	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
-test: $(SETUP) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
+test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
 	$(PY) -m pytest tests
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \

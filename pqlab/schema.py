@@ -31,7 +31,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "library_version": (STR, "version of the library that ran"),
     "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
     "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
-    "kind": (STR, "sig | kem | pke | cipher | noop"),
+    "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.tls)"),
     "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
     "nist_level": (INT, "1..5 where defined"),
     "operation": (STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),
@@ -91,6 +91,46 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "time_ns": (FLOAT, "time per call, ns"),
     "cycles": (FLOAT, "cycles per call"),
 }
+
+# ----- TLS handshakes (notebook 06, pqlab.tls) ------------------------------------------------
+# A handshake run stores one measurement row per configuration (backend "openssl-tls", algorithm
+# "<group> + <signature>", operation "handshake:<server-auth|mutual|resumed>", the time_ns_* columns =
+# wall time of the client's SSL_connect) with these columns after the schema's:
+TLS_MEASUREMENTS: dict[str, tuple[str, str]] = {
+    "tls_group": (STR, "OpenSSL's group name (x25519, MLKEM768, X25519MLKEM768 ...)"),
+    "tls_signature": (STR, "the chain's algorithm (ECDSA-P256, ML-DSA-44 ...)"),
+    "chain_depth": (INT, "certificates the server sends: 1 (leaf) or 2 (leaf + intermediate)"),
+    "mutual": (BOOL, "the client authenticates too"),
+    "resumed": (BOOL, "PSK resumption (psk_dhe_ke) from a ticket of the previous connection"),
+    "client_cpu_ns_median": (FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns"),
+    "client_cpu_ns_ci_low": (FLOAT, "95 % confidence interval of that median, low end, ns"),
+    "client_cpu_ns_ci_high": (FLOAT, "high end, ns"),
+    "server_cpu_ns_median": (FLOAT, "server thread CPU time in SSL_accept (tickets included), ns"),
+    "server_cpu_ns_ci_low": (FLOAT, "95 % confidence interval of that median, low end, ns"),
+    "server_cpu_ns_ci_high": (FLOAT, "high end, ns"),
+    "bytes_c1": (INT, "wire bytes (records) of the client's first flight (ClientHello)"),
+    "bytes_s1": (INT, "the server's first flight (ServerHello .. Finished)"),
+    "bytes_c2": (INT, "the client's second flight (CCS, [Certificate, CertificateVerify], Finished)"),
+    "bytes_s2": (INT, "after the handshake: NewSessionTicket messages"),
+}
+# ... and its samples (one per handshake: time_ns = wall time) these, after the schema's:
+TLS_SAMPLES: dict[str, tuple[str, str]] = {
+    "client_cpu_ns": (FLOAT, "client thread CPU time of this handshake, ns"),
+    "server_cpu_ns": (FLOAT, "server thread CPU time of this handshake, ns"),
+    "bytes_c1": (INT, "wire bytes of the ClientHello flight"),
+    "bytes_s1": (INT, "wire bytes of the server's first flight"),
+    "bytes_c2": (INT, "wire bytes of the client's second flight"),
+    "bytes_s2": (INT, "wire bytes of the tickets after the handshake"),
+    "cv_signature_bytes": (INT, "signature length in the server's CertificateVerify"),
+    "client_cv_signature_bytes": (INT, "signature length in the client's CertificateVerify (mutual)"),
+    "ticket_bytes": (INT, "length of the ticket a resumed client offered"),
+    "cipher": (STR, "negotiated TLS 1.3 cipher suite"),
+    "chain_depth": (INT, "as in the measurements"),
+    "mutual": (BOOL, "as in the measurements"),
+    "resumed": (BOOL, "as in the measurements"),
+}
+TLS_MEASUREMENT_COLUMNS = list(TLS_MEASUREMENTS)
+TLS_SAMPLE_COLUMNS = list(TLS_SAMPLES)
 
 MEASUREMENT_COLUMNS = list(MEASUREMENTS)
 SIZE_COLUMNS = list(SIZES)

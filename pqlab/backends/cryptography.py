@@ -213,6 +213,46 @@ class X25519Kem(_OpenSSL):
         return {"public_key_bytes": len(pk), "secret_key_bytes": len(sk.private_bytes_raw())}
 
 
+class ECDHP256Kem(_OpenSSL):
+    """ECDH on P-256 used as a KEM, as TLS uses it (the classical half of SecP256r1MLKEM768)."""
+
+    def __init__(self):
+        super().__init__("ECDH-P256", "kem", "elliptic-curve", None, "X9.62 uncompressed point",
+                         notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral public key")
+
+    @staticmethod
+    def _point(sk) -> bytes:
+        from cryptography.hazmat.primitives import serialization as s
+
+        return sk.public_key().public_bytes(s.Encoding.X962, s.PublicFormat.UncompressedPoint)
+
+    def generate(self):
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        sk = ec.generate_private_key(ec.SECP256R1())
+        return self._point(sk), sk
+
+    def encapsulator(self, pk):
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        peer = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), pk)
+
+        def encaps():
+            eph = ec.generate_private_key(ec.SECP256R1())
+            return self._point(eph), eph.exchange(ec.ECDH(), peer)
+
+        return encaps
+
+    def decapsulator(self, sk):
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        return lambda ct: sk.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ct))
+
+    def key_sizes(self, keys) -> dict:
+        pk, sk = keys
+        return {"public_key_bytes": len(pk), "secret_key_bytes": (sk.curve.key_size + 7) // 8}
+
+
 # ----- public-key encryption -----
 class RSAEncryption(_OpenSSL):
     def __init__(self, bits: int, padding_name: str):
@@ -315,5 +355,6 @@ def register_all() -> None:
     for level, nist in (("768", 3), ("1024", 5)):
         register(f"ML-KEM-{level}", "cryptography", functools.partial(MLKEM, level, nist))
     register("X25519", "cryptography", X25519Kem)
+    register("ECDH-P256", "cryptography", ECDHP256Kem)
     for name in ("AES-256-GCM", "AES-256-CBC", "ChaCha20-Poly1305"):
         register(name, "cryptography", functools.partial(OpenSSLCipher, name))

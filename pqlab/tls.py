@@ -1,0 +1,533 @@
+"""Real TLS 1.3 handshakes: the Rust runner (OpenSSL 3.6), certificate chains, and handshake runs.
+
+``native/tls-runner`` (a Cargo project; the ``openssl`` crate with ``vendored`` builds OpenSSL 3.6.3
+from crates.io) runs client and server as two threads of one process over loopback TCP, each
+pinned to its own core where there are two.  Per handshake it reports wall time, each side's
+thread CPU time (``CLOCK_THREAD_CPUTIME_ID``) and every record each side wrote, attributed to the
+handshake message it carried; it checks the negotiated group and signature scheme, the chain,
+resumption, and that application data round-trips.  ``make setup`` does not build it:
+:func:`build_tls_runner` does, on first use (incrementally, one build at a time), and records how
+long it took in ``native/tls-runner/target/build-record.json``.
+
+    build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "sigalgs": [...]}
+    resolve_group("ML-KEM-768") -> "MLKEM768"       check_names(groups, signatures)   (before anything runs)
+    build_chain("ML-DSA-44") -> Path                certificate_sizes(signatures) -> DataFrame (DER bytes)
+    run_handshakes(group, signature, ...) -> dict   measure_handshakes(configs, ...) -> Run (data/results)
+
+Certificates: root -> intermediate -> leaf, made with ``cryptography`` (keys derived from fixed
+seeds where it can, so DER sizes are reproducible) or, for key types it cannot sign with
+(SLH-DSA), by the runner's OpenSSL.  Sizes are read from the files, never computed.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import paths
+from .errors import UnknownName
+from .files import atomic_write_text
+
+RUNNER_DIR = paths.NATIVE / "tls-runner"
+TARGET_DIR = RUNNER_DIR / "target"
+BINARY = TARGET_DIR / "release" / "tls-runner"
+BUILD_LOG = TARGET_DIR / "build.log"
+BUILD_RECORD = TARGET_DIR / "build-record.json"
+SOURCES = (RUNNER_DIR / "Cargo.toml", RUNNER_DIR / "Cargo.lock", RUNNER_DIR / "src" / "main.rs")
+CHAINS = paths.BUILD / "tls-chains"
+
+#: pqlab's KEM names -> OpenSSL's TLS group names (any group the stack lists is accepted too).
+GROUPS = {"X25519": "x25519", "ML-KEM-512": "MLKEM512", "ML-KEM-768": "MLKEM768", "ML-KEM-1024": "MLKEM1024",
+          "X25519MLKEM768": "X25519MLKEM768", "SecP256r1MLKEM768": "SecP256r1MLKEM768",
+          "SecP384r1MLKEM1024": "SecP384r1MLKEM1024", "P-256": "secp256r1", "P-384": "secp384r1",
+          "ECDH-P256": "secp256r1"}
+
+#: Certificate chains pqlab builds: algorithm -> (TLS 1.3 signature scheme in OpenSSL or None, builder).
+#: OpenSSL 3.6 defines no TLS 1.3 signature scheme for SLH-DSA; its chains are still built (by
+#: OpenSSL itself) so that the handshake shows the stack's own refusal.
+SIGNATURES = {
+    "RSA-2048": ("rsa_pss_rsae_sha256", "cryptography"),
+    "ECDSA-P256": ("ecdsa_secp256r1_sha256", "cryptography"),
+    "Ed25519": ("ed25519", "cryptography"),
+    "ML-DSA-44": ("mldsa44", "cryptography"),
+    "ML-DSA-65": ("mldsa65", "cryptography"),
+    "ML-DSA-87": ("mldsa87", "cryptography"),
+    "SLH-DSA-SHA2-128s": (None, "openssl"),
+    "SLH-DSA-SHA2-128f": (None, "openssl"),
+}
+
+#: TLS record content types and handshake message types (RFC 8446) as the runner reports them.
+CONTENT_TYPES = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data"}
+HANDSHAKE_TYPES = {1: "client_hello", 2: "server_hello", 4: "new_session_ticket", 8: "encrypted_extensions",
+                   11: "certificate", 13: "certificate_request", 15: "certificate_verify", 20: "finished",
+                   24: "key_update"}
+#: Flights: C1 the ClientHello, S1 the server's first flight (ServerHello .. Finished), C2 the
+#: client's second flight (.. Finished), S2 what the server sends after the handshake (tickets).
+FLIGHTS = ("C1", "S1", "C2", "S2")
+
+
+class TlsError(RuntimeError):
+    """The TLS runner could not be built or run."""
+
+
+class TlsRunnerBuildError(TlsError):
+    """A step of the runner's build failed; the message names the step and the log."""
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _stale() -> bool:
+    if not BINARY.exists():
+        return True
+    built = BINARY.stat().st_mtime
+    return any(src.stat().st_mtime > built for src in SOURCES if src.exists())
+
+
+def build_records() -> list[dict]:
+    """Every recorded build, oldest first: seconds, whether it started from nothing (cold), when,
+    the load average before it, the OpenSSL version and the command."""
+    if not BUILD_RECORD.exists():
+        return []
+    return json.loads(BUILD_RECORD.read_text()).get("builds", [])
+
+
+def build_record(cold: bool | None = None) -> dict | None:
+    """The last recorded build (the last cold one with ``cold=True``), or None."""
+    builds = [b for b in build_records() if cold is None or b["cold"] == cold]
+    return builds[-1] if builds else None
+
+
+def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Path:
+    """Build the runner if it is missing or older than its sources; its path.
+
+    Raises :class:`TlsRunnerBuildError` naming the failed step and its log.  `cargo` forces a
+    build with that cargo (tests use a failing one).
+    """
+    forced = cargo is not None
+    cargo = cargo or shutil.which("cargo")
+    if not forced and not _stale():
+        return BINARY
+    if cargo is None:
+        raise TlsRunnerBuildError("building the TLS runner failed at step `find cargo`: cargo is not on PATH; "
+                                  "install Rust (rustup or apt-get install cargo) and run the target again")
+    TARGET_DIR.mkdir(parents=True, exist_ok=True)
+    with open(TARGET_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (make -j, parallel tests)
+        if not forced and not _stale():  # another process built it while we waited
+            return BINARY
+        cold = not BINARY.exists()
+        cmd = [cargo, "build", "--release", "--locked", "--manifest-path", str(RUNNER_DIR / "Cargo.toml")]
+        env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET_DIR))
+        load = os.getloadavg()[0]  # other work on the machine slows the build: say how busy it was
+        start = time.monotonic()
+        with open(BUILD_LOG, "w") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            try:
+                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
+            except subprocess.TimeoutExpired as exc:
+                raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build`: timed out after "
+                                          f"{timeout_s:.0f} s; log: {BUILD_LOG}") from exc
+        seconds = time.monotonic() - start
+        if proc.returncode != 0 or not BINARY.exists():
+            raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build` (exit {proc.returncode}): "
+                                      f"see {BUILD_LOG}")
+        BINARY.touch()  # make's prerequisite check sees the build as current
+        version = _call(["version"]).get("openssl_version", "")
+        builds = build_records() + [{
+            "seconds": round(seconds, 1), "cold": cold, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "openssl_version": version, "cores": os.cpu_count(), "load_before": round(load, 2),
+            "command": " ".join(cmd)}]
+        atomic_write_text(BUILD_RECORD, json.dumps({"builds": builds[-20:]}, indent=2) + "\n")
+    return BINARY
+
+
+def _call(args: Sequence[str], timeout_s: float = 600) -> dict:
+    try:
+        proc = subprocess.run([str(BINARY), *args], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise TlsError(f"the TLS runner timed out after {timeout_s:.0f} s: tls-runner {' '.join(args)}") from exc
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise TlsError(f"the TLS runner failed (exit {proc.returncode}) for `tls-runner {' '.join(args)}`: "
+                       f"{(proc.stderr or proc.stdout).strip()[-1500:] or 'no output'}") from None
+    if proc.returncode != 0:
+        raise TlsError(f"the TLS runner refused `tls-runner {' '.join(args)}`: {out.get('error', out)}")
+    return out
+
+
+_CAPABILITIES: dict | None = None
+
+
+def capabilities() -> dict:
+    """The stack's OpenSSL version, TLS groups and TLS 1.3 signature schemes (``tls-runner list``)."""
+    global _CAPABILITIES
+    if _CAPABILITIES is None:
+        build_tls_runner()
+        _CAPABILITIES = _call(["list"])
+    return _CAPABILITIES
+
+
+# --------------------------------------------------------------------------- names
+
+
+def resolve_group(name: str, groups: Iterable[str] | None = None) -> str:
+    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
+    groups = list(groups if groups is not None else capabilities()["groups"])
+    by_lower = {g.lower(): g for g in groups}
+    candidate = GROUPS.get(name, name)
+    if candidate.lower() in by_lower:
+        return by_lower[candidate.lower()]
+    raise UnknownName("TLS group", name, list(GROUPS) + groups, f"The stack supports {', '.join(groups)}")
+
+
+def display_group(name: str) -> str:
+    """pqlab's name of a group given by either name (ML-KEM-768 for MLKEM768); other names unchanged."""
+    for pqlab_name, openssl_name in GROUPS.items():
+        if name.lower() in (pqlab_name.lower(), openssl_name.lower()):
+            return pqlab_name
+    return name
+
+
+def check_signature(name: str, sigalgs: Iterable[str] | None = None) -> str:
+    """`name` if pqlab builds chains for it; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
+    if name in SIGNATURES:
+        return name
+    schemes = sigalgs if sigalgs is not None else capabilities()["sigalgs"]
+    raise UnknownName("signature", name, SIGNATURES, f"Chains are built for {', '.join(SIGNATURES)} (the stack's "
+                      f"TLS 1.3 signature schemes: {', '.join(schemes)})")
+
+
+def check_names(groups: Iterable[str], signatures: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Every group and signature checked before anything is measured: (OpenSSL groups, signatures)."""
+    caps = capabilities()
+    return ([resolve_group(g, caps["groups"]) for g in groups],
+            [check_signature(s, caps["sigalgs"]) for s in signatures])
+
+
+# --------------------------------------------------------------------------- certificates
+
+NOT_BEFORE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+NOT_AFTER = dt.datetime(2036, 1, 1, tzinfo=dt.UTC)
+HOST = "pqlab.test"
+CHAIN_FILES = ("root.der", "intermediate.der", "server-1.der", "server-2.der", "client-1.der", "client-2.der",
+               "server.key.der", "client.key.der")
+
+
+def _seed(algorithm: str, role: str) -> bytes:
+    """A fixed 32-byte seed per algorithm and role: test keys, reproducible sizes (not secrets)."""
+    return hashlib.sha256(f"pqlab tls {algorithm} {role}".encode()).digest()
+
+
+def _private_key(algorithm: str, role: str):
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, mldsa, rsa
+
+    seed = _seed(algorithm, role)
+    if algorithm == "RSA-2048":
+        return rsa.generate_private_key(65537, 2048)  # no seeded RSA in cryptography; the size is fixed
+    if algorithm == "ECDSA-P256":
+        order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+        return ec.derive_private_key(int.from_bytes(seed) % (order - 1) + 1, ec.SECP256R1())
+    if algorithm == "Ed25519":
+        return ed25519.Ed25519PrivateKey.from_private_bytes(seed)
+    classes = {"ML-DSA-44": mldsa.MLDSA44PrivateKey, "ML-DSA-65": mldsa.MLDSA65PrivateKey,
+               "ML-DSA-87": mldsa.MLDSA87PrivateKey}
+    return classes[algorithm].from_seed_bytes(seed)
+
+
+def _certificate(algorithm: str, role: str, serial: int, key, issuer=None):
+    """One X.509 v3 certificate with the extensions the runner's mkchain writes too."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    cn = {"root": f"pqlab {algorithm} root", "intermediate": f"pqlab {algorithm} intermediate",
+          "server": HOST, "client": "pqlab client"}[role]
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    issuer_cert, issuer_key = issuer if issuer else (None, key)
+    ca = role in ("root", "intermediate")
+    b = (x509.CertificateBuilder().subject_name(subject)
+         .issuer_name(issuer_cert.subject if issuer_cert else subject)
+         .public_key(key.public_key()).serial_number(serial).not_valid_before(NOT_BEFORE).not_valid_after(NOT_AFTER)
+         .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if role == "intermediate" else None), critical=True)
+         .add_extension(x509.KeyUsage(digital_signature=not ca, content_commitment=False, key_encipherment=False,
+                                      data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                                      encipher_only=False, decipher_only=False), critical=True))
+    if role == "server":
+        b = (b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+             .add_extension(x509.SubjectAlternativeName([x509.DNSName(HOST)]), critical=False))
+    elif role == "client":
+        b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    b = b.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    if issuer_cert is not None:
+        b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                            critical=False)
+    if algorithm in ("RSA-2048",):
+        return b.sign(issuer_key, hashes.SHA256())
+    if algorithm == "ECDSA-P256":
+        return b.sign(issuer_key, hashes.SHA256(), ecdsa_deterministic=True)
+    return b.sign(issuer_key, None)
+
+
+def _write_chain_with_cryptography(algorithm: str, folder: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    keys = {role: _private_key(algorithm, role) for role in ("root", "intermediate", "server", "client")}
+    root = _certificate(algorithm, "root", 1, keys["root"])
+    inter = _certificate(algorithm, "intermediate", 2, keys["intermediate"], (root, keys["root"]))
+    certs = {"root.der": root, "intermediate.der": inter,
+             "server-1.der": _certificate(algorithm, "server", 3, keys["server"], (root, keys["root"])),
+             "server-2.der": _certificate(algorithm, "server", 4, keys["server"], (inter, keys["intermediate"])),
+             "client-1.der": _certificate(algorithm, "client", 5, keys["client"], (root, keys["root"])),
+             "client-2.der": _certificate(algorithm, "client", 6, keys["client"], (inter, keys["intermediate"]))}
+    for name, cert in certs.items():
+        (folder / name).write_bytes(cert.public_bytes(serialization.Encoding.DER))
+    for role in ("server", "client"):
+        (folder / f"{role}.key.der").write_bytes(keys[role].private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+
+
+def build_chain(algorithm: str, folder: Path | None = None) -> Path:
+    """The chain folder of `algorithm` (built once; reused while every file is there)."""
+    check_signature(algorithm, sigalgs=())
+    folder = Path(folder or CHAINS) / algorithm
+    if all((folder / f).exists() for f in CHAIN_FILES):
+        return folder
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if SIGNATURES[algorithm][1] == "cryptography":
+        _write_chain_with_cryptography(algorithm, tmp)
+    else:
+        build_tls_runner()
+        _call(["mkchain", "--alg", algorithm, "--out", str(tmp)])
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    return folder
+
+
+def certificate_sizes(signatures: Iterable[str], folder: Path | None = None) -> pd.DataFrame:
+    """DER bytes of every certificate of each chain, read from the files, and who built it."""
+    rows = []
+    for sig in signatures:
+        chain = build_chain(sig, folder)
+        size = {f: (chain / f).stat().st_size for f in CHAIN_FILES}
+        rows.append({"signature": sig, "built_with": SIGNATURES[sig][1], "root": size["root.der"],
+                     "intermediate": size["intermediate.der"], "leaf_from_root": size["server-1.der"],
+                     "leaf_from_intermediate": size["server-2.der"], "client_leaf_from_root": size["client-1.der"],
+                     "client_leaf_from_intermediate": size["client-2.der"],
+                     "depth1_sent": size["server-1.der"],
+                     "depth2_sent": size["server-2.der"] + size["intermediate.der"]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- handshakes
+
+
+@dataclass(frozen=True)
+class Config:
+    """One handshake configuration of the matrix."""
+
+    group: str  # pqlab or OpenSSL name
+    signature: str
+    depth: int = 1
+    mutual: bool = False
+    resume: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "resumed" if self.resume else ("mutual" if self.mutual else "server-auth")
+
+    @property
+    def pair(self) -> str:
+        return f"{display_group(self.group)} + {self.signature}"
+
+
+def default_pin() -> str | None:
+    """Client and server threads on CPUs 0 and 1 when the process may use both; else unpinned."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return f"{cpus[0]},{cpus[1]}" if len(cpus) >= 2 else None
+
+
+def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin: str | None = "auto",
+                   payload: int = 64, chains: Path | None = None, timeout_s: float = 600) -> dict:
+    """Run `handshakes` checked handshakes of `config` (plus warm-up); the runner's JSON.
+
+    A configuration the stack refuses comes back with ``setup_error``; a failed handshake as the
+    last row with ``ok`` false and OpenSSL's reasons in ``errors``.
+    """
+    group = resolve_group(config.group)
+    check_signature(config.signature)
+    chain = build_chain(config.signature, chains)
+    sigalg = SIGNATURES[config.signature][0]
+    args = ["run", "--group", group, "--chain", str(chain), "--depth", str(config.depth),
+            "--handshakes", str(int(handshakes)), "--warmup", str(int(warmup)), "--payload", str(int(payload))]
+    if sigalg:
+        args += ["--sigalg", sigalg]
+    if config.mutual:
+        args.append("--mutual")
+    if config.resume:
+        args.append("--resume")
+    pin = default_pin() if pin == "auto" else pin
+    if pin:
+        args += ["--pin", pin]
+    out = _call(args, timeout_s=timeout_s)
+    out["config"] = config
+    return out
+
+
+def flight_of(side: str, messages: Sequence[Sequence[int]]) -> list[str]:
+    """The flight (C1, S1, C2, S2 or 'after') of each message a side wrote, in order."""
+    flights, done = [], False
+    for content_type, hs_type, *_ in messages:
+        if content_type != 22 and content_type != 20:
+            flights.append("after")
+            continue
+        if side == "client":
+            flights.append("C1" if hs_type == 1 else ("after" if done else "C2"))
+        else:
+            flights.append("S2" if done else "S1")
+        if content_type == 22 and hs_type == 20:
+            done = True
+    return flights
+
+
+def message_rows(result: dict, handshake: dict) -> list[dict]:
+    """One row per message either side wrote in one handshake: flight, type, length, wire bytes."""
+    rows = []
+    for side in ("client", "server"):
+        msgs = handshake.get(f"{side}_messages") or []
+        for (ct, hs, length, wire, *ext), flight in zip(msgs, flight_of(side, msgs)):
+            rows.append({"index": handshake["index"], "from": side, "flight": flight,
+                         "message": HANDSHAKE_TYPES.get(hs, f"type {hs}") if ct == 22 else CONTENT_TYPES.get(ct, str(ct)),
+                         "message_bytes": length, "wire_bytes": wire,
+                         "extensions": " ".join(f"{t}:{n}" for t, n in (ext[0] if ext else []))})
+    return rows
+
+
+def failure_reason(result: dict) -> str:
+    """OpenSSL's reason a configuration failed, or '' if every handshake passed its checks."""
+    if result.get("setup_error"):
+        return result["setup_error"]
+    bad = [h for h in result["handshakes"] if not h["ok"]]
+    return "; ".join(bad[0]["errors"]) if bad else ""
+
+
+def flight_bytes(handshake: dict) -> dict:
+    """Wire bytes per flight of one handshake (C1, S1, C2, S2)."""
+    out = dict.fromkeys(FLIGHTS, 0)
+    for side in ("client", "server"):
+        msgs = handshake.get(f"{side}_messages") or []
+        for (_ct, _hs, _len, wire, *_), flight in zip(msgs, flight_of(side, msgs)):
+            if flight in out:
+                out[flight] += wire
+    return out
+
+
+def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
+    """The signature length in `side`'s CertificateVerify (its message minus 8 bytes of framing)."""
+    for ct, hs, length, _wire, *_ in handshake.get(f"{side}_messages") or []:
+        if ct == 22 and hs == 15:
+            return length - 8  # 4 handshake header + 2 scheme + 2 length
+    return None
+
+
+def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmup: int = 2, study: str = "",
+                       pin: str | None = "auto", save: bool = True, folder: Path | None = None,
+                       progress: bool = True):
+    """Run every configuration (names checked first) and store the run in the results store.
+
+    One measurement row per configuration: wall time (``time_ns_*``), client and server CPU time
+    with bootstrap confidence intervals of the median, wire bytes per flight; a refused or failed
+    configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
+    the matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
+    breakdown of each configuration's first measured handshake.
+    """
+    from . import flags
+    from .recorder import RunRecorder, summary_columns
+    from .schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
+    from .stats import summarize
+
+    check_names({c.group for c in configs}, {c.signature for c in configs})
+    caps = capabilities()
+    version = caps["openssl_version"]
+    params = {"configs": [vars(c) for c in configs], "handshakes": handshakes, "warmup": warmup,
+              "pin": default_pin() if pin == "auto" else pin}
+    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {}}}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(configs), desc=study or "handshakes", unit="config", leave=True, dynamic_ncols=True)
+    with RunRecorder(study, params, label=study or "tls", folder=folder, save=save, liboqs=False, meta=meta) as rec:
+        for config in configs:
+            if bar is not None:
+                bar.set_postfix_str(f"{config.pair} {config.mode} d{config.depth}")
+            result = run_handshakes(config, handshakes, warmup=warmup, pin=pin)
+            measured = [h for h in result["handshakes"] if not h["warmup"] and h["ok"]]
+            reason = failure_reason(result)
+            row = rec.row(backend="openssl-tls", implementation=f"{version} (pqlab tls-runner)",
+                          library_version=version.split()[1] if " " in version else "", algorithm=config.pair,
+                          kind="tls", operation=f"handshake:{config.mode}", samples=len(measured), loops=1,
+                          tls_group=resolve_group(config.group, caps["groups"]), tls_signature=config.signature,
+                          chain_depth=config.depth, mutual=config.mutual, resumed=config.resume,
+                          verified=not reason, flags=flags.make("failed", reason) if reason else "")
+            key = f"{config.pair} | {config.mode} | depth {config.depth}"
+            samples = []
+            if measured:
+                wall = summarize([h["wall_ns"] for h in measured])
+                row.update(summary_columns(wall))
+                for side in ("client", "server"):
+                    s = summarize([h[f"{side}_cpu_ns"] for h in measured])
+                    row.update({f"{side}_cpu_ns_{k}": s[k] for k in ("median", "ci_low", "ci_high")})
+                first = measured[0]
+                row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
+                row["flags"] = flags.join([row["flags"], *wall["flags"], flags.make(
+                    "no-cycles", "thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead")])
+                rec.meta["tls"]["messages"][key] = message_rows(result, first)
+                for i, h in enumerate(measured):
+                    fb = flight_bytes(h)
+                    samples.append({"run_id": rec.run_id, "backend": "openssl-tls", "algorithm": config.pair,
+                                    "operation": row["operation"], "sample": i, "loops": 1, "time_ns": h["wall_ns"],
+                                    "client_cpu_ns": h["client_cpu_ns"], "server_cpu_ns": h["server_cpu_ns"],
+                                    **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},
+                                    "cv_signature_bytes": cv_signature_bytes(h),
+                                    "client_cv_signature_bytes": cv_signature_bytes(h, "client"),
+                                    "ticket_bytes": h.get("offered_ticket_bytes"), "cipher": h.get("cipher"),
+                                    "chain_depth": config.depth, "mutual": config.mutual, "resumed": config.resume})
+            elif result["handshakes"]:
+                rec.meta["tls"]["messages"][key] = message_rows(result, result["handshakes"][-1])
+            rec.add(measurements=[{**dict.fromkeys(TLS_MEASUREMENT_COLUMNS), **row}],
+                    samples=[{**dict.fromkeys(SAMPLE_COLUMNS + TLS_SAMPLE_COLUMNS), **s} for s in samples])
+            rec.checkpoint()
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return rec.run
+
+
+if __name__ == "__main__":  # `python -m pqlab.tls build`: what the Makefile's runner target calls
+    import sys
+
+    if sys.argv[1:] != ["build"]:
+        sys.exit("usage: python -m pqlab.tls build")
+    try:
+        path = build_tls_runner()
+    except TlsError as exc:
+        sys.exit(f"error: {exc}")
+    record = build_record() or {}
+    print(f"TLS runner: {path} ({record.get('openssl_version', 'no build recorded')}; last build "
+          f"{record.get('seconds', '?')} s)")
