@@ -109,6 +109,12 @@ def detail(cell, code: str) -> str:
     return next((d for c, d in parse(cell) if c == code), "")
 
 
+def legend(code: str) -> str:
+    """What `code` means, for the legend under a table (tables show no details, so the pointer to the
+    detail is left out)."""
+    return FLAGS.get(code, code).split("; the detail")[0]
+
+
 def upgrade(cell) -> str:
     """A schema-1 flags cell in today's vocabulary (see :data:`LEGACY`); codes that no longer exist
     are dropped."""

@@ -5,12 +5,22 @@
     fmt_factor(1.234)         -> "1.23×"          fmt_span([1, 3], fmt_bytes) -> "1 B to 3 B"
     fmt_energy_uj(1520)       -> "1.52 mJ"        slug("SPHINCS+-SHA2 128f") -> "SPHINCSplus-SHA2_128f"
 
-Missing values (None, NaN, pandas' NA) print as :data:`MISSING`.  Nothing here imports pandas.
+Missing values (None, NaN, pandas' NA) print as :data:`MISSING` in prose.
+
+Tables (paper exports and notebook display alike) go through :func:`table`: each column has a kind
+(:data:`KINDS`, read from its name and values or given as a :class:`Column`), a header label and a unit in
+brackets, and cells formatted by that kind; missing cells print as :data:`TABLE_MISSING`; flags become short
+marks with a legend; run ids and other internals never show.
+
+    table(run.raw_summary())  -> Table: .frame (strings, "Time median [µs]"), .notes, .to_markdown()
+
+Nothing here imports pandas at import time.
 """
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 
 MISSING = "n/a"
 _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3))
@@ -121,3 +131,301 @@ def slug(text: str, lower: bool = False) -> str:
     """A file-safe name: "+" spelled "plus", runs of anything outside [A-Za-z0-9_.-] as one "_"."""
     out = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text).replace("+", "plus")).strip("_")
     return out.lower() if lower else out
+
+
+# ----- tables: one rule per column kind, for paper tables (pqlab.export) and notebook display ------------
+
+#: what a missing cell shows in a table (prose uses :data:`MISSING`)
+TABLE_MISSING = "–"
+#: column kind -> what its cells show (the unit, where there is one, goes into the header)
+KINDS = {
+    "text": "the value as text",
+    "size": "bytes: exact integers with thousands separators",
+    "count": "integers with thousands separators",
+    "time": "a duration in the column's unit (ns, µs, ms or s), three significant digits",
+    "cycles": "cycles in thousands or millions (the column's unit), three significant digits",
+    "ratio": "two decimals and ×, with its interval [low, high] where the table has one",
+    "percent": "a fraction shown as a percentage, one decimal",
+    "energy": "an energy in the column's unit (µJ, mJ or J), three significant digits",
+    "power": "watts, three significant digits",
+    "number": "three significant digits",
+    "bool": "yes or no",
+}
+#: columns no reader's table shows (the CSV and the export's sidecar keep them)
+INTERNAL = ("run_id", "schema_version", "machine_id", "started_at", "study")
+FLAGS_COLUMN = "flags"
+#: unit word in a column name -> (kind, the stored values' unit in the kind's base unit)
+_SOURCE_UNITS = {"ns": ("time", 1.0), "us": ("time", 1e3), "µs": ("time", 1e3), "ms": ("time", 1e6), "s": ("time", 1e9),
+                 "cycles": ("cycles", 1.0), "kcycles": ("cycles", 1e3), "mcycles": ("cycles", 1e6),
+                 "uj": ("energy", 1.0), "µj": ("energy", 1.0), "mj": ("energy", 1e3), "j": ("energy", 1e6),
+                 "w": ("power", 1.0), "bytes": ("size", 1.0), "pct": ("percent", 0.01), "percent": ("percent", 0.01)}
+#: display units per kind, largest first: (label, size in the base unit)
+_DISPLAY_UNITS = {"time": (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0)),
+                  "cycles": (("Mcycles", 1e6), ("kcycles", 1e3)),
+                  "energy": (("J", 1e6), ("mJ", 1e3), ("µJ", 1.0)),
+                  "size": (("B", 1.0),), "percent": (("%", 0.01),), "power": (("W", 1.0),)}
+_RATIO_WORDS = {"ratio", "factor", "over", "speedup", "slowdown"}
+_WORDS = {"nist": "NIST", "cv": "CV", "ci": "CI", "q1": "Q1", "q3": "Q3", "bc": "BC", "id": "ID", "rsa": "RSA",
+          "aes": "AES", "jvm": "JVM", "wls": "WLS", "ols": "OLS"}
+_MARKS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _tokens(name) -> list[str]:
+    return [t for t in re.split(r"[_\s]+", str(name).lower()) if t]
+
+
+def kind_from_name(name) -> tuple[str, float]:
+    """(kind, the stored values' unit in the kind's base unit) as a column name says, ("", 1.0) when it
+    says nothing: "time_ns_median" -> ("time", 1), "median_ms" -> ("time", 1e6), "speedup" -> ("ratio", 1)."""
+    tokens = _tokens(name)
+    if "cv" in tokens:
+        return "percent", 1.0
+    for t in reversed(tokens):
+        if t in _SOURCE_UNITS:
+            return _SOURCE_UNITS[t]
+    return ("ratio", 1.0) if _RATIO_WORDS & set(tokens) else ("", 1.0)
+
+
+def label_from_name(name) -> str:
+    """A header from a column name: its words without the unit, first letter capital
+    ("public_key_bytes" -> "Public key", "time_ns_median" -> "Time median")."""
+    words = [_WORDS.get(t, t) for t in _tokens(name) if t not in _SOURCE_UNITS or t == "cycles"]
+    text = " ".join(words) or str(name)
+    return text[0].upper() + text[1:]
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one column is shown: `label` (header), `kind` (a key of :data:`KINDS`), `unit` (the display
+    unit of a time, cycles or energy column, e.g. "µs"; chosen from the values when empty) and `scale` (the
+    stored values' unit in the kind's base unit ns, cycles or µJ, e.g. 1e3 for µs; read from the name when 0).
+    Empty fields are inferred by :func:`resolve_column`."""
+
+    name: str
+    label: str = ""
+    kind: str = ""
+    unit: str = ""
+    scale: float = 0.0
+
+    def __post_init__(self):
+        if self.kind and self.kind not in KINDS:
+            from .errors import close_matches
+
+            raise ValueError(f"column {self.name!r}: unknown kind {self.kind!r}; close matches: "
+                             f"{', '.join(close_matches(self.kind, KINDS)) or 'none'} (kinds: {', '.join(KINDS)})")
+        units = [u for u, _ in _DISPLAY_UNITS.get(self.kind, ())]
+        if self.kind and self.unit and self.unit not in units:
+            raise ValueError(f"column {self.name!r}: unit {self.unit!r} does not suit kind {self.kind!r}; "
+                             f"use one of: {', '.join(units) or 'no unit'}")
+
+
+def _is_bool(series) -> bool:
+    import numpy as np
+    import pandas as pd
+
+    present = series.dropna()
+    return pd.api.types.is_bool_dtype(series) or bool(
+        len(present) and present.map(lambda v: isinstance(v, (bool, np.bool_))).all())
+
+
+def _numbers(series):
+    """`series` as floats when every present value is a number (object columns of numbers too), else None."""
+    import pandas as pd
+
+    if _is_bool(series):
+        return None
+    values = pd.to_numeric(series, errors="coerce")
+    if (values.isna() & series.notna()).any():
+        return None
+    return values.astype("float64")
+
+
+def resolve_column(spec, df) -> Column:
+    """A complete :class:`Column` for `spec` (a column name or a Column) of `df`: kind, label and scale
+    inferred from the name and values where not given."""
+    col = spec if isinstance(spec, Column) else Column(str(spec))
+    if col.name not in df.columns:
+        from .errors import UnknownName
+
+        raise UnknownName("column", col.name, [str(c) for c in df.columns], "choose among the frame's columns")
+    series = df[col.name]
+    kind, scale = kind_from_name(col.name)
+    values = _numbers(series)
+    if _is_bool(series):
+        kind = "bool"
+    elif values is None:
+        kind = "text"
+    elif not kind:
+        finite = [v for v in values.dropna() if math.isfinite(v)]
+        kind = "count" if finite and all(v == round(v) for v in finite) else "number"
+    return Column(col.name, col.label or label_from_name(col.name), col.kind or kind, col.unit, col.scale or scale)
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """`digits` significant digits without exponent, thousands separated: 1234.5 -> "1,230", 0.012345 -> "0.0123"."""
+    if x == 0:
+        return "0"
+    r = float(f"{x:.{digits}g}")
+    return f"{r:,.{max(0, digits - 1 - math.floor(math.log10(abs(r))))}f}"
+
+
+def _choose_unit(kind: str, base_values) -> tuple[str, float]:
+    """The display unit of a column: the largest whose median value is at least 1."""
+    units = _DISPLAY_UNITS[kind]
+    finite = sorted(abs(v) for v in base_values if math.isfinite(v) and v != 0)
+    if not finite:
+        return units[-1]
+    median = finite[len(finite) // 2]
+    return next(((u, s) for u, s in units if median >= s), units[-1])
+
+
+def _cell(value, kind: str, unit_scale: float, tiny: float, interval=None) -> str:
+    if kind == "bool":
+        return TABLE_MISSING if is_missing(value) and not isinstance(value, bool) else ("yes" if bool(value) else "no")
+    if kind == "text":
+        if isinstance(value, float) and not math.isnan(value):
+            return _sig(value)
+        return TABLE_MISSING if value is None or (isinstance(value, float) and math.isnan(value)) or \
+            str(value) in ("", "nan", "<NA>", "None") else str(value)
+    if is_missing(value):
+        return TABLE_MISSING
+    x = float(value)
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    x /= unit_scale
+    if abs(x) < tiny:
+        x = 0.0
+    if kind in ("size", "count"):
+        return f"{int(round(x)):,}" if x == round(x) else _sig(x)
+    if kind == "ratio":
+        text = f"{x:,.2f}×"
+        if interval and not any(is_missing(v) for v in interval):
+            text += f" [{float(interval[0]):,.2f}, {float(interval[1]):,.2f}]"
+        return text
+    if kind == "percent":
+        return f"{x:.1f}"
+    return _sig(x)
+
+
+@dataclass
+class Table:
+    """A table as a reader sees it: formatted cells (strings), header labels and units, flag marks per row
+    and the notes (legend) under it.  Displayed in notebooks as HTML, printed as text, exported by
+    :func:`pqlab.export.save_table` as Markdown and LaTeX."""
+
+    columns: list[Column]
+    units: list[str]
+    rows: list[list[str]]
+    marks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def numeric(self) -> list[bool]:
+        """Whether each column is right-aligned (numbers) or left-aligned (text, yes/no)."""
+        return [c.kind not in ("text", "bool") for c in self.columns]
+
+    @property
+    def headers(self) -> list[str]:
+        """Each column's label with its unit in brackets: "Signature [B]"."""
+        return [f"{c.label} [{u}]" if u else c.label for c, u in zip(self.columns, self.units)]
+
+    @property
+    def frame(self):
+        """The cells as a DataFrame of strings ("Notes" holds the flag marks, when any row has one)."""
+        import pandas as pd
+
+        df = pd.DataFrame(self.rows, columns=self.headers)
+        if any(self.marks):
+            df["Notes"] = self.marks
+        return df
+
+    def _legend(self, sep: str = "\n") -> str:
+        return sep.join(self.notes)
+
+    def to_string(self) -> str:
+        text = self.frame.to_string(index=False)
+        return text + ("\n" + self._legend() if self.notes else "")
+
+    def to_markdown(self) -> str:
+        frame = self.frame
+        align = ["right" if n else "left" for n in self.numeric] + (["left"] if "Notes" in frame else [])
+        text = frame.to_markdown(index=False, colalign=align, disable_numparse=True)
+        return text + ("\n\n" + self._legend("  \n") if self.notes else "")
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        html = self.frame.to_html(index=False, border=0)
+        return html + "".join(f"<div><small>{escape(n)}</small></div>" for n in self.notes)
+
+    def __repr__(self) -> str:
+        return self.to_string()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _column_specs(df, columns) -> list:
+    if columns is None:
+        return [c for c in df.columns if c not in INTERNAL and c != FLAGS_COLUMN]
+    if isinstance(columns, dict):
+        return [v if isinstance(v, Column) else Column(k, label=v) for k, v in columns.items()]
+    return list(columns)
+
+
+def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, notes=()) -> Table:
+    """`df` as a reader sees it (:class:`Table`).
+
+    `columns`: what to show, in order: None (every column but :data:`INTERNAL` ones and the flags), a list of
+    names or :class:`Column` specs, or a dict name -> label (or Column).  A ratio column ``X`` is shown with its
+    interval when ``X_ci_low`` and ``X_ci_high`` exist (those two are then not shown on their own).
+    `flags`: the column of :mod:`pqlab.flags` cells; a code on every row becomes a note "All rows: ...", other
+    codes a mark (a, b, ...) with its meaning under the table; `show_flags` limits the codes shown.
+    `notes`: more lines under the table."""
+    from . import flags as flagvocab
+
+    specs = _column_specs(df, columns)
+    internal = [str(s.name if isinstance(s, Column) else s) for s in specs
+                if str(s.name if isinstance(s, Column) else s) in INTERNAL]
+    if internal:
+        raise ValueError(f"column {internal[0]!r} is internal: tables never show run ids or machine ids "
+                         "(the export's sidecar records the runs); leave it out of `columns`")
+    cols = [resolve_column(s, df) for s in specs]
+    merged = {f"{c.name}_ci_low" for c in cols if c.kind == "ratio"} | {f"{c.name}_ci_high" for c in cols
+                                                                         if c.kind == "ratio"}
+    cols = [c for c in cols if c.name not in merged]
+    units, columns_cells = [], []
+    for c in cols:
+        series = df[c.name]
+        if c.kind in _DISPLAY_UNITS:
+            values = [float(v) * c.scale for v in _numbers(series).dropna()]
+            unit, unit_scale = ((c.unit, dict(_DISPLAY_UNITS[c.kind])[c.unit]) if c.unit
+                                else _choose_unit(c.kind, values))
+            unit_scale /= c.scale
+        else:
+            unit, unit_scale = "", 1.0
+        numbers = _numbers(series) if c.kind not in ("text", "bool") else None
+        finite = [abs(v) / unit_scale for v in (numbers.dropna() if numbers is not None else []) if math.isfinite(v)]
+        tiny = max(1e-12, 1e-9 * max(finite, default=0.0))
+        low, high = f"{c.name}_ci_low", f"{c.name}_ci_high"
+        intervals = (list(zip(df[low], df[high])) if c.kind == "ratio" and low in df and high in df
+                     else [None] * len(df))
+        values = numbers if numbers is not None else series
+        columns_cells.append([_cell(v, c.kind, unit_scale, tiny, iv) for v, iv in zip(values, intervals)])
+        units.append(unit)
+    rows = [list(r) for r in zip(*columns_cells)] if cols else [[] for _ in range(len(df))]
+    marks, legend = [""] * len(df), list(notes)
+    if flags and flags in df.columns and len(df):
+        row_codes = [[c for c in flagvocab.codes(cell) if show_flags is None or c in show_flags]
+                     for cell in df[flags]]
+        everywhere = [c for c in dict.fromkeys(c for codes in row_codes for c in codes)
+                      if all(c in codes for codes in row_codes)]
+        letters: dict[str, str] = {}
+        for codes in row_codes:
+            for c in codes:
+                if c not in everywhere and c not in letters:
+                    letters[c] = _MARKS[len(letters) % len(_MARKS)]
+        marks = [",".join(letters[c] for c in codes if c in letters) for codes in row_codes]
+        legend = ([f"All rows: {flagvocab.legend(c)}." for c in everywhere]
+                  + [f"{m}: {flagvocab.legend(c)}." for c, m in letters.items()] + legend)
+    return Table(cols, units, rows, marks, legend)

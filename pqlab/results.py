@@ -61,11 +61,25 @@ class Run:
         """The measurements whose every checked output was right (:func:`verified_rows`)."""
         return verified_rows(self.measurements, operations)
 
-    def summary(self) -> pd.DataFrame:
-        """The measurements a reader looks at first: one row per algorithm, backend, operation, size."""
-        cols = ["algorithm", "backend", "variant", "operation", "message_bytes", "samples", "time_ns_median",
-                "time_ns_q1", "time_ns_q3", "cycles_median", "cycles_source", "verified", "flags"]
-        return self.measurements[[c for c in cols if c in self.measurements]]
+    #: the columns of :meth:`raw_summary`, in order
+    SUMMARY_COLUMNS = ("algorithm", "backend", "variant", "operation", "message_bytes", "samples", "time_ns_median",
+                       "time_ns_q1", "time_ns_q3", "cycles_median", "cycles_source", "verified", "flags")
+
+    def raw_summary(self) -> pd.DataFrame:
+        """The measurements a reader looks at first, raw (ns, cycles, flags cells): one row per algorithm,
+        backend, operation and size, the columns of SUMMARY_COLUMNS present in this run."""
+        return self.measurements[[c for c in self.SUMMARY_COLUMNS if c in self.measurements]]
+
+    def summary(self):
+        """:meth:`raw_summary` as a reader sees it (:func:`pqlab.formatting.table`, the rules of the paper
+        tables): units in the headers, sensible digits, flags as short marks with a legend.  Shown as a table
+        in a notebook; ``.frame`` is its DataFrame of strings; the raw numbers are :meth:`raw_summary`."""
+        from .formatting import table
+
+        raw = self.raw_summary()
+        shown = [c for c in raw.columns if c != "flags" and not (c in ("variant", "message_bytes", "cycles_median",
+                                                                       "cycles_source") and raw[c].isna().all())]
+        return table(raw, shown)
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
                       variant: str | None = None, message_bytes=None, column: str = "time_ns") -> np.ndarray:

@@ -48,3 +48,91 @@ def test_close_matches_and_unknown_name():
     assert str(err).startswith("unknown algorithm 'ML-DSA-45'; close matches: ML-DSA-")
     assert str(err).endswith("prints every name.") and "\n" not in str(err)
     assert "close matches: none" in str(UnknownName("group", "zzz", names))
+
+
+# ----- tables -----
+
+def test_three_significant_digits_without_exponent():
+    assert [f._sig(v) for v in (1234.5, 123.45, 12.345, 1.2345, 0.012345, 9.996, 51010.0, -0.5)] == [
+        "1,230", "123", "12.3", "1.23", "0.0123", "10.0", "51,000", "-0.500"]
+
+
+def test_kinds_and_labels_are_read_from_column_names():
+    assert f.kind_from_name("time_ns_median") == ("time", 1.0)
+    assert f.kind_from_name("cold_mean_first5_ms") == ("time", 1e6)
+    assert f.kind_from_name("time_ns_cv") == ("percent", 1.0)
+    assert f.kind_from_name("public_key_bytes_published") == ("size", 1.0)
+    assert f.kind_from_name("factor_b_over_a") == ("ratio", 1.0)
+    assert f.kind_from_name("energy_uj") == ("energy", 1.0) and f.kind_from_name("power_w") == ("power", 1.0)
+    assert f.kind_from_name("algorithm") == ("", 1.0)
+    assert f.label_from_name("public_key_bytes") == "Public key"
+    assert f.label_from_name("nist_level") == "NIST level" and f.label_from_name("time_ns_q1") == "Time Q1"
+    assert f.label_from_name("cycles_median") == "Cycles median"
+
+
+def table_of(**columns):
+    import pandas as pd
+
+    return f.table(pd.DataFrame(columns))
+
+
+def test_each_kind_formats_its_cells():
+    t = table_of(size=[17088, None], n_count=[3, 1234567])
+    assert t.rows == [["17,088", "3"], ["–", "1,234,567"]] and t.headers == ["Size", "N count"]
+    t = table_of(time_ns_median=[812.0, 51_010.0, 2.5e9])  # median 51 µs: the column is in µs
+    assert t.headers == ["Time median [µs]"] and [r[0] for r in t.rows] == ["0.812", "51.0", "2,500,000"]
+    t = table_of(cycles_median=[2.1e6, 812.0, 5.5e6])
+    assert t.units == ["Mcycles"] and [r[0] for r in t.rows] == ["2.10", "0.000812", "5.50"]
+    t = table_of(energy_uj=[1520.0, 3000.0], power_w=[2.345, 3.1], time_ns_cv=[0.0123, 0.2])
+    assert t.units == ["mJ", "W", "%"] and t.rows[0] == ["1.52", "2.35", "1.2"]
+    t = table_of(ok=[True, False], label=["a", None], x=[0.5, 2.0])
+    assert t.rows == [["yes", "a", "0.500"], ["no", "–", "2.00"]] and t.numeric == [False, False, True]
+
+
+def test_a_unit_and_kind_can_be_chosen():
+    import pandas as pd
+
+    df = pd.DataFrame({"t_ns": [51_010.0, 2_000_000.0]})
+    t = f.table(df, [f.Column("t_ns", "Sign", unit="ms")])
+    assert t.headers == ["Sign [ms]"] and [r[0] for r in t.rows] == ["0.0510", "2.00"]
+    t = f.table(df, [f.Column("t_ns", "Sign", kind="number")])
+    assert t.headers == ["Sign"] and t.rows[0] == ["51,000"]
+    with pytest.raises(ValueError, match="unknown kind 'tme'; close matches: time"):
+        f.Column("x", kind="tme")
+    with pytest.raises(ValueError, match="unit 'min' does not suit kind 'time'; use one of: s, ms, µs, ns"):
+        f.Column("x", kind="time", unit="min")
+
+
+def test_flags_become_marks_and_a_legend():
+    from pqlab import flags
+
+    t = table_of(algorithm=["a", "b", "c"], flags=[flags.join([flags.make("no-cycles", "ENOENT"), flags.make("few-samples")]),
+                                                   flags.make("no-cycles"), None])
+    assert t.marks == ["a,b", "a", ""]  # no-cycles is not on every row (c has none): a mark where it is
+    t = table_of(algorithm=["a", "b"], flags=[flags.join([flags.make("no-cycles", "x"), flags.make("few-samples")]),
+                                              flags.make("no-cycles")])
+    assert t.marks == ["a", ""] and t.notes == ["All rows: no cycle counter was available.", "a: fewer than 10 samples."]
+    assert "Notes" in t.frame.columns and "ENOENT" not in t.to_string()
+    t = f.table(__import__("pandas").DataFrame({"x": [1], "flags": [flags.make("few-samples")]}), show_flags=["failed"])
+    assert t.marks == [""] and t.notes == []
+
+
+def test_run_summary_is_formatted_and_raw_columns_stay_reachable():
+    import pandas as pd
+
+    from pqlab import flags
+    from pqlab.results import Run
+
+    rows = [{"algorithm": "ML-DSA-44", "backend": "liboqs", "operation": "sign", "samples": 120, "loops": 10,
+             "time_ns_median": 49_123.4, "time_ns_q1": 48_000.0, "time_ns_q3": 51_000.0, "verified": True,
+             "flags": flags.make("no-cycles", "[Errno 2] perf_event_open: No such file or directory")}]
+    run = Run.from_rows("r1", rows, [], [], {})
+    raw = run.raw_summary()
+    assert raw["time_ns_median"].iloc[0] == 49_123.4 and "Errno" in raw["flags"].iloc[0]
+    shown = run.summary()
+    assert list(shown.frame.columns) == ["Algorithm", "Backend", "Operation", "Samples", "Time median [µs]",
+                                         "Time Q1 [µs]", "Time Q3 [µs]", "Verified"]
+    assert shown.rows[0][4:] == ["49.1", "48.0", "51.0", "yes"]
+    assert shown.notes == ["All rows: no cycle counter was available."]
+    assert "<table" in shown._repr_html_() and "no cycle counter" in shown._repr_html_()
+    assert isinstance(shown.frame, pd.DataFrame)
