@@ -1,24 +1,45 @@
-"""Exports with stable, documented paths: figures, tables and single numbers for the write-up.
+"""Exports a paper can use unedited: figures in two widths, tables that fit, numbers as LaTeX macros.
 
-    save_figure(fig, "01_aes_rsa_sphincs", "operation_times")  -> figures/01_aes_rsa_sphincs/operation_times.{png,svg,pdf}
-    save_table(df, "01_aes_rsa_sphincs", "results")            -> data/tables/01_aes_rsa_sphincs/results.{csv,md,tex}
-    save_number(3.2, "01_aes_rsa_sphincs", "rsa_keygen_over_decrypt", fmt="{:.1f}")  -> .../rsa_keygen_over_decrypt.txt
+    save_figure(lambda w: plot(df, width=w), "01_aes_rsa_sphincs", "operation_times", runs=[run])
+        -> figures/01_aes_rsa_sphincs/operation_times.{pdf,svg,png}       (drawn at plotting.FULL_WIDTH)
+           figures/01_aes_rsa_sphincs/operation_times.col.{pdf,svg,png}   (drawn at plotting.COLUMN_WIDTH)
+    save_table(df, "01_aes_rsa_sphincs", "sizes", runs=[run], caption="...", columns=[...])
+        -> data/tables/01_aes_rsa_sphincs/sizes.csv (every column, full precision) and, for the paper,
+           sizes.md and sizes.tex (the chosen columns, formatted by pqlab.formatting.table)
+    save_numbers({"sphincs_sign_over_verify": 14.7}, "01_aes_rsa_sphincs", runs=[run])
+        -> data/tables/01_aes_rsa_sphincs/numbers.tex (\\newcommand{\\pqlabSphincsSignOverVerify}{14.7})
+           and one .txt per number for other tools
 
-Every file is written atomically.  The .tex table uses booktabs rules (\\toprule, \\midrule, \\bottomrule).
+Where: the profile's export tree (:func:`pqlab.paths.export_root`): the full profile's in figures/ and
+data/tables/, the quick profile's in build/quick/.  Every export records its profile and the runs it shows:
+in a sidecar NAME.export.json, in the PDF/SVG/PNG metadata and in numbers.tex comments.  Every file is
+written atomically.
+
+Tables are pre-formatted text, not siunitx S columns: the same rules (pqlab.formatting) then give the
+notebook display, the Markdown and the LaTeX, units and "–" included, and a paper needs only booktabs and
+longtable.  A .tex table is ``\\pqlabtable{...}`` of pqlabtables.sty (written beside the tables): in a
+two-column document a table that fits \\columnwidth is a column float and a wider one spans the page
+(table*); a table wider than the page is a LaTeX error naming the fix, never silently too wide.
 """
 from __future__ import annotations
 
+import json
 import re
+import textwrap
+from importlib import resources
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import pandas as pd
-
-from . import paths
+from . import formatting, paths
 from .files import atomic_write, atomic_write_text
-from .plotting import STYLE
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: figure sizes: file-name suffix -> width attribute of pqlab.plotting
+SIZES = {"": "FULL_WIDTH", ".col": "COLUMN_WIDTH"}
+#: tables with more rows than this are long tables (longtable: they break across pages)
+LONG_ROWS = 40
+LAYOUTS = ("auto", "page", "landscape")
+STYLE_FILE = "pqlabtables.sty"
+FOOTER_PT = 6.0
 
 
 def _check(topic: str, name: str) -> None:
@@ -28,62 +49,305 @@ def _check(topic: str, name: str) -> None:
                              "(for example '01_aes_rsa_sphincs')")
 
 
-def save_figure(fig, topic: str, name: str, formats=("png", "svg", "pdf"), dpi: int = 300) -> list[Path]:
-    """Write `fig` as figures/TOPIC/NAME.{png,svg,pdf}; returns the paths."""
+def _runs(runs) -> list:
+    if runs is None:
+        return []
+    return [runs] if hasattr(runs, "meta") else [r for r in runs if r is not None]
+
+
+def provenance(runs) -> dict:
+    """What every export records: the profile, the run ids and the run context (pqlab.context)."""
+    from .context import run_context
+
+    runs = _runs(runs)
+    return {"profile": paths.PROFILE, "runs": list(dict.fromkeys(r.run_id for r in runs)),
+            "context": [list(p) for p in run_context(runs)]}
+
+
+def _stamp(prov: dict) -> str:
+    """One line: profile and runs."""
+    return f"pqlab export; profile {prov['profile']}; runs {', '.join(prov['runs']) or 'none (published data)'}"
+
+
+def _sidecar(base: Path, what: str, topic: str, name: str, prov: dict, files: list[Path], **extra) -> Path:
+    data = {"export": what, "topic": topic, "name": name, **prov, "files": [p.name for p in files], **extra}
+    return atomic_write_text(f"{base}.export.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_sidecars(root: Path) -> list[dict]:
+    """Every export sidecar under `root` (an export tree's figures/ or data/tables/), with its path."""
+    return [dict(json.loads(p.read_text(encoding="utf-8")), path=str(p)) for p in sorted(Path(root).rglob("*.export.json"))]
+
+
+# ----- figures -----------------------------------------------------------------------------------------------
+
+def _add_footer(fig, text: str) -> None:
+    """`text` in small grey type along the figure's bottom edge, wrapped to its width; the layout keeps out."""
+    width_pt = fig.get_figwidth() * 72
+    lines = textwrap.wrap(text, max(20, int(width_pt / (0.52 * FOOTER_PT))))
+    height = (len(lines) * 1.2 * FOOTER_PT + 3) / 72 / fig.get_figheight()
+    if fig.get_layout_engine() is None or type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+        fig.set_layout_engine("constrained")
+    fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
+    fig.text(0.005, 0.004, "\n".join(lines), fontsize=FOOTER_PT, color="0.35", ha="left", va="bottom",
+             linespacing=1.2)
+
+
+def _texts(fig) -> list:
+    """Every text the figure draws: titles, labels, legends, annotations, and the tick labels it shows."""
+    from matplotlib.text import Text
+
+    from .plotting import drawn_tick_labels
+
+    ticks = {id(lab) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+             for t in axis.get_major_ticks() + axis.get_minor_ticks() for lab in (t.label1, t.label2)}
+    out = [t for t in fig.findobj(Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()]
+    return out + [lab for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for _, lab in drawn_tick_labels(axis)]
+
+
+def check_layout(fig, what: str) -> float:
+    """Refuse a figure whose text would be unreadable in print: any text smaller than
+    plotting.MIN_TEXT_PT, outside the figure, or tick labels that overlap.  Returns the smallest text size."""
+    from .plotting import MIN_TEXT_PT, overlapping_tick_labels
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = fig.bbox
+    texts = _texts(fig)
+    for t in texts:
+        if t.get_fontsize() < MIN_TEXT_PT:
+            raise ValueError(f"{what}: text {t.get_text()!r} is {t.get_fontsize():g} pt, below {MIN_TEXT_PT:g} pt: "
+                             "draw it larger")
+        box = t.get_window_extent(renderer)
+        if box.x0 < frame.x0 - 1 or box.y0 < frame.y0 - 1 or box.x1 > frame.x1 + 1 or box.y1 > frame.y1 + 1:
+            raise ValueError(f"{what}: text {t.get_text()!r} falls outside the figure: shorten it or lay the "
+                             "figure out for its width")
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            pair = overlapping_tick_labels(axis)
+            if pair:
+                raise ValueError(f"{what}: {axis.axis_name} tick labels {pair[0]!r} and {pair[1]!r} overlap: "
+                                 "rotate them (plotting.fit_tick_labels), shorten them or use fewer ticks")
+    return min((t.get_fontsize() for t in texts), default=MIN_TEXT_PT)
+
+
+def _metadata(ext: str, title: str, prov: dict) -> dict:
+    stamp = _stamp(prov)
+    if ext == "pdf":  # no dates: identical inputs give identical files
+        return {"Creator": "pqlab", "Title": title, "Subject": stamp, "Keywords": f"profile={prov['profile']}",
+                "CreationDate": None}
+    if ext == "svg":
+        return {"Creator": "pqlab", "Title": title, "Description": stamp, "Keywords": [f"profile={prov['profile']}"],
+                "Date": None}
+    return {"Software": "pqlab", "Title": title, "Description": stamp}
+
+
+def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "png"), dpi: int = 300,
+                footer: bool = True) -> list[Path]:
+    """Draw and write a figure at both widths: ``draw(width_in_inches)`` returns a matplotlib Figure laid
+    out for that width (a study's plot function with ``width=``).
+
+    Written: figures/TOPIC/NAME.{pdf,svg,png} (plotting.FULL_WIDTH) and NAME.col.* (plotting.COLUMN_WIDTH),
+    each checked by :func:`check_layout`, with the runs' context line (machine, counter, run ids) as a
+    footer when `footer` and `runs` are given, and NAME.export.json.  `runs`: the runs the figure shows
+    (``[]`` for published data only).  In a notebook the full-width figure stays open, so it is shown."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from . import plotting
+    from .context import context_line
+
     _check(topic, name)
-    out = []
-    for ext in formats:
-        path = paths.FIGURES / topic / f"{name}.{ext}"
-        meta = {"Creator": "pqlab"} if ext in ("png", "pdf", "svg") else None
-        if ext == "svg":
-            meta = {"Creator": "pqlab", "Date": None}  # no timestamp: identical inputs, identical file
-        elif ext == "pdf":
-            meta = {"Creator": "pqlab", "CreationDate": None}
-        with plt.rc_context(STYLE):  # font embedding and the SVG hash salt are read when saving
-            out.append(atomic_write(path, lambda tmp, e=ext, m=meta: fig.savefig(tmp, format=e, dpi=dpi,
-                                                                                  bbox_inches="tight", metadata=m)))
+    if not callable(draw) or isinstance(draw, Figure):
+        raise TypeError(f"save_figure({topic}/{name}): pass a function of the width in inches that returns the "
+                        "figure, e.g. lambda w: plot(df, width=w), not a drawn Figure")
+    prov = provenance(runs)
+    line = context_line(_runs(runs)) if footer else ""
+    base = paths.FIGURES / topic / name
+    out, sizes = [], {}
+    for suffix, attr in SIZES.items():
+        width = getattr(plotting, attr)
+        with plt.rc_context(plotting.STYLE):  # fonts, embedding and the SVG hash salt are read when saving
+            fig = draw(width)
+            what = f"figure {topic}/{name}{suffix}"
+            if not isinstance(fig, Figure):
+                raise TypeError(f"{what}: the draw function returned {type(fig).__name__}, not a Figure")
+            if abs(fig.get_figwidth() - width) > 0.01:
+                plt.close(fig)
+                raise ValueError(f"{what}: drawn {fig.get_figwidth():.2f} in wide, not {width} in: pass the width "
+                                 "to the plot function (width=w)")
+            if line:
+                _add_footer(fig, line)
+            smallest = check_layout(fig, what)
+            for ext in formats:
+                meta = _metadata(ext, f"{topic}/{name}{suffix}", prov)
+                out.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
+                    tmp, format=e, dpi=dpi, metadata=m)))
+        sizes[suffix or "full"] = {"width_in": width, "height_in": round(fig.get_figheight(), 3),
+                                   "smallest_text_pt": smallest}
+        if suffix or "inline" not in matplotlib.get_backend():
+            plt.close(fig)
+    _sidecar(base, "figure", topic, name, prov, out, sizes=sizes)
     return out
 
 
-def _latex(df: pd.DataFrame, caption: str | None, label: str | None, numeric: list[bool]) -> str:
-    """A booktabs table; column names and cells escaped for LaTeX."""
-    def esc(v) -> str:
-        s = "" if pd.isna(v) else str(v)
-        for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                     ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
-            s = s.replace(a, b)
-        return s
+# ----- tables ------------------------------------------------------------------------------------------------
 
-    spec = "".join("r" if n else "l" for n in numeric)
-    lines = [r"\begin{table}[htbp]", r"\centering"]
-    if caption:
-        lines.append(rf"\caption{{{esc(caption)}}}")
-    if label:
-        lines.append(rf"\label{{{label}}}")
-    lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(esc(c) for c in df.columns) + r" \\",
-              r"\midrule"]
-    lines += [" & ".join(esc(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    return "\n".join(lines)
+_TEX_CHARS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+              "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "µ": r"\textmu{}", "×": r"\ensuremath{\times}",
+              "–": "--", "—": "---", "−": r"\ensuremath{-}", "∞": r"\ensuremath{\infty}", "≥": r"\ensuremath{\geq}",
+              "≤": r"\ensuremath{\leq}", "±": r"\ensuremath{\pm}", "≈": r"\ensuremath{\approx}",
+              "→": r"\ensuremath{\rightarrow}", "·": r"\textperiodcentered{}", "‑": "-", "…": r"\dots{}",
+              "°": r"\textdegree{}", "\u00a0": "~", "’": "'", "<": r"\textless{}", ">": r"\textgreater{}",
+              "|": r"\textbar{}"}
+_TEX_RE = re.compile("|".join(re.escape(c) for c in _TEX_CHARS))
 
 
-def save_table(df: pd.DataFrame, topic: str, name: str, caption: str | None = None,
-               float_format: str = "{:.4g}") -> list[Path]:
-    """Write `df` as data/tables/TOPIC/NAME.{csv,md,tex}; csv keeps full precision."""
+def tex(text) -> str:
+    """`text` for LaTeX: specials escaped, the Unicode pqlab writes (µ × – ∞ ≥ ...) as commands."""
+    return _TEX_RE.sub(lambda m: _TEX_CHARS[m.group(0)], str(text))
+
+
+def _header_cell(label: str, align: str) -> str:
+    """A header label, on two lines when long (a nested tabular: no package needed)."""
+    if len(label) <= 14 or " " not in label:
+        return tex(label)
+    words = label.split(" ")
+    cut = min(range(1, len(words)), key=lambda i: abs(len(" ".join(words[:i])) - len(" ".join(words[i:]))))
+    return (rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{tex(' '.join(words[:cut]))}\\"
+            rf"{tex(' '.join(words[cut:]))}\end{{tabular}}")
+
+
+def _cell_tex(text: str, numeric: bool = False) -> str:
+    """A cell: a leading minus as a minus sign; braced when it starts with "[", which \\ would take for its
+    optional argument."""
+    if numeric and text.startswith("-"):
+        text = "−" + text[1:]
+    return "{" + tex(text) + "}" if text.startswith("[") else tex(text)
+
+
+def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -> str:
+    """The LaTeX of a formatted table (:class:`pqlab.formatting.Table`) as a ``\\pqlabtable`` or, above
+    LONG_ROWS rows, a ``\\pqlablongtable`` of pqlabtables.sty."""
+    aligns = ["r" if n else "l" for n in t.numeric]
+    head = " & ".join(_header_cell(c.label, a) for c, a in zip(t.columns, aligns)) + r" \\"
+    if any(t.units):
+        head += "\n" + " & ".join(_cell_tex(f"[{u}]") if u else "" for u in t.units) + r" \\"
+    body = []
+    for row, mark in zip(t.rows, t.marks or [""] * len(t.rows)):
+        cells = [_cell_tex(c, n) for c, n in zip(row, t.numeric)]
+        if mark and cells:
+            cells[0] += rf"\textsuperscript{{{mark}}}"
+        body.append(" & ".join(cells) + r" \\")
+    notes = "\n".join((rf"\textsuperscript{{{n.split(':', 1)[0]}}}\,{tex(n.split(':', 1)[1].strip())}"
+                       if re.match(r"^[a-z]:", n) else tex(n)) + r"\par" for n in t.notes)
+    long = len(t.rows) > LONG_ROWS
+    macro = r"\pqlablongtable" if long else rf"\pqlabtable{{{layout}}}"
+    return "\n".join([
+        f"% pqlab table {topic}/{name}: {_stamp(prov)}",
+        f"% written by pqlab.export.save_table; needs \\usepackage{{pqlabtables}} ({STYLE_FILE} beside the tables)",
+        r"\ifdefined\pqlabtable\else\errmessage{pqlab table " + f"{topic}/{name}" + r": add \string\usepackage"
+        r"{pqlabtables} to the preamble (" + STYLE_FILE + r" is in the exported tables folder)}\fi",
+        f"{macro}{{tab:{topic}:{name}}}{{{tex(caption)}}}{{{''.join(aligns)}}}{{%",
+        head, "}{%", *body, "}{%", notes, "}", ""])
+
+
+def _write_style() -> Path:
+    text = resources.files("pqlab").joinpath(STYLE_FILE).read_text(encoding="utf-8")
+    path = paths.TABLES / STYLE_FILE
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return path
+    return atomic_write_text(path, text)
+
+
+def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=None, paper: bool = True,
+               layout: str = "auto", show_flags=None, notes=()) -> list[Path]:
+    """Write `df` as data/tables/TOPIC/NAME.csv (every column, full precision) and, when `paper`, a table a
+    paper can use unedited: NAME.md and NAME.tex with `columns` only (see :func:`pqlab.formatting.table`:
+    human headers with units, numbers formatted per column kind, "–" for missing values, flags as marks
+    with a legend, run ids never), plus NAME.export.json (profile, runs).
+
+    `runs`: the runs the table shows (``[]`` for published data only).  `caption`: required for a paper
+    table.  `layout`: "auto" (a column float in a two-column document when it fits, else the page's width),
+    "page" (always the page's width), "landscape" (a rotated float).  Tables of more than LONG_ROWS rows are
+    long tables (longtable, breaking across pages).  `paper=False`: the CSV only (data-only tables)."""
     _check(topic, name)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if paper and not caption:
+        raise ValueError(f"table {topic}/{name}: a paper table needs a caption (caption=...), or paper=False "
+                         "for a data-only CSV")
+    prov = provenance(runs)
     base = paths.TABLES / topic / name
-    shown = df.copy()
-    for col in shown.columns:
-        if pd.api.types.is_float_dtype(shown[col]):
-            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
-    md = (f"{caption}\n\n" if caption else "") + shown.to_markdown(index=False) + "\n"
-    return [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False)),
-            atomic_write_text(f"{base}.md", md),
-            atomic_write_text(f"{base}.tex", _latex(shown, caption, f"tab:{topic}:{name}",
-                                                    [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]))]
+    t = formatting.table(df, columns, show_flags=show_flags, notes=notes) if paper else None
+    if t is not None and len(t.rows) > LONG_ROWS and layout == "landscape":
+        raise ValueError(f"table {topic}/{name}: {len(t.rows)} rows do not fit one landscape page: split it "
+                         "(e.g. one table per family or operation) or use layout='auto'")
+    out = [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False))]
+    if t is not None:
+        out.append(atomic_write_text(f"{base}.md", f"{caption}\n\n{t.to_markdown()}\n"))
+        out.append(atomic_write_text(f"{base}.tex", table_tex(t, topic, name, caption, layout, prov)))
+        _write_style()
+    _sidecar(base, "table", topic, name, prov, out, caption=caption, paper=paper,
+             rows=len(df), long=bool(t is not None and len(t.rows) > LONG_ROWS), layout=layout)
+    return out
 
 
-def save_number(value, topic: str, name: str, fmt: str = "{}") -> Path:
-    """Write one number (formatted with `fmt`) as data/tables/TOPIC/NAME.txt, for quoting in a paper."""
-    _check(topic, name)
-    return atomic_write_text(paths.TABLES / topic / f"{name}.txt", fmt.format(value) + "\n")
+# ----- numbers -----------------------------------------------------------------------------------------------
+
+_DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+
+
+def macro_name(key: str) -> str:
+    """The LaTeX macro of a number's key: "sphincs_sign_over_verify" -> "pqlabSphincsSignOverVerify"
+    (words capitalised; digits spelled, as macro names hold letters only: "ml_dsa_44" -> "pqlabMlDsaFourFour")."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", str(key)) if w]
+    if not words:
+        raise ValueError(f"number key {key!r} has no letters or digits: name it like 'sphincs_sign_over_verify'")
+    parts = re.findall(r"[A-Za-z]+|[0-9]", "".join(w[0].upper() + w[1:] for w in words))
+    return "pqlab" + "".join(_DIGITS[int(p)] if p.isdigit() else p[0].upper() + p[1:] for p in parts)
+
+
+def format_number(value) -> str:
+    """A quoted number as text: strings as given (a study formats with units: "1.23×", "51 µs"), integers with
+    thousands separators, other numbers with three significant digits, missing values as "–"."""
+    if isinstance(value, str):
+        return value
+    if formatting.is_missing(value):
+        return formatting.TABLE_MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    x = float(value)
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return formatting._sig(x)
+
+
+def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
+    """Write the numbers a text quotes: data/tables/TOPIC/numbers.tex with one macro per key
+    (``\\newcommand{\\pqlabKey}{value}``, no trailing space: write ``\\pqlabKey{}`` in running text), comments
+    naming the profile and runs, one KEY.txt per number (the same text, no newline) for other tools, and
+    numbers.export.json."""
+    _check(topic, "numbers")
+    prov = provenance(runs)
+    folder = paths.TABLES / topic
+    macros: dict[str, str] = {}
+    for key in numbers:
+        m = macro_name(key)
+        if m in macros.values():
+            other = next(k for k, v in macros.items() if v == m)
+            raise ValueError(f"numbers {other!r} and {key!r} of {topic} both become \\{m}: rename one")
+        macros[key] = m
+    lines = [f"% pqlab numbers of {topic}: {_stamp(prov)}", "% written by pqlab.export.save_numbers; "
+             "use \\pqlabName{} in running text"]
+    out = []
+    for key, value in numbers.items():
+        text = format_number(value)
+        _check(topic, formatting.slug(key))
+        out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
+        lines.append(f"% {key} (runs {', '.join(prov['runs']) or 'none'})")
+        lines.append(f"\\newcommand{{\\{macros[key]}}}{{{tex(text).replace(' ', '~')}}}%")
+    out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
+    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros)
+    return out

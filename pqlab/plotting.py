@@ -7,6 +7,7 @@ export it with :func:`pqlab.export.save_figure`.
 from __future__ import annotations
 
 import functools
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,15 +25,25 @@ FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in 
 }
 #: Stable colours for categories that are not families (operations, backends, sources).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
-COLUMN_WIDTH = 3.5  # inches: one column of a two-column paper
-FULL_WIDTH = 7.2
+#: Widths in inches at which every exported figure is drawn (pqlab.export.save_figure writes both): the text
+#: width of a one-column A4 article with 2.5 cm margins, and one column of a two-column paper (IEEE 3.5 in,
+#: ACM 3.33 in).  Placed at these widths, no text is smaller than MIN_TEXT_PT.
+FULL_WIDTH = 6.29
+COLUMN_WIDTH = 3.3
+MIN_TEXT_PT = 6.0
+#: The figures' font: STIX (shipped with matplotlib, TrueType) matches the Times of the paper (paper/pqlab.tex).
+FONT = "STIXGeneral"
 
 STYLE = {
-    "figure.dpi": 110, "savefig.dpi": 300, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,
-    "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.spines.top": False,
-    "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
-    "legend.frameon": False, "pdf.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "pqlab", "figure.constrained_layout.use": True,
+    "figure.dpi": 110, "savefig.dpi": 300, "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8,
+    "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "figure.titlesize": 9,
+    "font.family": "serif", "font.serif": [FONT, "DejaVu Serif"], "mathtext.fontset": "stix",
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
+    "legend.frameon": False, "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "pqlab",
+    "figure.constrained_layout.use": True,
 }
+#: the smallest text a helper writes (value labels, annotations), in points
+SMALL_PT = 6.5
 
 
 def styled(draw):
@@ -65,6 +76,7 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     cats = list(dict.fromkeys(df[category]))
     groups = list(dict.fromkeys(df[group]))
     colors = colors or color_map(groups)
+    own = ax is None
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
     w = 0.8 / max(len(groups), 1)
     x = np.arange(len(cats))
@@ -77,15 +89,84 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
             err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
         ax.bar(x + (i - (len(groups) - 1) / 2) * w, y, w, yerr=err, label=str(g), color=colors[g],
                error_kw={"elinewidth": 0.7, "capsize": 1.5})
-    ax.set_xticks(x, cats, rotation=30 if max(map(len, map(str, cats))) > 8 else 0, ha="right")
+    ax.set_xticks(x, cats)
     if log:
         ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     if len(groups) > 1:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        if own:  # a figure of its own: the legend beside the axes where there is room, else below them
+            narrow = fig.get_figwidth() < 4.5
+            fig.legend(loc="outside lower center" if narrow else "outside right upper",
+                       ncols=min(len(groups), 3) if narrow else 1)
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fit_tick_labels(ax)
     return fig
+
+
+def drawn_tick_labels(axis) -> list:
+    """(position along the axis in pixels, label) of every tick label `axis` draws (both sides, major and
+    minor; ticks outside the view and empty labels left out).  Call after the figure was drawn."""
+    ax = axis.axes
+    horizontal = axis.axis_name == "x"
+    low, high = sorted(axis.get_view_interval())
+    out = []
+    for locs, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks), (axis.get_minorticklocs(), axis.get_minor_ticks)):
+        for loc, tick in zip(locs, ticks(len(locs))):
+            if not low <= loc <= high:
+                continue
+            point = ax.transData.transform((loc, 0) if horizontal else (0, loc))
+            out += [(point[0] if horizontal else point[1], lab) for lab in (tick.label1, tick.label2)
+                    if lab.get_visible() and lab.get_text().strip()]
+    return sorted(out, key=lambda p: p[0])
+
+
+def _extent(label, renderer) -> tuple[float, float]:
+    """Width and height in pixels of a label as if it were not rotated."""
+    rotation = label.get_rotation()
+    label.set_rotation(0)
+    box = label.get_window_extent(renderer)
+    label.set_rotation(rotation)
+    return box.width, box.height
+
+
+def overlapping_tick_labels(axis, rotation: float | None = None, pad: float = 1.0):
+    """The first two neighbouring tick labels of `axis` that overlap (as texts), or None; at the labels'
+    own rotation, or at `rotation` (degrees) to ask before rotating.  Call after the figure was drawn."""
+    renderer = axis.figure.canvas.get_renderer()
+    labels = drawn_tick_labels(axis)
+    for (p1, a), (p2, b) in zip(labels, labels[1:]):
+        if a.get_position() != b.get_position() and abs(p2 - p1) < 0.5:
+            continue  # label1 and label2 of one tick, on opposite sides
+        (w1, h1), (w2, h2) = _extent(a, renderer), _extent(b, renderer)
+        angle = math.radians(a.get_rotation() if rotation is None else rotation) % math.pi
+        gap = abs(p2 - p1)
+        if axis.axis_name == "y":  # stacked labels: their heights must fit the spacing
+            need = (h1 + h2) / 2 if abs(math.sin(angle)) < 1e-6 else (w1 + w2) / 2
+        elif abs(math.sin(angle)) < 1e-6:
+            need = (w1 + w2) / 2
+        else:  # parallel slanted strips: their distance across the text must exceed the text height
+            gap *= abs(math.sin(angle))
+            need = max(h1, h2)
+        if gap + 1e-9 < need + pad:
+            return a.get_text(), b.get_text()
+    return None
+
+
+def fit_tick_labels(ax, axis: str = "x", rotations=(0, 30, 45, 90)) -> float:
+    """Rotate the tick labels of `ax`'s `axis` by the first angle in `rotations` at which no two overlap,
+    laid out as the figure is (slanted labels end at their tick); returns the angle."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    ax.figure.canvas.draw()
+    angle = next((r for r in rotations if overlapping_tick_labels(target, r) is None), rotations[-1])
+    for label in target.get_ticklabels():
+        label.set_rotation(angle)
+        if axis == "x" and 0 < angle < 90:
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+    return angle
 
 
 def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) -> None:
@@ -111,9 +192,9 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
         ax.scatter(sub[x], sub[y], s=14, color=colors[k], label=str(k), alpha=0.85, edgecolors="none")
         if annotate and label:
             for _, r in sub.iterrows():
-                ax.annotate(str(r[label]), (r[x], r[y]), fontsize=5, xytext=(2, 2), textcoords="offset points")
+                ax.annotate(str(r[label]), (r[x], r[y]), fontsize=SMALL_PT, xytext=(2, 2), textcoords="offset points")
     _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
-    ax.legend(fontsize=6, markerscale=1.2)
+    ax.legend(markerscale=1.2)
     return fig
 
 
@@ -131,7 +212,7 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
         if low and high:
             ax.fill_between(sub[x], sub[low] / scale, sub[high] / scale, color=colors[k], alpha=0.2, lw=0)
     _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
-    ax.legend(fontsize=6)
+    ax.legend()
     return fig
 
 
@@ -224,9 +305,9 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
         if mark:
             handles.append(Line2D([], [], marker="|", ls="none", ms=8, mew=1.2, color="0.1"))
             labels.append(mark_label or mark.replace("_", " "))
-    fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=6)
+    fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols)
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title)
     return fig
 
 
@@ -246,7 +327,7 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
     positive = values[np.isfinite(values) & (values > 0)]
     norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if log and positive.size else None
     im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
+    ax.set_xticks(range(matrix.shape[1]), matrix.columns)
     ax.set_yticks(range(matrix.shape[0]), matrix.index)
     ax.grid(False)
     if matrix.size <= 400 or annotations is not None:
@@ -254,11 +335,12 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
         for (i, j), v in np.ndenumerate(shown):
             if np.isfinite(v):
                 light = not np.isfinite(values[i, j]) or im.norm(values[i, j]) > 0.65  # dark text on yellow, blank
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=5,
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=SMALL_PT,
                         color="black" if light else "white")
     fig.colorbar(im, ax=ax, label=cbar_label)
     if title:
         ax.set_title(title)
+    fit_tick_labels(ax)
     return fig
 
 
@@ -278,9 +360,9 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75)
     for yi, v in zip(y, vals):
         if np.isfinite(v):
-            ax.annotate(fmt.format(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=5)
+            ax.annotate(fmt.format(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
     ax.set_yticks(y, df[label].astype(str))
-    ax.tick_params(axis="y", labelsize=5.5 if len(df) > 30 else 7)
+    ax.tick_params(axis="y", labelsize=SMALL_PT if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)
     if log:
         ax.set_xscale("log")
@@ -291,5 +373,5 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     if title:
         ax.set_title(title)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
-    ax.legend(handles, [str(k) for k in keys], fontsize=6, loc="lower right")
+    ax.legend(handles, [str(k) for k in keys], loc="lower right")
     return fig

@@ -1,129 +1,335 @@
-"""Exports: figures (png/svg/pdf), tables (csv/md/tex with booktabs rules), numbers; unsafe names refused.
+"""Exports: figures at two widths (checked for small, clipped and overlapping text), tables a paper can use
+unedited (formatted per column kind, no run ids, flags as marks), numbers as LaTeX macros, each with its
+profile and runs recorded; unsafe names refused.
 
-pqlab.paths reads PQLAB_OUTPUT once, at import, so the tests point paths.FIGURES/TABLES at a
-temporary folder instead of setting the variable.
+The `out` fixture is the quick profile's export tree in a temporary folder (tests/conftest.py).
 """
 from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from conftest import fake_run  # noqa: E402
 
-from pqlab import export, paths, plotting  # noqa: E402
+from pqlab import export, flags, paths, plotting  # noqa: E402
 
 
 @pytest.fixture
-def out(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "FIGURES", tmp_path / "figures")
-    monkeypatch.setattr(paths, "TABLES", tmp_path / "data" / "tables")
-    return tmp_path
+def out(export_tree):
+    return export_tree
 
 
 @plotting.styled
-def draw():
-    f, ax = plt.subplots(figsize=(3, 2))
-    ax.plot([1, 10, 100], [3, 1, 2])
-    ax.set_xscale("log")
+def draw(width, height=2.0, labels=("a", "bb", "ccc")):
+    f, ax = plt.subplots(figsize=(width, height))
+    ax.bar(range(len(labels)), range(1, len(labels) + 1))
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel("time (µs)")
     return f
-
-
-@pytest.fixture
-def fig():
-    f = draw()
-    yield f
-    plt.close(f)
-
-
-def test_the_house_style_does_not_change_the_session():
-    before = dict(plt.rcParams)
-    plt.close(draw())
-    assert dict(plt.rcParams) == before
-
-
-TABLE = pd.DataFrame({"algorithm": ["ML-DSA-44", "RSA_2048 & co"], "time_us": [49.123456, 1234.5],
-                      "samples": [100, 7], "verified": [True, False]})
 
 
 def all_files(folder):
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def test_save_figure_writes_png_svg_pdf(out, fig):
-    written = export.save_figure(fig, "01_aes_rsa_sphincs", "operation_times")
+def test_the_house_style_does_not_change_the_session():
+    before = dict(plt.rcParams)
+    plt.close(draw(3))
+    assert dict(plt.rcParams) == before
+
+
+# ----- figures -----
+
+def test_save_figure_writes_both_widths_with_provenance(out):
+    run = fake_run()
+    written = export.save_figure(draw, "01_aes_rsa_sphincs", "operation_times", runs=[run])
     folder = out / "figures" / "01_aes_rsa_sphincs"
-    assert written == [folder / "operation_times.png", folder / "operation_times.svg", folder / "operation_times.pdf"]
+    assert [p.name for p in written] == ["operation_times.pdf", "operation_times.svg", "operation_times.png",
+                                         "operation_times.col.pdf", "operation_times.col.svg",
+                                         "operation_times.col.png"]
+    assert all_files(out) == sorted([f"figures/01_aes_rsa_sphincs/{p.name}" for p in written] + [
+        "figures/01_aes_rsa_sphincs/operation_times.export.json"])  # no temp files left
+    sidecar = json.loads((folder / "operation_times.export.json").read_text())
+    assert sidecar["profile"] == "quick" and sidecar["runs"] == [run.run_id]
+    assert sidecar["sizes"]["full"]["width_in"] == plotting.FULL_WIDTH
+    assert sidecar["sizes"][".col"]["width_in"] == plotting.COLUMN_WIDTH
+    assert min(s["smallest_text_pt"] for s in sidecar["sizes"].values()) >= plotting.MIN_TEXT_PT
+    assert dict(sidecar["context"])["runs"] == run.run_id
+    pdf = (folder / "operation_times.col.pdf").read_bytes()
+    assert pdf[:5] == b"%PDF-" and b"profile quick" in pdf and run.run_id.encode() in pdf
+    svg = (folder / "operation_times.svg").read_text()
+    assert "profile quick" in svg and run.run_id in svg
     assert (folder / "operation_times.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (folder / "operation_times.pdf").read_bytes()[:5] == b"%PDF-"
-    assert b"<svg" in (folder / "operation_times.svg").read_bytes()[:2000]
-    assert all_files(out) == ["figures/01_aes_rsa_sphincs/operation_times.pdf",
-                              "figures/01_aes_rsa_sphincs/operation_times.png",
-                              "figures/01_aes_rsa_sphincs/operation_times.svg"]  # no temp files left
+    assert b"profile quick" in (folder / "operation_times.png").read_bytes()
 
 
-def test_pdf_is_reproducible(out, fig):
-    """No timestamp in the PDF: the same figure gives the same bytes."""
-    first = export.save_figure(fig, "t", "f", formats=("pdf",))[0].read_bytes()
-    assert export.save_figure(fig, "t", "f", formats=("pdf",))[0].read_bytes() == first
+def test_figures_are_drawn_at_the_width_of_their_file(out):
+    export.save_figure(draw, "t", "f", runs=[], formats=("svg",))
+    for name, width in (("f.svg", plotting.FULL_WIDTH), ("f.col.svg", plotting.COLUMN_WIDTH)):
+        head = (out / "figures" / "t" / name).read_text()[:2000]
+        assert re.search(rf'width="{width * 72:g}pt"', head), head
 
 
-def test_svg_is_reproducible(out, fig):
-    first = export.save_figure(fig, "t", "f", formats=("svg",))[0].read_bytes()
-    assert export.save_figure(fig, "t", "f", formats=("svg",))[0].read_bytes() == first
+def test_footer_carries_the_context_line(out):
+    run = fake_run()
+    export.save_figure(draw, "t", "f", runs=[run], formats=("svg",))
+    svg = (out / "figures" / "t" / "f.col.svg").read_text()
+    assert "counter" in svg and run.run_id[:20] in svg  # wrapped to the column, still there
+    export.save_figure(draw, "t", "g", runs=[run], formats=("svg",), footer=False)
+    assert "counter" not in (out / "figures" / "t" / "g.col.svg").read_text()
 
 
-def test_save_table_writes_csv_md_tex(out):
-    written = export.save_table(TABLE, "02_message_scaling", "results", caption="Times in µs (50% quantile)")
+def test_fonts_are_embedded_truetype_never_type3(out):
+    if not shutil.which("pdffonts"):
+        pytest.skip("pdffonts (poppler-utils) is not installed")
+    export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf",))
+    for name in ("f.pdf", "f.col.pdf"):
+        listing = subprocess.run(["pdffonts", str(out / "figures" / "t" / name)], capture_output=True, text=True,
+                                 check=True).stdout.splitlines()[2:]
+        assert listing and all("TrueType" in line and " yes " in line for line in listing), listing
+        assert all(plotting.FONT in line for line in listing)
+        assert not any("Type 3" in line for line in listing)
+
+
+def test_pdf_and_svg_are_reproducible(out):
+    first = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf", "svg"))]
+    again = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf", "svg"))]
+    assert first == again
+
+
+def test_a_drawn_figure_is_refused_with_the_fix(out):
+    fig = draw(3)
+    with pytest.raises(TypeError, match="function of the width"):
+        export.save_figure(fig, "t", "f", runs=[])
+    plt.close(fig)
+
+
+def test_a_figure_drawn_at_the_wrong_width_is_refused(out):
+    with pytest.raises(ValueError, match=r"drawn 3.00 in wide.*width=w"):
+        export.save_figure(lambda w: draw(3), "t", "f", runs=[])
+
+
+def test_overlapping_tick_labels_are_refused(out):
+    labels = [f"SPHINCS+-SHAKE-128f-{i}" for i in range(12)]
+    with pytest.raises(ValueError, match="x tick labels .* overlap"):
+        export.save_figure(lambda w: draw(w, labels=labels), "t", "crowded", runs=[])
+
+
+def test_fit_tick_labels_rotates_until_nothing_overlaps():
+    labels = [f"ML-DSA-{i}{i}" for i in range(8)]
+    wide, narrow = (draw(w, 2.5, labels) for w in (plotting.FULL_WIDTH, plotting.COLUMN_WIDTH))
+    assert plotting.fit_tick_labels(wide.axes[0]) == 0
+    assert plotting.fit_tick_labels(narrow.axes[0]) > 0
+    narrow.canvas.draw()
+    assert plotting.overlapping_tick_labels(narrow.axes[0].xaxis) is None
+    plt.close(wide)
+    plt.close(narrow)
+
+
+def test_small_and_clipped_text_are_refused(out):
+    @plotting.styled
+    def tiny(width):
+        f = draw(width)
+        f.axes[0].annotate("5 pt", (0, 1), fontsize=5)
+        return f
+
+    with pytest.raises(ValueError, match="5 pt.* below 6 pt"):
+        export.save_figure(tiny, "t", "tiny", runs=[])
+
+    @plotting.styled
+    def clipped(width):
+        f = draw(width)
+        f.text(0.9, 0.5, "a label that runs off the right edge")
+        return f
+
+    with pytest.raises(ValueError, match="outside the figure"):
+        export.save_figure(clipped, "t", "clipped", runs=[])
+    assert all_files(out) == []
+
+
+def test_grouped_bars_fit_both_widths(out):
+    """The shape of notebook 01's figure: two-line labels, three operations, a legend."""
+    cats = [f"{a}\n{b}" for a in ("AES-256", "RSA-2048", "ML-DSA-44") for b in ("OpenSSL", "liboqs")]
+    df = pd.DataFrame([{"label": c, "op": op, "ms": v} for c in cats for op, v in (("keygen", 1), ("sign", 2))])
+    export.save_figure(lambda w: plotting.grouped_bars(df, category="label", group="op", value="ms", width=w,
+                                                       height=3.2, ylabel="ms"), "t", "bars", runs=[])
+    assert (out / "figures" / "t" / "bars.col.pdf").exists()
+
+
+# ----- tables -----
+
+TABLE = pd.DataFrame({
+    "run_id": ["r1", "r1", "r1"],
+    "algorithm": ["SPHINCS+-SHAKE-128f-simple", "ML-DSA-44", "RSA_2048 & co"],
+    "signature_bytes": [17088.0, 2420.0, np.nan],  # float because it holds a missing value
+    "time_ns_median": [51_010_000.0, 49_123.4, 1_200_000.0],
+    "median_us": pd.Series([83319.47191670588, 2.5961399999999997, None], dtype=object),
+    "difference": [2.22e-16, -3.331e-16, 1.5],
+    "speedup": [1.234, 3.0, np.inf], "speedup_ci_low": [1.2, 2.9, np.nan], "speedup_ci_high": [1.3, 3.1, np.nan],
+    "cycles_median": [1.2e8, 1.1e5, np.nan],
+    "verified": [True, False, True],
+    "flags": [flags.join([flags.make("unstable-cv"), flags.make("no-cycles", "[Errno 2] perf_event_open: No such file")]),
+              flags.make("no-cycles", "ENOENT"), flags.join([flags.make("no-cycles"), flags.make("few-samples")])],
+})
+
+
+def test_save_table_writes_csv_md_tex_and_sidecar(out):
+    run = fake_run()
+    written = export.save_table(TABLE, "02_message_scaling", "results", runs=[run], caption="Times in µs (50% quantile)")
     base = out / "data" / "tables" / "02_message_scaling"
-    assert written == [base / "results.csv", base / "results.md", base / "results.tex"]
-    back = pd.read_csv(base / "results.csv")
-    pd.testing.assert_frame_equal(back, TABLE)  # csv keeps full precision
-    md = (base / "results.md").read_text()
-    assert md.startswith("Times in µs") and "49.12" in md and "49.123456" not in md
-    assert "| ML-DSA-44" in md
-    tex = (base / "results.tex").read_text()
-    for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
-        assert tex.count(rule) == 1
-    assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule")
-    assert r"RSA\_2048 \& co" in tex and r"50\% quantile" in tex  # LaTeX specials escaped
-    assert r"\label{tab:02_message_scaling:results}" in tex
-    body = tex[tex.index(r"\midrule"):tex.index(r"\bottomrule")]
-    assert body.count(r"\\") == len(TABLE)
+    assert [p.name for p in written] == ["results.csv", "results.md", "results.tex"]
     assert all_files(out) == ["data/tables/02_message_scaling/results.csv",
+                              "data/tables/02_message_scaling/results.export.json",
                               "data/tables/02_message_scaling/results.md",
-                              "data/tables/02_message_scaling/results.tex"]
+                              "data/tables/02_message_scaling/results.tex", "data/tables/pqlabtables.sty"]
+    back = pd.read_csv(base / "results.csv")
+    assert list(back.columns) == list(TABLE.columns) and back["time_ns_median"][1] == 49_123.4  # the CSV is the data
+    sidecar = json.loads((base / "results.export.json").read_text())
+    assert (sidecar["profile"], sidecar["runs"], sidecar["paper"]) == ("quick", [run.run_id], True)
 
 
-def test_tex_aligns_numbers_right(out):
-    tex = export.save_table(TABLE[["algorithm", "time_us", "samples"]], "t", "align")[2].read_text()
-    assert r"\begin{tabular}{lrr}" in tex
+def test_paper_tables_are_formatted_per_column_kind(out):
+    export.save_table(TABLE, "t", "x", runs=[fake_run()], caption="c")
+    md = (out / "data" / "tables" / "t" / "x.md").read_text()
+    tex = (out / "data" / "tables" / "t" / "x.tex").read_text()
+    for text in (md, tex):
+        assert "17,088" in text and "2,420" in text  # exact sizes with thousands separators
+        assert "e+0" not in text and "e-1" not in text  # no exponents, no rounding residue
+        assert "83319.47" not in text and "2.59613" not in text  # object columns of numbers formatted too
+        assert "20260000" not in text and "r1" not in text  # no run ids
+        assert "True" not in text and "False" not in text and "yes" in text and "no" in text
+        assert "Errno" not in text and "unstable-cv" not in text  # flags become marks
+    assert "Signature [B] |" in md and "Time median [ms]" in md and "Median [ms]" in md  # labels with units
+    assert "Cycles median [Mcycles]" in md
+    assert "51.0" in md and "0.0491" in md  # the column's unit, three significant digits
+    assert "83.3" in md and "0.00260" in md
+    assert "1.23× [1.20, 1.30]" in md and "∞" in md  # ratios: two decimals, ×, with their interval
+    assert re.search(r"\|\s+–\s+\|", md)  # missing values
+    assert "All rows: no cycle counter was available." in md
+    assert "a: coefficient of variation" in md and "b: fewer than 10 samples" in md
+    assert r"\pqlabtable{auto}{tab:t:x}" in tex and r"\textsuperscript{a}" in tex
+    assert r"RSA\_2048 \& co" in tex and r"50\%" not in tex and r"\textmu{}" not in tex.split("{%")[0]
+    assert r"1.23\ensuremath{\times} [1.20, 1.30]" in tex and r"\ensuremath{\infty}" in tex
+    assert "--" in tex  # the missing value's en dash
+    header = tex[tex.index("{%\n") + 3:]
+    assert header.startswith("Algorithm & Signature & ") and "{[B]} & {[ms]}" in header
 
 
-def test_save_number(out):
-    path = export.save_number(3.14159, "01_aes_rsa_sphincs", "rsa_keygen_over_decrypt", fmt="{:.1f}")
-    assert path == out / "data" / "tables" / "01_aes_rsa_sphincs" / "rsa_keygen_over_decrypt.txt"
-    assert path.read_text() == "3.1\n"
-    export.save_number(42, "01_aes_rsa_sphincs", "rsa_keygen_over_decrypt")
-    assert path.read_text() == "42\n"  # replaced whole
+def test_numbers_are_right_aligned_text_left(out):
+    export.save_table(TABLE, "t", "x", runs=[], caption="c", columns=["algorithm", "signature_bytes", "verified"])
+    tex = (out / "data" / "tables" / "t" / "x.tex").read_text()
+    assert "{lrl}{%" in tex
 
+
+def test_columns_choose_what_the_paper_shows_and_the_csv_keeps_everything(out):
+    export.save_table(TABLE, "t", "x", runs=[], caption="c",
+                      columns={"algorithm": "Scheme", "signature_bytes": "Signature", "time_ns_median": "Sign"})
+    md = (out / "data" / "tables" / "t" / "x.md").read_text()
+    assert md.splitlines()[2].split("|")[1:4] == [" Scheme                     ", "   Signature [B] ", "   Sign [ms] "]
+    assert len(pd.read_csv(out / "data" / "tables" / "t" / "x.csv").columns) == len(TABLE.columns)
+
+
+def test_run_ids_are_refused_in_a_paper_table(out):
+    with pytest.raises(ValueError, match="'run_id' is internal"):
+        export.save_table(TABLE, "t", "x", runs=[], caption="c", columns=["algorithm", "run_id"])
+
+
+def test_data_only_tables_are_csv_only(out):
+    export.save_table(TABLE, "t", "all", runs=[], paper=False)
+    assert all_files(out) == ["data/tables/t/all.csv", "data/tables/t/all.export.json"]
+    assert json.loads((out / "data" / "tables" / "t" / "all.export.json").read_text())["paper"] is False
+
+
+def test_a_paper_table_needs_a_caption_and_a_known_layout(out):
+    with pytest.raises(ValueError, match="needs a caption"):
+        export.save_table(TABLE, "t", "x", runs=[])
+    with pytest.raises(ValueError, match="layout 'wide' is not one of auto, page, landscape"):
+        export.save_table(TABLE, "t", "x", runs=[], caption="c", layout="wide")
+    assert all_files(out) == []
+
+
+def test_long_tables_become_longtables(out):
+    long = pd.concat([TABLE] * 20, ignore_index=True)
+    export.save_table(long, "t", "long", runs=[], caption="c")
+    tex = (out / "data" / "tables" / "t" / "long.tex").read_text()
+    assert r"\pqlablongtable{tab:t:long}" in tex and len(long) > export.LONG_ROWS
+    with pytest.raises(ValueError, match="do not fit one landscape page"):
+        export.save_table(long, "t", "long", runs=[], caption="c", layout="landscape")
+
+
+def test_unknown_column_lists_close_matches(out):
+    with pytest.raises(KeyError, match="unknown column 'signature_byte'; close matches: signature_bytes"):
+        export.save_table(TABLE, "t", "x", runs=[], caption="c", columns=["signature_byte"])
+
+
+# ----- numbers -----
+
+def test_save_numbers_writes_macros_without_trailing_space(out):
+    run = fake_run()
+    export.save_numbers({"sphincs_sign_over_verify": 14.7123, "ml_dsa_44_sign": "49.1 µs", "signature": 17088,
+                         "missing": float("nan")}, "01_aes_rsa_sphincs", runs=[run])
+    folder = out / "data" / "tables" / "01_aes_rsa_sphincs"
+    tex = (folder / "numbers.tex").read_text()
+    assert r"\newcommand{\pqlabSphincsSignOverVerify}{14.7}%" in tex
+    assert r"\newcommand{\pqlabMlDsaFourFourSign}{49.1~\textmu{}s}%" in tex
+    assert r"\newcommand{\pqlabSignature}{17,088}%" in tex and r"\newcommand{\pqlabMissing}{--}%" in tex
+    assert tex.startswith("% pqlab numbers of 01_aes_rsa_sphincs") and "profile quick" in tex.splitlines()[0]
+    assert f"% sphincs_sign_over_verify (runs {run.run_id})" in tex
+    assert (folder / "sphincs_sign_over_verify.txt").read_text() == "14.7"  # no newline: \input adds no space
+    assert (folder / "signature.txt").read_text() == "17,088"
+    assert json.loads((folder / "numbers.export.json").read_text())["macros"]["ml_dsa_44_sign"] == "pqlabMlDsaFourFourSign"
+
+
+def test_numbers_whose_macros_collide_are_refused(out):
+    with pytest.raises(ValueError, match="both become"):
+        export.save_numbers({"sign_us": 1, "sign-us": 2}, "t", runs=[])
+
+
+@pytest.mark.parametrize("key,macro", [("a_b", "pqlabAB"), ("SLH-DSA 128f", "pqlabSLHDSAOneTwoEightF"),
+                                       ("x2", "pqlabXTwo")])
+def test_macro_names_hold_letters_only(key, macro):
+    assert export.macro_name(key) == macro
+
+
+# ----- names and paths -----
 
 @pytest.mark.parametrize("topic,name", [("../escape", "x"), ("a/b", "x"), ("ok", "../../x"), ("ok", ""),
                                         (".hidden", "x"), ("ok", "with space"), ("ok", "/abs"), ("", "x")])
-def test_unsafe_names_are_rejected(out, fig, topic, name):
+def test_unsafe_names_are_rejected(out, topic, name):
     with pytest.raises(ValueError, match="safe file name"):
-        export.save_number(1, topic, name)
+        export.save_table(TABLE, topic, name, runs=[], caption="c")
     with pytest.raises(ValueError):
-        export.save_table(TABLE, topic, name)
-    with pytest.raises(ValueError):
-        export.save_figure(fig, topic, name, formats=("svg",))
+        export.save_figure(draw, topic, name, runs=[], formats=("svg",))
+    if not export._NAME.match(topic):
+        with pytest.raises(ValueError, match="safe file name"):
+            export.save_numbers({"x": 1}, topic, runs=[])
     assert all_files(out) == []
 
 
 def test_exports_follow_paths_not_the_working_directory(out, monkeypatch, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("cwd")
     monkeypatch.chdir(elsewhere)
-    export.save_number(1, "t", "n")
+    export.save_numbers({"n": 1}, "t", runs=[])
     assert (out / "data" / "tables" / "t" / "n.txt").exists() and list(elsewhere.iterdir()) == []
+
+
+def test_each_profile_has_its_own_export_tree(tmp_path):
+    assert paths.export_root("full", tmp_path) == tmp_path
+    assert paths.export_root("quick", tmp_path) == tmp_path / "build" / "quick"
+    code = "from pqlab import paths; print(paths.PROFILE, paths.FIGURES, paths.TABLES)"
+    env = {"PATH": "/usr/bin:/bin", "PQLAB_OUTPUT": str(tmp_path)}
+    for profile, root in (("full", tmp_path), ("quick", tmp_path / "build" / "quick"),
+                          ("", tmp_path / "build" / "interactive")):
+        shown = subprocess.run([__import__("sys").executable, "-c", code], env={**env, "PQLAB_PROFILE": profile},
+                               capture_output=True, text=True, check=True).stdout.split()
+        assert shown == [profile or "interactive", str(root / "figures"), str(root / "data" / "tables")]
