@@ -13,6 +13,14 @@ PROFILE ?= full
 CELL_TIMEOUT ?= 900
 # extra papermill arguments, e.g. NB_ARGS="-p power_source ina219" (notebook 05 on a Raspberry Pi)
 NB_ARGS ?=
+# where `make lab` listens
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
+ifeq ($(filter $(PROFILE),full quick),)
+$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=full or PROFILE=quick)
+endif
+# Each profile exports into its own tree: full into figures/ and data/tables/, quick into build/quick/
+EXPORTS := $(if $(filter full,$(PROFILE)),.,build/$(PROFILE))
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
@@ -23,12 +31,12 @@ LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/build.rs native/src/lib
               native/build-liboqs.sh
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-liboqs-generic $(STAMP)-kernel $(STAMP)-runners
 
-.PHONY: help setup lab reproduce test lint clean
+.PHONY: help setup lab reproduce paper test lint clean
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce), PYTHON=$(PYTHON)"
+	@echo "Variables: PROFILE=full|quick (reproduce, paper), PYTHON=$(PYTHON), LAB_IP, LAB_PORT (lab)"
 
 setup: $(SETUP) ## Create .venv, install pqlab and its dependencies, provide liboqs, register the Jupyter kernel "pqlab"
 
@@ -67,11 +75,15 @@ TLS_RUNNER := native/tls-runner/target/release/tls-runner
 $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
 	$(PY) -m pqlab.tls build
 
-lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+lab: $(SETUP) ## Start JupyterLab on the pqlab kernel and say where it listens (as root too)
+	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT)
 
-reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick) and regenerate figures/ and data/tables/
-	@echo "executed notebooks: build/$(PROFILE)/; figures: figures/; tables: data/tables/"
+reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick) and regenerate its figures and tables
+	@echo "executed notebooks: build/$(PROFILE)/; figures: $(EXPORTS)/figures/; tables: $(EXPORTS)/data/tables/"
+
+paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing them first where missing or stale) into build/paper/pqlab.pdf
+	@$(PY) -m pqlab.provision latex
+	$(PY) -m pqlab paper --profile $(PROFILE)
 
 build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
 build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
@@ -82,14 +94,15 @@ build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RU
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
-	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
-test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
+test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, execute every notebook (quick parameters) under nbval, build the paper from their exports
 	$(PY) -m pytest tests
 	$(PY) tests/nbval_prepare.py build/nbval
-	PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
+	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider build/nbval
+	PQLAB_PAPER_FROM=$(CURDIR)/build/test-output $(PY) -m pytest tests/test_paper.py -p no:cacheprovider
 
 lint: $(STAMP)-python ## Check the code style with ruff
 	$(VENV)/bin/ruff check pqlab tests

@@ -1,8 +1,11 @@
-"""`python -m pqlab list | bench | compare`: measuring without a notebook."""
+"""`python -m pqlab list | bench | compare | fidelity | paper | lab`: measuring, building the paper and starting
+JupyterLab without a notebook."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 
 def _cmd_list(args) -> int:
@@ -25,10 +28,7 @@ def _cmd_bench(args) -> int:
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
                 min_samples=args.min_samples, study=args.study, folder=args.folder, run_id=args.run_id,
                 progress=not args.no_progress)
-    out = run.summary().copy()
-    out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
-    print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
-               "verified", "flags"]].to_string(index=False, na_rep=""))
+    print(run.summary().to_string())
     print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
     if args.out:
         from pathlib import Path
@@ -76,6 +76,65 @@ def _cmd_fidelity(args) -> int:
     return 0
 
 
+def _cmd_paper(args) -> int:
+    from .paper import build
+
+    result = build(args.profile, output=Path(args.output) if args.output else None,
+                   out=Path(args.out) if args.out else None, twocolumn=args.twocolumn)
+    for problem in result.problems:
+        print(f"paper: {problem}", file=sys.stderr)
+    if result.problems:
+        print(f"error: {len(result.problems)} problem(s) in {result.log}", file=sys.stderr)
+        return 1
+    print(f"{result.pdf}: no LaTeX error, no Overfull \\hbox over 1 pt (log: {result.log})")
+    return 0
+
+
+def _cmd_cite(args) -> int:
+    from .paper import citation
+
+    print(citation(), end="")
+    return 0
+
+
+def lab_command(ip: str, port: int, token: str, euid: int) -> list[str]:
+    """The JupyterLab command of `make lab`: notebooks/, no browser, a fixed port (an error when taken, so the
+    address printed is the one), and --allow-root when run as root (common in containers)."""
+    from .paths import NOTEBOOKS
+
+    argv = [str(Path(sys.executable).with_name("jupyter")), "lab", f"--notebook-dir={NOTEBOOKS}", "--no-browser",
+            f"--ip={ip}", f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+            "--log-level=WARN", "--LabApp.log_level=WARN"]
+    return argv + (["--allow-root"] if euid == 0 else [])
+
+
+def _cmd_lab(args) -> int:
+    import secrets
+    import socket
+    import subprocess
+    import time
+
+    token = secrets.token_hex(16)
+    proc = subprocess.Popen(lab_command(args.ip, args.port, token, os.geteuid()))
+    try:
+        while proc.poll() is None:
+            try:
+                socket.create_connection((args.ip, args.port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            print(f"error: JupyterLab stopped (exit {proc.returncode}) before listening on {args.ip}:{args.port}; "
+                  "if the port is taken, choose another: make lab LAB_PORT=8890", file=sys.stderr)
+            return 1
+        print(f"JupyterLab is listening on http://{args.ip}:{args.port}/lab?token={token} "
+              "(notebooks/, kernel pqlab; Ctrl-C stops it)", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait()
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pqlab", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -108,6 +167,19 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per operation and arm (default 2)")
     f.add_argument("--blocks", type=int, default=20, help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
+    pp = sub.add_parser("paper", help="typeset paper/pqlab.tex from one profile's exports (make paper)")
+    pp.add_argument("--profile", default=os.environ.get("PQLAB_PROFILE") or "full",
+                    help="whose exports: full (figures/, data/tables/) or quick (build/quick/)")
+    pp.add_argument("--output", help="the folder that holds the exports (default: the repository)")
+    pp.add_argument("--out", help="where the PDF and its log go (default build/paper)")
+    pp.add_argument("--twocolumn", action="store_true", help="typeset it in two columns")
+    pp.set_defaults(func=_cmd_paper)
+    ci = sub.add_parser("cite", help="print CITATION.cff with the commit of this checkout")
+    ci.set_defaults(func=_cmd_cite)
+    la = sub.add_parser("lab", help="start JupyterLab on notebooks/ and say where it listens (make lab)")
+    la.add_argument("--ip", default="127.0.0.1")
+    la.add_argument("--port", type=int, default=8888)
+    la.set_defaults(func=_cmd_lab)
     return p
 
 

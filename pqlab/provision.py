@@ -3,6 +3,7 @@
     python -m pqlab.provision liboqs-locate           # print a liboqs already loadable here (exit 1: none)
     python -m pqlab.provision liboqs-check LIBRARY    # can liboqs-python use this library?
     python -m pqlab.provision liboqs-pth SITE_PACKAGES  # make the venv find native/'s build
+    python -m pqlab.provision latex                   # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.provision runners                 # the measuring helpers outside Python:
 
 - the native cycle runner (native/bench) against each installed liboqs build;
@@ -44,21 +45,41 @@ def bc_runner() -> None:
     print(f"Bouncy Castle runner: {build_bc_runner()}")
 
 
+def apt_install(packages, why: str) -> bool:
+    """Install Debian `packages` with apt-get when this process can (root, apt-get present); says what it does."""
+    apt = shutil.which("apt-get")
+    if not apt or os.geteuid() != 0:
+        return False
+    print(f"{why}: installing {' '.join(packages)} with apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run([apt, "update", "-qq"], env=env, check=False)
+    return subprocess.run([apt, "install", "-y", "-qq", "--no-install-recommends", *packages], env=env,
+                          check=False).returncode == 0
+
+
 def valgrind() -> None:
     if shutil.which("valgrind"):
         print(f"valgrind: {shutil.which('valgrind')}")
         return
-    apt = shutil.which("apt-get")
-    if apt and os.geteuid() == 0:
-        print("valgrind: missing; installing it with apt-get (notebook 03 measures memory with it)")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run([apt, "update", "-qq"], env=env, check=False)
-        done = subprocess.run([apt, "install", "-y", "-qq", "valgrind"], env=env, check=False).returncode == 0
-        if done:
-            return
+    if apt_install(["valgrind"], "valgrind: missing (notebook 03 measures memory with it)"):
+        return
     print("valgrind: not installed and could not be installed here (needs root and apt-get); notebook 03 "
           "will measure Python-level memory and max RSS only. Install it with your package manager "
           "(e.g. sudo apt-get install valgrind) and re-run notebook 03.")
+
+
+def latex() -> bool:
+    """pdflatex and the packages paper/ uses (Debian's texlive), installed where apt-get can."""
+    from .paper import TEX_PACKAGES
+
+    if shutil.which("pdflatex") and shutil.which("pdffonts"):
+        return True
+    if apt_install(TEX_PACKAGES, "LaTeX for make paper") and shutil.which("pdflatex"):
+        return True
+    print("error: pdflatex is missing and could not be installed here (needs root and apt-get): install "
+          f"{' '.join(TEX_PACKAGES)} (Debian, Ubuntu: sudo apt-get install ...) and run make paper again",
+          file=sys.stderr)
+    return False
 
 
 def main(argv: list[str]) -> int:
@@ -67,6 +88,8 @@ def main(argv: list[str]) -> int:
         bc_runner()
         valgrind()
         return 0
+    if argv == ["latex"]:
+        return 0 if latex() else 1
     if argv == ["liboqs-locate"]:
         found = find_usable_liboqs()
         if found:

@@ -121,3 +121,13 @@ def test_fidelity_measures_both_arms():
     assert row["pqlab_samples"] > 0 and row["bare_samples"] > 0
     assert 0.2 < row["ratio"] < 5 and 0.2 < row["ratio_loops1"] < 5  # the same operation, roughly the same time
     assert not row["slow"] and row["within_5pct"] is None  # ML-DSA-44 signing is well under 100 us
+
+
+def test_lab_passes_allow_root_only_as_root():
+    from pqlab.cli import lab_command
+
+    as_root = lab_command("127.0.0.1", 8890, "t0k", euid=0)
+    as_user = lab_command("127.0.0.1", 8890, "t0k", euid=1000)
+    assert "--allow-root" in as_root and "--allow-root" not in as_user
+    assert as_root[1] == "lab" and "--port=8890" in as_root and "--ServerApp.port_retries=0" in as_root
+    assert "--IdentityProvider.token=t0k" in as_root and any(a.endswith("/notebooks") for a in as_root)

@@ -1,0 +1,238 @@
+"""The paper that builds itself: paper/pqlab.tex typeset from one profile's exports.
+
+    python -m pqlab paper --profile quick      # what `make paper PROFILE=quick` runs after the notebooks
+    build("quick") -> Build(pdf=build/paper/pqlab.pdf, log=build/paper/pqlab.log, problems=[...])
+
+1. The profile's export tree (:func:`pqlab.paths.export_root`) must hold exports, all of this profile
+   (their sidecars say so): a paper never mixes profiles.
+2. Generated inputs go to OUT/generated/: where the exports are, the run context (from the runs' metadata
+   the sidecars carry), the studies' citations (data/reference/sources.yaml) and an appendix with every
+   exported table and figure that the sections do not show.
+3. pdflatex runs twice (a third time when references changed); the log is checked: any LaTeX error, any
+   Overfull \\hbox of more than :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure,
+   macro, character, reference or citation is a problem.  The PDF and its log stay in OUT.
+
+`twocolumn=True` typesets the same paper in two columns (every table placed by pqlabtables.sty, the
+column-width figures): the test builds both.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .export import STYLE_FILE, read_sidecars, tex
+
+#: Debian packages that give pdflatex, the packages and fonts paper/pqlab.tex uses, and pdffonts/pdftoppm
+TEX_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended", "poppler-utils")
+MAX_OVERFULL_PT = 1.0
+#: floats between two \clearpage in the appendix (LaTeX holds a limited number of unplaced floats)
+FLOATS_PER_PAGE_BREAK = 6
+
+
+class PaperError(RuntimeError):
+    """The paper cannot be built: one line naming the problem and the fix."""
+
+
+@dataclass
+class Build:
+    pdf: Path
+    log: Path
+    problems: list[str] = field(default_factory=list)
+
+
+def tree(profile: str, output: Path | None = None) -> tuple[Path, Path]:
+    """(tables folder, figures folder) of a profile's exports."""
+    root = paths.export_root(profile, output or paths.OUTPUT)
+    return root / "data" / "tables", root / "figures"
+
+
+def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
+    """The sidecars of every export in the tree; refuses an empty tree and one that mixes profiles."""
+    sidecars = read_sidecars(tables) + read_sidecars(figures)
+    if not sidecars:
+        raise PaperError(f"no exports in {tables.parent.parent}: run make paper PROFILE={profile}, which runs the "
+                         "notebooks first (if they ran but their exports were deleted, delete their executed copies "
+                         f"build/{profile}/*.ipynb too)")
+    other = [s for s in sidecars if s.get("profile") != profile]
+    if other:
+        found = sorted({s.get("profile", "?") for s in other})
+        root = tables.parent.parent
+        where = ", ".join(str(Path(s["path"]).relative_to(root)) for s in other[:3])
+        raise PaperError(f"the {profile} exports in {root} are mixed with exports of profile {', '.join(found)} "
+                         f"({where}{' ...' if len(other) > 3 else ''}): re-run make reproduce PROFILE={profile}; "
+                         "a paper never mixes profiles")
+    return sidecars
+
+
+def _used(paper: Path) -> set[str]:
+    """The exports the hand-written sections show: \\input{TOPIC/NAME} and \\pqlabfigure{TOPIC/NAME}."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in paper.rglob("*.tex"))
+    return set(re.findall(r"\\(?:input|pqlabfigure)\{([0-9]{2}_[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\}", text))
+
+
+def context_tex(sidecars: list[dict]) -> str:
+    """The run context of every run the exports show, as a description list (values that differ between
+    runs are all listed)."""
+    merged: dict[str, list[str]] = {}
+    for s in sidecars:
+        for what, value in s.get("context", []):
+            for v in ([value] if what != "runs" else value.split(", ")):
+                if v and v not in merged.setdefault(what, []):
+                    merged[what].append(v)
+    if not merged:
+        return "No export shows a run: every number comes from published data.\n"
+    lines = [r"{\raggedright\begin{description}"]
+    for what, values in merged.items():
+        if what == "runs":
+            shown, label = ", ".join(rf"\path{{{v}}}" for v in values), f"runs ({len(values)})"
+        else:  # values may hold paths: they may break after a slash
+            shown, label = "; ".join(tex(v).replace("/", r"/\allowbreak{}") for v in values), what
+        lines.append(rf"\item[{tex(label[0].upper() + label[1:])}] {shown}")
+    return "\n".join(lines + [r"\end{description}\par}", ""])
+
+
+def studies_tex() -> str:
+    """The bibliography: each seed study once, with what was transcribed from it (data/reference/sources.yaml)."""
+    import yaml
+
+    sources = yaml.safe_load((paths.REFERENCE / "sources.yaml").read_text(encoding="utf-8"))
+    seeds: dict[str, dict] = {}
+    for stem, entry in sources.items():
+        seed = seeds.setdefault(entry["seed"], {"study": entry.get("study", ""), "sha": entry.get("seed_sha256", ""),
+                                                "stems": [], "machine": entry.get("machine", "")})
+        seed["stems"].append(stem)
+    lines = [r"\begin{thebibliography}{9}"]
+    for seed, s in seeds.items():
+        key = "study" + seed[:3]
+        tables = ", ".join(rf"\path{{data/reference/{stem}.csv}}" for stem in s["stems"])
+        lines.append(rf"\bibitem{{{key}}} {tex(s['study'])}. Write-up \path{{{seed}}} (SHA-256 "
+                     rf"\path{{{s['sha'][:16]}}}\dots). Machine: {tex(s['machine'])}. Transcribed in {tables}.")
+    return "\n".join(lines + [r"\end{thebibliography}", ""])
+
+
+def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
+    """Every exported paper table and figure the sections do not show, per notebook."""
+    by_topic: dict[str, list[dict]] = {}
+    for s in sidecars:
+        if s["export"] in ("table", "figure") and f"{s['topic']}/{s['name']}" not in used \
+                and (s["export"] == "figure" or s.get("paper")):
+            by_topic.setdefault(s["topic"], []).append(s)
+    lines = []
+    for topic in sorted(by_topic):
+        lines.append(rf"\subsection{{{tex(topic.replace('_', ' '))}}}")
+        for i, s in enumerate(sorted(by_topic[topic], key=lambda s: (s["export"], s["name"]))):
+            if s["export"] == "table":
+                lines.append(rf"\input{{{topic}/{s['name']}}}")
+            else:
+                caption = tex(f"{topic.split('_', 1)[0]}: {s['name'].replace('_', ' ')}")
+                lines.append(rf"\pqlabfigure{{{topic}/{s['name']}}}{{{caption}}}")
+            if (i + 1) % FLOATS_PER_PAGE_BREAK == 0:
+                lines.append(r"\clearpage")
+        lines.append(r"\clearpage")
+    data_only = sorted(f"{s['topic']}/{s['name']}.csv" for s in sidecars if s["export"] == "table" and not s.get("paper"))
+    if data_only:
+        lines.append(r"\subsection{Data-only tables}" + "\nThese tables are exported as CSV files only, beside the "
+                     "tables: " + ", ".join(rf"\path{{{d}}}" for d in data_only) + ".")
+    return "\n".join(lines + [""]) if lines else "Every export is shown in the sections above.\n"
+
+
+def citation() -> str:
+    """CITATION.cff with the commit of this checkout added (and a note when it has uncommitted changes)."""
+    from .machine import git_state
+
+    text = (paths.ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    git = git_state()
+    if git.get("commit"):
+        text += f"commit: {git['commit']}" + ("  # plus uncommitted changes" if git.get("dirty") else "") + "\n"
+    return text
+
+
+def setup_tex(profile: str, figures: Path, cff: str) -> str:
+    """Where the figures are, the profile, and the software's version and commit (from the citation)."""
+    version = re.search(r"^version: (.+)$", cff, re.M)
+    found = re.search(r"^commit: ([0-9a-f]+)(.*)$", cff, re.M)
+    commit = (found.group(1)[:12] + (" with uncommitted changes" if found.group(2) else "") if found
+              else "unknown (not a git checkout)")
+    return "\n".join([f"% generated by pqlab.paper for profile {profile}",
+                      rf"\graphicspath{{{{{figures.as_posix()}/}}}}",
+                      rf"\newcommand\pqlabprofile{{{tex(profile)}}}",
+                      rf"\newcommand\pqlabversion{{{tex(version.group(1) if version else 'unknown')}}}",
+                      rf"\newcommand\pqlabcommit{{{tex(commit)}}}", ""])
+
+
+_PROBLEMS = [
+    (re.compile(r"^(?:! |.*:\d+: )(.*)$"), "LaTeX error: {}"),
+    (re.compile(r"^LaTeX Warning: (Float too large for page.*)$"), "{}"),
+    (re.compile(r"^LaTeX Warning: ((?:Reference|Citation) .* undefined.*)$"), "{}"),
+    (re.compile(r"^(?:LaTeX|Package \w+) Warning: (File .* not found.*)$"), "{}"),
+    (re.compile(r"^(Missing character: .*)$"), "{}"),
+]
+_OVERFULL = re.compile(r"^Overfull \\hbox \(([0-9.]+)pt too wide\) (.*)$")
+
+
+def log_problems(log: str) -> list[str]:
+    """What is wrong in a pdflatex log: errors, Overfull \\hbox over MAX_OVERFULL_PT, floats too large,
+    missing files, characters, references and citations."""
+    out = []
+    for line in log.splitlines():
+        m = _OVERFULL.match(line)
+        if m and float(m.group(1)) > MAX_OVERFULL_PT:
+            out.append(f"Overfull \\hbox ({m.group(1)} pt too wide) {m.group(2)}")
+            continue
+        for pattern, text in _PROBLEMS:
+            m = pattern.match(line)
+            if m:
+                out.append(text.format(m.group(1).strip()))
+                break
+    return list(dict.fromkeys(out))
+
+
+def pdflatex() -> str:
+    """The pdflatex command, or a PaperError naming the Debian packages to install."""
+    found = shutil.which("pdflatex")
+    if not found:
+        raise PaperError("pdflatex not found: install " + " ".join(TEX_PACKAGES) + " (Debian: sudo apt-get install "
+                         "...; make paper does it where it runs as root)")
+    return found
+
+
+def build(profile: str, *, output: Path | None = None, out: Path | None = None, paper: Path | None = None,
+          twocolumn: bool = False) -> Build:
+    """Typeset `paper` (default paper/) from `profile`'s exports under `output` (default pqlab.paths.OUTPUT)
+    into `out` (default build/paper); returns the PDF, the log and the problems found in the log."""
+    paper = Path(paper or paths.PAPER)
+    out = Path(out or paths.BUILD / "paper")
+    tables, figures = tree(profile, output)
+    sidecars = check_exports(tables, figures, profile)
+    if not (tables / STYLE_FILE).exists():
+        raise PaperError(f"{tables / STYLE_FILE} is missing: no paper table was exported; re-run the notebooks")
+    command = pdflatex()
+    generated = out / "generated"
+    generated.mkdir(parents=True, exist_ok=True)
+    cff = citation()
+    (out / "CITATION.cff").write_text(cff, encoding="utf-8")
+    files = {"setup.tex": setup_tex(profile, figures, cff), "context.tex": context_tex(sidecars),
+             "studies.tex": studies_tex(), "appendix.tex": appendix_tex(sidecars, _used(paper))}
+    for name, text in files.items():
+        (generated / name).write_text(text, encoding="utf-8")
+    job = "pqlab-twocolumn" if twocolumn else "pqlab"
+    inputs = dict.fromkeys([str(paper), str(paths.PAPER), str(generated), str(tables)])  # paper/ has the preamble
+    env = dict(os.environ, TEXINPUTS=os.pathsep.join([*inputs, ""]), max_print_line="100000")  # unwrapped log
+    source = (r"\def\pqlabtwocolumn{}" if twocolumn else "") + r"\input{pqlab.tex}"
+    log = out / f"{job}.log"
+    for _ in range(3):
+        subprocess.run([command, "-interaction=nonstopmode", "-file-line-error", "-halt-on-error", f"-jobname={job}",
+                        f"-output-directory={out}", source], cwd=out, env=env, capture_output=True, timeout=600)
+        text = log.read_text(encoding="latin-1") if log.exists() else ""
+        if "Rerun to get" not in text and "undefined references" not in text:
+            break
+    pdf = out / f"{job}.pdf"
+    problems = log_problems(text)
+    if not pdf.exists() and not problems:
+        problems = [f"pdflatex wrote no PDF; see {log}"]
+    return Build(pdf, log, problems)
