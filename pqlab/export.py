@@ -24,6 +24,7 @@ two-column document a table that fits \\columnwidth is a column float and a wide
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from importlib import resources
@@ -40,6 +41,8 @@ LONG_ROWS = 40
 LAYOUTS = ("auto", "page", "landscape")
 STYLE_FILE = "pqlabtables.sty"
 FOOTER_PT = 6.0
+#: characters of a header line in a .tex table: a longer label wraps onto two or three lines
+HEADER_LINE = 11
 
 
 def _check(topic: str, name: str) -> None:
@@ -66,7 +69,7 @@ def provenance(runs) -> dict:
 
 def _stamp(prov: dict) -> str:
     """One line: profile and runs."""
-    return f"pqlab export; profile {prov['profile']}; runs {', '.join(prov['runs']) or 'none (published data)'}"
+    return f"pqlab export; profile {prov['profile']}; runs {', '.join(prov['runs']) or 'none'}"
 
 
 def _sidecar(base: Path, what: str, topic: str, name: str, prov: dict, files: list[Path], **extra) -> Path:
@@ -81,16 +84,27 @@ def read_sidecars(root: Path) -> list[dict]:
 
 # ----- figures -----------------------------------------------------------------------------------------------
 
-def _add_footer(fig, text: str) -> None:
-    """`text` in small grey type along the figure's bottom edge, wrapped to its width; the layout keeps out."""
+def _add_footer(fig, text: str):
+    """`text` in small grey type in a band added under the figure, wrapped to its width.  The figure is laid
+    out first at its drawn size; then everything keeps its size and place above the band.  Returns the text."""
+    fig.canvas.draw()
+    to_fraction = fig.transFigure.inverted()
+    anchors = [to_fraction.transform_bbox(leg.get_bbox_to_anchor()) for leg in fig.legends]
+    fig.set_layout_engine("none")  # keep the layout just computed
     width_pt = fig.get_figwidth() * 72
-    lines = textwrap.wrap(text, max(20, int(width_pt / (0.52 * FOOTER_PT))))
-    height = (len(lines) * 1.2 * FOOTER_PT + 3) / 72 / fig.get_figheight()
-    if fig.get_layout_engine() is None or type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
-        fig.set_layout_engine("constrained")
-    fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
-    fig.text(0.005, 0.004, "\n".join(lines), fontsize=FOOTER_PT, color="0.35", ha="left", va="bottom",
-             linespacing=1.2)
+    lines = textwrap.wrap(text, max(20, int(width_pt / (0.5 * FOOTER_PT))))
+    old = fig.get_figheight()
+    fig.set_figheight(old + (len(lines) * 1.2 * FOOTER_PT + 4) / 72)
+    k = old / fig.get_figheight()
+    for ax in fig.axes:
+        p = ax.get_position()
+        ax.set_position([p.x0, 1 - k + p.y0 * k, p.width, p.height * k])
+    for leg, a in zip(fig.legends, anchors):
+        leg.set_bbox_to_anchor((a.x0, 1 - k + a.y0 * k, a.width, a.height * k), transform=fig.transFigure)
+    for t in fig.texts:
+        t.set_y(1 - k + t.get_position()[1] * k)
+    return fig.text(0.005, 0.004, "\n".join(lines), ha="left", va="bottom", fontsize=FOOTER_PT, color="0.35",
+                    linespacing=1.2)
 
 
 def _texts(fig) -> list:
@@ -105,10 +119,11 @@ def _texts(fig) -> list:
     return out + [lab for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for _, lab in drawn_tick_labels(axis)]
 
 
-def check_layout(fig, what: str) -> float:
+def check_layout(fig, what: str, footer=None) -> float:
     """Refuse a figure whose text would be unreadable in print: any text smaller than
-    plotting.MIN_TEXT_PT, outside the figure, or tick labels that overlap.  Returns the smallest text size."""
-    from .plotting import MIN_TEXT_PT, overlapping_tick_labels
+    plotting.MIN_TEXT_PT, outside the figure, over the `footer` text, or over another text (tick labels,
+    titles, axis labels, annotations, legend entries).  Returns the smallest text size."""
+    from .plotting import MIN_TEXT_PT, drawn_tick_labels, overlapping_tick_labels
 
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -122,12 +137,31 @@ def check_layout(fig, what: str) -> float:
         if box.x0 < frame.x0 - 1 or box.y0 < frame.y0 - 1 or box.x1 > frame.x1 + 1 or box.y1 > frame.y1 + 1:
             raise ValueError(f"{what}: text {t.get_text()!r} falls outside the figure: shorten it or lay the "
                              "figure out for its width")
+    if footer is not None:
+        box = footer.get_window_extent(renderer)
+        others = [t for t in texts if t is not footer] + fig.legends + [leg for ax in fig.axes for leg in [ax.get_legend()]
+                                                                       if leg is not None]
+        for other in others:
+            if box.overlaps(other.get_window_extent(renderer)):
+                raise ValueError(f"{what}: the footer line overlaps {getattr(other, 'get_text', lambda: 'a legend')()!r}")
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             pair = overlapping_tick_labels(axis)
             if pair:
                 raise ValueError(f"{what}: {axis.axis_name} tick labels {pair[0]!r} and {pair[1]!r} overlap: "
                                  "rotate them (plotting.fit_tick_labels), shorten them or use fewer ticks")
+    axis_of = {id(lab): id(axis) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+               for _, lab in drawn_tick_labels(axis)}
+    square = [t for t in texts if t.get_rotation() % 90 == 0]  # boxes of slanted texts are not their outline
+    boxes = sorted(((t.get_window_extent(renderer).padded(-1), t) for t in square), key=lambda b: b[0].x0)
+    for i, (box, t) in enumerate(boxes):  # any two texts (labels, annotations, titles, legends): a sweep along x
+        for other, u in boxes[i + 1:]:
+            if other.x0 >= box.x1:
+                break
+            same_axis = id(t) in axis_of and axis_of.get(id(t)) == axis_of.get(id(u))  # checked above, exactly
+            if box.overlaps(other) and not same_axis:
+                raise ValueError(f"{what}: the texts {t.get_text()!r} and {u.get_text()!r} overlap: lay the figure "
+                                 "out for its width (fewer or shorter labels, more room)")
     return min((t.get_fontsize() for t in texts), default=MIN_TEXT_PT)
 
 
@@ -177,9 +211,10 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
                 plt.close(fig)
                 raise ValueError(f"{what}: drawn {fig.get_figwidth():.2f} in wide, not {width} in: pass the width "
                                  "to the plot function (width=w)")
-            if line:
-                _add_footer(fig, line)
-            smallest = check_layout(fig, what)
+            plotting.fit_titles(fig)
+            plotting.refit_category_labels(fig)
+            plotting.thin_value_ticks(fig)
+            smallest = check_layout(fig, what, _add_footer(fig, line) if line else None)
             for ext in formats:
                 meta = _metadata(ext, f"{topic}/{name}{suffix}", prov)
                 out.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
@@ -210,13 +245,12 @@ def tex(text) -> str:
 
 
 def _header_cell(label: str, align: str) -> str:
-    """A header label, on two lines when long (a nested tabular: no package needed)."""
-    if len(label) <= 14 or " " not in label:
+    """A header label, on two or three balanced lines when long (a nested tabular: no package needed)."""
+    if len(label) <= HEADER_LINE or " " not in label:
         return tex(label)
-    words = label.split(" ")
-    cut = min(range(1, len(words)), key=lambda i: abs(len(" ".join(words[:i])) - len(" ".join(words[i:]))))
-    return (rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{tex(' '.join(words[:cut]))}\\"
-            rf"{tex(' '.join(words[cut:]))}\end{{tabular}}")
+    lines = min(3, math.ceil(len(label) / HEADER_LINE))
+    parts = textwrap.wrap(label, math.ceil(len(label) / lines) + 2)
+    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(tex(p) for p in parts) + r"\end{tabular}"
 
 
 def _cell_tex(text: str, numeric: bool = False) -> str:

@@ -122,6 +122,18 @@ def fmt_span(values, fmt=fmt_bytes, sep: str = " to ") -> str:
     return fmt(lo) if lo == hi else f"{fmt(lo)}{sep}{fmt(hi)}"
 
 
+def fmt_compact(x, digits: int = 3) -> str:
+    """A number in little room (figure labels): `digits` significant digits, thousands and more with k, M, G:
+    "0.0123", "45.6", "1.23k", "4.5M"; missing values as :data:`MISSING`."""
+    if is_missing(x):
+        return MISSING
+    x = float(f"{float(x):.{digits}g}")
+    for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:g}{suffix}"
+    return _sig(x, digits) if x else "0"
+
+
 def fmt_count(n) -> str:
     """An integer with thousands separators: "1,234"."""
     return MISSING if is_missing(n) else f"{int(n):,}"
@@ -164,9 +176,10 @@ _DISPLAY_UNITS = {"time": (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0)),
                   "cycles": (("Mcycles", 1e6), ("kcycles", 1e3)),
                   "energy": (("J", 1e6), ("mJ", 1e3), ("µJ", 1.0)),
                   "size": (("B", 1.0),), "percent": (("%", 0.01),), "power": (("W", 1.0),)}
-_RATIO_WORDS = {"ratio", "factor", "over", "speedup", "slowdown"}
+_RATIO_WORDS = {"ratio", "factor", "over", "speedup", "slowdown", "vs"}
 _WORDS = {"nist": "NIST", "cv": "CV", "ci": "CI", "q1": "Q1", "q3": "Q3", "bc": "BC", "id": "ID", "rsa": "RSA",
-          "aes": "AES", "jvm": "JVM", "wls": "WLS", "ols": "OLS"}
+          "aes": "AES", "jvm": "JVM", "wls": "WLS", "ols": "OLS", "se": "SE", "r2": "R²", "rss": "RSS", "tls": "TLS",
+          "cpu": "CPU", "der": "DER", "kem": "KEM"}
 _MARKS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -180,16 +193,19 @@ def kind_from_name(name) -> tuple[str, float]:
     tokens = _tokens(name)
     if "cv" in tokens:
         return "percent", 1.0
-    for t in reversed(tokens):
-        if t in _SOURCE_UNITS:
-            return _SOURCE_UNITS[t]
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] in _SOURCE_UNITS and (i == 0 or tokens[i - 1] != "per"):  # "per_s" is a rate, not seconds
+            return _SOURCE_UNITS[tokens[i]]
     return ("ratio", 1.0) if _RATIO_WORDS & set(tokens) else ("", 1.0)
 
 
 def label_from_name(name) -> str:
-    """A header from a column name: its words without the unit, first letter capital
-    ("public_key_bytes" -> "Public key", "time_ns_median" -> "Time median")."""
-    words = [_WORDS.get(t, t) for t in _tokens(name) if t not in _SOURCE_UNITS or t == "cycles"]
+    """A header from a column name: its words without the unit (which the header shows in brackets), first
+    letter capital, other letters as written ("public_key_bytes" -> "Public key", "time_ns_median" -> "Time
+    median", "sign_cycles" -> "Sign", "BC 1.86 cold" unchanged)."""
+    tokens = [t for t in re.split(r"[_\s]+", str(name)) if t]
+    words = [_WORDS.get(t.lower(), t) for i, t in enumerate(tokens)
+             if t.lower() not in _SOURCE_UNITS or (i and tokens[i - 1].lower() == "per")]
     text = " ".join(words) or str(name)
     return text[0].upper() + text[1:]
 
@@ -365,6 +381,13 @@ class Table:
         return len(self.rows)
 
 
+def interval_columns(name: str, df) -> tuple[str, str] | None:
+    """The columns holding the interval of ratio column `name`: ``NAME_ci_low``/``NAME_ci_high``,
+    ``NAME_low``/``NAME_high``, or for ``X_ratio`` also ``X_low``/``X_high``; None when `df` has none."""
+    stems = [f"{name}_ci", name] + ([name[: -len("_ratio")]] if name.endswith("_ratio") else [])
+    return next(((f"{s}_low", f"{s}_high") for s in stems if f"{s}_low" in df and f"{s}_high" in df), None)
+
+
 def _column_specs(df, columns) -> list:
     if columns is None:
         return [c for c in df.columns if c not in INTERNAL and c != FLAGS_COLUMN]
@@ -391,8 +414,8 @@ def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, n
         raise ValueError(f"column {internal[0]!r} is internal: tables never show run ids or machine ids "
                          "(the export's sidecar records the runs); leave it out of `columns`")
     cols = [resolve_column(s, df) for s in specs]
-    merged = {f"{c.name}_ci_low" for c in cols if c.kind == "ratio"} | {f"{c.name}_ci_high" for c in cols
-                                                                         if c.kind == "ratio"}
+    intervals_of = {c.name: interval_columns(c.name, df) for c in cols if c.kind == "ratio"}
+    merged = {n for pair in intervals_of.values() if pair for n in pair}
     cols = [c for c in cols if c.name not in merged]
     units, columns_cells = [], []
     for c in cols:
@@ -407,9 +430,8 @@ def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, n
         numbers = _numbers(series) if c.kind not in ("text", "bool") else None
         finite = [abs(v) / unit_scale for v in (numbers.dropna() if numbers is not None else []) if math.isfinite(v)]
         tiny = max(1e-12, 1e-9 * max(finite, default=0.0))
-        low, high = f"{c.name}_ci_low", f"{c.name}_ci_high"
-        intervals = (list(zip(df[low], df[high])) if c.kind == "ratio" and low in df and high in df
-                     else [None] * len(df))
+        pair = intervals_of.get(c.name)
+        intervals = list(zip(df[pair[0]], df[pair[1]])) if pair else [None] * len(df)
         values = numbers if numbers is not None else series
         columns_cells.append([_cell(v, c.kind, unit_scale, tiny, iv) for v, iv in zip(values, intervals)])
         units.append(unit)

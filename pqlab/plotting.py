@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FixedLocator
 
 FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
     "lattice": "#0072B2",
@@ -23,6 +25,7 @@ FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in 
     "symmetric": "#999999",
     "other": "#000000",
 }
+MARKERS = ["o", "s", "^", "D", "v", "p", "h", "<", ">", "8"]  # filled shapes only
 #: Stable colours for categories that are not families (operations, backends, sources).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 #: Widths in inches at which every exported figure is drawn (pqlab.export.save_figure writes both): the text
@@ -65,21 +68,56 @@ def color_map(keys) -> dict:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
+def _labels_fit_under_bars(cats, width: float, height: float) -> bool:
+    """Whether category labels can stand under vertical bars: flat or slanted within the width, or upright
+    without taking more than a third of the figure's height (estimated from their length at 7 pt)."""
+    lines = [line for c in cats for line in str(c).split("\n")] or [""]
+    longest = max(map(len, lines)) * 0.5 * 7  # points
+    per_category = 0.8 * width * 72 / max(len(cats), 1)
+    return longest <= per_category * 1.6 or longest <= height * 72 / 3
+
+
+#: inches of figure height a category needs when the categories run down the side: bars side by side per
+#: group, or (dots) one row of markers; and per line of its label (7 pt beside bars, SMALL_PT beside dots)
+BAR_ROW_IN, BAR_IN, DOT_ROW_IN, LABEL_LINE_IN, DOT_LABEL_LINE_IN = 0.07, 0.07, 0.125, 0.12, 0.11
+#: the tallest figure a horizontal bar chart grows to before it draws dots instead
+MAX_BARS_HEIGHT_IN = 6.0
+
+
+def category_rows(cats, groups: int, dots: bool = False) -> float:
+    """Inches of height `cats` need down the side of a chart of `groups` bars (or dots) per category."""
+    lines = max((str(c).count("\n") + 1 for c in cats), default=1)
+    if dots:
+        return len(cats) * max(DOT_ROW_IN, 0.015 + DOT_LABEL_LINE_IN * lines)
+    return len(cats) * max(BAR_ROW_IN + BAR_IN * groups, 0.04 + LABEL_LINE_IN * lines)
+
+
 @styled
 def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low: str | None = None,
                  high: str | None = None, scale: float = 1.0, ylabel: str = "", log: bool = True,
                  title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6,
-                 ax=None):
+                 ax=None, horizontal: bool | None = None, dots: bool | None = None, legend: bool = True):
     """Bars of `value` per `category`, side by side per `group` (e.g. operations), with whiskers
     from `low` to `high` (e.g. the quartiles).  Missing combinations leave a gap.  `ax`: draw
-    into an existing axes (a panel of a larger figure) instead of a new figure."""
+    into an existing axes (a panel of a larger figure) instead of a new figure.  `horizontal`: the bars run
+    along x with the categories down the side, first at the top (None: when the labels would not fit under
+    vertical bars of a figure this wide; the figure then grows to fit its categories).  `dots`: one marker
+    per group on a row per category instead of bars (None: when horizontal bars would make the figure taller
+    than MAX_BARS_HEIGHT_IN).  `ylabel` names the value axis either way.  `legend=False`: no legend (the caller
+    makes one)."""
     cats = list(dict.fromkeys(df[category]))
     groups = list(dict.fromkeys(df[group]))
     colors = colors or color_map(groups)
     own = ax is None
+    if horizontal is None:
+        horizontal = own and not _labels_fit_under_bars(cats, width, height)
+    if dots is None:
+        dots = horizontal and 1.3 + category_rows(cats, len(groups)) > MAX_BARS_HEIGHT_IN
+    if horizontal and own:
+        height = max(height, 1.3 + category_rows(cats, len(groups), dots))
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
     w = 0.8 / max(len(groups), 1)
-    x = np.arange(len(cats))
+    x = np.arange(len(cats))[::-1] if horizontal else np.arange(len(cats))
     for i, g in enumerate(groups):
         sub = df[df[group] == g].set_index(category).reindex(cats)
         y = sub[value].to_numpy(float) / scale
@@ -87,23 +125,63 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
         if low and high:
             err = np.vstack([y - sub[low].to_numpy(float) / scale, sub[high].to_numpy(float) / scale - y])
             err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
-        ax.bar(x + (i - (len(groups) - 1) / 2) * w, y, w, yerr=err, label=str(g), color=colors[g],
-               error_kw={"elinewidth": 0.7, "capsize": 1.5})
-    ax.set_xticks(x, cats)
-    if log:
-        ax.set_yscale("log")
-    ax.set_ylabel(ylabel)
+        offset = 0.0 if dots else (i - (len(groups) - 1) / 2) * w
+        style = {"label": str(g), "color": colors[g]}
+        if dots:
+            ax.errorbar(y, x, xerr=err, fmt=MARKERS[i % len(MARKERS)], ms=3.2, elinewidth=0.6, capsize=0,
+                        mec="white", mew=0.3, alpha=0.9, **style)
+        elif horizontal:
+            ax.barh(x - offset, y, w, xerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5}, **style)
+        else:
+            ax.bar(x + offset, y, w, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5}, **style)
+    if horizontal:
+        ax.set_yticks(x, cats)
+        if dots:
+            ax.tick_params(axis="y", labelsize=SMALL_PT)
+        ax.set_ylim(-0.6, len(cats) - 0.4)
+        ax.set_xscale("log" if log else "linear")
+        ax.set_xlabel(ylabel)
+        if dots:
+            ax.grid(axis="y", lw=0.3)
+        else:
+            ax.grid(axis="y", visible=False)
+    else:
+        ax.set_xticks(x, cats)
+        ax.set_yscale("log" if log else "linear")
+        ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if len(groups) > 1:
-        if own:  # a figure of its own: the legend beside the axes where there is room, else below them
-            narrow = fig.get_figwidth() < 4.5
-            fig.legend(loc="outside lower center" if narrow else "outside right upper",
-                       ncols=min(len(groups), 3) if narrow else 1)
+    if len(groups) > 1 and legend:
+        if own:
+            figure_legend(fig, ax.get_legend_handles_labels())
         else:
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fit_tick_labels(ax)
+    if horizontal:
+        if own:
+            grow_to_fit_labels(ax)
+    else:
+        fit_tick_labels(ax)
     return fig
+
+
+def legend_columns(labels, width: float, most: int) -> int:
+    """How many legend columns of these labels fit across `width` inches (at most `most`), from their length at
+    the legend's 7 pt."""
+    longest = max((len(str(lab)) for lab in labels), default=1) * 0.5 * 7 + 22  # text, handle and gap, points
+    return max(1, min(most, int(width * 72 * 0.95 // longest)))
+
+
+def figure_legend(fig, handles_labels, max_cols: int = 4):
+    """One legend for the figure, below the axes, in as many columns as fit its width (at most `max_cols`)."""
+    handles, labels = handles_labels
+    return fig.legend(handles, labels, loc="outside lower center",
+                      ncols=legend_columns(labels, fig.get_figwidth(), max_cols))
+
+
+def categories_on_y(ax) -> bool:
+    """Whether a grouped_bars chart runs its categories down the side (its values along x)."""
+    return isinstance(ax.yaxis.get_major_locator(), FixedLocator) and not isinstance(ax.xaxis.get_major_locator(),
+                                                                                      FixedLocator)
 
 
 def drawn_tick_labels(axis) -> list:
@@ -169,6 +247,82 @@ def fit_tick_labels(ax, axis: str = "x", rotations=(0, 30, 45, 90)) -> float:
     return angle
 
 
+def fit_titles(fig, tries: int = 4) -> None:
+    """Wrap every axes title and axis label, and the figure's title, onto more lines where they are longer
+    than their axes (along the axis, for an axis label) or the figure."""
+    texts = [(fig._suptitle, None, "x")] if getattr(fig, "_suptitle", None) else []
+    texts += [(t, ax, d) for ax in fig.axes for t, d in ((ax.title, "x"), (ax.xaxis.label, "x"), (ax.yaxis.label, "y"))]
+    for _ in range(tries):
+        fig.canvas.draw()
+
+        def room(ax, d) -> float:  # a title or label no longer than its axes, the figure's title than the figure
+            return 0.96 * fig.bbox.width if ax is None else 0.98 * (ax.bbox.width if d == "x" else ax.bbox.height)
+
+        def length(t, d) -> float:
+            box = t.get_window_extent()
+            return box.width if d == "x" else box.height
+
+        long = [(t, ax, d) for t, ax, d in texts if t.get_text() and t.get_visible() and length(t, d) > room(ax, d)]
+        if not long:
+            return
+        for t, ax, d in long:
+            text = " ".join(t.get_text().split())
+            chars = max(10, int(len(text) * room(ax, d) / length(t, d)) - 2)
+            t.set_text(textwrap.fill(text, chars))
+
+
+def refit_category_labels(fig) -> None:
+    """Where category labels overlap now that the figure is laid out whole (legends, wrapped titles and
+    colour bars take room after the axes were drawn): rotate them again along x, or make the figure taller
+    where they stand down the side."""
+    fig.canvas.draw()
+    for ax in fig.axes:
+        if categories_on_y(ax):
+            grow_to_fit_labels(ax)
+        elif isinstance(ax.xaxis.get_major_locator(), FixedLocator) and overlapping_tick_labels(ax.xaxis):
+            fit_tick_labels(ax)
+
+
+def thin_value_ticks(fig) -> None:
+    """Where the labels of a value axis overlap, label fewer ticks: first no minor labels (log axes label 2, 3,
+    4 ... within a decade), then fewer major ones.  Axes with ticks placed by hand (categories) are left alone."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+
+    fig.canvas.draw()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_major_locator(), FixedLocator) or overlapping_tick_labels(axis) is None:
+                continue
+            axis.set_minor_formatter(NullFormatter())
+            for n in (5, 4, 3):
+                fig.canvas.draw()
+                if overlapping_tick_labels(axis) is None:
+                    break
+                log = axis.get_scale() == "log"
+                axis.set_major_locator(LogLocator(numticks=n) if log else MaxNLocator(nbins=n))
+
+
+def _stack_room(axis) -> float:
+    """The smallest ratio of spacing to the room two neighbouring stacked labels need (1 or more: no overlap)."""
+    renderer = axis.figure.canvas.get_renderer()
+    labels = drawn_tick_labels(axis)
+    ratios = [abs(p2 - p1) / ((_extent(a, renderer)[1] + _extent(b, renderer)[1]) / 2 + 1.0)
+              for (p1, a), (p2, b) in zip(labels, labels[1:])]
+    return min(ratios, default=1.0)
+
+
+def grow_to_fit_labels(ax, tries: int = 4) -> None:
+    """Make the figure taller until the y tick labels of `ax` (stacked categories) no longer overlap."""
+    fig = ax.figure
+    for _ in range(tries):
+        fig.canvas.draw()
+        room = _stack_room(ax.yaxis)
+        if room >= 1 and overlapping_tick_labels(ax.yaxis) is None:
+            return
+        axes_in = ax.get_position().height * fig.get_figheight()
+        fig.set_figheight(fig.get_figheight() + axes_in * (1.05 / max(room, 0.2) - 1) + 0.05)
+
+
 def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) -> None:
     """Scales, labels and title: the same for every x-y figure."""
     ax.set_xscale("log" if logx else "linear")
@@ -216,9 +370,6 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
     return fig
 
 
-MARKERS = ["o", "s", "^", "D", "v", "p", "h", "<", ">", "8"]  # filled shapes only
-
-
 def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str = "family") -> dict:
     """A colour per `key` (e.g. algorithm): its family's colour, in darker and lighter shades when a
     family has several members, so families stay recognisable and members distinguishable."""
@@ -250,14 +401,21 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
     `connect` is False and the data are drawn as markers only, else dashed); when `mark` names a
     column of `model`, a vertical tick marks the model at that x (e.g. a crossover length).
     `symlog_x` puts x = 0 on a log-like axis (linear below 1), ticked at 0 and at powers of ten;
-    `eng_x` labels x with SI prefixes (10k, 1M).  One legend below the panels."""
+    `eng_x` labels x with SI prefixes (10k, 1M).  One legend below the panels.  In a narrow figure (a column)
+    the panels stand one above the other, each `height` high less the legend's share.  The legend has as many
+    columns (up to `legend_cols`) as fit the width."""
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import EngFormatter, FixedLocator, NullLocator
+    from matplotlib.ticker import EngFormatter, NullLocator
 
     panels = panels or list(dict.fromkeys(df[panel]))
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or color_map(keys)
-    fig, axes = plt.subplots(1, len(panels), figsize=(width, height), sharex=True, squeeze=False)
+    narrow = width < 4.5 and len(panels) > 1
+    if narrow:
+        height = height * len(panels) * 0.8
+    shape = (len(panels), 1) if narrow else (1, len(panels))
+    fig, grid = plt.subplots(*shape, figsize=(width, height), sharex=True, squeeze=False)
+    axes = [list(grid[:, 0])] if narrow else grid
     model_style = "-" if not connect else (0, (3, 2))
     for ax, p in zip(axes[0], panels):
         sub = df[df[panel] == p]
@@ -291,7 +449,10 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
             ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_yscale("log" if logy else "linear")
         ax.set_title(str(p))
-        ax.set_xlabel(xlabel or x)
+        if not narrow or ax is axes[0][-1]:
+            ax.set_xlabel(xlabel or x)
+        if narrow:
+            ax.set_ylabel(ylabel or y)
     axes[0][0].set_ylabel(ylabel or y)
     handles, labels = axes[0][0].get_legend_handles_labels()
     for ax in axes[0][1:]:
@@ -305,7 +466,7 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
         if mark:
             handles.append(Line2D([], [], marker="|", ls="none", ms=8, mew=1.2, color="0.1"))
             labels.append(mark_label or mark.replace("_", " "))
-    fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols)
+    fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, legend_cols))
     if title:
         fig.suptitle(title)
     return fig
@@ -313,13 +474,19 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
 
 @styled
 def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", title: str = "",
-            width: float = FULL_WIDTH, height: float | None = None, fmt: str = "{:.3g}",
+            width: float = FULL_WIDTH, height: float | None = None, fmt=None,
             annotations: pd.DataFrame | None = None):
     """A labelled heatmap of a numeric table (rows x columns), log colour scale by default.
 
     `annotations` (same shape): the values written in the cells instead of `matrix`'s, e.g. raw
-    values over a per-column normalised colour scale."""
+    values over a per-column normalised colour scale; `fmt` formats them (default
+    :func:`pqlab.formatting.fmt_compact`).  Values that do not fit their cells at this width are left out,
+    and the title says so."""
     from matplotlib.colors import LogNorm
+
+    from .formatting import fmt_compact
+
+    fmt = fmt or fmt_compact
 
     values = matrix.to_numpy(float)
     height = height or max(2.0, 0.16 * len(matrix) + 1.0)
@@ -330,27 +497,41 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
     ax.set_xticks(range(matrix.shape[1]), matrix.columns)
     ax.set_yticks(range(matrix.shape[0]), matrix.index)
     ax.grid(False)
+    cells = []
     if matrix.size <= 400 or annotations is not None:
         shown = values if annotations is None else annotations.to_numpy(float)
         for (i, j), v in np.ndenumerate(shown):
             if np.isfinite(v):
                 light = not np.isfinite(values[i, j]) or im.norm(values[i, j]) > 0.65  # dark text on yellow, blank
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=SMALL_PT,
-                        color="black" if light else "white")
+                cells.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=SMALL_PT,
+                                     color="black" if light else "white"))
     fig.colorbar(im, ax=ax, label=cbar_label)
     if title:
         ax.set_title(title)
     fit_tick_labels(ax)
+    if cells:  # values written in the cells only where they fit them (else the colours alone)
+        fig.canvas.draw()
+        cell_w = ax.bbox.width / matrix.shape[1]
+        cell_h = ax.bbox.height / matrix.shape[0]
+        if any(c.get_window_extent().width > 0.95 * cell_w or c.get_window_extent().height > cell_h for c in cells):
+            for c in cells:
+                c.remove()
+            if title:
+                ax.set_title(f"{title} (colours only: the values do not fit at this width)")
     return fig
 
 
 @styled
 def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
-          reference: float | None = None, fmt: str = "{:.3g}"):
+          reference: float | None = None, fmt=None):
     """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
     `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
-    `reference` draws a vertical line at that value (e.g. 1 for ratios)."""
+    `reference` draws a vertical line at that value (e.g. 1 for ratios); `fmt` formats the values (default
+    :func:`pqlab.formatting.fmt_compact`)."""
+    from .formatting import fmt_compact
+
+    fmt = fmt or fmt_compact
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or ({k: family_color(k) for k in keys} if hue == "family" else color_map(keys))
     height = height or max(1.6, 0.13 * len(df) + 0.8)
@@ -360,12 +541,14 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75)
     for yi, v in zip(y, vals):
         if np.isfinite(v):
-            ax.annotate(fmt.format(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
+            ax.annotate(fmt(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
     ax.set_yticks(y, df[label].astype(str))
     ax.tick_params(axis="y", labelsize=SMALL_PT if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)
     if log:
         ax.set_xscale("log")
+    top = np.nanmax(vals[np.isfinite(vals)]) if np.isfinite(vals).any() else 1.0
+    ax.set_xlim(right=top * (4 if log else 1.2))  # room for the value labels
     if reference is not None:
         ax.axvline(reference, color="0.3", lw=0.8, ls=":")
     ax.grid(axis="y", visible=False)

@@ -1,11 +1,28 @@
 """Shared test helpers: a fake run and a temporary export tree."""
 from __future__ import annotations
 
+import os
+import shutil
 from types import SimpleNamespace
 
 import pytest
 
 from pqlab import machine, paths
+
+#: set by .ci/run, which installs LaTeX and poppler: their absence then fails the tests that need them
+REQUIRE_LATEX = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"
+
+
+def require_tools(*tools: str) -> None:
+    """Skip the test when a tool (pdflatex, pdffonts ...) is missing; fail instead under PQLAB_REQUIRE_LATEX=1."""
+    from pqlab.paper import TEX_PACKAGES
+
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        why = f"{', '.join(missing)} not installed (Debian: {' '.join(TEX_PACKAGES)})"
+        if REQUIRE_LATEX:
+            pytest.fail(f"{why}, although PQLAB_REQUIRE_LATEX=1")
+        pytest.skip(why)
 
 
 def fake_run(run_id: str = "20261123T000000Z-t-abc123"):

@@ -34,6 +34,11 @@ def test_units_and_digits():
     assert f.fmt_count(1234) == "1,234"
 
 
+def test_compact_numbers_for_figure_labels():
+    assert [f.fmt_compact(x) for x in (0.0123, 45.61, 1234, 999.9, 4.5e6, -2500, 0, None)] == [
+        "0.0123", "45.6", "1.23k", "1k", "4.5M", "-2.5k", "0", f.MISSING]
+
+
 def test_slug():
     assert f.slug("speedup SPHINCS+-SHAKE-128f-simple sign") == "speedup_SPHINCSplus-SHAKE-128f-simple_sign"
     assert f.slug("measured (net)", lower=True) == "measured_net"
@@ -67,7 +72,8 @@ def test_kinds_and_labels_are_read_from_column_names():
     assert f.kind_from_name("algorithm") == ("", 1.0)
     assert f.label_from_name("public_key_bytes") == "Public key"
     assert f.label_from_name("nist_level") == "NIST level" and f.label_from_name("time_ns_q1") == "Time Q1"
-    assert f.label_from_name("cycles_median") == "Cycles median"
+    assert f.label_from_name("cycles_median") == "Median" and f.label_from_name("sign_cycles") == "Sign"
+    assert f.label_from_name("BC 1.86 cold") == "BC 1.86 cold"
 
 
 def table_of(**columns):

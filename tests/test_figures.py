@@ -1,0 +1,96 @@
+"""The figures lay themselves out for both widths, with as many categories as the full profile measures:
+pqlab.export.save_figure refuses text under 6 pt, text outside the figure, overlapping tick labels and a
+footer under anything, so each case here passing means the figure is legible at both widths.
+
+The quick profile's notebooks (make test) draw few algorithms; these draw as many as the full profile
+(every liboqs signature in notebook 04, thirty algorithms in notebook 03, sixty ranked operations in 05).
+"""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from conftest import fake_run  # noqa: E402
+
+from pqlab import export, plotting  # noqa: E402
+from pqlab.liboqs_loader import import_oqs  # noqa: E402
+from pqlab.studies import energy_pi4, memory_footprint, signature_cycles  # noqa: E402
+
+RNG = np.random.default_rng(7)
+SIGNATURES = list(import_oqs().get_enabled_sig_mechanisms())  # every signature liboqs enables: the full run's set
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def saved(out, draw, name: str) -> dict:
+    export.save_figure(draw, "t", name, runs=[fake_run()], formats=("pdf",))
+    return {p.name for p in (out / "figures" / "t").iterdir()}
+
+
+def test_many_categories_become_rows_of_dots_at_both_widths(export_tree):
+    assert len(SIGNATURES) > 50
+    df = pd.DataFrame([{"algorithm": a, "operation": op, "value": RNG.uniform(1, 5)} for a in SIGNATURES
+                       for op in ("keygen", "sign", "verify")])
+    files = saved(export_tree, lambda w: plotting.grouped_bars(df, category="algorithm", group="operation",
+                                                               value="value", width=w), "dots")
+    assert {"dots.pdf", "dots.col.pdf"} <= files
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="value", width=3.3)
+    assert plotting.categories_on_y(fig.axes[0]) and fig.get_figheight() < 9  # fits a page's column
+
+
+def test_signature_speedups_of_every_liboqs_signature(export_tree):
+    df = pd.DataFrame([{"table_family": "lattice", "algorithm": a, "operation": op, "speedup": RNG.uniform(0.8, 6)}
+                       for a in SIGNATURES for op in signature_cycles.SIGNATURE_OPERATIONS])
+    saved(export_tree, lambda w: signature_cycles.plot_speedups(df, width=w), "speedups")
+
+
+def test_memory_peaks_of_thirty_algorithms(export_tree):
+    names = SIGNATURES[:30]
+    memory = pd.DataFrame([{"algorithm": a, "backend": "liboqs", "family": "lattice", "operation": op,
+                            "message_bytes": None if op == "keygen" else 32, "heap_bytes": RNG.integers(0, 90000),
+                            "stack_bytes": RNG.integers(1000, 60000)} for a in names for op in ("keygen", "sign", "verify")])
+    saved(export_tree, lambda w: memory_footprint.plot_peaks(memory, width=w), "peaks")
+
+
+def test_energy_ranking_of_sixty_operations(export_tree):
+    labels = [f"{a} {op}" for a in SIGNATURES for op in ("keygen", "sign")][:60]
+    ranking = pd.DataFrame({"label": labels, "ops_per_joule": np.sort(RNG.uniform(10, 1e6, 60))[::-1],
+                            "family": "lattice"})
+    saved(export_tree, lambda w: energy_pi4.plot_ranking(ranking, "Operations per joule, Pi 4 study", width=w),
+          "ranking")
+
+
+def test_a_heatmap_of_every_metric(export_tree):
+    matrix = pd.DataFrame(RNG.uniform(0.01, 2e6, (30, 6)), index=[f"{a} sign" for a in SIGNATURES[:30]],
+                          columns=["time here (ms)", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)",
+                                   "Pi 4 / here", "energy here, measured (µJ)"])
+    saved(export_tree, lambda w: energy_pi4.plot_heatmap(matrix, width=w), "heatmap")
+
+
+def test_long_titles_wrap_to_the_width(export_tree):
+    title = "Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and SLH-DSA small sets measured here"
+    df = pd.DataFrame({"label": ["a", "b"], "g": ["x", "x"], "v": [1.0, 2.0]})
+    fig = plotting.grouped_bars(df, category="label", group="g", value="v", title=title, width=plotting.COLUMN_WIDTH)
+    plotting.fit_titles(fig)
+    assert "\n" in fig.axes[0].get_title() and " ".join(fig.axes[0].get_title().split()) == title
+    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="g", value="v", title=title,
+                                                       width=w), "title")
+
+
+def test_the_footer_goes_under_a_legend_below_the_axes(export_tree):
+    """Legends placed outside the axes at the bottom and the footer line do not meet."""
+    df = pd.DataFrame([{"label": f"alg-{i}", "op": op, "v": 1.0 + i} for i in range(4) for op in ("sign", "verify")])
+    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="op", value="v", width=w), "legend")
+    fig = plotting.grouped_bars(df, category="label", group="op", value="v", width=plotting.COLUMN_WIDTH)
+    footer = export._add_footer(fig, "a long footer line " * 8)
+    fig.canvas.draw()
+    assert not footer.get_window_extent().overlaps(fig.legends[0].get_window_extent())
