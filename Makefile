@@ -102,7 +102,7 @@ test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, execute every notebook (quic
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider build/nbval
-	PQLAB_PAPER_FROM=$(CURDIR)/build/test-output $(PY) -m pytest tests/test_paper.py -p no:cacheprovider
+	PQLAB_PAPER_FROM=$(CURDIR)/build/test-output $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
 
 lint: $(STAMP)-python ## Check the code style with ruff
 	$(VENV)/bin/ruff check pqlab tests

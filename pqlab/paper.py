@@ -89,7 +89,7 @@ def context_tex(sidecars: list[dict]) -> str:
     lines = [r"{\raggedright\begin{description}"]
     for what, values in merged.items():
         if what == "runs":
-            shown, label = ", ".join(rf"\path{{{v}}}" for v in values), f"runs ({len(values)})"
+            shown, label = ", ".join(rf"\url{{{v}}}" for v in values), f"runs ({len(values)})"
         else:  # values may hold paths: they may break after a slash
             shown, label = "; ".join(tex(v).replace("/", r"/\allowbreak{}") for v in values), what
         lines.append(rf"\item[{tex(label[0].upper() + label[1:])}] {shown}")
@@ -97,22 +97,26 @@ def context_tex(sidecars: list[dict]) -> str:
 
 
 def studies_tex() -> str:
-    """The bibliography: each seed study once, with what was transcribed from it (data/reference/sources.yaml)."""
+    """The bibliography, from data/reference/sources.yaml: each seed study once, with what was transcribed from
+    it (cite as study000 ... study004), and each published source an entry lists (cite by its key)."""
     import yaml
 
     sources = yaml.safe_load((paths.REFERENCE / "sources.yaml").read_text(encoding="utf-8"))
     seeds: dict[str, dict] = {}
+    cited = []
     for stem, entry in sources.items():
-        seed = seeds.setdefault(entry["seed"], {"study": entry.get("study", ""), "sha": entry.get("seed_sha256", ""),
-                                                "stems": [], "machine": entry.get("machine", "")})
-        seed["stems"].append(stem)
-    lines = [r"\begin{thebibliography}{9}"]
-    for seed, s in seeds.items():
-        key = "study" + seed[:3]
-        tables = ", ".join(rf"\path{{data/reference/{stem}.csv}}" for stem in s["stems"])
-        lines.append(rf"\bibitem{{{key}}} {tex(s['study'])}. Write-up \path{{{seed}}} (SHA-256 "
-                     rf"\path{{{s['sha'][:16]}}}\dots). Machine: {tex(s['machine'])}. Transcribed in {tables}.")
-    return "\n".join(lines + [r"\end{thebibliography}", ""])
+        if "seed" in entry:
+            seed = seeds.setdefault(entry["seed"], {"study": entry.get("study", ""), "sha": entry.get("seed_sha256", ""),
+                                                    "stems": [], "machine": entry.get("machine", "")})
+            seed["stems"].append(stem)
+        for key, text in (entry.get("sources") or {}).items():
+            url, _, rest = str(text).partition(" ")
+            cited.append(rf"\bibitem{{{key}}} \url{{{url}}} {tex(rest)}. Transcribed in \url{{data/reference/{stem}.csv}}.")
+    studies = [rf"\bibitem{{study{seed[:3]}}} {tex(s['study'])}. Write-up \url{{{seed}}} (SHA-256 "
+               rf"\url{{{s['sha'][:16]}}}\dots). Machine: {tex(s['machine'])}. Transcribed in "
+               + ", ".join(rf"\url{{data/reference/{stem}.csv}}" for stem in s["stems"]) + "."
+               for seed, s in seeds.items()]
+    return "\n".join([r"\begin{thebibliography}{9}", r"\raggedright", *studies, *cited, r"\end{thebibliography}", ""])
 
 
 def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
@@ -136,8 +140,8 @@ def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
         lines.append(r"\clearpage")
     data_only = sorted(f"{s['topic']}/{s['name']}.csv" for s in sidecars if s["export"] == "table" and not s.get("paper"))
     if data_only:
-        lines.append(r"\subsection{Data-only tables}" + "\nThese tables are exported as CSV files only, beside the "
-                     "tables: " + ", ".join(rf"\path{{{d}}}" for d in data_only) + ".")
+        lines.append(r"\subsection{Data-only tables}" + "\n{\\raggedright These tables are exported as CSV files only, "
+                     "beside the tables: " + ", ".join(rf"\url{{{d}}}" for d in data_only) + ".\\par}")
     return "\n".join(lines + [""]) if lines else "Every export is shown in the sections above.\n"
 
 
@@ -226,7 +230,7 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     source = (r"\def\pqlabtwocolumn{}" if twocolumn else "") + r"\input{pqlab.tex}"
     log = out / f"{job}.log"
     for _ in range(3):
-        subprocess.run([command, "-interaction=nonstopmode", "-file-line-error", "-halt-on-error", f"-jobname={job}",
+        subprocess.run([command, "-interaction=nonstopmode", "-file-line-error", f"-jobname={job}",
                         f"-output-directory={out}", source], cwd=out, env=env, capture_output=True, timeout=600)
         text = log.read_text(encoding="latin-1") if log.exists() else ""
         if "Rerun to get" not in text and "undefined references" not in text:

@@ -23,20 +23,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from conftest import fake_run  # noqa: E402
+from conftest import fake_run, require_tools  # noqa: E402
 
 from pqlab import export, flags, paper, paths, plotting  # noqa: E402
 
-REQUIRED = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"
-
 
 def need_latex():
-    missing = [tool for tool in ("pdflatex", "pdffonts", "pdftotext") if not shutil.which(tool)]
-    if missing:
-        if REQUIRED:
-            pytest.fail(f"{', '.join(missing)} missing although PQLAB_REQUIRE_LATEX=1: install "
-                        + " ".join(paper.TEX_PACKAGES))
-        pytest.skip(f"{', '.join(missing)} not installed (Debian: {' '.join(paper.TEX_PACKAGES)})")
+    require_tools("pdflatex", "pdffonts", "pdftotext")
 
 
 def test_log_problems_are_found():
@@ -218,3 +211,14 @@ def test_readme_states_the_widths_and_sizes_pqlab_uses():
     for text in (f"({plotting.FULL_WIDTH:g} in)", f"({plotting.COLUMN_WIDTH:g} in)",
                  f"smaller than {plotting.MIN_TEXT_PT:g} pt", " ".join(paper.TEX_PACKAGES[:3])):
         assert text in readme, text
+
+
+def test_a_missing_tool_skips_here_and_fails_in_ci(monkeypatch):
+    import conftest
+
+    monkeypatch.setattr(conftest, "REQUIRE_LATEX", False)
+    with pytest.raises(pytest.skip.Exception, match="no-such-latex not installed"):
+        conftest.require_tools("no-such-latex")
+    monkeypatch.setattr(conftest, "REQUIRE_LATEX", True)
+    with pytest.raises(pytest.fail.Exception, match="although PQLAB_REQUIRE_LATEX=1"):
+        conftest.require_tools("no-such-latex")
