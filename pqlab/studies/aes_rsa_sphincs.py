@@ -129,3 +129,24 @@ def role_times(measurements: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"label": df["algorithm"] + "\n(" + df["backend"] + ")", "role": df["operation"].map(OPERATION_ROLE),
                          "median_ms": df["time_ns_median"] / 1e6, "q1_ms": df["time_ns_q1"] / 1e6,
                          "q3_ms": df["time_ns_q3"] / 1e6})
+
+
+def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame, reference: str, ours: str = "liboqs",
+            rsa_backend: str = "cryptography") -> dict:
+    """The numbers a text quotes (paper/sections/01_aes_rsa_sphincs.tex), formatted, under stable keys: the
+    SPHINCS+ sign/verify and RSA keygen/decrypt ratios of the study (`reference`, a system of `ratios`) and
+    ours, and the SPHINCS+ signature's size ("–" where a system did not run)."""
+    from ..formatting import fmt_factor
+
+    r = ratios.set_index(["algorithm", "ratio"])
+
+    def ratio(algorithm: str, which: str, system: str):
+        key = (algorithm, which)
+        return fmt_factor(r.loc[key, system] if key in r.index and system in r.columns else math.nan)
+
+    signature = sizes.loc[sizes["algorithm"] == "SPHINCS+-SHAKE-128f-simple", "signature_bytes_ours"]
+    return {"sphincs_sign_over_verify_study": ratio("SPHINCS+-SHAKE-128f-simple", "sign / verify", reference),
+            "sphincs_sign_over_verify_ours": ratio("SPHINCS+-SHAKE-128f-simple", "sign / verify", ours),
+            "rsa_keygen_over_decrypt_study": ratio("RSA-2048", "keygen / decrypt", reference),
+            "rsa_keygen_over_decrypt_ours": ratio("RSA-2048", "keygen / decrypt", rsa_backend),
+            "sphincs_signature_bytes": signature.iloc[0] if len(signature) else math.nan}

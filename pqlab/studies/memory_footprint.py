@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import flags, plotting
@@ -147,9 +146,10 @@ def _panels(memory: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 @plotting.styled
-def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None):
-    """Heap (top) and stack (bottom) each operation adds, per algorithm, at one message size (log axes);
-    without valgrind, the Python-level allocations (tracemalloc) alone."""
+def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None, width: float = plotting.FULL_WIDTH):
+    """Heap and stack each operation adds, per algorithm, at one message size (log axes); without valgrind,
+    the Python-level allocations (tracemalloc) alone.  At full width the panels stand one above the other
+    with the algorithms along x; in a column, side by side with the algorithms down the side."""
     import matplotlib.pyplot as plt
 
     from .. import plotting
@@ -160,26 +160,34 @@ def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None):
     ops = [op for op in SIGNATURE_OPERATIONS if op in set(df["operation"])]
     colors = plotting.color_map(ops)
     panels = _panels(df)
-    height = 1.3 + 1.9 * len(panels) + 0.035 * df["label"].str.len().max()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(plotting.FULL_WIDTH, height), sharex=True, squeeze=False)
-    axes = axes[:, 0]
+    narrow = width < 4.5
+    if narrow:
+        height = 1.2 + df["label"].nunique() * (0.07 + 0.07 * len(ops))
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, height), sharey=True, squeeze=False)
+        axes = axes[0, :]
+    else:
+        height = 1.3 + 1.9 * len(panels) + 0.035 * df["label"].str.len().max()
+        fig, axes = plt.subplots(len(panels), 1, figsize=(width, height), sharex=True, squeeze=False)
+        axes = axes[:, 0]
     for ax, (col, label) in zip(axes, panels):
         part = df.dropna(subset=[col])
         part = part.assign(**{col: part[col].astype(float).clip(lower=1)})  # 0 B drawn at 1 B (log axis)
-        plotting.grouped_bars(part, category="label", group="operation", value=col, ylabel=label, colors=colors,
-                              ax=ax)
-        if ax is not axes[0] and ax.get_legend() is not None:
+        plotting.grouped_bars(part, category="label", group="operation", value=col, colors=colors, ax=ax,
+                              ylabel=label.replace(" (", "\n(") if narrow else label, horizontal=narrow)
+        if ax.get_legend() is not None:
             ax.get_legend().remove()
+    plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), max_cols=len(ops))
     source = "valgrind massif" if panels[0][0] != "python_heap_bytes" else "tracemalloc: valgrind was not available"
-    axes[0].set_title(f"Memory one operation adds ({source}; sign and verify of {size}-byte messages)")
-    for tick in axes[-1].get_xticklabels():
-        tick.set_rotation(60)
-        tick.set_fontsize(6)
+    fig.suptitle(f"Memory one operation adds ({source}; sign and verify of {size}-byte messages)")
+    if narrow:
+        plotting.grow_to_fit_labels(axes[0])
+    else:
+        plotting.fit_tick_labels(axes[-1])
     return fig
 
 
 @plotting.styled
-def plot_message_sizes(memory: pd.DataFrame):
+def plot_message_sizes(memory: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """What a longer message adds, per algorithm: heap and stack of signing and verifying beyond their
     values at the smallest message, coloured by binding, with "one copy of the message" for reference.
     With a single message size, the values themselves (log axes)."""
@@ -209,14 +217,14 @@ def plot_message_sizes(memory: pd.DataFrame):
     if len(sizes) < 2:
         return plotting.panel_lines(long, x="message_bytes", y="bytes", hue="algorithm", panel="panel",
                                     colors=plotting.shaded_family_colors(long), xlabel="message (bytes, log)",
-                                    ylabel="added (bytes, log)", height=2.6, legend_cols=4,
+                                    ylabel="added (bytes, log)", height=2.6, legend_cols=4, width=width,
                                     title="Memory added at the one message size measured")
     backends = list(dict.fromkeys(long["backend"]))
     by_backend = plotting.color_map(backends)
     colors = {a: by_backend[b] for a, b in zip(long["algorithm"], long["backend"])}
     fig = plotting.panel_lines(long.dropna(subset=["delta"]), x="message_bytes", y="delta", hue="algorithm",
                                panel="panel", colors=colors, logy=False, xlabel="message (bytes, log)",
-                               ylabel=f"added beyond a {first}-byte message (bytes)", height=2.9,
+                               ylabel=f"added beyond a {first}-byte message (bytes)", height=2.9, width=width,
                                title="What a longer message costs in memory, per algorithm, coloured by binding")
     xs = np.geomspace(first, sizes[-1], 50)
     for ax in fig.axes:
@@ -226,13 +234,13 @@ def plot_message_sizes(memory: pd.DataFrame):
         legend.remove()
     handles = [Line2D([], [], color=by_backend[b], lw=1.2, marker="o", ms=2.5) for b in backends]
     handles.append(Line2D([], [], color="0.25", ls=(0, (1, 1.5)), lw=1.0))
-    fig.legend(handles, [*backends, "one copy of the message"], loc="outside lower center",
-               ncols=len(handles), fontsize=7)
+    labels = [*backends, "one copy of the message"]
+    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, len(labels)))
     return fig
 
 
 @plotting.styled
-def plot_gravity(comparison: pd.DataFrame):
+def plot_gravity(comparison: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """The study's Gravity-SPHINCS heap beside the heap and stack of the "s" sets (log axis), with the
     study's figure drawn across for reference."""
     from .. import plotting
@@ -241,15 +249,20 @@ def plot_gravity(comparison: pd.DataFrame):
     if bars.empty:
         return None
     fig = plotting.grouped_bars(bars, category="label", group="quantity", value="bytes", ylabel="bytes (log)",
-                                height=3.0, title="Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and "
+                                height=3.0, width=width, title="Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and "
                                                   "SLH-DSA \"s\" sets measured here")
     ax = fig.axes[0]
     study = comparison[comparison["source"].str.startswith("study")]["sign_heap_bytes"].dropna()
     if len(study):
-        ax.axhline(float(study.iloc[0]), ls=(0, (4, 2)), lw=0.8, color="0.3", zorder=0)
-        ax.annotate(f"study's peak heap, {int(study.iloc[0]):,} B", (1.0, float(study.iloc[0])),
-                    xycoords=("axes fraction", "data"), xytext=(-2, 3), textcoords="offset points", ha="right",
-                    fontsize=6, color="0.3")
+        value = float(study.iloc[0])
+        if ax.get_xscale() == "log":  # horizontal bars (a narrow figure): the value runs along x
+            ax.axvline(value, ls=(0, (4, 2)), lw=0.8, color="0.3", zorder=0)
+            ax.annotate(f"study's peak heap, {int(value):,} B", (value, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(3, -2), textcoords="offset points", ha="left", va="top", fontsize=6.5, color="0.3")
+        else:
+            ax.axhline(value, ls=(0, (4, 2)), lw=0.8, color="0.3", zorder=0)
+            ax.annotate(f"study's peak heap, {int(value):,} B", (1.0, value), xycoords=("axes fraction", "data"),
+                        xytext=(-2, 3), textcoords="offset points", ha="right", fontsize=6.5, color="0.3")
     return fig
 
 
@@ -532,16 +545,21 @@ def closing_note(memory: pd.DataFrame, status: dict,
     return " ".join(parts + [method])
 
 
-def save_numbers(memory: pd.DataFrame, topic: str = "03_memory_footprint",
-                 focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> list[Path]:
-    """The closing note's figures as single numbers (data/tables/TOPIC/*.txt)."""
-    from ..export import save_number
+def footprint_by_operation(footprint: pd.DataFrame) -> dict:
+    """The reader's table at the smallest message size, one frame per operation (keygen has no message): the
+    paper's tables, short enough for a page each."""
+    smallest = footprint["message_bytes"].dropna().min()
+    at = footprint[footprint["message_bytes"].isna() | (footprint["message_bytes"] == smallest)]
+    return {op: part.reset_index(drop=True) for op, part in at.groupby("operation", sort=False)}
 
-    out = []
+
+def numbers(memory: pd.DataFrame, focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict:
+    """The closing note's figures (numbers.tex): heap and stack of signing, in bytes, for each `focus` algorithm,
+    under keys like ``sphincsplus-shake-128f-simple_sign_heap_bytes``; missing (None) where not measured."""
+    out = {}
     for name in focus:
         for col in ("heap_bytes", "stack_bytes"):
             v = _get(memory, name, "sign", col) if name in set(memory["algorithm"]) else None
-            if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                stem = slug(name, lower=True)
-                out.append(save_number(int(v), topic, f"{stem}_sign_{col}"))
+            missing = v is None or (isinstance(v, float) and math.isnan(v))
+            out[f"{slug(name, lower=True)}_sign_{col}"] = None if missing else int(v)
     return out

@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import algorithms
 from ..algorithms import Algorithm, random_message, resolve
-from ..formatting import fmt_bytes_binary, fmt_time_ns, slug
+from ..formatting import fmt_bytes_binary, fmt_factor, fmt_time_ns, slug
 from ..results import verified_rows
 
 STUDY = "02_message_scaling"
@@ -804,16 +804,13 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
     return "\n\n".join(blocks)
 
 
-def save_numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, topic: str = STUDY) -> list:
-    """Single numbers for the write-up: each slowdown factor and each per-byte cost (.txt files)."""
-    from ..export import save_number
-
-    paths = []
-    for r in slowdowns[slowdowns["same_standard"]].itertuples():
+def numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame) -> dict:
+    """The numbers a text quotes (numbers.tex): each pure-Python slowdown against an implementation of the same
+    standard (as a factor) and each per-byte cost (ns), under stable keys."""
+    out = {}
+    for r in slowdowns[slowdowns["same_standard"]].itertuples() if len(slowdowns) else []:
         size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f"_{int(r.message_bytes)}B"
-        name = f"slowdown_{r.algorithm}_{r.operation}{size}_vs_{r.native_backend}"
-        paths.append(save_number(r.slowdown, topic, slug(name), "{:.1f}"))
+        out[slug(f"slowdown_{r.algorithm}_{r.operation}{size}_vs_{r.native_backend}")] = fmt_factor(r.slowdown)
     for r in fits.itertuples():
-        name = f"per_byte_ns_{r.algorithm}_{r.backend}_{r.operation}"
-        paths.append(save_number(r.per_byte_ns, topic, slug(name), "{:.3g}"))
-    return paths
+        out[slug(f"per_byte_ns_{r.algorithm}_{r.backend}_{r.operation}")] = float(r.per_byte_ns)
+    return out

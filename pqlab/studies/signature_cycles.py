@@ -748,26 +748,31 @@ FIGURE_FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA",
 
 
 @plotting.styled
-def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str):
+def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str,
+                         width: float = plotting.FULL_WIDTH):
     """Median cycles of `operation` against a size in bytes (log-log), one colour per family,
     whiskers from the first to the third quartile."""
     df = _scatter_frame(rows, operation, size_col)
     rank = {f: i for i, f in enumerate(FIGURE_FAMILIES)}
     df = df.assign(_r=df["family"].map(rank).fillna(len(rank))).sort_values(["_r", size_col], kind="stable")
     fig = plotting.scatter(df, x=size_col, y="cycles_median", label=None, hue="family", annotate=False,
-                           xlabel=xlabel, ylabel=f"{operation} cycles (median)", width=plotting.FULL_WIDTH * 0.75,
-                           height=3.2)
+                           xlabel=xlabel, ylabel=f"{operation} cycles (median)", width=width,
+                           height=3.2 if width >= 4.5 else 3.4)
     ax = fig.axes[0]
     q = df.dropna(subset=["cycles_q1", "cycles_q3"])
     ax.vlines(q[size_col], q["cycles_q1"], q["cycles_q3"], color="0.4", lw=0.6, zorder=0)
-    ax.legend(fontsize=6, markerscale=1.2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    if width >= 4.5:
+        ax.legend(markerscale=1.2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    else:
+        ax.get_legend().remove()
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, markerscale=1.2)
     named = df[df["point_label"] != ""]
     _place_labels(ax, named[size_col].to_numpy(float), named["cycles_median"].to_numpy(float),
                   named["point_label"].tolist())
     return fig
 
 
-def _place_labels(ax, xs, ys, texts, fontsize: float = 5.5) -> None:
+def _place_labels(ax, xs, ys, texts, fontsize: float = plotting.SMALL_PT) -> None:
     """Label points on log-log axes without overlaps: each label starts up and right of its point
     and moves down (a thin line then joins it to its point) until it clears the labels above it."""
     fig = ax.figure
@@ -806,43 +811,34 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
 
 
 @plotting.styled
-def plot_speedups(speedups: pd.DataFrame):
+def plot_speedups(speedups: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """Portable / optimised mean cycles per call, per algorithm and operation (log scale, 1 = no gain),
     algorithms grouped by family and ordered by their signing speed-up."""
     return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
-                           "portable / optimised\ncycles per call")
+                           "portable / optimised cycles per call", width)
 
 
 @plotting.styled
-def plot_python_over_native(fidelity: pd.DataFrame):
+def plot_python_over_native(fidelity: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """pqlab / native mean cycles per call, per algorithm and operation (1 = the harness adds nothing),
     algorithms ordered by their native signing cycles."""
     return _operation_bars(_category_order(fidelity, "native_cycles_mean", families=False), "ratio", False,
-                           "pqlab / native\ncycles per call")
+                           "pqlab / native cycles per call", width)
 
 
-def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str):
-    """One bar per algorithm and operation (the shape of both ratio figures)."""
-    n = df["algorithm"].nunique()
-    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
-                                colors=plotting.color_map(SIGNATURE_OPERATIONS), height=2.6 if n <= 12 else 3.6)
-    _finish_bars(fig, n, log=log)
-    return fig
-
-
-def _finish_bars(fig, n: int, log: bool) -> None:
+def _operation_bars(df: pd.DataFrame, value: str, log: bool, label: str, width: float):
+    """One bar (or, for many algorithms, one dot) per algorithm and operation, a dashed line at 1: the shape
+    of both ratio figures, laid out by plotting.grouped_bars for the width."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=label,
+                                colors=plotting.color_map(SIGNATURE_OPERATIONS), width=width, height=2.8)
     ax = fig.axes[0]
-    ax.axhline(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
-    if n > 12:
-        ax.tick_params(axis="x", labelrotation=90, labelsize=5.5)
-        for t in ax.get_xticklabels():
-            t.set_horizontalalignment("center")
+    flipped = plotting.categories_on_y(ax)
+    (ax.axvline if flipped else ax.axhline)(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
     if log:
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlim(-0.6, n - 0.4)
-    ax.grid(axis="x", visible=False)
-    ax.legend(ncols=3, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=6, borderaxespad=0.2)
+        axis = ax.xaxis if flipped else ax.yaxis
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    return fig
