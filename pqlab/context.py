@@ -81,6 +81,12 @@ def run_context(runs) -> list[tuple[str, str]]:
         cores = c.get("usable_cores") or c.get("logical_cores")
         return f"{c.get('model') or 'unknown CPU'}, {cores} cores" if cores else c.get("model") or "unknown CPU"
 
+    def implementations(m) -> str:
+        by_backend: dict[str, list] = {}
+        for key, label in sorted((m.get("implementations") or {}).items()):
+            by_backend.setdefault(key.rpartition("@")[2], []).append(label)
+        return "; ".join(f"{b}: {' / '.join(dict.fromkeys(v))}" for b, v in by_backend.items() if b != "pqlab")
+
     def packages(m) -> str:
         p = m.get("packages") or {}
         return ", ".join(f"{k} {p[k]}" for k in SHOWN_PACKAGES if p.get(k))
@@ -95,6 +101,7 @@ def run_context(runs) -> list[tuple[str, str]]:
         ("libraries", joined(packages)),
         ("OpenSSL (cryptography)", joined(lambda m: m.get("openssl"))),
         ("liboqs", joined(liboqs_text)),
+        ("implementations (checked against the installed packages)", joined(implementations)),
         ("git commit", joined(git_text)),
         ("runs", ", ".join(_unique(m.get("run_id") for m in metas))),
     ]

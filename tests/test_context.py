@@ -35,3 +35,11 @@ def test_unknown_frequency_says_why_and_counter_dicts_are_read():
 def test_footer_line_is_one_line():
     line = context.context_line([fake_run("r9")])
     assert "\n" not in line and line.endswith("run r9") and "counter" in line
+
+
+def test_implementations_are_listed_per_backend():
+    run = fake_run("r2", implementations={"ML-DSA-44@pqcrypto": "pqcrypto 1.0.0 (Rust crate x)",
+                                          "ML-KEM-768@pqcrypto": "pqcrypto 1.0.0 (Rust crate y)",
+                                          "noop@pqlab": "pqlab harness"})
+    text = dict(context.run_context([run]))["implementations (checked against the installed packages)"]
+    assert text == "pqcrypto: pqcrypto 1.0.0 (Rust crate x) / pqcrypto 1.0.0 (Rust crate y)"

@@ -53,7 +53,6 @@ STUDY_CAVEATS = {
 }
 
 PURE_BACKEND = "pure-python"
-NATIVE_LABEL = {"liboqs": "liboqs", "cryptography": "OpenSSL", "pqcrypto": "PQClean", "pycryptodome": "PyCryptodome"}
 
 
 # ----- message lengths -----
@@ -335,10 +334,6 @@ def slowdown(df: pd.DataFrame, pure_backend: str = PURE_BACKEND) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def _native(backend: str) -> str:
-    return NATIVE_LABEL.get(backend, backend)
-
-
 def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm and operation: the slowdown against the fastest and the slowest native implementation
     of the same standard, and against the fastest native code doing the same work (for SLH-DSA that
@@ -350,10 +345,10 @@ def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
         row = {"algorithm": algo, "operation": op, "message_bytes": None if n < 0 else int(n)}
         if len(same):
             f, sl = same.loc[same["native_ns"].idxmin()], same.loc[same["native_ns"].idxmax()]
-            row.update(vs_fastest=f.slowdown, fastest=_native(f.native_backend), vs_slowest=sl.slowdown,
-                       slowest=_native(sl.native_backend))
+            row.update(vs_fastest=f.slowdown, fastest=f.native_backend, vs_slowest=sl.slowdown,
+                       slowest=sl.native_backend)
         row.update(vs_fastest_same_work=fastest_any.slowdown,
-                   fastest_same_work=_native(fastest_any.native_backend)
+                   fastest_same_work=fastest_any.native_backend
                    + ("" if fastest_any.same_standard else f" ({fastest_any.native_algorithm})"))
         rows.append(row)
     return pd.DataFrame(rows)
@@ -372,7 +367,7 @@ def describe_slowdown(table: pd.DataFrame) -> str:
     lines = []
     sizes = table["message_bytes"].fillna(-1)
     for (algo, op, n), g in table.groupby(["algorithm", "operation", sizes], sort=False):
-        parts = [f"{r.slowdown:,.1f}× vs {_native(r.native_backend)}" for r in g[g["same_standard"]].itertuples()]
+        parts = [f"{r.slowdown:,.1f}× vs {r.native_backend}" for r in g[g["same_standard"]].itertuples()]
         parts += [f"{r.slowdown:,.1f}× vs liboqs's round-3 {r.native_algorithm}" for r in g[~g["same_standard"]].itertuples()]
         lines.append(f"- {algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "") + ": " + ", ".join(parts))
     text = "Pure-Python time divided by native time:\n\n" + "\n".join(lines)
@@ -393,8 +388,8 @@ def describe_slowdown(table: pd.DataFrame) -> str:
         if len(g) > 1 and (ratio := g["native_ns"].max() / g["native_ns"].min()) >= 5:
             fast, slow = g.loc[g["native_ns"].idxmin()], g.loc[g["native_ns"].idxmax()]
             spread.append(f"{algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "")
-                          + f" ({_native(slow.native_backend)} {fmt_time_ns(slow.native_ns)}, "
-                          f"{_native(fast.native_backend)} {fmt_time_ns(fast.native_ns)}: {ratio:,.0f}×)")
+                          + f" ({slow.native_backend} {fmt_time_ns(slow.native_ns)}, "
+                          f"{fast.native_backend} {fmt_time_ns(fast.native_ns)}: {ratio:,.0f}×)")
     if spread:
         text += ("\n\nNative implementations of one standard differ by large factors too, so a slowdown depends on "
                  "which native code it is measured against: " + "; ".join(spread) + ".")
@@ -746,7 +741,7 @@ def slowdown_bars(table: pd.DataFrame, message_bytes: int | None = None) -> pd.D
     message length (default: the shortest measured) plus key generation."""
     n = message_bytes if message_bytes is not None else table["message_bytes"].min()
     out = table[table["message_bytes"].isna() | (table["message_bytes"] == n)].copy()
-    out["label"] = [f"{a}\nvs {NATIVE_LABEL.get(b, b)}" + ("" if same else " (round 3)")
+    out["label"] = [f"{a}\nvs {b}" + ("" if same else " (round 3)")
                     for a, b, same in zip(out["algorithm"], out["native_backend"], out["same_standard"])]
     return out
 
