@@ -7,9 +7,11 @@ import numpy as np
 CV_LIMIT = 0.10
 MIN_SAMPLES = 10
 MIN_FAR = 0.20  # (median - min) / median
+#: Confidence level of every interval pqlab computes (bootstrap percentile intervals).
+CONFIDENCE = 0.95
 
 
-def bootstrap_median_ci(values, confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_median_ci(values, confidence: float = CONFIDENCE, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the median."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -79,7 +81,7 @@ def mann_whitney(a, b) -> tuple[float, float]:
 _STATISTICS = {"median": np.median, "mean": np.mean}
 
 
-def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = 0.95, resamples: int = 2000,
+def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
              seed: int = 0) -> tuple[float, float, float]:
     """``stat(numerator) / stat(denominator)`` with a percentile bootstrap confidence interval.
 
@@ -109,7 +111,7 @@ def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = 0
     return ratio, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
 
 
-def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = 0.95,
+def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = CONFIDENCE,
                        resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """``published / stat(ours)`` with an interval from our side only (a published single number has
     none): ``(ratio, low, high)``."""
