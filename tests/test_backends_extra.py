@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pqlab import algorithms
-from pqlab.studies.message_scaling import check_round3_internal, cross_verify
+from pqlab.interop import check_round3_internal, cross_verify
 
 pytest.importorskip("pqcrypto")
 
