@@ -1,7 +1,7 @@
 """SLH-DSA (FIPS 205, all 12 sets), ML-DSA and ML-KEM through PyPI ``pqcrypto`` (Rust, PyO3 bindings).
 
 ``pqcrypto`` is the second native implementation of the final standards beside liboqs and
-OpenSSL, and the only one here with **SLH-DSA** (liboqs 0.13 ships round-3 SPHINCS+, and
+OpenSSL, and the only one here with **SLH-DSA** (liboqs ships the round-3 SPHINCS+ submission, and
 OpenSSL in ``cryptography`` has no SLH-DSA).  Names follow FIPS 205/204/203:
 ``SLH-DSA-SHA2-128f`` ... ``SLH-DSA-SHAKE-256s``, ``ML-DSA-44/65/87``, ``ML-KEM-512/768/1024``.
 
