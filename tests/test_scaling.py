@@ -279,3 +279,26 @@ def test_plots_draw(tmp_path):
     fits = scaling.fit_linear_cost(df)
     assert scaling.plot_time_vs_message(df, fits).axes
     assert scaling.plot_per_byte(fits).axes
+
+
+def test_native_spread_is_a_labelled_hypothesis_with_an_interval():
+    df = pd.DataFrame([
+        {"algorithm": "ML-DSA-44", "backend": b, "implementation": impl, "operation": "sign", "message_bytes": 100,
+         "time_ns_median": t}
+        for b, impl, t in (("pure-python", "py", 1e7), ("liboqs", "liboqs 0", 7e4), ("pqcrypto", "crate z", 3.5e7))])
+    samples = fake_samples([("ML-DSA-44", r.backend, "sign", 100, r.time_ns_median) for r in df.itertuples()])
+    text = scaling.describe_slowdown(scaling.slowdown(df, samples), samples)
+    assert "differ by large factors" in text and "pqcrypto runs crate z" in text and "liboqs 70 µs: 49" in text
+    assert "hypothesis these measurements do not test" in text
+    close = df.assign(time_ns_median=[1e7, 7e4, 1e5])
+    assert "differ by large factors" not in scaling.describe_slowdown(scaling.slowdown(close))
+
+
+def test_slowdown_and_study_figures_draw():
+    df = pd.DataFrame([
+        {"algorithm": "ML-DSA-44", "backend": b, "implementation": b, "operation": "sign", "message_bytes": 100,
+         "time_ns_median": t} for b, t in (("pure-python", 1e7), ("liboqs", 7e4))])
+    assert scaling.plot_slowdown(scaling.slowdown(df)).axes
+    ours = pd.DataFrame({"algorithm": "ECDSA-P256", "backend": "cryptography", "operation": ["sign", "verify"],
+                         "message_bytes": [10_000, 10_000], "time_ns_median": [2e5, 3e5]})
+    assert len(scaling.plot_study_vs_ours(scaling.compare_with_study(ours)).axes) >= 2
