@@ -66,6 +66,11 @@ def git_text(meta: dict) -> str:
     return f"{g['commit'][:12]}" + (" (uncommitted changes)" if g.get("dirty") else "")
 
 
+def _run_ids(runs) -> list[str]:
+    """The runs' ids (a run in memory carries it as an attribute; a loaded one in its metadata too)."""
+    return _unique(getattr(r, "run_id", None) or r.meta.get("run_id") for r in _runs(runs))
+
+
 def run_context(runs) -> list[tuple[str, str]]:
     """(what, value) pairs describing where the runs measured; a value that differs between runs lists
     every variant."""
@@ -81,6 +86,14 @@ def run_context(runs) -> list[tuple[str, str]]:
         cores = c.get("usable_cores") or c.get("logical_cores")
         return f"{c.get('model') or 'unknown CPU'}, {cores} cores" if cores else c.get("model") or "unknown CPU"
 
+    def implementations() -> str:
+        by_backend: dict[str, list] = {}
+        every = {k: v for m in metas for k, v in (m.get("implementations") or {}).items()}
+        for key, label in sorted(every.items()):
+            by_backend.setdefault(key.rpartition("@")[2], []).append(label)
+        return "; ".join(f"{b}: {' / '.join(dict.fromkeys(v))}" for b, v in by_backend.items()
+                         if b != "pqlab") or "not recorded"
+
     def packages(m) -> str:
         p = m.get("packages") or {}
         return ", ".join(f"{k} {p[k]}" for k in SHOWN_PACKAGES if p.get(k))
@@ -95,8 +108,9 @@ def run_context(runs) -> list[tuple[str, str]]:
         ("libraries", joined(packages)),
         ("OpenSSL (cryptography)", joined(lambda m: m.get("openssl"))),
         ("liboqs", joined(liboqs_text)),
+        ("implementations (checked against the installed packages)", implementations()),
         ("git commit", joined(git_text)),
-        ("runs", ", ".join(_unique(m.get("run_id") for m in metas))),
+        ("runs", ", ".join(_run_ids(runs))),
     ]
 
 
@@ -121,6 +135,6 @@ def context_line(runs) -> str:
     parts = [cpu, m.get("hypervisor") or "bare metal or undetected", f"counter {counter_text(m)}"]
     if info:
         parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('variant', '')}".strip())
-    ids = _unique(x.get("run_id") for x in metas)
+    ids = _run_ids(runs)
     parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
     return " · ".join(parts)

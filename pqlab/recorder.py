@@ -65,11 +65,18 @@ class RunRecorder:
         self.run = None
 
     # ----- rows -----
+    def record_implementation(self, algorithm: str, backend: str, implementation: str) -> None:
+        """What ran, as the backend labels it after checking the installed package, in the run's
+        metadata: ``meta["implementations"]["ALGORITHM@backend"]``."""
+        self.meta.setdefault("implementations", {})[f"{algorithm}@{backend}"] = implementation
+
     def row(self, algo=None, **fields) -> dict:
-        """A measurement row: the base columns, the algorithm's identity (an adapter), then `fields`."""
+        """A measurement row: the base columns, the algorithm's identity (an adapter), then `fields`;
+        the adapter's implementation label goes into the metadata too."""
         row = dict(self.base)
         if algo is not None:
             row.update(algo.identity())
+            self.record_implementation(algo.name, algo.backend, algo.implementation)
         row.update(fields)
         return row
 

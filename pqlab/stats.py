@@ -7,9 +7,11 @@ import numpy as np
 CV_LIMIT = 0.10
 MIN_SAMPLES = 10
 MIN_FAR = 0.20  # (median - min) / median
+#: Confidence level of every interval pqlab computes (bootstrap percentile intervals).
+CONFIDENCE = 0.95
 
 
-def bootstrap_median_ci(values, confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_median_ci(values, confidence: float = CONFIDENCE, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the median."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -79,37 +81,43 @@ def mann_whitney(a, b) -> tuple[float, float]:
 _STATISTICS = {"median": np.median, "mean": np.mean}
 
 
-def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = 0.95, resamples: int = 2000,
+def _parts(samples) -> list[np.ndarray]:
+    """Samples as a list of finite arrays: a tuple of arrays stands for the sum of their statistics."""
+    parts = samples if isinstance(samples, tuple) else (samples,)
+    out = [np.asarray(p, float) for p in parts]
+    return [p[np.isfinite(p)] for p in out]
+
+
+def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
              seed: int = 0) -> tuple[float, float, float]:
     """``stat(numerator) / stat(denominator)`` with a percentile bootstrap confidence interval.
 
-    The two samples are resampled independently (they come from separate measurements).  `stat` is
-    "median" or "mean": compare like with like (means where means are compared).  With fewer than two
-    values on either side the interval is (nan, nan): one value says nothing about its spread.
+    The samples are resampled independently (they come from separate measurements).  `stat` is
+    "median" or "mean": compare like with like (means where means are compared).  Either side may be a
+    tuple of samples, standing for the sum of their statistics (e.g. sign + verify).  With fewer than two
+    values in any sample the interval is (nan, nan): one value says nothing about its spread.
     Returns ``(ratio, low, high)``.
     """
     f = _STATISTICS[stat]
-    a, b = np.asarray(numerator, float), np.asarray(denominator, float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size == 0 or b.size == 0:
+    a, b = _parts(numerator), _parts(denominator)
+    if any(p.size == 0 for p in a + b):
         return float("nan"), float("nan"), float("nan")
-    ratio = float(f(a) / f(b))
-    if a.size < 2 or b.size < 2:
+    ratio = float(sum(f(p) for p in a) / sum(f(p) for p in b))
+    if any(p.size < 2 for p in a + b):
         return ratio, float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 4_000_000 // max(a.size, b.size)))
+    chunk = max(1, min(resamples, 4_000_000 // max(p.size for p in a + b)))
     values = []
     for start in range(0, resamples, chunk):
         n = min(chunk, resamples - start)
-        ra = f(a[rng.integers(0, a.size, size=(n, a.size))], axis=1)
-        rb = f(b[rng.integers(0, b.size, size=(n, b.size))], axis=1)
+        ra, rb = (sum(f(p[rng.integers(0, p.size, size=(n, p.size))], axis=1) for p in side) for side in (a, b))
         values.append(ra / rb)
     r = np.concatenate(values)
     alpha = (1 - confidence) / 2
     return ratio, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
 
 
-def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = 0.95,
+def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = CONFIDENCE,
                        resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """``published / stat(ours)`` with an interval from our side only (a published single number has
     none): ``(ratio, low, high)``."""
@@ -124,6 +132,22 @@ def ratio_to_published(published: float, ours, stat: str = "median", confidence:
     boot = _STATISTICS[stat](x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
     alpha = (1 - confidence) / 2
     return ratio, float(published / np.quantile(boot, 1 - alpha)), float(published / np.quantile(boot, alpha))
+
+
+def ratio_of_estimates(num: float, num_se: float, den: float, den_se: float,
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``num / den`` of two independent estimates given with standard errors (fitted slopes, say), with a
+    normal-approximation (delta-method) interval: ``(ratio, low, high)``; (nan, nan) without both errors."""
+    from statistics import NormalDist
+
+    if not den or not np.isfinite(num) or not np.isfinite(den):
+        return float("nan"), float("nan"), float("nan")
+    ratio = float(num / den)
+    if not (np.isfinite(num_se) and np.isfinite(den_se)) or num == 0:
+        return ratio, float("nan"), float("nan")
+    se = abs(ratio) * float(np.hypot(num_se / num, den_se / den))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return ratio, ratio - z * se, ratio + z * se
 
 
 def welch_p(a, b) -> float:

@@ -35,3 +35,21 @@ def test_unknown_frequency_says_why_and_counter_dicts_are_read():
 def test_footer_line_is_one_line():
     line = context.context_line([fake_run("r9")])
     assert "\n" not in line and line.endswith("run r9") and "counter" in line
+
+
+def test_implementations_are_listed_per_backend():
+    run = fake_run("r2", implementations={"ML-DSA-44@pqcrypto": "pqcrypto 1.0.0 (Rust crate x)",
+                                          "ML-KEM-768@pqcrypto": "pqcrypto 1.0.0 (Rust crate y)",
+                                          "noop@pqlab": "pqlab harness"})
+    text = dict(context.run_context([run]))["implementations (checked against the installed packages)"]
+    assert text == "pqcrypto: pqcrypto 1.0.0 (Rust crate x) / pqcrypto 1.0.0 (Rust crate y)"
+
+
+def test_runs_in_memory_are_named_by_their_id_and_implementations_merge():
+    a = SimpleNamespace(run_id="mem-1", meta={**machine.collect({}, liboqs=False),
+                                              "implementations": {"X@b": "b 1.0"}})
+    b = fake_run("r3", implementations={"Y@b": "b 2.0", "X@b": "b 1.0"})
+    rows = dict(context.run_context([a, b]))
+    assert rows["runs"] == "mem-1, r3"
+    assert rows["implementations (checked against the installed packages)"] == "b: b 1.0 / b 2.0"
+    assert context.context_line([a]).endswith("run mem-1")

@@ -213,6 +213,7 @@ def test_recorder_checkpoints_and_marks_interruptions(tmp_path):
     row = back.measurements.iloc[0]
     assert row["started_at"] == back.meta["started_at"] and row["machine_id"] == back.meta["machine_id"]
     assert row["kind"] == "sig" and row["study"] == "t"
+    assert back.meta["implementations"] == {"Ed25519@cryptography": get("Ed25519").implementation}
     with pytest.raises(ValueError), RunRecorder("t", folder=tmp_path) as failing:
         raise ValueError("boom")
     assert load_run(tmp_path / failing.run_id).meta["status"] == "failed"

@@ -110,3 +110,24 @@ def test_mann_whitney_symmetry_identical_and_shifted():
     u, p = mann_whitney([], [1.0])
     assert math.isnan(u) and math.isnan(p)
 
+
+
+def test_ratio_of_estimates_is_the_delta_method():
+    from pqlab.stats import ratio_of_estimates
+
+    r, lo, hi = ratio_of_estimates(4.0, 0.4, 2.0, 0.2)
+    se = 2.0 * ((0.1) ** 2 + (0.1) ** 2) ** 0.5
+    assert r == 2.0 and lo == pytest.approx(2.0 - 1.959964 * se, rel=1e-5) and hi == pytest.approx(2.0 + 1.959964 * se, rel=1e-5)
+    assert np.isnan(ratio_of_estimates(4.0, float("nan"), 2.0, 0.2)[1])
+    assert np.isnan(ratio_of_estimates(4.0, 0.1, 0.0, 0.2)[0])
+
+
+def test_ratio_ci_of_sums_of_statistics():
+    rng = np.random.default_rng(1)
+    sign, verify = 10 + rng.standard_normal(200), 2 + 0.1 * rng.standard_normal(200)
+    other = 6 + 0.1 * rng.standard_normal(200)
+    r, lo, hi = stats.ratio_ci((sign, verify), other)
+    assert r == pytest.approx((np.median(sign) + np.median(verify)) / np.median(other))
+    assert lo < r < hi and hi - lo < 0.2
+    assert np.isnan(stats.ratio_ci((sign, np.array([])), other)[0])
+    assert np.isnan(stats.ratio_ci((sign, np.array([1.0])), other)[1])
