@@ -87,9 +87,14 @@ def measure_fidelity(operations=DEFAULT_OPERATIONS, budget_s: float = 2.0, block
     changes from block to block.  `within_5pct` (operations over 100 us only) is True when both are
     within 5%, False when both are outside, None when they disagree or the operation is faster.
     """
+    from . import inputs
     from .algorithms import get, random_message
 
-    message = random_message(message_bytes, seed)
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    blocks = inputs.count(blocks, "blocks")
+    message = random_message(inputs.message_size(message_bytes), seed)
+    for name, operation in operations:
+        inputs.operations([get(name, "liboqs")], [operation])
     rows = []
     for name, operation in operations:
         if progress:
