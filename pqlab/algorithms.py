@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UnknownName
+from .errors import UnknownName, warn
+from .liboqs_loader import LiboqsNotFound
 from .schema import KIND_OPERATIONS
 
 
@@ -288,7 +289,18 @@ def _load_backends() -> None:
     _LOADED = True
     from .backends import load_all
 
-    load_all()
+    try:
+        load_all()
+    except BaseException:
+        _LOADED = False  # the next call tries again (and fails the same way), never an empty registry
+        raise
+
+
+def _liboqs_missing() -> str:
+    """Why liboqs registered nothing ("" when it is there)."""
+    from .backends import UNAVAILABLE
+
+    return UNAVAILABLE.get("liboqs", "")
 
 
 def names(kind: str | None = None, backend: str | None = None) -> list[str]:
@@ -321,15 +333,28 @@ def get(name: str, backend: str | None = None) -> Algorithm:
     """The adapter for `name` (and `backend`, else the preferred one); errors list close matches."""
     _load_backends()
     available = _backends_of(name)
+    missing = _liboqs_missing()
+    if missing and (backend == "liboqs" or (not available and backend is None and _post_quantum(name))):
+        raise LiboqsNotFound(f"{name}: {missing}")
     if not available:
         raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY},
-                               "`python -m pqlab list` prints every registered name.")
+                               "`python -m pqlab list` prints every registered name"
+                               + (" (liboqs is not usable here: `python -m pqlab list` says why)." if missing else "."))
     if backend is None:
         backend = available[0]
+        if missing and _post_quantum(name):
+            warn(f"liboqs is not usable here, so {name} runs on {backend}")
     if backend not in available:
         raise UnknownAlgorithm(f"backend for {name}", backend, available,
                                f"{name} is implemented by: {', '.join(available)}")
     return _instance(name, backend)
+
+
+def _post_quantum(name: str) -> bool:
+    """Whether `name` belongs to a post-quantum family liboqs implements (by its prefix)."""
+    from .backends.liboqs import family_of
+
+    return family_of(name) != "other"
 
 
 def resolve(items: Iterable) -> list[Algorithm]:

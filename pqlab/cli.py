@@ -24,9 +24,13 @@ def _cmd_list(args) -> int:
         df = df[df["kind"] == args.kind]
     if args.backend:
         df = df[df["backend"] == args.backend]
+    from .backends import UNAVAILABLE
+
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
     print(df[cols].to_string(index=False, na_rep=""))
     print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
+    for backend, why in UNAVAILABLE.items():
+        print(f"not available: {backend}: {why}", file=sys.stderr)
     return 0
 
 

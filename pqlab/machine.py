@@ -126,9 +126,10 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "params_hash": params_hash(params or {}),
     }
     if liboqs:
-        from .liboqs_loader import liboqs_info
+        from .liboqs_loader import liboqs_info, library_problem
 
-        meta["liboqs"] = liboqs_info()
+        problem = library_problem()
+        meta["liboqs"] = {"available": False, "reason": problem} if problem else liboqs_info()
     try:
         from cryptography.hazmat.backends.openssl.backend import backend
 
