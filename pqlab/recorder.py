@@ -143,7 +143,7 @@ class RunRecorder:
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
         self._sample_frames: list = []  # typed frames, one per add()
-        self._sample_gz: list[bytes] = []  # their encodings (gzip members), made once
+        self._sample_gz: list[bytes] | None = []  # their encodings (gzip members), made once
         self._cleaned: set[Path] = set()
         self._signals: dict | None = None  # the handlers replaced while inside `with`
         self.run = None
@@ -178,7 +178,11 @@ class RunRecorder:
         samples = samples.to_dict("records") if hasattr(samples, "to_dict") else list(samples)
         if samples:
             frame = typed(pd.DataFrame(samples), "samples")
-            self._sample_gz.append(encode_table(frame, gz=True, header=not self._sample_frames))
+            if self._sample_gz is not None and (not self._sample_frames
+                                                or list(frame.columns) == list(self._sample_frames[0].columns)):
+                self._sample_gz.append(encode_table(frame, gz=True, header=not self._sample_frames))
+            else:
+                self._sample_gz = None  # other columns than before: the whole table is encoded at each save
             self._sample_frames.append(frame)
 
     def measured(self) -> int:
@@ -231,7 +235,7 @@ class RunRecorder:
 
     def _save(self) -> None:
         """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
-        gz = b"".join(self._sample_gz) if self._sample_gz else None
+        gz = b"".join(self._sample_gz) if self._sample_gz else None  # None: Run.save encodes the table
         errors = []
         for folder in [self.folder] + [f for f in fallback_folders() if f != self.folder]:
             if errors:

@@ -232,3 +232,14 @@ def test_reliability_unrelated_runs_have_no_measurement_in_common(tmp_path, caps
                   folder=tmp_path, run_id="b")
     assert main(["compare", str(a), str(tmp_path / other.run_id), "--allow-different"]) == 1
     assert "the two runs have no measurement in common" in capsys.readouterr().err
+
+
+def test_reliability_samples_with_other_columns_are_saved_whole(tmp_path):
+    """Samples are encoded once per add(); a batch with other columns makes the whole table encoded again."""
+    with RunRecorder("t", folder=tmp_path) as rec:
+        rec.add(samples=[{"run_id": rec.run_id, "algorithm": "A", "sample": i, "time_ns": 1.0 + i} for i in range(3)])
+        rec.checkpoint()
+        rec.add(samples=[{"run_id": rec.run_id, "algorithm": "B", "sample": 0, "time_ns": 9.0, "extra": "x"}])
+    back = load_run(tmp_path / rec.run_id)
+    assert list(back.samples["algorithm"]) == ["A", "A", "A", "B"] and list(back.samples["time_ns"]) == [1, 2, 3, 9]
+    assert back.samples["extra"].isna().sum() == 3 and back.samples["extra"].iloc[-1] == "x"
