@@ -8,6 +8,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from .paths import ROOT
@@ -128,7 +129,7 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     if liboqs:
         from .liboqs_loader import liboqs_info, library_problem
 
-        problem = library_problem()
+        problem = "" if "oqs" in sys.modules else library_problem()  # loaded: it was checked then
         meta["liboqs"] = {"available": False, "reason": problem} if problem else liboqs_info()
     try:
         from cryptography.hazmat.backends.openssl.backend import backend
