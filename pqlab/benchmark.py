@@ -11,7 +11,9 @@ timer), summarised with :func:`pqlab.stats.summarize`, and recorded through
 checkpoints the run after every operation and message size, so an interrupted or failing run keeps
 what it measured.  A failure (an exception, a wrong output) becomes a row with ``verified=False``
 and a ``failed`` flag; the run goes on.  A do-nothing call through the same path is measured first
-and its cost stored with every row (``overhead_ns``).
+and its cost stored with every row (``overhead_ns``); sign and encrypt get a fresh message every call
+(:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that adds
+(``meta["harness_feed_ns"]``, :func:`describe_harness`).
 """
 from __future__ import annotations
 
@@ -26,6 +28,21 @@ from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .stats import summarize
 from .timing import measure
+
+#: Operations that get a fresh message every call (Algorithm.trial); their overhead_ns is the fed no-op's.
+FED_OPERATIONS = ("sign", "encrypt")
+
+
+def describe_harness(run: Run) -> str:
+    """What the harness costs per call, from the run's no-op measurements (one sentence, Markdown)."""
+    from .formatting import fmt_time_ns
+
+    text = f"Harness cost per call (a do-nothing call through it): {fmt_time_ns(run.meta['harness_overhead_ns'])}"
+    if "harness_feed_ns" in run.meta:
+        text += (f"; {fmt_time_ns(run.meta['harness_fed_ns'])} fed a fresh message every call, as signing and "
+                 f"encryption are so that a cached result cannot pass (a difference of "
+                 f"{fmt_time_ns(run.meta['harness_feed_ns'])})")
+    return text + "."
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -85,13 +102,20 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                   "max_samples": max_samples, "seed": seed, **(params or {})}
     planned = [f"{a.name}@{a.backend} {op}" + ("" if size is None else f" {size}") for a, op, size in plan]
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
-        # The harness itself: a do-nothing call through the same path.
+        # The harness itself: a do-nothing call through the same path (and fed a fresh message per call,
+        # as sign and encrypt are: what that feeding adds).
         noop = Noop()
         trial = noop.trial()
         overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples)
         overhead_ns = summarize(overhead.time_ns)["median"]
         rec.add(measurements=[measurement_row(rec, noop, "noop", None, overhead)])
         rec.meta["harness_overhead_ns"] = overhead_ns
+        fed_ns = overhead_ns
+        if any(op in FED_OPERATIONS for _, op, _ in plan):
+            fed = noop.trial("noop", random_message(100, seed), fed=True)
+            fed_ns = summarize(measure(fed.run, fed.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
+                                       fresh=fed.fresh).time_ns)["median"]
+            rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
         bar = _progress(len(plan), progress, study or "pqlab bench")
         try:
             current = None
@@ -101,7 +125,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                     rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed))])
                 if bar is not None:
                     bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
-                rec.add(*_measure_one(rec, algo, op, size, seed, overhead_ns, budget_s, min_samples, max_samples))
+                rec.add(*_measure_one(rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns,
+                                      budget_s, min_samples, max_samples))
                 rec.checkpoint()
                 if bar is not None:
                     bar.update(1)
@@ -117,7 +142,7 @@ def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhea
     message = random_message(size or 0, seed)
     try:
         t = algo.trial(op, message)
-        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
+        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh)
     except VerificationError as exc:
         return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], []
     except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run

@@ -696,7 +696,7 @@ def energy_run(plan, source: PowerSource, *, repeats: int = 3, idle_s: float = 0
         rec.meta["raw_traces"] = str(_raw_path(traces))
         for name, backend, operation, size in todo:
             algo = get(name, backend)
-            trial = algo.trial(operation, random_message(size or 0, seed))
+            trial = algo.trial(operation, random_message(size or 0, seed)).bound()  # one message, repeated
             trial.check(trial.run())
             label = f"{name} {operation}" + (f" {size} B" if size is not None else "")
             results = []

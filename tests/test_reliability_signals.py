@@ -56,13 +56,14 @@ ARGS = ["Ed25519", "--operations", "keygen", "sign", "verify", "--budget", "0.02
         "--no-progress"]
 #: scenario -> (signal, where, nth, the operations kept)
 SCENARIOS = {
+    # measurements: the no-op, the no-op fed fresh messages, keygen, sign, verify
     "term-before-first": (signal.SIGTERM, "measure", 1, []),  # while the no-op is measured: nothing measured yet
-    "term-mid-run": (signal.SIGTERM, "measure", 3, ["noop", "keygen"]),  # while sign is measured
-    "hup-mid-run": (signal.SIGHUP, "measure", 3, ["noop", "keygen"]),
-    "int-mid-run": (signal.SIGINT, "measure", 4, ["noop", "keygen", "sign"]),
+    "term-mid-run": (signal.SIGTERM, "measure", 4, ["noop", "keygen"]),  # while sign is measured
+    "hup-mid-run": (signal.SIGHUP, "measure", 4, ["noop", "keygen"]),
+    "int-mid-run": (signal.SIGINT, "measure", 5, ["noop", "keygen", "sign"]),
     "term-in-write": (signal.SIGTERM, "write", 3, ["noop", "keygen", "sign"]),  # that checkpoint completes
     "kill-before-first": (signal.SIGKILL, "measure", 1, []),  # the plan is on disk
-    "kill-mid-run": (signal.SIGKILL, "measure", 3, ["noop", "keygen"]),  # every finished operation is on disk
+    "kill-mid-run": (signal.SIGKILL, "measure", 4, ["noop", "keygen"]),  # every finished operation is on disk
     "kill-in-write": (signal.SIGKILL, "write", 3, ["noop", "keygen"]),  # the previous checkpoint is intact
 }
 
