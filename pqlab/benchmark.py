@@ -39,9 +39,9 @@ def describe_harness(run: Run) -> str:
 
     text = f"Harness cost per call (a do-nothing call through it): {fmt_time_ns(run.meta['harness_overhead_ns'])}"
     if "harness_feed_ns" in run.meta:
-        text += (f"; {fmt_time_ns(run.meta['harness_fed_ns'])} fed a fresh message every call, as signing and "
-                 f"encryption are so that a cached result cannot pass (a difference of "
-                 f"{fmt_time_ns(run.meta['harness_feed_ns'])})")
+        feed = run.meta["harness_feed_ns"]
+        text += (f"; fed a fresh message every call, as sign and encrypt are so that a cached result cannot pass: "
+                 f"{fmt_time_ns(run.meta['harness_fed_ns'])} ({fmt_time_ns(abs(feed))} {'more' if feed >= 0 else 'less'})")
     return text + "."
 
 

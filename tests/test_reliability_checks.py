@@ -152,8 +152,8 @@ def test_reliability_the_feeding_cost_is_measured_and_said():
     assert m.loc["sign", "overhead_ns"] == meta["harness_fed_ns"]  # a fed operation's harness is the fed no-op
     assert m.loc["keygen", "overhead_ns"] == m.loc["noop", "time_ns_median"] == meta["harness_overhead_ns"]
     text = describe_harness(run)
-    for key in ("harness_overhead_ns", "harness_fed_ns", "harness_feed_ns"):
-        assert fmt_time_ns(meta[key]) in text
+    assert fmt_time_ns(meta["harness_overhead_ns"]) in text and fmt_time_ns(meta["harness_fed_ns"]) in text
+    assert f"({fmt_time_ns(abs(meta['harness_feed_ns']))} {'more' if meta['harness_feed_ns'] >= 0 else 'less'})" in text
     unfed = bench([Ed25519()], operations=["keygen"], budget_s=0.01, min_samples=3, save=False, progress=False)
     assert "harness_feed_ns" not in unfed.meta and "fresh" not in describe_harness(unfed)
 
