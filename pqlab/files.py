@@ -4,7 +4,7 @@ renamed into place, so a crash leaves either the old complete file or the new on
 A temporary name carries its writer: ``.<name>.<host>.<pid>-<start>.<random>.tmp`` (``start``: the
 process's start time in clock ticks, so a reused pid is not mistaken for the writer).  A process
 killed while writing (SIGKILL, power loss) leaves its temporary file behind; :func:`remove_orphans`
-deletes those whose writer no longer exists.  :func:`process_identity` and :func:`process_alive` are
+deletes those whose writer no longer exists (and, after a day, those that do not name a writer).  :func:`process_identity` and :func:`process_alive` are
 the same test for whole runs (a ``running`` run whose process is gone was abandoned).
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -79,16 +80,27 @@ def _temp_for(path: Path) -> str:
 _TEMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)-(?P<start>\d+)\.[^.]+\.tmp$")
 
 
+#: A temporary file whose name does not say its writer (written before writers were named) counts as
+#: orphaned once it is this old.
+UNNAMED_ORPHAN_AGE_S = 24 * 3600
+
+
 def remove_orphans(folder: Path | str) -> list[Path]:
-    """Delete the temporary files in `folder` whose writer (a process on this host) no longer exists."""
+    """Delete the temporary files in `folder` whose writer (a process on this host) no longer exists, and
+    those that do not name their writer once they are :data:`UNNAMED_ORPHAN_AGE_S` old."""
     removed = []
     for tmp in Path(folder).glob(".*.tmp"):
         m = _TEMP.match(tmp.name)
-        if m is None or m["host"] != _host():
+        try:
+            if m is None:
+                orphan = time.time() - tmp.stat().st_mtime > UNNAMED_ORPHAN_AGE_S
+            else:
+                orphan = m["host"] == _host() and not _pid_alive(int(m["pid"]), int(m["start"]) or None)
+            if orphan:
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:  # its writer renamed or removed it meanwhile
             continue
-        if not _pid_alive(int(m["pid"]), int(m["start"]) or None):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
     return removed
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -205,10 +206,14 @@ def test_reliability_orphan_temporary_files_of_dead_writers_are_removed_on_the_n
     dead = tmp_path / f".old.samples.csv.gz.{host}.{dead_pid()}-0.x1y2.tmp"
     alive = tmp_path / f".other.measurements.csv.{host}.{os.getpid()}-{files._start_ticks(os.getpid())}.a1b2.tmp"
     foreign = tmp_path / f".third.sizes.csv.otherhost.{dead_pid()}-0.c3d4.tmp"
-    for p in (dead, alive, foreign):
+    unnamed_old, unnamed_new = tmp_path / ".r.sizes.csv.k2j3h4.tmp", tmp_path / ".q.sizes.csv.a8b7c6.tmp"
+    for p in (dead, alive, foreign, unnamed_old, unnamed_new):
         p.write_text("half")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(unnamed_old, (two_days_ago, two_days_ago))
     bench(["Ed25519"], folder=tmp_path, **FAST)
-    assert not dead.exists() and alive.exists() and foreign.exists()
+    assert not dead.exists() and not unnamed_old.exists()
+    assert alive.exists() and foreign.exists() and unnamed_new.exists()
 
 
 # ----- compare and merge: partial runs are marked -----
