@@ -62,9 +62,10 @@ def message_size(value) -> int:
     return n
 
 
-def message_sizes(value, copies: int = 3) -> list[int]:
+def message_sizes(value, copies: int = 6) -> list[int]:
     """One size or several, each checked; a warning for each above :data:`LARGE_MESSAGE_BYTES` saying
-    how much memory it needs (`copies`: how many messages and outputs of that size are held at once)."""
+    how much memory it can take (`copies`: objects of that size held at once: the message, the fresh one
+    of the call, the output, and the decrypted and tampered copies of the checks)."""
     from .formatting import fmt_bytes_binary
 
     sizes = list(value) if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) else [value]
@@ -73,8 +74,9 @@ def message_sizes(value, copies: int = 3) -> list[int]:
     sizes = [message_size(v) for v in sizes]
     for size in dict.fromkeys(sizes):
         if size > LARGE_MESSAGE_BYTES:
-            warn(f"message size {fmt_bytes_binary(size)} is above {fmt_bytes_binary(LARGE_MESSAGE_BYTES)}: measuring it holds "
-                 f"about {fmt_bytes_binary(copies * size)} in memory (messages and outputs)")
+            warn(f"message size {fmt_bytes_binary(size)} is above {fmt_bytes_binary(LARGE_MESSAGE_BYTES)}: measuring it can "
+                 f"hold up to {fmt_bytes_binary(copies * size)} in memory at once (messages, outputs and the "
+                 "copies the checks make)")
     return sizes
 
 

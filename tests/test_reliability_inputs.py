@@ -82,7 +82,7 @@ def test_reliability_all_operations_and_duplicates(tmp_path):
 
 
 def test_reliability_large_messages_warn_with_the_memory_they_need():
-    with pytest.warns(PqlabWarning, match=r"message size 80 MiB is above 64 MiB: measuring it holds about 240 MiB"):
+    with pytest.warns(PqlabWarning, match=r"message size 80 MiB is above 64 MiB: measuring it can hold up to 480 MiB"):
         assert inputs.message_sizes([100, 80 << 20, 80 << 20]) == [100, 80 << 20, 80 << 20]
     assert inputs.message_sizes(100.0) == [100]  # a whole number, even as a float
 
