@@ -687,8 +687,8 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
     total = sum(durations.values())
     return (
         "### Closing note\n\n"
-        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, same fixed "
-        f"message): "
+        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, a fresh "
+        f"message per signature on both sides): "
         f"{ratios}.\n"
         f"- **Optimised / portable** (portable liboqs / optimised, mean cycles per call): {'; '.join(sp)}.\n"
         f"- **Cycles and time**: the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
