@@ -10,6 +10,13 @@ exported.  A worker process picks another build variant through :func:`variant_e
 liboqs-python prints a line to stdout when imported and warns when liboqs and liboqs-python
 versions differ; :func:`import_oqs` keeps both out of notebook outputs and pqlab records
 both versions in every run's metadata instead (:func:`liboqs_info`).
+
+When liboqs-python finds no liboqs that loads, it downloads (``git clone``) and builds one; a
+library that loads but is not liboqs makes it fail with an AttributeError.  :func:`import_oqs`
+therefore first does what liboqs-python's loader will do (:func:`search_order`, the first library
+that loads) and checks that library's symbols (:func:`library_problem`); only then is liboqs-python
+imported, so its download can never be reached.  Without a usable liboqs every other backend works
+(:mod:`pqlab.backends` records why liboqs is missing).
 """
 from __future__ import annotations
 
@@ -26,28 +33,31 @@ from .files import atomic_write_text
 from .paths import LIBOQS_PREFIX
 
 VARIANTS = ("default", "generic")
-#: liboqs-python 0.16 needs this symbol; liboqs 0.13 gets it from native/'s shim.
-REQUIRED_SYMBOLS = ("OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
+#: liboqs-python 0.16 calls these (OQS_init when imported); liboqs 0.13 gets the last from native/'s shim.
+REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
+HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
 
 
 class LiboqsNotFound(RuntimeError):
     """No usable liboqs: names where it looked and how to get one."""
 
 
-def _candidates() -> list[Path]:
-    """Where liboqs-python looks, in its order: the loader's path first, then OQS_INSTALL_PATH."""
+def search_order() -> list[Path]:
+    """The libraries liboqs-python 0.16 tries, in its order (``oqs._load_liboqs``): the loader's path
+    (``liboqs``, then ``oqs``), then ``lib`` and ``lib64`` of OQS_INSTALL_PATH (default ``~/_oqs``)."""
     found: list[Path] = []
-    for name in ("oqs", "liboqs"):
+    for name in ("liboqs", "oqs"):
         lib = ctypes.util.find_library(name)
         if lib:
             found.append(Path(lib))
-    install = os.environ.get("OQS_INSTALL_PATH")
-    if install:
-        found += [Path(install) / "lib" / "liboqs.so", Path(install) / "lib64" / "liboqs.so"]
+    install = Path(os.environ["OQS_INSTALL_PATH"]) if "OQS_INSTALL_PATH" in os.environ else Path.home() / "_oqs"
+    return found + [install / "lib" / "liboqs.so", install / "lib64" / "liboqs.so"]
+
+
+def _candidates() -> list[Path]:
+    """Every place a liboqs may already be: liboqs-python's search order, then a conda environment."""
     conda = os.environ.get("CONDA_PREFIX")
-    if conda:
-        found.append(Path(conda) / "lib" / "liboqs.so")
-    return found
+    return search_order() + ([Path(conda) / "lib" / "liboqs.so"] if conda else [])
 
 
 def check_library(path: Path | str) -> str:
@@ -58,6 +68,20 @@ def check_library(path: Path | str) -> str:
         return f"cannot load {path}: {exc}"
     missing = [s for s in REQUIRED_SYMBOLS if not hasattr(lib, s)]
     return f"{path} lacks {', '.join(missing)}" if missing else ""
+
+
+def library_problem() -> str:
+    """"" when the library liboqs-python will load (the first of :func:`search_order` that loads) has
+    every symbol it needs; else why not, in one sentence."""
+    tried = []
+    for path in search_order():
+        try:
+            ctypes.CDLL(str(path))
+        except OSError as exc:
+            tried.append(str(exc).splitlines()[0] if path.exists() or "/" not in str(path) else f"{path}: absent")
+            continue
+        return check_library(path)
+    return "no liboqs loads (" + "; ".join(tried) + ")"
 
 
 def find_usable_liboqs() -> Path | None:
@@ -91,12 +115,9 @@ def import_oqs():
     """Import liboqs-python without its stdout banner and version warning; a clear error if no liboqs."""
     if "oqs" in sys.modules:
         return sys.modules["oqs"]
-    if not any(p.exists() or "/" not in str(p) for p in _candidates()):
-        raise LiboqsNotFound(
-            "liboqs was not found (looked at the system loader path, OQS_INSTALL_PATH and CONDA_PREFIX); "
-            "liboqs-python would now try to git-clone and build it, which cannot work offline. "
-            "Run `make setup` (builds it from native/), or use the conda route in README.md."
-        )
+    problem = library_problem()
+    if problem:
+        raise LiboqsNotFound(f"liboqs not found: {problem}; {HOW_TO_GET}")
     logger = logging.getLogger("oqs.oqs")
     was_disabled = logger.disabled
     logger.disabled = True  # the import-time "faulthandler is disabled" line goes to stdout

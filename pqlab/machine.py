@@ -8,6 +8,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from .paths import ROOT
@@ -126,9 +127,10 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "params_hash": params_hash(params or {}),
     }
     if liboqs:
-        from .liboqs_loader import liboqs_info
+        from .liboqs_loader import liboqs_info, library_problem
 
-        meta["liboqs"] = liboqs_info()
+        problem = "" if "oqs" in sys.modules else library_problem()  # loaded: it was checked then
+        meta["liboqs"] = {"available": False, "reason": problem} if problem else liboqs_info()
     try:
         from cryptography.hazmat.backends.openssl.backend import backend
 

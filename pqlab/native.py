@@ -244,8 +244,23 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
                fixed_message: bool = True, params: dict | None = None, save: bool = True):
     """Measure `algorithms` with the C runner (every operation of each) and record them as one run.
 
-    A failed output check is a row with ``verified`` False and a ``failed`` flag, never an exception.
-    Raises :class:`NativeRunnerError` if the runner did not load the `variant` build."""
+    Every input is checked first (names this liboqs build enables, with close matches; budget, sample
+    count and message size; a name given twice is measured once).  A failed output check is a row with
+    ``verified`` False and a ``failed`` flag, never an exception.  Raises :class:`NativeRunnerError` if
+    the runner did not load the `variant` build."""
+    from . import inputs
+    from .errors import UnknownName
+
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
+    message_bytes = inputs.message_size(message_bytes)
+    warmup = inputs.count(warmup, "warmup", 0)
+    algorithms = inputs.unique(list(algorithms))
+    listing = native_algorithms(variant)
+    enabled = listing["sig"] + listing["kem"]
+    for name in algorithms:
+        if name not in enabled:
+            raise UnknownName(f"algorithm for the native runner ({variant} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
                   "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, **(params or {})}
     libraries = set()

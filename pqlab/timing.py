@@ -12,6 +12,12 @@ Sampling goes on until the time budget is spent (at least `min_samples`, at most
 
 The output of the last call of every sample is checked outside the timed region; a wrong
 output stops the measurement with :class:`~pqlab.algorithms.VerificationError`.
+
+Operations that take a message (a :class:`~pqlab.algorithms.Trial` with ``fresh``) get a new one
+for every call: ``fresh(loops)`` makes a sample's inputs before its clock starts, the timed loop
+passes one to each call (``run(x)``), and the check gets the last input with the last output
+(``check(out, x)``), so a cached result cannot pass.  What feeding costs per call is measured on
+the harness's no-op (:func:`pqlab.benchmark.bench`: ``meta["harness_feed_ns"]``).
 """
 from __future__ import annotations
 
@@ -53,10 +59,12 @@ class Samples:
         return int(self.time_ns.size)
 
 
-def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, *, budget_s: float = 1.0,
+def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *, budget_s: float = 1.0,
             min_samples: int = 5, max_samples: int = 10_000, warmup_s: float = 0.05,
-            target_sample_ns: int = 20_000, loops: int | None = None) -> Samples:
-    """Time `run()` (and check its outputs outside the timer) within about `budget_s` seconds."""
+            target_sample_ns: int = 20_000, loops: int | None = None,
+            fresh: Callable[[int], list] | None = None) -> Samples:
+    """Time `run()` (and check its outputs outside the timer) within about `budget_s` seconds; with
+    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
     clock = time.perf_counter_ns
     cc = counter()
     hardware = cc.hardware
@@ -67,14 +75,15 @@ def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, 
     warm_start = clock()
     warm_times = []
     while True:
+        x = fresh(1) if fresh is not None else ()
         t0 = clock()
-        out = run()
+        out = run(*x)
         warm_times.append(clock() - t0)
         if clock() - warm_start >= warmup_s * 1e9 or len(warm_times) >= 10_000:
             break
     calls = len(warm_times)
     if check is not None:
-        check(out)
+        check(out, *x)
     if loops is None:
         loops = max(1, math.ceil(target_sample_ns / max(float(np.median(warm_times)), 1.0)))
 
@@ -83,8 +92,17 @@ def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, 
     deadline = clock() + budget_s * 1e9
     checked = 1
     rng = range(loops)
+    batch = None
     while len(times) < max_samples and (len(times) < min_samples or clock() < deadline):
-        if loops == 1:
+        if fresh is not None:
+            batch = fresh(loops)  # the sample's inputs, made before its clock starts
+            c0 = read()
+            t0 = clock()
+            for x in batch:
+                out = run(x)
+            t1 = clock()
+            c1 = read()
+        elif loops == 1:
             c0 = read()
             t0 = clock()
             out = run()
@@ -98,7 +116,7 @@ def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, 
             t1 = clock()
             c1 = read()
         if check is not None:
-            check(out)  # outside the timed region
+            check(out) if batch is None else check(out, batch[-1])  # outside the timed region
             checked += 1
         times.append((t1 - t0) / loops)
         if hardware:

@@ -82,7 +82,7 @@ def test_pqcrypto_round_trip_and_tampering(name):
     """Algorithm.trial's checks: outputs verify / decapsulate, tampered inputs are refused."""
     a = algorithms.get(name, "pqcrypto")
     for op in a.operations:
-        t = a.trial(op, MESSAGE)
+        t = a.trial(op, MESSAGE).bound()
         t.check(t.run())
 
 
@@ -120,7 +120,7 @@ def test_pure_python_sign_verify_and_tampering(name):
     pytest.importorskip("dilithium_py")
     pytest.importorskip("slhdsa")
     a = algorithms.get(name, "pure-python")
-    t = a.trial("sign", MESSAGE)  # checks: verifies, tampered signature and message refused
+    t = a.trial("sign", MESSAGE).bound()  # checks: verifies, tampered signature and message refused
     t.check(t.run())
     pk, sk = a.generate()
     sig = a.signer(sk)(MESSAGE)

@@ -165,7 +165,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     `algorithms`: liboqs names (or "all"); they run once per build in `variants`, each in its own
     worker process.  `classical` and `second` (e.g. "ML-DSA-44@cryptography") do not use liboqs
     and run in the default worker only.  `native_algorithms` (default: `algorithms`; empty: none)
-    are measured by the C runner on the default build with one fixed message, as pqlab signs one.
+    are measured by the C runner on the default build with a fresh random message for every
+    signature, as pqlab signs.
     `budget_s` is the sampling time per operation; at least `min_samples` are always taken.
     """
     from ..benchmark import bench_in_worker
@@ -190,7 +191,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     if native_names:
         t0 = time.perf_counter()
         native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
-                                      folder=folder, min_samples=min_samples, params=params)
+                                      folder=folder, min_samples=min_samples, params=params, fixed_message=False)
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 
@@ -406,7 +407,7 @@ def compute_speedups(rows: pd.DataFrame) -> pd.DataFrame:
 
 def compute_python_over_native(rows: pd.DataFrame, build: str = "liboqs optimised") -> pd.DataFrame:
     """What the Python harness adds: pqlab / native mean cycles per call (`ratio`) for the same
-    operation, liboqs build and fixed message; the cycles added per call; the ratio of medians."""
+    operation, liboqs build and message length; the cycles added per call; the ratio of medians."""
     native = "native " + build.split()[-1]
     m = _ratio_table(rows, build, native, "ratio")
     m = m.rename(columns={"cycles_mean_den": "native_cycles_mean", "cycles_mean_num": "pqlab_cycles_mean",
@@ -686,8 +687,8 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
     total = sum(durations.values())
     return (
         "### Closing note\n\n"
-        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, same fixed "
-        f"message): "
+        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, a fresh "
+        f"message per signature on both sides): "
         f"{ratios}.\n"
         f"- **Optimised / portable** (portable liboqs / optimised, mean cycles per call): {'; '.join(sp)}.\n"
         f"- **Cycles and time**: the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
