@@ -79,10 +79,11 @@ build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
 build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
 build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
+build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
-	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
