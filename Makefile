@@ -40,7 +40,9 @@ $(STAMP)-python: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# native/ builds liboqs on Linux only (README.md, "The CI matrix"): on macOS setup stops with the reason.
 $(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC) native/provide-liboqs.sh
+	@if [ "$$(uname -s)" = Darwin ]; then echo "error: native/ builds liboqs on Linux only: native/build.rs links with GNU ld options (--version-script, -soname) that Apple's linker lacks, and cargo names the library liboqs.dylib, not liboqs.so (README.md, 'The CI matrix')" >&2; exit 1; fi
 	native/provide-liboqs.sh $(PY)
 	touch $@
 
