@@ -39,7 +39,7 @@ from ..context import counter_text, frequency_text
 from ..errors import UnknownName
 from ..formatting import fmt_factor_ci, slug
 from ..schema import MESSAGE_OPERATIONS
-from ..stats import bootstrap_ci
+from ..stats import CONFIDENCE, bootstrap_ci, ratio_ci
 
 TOPIC = "07_atlas"
 #: one use of an algorithm: the operations whose costs are summed
@@ -49,6 +49,8 @@ CLASSICAL, ANCHOR = "classical", "post-quantum anchor"
 #: the statistic of every measured ratio: sums of medians (robust to the interference of a shared machine;
 #: a sample is the mean of its loop's calls, as in every headline median of pqlab)
 STATISTIC = "median"
+#: how every interval of the atlas is described
+INTERVAL = f"{CONFIDENCE:.0%} bootstrap interval"
 MEASURED, PUBLISHED = "measured", "published"
 PI4 = "Raspberry Pi 4 (study 004, published)"
 PQM4_CLEAN = "Cortex-M4 (pqm4 clean C, published)"
@@ -274,7 +276,7 @@ def _measured_ratio(runs, comp, variant: str, message_bytes: int, cache: dict):
                for op in comp.operations]
         den = [_part(run, comp.baseline, op, comp.baseline_backend, base_variant, message_bytes) for op in comp.operations]
         if all(p is not None for p in num + den):
-            value, low, high = bootstrap_ci(num + den, _sum_ratio(len(num)), STATISTIC)
+            value, low, high = ratio_ci(tuple(num), tuple(den), STATISTIC)  # sums of medians over sums
             return ({"ratio": value, "ci_low": low, "ci_high": high, "statistic": STATISTIC, "run_id": run.run_id,
                      "samples": min(a.size for a in num + den), "reason": ""}, (num + den, len(num)))
     return {"reason": "not measured (with its baseline, in one run) on this platform"}, None
@@ -528,7 +530,7 @@ def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> 
             return "; ".join(f"{x.comparison} {fmt_factor_ci(x.factor, x.ci_low, x.ci_high)}" for x in df.itertuples())
 
         changed = int(g["verdict"].isin(["loses", "gains"]).sum())
-        lines.append(f"- **{platform}**: {changed} of {len(g)} ratios changed beyond their 95 % interval. "
+        lines.append(f"- **{platform}**: {changed} of {len(g)} ratios changed beyond their {INTERVAL}. "
                      f"Loses most: {items(g.tail(n).iloc[::-1])}. Gains most: {items(g.head(n))}.")
     return "\n".join(lines)
 
@@ -580,7 +582,7 @@ def plot_ratios(atlas: Atlas, baseline_kind: str, title: str = ""):
     colors = plotting.color_map(atlas.platforms["platform"])
     hollow = set(atlas.platforms.loc[atlas.platforms["kind"] == PUBLISHED, "platform"])
     _dot_rows(ax, df, "ratio", rows, "platform", colors, hollow)
-    ax.set_xlabel(f"ratio to the {baseline_kind} baseline on the same platform (95 % interval)")
+    ax.set_xlabel(f"ratio to the {baseline_kind} baseline on the same platform ({INTERVAL})")
     ax.set_title(title or f"Cost relative to the {baseline_kind} baseline, per platform")
     fig.legend(loc="outside lower center", ncols=2, fontsize=6)
     return fig
@@ -607,7 +609,7 @@ def plot_cross_platform(cross: pd.DataFrame, atlas: Atlas, title: str = ""):
     for ax, k in zip(axes[:, 0], kinds):
         _dot_rows(ax, df[df["baseline_kind"] == k], "factor", rows[k], "platform", colors, hollow)
         ax.set_title(f"against the {k} baseline", fontsize=8)
-    axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on {df['reference'].iloc[0]} (95 % interval)")
+    axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on {df['reference'].iloc[0]} ({INTERVAL})")
     fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another", fontsize=9)
     handles, labels = [], []
     for ax in axes[:, 0]:
