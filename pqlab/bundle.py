@@ -33,6 +33,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from . import machine, paths
+from .errors import BadInput
 from .files import atomic_write, atomic_write_text
 from .schema import SCHEMA_VERSION
 
@@ -46,7 +47,7 @@ RUN_PARTS = (".measurements.csv", ".sizes.csv", ".samples.csv.gz", ".meta.json")
 PROFILES = ("quick", "full")
 
 
-class BundleError(ValueError):
+class BundleError(BadInput):
     """A bundle refused: one line naming the file, the check that failed and what to do."""
 
     def __init__(self, path, check: str, problem: str) -> None:
@@ -222,7 +223,8 @@ def read_bundle(path: Path | str, into: Path | str) -> dict:
     """Verify the bundle at `path` while extracting it into the folder `into`; returns its manifest.
 
     Raises :class:`BundleError` naming the file and the failed check (archive, manifest, format, member,
-    checksum, completeness, schema)."""
+    checksum, completeness, schema, run: each run read as :func:`pqlab.results.load_run` reads it, its own
+    recorded checksums included)."""
     path, into = Path(path), Path(into)
     if not path.is_file():
         raise BundleError(path, "archive", "no such file")
@@ -296,7 +298,7 @@ def _check_runs(path, manifest: dict, runs: Path) -> None:
         try:
             load_run(runs / run_id)
         except Exception as exc:  # noqa: BLE001 - any reading failure refuses the bundle, named
-            raise BundleError(path, "schema", f"run {run_id} cannot be read ({type(exc).__name__}: {exc})") from None
+            raise BundleError(path, "run", f"run {run_id} cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 # ----- merging -----

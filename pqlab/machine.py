@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .errors import BadInput
 from .paths import ROOT
 
 PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "dilithium-py", "slh-dsa", "ascon",
@@ -113,7 +114,7 @@ def host_id() -> str:
 def check_machine_id(value: str, where: str = ID_OVERRIDE) -> str:
     """`value` when it is a usable machine id (it names a folder of the results store), else a one-line error."""
     if not _SAFE_ID.match(value or ""):
-        raise ValueError(f"{where}={value!r} is not a usable machine id: use 1 to 80 letters, digits, '.', '_', "
+        raise BadInput(f"{where}={value!r} is not a usable machine id: use 1 to 80 letters, digits, '.', '_', "
                          "'+' or '-', starting with a letter or digit (for example 'pi4-lab')")
     return value
 

@@ -245,6 +245,13 @@ def test_a_run_of_a_newer_schema_is_refused(lab, tmp_path):
     assert "run r1 has schema version" in refused(out, "schema", tmp_path / "store")
 
 
+def test_a_run_damaged_before_it_was_bundled_is_refused_by_its_own_checksums(lab, tmp_path):
+    path = lab / "r2.samples.csv.gz"
+    path.write_bytes(path.read_bytes()[:-20])  # cut in the results store, then bundled as it is
+    out = create_bundle(tmp_path / "damaged.tar.gz", folder=lab)
+    assert "run r2 cannot be read" in refused(out, "run", tmp_path / "store")
+
+
 def test_cli_merge_names_the_file_and_check_in_one_line(tmp_path, capsys):
     (tmp_path / "x.tar.gz").write_bytes(b"\x1f\x8b garbage")
     assert main(["merge", str(tmp_path / "x.tar.gz"), "--folder", str(tmp_path / "store")]) == 2
@@ -284,6 +291,7 @@ def test_an_older_schema_is_converted_on_import(lab, tmp_path):
     old = tmp_path / "old"
     make_run("old1").save(old)
     meta = json.loads((old / "old1.meta.json").read_text())
+    meta.pop("files", None)  # schema-1 runs recorded no checksums of their files
     (old / "old1.meta.json").write_text(json.dumps(dict(meta, schema_version=1)))
     m = pd.read_csv(old / "old1.measurements.csv").drop(columns=["kind", "cycles_mean", "time_ns_mean"])
     m["schema_version"] = 1
