@@ -40,7 +40,9 @@ $(STAMP)-python: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# native/ builds liboqs on Linux only (README.md, "The CI matrix"): on macOS setup stops with the reason.
 $(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC) native/provide-liboqs.sh
+	@if [ "$$(uname -s)" = Darwin ]; then echo "error: native/ builds liboqs on Linux only: native/build.rs links with GNU ld options (--version-script, -soname) that Apple's linker lacks, and cargo names the library liboqs.dylib, not liboqs.so (README.md, 'The CI matrix')" >&2; exit 1; fi
 	native/provide-liboqs.sh $(PY)
 	touch $@
 
@@ -79,10 +81,11 @@ build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
 build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
 build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
+build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
-	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval

@@ -159,15 +159,16 @@ def _sizes_row(algo: Algorithm, message: bytes) -> dict:
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
-                    folder: Path | str | None = None, min_samples: int = 5) -> Run:
+                    folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
-    The worker writes its run to `folder` (default data/results) and this returns it.
+    The worker writes its run to `folder` (default data/results) and this returns it.  `env`: more
+    environment variables for the worker (e.g. PQLAB_MACHINE_ID).
     """
     from .liboqs_loader import variant_environment
 
-    env = variant_environment(variant)
+    env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
            "--study", study, "--no-progress", "--min-samples", str(min_samples)]

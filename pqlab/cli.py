@@ -1,4 +1,5 @@
-"""`python -m pqlab list | bench | compare | fidelity`: measuring without a notebook.
+"""`python -m pqlab list | bench | compare | fidelity | bundle | merge`: measuring without a notebook, and
+moving results between machines.
 
 Bad input is refused with one ``error:`` line (exit 2) before anything is measured; warnings are one
 ``warning:`` line each.  SIGINT, SIGTERM and SIGHUP stop a run with one line saying what was kept
@@ -96,6 +97,28 @@ def _cmd_fidelity(args) -> int:
     return 0
 
 
+def _cmd_bundle(args) -> int:
+    from .bundle import create_bundle
+
+    path = create_bundle(args.out, profile=args.profile, notebooks=not args.no_notebooks, folder=args.folder)
+    print(path)
+    return 0
+
+
+def _cmd_merge(args) -> int:
+    from .bundle import merge_bundles
+
+    for r in merge_bundles(args.bundles, folder=args.folder):
+        who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})" if r["override"] else "")
+        if r["status"] == "already imported":
+            print(f"{r['bundle']}: already imported (machine {who}); nothing changed")
+            continue
+        converted = f", {len(r['converted'])} converted to the current schema" if r["converted"] else ""
+        print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
+              f"{len(r['present'])} already present -> {r['folder']}")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line (the problem, and where the help is)."""
 
@@ -160,6 +183,17 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,
                    help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
+    bu = sub.add_parser("bundle", help="pack this machine's runs, raw traces and executed notebooks into one archive")
+    bu.add_argument("--profile", choices=["quick", "full"],
+                    help="only the runs and notebooks of `make reproduce PROFILE=...` (default: every run)")
+    bu.add_argument("--out", help="the archive to write (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+    bu.add_argument("--no-notebooks", action="store_true", help="leave the executed notebooks out")
+    bu.add_argument("--folder", help="results folder (default data/results)")
+    bu.set_defaults(func=_cmd_bundle)
+    me = sub.add_parser("merge", help="verify bundles and import their runs under data/results/machines/<id>/")
+    me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
+    me.add_argument("--folder", help="results folder (default data/results)")
+    me.set_defaults(func=_cmd_merge)
     return p
 
 

@@ -93,7 +93,7 @@ def fmt_factor_ci(x, low, high, digits: int = 2) -> str:
         return MISSING
     if is_missing(low) or is_missing(high):
         return fmt_factor(x, digits)
-    return f"{fmt_factor(x, digits)} [{float(low):.{digits}f}, {float(high):.{digits}f}]"
+    return f"{fmt_factor(x, digits)} [{fmt_factor(low, digits)[:-1]}, {fmt_factor(high, digits)[:-1]}]"
 
 
 def fmt_percent(x, digits: int = 1, signed: bool = False) -> str:

@@ -154,6 +154,21 @@ def read_build_config(library: str | Path) -> dict:
     return {}
 
 
+def cpu_extensions(library: str | Path) -> list[str] | None:
+    """The CPU extensions the liboqs at `library` detects (``OQS_CPU_has_extension``): what its runtime
+    dispatch may use on this CPU; empty for a build without CPU-specific code.  Names and their order come
+    from the ``OQS_CPU_EXT`` enum in the build's own common.h; None where that header or the symbol is missing."""
+    header = Path(library).parent.parent / "include" / "oqs" / "common.h"
+    names = re.findall(r"^\s*OQS_CPU_EXT_(\w+),", header.read_text(), re.M) if header.exists() else []
+    try:
+        has = ctypes.CDLL(str(library)).OQS_CPU_has_extension
+    except (OSError, AttributeError):
+        return None
+    if not names or names[0] != "INIT":
+        return None
+    return [n for i, n in enumerate(names) if n not in ("INIT", "COUNT") and has(i)]
+
+
 def variant_of(config: dict) -> str:
     """Name the build variant from its build-info: generic = no CPU-specific code at all."""
     if not config:
@@ -174,8 +189,9 @@ def liboqs_info() -> dict:
         "liboqs_path": path,
         "variant": variant_of(config),
         "build_config": {k: v for k, v in config.items() if k in (
-            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET",
-            "OQS_USE_OPENSSL", "OQS_USE_AVX2_INSTRUCTIONS")},
+            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
+            or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
+        "cpu_extensions": cpu_extensions(path) if path else None,
     }
     requested = os.environ.get("PQLAB_LIBOQS_VARIANT")
     if requested and info["variant"] != requested:

@@ -6,11 +6,13 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from .errors import BadInput
 from .paths import ROOT
 
 PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "dilithium-py", "slh-dsa", "ascon",
@@ -99,9 +101,36 @@ def params_hash(params: dict) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def machine_id() -> str:
-    """A stable short id of this machine (hostname + CPU model), for merging runs from several machines."""
+#: the environment variable that sets a machine identity by hand (see :func:`machine_id`)
+ID_OVERRIDE = "PQLAB_MACHINE_ID"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
+
+
+def host_id() -> str:
+    """A stable short id of this host (hostname + CPU model), whatever identity runs are recorded under."""
     return hashlib.sha256(f"{socket.gethostname()}|{cpu()['model']}".encode()).hexdigest()[:12]
+
+
+def check_machine_id(value: str, where: str = ID_OVERRIDE) -> str:
+    """`value` when it is a usable machine id (it names a folder of the results store), else a one-line error."""
+    if not _SAFE_ID.match(value or ""):
+        raise BadInput(f"{where}={value!r} is not a usable machine id: use 1 to 80 letters, digits, '.', '_', "
+                         "'+' or '-', starting with a letter or digit (for example 'pi4-lab')")
+    return value
+
+
+def machine_id() -> str:
+    """The id runs are recorded under, for merging runs from several machines: :func:`host_id`, unless the
+    environment sets PQLAB_MACHINE_ID (an override, recorded as such by :func:`collect`)."""
+    override = os.environ.get(ID_OVERRIDE)
+    return check_machine_id(override) if override is not None else host_id()
+
+
+def identity() -> dict:
+    """Which id runs are recorded under and why: ``{"machine_id", "host_id", "override"}``; `override` is the
+    PQLAB_MACHINE_ID value, or None when the id is this host's own."""
+    mid, host = machine_id(), host_id()
+    return {"machine_id": mid, "host_id": host, "override": os.environ.get(ID_OVERRIDE)}
 
 
 def collect(params: dict | None = None, liboqs: bool = True) -> dict:
@@ -109,9 +138,13 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     from .cycles import open_counter
 
     cc = open_counter()
+    ident = identity()
     meta = {
-        "machine_id": machine_id(),
+        "machine_id": ident["machine_id"],
+        "machine_id_override": ident["override"] and {"variable": ID_OVERRIDE, "value": ident["override"],
+                                                      "host_id": ident["host_id"]},
         "hostname": socket.gethostname(),
+        "arch": platform.machine(),
         "cpu": cpu(),
         "frequency": frequency(),
         "hypervisor": hypervisor(),
@@ -125,6 +158,7 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "git": git_state(),
         "params": params or {},
         "params_hash": params_hash(params or {}),
+        "profile": os.environ.get("PQLAB_PROFILE") or None,  # make reproduce PROFILE=...
     }
     if liboqs:
         from .liboqs_loader import liboqs_info, library_problem

@@ -24,7 +24,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "schema_version": (INT, "schema version the row was written with"),
     "run_id": (STR, "the run (one set of files in data/results)"),
     "started_at": (STR, "when the run started, ISO 8601 UTC"),
-    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id)"),
+    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
     "study": (STR, "the notebook or label the run belongs to"),
     "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
     "implementation": (STR, 'what ran, e.g. "liboqs 0.13.0 (default build)"'),

@@ -88,6 +88,35 @@ def _parts(samples) -> list[np.ndarray]:
     return [p[np.isfinite(p)] for p in out]
 
 
+def bootstrap_ci(samples, combine, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """``combine([stat(x) for x in samples])`` with a percentile bootstrap confidence interval.
+
+    Each sample (a separate measurement) is resampled independently; `combine` takes the list of
+    statistics (floats, or arrays of resampled statistics) and returns one value each, e.g.
+    ``lambda s: (s[0] / s[1]) / (s[2] / s[3])`` for a ratio on one machine over the same ratio on another.
+    `stat` is "median" or "mean": compare like with like.  With fewer than two values in any sample the
+    interval is (nan, nan): one value says nothing about its spread.  Returns ``(value, low, high)``.
+    """
+    f = _STATISTICS[stat]
+    xs = [np.asarray(x, float) for x in samples]
+    xs = [x[np.isfinite(x)] for x in xs]
+    if any(x.size == 0 for x in xs):
+        return float("nan"), float("nan"), float("nan")
+    value = float(combine([f(x) for x in xs]))
+    if any(x.size < 2 for x in xs):
+        return value, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 4_000_000 // max(x.size for x in xs)))
+    values = []
+    for start in range(0, resamples, chunk):
+        n = min(chunk, resamples - start)
+        values.append(combine([f(x[rng.integers(0, x.size, size=(n, x.size))], axis=1) for x in xs]))
+    r = np.concatenate(values)
+    alpha = (1 - confidence) / 2
+    return value, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+
+
 def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
              seed: int = 0) -> tuple[float, float, float]:
     """``stat(numerator) / stat(denominator)`` with a percentile bootstrap confidence interval.
@@ -96,25 +125,11 @@ def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = C
     "median" or "mean": compare like with like (means where means are compared).  Either side may be a
     tuple of samples, standing for the sum of their statistics (e.g. sign + verify).  With fewer than two
     values in any sample the interval is (nan, nan): one value says nothing about its spread.
-    Returns ``(ratio, low, high)``.
+    Returns ``(ratio, low, high)`` (:func:`bootstrap_ci` of the parts).
     """
-    f = _STATISTICS[stat]
     a, b = _parts(numerator), _parts(denominator)
-    if any(p.size == 0 for p in a + b):
-        return float("nan"), float("nan"), float("nan")
-    ratio = float(sum(f(p) for p in a) / sum(f(p) for p in b))
-    if any(p.size < 2 for p in a + b):
-        return ratio, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 4_000_000 // max(p.size for p in a + b)))
-    values = []
-    for start in range(0, resamples, chunk):
-        n = min(chunk, resamples - start)
-        ra, rb = (sum(f(p[rng.integers(0, p.size, size=(n, p.size))], axis=1) for p in side) for side in (a, b))
-        values.append(ra / rb)
-    r = np.concatenate(values)
-    alpha = (1 - confidence) / 2
-    return ratio, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+    k = len(a)
+    return bootstrap_ci(a + b, lambda s: sum(s[:k]) / sum(s[k:]), stat, confidence, resamples, seed)
 
 
 def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = CONFIDENCE,

@@ -28,6 +28,7 @@ def test_units_and_digits():
     assert f.fmt_factor(1.234) == "1.23×" and f.fmt_factor(1234.5) == "1,234×"
     assert f.fmt_factor_ci(1.234, 1.2, 1.26) == "1.23× [1.20, 1.26]"
     assert f.fmt_factor_ci(1.234, None, 1.26) == "1.23×"
+    assert f.fmt_factor_ci(1143.2, 980.11, 1377.47) == "1,143× [980, 1,377]"  # bounds styled like the factor
     assert f.fmt_energy_uj(1520) == "1.52 mJ"
     assert f.fmt_percent(0.0123) == "1.2 %" and f.fmt_percent(0.0123, signed=True) == "+1.2 %"
     assert f.fmt_span([3, 1, None], f.fmt_bytes) == "1 B to 3 B" and f.fmt_span([2, 2]) == "2 B"

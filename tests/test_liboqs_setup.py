@@ -85,3 +85,24 @@ def test_variant_of_reads_the_build_config():
     assert liboqs_loader.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
     assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
     assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"
+
+
+def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_path):
+    info = liboqs_loader.liboqs_info()
+    ext = info["cpu_extensions"]
+    assert isinstance(ext, list) and "INIT" not in ext and "COUNT" not in ext
+    header = Path(info["liboqs_path"]).parent.parent / "include" / "oqs" / "common.h"
+    declared = set(liboqs_loader.re.findall(r"OQS_CPU_EXT_(\w+),", header.read_text()))
+    assert set(ext) <= declared
+    if info["variant"] == "generic":
+        assert ext == []  # a build without CPU-specific code detects nothing
+    # the portable build never reports extensions; where the header or the symbol is missing: None
+    generic = liboqs_loader.variant_prefix("generic") / "lib" / "liboqs.so"
+    if generic.exists():
+        assert liboqs_loader.cpu_extensions(generic) == []
+    (tmp_path / "lib").mkdir()
+    assert liboqs_loader.cpu_extensions(tmp_path / "lib" / "liboqs.so") is None  # no header, no library
+    (tmp_path / "include" / "oqs").mkdir(parents=True)
+    (tmp_path / "include" / "oqs" / "common.h").write_text(header.read_text())
+    assert liboqs_loader.cpu_extensions(tmp_path / "lib" / "liboqs.so") is None  # a header, no library
+    assert liboqs_loader.cpu_extensions(info["liboqs_path"]) == ext

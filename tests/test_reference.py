@@ -40,9 +40,12 @@ EXPECTED_ROWS = {
     "06_tls_published": 10,  # published handshake and certificate numbers (web sources, not a seed)
     "02_study_sphincs256": 11,  # params.h constants of the code study 001 cites (a repository, not a seed)
     "within_machine_ratios": 5,  # liboqs's own benchmark (a repository, not a seed)
+    "07_pqm4": 99,  # pqm4's benchmarks.csv: 33 scheme x implementation pairs x 3 operations (a repository)
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
+#: the structured provenance of a table transcribed from one file of a public repository
+REPOSITORY_KEYS = ("repository", "path", "commit", "commit_date", "file_commit", "file_date", "file_sha256")
 
 
 def seed(name: str) -> str:
@@ -86,6 +89,17 @@ def test_provenance_entry_and_row_count(name):
         assert all(url.startswith("https://") for url in src["sources"].values())
     assert len(df) == src["rows"] == EXPECTED_ROWS[name]
     assert src == reference_source(name)
+
+
+def test_repository_sources_name_repository_path_commit_and_date():
+    df = load_reference("07_pqm4")
+    src = df.attrs["source"]
+    for key in (*REPOSITORY_KEYS, "section", "columns"):
+        assert src.get(key), key
+    assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]) and re.fullmatch(r"[0-9a-f]{40}", src["file_commit"])
+    assert re.fullmatch(r"[0-9a-f]{64}", src["file_sha256"]) and src["repository"].startswith("https://github.com/")
+    assert src["commit"] in src["sources"]["pqm4"] and src["file_commit"] in src["sources"]["pqm4"]
+    assert set(df.columns) <= set(src["columns"]) | set(src["units"])
 
 
 def test_web_sources_have_provenance_for_every_row():
@@ -238,6 +252,23 @@ def test_spot_checks_05():
     assert {"voltage_min", "voltage_max", "current_min", "current_max"} <= set(prose.index)
     assert prose.loc[["voltage_min", "voltage_max", "current_min", "current_max"], "value"].tolist() == [
         "5.06", "5.08", "650", "750"]
+
+
+def test_spot_checks_07_pqm4():
+    df = load_reference("07_pqm4")
+    assert one(df, pqm4_scheme="ml-kem-768", implementation="clean", operation="encaps").cycles_mean == 1138225
+    dsa = one(df, pqm4_scheme="ml-dsa-44", implementation="m4f", operation="sign")
+    assert (dsa.cycles_mean, dsa.cycles_min, dsa.cycles_max, dsa.executions) == (3943121, 1812557, 17009165, 1000)
+    assert one(df, pqm4_scheme="ml-dsa-44", implementation="m4fstack", operation="sign").stack_bytes == 5080
+    sph = one(df, algorithm="SPHINCS+-SHA2-128f-simple", operation="sign")
+    assert (sph.cycles_mean, sph.code_total_bytes, sph.executions) == (368575228, 4956, 10)
+    assert one(df, algorithm="HQC-128", operation="decaps").stack_bytes == 55892
+    # every scheme x implementation has its three operations, in the order of its kind
+    ops = df.groupby(["pqm4_scheme", "implementation"])["operation"].agg(tuple)
+    assert set(ops) == {("keygen", "encaps", "decaps"), ("keygen", "sign", "verify")}
+    assert (df.cycles_min <= df.cycles_mean).all() and (df.cycles_mean <= df.cycles_max).all()
+    assert (df.code_total_bytes == df.code_text_bytes + df.code_data_bytes + df.code_bss_bytes).all()
+    assert df.attrs["source"]["clock_hz"] == 24_000_000
 
 
 # --- cell-by-cell against the seed text (skipped without the seeds) ----------------------

@@ -131,3 +131,23 @@ def test_ratio_ci_of_sums_of_statistics():
     assert lo < r < hi and hi - lo < 0.2
     assert np.isnan(stats.ratio_ci((sign, np.array([])), other)[0])
     assert np.isnan(stats.ratio_ci((sign, np.array([1.0])), other)[1])
+
+
+def test_bootstrap_ci_of_any_combination_of_samples():
+    rng = np.random.default_rng(1)
+    enc, dec, base = rng.normal(30, 0.3, 500), rng.normal(30, 0.3, 500), rng.normal(40, 0.4, 500)
+    value, low, high = stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2])
+    assert value == pytest.approx((np.median(enc) + np.median(dec)) / np.median(base))
+    assert stats.ratio_ci((enc, dec), base) == (value, low, high)  # ratio_ci's sums are this combination
+    other = rng.normal(10, 0.1, 500)  # a ratio of ratios (one machine's over another's)
+    v2 = stats.bootstrap_ci([enc, base, dec, other], lambda s: (s[0] / s[1]) / (s[2] / s[3]))
+    assert v2[0] == pytest.approx((np.median(enc) / np.median(base)) / (np.median(dec) / np.median(other)))
+    assert v2[1] < v2[0] < v2[2]
+    assert low < value < high and high - low < 0.02
+    assert stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2]) == (value, low, high)  # seeded
+    # ratio_ci is the two-sample case
+    assert stats.ratio_ci(enc, base) == stats.bootstrap_ci([enc, base], lambda s: s[0] / s[1])
+    # one value says nothing about its spread; an empty sample gives nothing
+    v, lo, hi = stats.bootstrap_ci([enc, [5.0]], lambda s: s[0] / s[1])
+    assert v == pytest.approx(np.median(enc) / 5) and math.isnan(lo) and math.isnan(hi)
+    assert all(math.isnan(x) for x in stats.bootstrap_ci([enc, []], lambda s: s[0] / s[1]))
