@@ -120,4 +120,8 @@ def test_fidelity_measures_both_arms():
     row = df.iloc[0]
     assert row["pqlab_samples"] > 0 and row["bare_samples"] > 0
     assert 0.2 < row["ratio"] < 5 and 0.2 < row["ratio_loops1"] < 5  # the same operation, roughly the same time
-    assert not row["slow"] and row["within_5pct"] is None  # ML-DSA-44 signing is well under 100 us
+    # the 5 % verdict is given only for operations slower than SLOW_NS (which side of it this one falls on
+    # depends on the machine and its load, so the test follows the measured median rather than assuming it)
+    assert row["slow"] == (row["bare_us"] * 1e3 >= fidelity.SLOW_NS)
+    if not row["slow"]:
+        assert row["within_5pct"] is None
