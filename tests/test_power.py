@@ -13,6 +13,7 @@ from pqlab.algorithms import get
 from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
 from pqlab.reference import load_reference
 from pqlab.studies import energy_pi4 as power
+from pqlab.studies import energy_pi4_figures as figures
 
 # ----- Ascon-128a -----------------------------------------------------------------------------
 
@@ -336,13 +337,13 @@ def test_figures_build_from_synthetic_data(study):
     bases = pd.concat([power.reference_long(study), power.replay_long(table, 2.7),
                        power.energy_long(t, None, ModelledPower(3.5))])
     samples = pd.DataFrame({"voltage_v": [5.07, 5.06], "current_a": [0.7, 0.72], "source": "ina219"})
-    figs = [power.plot_times(t, "kem"), power.plot_times(t, "sig"), power.plot_reference_power(study, setup),
-            power.plot_energy_bases(bases, "kem"), power.plot_aead_scaling(t),
-            power.plot_ranking(power.efficiency_ranking(bases), "ranking"),
-            power.plot_time_energy(power.reference_long(study), "t/e"), power.plot_nist_levels(t, study),
-            power.plot_voltage_current(setup, study), power.plot_voltage_current(setup, study, samples),
-            power.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
-            power.plot_cross_platform(power.cross_platform(t, study))]
+    figs = [figures.plot_times(t, "kem"), figures.plot_times(t, "sig"), figures.plot_reference_power(study, setup),
+            figures.plot_energy_bases(bases, "kem"), figures.plot_aead_scaling(t),
+            figures.plot_ranking(power.efficiency_ranking(bases), "ranking"),
+            figures.plot_time_energy(power.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
+            figures.plot_voltage_current(setup, study), figures.plot_voltage_current(setup, study, samples),
+            figures.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
+            figures.plot_cross_platform(power.cross_platform(t, study))]
     assert "no samples exist" in figs[8].axes[0].get_title()
     assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
     for f in figs:
