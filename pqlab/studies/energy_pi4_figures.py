@@ -243,3 +243,20 @@ def plot_cross_platform(ratios: pd.DataFrame):
     return plotting.hbars(ratios, label="label", value="pi_over_here",
                           xlabel="time on the Pi 4 (published) / time here (log)",
                           title="How much longer each operation took on the study's Pi 4", reference=1.0)
+
+
+@plotting.styled
+def plot_idle_sensitivity(sensitivity):
+    """The share of the published energies an idle board would have drawn, against the assumed idle
+    power: median over the published rows, band from the smallest to the largest share; the line where
+    idle draw becomes the majority."""
+    df = sensitivity.assign(series="published rows: median share (band: smallest to largest)")
+    fig = plotting.lines(df, x="assumed_idle_w", y="idle_share_median", hue="series", low="idle_share_min",
+                         high="idle_share_max", scale=0.01, logy=False, xlabel="assumed idle power of the board (W)",
+                         ylabel="idle draw / published energy (%)",
+                         title="Pi 4 study: how much of each published energy is idle draw")
+    ax = fig.axes[0]
+    ax.axhline(50, color="0.3", lw=0.8, ls=":", label="half the energy")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=6, loc="lower right")
+    return fig
