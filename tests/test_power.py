@@ -139,26 +139,75 @@ def test_use_totals_skip_incomplete_algorithms():
 
 # ----- cross-platform -------------------------------------------------------------------------
 
+SPREAD = np.array([0.9, 0.95, 1.0, 1.05, 1.1])  # five samples around each median
+
+
+def fake_run(times: pd.DataFrame, cpu_specific=None, avx2=True, dist=True):
+    """A Run holding `times` as samples (median = time_ms) and a liboqs build record."""
+    from pqlab.results import Run
+
+    samples = pd.DataFrame([{"algorithm": r.algorithm, "backend": r.backend, "operation": r.operation,
+                             "message_bytes": r.message_bytes, "time_ns": r.time_ms * 1e6 * f}
+                            for r in times.itertuples() for f in SPREAD])
+    liboqs = {"liboqs_version": "9.9.9", "variant": "default" if dist else "generic",
+              "build_config": {"OQS_DIST_BUILD": "1"} if dist else {"OQS_OPT_TARGET": "generic"},
+              "cpu_specific": cpu_specific}
+    meta = {"liboqs": liboqs, "cpu": {"model": "Test CPU", "flags_avx2": avx2}}
+    return Run("r1", times.assign(measured=True), pd.DataFrame(), samples, meta)
+
+
 def test_cross_platform_ratio_math(study):
     t = make_times()
     t = pd.concat([t, pd.DataFrame([row("ML-KEM-768", "kem", "lattice", 3, "keygen", 99.0, backend="cryptography")])])
-    r = power.cross_platform(t, study).set_index(["algorithm", "operation"])
+    runs = [fake_run(t, {"ml_kem_768": ["x86_64"]})]
+    ratios = power.cross_platform(t, study, runs)
+    r = ratios.set_index(["algorithm", "operation"])
     pub = study.set_index(["algorithm", "operation"])["time_ms"]
-    assert r.loc[("ML-KEM-768", "keygen"), "pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / 0.01)
-    assert r.loc[("ML-KEM-768", "keygen"), "backend"] == "liboqs"  # liboqs preferred over other backends
+    keygen = r.loc[("ML-KEM-768", "keygen")]
+    assert keygen["pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / 0.01)
+    assert keygen["backend"] == "liboqs" and keygen["here_samples"] == 5  # liboqs preferred over other backends
+    # the interval comes from our five samples only: published / (our extreme medians)
+    assert pub[("ML-KEM-768", "keygen")] / (0.01 * 1.1) - 1e-9 <= keygen["pi_over_here_ci_low"] < keygen["pi_over_here"]
+    assert keygen["pi_over_here"] < keygen["pi_over_here_ci_high"] <= pub[("ML-KEM-768", "keygen")] / (0.01 * 0.9) + 1e-9
+    assert keygen["code_here"] == "x86_64" and r.loc[("HQC-128", "decaps"), "code_here"] == "portable C"
     assert r.loc[("HQC-128", "decaps"), "pi_over_here"] == pytest.approx(75.095 / 1.0)
     assert not any(a in r.index.get_level_values(0) for a in ("X25519", "Ed25519", "AES-256-GCM"))
-    ordered = power.cross_platform(t, study)["pi_over_here"].to_numpy()
-    assert np.all(np.diff(ordered) <= 0)  # largest loss first
-    text = power.cross_platform_markdown(power.cross_platform(t, study), n=1)
-    top = power.cross_platform(t, study).iloc[0]
+    assert np.all(np.diff(ratios["pi_over_here"].to_numpy()) <= 0)  # largest loss first
+    text = power.cross_platform_markdown(ratios, n=1)
+    top = ratios.iloc[0]
     assert f"**Largest losses on the Pi:** {top['algorithm']} {top['operation']}" in text
-    assert "Spearman" in text
+    assert "[" in text.split("**Largest losses on the Pi:**")[1]  # each factor with its interval
+    assert "Spearman" in text and "published times are single numbers" in text
+    assert "where liboqs ran CPU-specific code here" in text and "where it ran portable C" in text
+    # one sample: a factor without an interval; no build record: no split by code path
+    one = fake_run(t.iloc[:0], None)
+    one.samples = pd.DataFrame([{"algorithm": "HQC-128", "backend": "liboqs", "operation": "decaps",
+                                 "message_bytes": None, "time_ns": 1e6}])
+    single = power.cross_platform(t[t["algorithm"] == "HQC-128"], study, [one]).set_index("operation")
+    assert np.isnan(single.loc["decaps", "pi_over_here_ci_low"]) and single.loc["decaps", "code_here"] == "not recorded"
+    single_text = power.cross_platform_markdown(single.reset_index())
+    assert "CPU-specific" not in single_text and "Spearman" not in single_text  # our three times are equal
+
+
+def test_build_here_is_read_from_the_run(study):
+    setup = load_reference("05_energy_pi4_setup")
+    t = make_times()
+    text = power.describe_build_here([fake_run(t, {"ml_kem_768": ["x86_64"], "xkcp_low": ["avx2"]})], setup)
+    assert "liboqs 9.9.9, default build (a dist build" in text and "Test CPU) reports AVX2" in text
+    assert "CPU-specific code compiled in for ML-KEM-768 (x86_64)" in text
+    assert "Portable C only for " in text and "HQC-128" in text.split("Portable C only for ")[1]
+    assert "Keccak" in text and "liboqs version as 'unknown'" in text
+    generic = power.describe_build_here([fake_run(t, {}, avx2=False, dist=False)], setup)
+    assert "generic build (built for target 'generic')" in generic and "does not report AVX2" in generic
+    assert "CPU-specific code compiled in" not in generic and "Keccak" not in generic
+    assert "not recorded" in power.describe_build_here([fake_run(t, None)], setup)
+    assert power.describe_build_here([], setup).startswith("No run here loaded liboqs.")
 
 
 def test_rank_correlation():
     assert power.rank_correlation(pd.Series([1, 2, 3, 4]), pd.Series([10, 20, 30, 40])) == pytest.approx(1.0)
     assert power.rank_correlation(pd.Series([1, 2, 3]), pd.Series([3, 2, 1])) == pytest.approx(-1.0)
+    assert np.isnan(power.rank_correlation(pd.Series([1, 2, 3]), pd.Series([5, 5, 5])))
 
 
 # ----- labelling: modelled, replayed, none ----------------------------------------------------
@@ -412,10 +461,12 @@ def test_figures_build_from_synthetic_data(study):
             figures.plot_time_energy(power.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
             figures.plot_voltage_current(setup, study), figures.plot_voltage_current(setup, study, samples),
             figures.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
-            figures.plot_cross_platform(power.cross_platform(t, study)),
+            figures.plot_cross_platform(power.cross_platform(t, study, [fake_run(t)])),
             figures.plot_idle_sensitivity(power.idle_sensitivity(study, [2.0, 3.2]))]
     assert "no samples exist" in figs[8].axes[0].get_title()
     assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
+    whiskers = [c for c in figs[11].axes[0].containers if getattr(c, "errorbar", None) is not None]
+    assert whiskers, "the Pi/here ratios are drawn without their intervals"
     for f in figs:
         plt.close(f)
 

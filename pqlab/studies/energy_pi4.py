@@ -41,12 +41,24 @@ from ..energy import (
     trace_from_reference,
     write_trace,
 )
-from ..formatting import fmt_bytes_binary, fmt_energy_uj, fmt_factor, fmt_percent, fmt_span, fmt_time_ms, slug
+from ..formatting import (
+    fmt_bytes_binary,
+    fmt_energy_uj,
+    fmt_factor,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_span,
+    fmt_time_ms,
+    slug,
+)
 from ..paths import RAW, REFERENCE, ROOT
 from ..results import verified_rows
+from ..stats import ratio_to_published
 
 #: the study's table in data/reference/
 REFERENCE_NAME = "05_energy_pi4"
+#: the confidence level of every interval this study computes
+CONFIDENCE = 0.95
 KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
 #: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
 #: sealed and opened.  Recommendations compare algorithms by the sum over these.
@@ -439,18 +451,58 @@ def efficiency_ranking(long: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("ops_per_joule", ascending=False).reset_index(drop=True)
 
 
-def cross_platform(times: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Pi 4 published time / our median time per (algorithm, operation) both have, largest first.
-    A ratio of 10 means the operation took 10 times longer on the study's Pi 4 than here."""
+def liboqs_id(name: str) -> str:
+    """liboqs's id of an algorithm in oqsconfig.h: ML-KEM-768 -> ml_kem_768,
+    SPHINCS+-SHA2-128s-simple -> sphincs_sha2_128s_simple."""
+    return name.replace("+", "").replace("-", "_").lower()
+
+
+def _liboqs_meta(runs) -> dict:
+    """The metadata of the first run that loaded liboqs (empty when none did)."""
+    return next((r.meta for r in runs if r.meta.get("liboqs")), {})
+
+
+def code_here(algorithm: str, backend: str, runs) -> str:
+    """Which code ran here for `algorithm`, from the runs' liboqs build record: the CPU-specific
+    implementations compiled in (e.g. "avx2"), "portable C", or "not recorded"."""
+    specific = (_liboqs_meta(runs).get("liboqs") or {}).get("cpu_specific")
+    if backend != "liboqs" or specific is None:
+        return "not recorded"
+    return ", ".join(specific.get(liboqs_id(algorithm), [])) or "portable C"
+
+
+def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_bytes) -> np.ndarray:
+    """Our raw per-call times (ms) of one measurement, from whichever run holds them."""
+    size = None if pd.isna(message_bytes) else int(message_bytes)
+    parts = [r.sample_values(algorithm, operation, backend=backend, message_bytes=size) for r in runs]
+    return np.concatenate(parts) / 1e6 if parts else np.array([])
+
+
+def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.DataFrame:
+    """Pi 4 published time / our median time per (algorithm, operation) both have, largest first, with a
+    bootstrap interval from our samples in ``runs`` only (:func:`pqlab.stats.ratio_to_published`: the
+    published time is one number, of an unstated statistic, with no interval); ``code_here`` names the
+    code liboqs ran here (:func:`code_here`). A ratio of 10: ten times longer on the study's Pi 4."""
     ours = times[times["kind"].isin(["kem", "sig"])]
     ours = ours.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
-    m = ours[["algorithm", "backend", "family", "nist_level", "operation", "time_ms"]].merge(
+    m = ours[["algorithm", "backend", "family", "nist_level", "operation", "message_bytes", "time_ms"]].merge(
         reference[["algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "pi_time_ms"}),
-        on=["algorithm", "operation"], how="inner")
-    m = m.rename(columns={"time_ms": "here_time_ms"})
-    m["pi_over_here"] = m["pi_time_ms"] / m["here_time_ms"]
+        on=["algorithm", "operation"], how="inner").rename(columns={"time_ms": "here_time_ms"})
+    rows = []
+    for r in m.itertuples():
+        samples = _samples_ms(runs, r.algorithm, r.backend, r.operation, r.message_bytes)
+        ratio, low, high = ratio_to_published(r.pi_time_ms, samples, "median", confidence=CONFIDENCE)
+        rows.append({"here_samples": len(samples), "pi_over_here": ratio, "pi_over_here_ci_low": low,
+                     "pi_over_here_ci_high": high, "code_here": code_here(r.algorithm, r.backend, runs)})
+    m = pd.concat([m.reset_index(drop=True), pd.DataFrame(rows, index=range(len(m)))], axis=1)
     m["label"] = m["algorithm"] + " " + m["operation"]
     return m.sort_values("pi_over_here", ascending=False).reset_index(drop=True)
+
+
+def cross_platform_caption() -> str:
+    """The caption of the Pi/here table and figure: what the interval covers, and what it cannot."""
+    return (f"Pi 4 published time / median time here, with a {fmt_percent(CONFIDENCE, 0)} bootstrap interval from our "
+            "samples only: the published time is a single number (its statistic unstated) with no interval")
 
 
 def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
@@ -460,24 +512,71 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
     r = ratios.sort_values("pi_over_here", ascending=False)
 
     def items(df) -> str:
-        return "; ".join(f"{x.algorithm} {x.operation} {fmt_factor(x.pi_over_here)} ({fmt_time_ms(x.pi_time_ms)} on the Pi, "
-                         f"{fmt_time_ms(x.here_time_ms)} here)" for x in df.itertuples())
+        return "; ".join(f"{x.algorithm} {x.operation} {fmt_factor_ci(x.pi_over_here, x.pi_over_here_ci_low, x.pi_over_here_ci_high)} "
+                         f"({fmt_time_ms(x.pi_time_ms)} on the Pi, {fmt_time_ms(x.here_time_ms)} here)"
+                         for x in df.itertuples())
 
     fam = r.groupby("family")["pi_over_here"].median().sort_values(ascending=False)
-    slower = int((r["pi_over_here"] > 1).sum())
-    rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"])
-    return (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the "
-            f"Pi; the median factor is {fmt_factor(r['pi_over_here'].median())}. **Largest losses on the Pi:** "
-            f"{items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. Median factor by family: "
-            + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ". "
-            f"The *order* of the operations by time agrees {'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'}"
-            f" (Spearman rank correlation {rho:.2f})"
-            + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
+    slower = int((r["pi_over_here_ci_low"] > 1).sum())
+    text = (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the Pi "
+            f"(the whole interval above one); the median factor is {fmt_factor(r['pi_over_here'].median())}. Intervals "
+            f"({fmt_percent(CONFIDENCE, 0)}, bootstrap) come from our samples only: the published times are single "
+            f"numbers. **Largest losses on the Pi:** {items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. "
+            "Median factor by family: " + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ".")
+    rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"]) if len(r) >= 3 else float("nan")
+    if np.isfinite(rho):
+        text += (f" The *order* of the operations by time agrees "
+                 f"{'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'} (Spearman rank correlation "
+                 f"{rho:.2f})" + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
+    known = r[r["code_here"] != "not recorded"]
+    portable = known["code_here"] == "portable C"
+    if portable.any() and (~portable).any():
+        text += (f" Median factor where liboqs ran CPU-specific code here: {fmt_factor(known.loc[~portable, 'pi_over_here'].median())} "
+                 f"({int((~portable).sum())} operations); where it ran portable C: "
+                 f"{fmt_factor(known.loc[portable, 'pi_over_here'].median())} ({int(portable.sum())}); the Pi's build is "
+                 "unknown, so which code ran there is not known.")
+    return text
+
+
+def describe_build_here(runs, setup: pd.DataFrame) -> str:
+    """Which liboqs build and code paths ran here, from the runs' metadata, beside what the study
+    states of its own (Markdown)."""
+    pi = (f"On the Pi, the study gives its liboqs version as '{setup_text(setup, 'liboqs')}' and its CPU as "
+          f"'{setup_text(setup, 'cpu')}'.")
+    meta = _liboqs_meta(runs)
+    if not meta:
+        return f"No run here loaded liboqs. {pi}"
+    info, cpu = meta["liboqs"], meta.get("cpu") or {}
+    config = info.get("build_config") or {}
+    dispatch = ("a dist build: it picks CPU-specific code at run time where the CPU has the extensions that code "
+                "needs" if config.get("OQS_DIST_BUILD") == "1" else
+                f"built for target '{config.get('OQS_OPT_TARGET', 'unknown')}'")
+    text = (f"**Here:** liboqs {info.get('liboqs_version', 'of unknown version')}, {info.get('variant', 'unknown')} "
+            f"build ({dispatch}); the CPU ({cpu.get('model') or 'model unknown'}) "
+            f"{'reports' if cpu.get('flags_avx2') else 'does not report'} AVX2.")
+    specific = info.get("cpu_specific")
+    if specific is None:
+        return f"{text} Which CPU-specific code the build compiled in was not recorded by this run. {pi}"
+    algorithms = sorted({a for r in runs for a in r.measurements.loc[r.measurements["backend"] == "liboqs", "algorithm"]})
+    ids = {a: liboqs_id(a) for a in algorithms}
+    compiled = [f"{a} ({', '.join(specific[i])})" for a, i in ids.items() if i in specific]
+    portable = [a for a, i in ids.items() if i not in specific]
+    if compiled:
+        text += f" CPU-specific code compiled in for {', '.join(compiled)}."
+    if portable:
+        text += f" Portable C only for {', '.join(portable)}."
+    if "xkcp_low" in specific:
+        text += (" The Keccak code under SHA-3 and SHAKE, which most of these schemes hash with, has a CPU-specific "
+                 f"version ({', '.join(specific['xkcp_low'])}) too.")
+    return f"{text} {pi}"
 
 
 def rank_correlation(a: pd.Series, b: pd.Series) -> float:
-    """Spearman's rank correlation (Pearson on average ranks)."""
-    return float(np.corrcoef(pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy())[0, 1])
+    """Spearman's rank correlation (Pearson on average ranks); nan when either side has one value only."""
+    ra, rb = pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy()
+    if np.ptp(ra) == 0 or np.ptp(rb) == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
@@ -686,8 +785,13 @@ def sorted_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_scheme", "_param"])
 
 
+def setup_text(setup: pd.DataFrame, name: str) -> str:
+    """One set-up fact of the study, as published."""
+    return str(setup.set_index("parameter").at[name, "value"])
+
+
 def setup_value(setup: pd.DataFrame, name: str) -> float:
-    return float(setup.set_index("parameter").at[name, "value"])
+    return float(setup_text(setup, name))
 
 
 def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
@@ -718,16 +822,14 @@ def envelope_markdown(setup: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFrame | None = None) -> pd.DataFrame:
     """All metrics per (algorithm, operation) of the KEMs and signatures: our time, the study's
-    time, power and gross energy, the Pi/here ratio, and our energies by basis when present."""
-    ratios = cross_platform(times, reference)
+    time, power and gross energy, and our energies by basis when present (ratios, which need their
+    intervals, are in :func:`cross_platform`)."""
     t = times[times["kind"].isin(["kem", "sig"])]
     t = t.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
     m = t[["kind", "family", "algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "time here (ms)"})
     ref = reference.rename(columns={"time_ms": "time Pi 4 (ms)", "power_w": "power Pi 4 (W)",
                                     "energy_uj": "energy Pi 4, gross (µJ)"})
     m = m.merge(ref[["algorithm", "operation", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)"]],
-                on=["algorithm", "operation"], how="left")
-    m = m.merge(ratios[["algorithm", "operation", "pi_over_here"]].rename(columns={"pi_over_here": "Pi 4 / here"}),
                 on=["algorithm", "operation"], how="left")
     if ours is not None and len(ours):
         for basis, g in ours[ours["kind"].isin(["kem", "sig"])].groupby("basis", sort=False):

@@ -239,9 +239,12 @@ def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: positi
 
 @plotting.styled
 def plot_cross_platform(ratios: pd.DataFrame):
-    """Pi 4 published time over ours per operation, largest at the top."""
-    return plotting.hbars(ratios, label="label", value="pi_over_here",
-                          xlabel="time on the Pi 4 (published) / time here (log)",
+    """Pi 4 published time over our median per operation, largest at the top, with the interval from
+    our samples as whiskers (the published side has none: the x label says so)."""
+    return plotting.hbars(ratios, label="label", value="pi_over_here", low="pi_over_here_ci_low",
+                          high="pi_over_here_ci_high",
+                          xlabel="time on the Pi 4 (published, no interval) / median time here (log; whiskers: "
+                                 "interval from our samples)",
                           title="How much longer each operation took on the study's Pi 4", reference=1.0)
 
 
