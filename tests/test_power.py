@@ -14,6 +14,7 @@ from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace,
 from pqlab.reference import load_reference
 from pqlab.studies import energy_pi4 as power
 from pqlab.studies import energy_pi4_figures as figures
+from pqlab.studies import energy_pi4_published as published
 
 # ----- Ascon-128a -----------------------------------------------------------------------------
 
@@ -271,14 +272,14 @@ def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
 
 def test_time_power_check_against_rounding(study):
     """The issue's numbers: 35 of 51 rows beyond rounding, +1.71 % against a bound of about 0.012 %."""
-    c = power.time_power_check(study)
+    c = published.time_power_check(study)
     assert len(c) == 51 and int(c["beyond_rounding"].sum()) == 35
     worst = c.loc[c["deviation_pct"].abs().idxmax()]
     assert (worst["algorithm"], worst["operation"]) == ("Classic-McEliece-348864", "keygen")
     assert worst["deviation_pct"] == pytest.approx(1.7059, abs=1e-4)
     assert worst["rounding_high_pct"] == pytest.approx(0.01188, abs=1e-5)
     assert worst["rounding_low_pct"] == pytest.approx(-0.01188, abs=1e-5)
-    text = power.describe_time_power(c)
+    text = published.describe_time_power(c)
     assert "**not** time × power within rounding: in 35 of 51 rows" in text
     assert "+1.71 % against a rounding bound of ±0.012 %" in text and "*Hypothesis*" in text
     assert "gross" in text
@@ -293,57 +294,57 @@ def _printed(rows):
 
 def test_time_power_check_both_branches():
     exact, printed = _printed([("A", "2.000", "3.000", "6000.00"), ("B", "0.500", "4.000", "2000.00")])
-    c = power.time_power_check(exact, printed)
+    c = published.time_power_check(exact, printed)
     assert not c["beyond_rounding"].any()
-    assert power.describe_time_power(c).startswith("In all 2 rows the published energy equals time × power within")
-    assert "Hypothesis" not in power.describe_time_power(c)
+    assert published.describe_time_power(c).startswith("In all 2 rows the published energy equals time × power within")
+    assert "Hypothesis" not in published.describe_time_power(c)
     # the last printed digit sets the bound: 1.990 ms differs from 2.000 ms beyond a 0.0005 ms rounding
     off, printed = _printed([("A", "2.000", "3.000", "5970.00")])
-    c = power.time_power_check(off, printed)
+    c = published.time_power_check(off, printed)
     assert c["beyond_rounding"].all() and c["deviation_pct"].iloc[0] == pytest.approx(-0.5)
     coarse, printed = _printed([("A", "2", "3", "5970")])  # one-digit values: rounding covers 0.5 %
-    assert not power.time_power_check(coarse, printed)["beyond_rounding"].any()
+    assert not published.time_power_check(coarse, printed)["beyond_rounding"].any()
     far, printed = _printed([("A", "2.000", "3.000", "9000.00")])
-    text = power.describe_time_power(power.time_power_check(far, printed))
+    text = published.describe_time_power(published.time_power_check(far, printed))
     assert "not time × mean power" in text and "gross" not in text
     with pytest.raises(ValueError, match="rows differ"):
-        power.time_power_check(far, printed.assign(algorithm="Z"))
+        published.time_power_check(far, printed.assign(algorithm="Z"))
 
 
 def test_idle_share_sentence_only_where_every_assumption_supports_it(study):
-    mixed = power.idle_sensitivity(study, [2.0, 2.6, 3.2])
+    mixed = published.idle_sensitivity(study, [2.0, 2.6, 3.2])
     assert list(mixed["assumed_idle_w"]) == [2.0, 2.6, 3.2]
     share = 2.0 * study["time_ms"] * 1e3 / study["energy_uj"]
     assert mixed["idle_majority_rows"].iloc[0] == int((share > 0.5).sum()) == 37
-    text = power.describe_idle_share(mixed, study)
+    text = published.describe_idle_share(mixed, study)
     assert "depends on its idle power" in text and "37 of 51 rows" in text
     assert "**most of what the study tabulated is the board's idle draw**" not in text
     top = (study["energy_uj"] / study["time_ms"] / 1e3).max() / 2
     assert f"from an idle power of {top:.2f} W" in text and "Classic-McEliece-8192128 keygen" in text
-    high = power.describe_idle_share(power.idle_sensitivity(study, [2.4, 3.0]), study)
+    high = published.describe_idle_share(published.idle_sensitivity(study, [2.4, 3.0]), study)
     assert "**most of what the study tabulated is the board's idle draw**" in high
-    low = power.describe_idle_share(power.idle_sensitivity(study, [1.0, 1.5]), study)
+    low = published.describe_idle_share(published.idle_sensitivity(study, [1.0, 1.5]), study)
     assert "mostly the operations' own draw" in low and "idle draw**" not in low
-    contradicted = power.describe_idle_share(power.idle_sensitivity(study, [2.0, 3.4]), study)
+    contradicted = published.describe_idle_share(published.idle_sensitivity(study, [2.0, 3.4]), study)
     assert "rows would have no energy above idle" in contradicted
 
 
 def test_sensor_resolution_caveat(study):
     setup = load_reference("05_energy_pi4_setup")
-    text = power.describe_sensor_resolution(study, setup)
+    text = published.describe_sensor_resolution(study, setup)
     short = study[study["time_ms"] < 1.0]
     assert f"{len(short)} of 51 published rows last less than that" in text and "1000 Hz" in text
     assert "every operation of ML-KEM-1024, ML-KEM-512 and ML-KEM-768" in text
     assert "**their power cannot have been measured per call**" in text
     assert f"fewer than {energy.MIN_SAMPLE_PERIODS} sample periods" in text
-    slow = power.describe_sensor_resolution(study.assign(time_ms=study["time_ms"] + 100), setup)
+    slow = published.describe_sensor_resolution(study.assign(time_ms=study["time_ms"] + 100), setup)
     assert "every published operation lasts at least that long" in slow and "cannot" not in slow
 
 
 def test_replay_reproduces_time_times_power(study, tmp_path):
-    table, traces = power.replay_reference(study, [2.7, 2.0, 3.2], folder=tmp_path)
+    table, traces = published.replay_reference(study, [2.7, 2.0, 3.2], folder=tmp_path)
     assert list(traces["idle_w"]) == [2.0, 3.2] and set(traces["source"]) == {"replay:reconstructed"}
-    check = power.replay_check(table)
+    check = published.replay_check(table)
     assert check["holds"].all() and set(check["rows"]) == {51} and set(check["assumed idle"]) == {"2 W, 3.2 W"}
     low = table[table["idle_w"] == 2.0]
     assert low["replay_gross_uj"].to_numpy() == pytest.approx(
@@ -353,17 +354,17 @@ def test_replay_reproduces_time_times_power(study, tmp_path):
     saved = read_trace(traces["path"].iloc[1])
     assert saved.meta["note"] == "reconstructed from published means, not a measurement"
     assert saved.meta["idle_w"] == "3.2"
-    long = power.replay_long(table)
+    long = published.replay_long(table)
     assert set(long["basis"]) == {"replay (gross)", "replay (net of assumed idle 2 W)",
                                   "replay (net of assumed idle 3.2 W)"}
     assert len(long) == 3 * 51
-    text = power.replay_markdown(table, traces)
+    text = published.replay_markdown(table, traces)
     assert "not a measurement" in text and "idle 3.2 W: 206 points, 51 windows" in text
 
 
 def test_envelope_markdown_counts_rows_above_stated_power(study):
     setup = load_reference("05_energy_pi4_setup")
-    text = power.envelope_markdown(setup, study)
+    text = published.envelope_markdown(setup, study)
     above = int((study["power_w"] > 5.08 * 0.75).sum())
     assert f"{above} of 51" in text and "3.81 W" in text
 
@@ -451,18 +452,18 @@ def test_figures_build_from_synthetic_data(study):
 
     setup = load_reference("05_energy_pi4_setup")
     t = make_times()
-    table, _ = power.replay_reference(study, [2.0, 3.2])
-    bases = pd.concat([power.reference_long(study), power.replay_long(table),
+    table, _ = published.replay_reference(study, [2.0, 3.2])
+    bases = pd.concat([published.reference_long(study), published.replay_long(table),
                        power.energy_long(t, None, ModelledPower(3.5))])
     samples = pd.DataFrame({"voltage_v": [5.07, 5.06], "current_a": [0.7, 0.72], "source": "ina219"})
     figs = [figures.plot_times(t, "kem"), figures.plot_times(t, "sig"), figures.plot_reference_power(study, setup),
             figures.plot_energy_bases(bases, "kem"), figures.plot_aead_scaling(t),
             figures.plot_ranking(power.efficiency_ranking(bases), "ranking"),
-            figures.plot_time_energy(power.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
+            figures.plot_time_energy(published.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
             figures.plot_voltage_current(setup, study), figures.plot_voltage_current(setup, study, samples),
             figures.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
             figures.plot_cross_platform(power.cross_platform(t, study, [fake_run(t)])),
-            figures.plot_idle_sensitivity(power.idle_sensitivity(study, [2.0, 3.2]))]
+            figures.plot_idle_sensitivity(published.idle_sensitivity(study, [2.0, 3.2]))]
     assert "no samples exist" in figs[8].axes[0].get_title()
     assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
     whiskers = [c for c in figs[11].axes[0].containers if getattr(c, "errorbar", None) is not None]

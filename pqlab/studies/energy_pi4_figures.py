@@ -12,17 +12,13 @@ from .energy_pi4 import (
     MEASURED_GROSS,
     MEASURED_NET,
     OPERATION_ORDER,
-    PUBLISHED,
-    REPLAY_GROSS,
     USE,
-    reference_long,
-    registry_meta,
     scheme_of,
-    setup_value,
     short_name,
     sorted_rows,
     use_totals,
 )
+from .energy_pi4_published import PUBLISHED, REPLAY_GROSS, reference_long, registry_meta, setup_value
 
 #: The operations' roles, so KEMs and signatures share colours in one chart.
 PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
