@@ -115,11 +115,18 @@ def test_recommendations_follow_the_data(study):
     assert swapped != text
 
 
+def security_of(text: str) -> str:
+    return text.split("### Maximum security")[1]
+
+
 def test_recommendations_energy_and_security_sections(study):
     text = power.recommendations_markdown(make_times(), study)
     energy = text.split("### Energy-constrained")[1].split("### Maximum security")[0]
     # the study's cheapest KEM use is ML-KEM-512 (959 + 991 + 833 uJ), dearest McEliece-8192128 keygen
     assert "ML-KEM-512, 2.78 mJ" in energy and "avoid Classic-McEliece-8192128" in energy
+    assert "as much (published numbers, no interval)" in energy  # a factor only between two printed numbers
+    assert "×" not in text.split("### Energy-constrained")[0]  # our times: values, never a factor without interval
+    assert "×" not in security_of(text)
     assert "**AEAD:** no energy" in energy  # neither published nor measured: said so
     security = text.split("### Maximum security")[1]
     assert "NIST level 5" in security and "Fastest here: **ML-KEM-1024**" in security
@@ -226,6 +233,7 @@ def test_modelled_energy_is_labelled_everywhere(study):
     assert any("modelled" in c for c in matrix.columns)
     text = power.recommendations_markdown(t, study, long)
     assert "Modelled here, modelled (3.5 W x time)" in text and "**AEAD**, modelled" in text
+    assert "×" not in text.split("Modelled here")[1].split("### Maximum")[0]
     assert "**AEAD:** no energy" not in text
 
 

@@ -352,8 +352,7 @@ def _latency(t: pd.DataFrame) -> list[str]:
         classical = k[~k["family"].map(_is_pq)]
         if not classical.empty:
             c = classical.iloc[0]
-            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}: "
-                     f"{fmt_factor(c.time_ms / best.time_ms)} the time of {best.algorithm}")
+            text += f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}"
         out.append(text + ").")
     a = t[t["kind"] == "cipher"]
     if not a.empty:
@@ -367,13 +366,15 @@ def _latency(t: pd.DataFrame) -> list[str]:
         slow = ""
         if len(big) > 1:
             slow = (f"; the slowest at {fmt_bytes_binary(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
-                    f"takes {fmt_factor(big.iloc[-1].time_ms / big.iloc[0].time_ms)} as long")
+                    f"takes {fmt_time_ms(big.iloc[-1].time_ms)}")
         out.append(f"- **AEAD** ({_ops('cipher')}, {fmt_bytes_binary(sizes[0])} to {fmt_bytes_binary(sizes[-1])}): fastest "
                    + " and ".join(picks) + slow + ".")
     return out
 
 
-def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
+def _energy_lines(e: pd.DataFrame, where: str, published: bool = False) -> list[str]:
+    """Lowest and highest energy per use; the factor between them only for published energies (two
+    printed numbers: no interval exists to give), ours are given as values."""
     e = e[e["energy_uj"] > 0]  # a ranking by energy needs energies; non-positive net values say nothing
     out = []
     for kind in ("kem", "sig"):
@@ -383,8 +384,9 @@ def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
         best, worst = k.iloc[0], k.iloc[-1]
         text = f"- **{KIND_LABEL[kind]}**, {where}: {best.algorithm}, {fmt_energy_uj(best.energy_uj)} per {_ops(kind)}"
         if len(k) > 1:
-            text += (f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}, "
-                     f"{fmt_factor(worst.energy_uj / best.energy_uj)} as much")
+            text += f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}"
+            if published:
+                text += f", {fmt_factor(worst.energy_uj / best.energy_uj)} as much (published numbers, no interval)"
         out.append(text + ".")
     a = e[e["kind"] == "cipher"]
     if not a.empty:
@@ -427,8 +429,7 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
         other = at[at["family"] != at.iloc[0].family]
         if kind != "cipher" and not other.empty:
             text += (f"; the fastest resting on a different assumption than {at.iloc[0].family} is "
-                     f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, "
-                     f"{fmt_factor(other.iloc[0].time_ms / at.iloc[0].time_ms)} the time)")
+                     f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, {fmt_time_ms(other.iloc[0].time_ms)})")
         out.append(text + ".")
     return out
 
@@ -451,7 +452,7 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     if reference is not None and len(reference):
         pub = use_totals(reference_long(reference).assign(backend="Pi 4 study"), "energy_uj")
         lines += ["From the study's published energies (Raspberry Pi 4, gross: whole-board power x time):", ""]
-        lines += _energy_lines(pub, "Pi 4, published")
+        lines += _energy_lines(pub, "Pi 4, published", published=True)
     if ours is not None and len(ours):
         groups = dict(list(ours.groupby("basis", sort=False)))
         for basis, g in groups.items():
