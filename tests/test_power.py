@@ -242,7 +242,7 @@ def test_no_source_means_no_energy():
     assert long.empty
     live, model = energy.select_power_source("none")
     assert isinstance(live, NoPowerSource) and model is None
-    text = power.power_source_markdown(live, model, 0.05)
+    text = power.power_source_markdown(live, model, 0.05, load_reference("05_energy_pi4_setup"))
     assert "No live energy" in text and "(power_source='none')" in text and "Modelled" not in text
 
 
@@ -262,7 +262,9 @@ def test_select_power_source(tmp_path):
     (zone / "max_energy_range_uj").write_text("1000000\n")
     live, _ = energy.select_power_source("rapl", powercap_root=tmp_path)
     assert isinstance(live, RAPL) and "RAPL" in energy.describe_source(live)
-    assert "CPU package" in power.power_source_markdown(live, None, 0.05)
+    text = power.power_source_markdown(live, None, 0.05, load_reference("05_energy_pi4_setup"))
+    assert "CPU package" in text and f"at least {energy.MIN_SAMPLE_PERIODS} sample periods" in text
+    assert "warm-up and cool-down: 50 and 50 ms" in text
 
 
 def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
@@ -421,12 +423,13 @@ def test_energy_is_recorded_as_a_run(tmp_path):
 def test_live_energy_rows_and_traces(tmp_path):
     t = pd.DataFrame([row("Ed25519", "sig", "elliptic-curve", None, "sign", 0.02, 100, "cryptography")])
     t["message_bytes"] = t["message_bytes"].astype("Int64")
-    live = power.live_energy(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
-                             save=False)
+    runs = power.live_energy_runs(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
+                                  save=False)
+    live = power.live_rows(runs)
     vi = power.vi_samples(tmp_path)
     assert len(vi) > 0 and (vi["voltage_v"] == 5.0).all() and set(vi["source"]) == {"fake"}
     r = live.iloc[0]
-    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1
+    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1 and r["run_id"] == runs[0].run_id
     assert r["power_w"] == pytest.approx(3.0) and r["baseline_w"] == pytest.approx(3.0)
     assert abs(r["energy_uj"]) < 1e-6 * r["gross_energy_uj"]  # constant power: nothing above idle
     assert r["gross_energy_uj"] == pytest.approx(3.0 * r["window_time_ms"] * 1e3, rel=1e-6)
@@ -434,8 +437,21 @@ def test_live_energy_rows_and_traces(tmp_path):
     assert len(files) == 2 and read_trace(files[0]).windows[0].label == "Ed25519 sign 100 B"
     long = power.energy_long(t, live)
     assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
-    with pytest.raises(ValueError, match="no live power source"):
-        power.live_energy(t, NoPowerSource("none here"))
+    text = power.describe_energy_here(long, ConstantSource(3.0), runs)
+    assert "**measured (net)** (1 operations)" in text and f"run {runs[0].run_id}" in text
+    table = text.split("\n\n")[1]  # the energies themselves, one column per basis
+    assert table.startswith("|") and "measured (gross)" in table and "Ed25519" in table
+    assert power.energy_here_table(long).shape == (1, 2)
+    assert [name for name, _, _ in power.our_rankings(long)] == ["efficiency_ranking_measured"]  # gross only
+    assert [name for name, _, _ in power.our_time_energy(long)] == ["time_vs_energy_measured_net",
+                                                                    "time_vs_energy_measured_gross"]
+    # no live source: nothing is measured, nothing is shown, and the reason is given
+    none = NoPowerSource("none here")
+    assert power.live_energy_runs(t, none) == [] and power.live_rows([]) is None
+    empty = power.energy_long(t, None, None)
+    assert power.describe_energy_here(empty, none, []).startswith("**No energy was measured here**: none here")
+    assert power.energy_here_table(empty).empty and power.our_rankings(empty) == []
+    assert power.vi_samples(tmp_path / "no-such-run") is None
 
 
 # ----- names ----------------------------------------------------------------------------------
@@ -489,3 +505,89 @@ def test_recommendations_fall_back_to_gross_when_net_is_lost_in_noise(study):
     assert "at or below zero for 1 algorithm(s) (HQC-128)" in text and "**KEM**, measured (gross)" in text
     measured = text.split("Measured here")[1].split("### Maximum")[0]
     assert not re.search(r"[ (]-\d", measured)  # no negative energy or factor is quoted
+
+
+# ----- prose generated from data --------------------------------------------------------------
+
+def test_describe_study_from_the_transcription(study):
+    setup = load_reference("05_energy_pi4_setup")
+    text = published.describe_study(study, setup)
+    assert "`004_1714f6a006ef7bef`" in text and "Raspberry Pi 4 (4 cores" in text and "1000 Hz" in text
+    assert "9 KEMs and 8 signatures (tables of 51 rows" in text and "3 AEADs (a chart and prose only" in text
+    assert "0.1 Ω shunt" in text and "50 ms warm-up" in text and "liboqs 'unknown'" in text
+    assert "RSA" not in text
+    fewer = published.describe_study(study[study["kind"] == "kem"], setup)
+    assert "9 KEMs and 0 signatures (tables of 27 rows" in fewer and "11 AEADs" in fewer  # counts follow the data
+
+
+def test_describe_measured_names_backends_and_classical_settings(study):
+    t = make_times()
+    t = pd.concat([t, pd.DataFrame([row("RSA-2048-PSS", "sig", "RSA", None, op, 1.0, backend="cryptography")
+                                    for op in ("sign", "verify")])])
+    text = power.describe_measured(t, study)
+    assert "- **KEMs** (5): " in text and "X25519 through cryptography" in text
+    assert "Classical baselines the study did not measure: X25519 (DH as a KEM" in text
+    assert "; Ed25519; RSA-2048-PSS (SHA-256, PSS with MGF1-SHA-256" in text  # the padding, from the registry
+    only_pq = power.describe_measured(t[t["family"].map(power._is_pq)], study)
+    assert "Classical baselines" not in only_pq
+
+
+def test_describe_hqc_only_when_hqc_ran_through_liboqs():
+    t = make_times()
+    text = power.describe_hqc([fake_run(t, {})])
+    assert text.startswith("HQC ran here through liboqs 9.9.9") and "pull request 2122" in text
+    assert power.describe_hqc([fake_run(t[t["algorithm"] != "HQC-128"], {})]) == ""
+
+
+def test_describe_implementations_branches():
+    t = make_times().assign(implementation="impl", flags="")
+    run = fake_run(t)
+    run.meta["harness_overhead_ns"] = 100.0
+    text = power.describe_implementations(t, run)
+    fastest = t.loc[t["time_ms"].idxmin()]
+    assert "**liboqs**: impl" in text and "costs 100 ns" in text
+    assert f"({fastest['algorithm']} {fastest['operation']}, " in text
+    assert "Ascon-128a runs in **pure Python**" in text and "SP 800-232" in text
+    assert "few-samples" not in text
+    few = t.assign(flags=["few-samples"] * 3 + [""] * (len(t) - 3))
+    assert f"3 of {len(t)} timings rest on fewer than" in power.describe_implementations(few, run)
+    del run.meta["harness_overhead_ns"]
+    no_ascon = t[t["algorithm"] != "Ascon-128a"]
+    bare = power.describe_implementations(no_ascon, run)
+    assert "do-nothing" not in bare and "pure Python" not in bare
+
+
+def test_comparison_caveats_read_the_frequency_state():
+    setup = load_reference("05_energy_pi4_setup")
+    run = fake_run(make_times())
+    run.meta["frequency"] = {"available": False, "reason": "no cpufreq here"}
+    text = power.describe_comparison_caveats(setup, [run])
+    assert "governor ondemand" in text and "unknown: no cpufreq here" in text and text.count("\n- ") == 2
+    run.meta["frequency"] = {"available": True, "scaling_governor": "performance", "boost": "off"}
+    assert "governor performance, boost off" in power.describe_comparison_caveats(setup, [run])
+
+
+def test_numbers_are_the_quoted_ones(study):
+    setup = load_reference("05_energy_pi4_setup")
+    t = make_times()
+    run = fake_run(t)
+    run.meta["harness_overhead_ns"] = 60.0
+    sensitivity = published.idle_sensitivity(study, [2.0, 3.2])
+    ratios = power.cross_platform(t, study, [run])
+    n = power.numbers(study, setup, sensitivity, ratios, run)
+    assert n["study_rows"] == 51 and n["study_rows_beyond_rounding"] == 35
+    assert n["study_worst_deviation_pct"] == pytest.approx(1.7059, abs=1e-4)
+    assert n["study_rows_shorter_than_a_sample"] == 16 and n["study_rows_above_envelope"] == 19
+    assert n["idle_majority_rows_at_low"] == 37 and n["idle_majority_rows_at_high"] == 51
+    assert n["pi_over_here_median"] == pytest.approx(ratios["pi_over_here"].median())
+    assert n["harness_overhead_ns"] == 60.0
+    for key, value in n.items():  # LaTeX macro names: letters and underscores only; numbers only
+        assert re.fullmatch(r"[a-z_]+", key), key
+        assert isinstance(value, (int, float)), key
+    text = published.describe_time_power(published.time_power_check(study))
+    assert f"in {n['study_rows_beyond_rounding']} of {n['study_rows']} rows" in text
+
+
+def test_aead_table_is_one_column_per_payload():
+    table = power.aead_table(make_times())
+    assert list(table.columns) == [64, 1 << 20] and ("AES-256-GCM", "encrypt") in table.index

@@ -27,8 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import flags
 from ..algorithms import get
+from ..context import context_line
 from ..energy import (
+    MIN_SAMPLE_PERIODS,
     RAPL,
     ModelledPower,
     PowerSource,
@@ -43,11 +46,20 @@ from ..formatting import (
     fmt_factor_ci,
     fmt_percent,
     fmt_time_ms,
+    fmt_time_ns,
+    slug,
 )
 from ..paths import RAW
 from ..results import verified_rows
-from ..stats import ratio_to_published
-from .energy_pi4_published import reference_long, setup_text
+from ..stats import MIN_SAMPLES, ratio_to_published
+from .energy_pi4_published import (
+    effective_power,
+    envelope_w,
+    reference_long,
+    setup_text,
+    setup_value,
+    time_power_check,
+)
 
 #: the confidence level of every interval this study computes
 CONFIDENCE = 0.95
@@ -67,13 +79,15 @@ def is_modelled(basis: str) -> bool:
     return str(basis).startswith("modelled")
 
 
-def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float) -> str:
+def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float,
+                          setup: pd.DataFrame) -> str:
     """What this run can say about energy, and why (generated, machine-dependent)."""
     if live.available:
         text = (f"**Live energy from {describe_source(live)}.** Each operation runs in a window of at least "
-                f"{20} sample periods between two idle windows of {idle_s * 1e3:g} ms (the study's warm-up and "
-                "cool-down); energy per operation is the integral of power over the window minus the idle "
-                "baseline (*net*); the *gross* value (baseline included) is what the study tabulated.")
+                f"{MIN_SAMPLE_PERIODS} sample periods between two idle windows of {idle_s * 1e3:g} ms (the study's "
+                f"warm-up and cool-down: {setup_text(setup, 'warmup')} and {setup_text(setup, 'cooldown')} ms); energy "
+                "per operation is the integral of power over the window minus the idle baseline (*net*); the *gross* "
+                "value (baseline included) is what the study tabulated.")
         if isinstance(live, RAPL):
             text += (" RAPL counts the CPU package, not the whole board the study's INA219 saw: compare its "
                      "gross values with the study's only in order of magnitude.")
@@ -105,6 +119,75 @@ def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def aead_table(times: pd.DataFrame) -> pd.DataFrame:
+    """Our AEAD medians (ms): one row per algorithm and operation, one column per payload (bytes)."""
+    return times[times["kind"] == "cipher"].pivot_table(index=["algorithm", "operation"], columns="message_bytes",
+                                                         values="time_ms")
+
+
+def describe_measured(times: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """What was measured here, through which backend, and what the study lacked (Markdown)."""
+    lines = []
+    for kind, g in times.drop_duplicates(["algorithm", "backend"]).groupby("kind", sort=False):
+        by_backend = "; ".join(f"{', '.join(h['algorithm'])} through {b}" for b, h in g.groupby("backend", sort=False))
+        lines.append(f"- **{KIND_LABEL[kind]}s** ({len(g)}): {by_backend}.")
+    extra = times[~times["algorithm"].isin(reference["algorithm"]) & ~times["family"].map(_is_pq)]
+    named = [a + (f" ({get(a, b).notes})" if get(a, b).notes else "")
+             for a, b in extra.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend"]].itertuples(index=False)]
+    if named:
+        lines.append(f"- Classical baselines the study did not measure: {'; '.join(named)}.")
+    return "\n".join(lines)
+
+
+def describe_hqc(runs) -> str:
+    """HQC's status, when HQC ran here through liboqs: which liboqs, and that upstream switched it off."""
+    ran = any(((r.measurements["algorithm"].str.startswith("HQC")) & (r.measurements["backend"] == "liboqs")).any()
+              for r in runs)
+    meta = _liboqs_meta(runs)
+    if not ran or not meta:
+        return ""
+    return (f"HQC ran here through liboqs {meta['liboqs'].get('liboqs_version', 'of unknown version')}, built by the "
+            "`oqs-sys` crate, which switches HQC back on: upstream liboqs leaves it off by default since a flaw in its "
+            "IND-CCA2 security was announced (liboqs pull request 2122). These are the costs of that pre-fix HQC: fine "
+            "for measuring cost, not for deployment.")
+
+
+def describe_implementations(times: pd.DataFrame, run) -> str:
+    """The implementation behind each backend, the harness's own cost beside the fastest operation, and
+    the interpreter caveat of pure-Python backends (Markdown, from the run)."""
+    impls = times.drop_duplicates("backend")[["backend", "implementation"]]
+    text = "Implementations: " + "; ".join(f"**{b}**: {i}" for b, i in impls.itertuples(index=False)) + "."
+    overhead = run.meta.get("harness_overhead_ns")
+    if overhead is not None:
+        fastest = times.loc[times["time_ms"].idxmin()]
+        text += (f" A do-nothing call through the same harness costs {fmt_time_ns(overhead)}, "
+                 f"{fmt_percent(overhead / (fastest['time_ms'] * 1e6), 1)} of the fastest operation here "
+                 f"({fastest['algorithm']} {fastest['operation']}, {fmt_time_ms(fastest['time_ms'])}).")
+    for a, b in times.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend"]].itertuples(index=False):
+        algo = get(a, b)
+        if "pure Python" in algo.implementation:
+            text += (f"\n\n{a} runs in **pure Python** ({algo.implementation}; {algo.notes}): its times measure the "
+                     f"interpreter as much as {a}. They show what a Python deployment pays, not what {a} costs in C "
+                     "or on a microcontroller.")
+    few = times[flags.has(times["flags"], "few-samples")]
+    if len(few):
+        text += (f"\n\n{len(few)} of {len(times)} timings rest on fewer than {MIN_SAMPLES} samples (flag "
+                 "`few-samples`): their medians are rough and their intervals wide.")
+    return text
+
+
+def describe_comparison_caveats(setup: pd.DataFrame, runs) -> str:
+    """What limits a Pi/here comparison, one sentence each (Markdown, from the study's set-up and our runs)."""
+    freq = (runs[0].meta.get("frequency") if runs else None) or {}
+    here = (f"governor {freq.get('scaling_governor') or 'unknown'}, boost {freq.get('boost') or 'unknown'}"
+            if freq.get("available") else f"unknown: {freq.get('reason', 'not recorded')}")
+    return "\n".join([
+        "- The study does not say whether its times are means or medians, nor how many calls each rests on; ours "
+        "are medians of per-call times (their sample counts are in the table below).",
+        f"- Its clock was not pinned (governor {setup_text(setup, 'cpu_governor')}); here the frequency state is {here}",
+        "- The Pi's factor therefore mixes clock, core and build; no part of it is attributed to any one of them."])
+
+
 def failures(measurements: pd.DataFrame) -> pd.DataFrame:
     """Rows that failed (an exception or a wrong output), with the reason."""
     bad = measurements[~measurements["verified"].fillna(False).astype(bool)]
@@ -134,21 +217,49 @@ def _label(row) -> str:
     return f"{row['algorithm']} {row['operation']}{size_text}"
 
 
-def live_energy(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
-                trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
-                study: str = "05_energy", save: bool = True) -> pd.DataFrame:
-    """Energy per operation from a live ``source`` for every row of ``times``, measured and recorded as a
-    run by :func:`pqlab.energy.energy_run`; one row per operation with the columns :func:`energy_long` reads
-    (``run_id`` names the run)."""
-    run = energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
-                     progress=progress, save=save)
-    m = run.measurements
+def live_energy_runs(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
+                     trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
+                     study: str = "05_energy", save: bool = True) -> list:
+    """Energy of every row of ``times`` from a live ``source``, measured and recorded as a run by
+    :func:`pqlab.energy.energy_run`: ``[run]``; ``[]`` when there is no live source (nothing is measured)."""
+    if not source.available:
+        return []
+    return [energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
+                       progress=progress, save=save)]
+
+
+def live_rows(runs) -> pd.DataFrame | None:
+    """The energy runs' rows with the columns :func:`energy_long` reads (``run_id`` names the run); None
+    without a run."""
+    if not runs:
+        return None
+    m = pd.concat([r.measurements for r in runs], ignore_index=True)
     return pd.DataFrame({"algorithm": m["algorithm"], "backend": m["backend"], "operation": m["operation"],
                          "message_bytes": m["message_bytes"], "energy_uj": m["energy_uj"],
                          "gross_energy_uj": m["gross_energy_uj"], "power_w": m["power_w"],
                          "baseline_w": m["baseline_w"], "window_time_ms": m["window_time_ns"] / 1e6,
                          "loops": m["loops"], "power_samples": m["power_samples"], "windows": m["samples"],
                          "energy_source": m["energy_source"], "run_id": m["run_id"]})
+
+
+def describe_energy_here(ours: pd.DataFrame, live: PowerSource, runs) -> str:
+    """What energy this run has (Markdown): none and why, or the bases and how many operations each, with
+    the energy run's context line."""
+    if ours.empty:
+        return (f"**No energy was measured here**: {live.reason}; and `modelled_power_w` is not set, so none is "
+                "modelled either. The figures below use the study's published energies.")
+    text = "Energies here, by basis: " + ", ".join(
+        f"**{b}** ({n} operations)" for b, n in ours.groupby("basis", sort=False).size().items()) + "."
+    text += f" Energy run: {context_line(runs)}." if runs else ""
+    return f"{text}\n\n{energy_here_table(ours).to_markdown(floatfmt='.4g')}"
+
+
+def energy_here_table(ours: pd.DataFrame) -> pd.DataFrame:
+    """Our energies, one column per basis (µJ); empty without any."""
+    if ours.empty:
+        return pd.DataFrame()
+    return ours.pivot_table(index=["algorithm", "operation", "message_bytes"], columns="basis", values="energy_uj",
+                            dropna=False).dropna(how="all")
 
 
 def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
@@ -182,6 +293,20 @@ def efficiency_ranking(long: pd.DataFrame) -> pd.DataFrame:
     df["label"] = [_label(r) for r in df.to_dict("records")]
     df.loc[df["basis"].map(is_modelled), "label"] += " (modelled)"
     return df.sort_values("ops_per_joule", ascending=False).reset_index(drop=True)
+
+
+def our_rankings(ours: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(file name, title, :func:`efficiency_ranking`) per basis of our energies, ranked gross as the study
+    did: net values near zero carry the baseline's noise."""
+    return [("efficiency_ranking_" + ("modelled" if is_modelled(b) else "measured"), f"Operations per joule here: {b}",
+             efficiency_ranking(g)) for b, g in ours.groupby("basis", sort=False) if b != MEASURED_NET]
+
+
+def our_time_energy(ours: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(file name, title, rows) per basis of our energies for the time-against-energy figure (KEMs and
+    signatures: the AEAD rows span payload sizes, another axis)."""
+    return [(f"time_vs_energy_{slug(b, lower=True)}", f"Time against energy here: {b}", g[g["kind"] != "cipher"])
+            for b, g in ours.groupby("basis", sort=False)]
 
 
 def liboqs_id(name: str) -> str:
@@ -524,7 +649,7 @@ def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
     that has both (INA219 traces do), with the source label; None when there are none."""
     folder = Path(trace_dir)
     folder = folder if folder.is_absolute() else RAW / folder
-    frames = []
+    frames = []  # a folder that does not exist (no live source) has no traces
     for f in sorted(folder.glob("*.csv")):
         tr = read_trace(f)
         if tr.voltage_v is not None and tr.current_a is not None:
@@ -554,3 +679,30 @@ def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFr
     return m.drop(columns=["kind", "family", "algorithm", "operation"])
 
 
+
+
+def numbers(reference: pd.DataFrame, setup: pd.DataFrame, sensitivity: pd.DataFrame, ratios: pd.DataFrame,
+            run) -> dict[str, float | int]:
+    """Every number notebook 05 quotes in its prose, by a stable name (for LaTeX macros)."""
+    check = time_power_check(reference)
+    worst = check.loc[check["deviation_pct"].abs().idxmax()]
+    power = effective_power(reference)
+    period_ms = 1e3 / setup_value(setup, "power_sample_rate")
+    envelope = envelope_w(setup)
+    lo, hi = sensitivity.iloc[0], sensitivity.iloc[-1]
+    return {
+        "study_rows": len(reference), "study_rows_beyond_rounding": int(check["beyond_rounding"].sum()),
+        "study_worst_deviation_pct": float(worst["deviation_pct"]),
+        "study_worst_deviation_rounding_pct": float(max(-worst["rounding_low_pct"], worst["rounding_high_pct"])),
+        "study_sample_rate_hz": setup_value(setup, "power_sample_rate"),
+        "study_rows_shorter_than_a_sample": int((reference["time_ms"] < period_ms).sum()),
+        "idle_majority_of_every_row_from_w": float(power.max() / 2),
+        "idle_majority_of_no_row_below_w": float(power.min() / 2),
+        "idle_assumed_low_w": float(lo["assumed_idle_w"]), "idle_majority_rows_at_low": int(lo["idle_majority_rows"]),
+        "idle_assumed_high_w": float(hi["assumed_idle_w"]), "idle_majority_rows_at_high": int(hi["idle_majority_rows"]),
+        "envelope_max_w": envelope, "study_rows_above_envelope": int((reference["power_w"] > envelope).sum()),
+        "pi_over_here_median": float(ratios["pi_over_here"].median()),
+        "pi_over_here_min": float(ratios["pi_over_here"].min()), "pi_over_here_max": float(ratios["pi_over_here"].max()),
+        "operations_compared": len(ratios), "operations_slower_on_pi": int((ratios["pi_over_here_ci_low"] > 1).sum()),
+        "harness_overhead_ns": float(run.meta.get("harness_overhead_ns", float("nan"))),
+    }

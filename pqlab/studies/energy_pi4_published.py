@@ -279,6 +279,23 @@ def replay_markdown(table: pd.DataFrame, traces: pd.DataFrame) -> str:
             "have.")
 
 
+def describe_study(reference: pd.DataFrame, setup: pd.DataFrame) -> str:
+    """What the study measured and on what, from the transcription (Markdown)."""
+    def fact(name: str) -> str:
+        unit = setup.set_index("parameter").at[name, "unit"]
+        return setup_text(setup, name) + ("" if pd.isna(unit) else f" {'Ω' if unit == 'ohm' else unit}")
+
+    counts = reference.drop_duplicates("algorithm")["kind"].value_counts()
+    aeads = int(setup_value(setup, "algorithms_tested")) - int(counts.sum())
+    return (f"**Reproduces** study `{reference.attrs['source']['seed'].removesuffix('.txt')}`: time, mean power and "
+            f"energy per operation on a {fact('platform')} ({fact('cores')} cores, CPU '{fact('cpu')}', governor "
+            f"{fact('cpu_governor')}, liboqs '{fact('liboqs')}', Python {fact('python')}) with an {fact('power_sensor')} "
+            f"sampled at {fact('power_sample_rate')} ({fact('i2c_address')} on I2C bus {fact('i2c_bus')}, "
+            f"{fact('shunt_resistor')} shunt, {fact('warmup')} warm-up and {fact('cooldown')} cool-down), for "
+            f"{counts.get('kem', 0)} KEMs and {counts.get('sig', 0)} signatures (tables of {len(reference)} rows, "
+            f"transcribed) and {aeads} AEADs (a chart and prose only: no AEAD number was published).")
+
+
 def setup_text(setup: pd.DataFrame, name: str) -> str:
     """One set-up fact of the study, as published."""
     return str(setup.set_index("parameter").at[name, "value"])
@@ -288,10 +305,14 @@ def setup_value(setup: pd.DataFrame, name: str) -> float:
     return float(setup_text(setup, name))
 
 
+def envelope_w(setup: pd.DataFrame) -> float:
+    """The most power the study's prose voltage and current ranges allow (W)."""
+    return setup_value(setup, "voltage_max") * setup_value(setup, "current_max") / 1e3
+
+
 def envelope_markdown(setup: pd.DataFrame, reference: pd.DataFrame) -> str:
     """Whether the study's prose voltage and current ranges can produce its tabulated powers."""
-    v1, i1 = setup_value(setup, "voltage_max"), setup_value(setup, "current_max") / 1e3
-    limit = v1 * i1
+    v1, i1, limit = setup_value(setup, "voltage_max"), setup_value(setup, "current_max") / 1e3, envelope_w(setup)
     above = reference[reference["power_w"] > limit]
     return (f"The stated envelope allows at most {v1:g} V x {i1:g} A = {limit:.2f} W, but {len(above)} of "
             f"{len(reference)} published rows exceed it (up to {reference['power_w'].max():g} W"
