@@ -184,7 +184,7 @@ def describe_comparison_caveats(setup: pd.DataFrame, runs) -> str:
     return "\n".join([
         "- The study does not say whether its times are means or medians, nor how many calls each rests on; ours "
         "are medians of per-call times (their sample counts are in the table below).",
-        f"- Its clock was not pinned (governor {setup_text(setup, 'cpu_governor')}); here the frequency state is {here}",
+        f"- Its clock was not pinned (governor {setup_text(setup, 'cpu_governor')}); here the frequency state is {here}.",
         "- The Pi's factor therefore mixes clock, core and build; no part of it is attributed to any one of them."])
 
 
