@@ -51,7 +51,7 @@ from ..formatting import (
 )
 from ..paths import RAW
 from ..results import verified_rows
-from ..stats import MIN_SAMPLES, ratio_to_published
+from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
 from .energy_pi4_published import (
     effective_power,
     envelope_w,
@@ -61,8 +61,6 @@ from .energy_pi4_published import (
     time_power_check,
 )
 
-#: the confidence level of every interval this study computes
-CONFIDENCE = 0.95
 KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
 #: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
 #: sealed and opened.  Recommendations compare algorithms by the sum over these.
@@ -349,7 +347,7 @@ def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.Dat
     rows = []
     for r in m.itertuples():
         samples = _samples_ms(runs, r.algorithm, r.backend, r.operation, r.message_bytes)
-        ratio, low, high = ratio_to_published(r.pi_time_ms, samples, "median", confidence=CONFIDENCE)
+        ratio, low, high = ratio_to_published(r.pi_time_ms, samples, "median")
         rows.append({"here_samples": len(samples), "pi_over_here": ratio, "pi_over_here_ci_low": low,
                      "pi_over_here_ci_high": high, "code_here": code_here(r.algorithm, r.backend, runs)})
     m = pd.concat([m.reset_index(drop=True), pd.DataFrame(rows, index=range(len(m)))], axis=1)
