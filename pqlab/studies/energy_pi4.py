@@ -29,6 +29,7 @@ import pandas as pd
 
 from .. import flags
 from ..algorithms import get
+from ..benchmark import describe_harness
 from ..context import context_line
 from ..energy import (
     MIN_SAMPLE_PERIODS,
@@ -46,7 +47,6 @@ from ..formatting import (
     fmt_factor_ci,
     fmt_percent,
     fmt_time_ms,
-    fmt_time_ns,
     slug,
 )
 from ..paths import RAW
@@ -155,12 +155,11 @@ def describe_implementations(times: pd.DataFrame, run) -> str:
     the interpreter caveat of pure-Python backends (Markdown, from the run)."""
     impls = times.drop_duplicates("backend")[["backend", "implementation"]]
     text = "Implementations: " + "; ".join(f"**{b}**: {i}" for b, i in impls.itertuples(index=False)) + "."
-    overhead = run.meta.get("harness_overhead_ns")
-    if overhead is not None:
+    if "harness_overhead_ns" in run.meta:
         fastest = times.loc[times["time_ms"].idxmin()]
-        text += (f" A do-nothing call through the same harness costs {fmt_time_ns(overhead)}, "
-                 f"{fmt_percent(overhead / (fastest['time_ms'] * 1e6), 1)} of the fastest operation here "
-                 f"({fastest['algorithm']} {fastest['operation']}, {fmt_time_ms(fastest['time_ms'])}).")
+        text += (f" {describe_harness(run)} The do-nothing call is "
+                 f"{fmt_percent(run.meta['harness_overhead_ns'] / (fastest['time_ms'] * 1e6), 1)} of the fastest "
+                 f"operation here ({fastest['algorithm']} {fastest['operation']}, {fmt_time_ms(fastest['time_ms'])}).")
     for a, b in times.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend"]].itertuples(index=False):
         algo = get(a, b)
         if "pure Python" in algo.implementation:
