@@ -209,6 +209,11 @@ def test_build_here_is_read_from_the_run(study):
     assert "generic build (built for target 'generic')" in generic and "does not report AVX2" in generic
     assert "CPU-specific code compiled in" not in generic and "Keccak" not in generic
     assert "not recorded" in power.describe_build_here([fake_run(t, None)], setup)
+    detected = fake_run(t, {"ml_kem_768": ["x86_64"]})
+    detected.meta["liboqs"]["cpu_extensions"] = ["AVX2", "BMI2", "POPCNT"]
+    assert "on this CPU (Test CPU) liboqs detects AVX2, BMI2, POPCNT." in power.describe_build_here([detected], setup)
+    detected.meta["liboqs"]["cpu_extensions"] = []
+    assert "liboqs detects no extension it dispatches on" in power.describe_build_here([detected], setup)
     assert power.describe_build_here([], setup).startswith("No run here loaded liboqs.")
 
 

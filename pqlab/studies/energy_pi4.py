@@ -406,9 +406,13 @@ def describe_build_here(runs, setup: pd.DataFrame) -> str:
     dispatch = ("a dist build: it picks CPU-specific code at run time where the CPU has the extensions that code "
                 "needs" if config.get("OQS_DIST_BUILD") == "1" else
                 f"built for target '{config.get('OQS_OPT_TARGET', 'unknown')}'")
+    model, ext = cpu.get("model") or "model unknown", info.get("cpu_extensions")
+    if ext is None:  # a run recorded before liboqs's own detection was: the CPU's flag
+        found = f"the CPU ({model}) {'reports' if cpu.get('flags_avx2') else 'does not report'} AVX2"
+    else:
+        found = (f"on this CPU ({model}) liboqs detects {', '.join(ext) or 'no extension it dispatches on'}")
     text = (f"**Here:** liboqs {info.get('liboqs_version', 'of unknown version')}, {info.get('variant', 'unknown')} "
-            f"build ({dispatch}); the CPU ({cpu.get('model') or 'model unknown'}) "
-            f"{'reports' if cpu.get('flags_avx2') else 'does not report'} AVX2.")
+            f"build ({dispatch}); {found}.")
     specific = info.get("cpu_specific")
     if specific is None:
         return f"{text} Which CPU-specific code the build compiled in was not recorded by this run. {pi}"
