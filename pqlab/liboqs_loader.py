@@ -169,6 +169,25 @@ def cpu_extensions(library: str | Path) -> list[str] | None:
     return [n for i, n in enumerate(names) if n not in ("INIT", "COUNT") and has(i)]
 
 
+#: suffixes of CPU-specific implementations in oqsconfig.h (``OQS_ENABLE_KEM_ml_kem_768_x86_64``)
+CPU_SPECIFIC = ("avx2", "avx512", "x86_64", "aarch64", "aesni", "neon")
+_CPU_SPECIFIC = re.compile(rf"OQS_ENABLE_(?:KEM|SIG|SIG_STFL|SHA3)_(\w+?)_({'|'.join(CPU_SPECIFIC)})")
+
+
+def cpu_specific_code(config: dict) -> dict[str, list[str]]:
+    """``{liboqs id: [CPU-specific implementations compiled in]}`` from a build's oqsconfig.h defines, e.g.
+    ``{"ml_kem_768": ["x86_64"], "falcon_512": ["avx2"], "xkcp_low": ["avx2"]}`` (ids as in oqsconfig.h;
+    ``xkcp_low`` is the Keccak code under SHA-3 and SHAKE).  An algorithm that is absent has portable C only.
+    A dist build picks such code at run time where the CPU has the extensions it needs; a generic build
+    has none."""
+    out: dict[str, list[str]] = {}
+    for key in config:
+        m = _CPU_SPECIFIC.fullmatch(key)
+        if m:
+            out.setdefault(m[1], []).append(m[2])
+    return out
+
+
 def variant_of(config: dict) -> str:
     """Name the build variant from its build-info: generic = no CPU-specific code at all."""
     if not config:
@@ -192,6 +211,7 @@ def liboqs_info() -> dict:
             "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
             or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
         "cpu_extensions": cpu_extensions(path) if path else None,
+        "cpu_specific": cpu_specific_code(config),
     }
     requested = os.environ.get("PQLAB_LIBOQS_VARIANT")
     if requested and info["variant"] != requested:

@@ -265,20 +265,27 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
 @styled
 def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
-          reference: float | None = None, fmt: str = "{:.3g}"):
+          reference: float | None = None, fmt: str = "{:.3g}", low: str | None = None, high: str | None = None):
     """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
     `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
-    `reference` draws a vertical line at that value (e.g. 1 for ratios)."""
+    `reference` draws a vertical line at that value (e.g. 1 for ratios); `low` and `high` name the
+    columns of an interval drawn as whiskers (rows without one get none)."""
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or ({k: family_color(k) for k in keys} if hue == "family" else color_map(keys))
     height = height or max(1.6, 0.13 * len(df) + 0.8)
     fig, ax = plt.subplots(figsize=(width, height))
     y = np.arange(len(df))[::-1]
     vals = df[value].to_numpy(float)
-    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75)
-    for yi, v in zip(y, vals):
+    err = None
+    if low and high:
+        err = np.vstack([vals - df[low].to_numpy(float), df[high].to_numpy(float) - vals])
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75, xerr=err,
+            error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "0.2"})
+    ends = vals if err is None else vals + err[1]
+    for yi, v, end in zip(y, vals, ends):
         if np.isfinite(v):
-            ax.annotate(fmt.format(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=5)
+            ax.annotate(fmt.format(v), (end, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=5)
     ax.set_yticks(y, df[label].astype(str))
     ax.tick_params(axis="y", labelsize=5.5 if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)

@@ -136,8 +136,8 @@ class RunRecorder:
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.meta = machine.collect(params or {}, liboqs=liboqs)
         self.meta.update(meta or {})
-        self.meta.update(study=study, started_at=self.started_at, status="running", schema_version=SCHEMA_VERSION,
-                         process=process_identity())
+        self.meta.update(study=study, run_id=self.run_id, started_at=self.started_at, status="running",
+                         schema_version=SCHEMA_VERSION, process=process_identity())
         self.base = {"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "started_at": self.started_at,
                      "machine_id": self.meta["machine_id"], "study": study}
         self.measurements: list[dict] = []

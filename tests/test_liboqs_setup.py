@@ -106,3 +106,25 @@ def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_p
     (tmp_path / "include" / "oqs" / "common.h").write_text(header.read_text())
     assert liboqs_loader.cpu_extensions(tmp_path / "lib" / "liboqs.so") is None  # a header, no library
     assert liboqs_loader.cpu_extensions(info["liboqs_path"]) == ext
+
+
+def test_cpu_specific_code_reads_the_build_config():
+    config = {"OQS_ENABLE_KEM_ml_kem_768": "1", "OQS_ENABLE_KEM_ml_kem_768_x86_64": "1",
+              "OQS_ENABLE_SIG_falcon_padded_512_avx2": "1", "OQS_ENABLE_SIG_falcon_padded_512_aarch64": "1",
+              "OQS_ENABLE_KEM_hqc_128": "1", "OQS_ENABLE_SHA3_xkcp_low_avx2": "1", "OQS_ENABLE_SIG_uov_ov_Is_pkc": "1",
+              "OQS_ENABLE_KEM_classic_mceliece_348864f_avx2": "1", "OQS_DIST_BUILD": "1"}
+    assert liboqs_loader.cpu_specific_code(config) == {
+        "ml_kem_768": ["x86_64"], "falcon_padded_512": ["avx2", "aarch64"], "xkcp_low": ["avx2"],
+        "classic_mceliece_348864f": ["avx2"]}  # HQC, the UOV "pkc" variant and the build flags are not code paths
+    assert liboqs_loader.cpu_specific_code({}) == {}
+
+
+def test_generic_build_records_no_cpu_specific_code(tmp_path):
+    """What each installed build compiled in, as recorded in a run's metadata (liboqs_info)."""
+    code = "import json, pqlab.liboqs_loader as l; print(json.dumps(l.liboqs_info()['cpu_specific']))"
+    generic = json.loads(run(code, liboqs_loader.variant_environment("generic", base=clean_env(tmp_path)),
+                             tmp_path).stdout)
+    default = json.loads(run(code, liboqs_loader.variant_environment("default", base=clean_env(tmp_path)),
+                             tmp_path).stdout)
+    assert generic == {}
+    assert default, "the default (dist) build compiled in no CPU-specific code"

@@ -216,6 +216,7 @@ def test_recorder_checkpoints_and_marks_interruptions(tmp_path):
     assert row["started_at"] == back.meta["started_at"] and row["machine_id"] == back.meta["machine_id"]
     assert row["kind"] == "sig" and row["study"] == "t"
     assert back.meta["implementations"] == {"Ed25519@cryptography": get("Ed25519").implementation}
+    assert rec.run.meta["run_id"] == rec.run_id  # in memory too (the run context names its runs)
     with pytest.raises(ValueError), RunRecorder("t", folder=tmp_path) as failing:
         raise ValueError("boom")
     assert load_run(tmp_path / failing.run_id).meta["status"] == "failed"
