@@ -1,5 +1,8 @@
-"""Robust summaries of timing samples: median, quartiles, bootstrap CI, MAD, instability flags."""
+"""Robust summaries of timing samples: median, quartiles, the CI of the median, MAD, instability flags."""
 from __future__ import annotations
+
+import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -7,30 +10,51 @@ import numpy as np
 CV_LIMIT = 0.10
 MIN_SAMPLES = 10
 MIN_FAR = 0.20  # (median - min) / median
-#: Confidence level of every interval pqlab computes (bootstrap percentile intervals).
+#: Confidence level of every interval pqlab computes (the median's order-statistic interval, bootstrap
+#: percentile intervals of ratios).
 CONFIDENCE = 0.95
 
 
-def bootstrap_median_ci(values, confidence: float = CONFIDENCE, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the median."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return (float("nan"), float("nan"))
-    if x.size == 1:
-        return (float(x[0]), float(x[0]))
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 2_000_000 // x.size))
-    medians = []
-    for start in range(0, resamples, chunk):
-        n = min(chunk, resamples - start)
-        medians.append(np.median(x[rng.integers(0, x.size, size=(n, x.size))], axis=1))
-    m = np.concatenate(medians)
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] | None:
+    """0-based ranks (j, n-1-j) of the order statistics that bound a `confidence` CI of the median.
+
+    Distribution-free: the number of samples below the true median is Binomial(n, 1/2), so
+    [x_(j), x_(n-1-j)] covers it with probability 1 - 2 P(B <= j), at least `confidence` for the
+    largest such j.  None where n is too small for any (n < 6 at 95 %).
+    """
     alpha = (1 - confidence) / 2
-    return float(np.quantile(m, alpha)), float(np.quantile(m, 1 - alpha))
+    log_pmf = -n * math.log(2)  # P(B = 0)
+    cdf, j = 0.0, 0
+    while j < n:
+        cdf += math.exp(log_pmf)  # P(B <= j)
+        if cdf > alpha:
+            break
+        log_pmf += math.log((n - j) / (j + 1))
+        j += 1
+    return None if j == 0 else (j - 1, n - j)
 
 
-def summarize(values, *, seed: int = 0) -> dict:
-    """median, q1, q3, ci_low, ci_high, min, max, mean, cv, mad, n and instability flags."""
+def median_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Order-statistic (binomial) confidence interval of the median; (nan, nan) when too few values."""
+    x = np.asarray(values, dtype=float)
+    ranks = median_ci_ranks(x.size, confidence) if x.size else None
+    if ranks is None:
+        return (float("nan"), float("nan"))
+    lo, hi = np.partition(x, ranks)[list(ranks)]
+    return float(lo), float(hi)
+
+
+def relative_half_width(median: float, ci_low: float, ci_high: float) -> float:
+    """The precision of a median: half its confidence interval's width over the median (nan if unknown)."""
+    if not median or not math.isfinite(ci_low) or not math.isfinite(ci_high):
+        return float("nan")
+    return (ci_high - ci_low) / 2 / abs(median)
+
+
+def summarize(values) -> dict:
+    """median, q1, q3, ci_low, ci_high (:func:`median_ci`, 95 %), rel_ci (:func:`relative_half_width`),
+    min, max, mean, cv, mad, n and instability flags."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:
@@ -38,7 +62,7 @@ def summarize(values, *, seed: int = 0) -> dict:
     q1, median, q3 = np.percentile(x, [25, 50, 75])
     mean = float(x.mean())
     cv = float(x.std(ddof=1) / mean) if x.size > 1 and mean else 0.0
-    lo, hi = bootstrap_median_ci(x, seed=seed)
+    lo, hi = median_ci(x)
     flags = []
     if cv >= CV_LIMIT:
         flags.append("unstable-cv")
@@ -47,8 +71,9 @@ def summarize(values, *, seed: int = 0) -> dict:
     if median and (median - x.min()) / median > MIN_FAR:
         flags.append("min-far-from-median")
     return {"n": int(x.size), "median": float(median), "q1": float(q1), "q3": float(q3), "ci_low": lo,
-            "ci_high": hi, "min": float(x.min()), "max": float(x.max()), "mean": mean, "cv": cv,
-            "mad": float(np.median(np.abs(x - median))), "flags": flags}
+            "ci_high": hi, "rel_ci": relative_half_width(float(median), lo, hi), "min": float(x.min()),
+            "max": float(x.max()), "mean": mean, "cv": cv, "mad": float(np.median(np.abs(x - median))),
+            "flags": flags}
 
 
 def mann_whitney(a, b) -> tuple[float, float]:

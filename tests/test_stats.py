@@ -1,4 +1,4 @@
-"""stats on samples whose answers are known: quartiles, MAD, bootstrap CI, instability flags,
+"""stats on samples whose answers are known: quartiles, MAD, the median's CI, instability flags,
 and the Mann-Whitney test against values worked out by hand."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pqlab import stats
-from pqlab.stats import bootstrap_median_ci, mann_whitney, summarize
+from pqlab.stats import mann_whitney, summarize
 
 
 def with_cv(cv: float, n: int = 50, centre: float = 100.0) -> np.ndarray:
@@ -41,26 +41,34 @@ def test_non_finite_values_are_dropped_and_empty_is_flagged():
     assert summarize([float("nan")])["n"] == 0
 
 
-def test_bootstrap_ci_contains_the_median_and_is_deterministic():
-    rng = np.random.default_rng(42)
-    x = rng.lognormal(mean=10, sigma=0.3, size=500)
-    lo, hi = bootstrap_median_ci(x, seed=7)
-    assert lo < np.median(x) < hi
-    assert (lo, hi) == bootstrap_median_ci(x, seed=7)
-    # the bootstrap distribution of a median is discrete, so two seeds may agree; six do not all
-    assert len({bootstrap_median_ci(x, seed=k) for k in range(6)}) > 1
-    # a wider confidence level gives a wider interval; more data a narrower one
-    lo99, hi99 = bootstrap_median_ci(x, confidence=0.99, seed=7)
-    assert lo99 <= lo and hi99 >= hi
-    lo_big, hi_big = bootstrap_median_ci(rng.lognormal(10, 0.3, 5_000), seed=7)
-    assert hi_big - lo_big < hi - lo
+def test_median_ci_ranks_match_the_binomial_tables():
+    # 95 % distribution-free CI of the median, 1-based order statistics from the usual tables
+    # (e.g. Conover, Practical Nonparametric Statistics): n=6 -> (1, 6), n=10 -> (2, 9),
+    # n=20 -> (6, 15), n=100 -> (40, 61)
+    assert stats.median_ci_ranks(5) is None  # 2 / 2**5 = 6.25 % > 5 %: no 95 % interval from 5 values
+    assert stats.median_ci_ranks(6) == (0, 5)
+    assert stats.median_ci_ranks(10) == (1, 8)
+    assert stats.median_ci_ranks(20) == (5, 14)
+    assert stats.median_ci_ranks(100) == (39, 60)
+    assert stats.median_ci_ranks(20, confidence=0.99) == (3, 16)  # tables: (4, 17) 1-based
 
 
-def test_bootstrap_ci_edge_cases():
-    assert bootstrap_median_ci([5.0]) == (5.0, 5.0)
-    lo, hi = bootstrap_median_ci([])
-    assert math.isnan(lo) and math.isnan(hi)
-    assert bootstrap_median_ci([2.0] * 30) == (2.0, 2.0)
+def test_median_ci_covers_the_true_median_at_least_95_percent():
+    rng = np.random.default_rng(3)
+    for n in (6, 25, 400):
+        x = rng.lognormal(0.0, 1.0, size=(2000, n))  # true median 1
+        hits = sum(lo <= 1.0 <= hi for lo, hi in map(stats.median_ci, x))
+        assert hits / 2000 >= 0.94, (n, hits)  # exact coverage is >= 95 %; 2000 draws leave ~0.5 % noise
+
+
+def test_median_ci_edge_cases_and_summary():
+    assert all(math.isnan(v) for v in stats.median_ci([1.0, 2.0, 3.0]))
+    assert stats.median_ci([2.0] * 30) == (2.0, 2.0)
+    x = np.arange(1.0, 101.0)
+    s = summarize(x)
+    assert (s["ci_low"], s["ci_high"]) == (40.0, 61.0)
+    assert s["rel_ci"] == pytest.approx((61 - 40) / 2 / 50.5)
+    assert math.isnan(summarize([1.0, 2.0])["rel_ci"])
 
 
 def test_cv_flag_at_ten_percent():
