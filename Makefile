@@ -57,9 +57,10 @@ $(STAMP)-kernel: $(STAMP)-python
 	$(PY) -m ipykernel install --sys-prefix --name pqlab --display-name "Python (pqlab)" >/dev/null
 	touch $@
 
-# Helpers outside Python: the native cycle runner, the Bouncy Castle runner (when a JDK is
-# there) and valgrind (for notebook 03; installed where apt-get can). Each says what it skipped.
-$(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
+# Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
+# Bouncy Castle runner (when a JDK is there) and valgrind (for notebook 03; installed where
+# apt-get can). Each says what it skipped.
+$(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic pqlab/tsc.c pqlab/tsc.h $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
 	$(PY) -m pqlab.provision runners
 	touch $@
 

@@ -5,6 +5,7 @@
     python -m pqlab.provision liboqs-pth SITE_PACKAGES  # make the venv find native/'s build
     python -m pqlab.provision runners                 # the measuring helpers outside Python:
 
+- the TSC helper (pqlab/tsc.c, reference cycles from Python) into the per-user cache;
 - the native cycle runner (native/bench) against each installed liboqs build;
 - the Bouncy Castle runner (native/bc-runner) when a JDK and Maven are there;
 - valgrind (notebook 03) from Debian's packages when it is missing and apt-get can install it.
@@ -32,6 +33,16 @@ def native_runners() -> None:
                   "(a system or conda liboqs is in use)")
             continue
         print(f"native runner ({variant}): {build_native_runner(variant)}")
+
+
+def tsc_helper() -> None:
+    from .cycles import build_helper
+
+    try:
+        print(f"TSC helper: {build_helper()}")
+    except OSError as exc:
+        print(f"TSC helper: skipped ({exc.strerror or exc}); pqlab counts core cycles where a PMU works, "
+              "else no cycles")
 
 
 def bc_runner() -> None:
@@ -63,6 +74,7 @@ def valgrind() -> None:
 
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
+        tsc_helper()
         native_runners()
         bc_runner()
         valgrind()
