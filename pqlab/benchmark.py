@@ -22,12 +22,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import flags, inputs, paths
+from . import cycles, flags, inputs, paths
 from .algorithms import Algorithm, Noop, VerificationError, random_message, resolve
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .stats import summarize
-from .timing import measure
+from .timing import TARGET_REL_CI, measure
 
 #: Operations that get a fresh message every call (Algorithm.trial); their overhead_ns is the fed no-op's.
 FED_OPERATIONS = ("sign", "encrypt")
@@ -61,7 +61,7 @@ def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_b
         return dict(row, samples=0, verified=False, flags=flags.make("failed", error))
     t = summarize(samples.time_ns)
     row.update(samples=t["n"], loops=samples.loops, cycles_source=samples.cycles_source, verified=True,
-               **summary_columns(t))
+               target_rel_ci=samples.target_rel_ci, **summary_columns(t))
     if samples.cycles is not None:
         row.update(summary_columns(summarize(samples.cycles), "cycles"))
     row["flags"] = flags.join([*t["flags"], *samples.flags])
@@ -69,16 +69,17 @@ def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_b
 
 
 def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples) -> list[dict]:
-    cycles = samples.cycles if samples.cycles is not None else [None] * samples.n
+    counts = samples.cycles if samples.cycles is not None else [None] * samples.n
     variant = algo.extra.get("variant", "")
     return [{"run_id": run_id, "backend": algo.backend, "variant": variant, "algorithm": algo.name,
              "operation": operation, "message_bytes": message_bytes, "sample": i, "loops": samples.loops,
-             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, cycles))]
+             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
 
 
 def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=100, *,
-          budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000, study: str = "",
-          save: bool = True, folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
+          budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000,
+          target_rel_ci: float | None = TARGET_REL_CI, study: str = "", save: bool = True,
+          folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
           params: dict | None = None, run_id: str | None = None) -> Run:
     """Measure every operation of every algorithm; returns (and by default saves) the :class:`Run`.
 
@@ -87,11 +88,16 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     `operations`: None or "all" (each algorithm's own), or names every algorithm must have
     (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
     `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
-    `budget_s`: sampling time per operation and size (warm-up and checks come on top), finite and > 0.
+    `budget_s`: most sampling time per operation and size (warm-up and checks come on top), finite and > 0.
+    `target_rel_ci`: sampling stops earlier once the median is known to this precision (a fraction,
+    :func:`pqlab.timing.measure`; None: the whole budget).
     `min_samples`, `max_samples`: 1 <= min <= max.  `run_id`: new in `folder`.
-    Bad input raises :class:`pqlab.errors.BadInput` before anything is measured.
+    Bad input, or a counter forced with PQLAB_COUNTER that is unavailable here, raises
+    :class:`pqlab.errors.BadInput` before anything is measured.
     """
+    cycles.counter()
     budget_s = inputs.positive_number(budget_s, "budget_s")
+    target_rel_ci = inputs.precision_target(target_rel_ci)
     min_samples, max_samples = inputs.sample_bounds(min_samples, max_samples)
     sizes = inputs.message_sizes(message_bytes)
     algos = inputs.unique(resolve(algorithms))
@@ -99,14 +105,15 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     wanted = operations if operations is None or isinstance(operations, str) else list(operations)
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": wanted or [],
                   "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
-                  "max_samples": max_samples, "seed": seed, **(params or {})}
+                  "max_samples": max_samples, "target_rel_ci": target_rel_ci, "seed": seed, **(params or {})}
     planned = [f"{a.name}@{a.backend} {op}" + ("" if size is None else f" {size}") for a, op, size in plan]
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
         # The harness itself: a do-nothing call through the same path (and fed a fresh message per call,
         # as sign and encrypt are: what that feeding adds).
         noop = Noop()
         trial = noop.trial()
-        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples)
+        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
+                           target_rel_ci=target_rel_ci)
         overhead_ns = summarize(overhead.time_ns)["median"]
         rec.add(measurements=[measurement_row(rec, noop, "noop", None, overhead)])
         rec.meta["harness_overhead_ns"] = overhead_ns
@@ -114,7 +121,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
         if any(op in FED_OPERATIONS for _, op, _ in plan):
             fed = noop.trial("noop", random_message(100, seed), fed=True)
             fed_ns = summarize(measure(fed.run, fed.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
-                                       fresh=fed.fresh).time_ns)["median"]
+                                       fresh=fed.fresh, target_rel_ci=target_rel_ci).time_ns)["median"]
             rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
         bar = _progress(len(plan), progress, study or "pqlab bench")
         try:
@@ -126,7 +133,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                 if bar is not None:
                     bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
                 rec.add(*_measure_one(rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns,
-                                      budget_s, min_samples, max_samples))
+                                      budget_s, min_samples, max_samples, target_rel_ci))
                 rec.checkpoint()
                 if bar is not None:
                     bar.update(1)
@@ -137,12 +144,13 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
 
 
 def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
-                 min_samples: int, max_samples: int) -> tuple[list[dict], list, list[dict]]:
+                 min_samples: int, max_samples: int, target_rel_ci: float | None) -> tuple[list[dict], list, list[dict]]:
     """(measurement rows, size rows, sample rows) of one operation at one size; a failure is a row."""
     message = random_message(size or 0, seed)
     try:
         t = algo.trial(op, message)
-        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh)
+        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh,
+                    target_rel_ci=target_rel_ci)
     except VerificationError as exc:
         return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], []
     except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run
@@ -159,7 +167,8 @@ def _sizes_row(algo: Algorithm, message: bytes) -> dict:
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
-                    folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None) -> Run:
+                    folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
+                    target_rel_ci: float | None = TARGET_REL_CI) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
@@ -168,10 +177,12 @@ def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", oper
     """
     from .liboqs_loader import variant_environment
 
+    cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
-           "--study", study, "--no-progress", "--min-samples", str(min_samples)]
+           "--study", study, "--no-progress", "--min-samples", str(min_samples),
+           "--target-rel-ci", str(target_rel_ci or 0)]
     if operations:
         cmd += ["--operations", *operations]
     for size in inputs.message_sizes(message_bytes):

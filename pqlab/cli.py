@@ -1,5 +1,5 @@
-"""`python -m pqlab list | bench | compare | fidelity | bundle | merge`: measuring without a notebook, and
-moving results between machines.
+"""`python -m pqlab list | bench | compare | fidelity | bundle | merge | machine`: measuring without a
+notebook, moving results between machines, and the cycle counters here.
 
 Bad input is refused with one ``error:`` line (exit 2) before anything is measured; warnings are one
 ``warning:`` line each.  SIGINT, SIGTERM and SIGHUP stop a run with one line saying what was kept
@@ -38,14 +38,16 @@ def _cmd_list(args) -> int:
 def _cmd_bench(args) -> int:
     from .benchmark import bench
     from .recorder import check_folder
+    from .timing import TARGET_REL_CI
 
     if args.out:
         if Path(args.out).is_dir():
             raise BadInput(f"--out {args.out} is a folder: name a CSV file")
         check_folder(Path(args.out).resolve().parent, "folder of --out")
+    target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
-                min_samples=args.min_samples, max_samples=args.max_samples, study=args.study, folder=args.folder,
-                run_id=args.run_id, progress=not args.no_progress)
+                min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
+                study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
     out = run.summary().copy()
     out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
     print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
@@ -94,6 +96,13 @@ def _cmd_fidelity(args) -> int:
     noop = measure_noop(min(0.2, args.budget))
     df = measure_fidelity(DEFAULT_OPERATIONS, budget_s=args.budget, blocks=args.blocks, progress=say)
     print(format_fidelity(df, noop))
+    return 0
+
+
+def _cmd_machine(args) -> int:
+    from .machine import counter_report
+
+    print(counter_report())
     return 0
 
 
@@ -160,6 +169,9 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds of sampling per operation (default 1)")
     b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
     b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
+    b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
+                   help="stop sampling once the median's 95%% CI is within ± this fraction of it (default "
+                        "pqlab.timing.TARGET_REL_CI; 0: use the whole budget)")
     b.add_argument("--study", default="", help="label stored with every row")
     b.add_argument("--out", help="also write the measurements table to this CSV file")
     b.add_argument("--folder", help="results folder (default data/results)")
@@ -194,6 +206,8 @@ def parser() -> argparse.ArgumentParser:
     me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
     me.add_argument("--folder", help="results folder (default data/results)")
     me.set_defaults(func=_cmd_merge)
+    m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), and whether to trust them")
+    m.set_defaults(func=_cmd_machine)
     return p
 
 

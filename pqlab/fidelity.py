@@ -73,7 +73,9 @@ def time_bare(call: Callable[[], object], budget_s: float, min_samples: int = 1)
 def _pqlab_block(trial, budget_s: float, loops: int | None) -> tuple[np.ndarray, int]:
     from .timing import measure
 
-    s = measure(trial.run, trial.check, budget_s=budget_s, min_samples=1, loops=loops, fresh=trial.fresh)
+    # the arms alternate in blocks of equal time: no early stop at a precision target
+    s = measure(trial.run, trial.check, budget_s=budget_s, min_samples=1, loops=loops, fresh=trial.fresh,
+                target_rel_ci=None)
     return s.time_ns, s.loops
 
 

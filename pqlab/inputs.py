@@ -31,6 +31,16 @@ def positive_number(value, name: str, *, zero: bool = False) -> float:
     return number
 
 
+def precision_target(value) -> float | None:
+    """A precision target (pqlab.timing.measure's `target_rel_ci`): None, or a fraction in (0, 1)."""
+    if value is None:
+        return None
+    target = positive_number(value, "target_rel_ci")
+    if target >= 1:
+        raise BadInput(f"target_rel_ci is a fraction of the median (0.01 = ±1 %), got {value!r}")
+    return target
+
+
 def _whole(value) -> int | None:
     """`value` as an int when it is a whole number (100 or 100.0), else None."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -199,7 +199,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
     ident = {**(base or {}), "backend": BACKEND, "implementation": implementation(result),
              "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
              "kind": KIND.get(alg), "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
-             "cycles_source": "", "overhead_ns": result.get("overhead_ns")}
+             "cycles_source": "none", "overhead_ns": result.get("overhead_ns")}
     rows = []
     for op in result["operations"]:
         failed = [] if op["verified"] else [flags.make("failed", op.get("error") or "unverified")]

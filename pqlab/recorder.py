@@ -42,7 +42,7 @@ from .files import atomic_write_set, process_identity, remove_orphans
 from .schema import SCHEMA_VERSION
 
 #: summarize() key -> column suffix, for times and for cycles
-TIME_STATS = ("median", "q1", "q3", "ci_low", "ci_high", "min", "mean", "cv")
+TIME_STATS = ("median", "q1", "q3", "ci_low", "ci_high", "rel_ci", "min", "mean", "cv")
 CYCLE_STATS = ("median", "q1", "q3", "mean")
 #: Free space a results folder needs before a run starts (a run's files are far smaller).
 FREE_SPACE_MARGIN = 32 << 20
