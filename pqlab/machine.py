@@ -15,6 +15,9 @@ from pathlib import Path
 from .errors import BadInput
 from .paths import ROOT
 
+#: CPU flags that say whether the x86 TSC ticks at one fixed rate (constant_tsc), also in deep
+#: idle states (nonstop_tsc), at a rate the kernel knows without calibrating (tsc_known_freq).
+TSC_FLAGS = ("constant_tsc", "nonstop_tsc", "tsc_known_freq")
 PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "dilithium-py", "slh-dsa", "ascon",
             "numpy", "pandas", "matplotlib")
 
@@ -41,6 +44,7 @@ def cpu() -> dict:
             info["_flags"] = True
             info["flags_avx2"], info["flags_avx512f"] = "avx2" in flags, "avx512f" in flags
             info["hypervisor_flag"] = "hypervisor" in flags
+            info["tsc_flags"] = {f: f in flags for f in TSC_FLAGS}
     info.pop("_flags", None)
     info["model"] = info["model"] or platform.processor()
     info["logical_cores"] = os.cpu_count()
@@ -62,14 +66,19 @@ def frequency() -> dict:
 
 
 def hypervisor() -> str:
+    """The virtual machine's hypervisor ("kvm"), and the container around us if any ("kvm, in docker")."""
     vendor = _read("/sys/hypervisor/type") or _read("/sys/class/dmi/id/sys_vendor")
-    try:
-        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5).stdout.strip()
-        if out:
-            return out if not vendor else f"{out} ({vendor})"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return vendor
+
+    def detect(flag: str) -> str:
+        try:
+            out = subprocess.run(["systemd-detect-virt", flag], capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    vm = detect("--vm") or vendor or ("unnamed (cpu flag 'hypervisor')" if cpu().get("hypervisor_flag") else "")
+    container = detect("--container")
+    return f"{vm or 'none'}, in {container}" if container else vm
 
 
 def git_state() -> dict:
@@ -133,11 +142,20 @@ def identity() -> dict:
     return {"machine_id": mid, "host_id": host, "override": os.environ.get(ID_OVERRIDE)}
 
 
+def counters() -> dict:
+    """The cycle counters here: core cycles (perf_event: works? errno), perf_event_paranoid, the TSC
+    (flags, rate and how it was known, cost of a read), the hypervisor, and the counter in use."""
+    from .cycles import availability
+
+    out = availability()
+    out["perf_event_paranoid"] = _read("/proc/sys/kernel/perf_event_paranoid")
+    out["tsc"]["flags"] = cpu().get("tsc_flags", {})
+    out["hypervisor"] = hypervisor()
+    return out
+
+
 def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     """Everything a reader needs to judge where a number came from."""
-    from .cycles import open_counter
-
-    cc = open_counter()
     ident = identity()
     meta = {
         "machine_id": ident["machine_id"],
@@ -153,8 +171,7 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "packages": package_versions(),
-        "cycles_counter": cc.source if cc.hardware else f"{cc.source or 'none'} ({cc.reason})",
-        "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
+        "counters": counters(),
         "git": git_state(),
         "params": params or {},
         "params_hash": params_hash(params or {}),
@@ -172,3 +189,69 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     except Exception as exc:  # noqa: BLE001
         meta["openssl"] = f"unavailable: {exc}"
     return meta
+
+
+def counter_report(info: dict | None = None, freq: dict | None = None) -> str:
+    """One screen on the cycle counters here and what a cycle table measured here is worth."""
+    from .cycles import describe
+
+    info = info or counters()
+    freq = freq or frequency()
+    perf, tsc, used = info["perf"], info["tsc"], info["used"]
+
+    def yes(v) -> str:
+        return "yes" if v else "no"
+
+    lines = [f"cycle counters here (hypervisor: {info['hypervisor'] or 'none detected'})", ""]
+    if perf["available"]:
+        lines.append(f"core cycles   available (perf_event_open, user space); one read costs "
+                     f"{perf['read_cost_ns']:.0f} ns from Python")
+    else:
+        lines.append(f"core cycles   unavailable: {perf['error']}")
+    lines.append(f"              perf_event_paranoid = {info['perf_event_paranoid'] or 'unknown'}")
+    if tsc["available"]:
+        lines.append(f"TSC           available ({tsc['instruction']}): {tsc['hz'] / 1e9:.4f} GHz, from {tsc['hz_source']}")
+        lines.append(f"              one read costs {tsc['read_cost_ns']:.0f} ns = {tsc['read_cost_ticks']:.0f} ticks "
+                     f"from Python, {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
+    else:
+        lines.append(f"TSC           unavailable: {tsc['error']}")
+    flags = tsc.get("flags") or {}
+    if flags:
+        lines.append("              " + ", ".join(f"{k} {yes(v)}" for k, v in flags.items()))
+    if freq.get("available"):
+        lines.append(f"clock         governor {freq.get('scaling_governor') or '?'}, boost {freq.get('boost') or 'unknown'}")
+    else:
+        lines.append(f"clock         {freq.get('reason')}")
+    chosen = used.get("label")
+    lines.append(f"in use        {used.get('requested', '?')} -> "
+                 + (f"{chosen} ({describe(chosen, used.get('hz'))})" if chosen else used.get("error", "")))
+    if used.get("reason") and chosen:
+        lines.append(f"              because: {used['reason']}")
+    lines += ["", *verdict(info, freq)]
+    return "\n".join(lines)
+
+
+def verdict(info: dict, freq: dict) -> list[str]:
+    """What cycle tables measured here are (sentences)."""
+    perf, tsc = info["perf"], info["tsc"]
+    boost = str(freq.get("boost") or "")
+    out = []
+    if perf["available"]:
+        if freq.get("available") and boost.startswith("off"):
+            out.append("Cycle tables measured here are core cycles with boost off: fit for publication.")
+        else:
+            out.append("Core cycles count here, but boost is " + (boost or "unknown") + ": turn boost off "
+                       "(and fix the governor) before publishing cycle tables.")
+    elif tsc["available"]:
+        out.append(f"Cycle tables measured here are TSC reference cycles at {tsc['hz'] / 1e9:.2f} GHz: elapsed time "
+                   "in another unit, not core cycles. Do not compare them with core-cycle tables.")
+    else:
+        out.append("No cycle counter works here: results carry times only.")
+    flags = tsc.get("flags") or {}
+    if tsc["available"] and flags and not (flags.get("constant_tsc") and flags.get("nonstop_tsc")):
+        out.append("The TSC may change rate with the clock or stop in idle (constant_tsc/nonstop_tsc missing): "
+                   "its counts are not reliable reference cycles.")
+    if not perf["available"]:
+        out.append("Publishable cycle tables need core cycles: a machine with a PMU (perf_event_open working) "
+                   "and boost off.")
+    return out
