@@ -23,7 +23,7 @@ LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/build.rs native/src/lib
               native/build-liboqs.sh
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-liboqs-generic $(STAMP)-kernel $(STAMP)-runners
 
-.PHONY: help setup lab reproduce test lint clean
+.PHONY: help setup lab reproduce test test-unit test-notebooks lint clean
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
@@ -89,11 +89,19 @@ build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SE
 	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
-test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
-	$(PY) -m pytest tests
+test: test-unit test-notebooks ## Run the unit tests, then execute every notebook (quick parameters) under nbval
+
+# Parts of `make test` (.ci/run repeats them with other counters): UNIT narrows the pytest run
+# (e.g. UNIT="-m counter"), NBVAL the notebooks (e.g. NBVAL=build/nbval/04_signature_cycles.ipynb).
+UNIT ?= tests
+NBVAL ?= build/nbval
+test-unit: $(SETUP) $(TLS_RUNNER)
+	$(PY) -m pytest $(UNIT)
+
+test-notebooks: $(SETUP) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider build/nbval
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider $(NBVAL)
 
 lint: $(STAMP)-python ## Check the code style with ruff
 	$(VENV)/bin/ruff check pqlab tests
