@@ -159,3 +159,16 @@ def test_bootstrap_ci_of_any_combination_of_samples():
     v, lo, hi = stats.bootstrap_ci([enc, [5.0]], lambda s: s[0] / s[1])
     assert v == pytest.approx(np.median(enc) / 5) and math.isnan(lo) and math.isnan(hi)
     assert all(math.isnan(x) for x in stats.bootstrap_ci([enc, []], lambda s: s[0] / s[1]))
+
+
+def test_precision_summary_counts_rows_that_missed_their_target():
+    import pandas as pd
+
+    df = pd.DataFrame({"time_ns_rel_ci": [0.004, 0.008, 0.03, float("nan")],
+                       "target_rel_ci": [0.01, 0.01, 0.01, 0.01],
+                       "flags": ["", "unstable-cv", "few-samples;precision-not-reached:budget", "failed:x"]})
+    s = stats.precision_summary(df)
+    assert s == {"rows": 4, "with_precision": 3, "median": 0.008, "worst": 0.03, "targeted": 4, "missed": 1,
+                 "target": 0.01}
+    none = stats.precision_summary(df.drop(columns=["time_ns_rel_ci"]))
+    assert none["with_precision"] == 0 and none["median"] is None
