@@ -27,13 +27,14 @@ def _unique(values: Iterable) -> list:
 def counter_text(meta: dict) -> str:
     """The counter a run used, as recorded (label, frequency where known, or why there is none)."""
     counter = meta.get("counter")
-    if isinstance(counter, dict):
-        label = counter.get("label") or counter.get("source") or "none"
-        ghz = counter.get("tsc_ghz") or counter.get("frequency_ghz")
-        text = label if not ghz else f"{label} at {float(ghz):.3f} GHz"
-        why = counter.get("reason") or counter.get("why")
-        return f"{text} ({why})" if why and label == "none" else text
-    return str(meta.get("cycles_counter") or "not recorded")
+    if not isinstance(counter, dict):
+        return "not recorded"
+    if counter.get("error"):
+        return f"unavailable ({counter['error']})"
+    label = counter.get("label") or "none"
+    text = label if not counter.get("hz") else f"{label} at {float(counter['hz']) / 1e9:.3f} GHz"
+    why = counter.get("reason")
+    return f"{text} ({why})" if why and label == "none" else text
 
 
 def frequency_text(meta: dict) -> str:

@@ -343,7 +343,7 @@ def counter(choice: str | None = None) -> Counter:
 
 
 def availability() -> dict:
-    """Which counters work here and why not, and the one measurements use (a run's metadata)."""
+    """Which counters work here ("perf", "tsc"), with their metadata, or why not (error, errno)."""
     out = {}
     for name in _MAKERS:
         try:
@@ -351,11 +351,15 @@ def availability() -> dict:
             out[name].pop("reason")
         except OSError as exc:
             out[name] = {"available": False, "error": _why(exc), "errno": errno.errorcode.get(exc.errno)}
-    try:
-        out["used"] = dict(counter().metadata(), requested=requested())
-    except CounterUnavailable as exc:
-        out["used"] = {"label": None, "requested": os.environ.get(ENV, ""), "error": str(exc)}
     return out
+
+
+def in_use() -> dict:
+    """The counter measurements use (PQLAB_COUNTER), its metadata and why it was chosen; or the error."""
+    try:
+        return dict(counter().metadata(), requested=requested())
+    except CounterUnavailable as exc:
+        return {"label": None, "requested": os.environ.get(ENV, ""), "error": str(exc)}
 
 
 #: Counter labels of schema 1 (results written before the label vocabulary) -> today's labels.

@@ -144,7 +144,7 @@ def identity() -> dict:
 
 def counters() -> dict:
     """The cycle counters here: core cycles (perf_event: works? errno), perf_event_paranoid, the TSC
-    (flags, rate and how it was known, cost of a read), the hypervisor, and the counter in use."""
+    (flags, rate and how it was known, cost of a read) and the hypervisor."""
     from .cycles import availability
 
     out = availability()
@@ -156,6 +156,8 @@ def counters() -> dict:
 
 def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     """Everything a reader needs to judge where a number came from."""
+    from .cycles import in_use
+
     ident = identity()
     meta = {
         "machine_id": ident["machine_id"],
@@ -171,6 +173,7 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "packages": package_versions(),
+        "counter": in_use(),
         "counters": counters(),
         "git": git_state(),
         "params": params or {},
@@ -191,13 +194,14 @@ def collect(params: dict | None = None, liboqs: bool = True) -> dict:
     return meta
 
 
-def counter_report(info: dict | None = None, freq: dict | None = None) -> str:
+def counter_report(info: dict | None = None, freq: dict | None = None, used: dict | None = None) -> str:
     """One screen on the cycle counters here and what a cycle table measured here is worth."""
-    from .cycles import describe
+    from .cycles import describe, in_use
 
     info = info or counters()
     freq = freq or frequency()
-    perf, tsc, used = info["perf"], info["tsc"], info["used"]
+    used = used or in_use()
+    perf, tsc = info["perf"], info["tsc"]
 
     def yes(v) -> str:
         return "yes" if v else "no"

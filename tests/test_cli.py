@@ -149,7 +149,7 @@ def test_bench_records_the_counter_and_the_precision(tmp_path):
     assert bench_into(tmp_path, "--target-rel-ci", "0.5") == 0
     run = load_run(tmp_path / only_run(tmp_path))
     row = run.measurements.iloc[1]
-    used = run.meta["counters"]["used"]
+    used = run.meta["counter"]
     assert row["cycles_source"] == used["label"] == cycles.counter().label
     assert row["target_rel_ci"] == 0.5 and 0 < row["time_ns_rel_ci"] <= 0.5
     assert used["read_cost_ns"] is None if used["label"] == "none" else used["read_cost_ns"] > 0

@@ -26,7 +26,7 @@ def test_values_that_differ_between_runs_are_all_listed():
 
 def test_unknown_frequency_says_why_and_counter_dicts_are_read():
     meta = {"frequency": {"available": False, "reason": "no cpufreq"},
-            "counter": {"label": "tsc", "tsc_ghz": 2.445406}}
+            "counter": {"label": "tsc", "hz": 2.445406e9}}
     assert context.frequency_text(meta) == "unknown: no cpufreq"
     assert context.counter_text(meta) == "tsc at 2.445 GHz"
     assert context.counter_text({"counter": {"label": "none", "reason": "no PMU"}}) == "none (no PMU)"

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from pqlab import cycles
+from pqlab import cycles, flags
 from pqlab.timing import measure
 
 pytestmark = pytest.mark.counter
@@ -157,8 +157,8 @@ def test_a_read_that_fails_mid_run_keeps_the_times(monkeypatch):
     s = measure(lambda: sum(range(500)), budget_s=0.05, warmup_s=0, loops=1, min_samples=30, target_rel_ci=None)
     assert s.n >= 30 and np.isfinite(s.time_ns).all() and (s.time_ns > 0).all()
     assert np.isfinite(s.cycles[:20]).all() and np.isnan(s.cycles[20:]).all()
-    (flag,) = [f for f in s.flags if f.startswith("cycles-missing:")]
-    assert flag.startswith(f"cycles-missing:{s.n - 20} of {s.n} samples: ") and "perf_event fd failed" in flag
+    detail = flags.detail(flags.join(s.flags), "cycles-dropped")
+    assert detail.startswith(f"{s.n - 20} of {s.n} samples: ") and "perf_event fd failed" in detail
 
 
 # --------------------------------------------------------------------------- TSC
@@ -238,11 +238,12 @@ def test_availability_records_both_counters_and_the_one_in_use(monkeypatch):
     info = cycles.availability()
     assert info["perf"] == {"available": False, "errno": "ENOENT",
                             "error": "perf_event_open: ENOENT (forced by the test)"}
-    assert info["used"]["requested"] == "auto" and info["used"]["label"] in ("tsc", "none")
+    used = cycles.in_use()
+    assert used["requested"] == "auto" and used["label"] in ("tsc", "none")
     if info["tsc"]["available"]:
-        assert info["used"]["label"] == "tsc" and info["tsc"]["hz"] == info["used"]["hz"]
+        assert used["label"] == "tsc" and info["tsc"]["hz"] == used["hz"]
     monkeypatch.setenv(cycles.ENV, "perf")
-    assert "unavailable here" in cycles.availability()["used"]["error"]
+    assert "unavailable here" in cycles.in_use()["error"]
 
 
 def test_the_aarch64_reader_counts_at_its_stated_rate(tmp_path):

@@ -14,9 +14,11 @@ BOOST_OFF = {"available": True, "scaling_governor": "performance", "boost": "off
 BOOST_ON = {"available": True, "scaling_governor": "schedutil", "boost": "1"}
 
 
-def info(perf, tsc, used=None):
-    return {"perf": perf, "tsc": tsc, "perf_event_paranoid": "2", "hypervisor": "kvm",
-            "used": used or {"label": "tsc", "hz": 2.4454e9, "requested": "auto", "reason": "no core cycles: ..."}}
+USED = {"label": "tsc", "hz": 2.4454e9, "requested": "auto", "reason": "no core cycles: ..."}
+
+
+def info(perf, tsc):
+    return {"perf": perf, "tsc": tsc, "perf_event_paranoid": "2", "hypervisor": "kvm"}
 
 
 def test_core_cycles_with_boost_off_are_publishable():
@@ -45,11 +47,12 @@ def test_no_counter_at_all():
 
 
 def test_report_fits_one_screen_and_states_the_facts():
-    text = counter_report(info(PERF_NO, TSC_OK), NO_FREQ)
+    text = counter_report(info(PERF_NO, TSC_OK), NO_FREQ, USED)
     assert len(text.splitlines()) <= 25
     for part in ("unavailable: perf_event_open: No such file or directory [ENOENT]", "perf_event_paranoid = 2",
                  "2.4454 GHz, from kernel log (dmesg)", "150 ns = 370 ticks from Python, 27 ticks inside C",
                  "constant_tsc yes", "auto -> tsc (TSC reference cycles at 2.45 GHz)", "hypervisor: kvm"):
         assert part in text, part
-    forced = counter_report(info(PERF_NO, TSC_NO, {"label": None, "error": "PQLAB_COUNTER=perf: ..."}), NO_FREQ)
+    forced = counter_report(info(PERF_NO, TSC_NO), NO_FREQ, {"label": None, "requested": "perf",
+                                                            "error": "PQLAB_COUNTER=perf: ..."})
     assert "TSC           unavailable: no C compiler" in forced and "PQLAB_COUNTER=perf: ..." in forced
