@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .formatting import fmt_time_ns
+
 #: the libraries whose versions are shown (pqlab.machine records more)
 SHOWN_PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "numpy", "pandas")
 
@@ -139,3 +141,52 @@ def context_line(runs) -> str:
     ids = _run_ids(runs)
     parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
     return " · ".join(parts)
+
+
+def counter_markdown(counter: dict, availability: dict) -> str:
+    """Which counter a run's cycles come from, why, and what one read costs here (Markdown), from its
+    ``meta["counter"]`` and ``meta["counters"]``."""
+    from .cycles import CORE_CYCLES, TSC, describe
+
+    label = counter.get("label")
+    if label not in (CORE_CYCLES, TSC):
+        return (f"**No cycle counter ran** ({counter.get('reason') or counter.get('error')}): the tables show "
+                "measured times, and ratios are ratios of mean times per call.")
+    text = f"Cycles here are **{describe(label, counter.get('hz'))}** (`cycles_source` = `{label}`"
+    text += f"; rate from {counter['hz_source']})" if label == TSC else ")"
+    if counter.get("reason") and counter["reason"] != "auto":
+        text += f", chosen because: {counter['reason']}"
+    return text + ". " + read_costs_text(availability) + " `python -m pqlab machine` shows the same on one screen."
+
+
+def read_costs_text(availability: dict) -> str:
+    """The cost of one TSC read and of one perf_event read here, or why it was not measured (Markdown)."""
+    tsc, perf = availability.get("tsc") or {}, availability.get("perf") or {}
+    parts = []
+    if tsc.get("available"):
+        parts.append(f"One TSC read costs {fmt_time_ns(tsc['read_cost_ns'])} ({tsc['read_cost_ticks']:.0f} ticks) "
+                     f"from Python and {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
+    else:
+        parts.append(f"No TSC here ({tsc.get('error', 'not recorded')})")
+    if perf.get("available"):
+        parts.append(f"one perf_event read costs {fmt_time_ns(perf['read_cost_ns'])} "
+                     f"({perf['read_cost_ticks']:.0f} core cycles) from Python")
+    else:
+        parts.append(f"a perf_event read could not be measured: core cycles are unavailable here "
+                     f"({perf.get('error', 'not recorded')})")
+    return "; ".join(parts) + "."
+
+
+def precision_markdown(measurements) -> str:
+    """How precise the medians of a measurements table are (Markdown; :func:`pqlab.stats.precision_summary`)."""
+    from .formatting import fmt_percent
+    from .stats import precision_summary
+
+    s = precision_summary(measurements)
+    if s["median"] is None:
+        return "**Precision of the medians**: not recorded (too few samples for a 95 % interval, or an older run)."
+    target = f" against a target of ±{fmt_percent(s['target'], 2)}" if s["target"] else ""
+    return (f"**Precision of the medians** (half the 95 % confidence interval over the median, from order "
+            f"statistics): median ±{fmt_percent(s['median'], 2)}, worst ±{fmt_percent(s['worst'], 2)} over "
+            f"{s['with_precision']} rows{target}; {s['missed']} of {s['targeted']} rows ran out of budget first "
+            f"(flag `precision-not-reached`).")

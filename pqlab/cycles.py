@@ -50,8 +50,8 @@ CHOICES = {"auto": None, "perf": CORE_CYCLES, "tsc": TSC, "none": NONE}
 ENV = "PQLAB_COUNTER"
 #: Interval of the TSC calibration against perf_counter_ns, where the kernel does not state the rate.
 CALIBRATION_S = 0.2
-#: Reads timed back to back to price one read.
-COST_READS = 20_000
+#: Reads timed back to back to price one read, in blocks (the median block counts).
+COST_READS, COST_BLOCKS = 22_000, 11
 
 PERF_TYPE_HARDWARE = 0
 PERF_COUNT_HW_CPU_CYCLES = 0
@@ -97,14 +97,19 @@ class Counter:
                 "read_cost_ticks": self.read_cost_ticks, "reason": self.reason}
 
     def _price_reads(self) -> None:
-        """The cost of one read through this object, from COST_READS back-to-back reads."""
-        read, clock = self.read, time.perf_counter_ns
-        t0, c0 = clock(), read()
-        for _ in range(COST_READS):
-            read()
-        c1, t1 = read(), clock()
-        self.read_cost_ns = (t1 - t0) / (COST_READS + 2)
-        self.read_cost_ticks = (c1 - c0) / (COST_READS + 1)
+        """The cost of one read through this object: the median over COST_BLOCKS blocks of back-to-back
+        reads (a median, so that a block interrupted by another process does not set it)."""
+        read, clock, n = self.read, time.perf_counter_ns, COST_READS // COST_BLOCKS
+        ns, ticks = [], []
+        for _ in range(COST_BLOCKS):
+            t0, c0 = clock(), read()
+            for _ in range(n):
+                read()
+            c1, t1 = read(), clock()
+            ns.append((t1 - t0) / (n + 2))
+            ticks.append((c1 - c0) / (n + 1))
+        self.read_cost_ns = sorted(ns)[COST_BLOCKS // 2]
+        self.read_cost_ticks = sorted(ticks)[COST_BLOCKS // 2]
 
 
 class NoCounter(Counter):

@@ -45,6 +45,19 @@ def save_figure(fig, topic: str, name: str, formats=("png", "svg", "pdf"), dpi: 
     return out
 
 
+def save_figure_or_note(fig, topic: str, name: str, missing: str) -> str:
+    """Write `fig` (as :func:`save_figure`) and return ""; or, where `fig` is None because nothing
+    was measured to plot, write nothing, remove the figure an earlier run left there, and return a
+    Markdown note naming the figure and `missing` (why).  No empty figure is ever exported."""
+    if fig is not None:
+        save_figure(fig, topic, name)
+        return ""
+    _check(topic, name)
+    for ext in ("png", "svg", "pdf"):
+        (paths.FIGURES / topic / f"{name}.{ext}").unlink(missing_ok=True)
+    return f"*Figure `{name}` is not written: {missing}.*"
+
+
 def _latex(df: pd.DataFrame, caption: str | None, label: str | None, numeric: list[bool]) -> str:
     """A booktabs table; column names and cells escaped for LaTeX."""
     def esc(v) -> str:

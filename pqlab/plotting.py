@@ -300,3 +300,30 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
     ax.legend(handles, [str(k) for k in keys], fontsize=6, loc="lower right")
     return fig
+
+
+def place_labels(ax, xs, ys, texts, fontsize: float = 5.5) -> None:
+    """Label points on log-log axes without overlaps: each label starts up and right of its point
+    and moves down (a thin line then joins it to its point) until it clears the labels above it."""
+    fig = ax.figure
+    fig.canvas.draw()  # fixes the limits and the axes' size
+    (x0, x1), (y0, y1) = np.log10(ax.get_xlim()), np.log10(ax.get_ylim())
+    bbox = ax.get_window_extent()
+    width_pt, height_pt = bbox.width * 72 / fig.dpi, bbox.height * 72 / fig.dpi
+    fx = (np.log10(xs) - x0) / (x1 - x0) * width_pt  # positions in points from the axes' corner
+    fy = (np.log10(ys) - y0) / (y1 - y0) * height_pt
+    line = fontsize * 1.25
+    placed = []  # (left, right, bottom, top) in points
+    for i in np.argsort(-fy):
+        w = 0.55 * fontsize * len(texts[i])
+        left = min(fx[i] + 3, width_pt - w)
+        bottom = fy[i] + 2
+        while any(left < r and left + w > lft and bottom < t and bottom + line > b for lft, r, b, t in placed):
+            bottom -= line
+        placed.append((left, left + w, bottom, bottom + line))
+        dx, dy = left - fx[i], bottom - fy[i]
+        moved = abs(dy - 2) > 0.5
+        ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                    va="bottom", ha="left",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
+                    if moved else None)

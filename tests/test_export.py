@@ -127,3 +127,12 @@ def test_exports_follow_paths_not_the_working_directory(out, monkeypatch, tmp_pa
     monkeypatch.chdir(elsewhere)
     export.save_number(1, "t", "n")
     assert (out / "data" / "tables" / "t" / "n.txt").exists() and list(elsewhere.iterdir()) == []
+
+
+def test_a_figure_without_data_is_not_written_and_a_stale_one_is_removed(out, fig):
+    export.save_figure(fig, "t", "ratios")
+    assert export.save_figure_or_note(fig, "t", "ratios", "unused") == ""
+    assert len(list((out / "figures" / "t").glob("ratios.*"))) == 3
+    note = export.save_figure_or_note(None, "t", "ratios", "the native runner was not run")
+    assert note == "*Figure `ratios` is not written: the native runner was not run.*"
+    assert not list((out / "figures" / "t").glob("ratios.*"))  # an earlier run's copy is gone too
