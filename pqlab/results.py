@@ -76,7 +76,7 @@ class Run:
     def summary(self) -> pd.DataFrame:
         """The measurements a reader looks at first: one row per algorithm, backend, operation, size."""
         cols = ["algorithm", "backend", "variant", "operation", "message_bytes", "samples", "time_ns_median",
-                "time_ns_q1", "time_ns_q3", "cycles_median", "cycles_source", "verified", "flags"]
+                "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source", "verified", "flags"]
         return self.measurements[[c for c in cols if c in self.measurements]]
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,

@@ -104,7 +104,7 @@ def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s
 
 def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
     """Verified rows of runs as: algorithm, backend, kind, family, nist_level, operation,
-    message_bytes, time_ms (median), q1_ms, q3_ms, samples, implementation, flags."""
+    message_bytes, time_ms (median), q1_ms, q3_ms, rel_ci (precision reached), samples, implementation, flags."""
     df = verified_rows(measurements)
     kinds = {(a, b): get(a, b).kind for a, b in df[["algorithm", "backend"]].drop_duplicates().itertuples(index=False)}
     out = pd.DataFrame({
@@ -112,7 +112,8 @@ def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
         "kind": [kinds[(a, b)] for a, b in zip(df["algorithm"], df["backend"], strict=True)],
         "family": df["family"], "nist_level": df["nist_level"].astype("Int64"), "operation": df["operation"],
         "message_bytes": df["message_bytes"].astype("Int64"), "time_ms": df["time_ns_median"] / 1e6,
-        "q1_ms": df["time_ns_q1"] / 1e6, "q3_ms": df["time_ns_q3"] / 1e6, "samples": df["samples"],
+        "q1_ms": df["time_ns_q1"] / 1e6, "q3_ms": df["time_ns_q3"] / 1e6, "rel_ci": df["time_ns_rel_ci"],
+        "samples": df["samples"],
         "implementation": df["implementation"], "flags": df["flags"].fillna("")})
     return out.reset_index(drop=True)
 
