@@ -327,3 +327,23 @@ def place_labels(ax, xs, ys, texts, fontsize: float = 5.5) -> None:
                     va="bottom", ha="left",
                     arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
                     if moved else None)
+
+
+def finish_ratio_bars(fig, n: int, log: bool) -> None:
+    """Bars of ratios (from :func:`grouped_bars`, `n` categories): a dashed line at 1, upright labels
+    when crowded, plain-number ticks on a log axis, the legend above the axes."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax = fig.axes[0]
+    ax.axhline(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
+    if n > 12:
+        ax.tick_params(axis="x", labelrotation=90, labelsize=5.5)
+        for t in ax.get_xticklabels():
+            t.set_horizontalalignment("center")
+    if log:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.grid(axis="x", visible=False)
+    ax.legend(ncols=3, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=6, borderaxespad=0.2)

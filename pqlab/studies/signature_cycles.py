@@ -896,23 +896,5 @@ def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str):
     n = df["algorithm"].nunique()
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
                                 colors=plotting.color_map(SIGNATURE_OPERATIONS), height=2.6 if n <= 12 else 3.6)
-    _finish_bars(fig, n, log=log)
+    plotting.finish_ratio_bars(fig, n, log=log)
     return fig
-
-
-def _finish_bars(fig, n: int, log: bool) -> None:
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax = fig.axes[0]
-    ax.axhline(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
-    if n > 12:
-        ax.tick_params(axis="x", labelrotation=90, labelsize=5.5)
-        for t in ax.get_xticklabels():
-            t.set_horizontalalignment("center")
-    if log:
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlim(-0.6, n - 0.4)
-    ax.grid(axis="x", visible=False)
-    ax.legend(ncols=3, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=6, borderaxespad=0.2)
