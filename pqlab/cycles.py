@@ -68,6 +68,9 @@ TSC_KHZ = Path("/sys/devices/system/cpu/cpu0/tsc_freq_khz")
 class CounterUnavailable(RuntimeError):
     """A counter forced with PQLAB_COUNTER (or asked for by name) cannot be used here."""
 
+    def _render_traceback_(self) -> list[str]:  # IPython (notebooks): the one line, no traceback
+        return [f"{type(self).__name__}: {self}"]
+
 
 def describe(label: str, hz: float | None = None) -> str:
     """How tables, axes and sentences name a counter's unit ("TSC reference cycles at 2.45 GHz")."""

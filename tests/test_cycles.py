@@ -96,6 +96,7 @@ def test_forced_perf_without_a_pmu_stops_with_one_line(monkeypatch):
     assert "\n" not in msg
     assert msg.startswith("PQLAB_COUNTER=perf: core cycles are unavailable here: ")
     assert "ENOENT" in msg and msg.endswith("use PQLAB_COUNTER=tsc or auto")
+    assert info.value._render_traceback_() == [f"CounterUnavailable: {msg}"]  # what a notebook shows
 
 
 def test_auto_falls_back_to_the_tsc_and_says_why(monkeypatch):
