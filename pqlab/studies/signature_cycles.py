@@ -241,16 +241,15 @@ def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
     use it.
     """
     keys = ["algorithm", "backend", "variant", "operation"]
-    cols = [*keys, "sample_ghz", "cycles_mean", "time_ns_mean"]
-    if samples is None or samples.empty or samples["cycles"].isna().all():
-        return pd.DataFrame(columns=cols)
-    s = _key(samples.dropna(subset=["cycles"]))
+    if samples is None or samples.empty:
+        return pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
+                             **{c: pd.Series(dtype=float) for c in ("sample_ghz", "cycles_mean", "time_ns_mean")}})
+    s = _key(samples)  # cycles may be missing (no counter, or a failed read): their statistics are NaN
     s["cycles"] = s["cycles"].astype(float)
     s["time_ns"] = s["time_ns"].astype(float)
     s["ghz"] = s["cycles"] / s["time_ns"]
-    out = s.groupby(keys, as_index=False).agg(sample_ghz=("ghz", "median"), cycles_mean=("cycles", "mean"),
-                                              time_ns_mean=("time_ns", "mean"))
-    return out[cols]
+    return s.groupby(keys, as_index=False).agg(sample_ghz=("ghz", "median"), cycles_mean=("cycles", "mean"),
+                                               time_ns_mean=("time_ns", "mean"))
 
 
 def _with_sample_stats(run) -> pd.DataFrame:
