@@ -170,7 +170,9 @@ def test_precision_is_checked_every_tenth_sample_not_after_each(monkeypatch):
         return real(times)
 
     monkeypatch.setattr(timing, "precision", counted)
-    s = measure(lambda: None, budget_s=5, warmup_s=0.01, target_rel_ci=1e-9, min_samples=10, max_samples=2000)
+    rng = np.random.default_rng(0)
+    s = measure(lambda: sum(range(int(rng.integers(1, 300)))), budget_s=5, warmup_s=0.01, target_rel_ci=1e-9,
+                min_samples=10, max_samples=2000, loops=1)  # work of random size: never that precise
     during = looks[:-1]  # the last call is the final precision of the whole sample set
     assert during[0] == 10 and all(b == a + max(1, a // 10) for a, b in zip(during, during[1:]))
     assert len(during) < 80 and s.n == 2000  # about log(n/10)/log(1.1) looks, not one per sample
