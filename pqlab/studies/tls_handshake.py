@@ -192,12 +192,13 @@ def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems
 
 
 def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0.2, min_samples: int = 5,
-                       progress: bool = True):
-    """The KEM and signature operations behind the matrix, measured by pqlab (a saved run)."""
+                       target_rel_ci: float | None = 0.01, progress: bool = True):
+    """The KEM and signature operations behind the matrix, measured by pqlab (a saved run; sampling
+    stops at `target_rel_ci`, see :func:`pqlab.timing.measure`)."""
     from ..benchmark import bench
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
-                 study=STUDY, progress=progress)
+                 target_rel_ci=target_rel_ci, study=STUDY, progress=progress)
 
 
 def _size(ops, name: str, column: str) -> int:
