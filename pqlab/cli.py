@@ -135,7 +135,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
-def _checked(check, *args):
+def _checked(check, *args, **kwargs):
     """An argparse type from a check of pqlab.inputs (its message becomes argparse's)."""
     def convert(text: str):
         try:
@@ -143,7 +143,7 @@ def _checked(check, *args):
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         try:
-            return check(value, *args)
+            return check(value, *args, **kwargs)
         except BadInput as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -165,8 +165,7 @@ def comparison_set(names: Iterable[str]) -> list[str]:
 
 
 def median_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Medians, quartiles and the median's 95 % interval in µs and the precision reached (``rel_ci``: half
-    the interval over the median), per algorithm, backend, operation, length."""
+    """Medians, quartiles, the median's 95 % interval (µs) and precision (rel_ci), per algorithm, backend, operation, length."""
     out = df[["algorithm", "backend", "operation", "message_bytes", "samples"]].assign(
         message_bytes=df["message_bytes"].astype("Int64"), flags=df["flags"].fillna(""), rel_ci=df["time_ns_rel_ci"],
         **{f"time_us_{c}": df[f"time_ns_{c}"] / 1e3 for c in ("median", "q1", "q3", "ci_low", "ci_high")})
