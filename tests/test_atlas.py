@@ -28,7 +28,7 @@ def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", variant="d
     """A saved run whose (algorithm, operation) samples are centred on `centres` (1 % spread), recorded under
     `machine_id` with the given liboqs build and counter label."""
     rng = np.random.default_rng(seed)
-    meta = {"machine_id": machine_id, "cycles_counter": counter, "liboqs": {"liboqs_version": "0.13.0", "variant": variant},
+    meta = {"machine_id": machine_id, "counter": {"label": counter}, "liboqs": {"liboqs_version": "0.13.0", "variant": variant},
             "machine_id_override": {"variable": "PQLAB_MACHINE_ID", "value": machine_id, "host_id": host_id}
             if host_id else None}
     rec = RunRecorder("07_atlas", save=False, run_id=run_id, meta=meta)

@@ -76,7 +76,7 @@ def test_the_manifest_records_machine_override_libraries_commit_and_checksums(la
     m = manifest["machine"]
     assert m["machine_id"] == "lab-a" and m["host_id"] == machine.host_id()
     assert m["override"] == {"variable": "PQLAB_MACHINE_ID", "value": "lab-a", "host_id": machine.host_id()}
-    assert m["cpu"]["model"] and m["cycles_counter"] and "frequency" in m and m["arch"]
+    assert m["cpu"]["model"] and m["counter"]["label"] and "frequency" in m and m["arch"]
     assert manifest["libraries"]["packages"]["pandas"] == pd.__version__
     assert manifest["libraries"]["liboqs"][0]["liboqs_version"]
     assert "commit" in manifest["commit"] and manifest["schema_versions"] == [SCHEMA_VERSION]

@@ -9,6 +9,7 @@ import pytest
 
 from pqlab import cycles, timing
 from pqlab.algorithms import VerificationError
+from pqlab.errors import BadInput
 from pqlab.timing import measure
 
 
@@ -180,9 +181,11 @@ def test_precision_is_checked_every_tenth_sample_not_after_each(monkeypatch):
 
 def test_a_bad_target_is_refused_before_anything_runs():
     calls = []
-    for bad in (0, -0.01):
-        with pytest.raises(ValueError, match="target_rel_ci=.*give a positive fraction"):
+    for bad in (0, -0.01, float("nan")):
+        with pytest.raises(BadInput, match=r"^target_rel_ci must be a finite number > 0, got "):
             measure(lambda: calls.append(1), budget_s=0.01, target_rel_ci=bad)
+    with pytest.raises(BadInput, match=r"^target_rel_ci is a fraction of the median \(0.01 = ±1 %\), got 1.5$"):
+        measure(lambda: calls.append(1), budget_s=0.01, target_rel_ci=1.5)
     assert calls == []
 
 
