@@ -24,7 +24,7 @@ SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
 GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce lock test lint clean
+.PHONY: help setup lab reproduce readme-durations lock test lint clean
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
@@ -73,8 +73,9 @@ $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
-reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate figures/ and data/tables/
+reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate figures/ and data/tables/, print the times
 	@echo "executed notebooks: build/$(PROFILE)/; figures: figures/; tables: data/tables/"
+	@$(PY) -m pqlab.durations build/$(PROFILE)
 
 build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
 build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
@@ -89,6 +90,9 @@ build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SE
 	@mkdir -p $(@D)
 	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
+
+readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
+	$(PY) -m pqlab.durations --readme
 
 lock: ## Refresh requirements.lock (exact versions and hashes, every platform) with uv, from pyproject.toml
 	@test -x $(VENV)/bin/uv || { echo "error: $(VENV)/bin/uv is missing: run make setup first (uv comes with the dev extra)" >&2; exit 1; }
