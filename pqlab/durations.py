@@ -22,6 +22,8 @@ import re
 import sys
 from pathlib import Path
 
+from .files import atomic_write_text
+from .formatting import fmt_duration
 from .paths import BUILD, ROOT
 
 COLUMNS = ("notebook", "seconds", "cells", "executed_at", "machine", "cores")
@@ -57,8 +59,6 @@ def describe_machine() -> tuple[str, int]:
 
 def write_durations(folder: Path | str) -> list[dict]:
     """Write `folder`/durations.csv from the executed notebooks in `folder`; return its rows."""
-    from .results import atomic_write_text
-
     folder = Path(folder)
     notebooks = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
@@ -85,22 +85,11 @@ def read_durations(folder: Path | str) -> list[dict]:
     return rows
 
 
-def format_duration(seconds: float) -> str:
-    """42 s, 2 min 22 s, 1 h 01 min (rounded to the unit shown)."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    minutes = round(seconds / 60)
-    return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
 def describe_total(rows: list[dict], profile: str) -> str:
     """One line: how many notebooks, their total time, the machine."""
     total = sum(r["seconds"] for r in rows)
     first, last = rows[0]["notebook"][:2], rows[-1]["notebook"][:2]
-    return (f"make reproduce ({profile}): notebooks {first}–{last} took {format_duration(total)} in total "
+    return (f"make reproduce ({profile}): notebooks {first}–{last} took {fmt_duration(total)} in total "
             f"({total:,.0f} s, the sum of each notebook's last run) on {rows[0]['machine']}, {rows[0]['cores']} cores")
 
 
@@ -132,7 +121,7 @@ def render_readme(text: str, durations: dict[str, list[dict]]) -> str:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         stem = re.sub(r"\.ipynb$", "", cells[0].strip("`"))
         times = [by_profile[p].get(stem) for p in PROFILES]
-        cells[column] = " / ".join("—" if t is None else format_duration(t) for t in times)
+        cells[column] = " / ".join("—" if t is None else fmt_duration(t) for t in times)
         table.append("| " + " | ".join(cells) + " |")
     source = "; ".join(_profile_line(p, durations.get(p, [])) for p in PROFILES)
     note = (f"Times: papermill's record of each notebook's last `make reproduce` run, from "
@@ -142,8 +131,6 @@ def render_readme(text: str, durations: dict[str, list[dict]]) -> str:
 
 def update_readme(readme: Path | str = ROOT / "README.md", build: Path | str = BUILD) -> Path:
     """Rewrite README.md's generated notebook-table region from build/{quick,full}/durations.csv."""
-    from .results import atomic_write_text
-
     readme = Path(readme)
     durations = {p: read_durations(Path(build) / p) for p in PROFILES}
     return atomic_write_text(readme, render_readme(readme.read_text(), durations))
@@ -158,7 +145,7 @@ def main(argv: list[str]) -> int:
             folder = Path(argv[0])
             rows = write_durations(folder)
             for r in rows:
-                print(f"  {r['notebook']:<28} {format_duration(r['seconds']):>14}")
+                print(f"  {r['notebook']:<28} {fmt_duration(r['seconds']):>14}")
             print(describe_total(rows, folder.name))
             return 0
     except DurationsError as exc:

@@ -21,8 +21,8 @@ import sysconfig
 import time
 from pathlib import Path
 
-from .liboqs_loader import VARIANTS, find_usable_liboqs, variant_prefix, write_pth
 from .liboqs_build import LiboqsBuildError, provide
+from .liboqs_loader import VARIANTS, find_usable_liboqs, variant_prefix, write_pth
 
 
 def liboqs(variant: str) -> None:

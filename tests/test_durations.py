@@ -61,12 +61,6 @@ def test_the_command_writes_the_file_and_prints_the_total(tmp_path, capsys, mach
     assert "01_first" in out and "2 min 22 s" in out and out.strip().endswith("Test CPU 3000, 2 cores")
 
 
-@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (59.6, "1 min 0 s"), (142, "2 min 22 s"),
-                                           (3655, "1 h 01 min"), (7199, "2 h 00 min")])
-def test_format_duration(seconds, text):
-    assert durations.format_duration(seconds) == text
-
-
 README = f"""# title
 
 {durations.BEGIN}

@@ -208,3 +208,66 @@ def test_the_shim_answers_like_liboqs_0_14(provide_liboqs):
             "print([f(n) for n in (b'ML-DSA-44', b'Falcon-512', b'no-such-scheme', None)])")
     proc = subprocess.run([sys.executable, "-c", code, str(library)], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[True, False, False, False]", proc.stderr
+
+
+# --------------------------------------------------------------------------- the setup step
+
+
+def test_setup_prefers_a_liboqs_already_installed_and_otherwise_builds(monkeypatch, tmp_path, capsys):
+    from pqlab import provision
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "pqlab_liboqs.pth").write_text("stale")
+    monkeypatch.setattr(provision.sysconfig, "get_paths", lambda: {"purelib": str(site)})
+    monkeypatch.setattr(provision, "find_usable_liboqs", lambda: Path("/opt/conda/lib/liboqs.so"))
+    monkeypatch.setattr(provision, "provide", lambda variant: pytest.fail("built although one is installed"))
+    provision.liboqs("default")
+    assert not (site / "pqlab_liboqs.pth").exists() and "/opt/conda/lib/liboqs.so" in capsys.readouterr().out
+
+    built = []
+    monkeypatch.setattr(provision, "find_usable_liboqs", lambda: None)
+    monkeypatch.setattr(provision, "provide", lambda variant: built.append(variant) or tmp_path / variant)
+    provision.liboqs("default")
+    assert built == ["default"] and "OQS_INSTALL_PATH" in (site / "pqlab_liboqs.pth").read_text()
+    (site / "pqlab_liboqs.pth").unlink()
+    monkeypatch.setattr(provision, "find_usable_liboqs", lambda: Path("/opt/conda/lib/liboqs.so"))
+    provision.liboqs("generic")  # the portable build is always pqlab's own, and needs no .pth
+    assert built == ["default", "generic"] and not (site / "pqlab_liboqs.pth").exists()
+
+
+def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
+    from pqlab import provision
+
+    def missing(variant):
+        raise BuildToolMissing("building liboqs needs `cmake` (the liboqs build system), which is not installed")
+
+    monkeypatch.setattr(provision, "liboqs", missing)
+    assert provision.main(["liboqs", "generic"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: building liboqs needs `cmake`") and err.count("\n") == 1
+    assert provision.main(["liboqs", "turbo"]) == 2  # not a variant: the usage
+
+
+def test_a_worker_environment_builds_a_missing_variant_on_first_need(monkeypatch, tmp_path):
+    monkeypatch.setattr(liboqs_loader, "LIBOQS_PREFIX", tmp_path)
+    asked = []
+
+    def fake_provide(variant, announce):
+        asked.append(variant)
+        (tmp_path / variant / "lib").mkdir(parents=True)
+        (tmp_path / variant / "lib" / "liboqs.so").write_text("built")
+        return tmp_path / variant
+
+    monkeypatch.setattr(liboqs_build, "provide", fake_provide)
+    env = liboqs_loader.variant_environment("generic", base={})
+    assert asked == ["generic"] and env["OQS_INSTALL_PATH"] == str(tmp_path / "generic")
+    liboqs_loader.variant_environment("generic", base={})
+    assert asked == ["generic"]  # installed now: not asked again
+
+    def no_cmake(variant, announce):
+        raise BuildToolMissing("building liboqs needs `cmake`")
+
+    monkeypatch.setattr(liboqs_build, "provide", no_cmake)
+    with pytest.raises(liboqs_loader.LiboqsNotFound, match="cannot be built: building liboqs needs `cmake`"):
+        liboqs_loader.variant_environment("default", base={})
