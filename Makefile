@@ -7,6 +7,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.stamp
 # full = the paper-sized parameters of notebooks/params/; quick = the notebooks' stored defaults
 PROFILE ?= full
@@ -34,12 +35,16 @@ help: ## Show this help
 setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
 
 # Exact versions and hashes from requirements.lock (make lock), then pqlab itself without dependencies.
+# uv installs them: the locked uv first, hash-checked by pip, then uv installs the rest in seconds
+# where pip takes minutes (README.md, "How long setup takes").
 $(STAMP)-python: pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+ or run make PYTHON=/path/to/python3.11 setup" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: pqlab needs Python 3.11 or newer, found " + sys.version.split()[0] + "; run make PYTHON=/path/to/python3.11 setup")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	awk '/^uv==/ {p = 1} p && !/^uv==/ && !/--hash=/ {exit} p' requirements.lock > $(VENV)/uv-requirement.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(VENV)/uv-requirement.txt
+	$(UV) pip install --quiet --python $(PY) --require-hashes -r requirements.lock
+	$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	touch $@
 
 # liboqs: one already loadable is used; else pqlab's CMake build of the oqs-sys crate's sources,
@@ -95,9 +100,9 @@ readme-durations: ## Rewrite the times in README.md's notebook table from build/
 	$(PY) -m pqlab.durations --readme
 
 lock: ## Refresh requirements.lock (exact versions and hashes, every platform) with uv, from pyproject.toml
-	@test -x $(VENV)/bin/uv || { echo "error: $(VENV)/bin/uv is missing: run make setup first (uv comes with the dev extra)" >&2; exit 1; }
+	@test -x $(UV) || { echo "error: $(UV) is missing: run make setup first" >&2; exit 1; }
 	$(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
-	    | $(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --extra dev \
+	    | $(UV) pip compile --quiet --universal --python-version 3.11 --generate-hashes --all-extras \
 	      --output-file requirements.lock pyproject.toml -
 
 test: $(SETUP) $(GENERIC) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval

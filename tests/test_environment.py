@@ -29,11 +29,15 @@ def pyproject_dependencies() -> dict[str, Requirement]:
     return requirements(pyproject()["project"]["dependencies"])
 
 
+def declared() -> list[str]:
+    """The dependencies and every extra: what the lock is made from (make lock)."""
+    project = pyproject()["project"]
+    return project["dependencies"] + [spec for extra in project["optional-dependencies"].values() for spec in extra]
+
+
 def locked_direct_dependencies() -> dict[str, Requirement]:
-    """What make setup installs from the lock: the dependencies, the dev extra and the build backend."""
-    data = pyproject()
-    return requirements(data["project"]["dependencies"] + data["project"]["optional-dependencies"]["dev"]
-                        + data["build-system"]["requires"])
+    """What make setup installs from the lock: the dependencies, every extra and the build backend."""
+    return requirements(declared() + pyproject()["build-system"]["requires"])
 
 
 def conda_name(spec: str) -> str:
@@ -91,12 +95,11 @@ def test_every_direct_dependency_is_locked_with_hashes_within_its_bounds():
 
 def test_the_lock_was_made_from_this_pyproject():
     """A dependency dropped from pyproject.toml but still in the lock means the lock is stale."""
-    data = pyproject()
-    declared = set(requirements(data["project"]["dependencies"] + data["project"]["optional-dependencies"]["dev"]))
+    names = set(requirements(declared()))
     from_pyproject = {name for name, entry in LOCK.items() if entry["via_pqlab"]}
-    assert from_pyproject == declared, (f"requirements.lock is stale (run make lock): only in the lock "
-                                        f"{sorted(from_pyproject - declared)}, only in pyproject.toml "
-                                        f"{sorted(declared - from_pyproject)}")
+    assert from_pyproject == names, (f"requirements.lock is stale (run make lock): only in the lock "
+                                     f"{sorted(from_pyproject - names)}, only in pyproject.toml "
+                                     f"{sorted(names - from_pyproject)}")
 
 
 def test_parse_lock_reads_versions_markers_hashes_and_origin():
