@@ -4,6 +4,7 @@
     fmt_cycles(2.1e6)         -> "2.1 Mcycles"    fmt_bytes_binary(3 << 20) -> "3 MiB"
     fmt_factor(1.234)         -> "1.23×"          fmt_span([1, 3], fmt_bytes) -> "1 B to 3 B"
     fmt_energy_uj(1520)       -> "1.52 mJ"        slug("SPHINCS+-SHA2 128f") -> "SPHINCSplus-SHA2_128f"
+    fmt_duration(142)         -> "2 min 22 s"
 
 Missing values (None, NaN, pandas' NA) print as :data:`MISSING`.  Nothing here imports pandas.
 """
@@ -43,6 +44,19 @@ def fmt_time_ns(ns, digits: int = 3) -> str:
 def fmt_time_ms(ms, digits: int = 3) -> str:
     """A duration in milliseconds, printed like :func:`fmt_time_ns`."""
     return MISSING if is_missing(ms) else fmt_time_ns(float(ms) * 1e6, digits)
+
+
+def fmt_duration(seconds) -> str:
+    """A wall time in seconds as people read run times: 42 s, 2 min 22 s, 1 h 01 min."""
+    if is_missing(seconds):
+        return MISSING
+    s = round(float(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    minutes = round(float(seconds) / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def fmt_energy_uj(uj, digits: int = 3) -> str:

@@ -102,9 +102,13 @@ def variant_prefix(variant: str = "default") -> Path:
 
 def variant_environment(variant: str, base: dict | None = None) -> dict:
     """Environment for a worker process that must load the `variant` build of native/."""
-    lib = variant_prefix(variant) / "lib" / "liboqs.so"
-    if not lib.exists():
-        raise LiboqsNotFound(f"the {variant} build of liboqs is not installed ({lib} is missing): run `make setup`")
+    if not (variant_prefix(variant) / "lib" / "liboqs.so").exists():
+        from .liboqs_build import LiboqsBuildError, provide
+
+        try:  # built on first need (seconds when the per-user cache has it)
+            provide(variant, announce=lambda line: print(line, file=sys.stderr))
+        except LiboqsBuildError as exc:
+            raise LiboqsNotFound(f"the {variant} build of liboqs is not installed and cannot be built: {exc}") from exc
     env = dict(os.environ if base is None else base)
     env["OQS_INSTALL_PATH"] = str(variant_prefix(variant))
     env["PQLAB_LIBOQS_VARIANT"] = variant

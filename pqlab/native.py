@@ -80,8 +80,7 @@ def build_native_runner(variant: str = "default") -> Path:
     if missing:
         raise LiboqsBuildMissing(
             f"the {variant} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root (it builds liboqs from native/), or "
-            f"`native/build-liboqs.sh .venv/bin/python .venv/liboqs {variant}`")
+            f"run `make setup` in the repository root, or `.venv/bin/python -m pqlab.provision liboqs {variant}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "

@@ -1,9 +1,8 @@
 """`python -m pqlab.provision ...`: the steps of `make setup` that need Python.
 
-    python -m pqlab.provision liboqs-locate           # print a liboqs already loadable here (exit 1: none)
-    python -m pqlab.provision liboqs-check LIBRARY    # can liboqs-python use this library?
-    python -m pqlab.provision liboqs-pth SITE_PACKAGES  # make the venv find native/'s build
-    python -m pqlab.provision runners                 # the measuring helpers outside Python:
+    python -m pqlab.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
+    python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
+    python -m pqlab.provision runners          # the measuring helpers outside Python:
 
 - the TSC helper (pqlab/tsc.c, reference cycles from Python) into the per-user cache;
 - the native cycle runner (native/bench) against each installed liboqs build;
@@ -19,9 +18,27 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import time
 from pathlib import Path
 
-from .liboqs_loader import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
+from .liboqs_build import LiboqsBuildError, provide
+from .liboqs_loader import VARIANTS, find_usable_liboqs, variant_prefix, write_pth
+
+
+def liboqs(variant: str) -> None:
+    """Provide the `variant` build.  For the default one, a liboqs that is already loadable (system,
+    conda, OQS_INSTALL_PATH) wins; otherwise pqlab's build, found by the venv through a .pth file."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    if variant == "default" and (existing := find_usable_liboqs()):
+        (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
+        print(f"liboqs: using the one already installed at {existing}")
+        return
+    start = time.monotonic()
+    where = provide(variant)
+    if variant == "default":
+        write_pth(site)
+    print(f"liboqs ({variant}): {where} ready in {time.monotonic() - start:.1f} s")
 
 
 def native_runners() -> None:
@@ -79,17 +96,12 @@ def main(argv: list[str]) -> int:
         bc_runner()
         valgrind()
         return 0
-    if argv == ["liboqs-locate"]:
-        found = find_usable_liboqs()
-        if found:
-            print(found)
-        return 0 if found else 1
-    if argv[:1] == ["liboqs-check"] and len(argv) == 2:
-        why = check_library(argv[1])
-        print(why or f"{argv[1]}: usable")
-        return 1 if why else 0
-    if argv[:1] == ["liboqs-pth"] and len(argv) == 2:
-        print(write_pth(Path(argv[1])))
+    if len(argv) == 2 and argv[0] == "liboqs" and argv[1] in VARIANTS:
+        try:
+            liboqs(argv[1])
+        except LiboqsBuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -72,9 +72,7 @@ def test_collect_rows_adds_sizes_builds_and_means(small_run):
         assert got["cycles_mean"].iloc[0] == pytest.approx(sub["cycles"].mean())
 
 
-@pytest.mark.skipif(not (LIBOQS_PREFIX / "generic" / "lib" / "liboqs.so").exists(),
-                    reason="the generic liboqs build is not installed (make setup)")
-def test_worker_loads_the_requested_build(tmp_path):
+def test_worker_loads_the_requested_build(tmp_path, generic_liboqs):
     run = bench_in_worker(["ML-DSA-44"], variant="generic", operations=["keygen"], budget_s=0.02, min_samples=3,
                           folder=tmp_path, study="test_families")
     info = F.check_variant(run, "generic")

@@ -49,3 +49,10 @@ def test_close_matches_and_unknown_name():
     assert str(err).startswith("unknown algorithm 'ML-DSA-45'; close matches: ML-DSA-")
     assert str(err).endswith("prints every name.") and "\n" not in str(err)
     assert "close matches: none" in str(UnknownName("group", "zzz", names))
+
+
+@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (59.6, "1 min 0 s"), (142, "2 min 22 s"),
+                                           (3655, "1 h 01 min"), (7199, "2 h 00 min")])
+def test_fmt_duration(seconds, text):
+    assert f.fmt_duration(seconds) == text
+    assert f.fmt_duration(None) == f.MISSING

@@ -53,7 +53,7 @@ def test_liboqs_info_reports_versions_path_and_variant():
     assert info["build_config"].get("OQS_VERSION_TEXT") == "0.13.0"
 
 
-def test_variant_environment_worker_loads_the_generic_build(tmp_path):
+def test_variant_environment_worker_loads_the_generic_build(tmp_path, generic_liboqs):
     env = liboqs_loader.variant_environment("generic", base=clean_env(tmp_path))
     assert env["OQS_INSTALL_PATH"].endswith("generic") and env["PQLAB_LIBOQS_VARIANT"] == "generic"
     code = ("import json, pqlab.liboqs_loader as l; i = l.liboqs_info(); "
