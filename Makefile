@@ -7,6 +7,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.stamp
 # full = the paper-sized parameters of notebooks/params/; quick = the notebooks' stored defaults
 PROFILE ?= full
@@ -27,45 +28,53 @@ EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
 CORE := $(filter-out pqlab/studies/%,$(wildcard pqlab/*.py pqlab/*/*.py))
-LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/build.rs native/src/lib.rs native/liboqs.map \
-              native/build-liboqs.sh
-SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-liboqs-generic $(STAMP)-kernel $(STAMP)-runners
+LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
+SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
+# The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
+GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce paper test lint clean
+.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper lint clean
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
 	@echo "Variables: PROFILE=full|quick (reproduce, paper), PYTHON=$(PYTHON), LAB_IP, LAB_PORT (lab)"
 
-setup: $(SETUP) ## Create .venv, install pqlab and its dependencies, provide liboqs, register the Jupyter kernel "pqlab"
+setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
 
-$(STAMP)-python: pyproject.toml
+# Exact versions and hashes from requirements.lock (make lock), then pqlab itself without dependencies.
+# uv installs them: the locked uv first, hash-checked by pip, then uv installs the rest in seconds
+# where pip takes minutes (README.md, "How long setup takes").
+$(STAMP)-python: pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+ or run make PYTHON=/path/to/python3.11 setup" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: pqlab needs Python 3.11 or newer, found " + sys.version.split()[0] + "; run make PYTHON=/path/to/python3.11 setup")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	awk '/^uv==/ {p = 1} p && !/^uv==/ && !/--hash=/ {exit} p' requirements.lock > $(VENV)/uv-requirement.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(VENV)/uv-requirement.txt
+	$(UV) pip install --quiet --python $(PY) --require-hashes -r requirements.lock
+	$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	touch $@
 
-$(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC) native/provide-liboqs.sh
-	native/provide-liboqs.sh $(PY)
+# liboqs: one already loadable is used; else pqlab's CMake build of the oqs-sys crate's sources,
+# compiled once per machine into ~/.cache/pqlab/liboqs (pqlab/liboqs_build.py) and copied from there.
+# It builds on Linux only (README.md, "The CI matrix"): on macOS setup stops with the reason.
+$(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC)
+	@if [ "$$(uname -s)" = Darwin ]; then echo "error: native/ builds liboqs on Linux only: pqlab/liboqs_build.py links with GNU ld options (--whole-archive, --version-script, -soname) that Apple's linker lacks, and pqlab.liboqs_loader expects liboqs.so and reads /proc/self/maps (README.md, 'The CI matrix')" >&2; exit 1; fi
+	$(PY) -m pqlab.provision liboqs default
 	touch $@
 
-# The portable build (generic C only): notebook 04 compares it with the default one.
-# Without cargo (a conda or system liboqs in use) it is skipped and notebook 04 says so.
-$(STAMP)-liboqs-generic: $(STAMP)-liboqs native/generic-toolchain.cmake
-	@if command -v cargo >/dev/null; then native/build-liboqs.sh $(PY) $(VENV)/liboqs generic; \
-	else echo "note: no cargo: the portable (generic) liboqs build is skipped; notebook 04 will say so"; fi
+$(GENERIC): $(STAMP)-python $(LIBOQS_SRC)
+	$(PY) -m pqlab.provision liboqs generic
 	touch $@
 
 $(STAMP)-kernel: $(STAMP)-python
 	$(PY) -m ipykernel install --sys-prefix --name pqlab --display-name "Python (pqlab)" >/dev/null
 	touch $@
 
-# Helpers outside Python: the native cycle runner, the Bouncy Castle runner (when a JDK is
-# there) and valgrind (for notebook 03; installed where apt-get can). Each says what it skipped.
-$(STAMP)-runners: $(STAMP)-liboqs $(STAMP)-liboqs-generic $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
+# Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
+# Bouncy Castle runner (when a JDK is there) and valgrind (for notebook 03; installed where
+# apt-get can). Each says what it skipped.
+$(STAMP)-runners: $(STAMP)-liboqs pqlab/tsc.c pqlab/tsc.h $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
 	$(PY) -m pqlab.provision runners
 	touch $@
 
@@ -78,8 +87,9 @@ $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel and say where it listens (as root too)
 	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT)
 
-reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick) and regenerate its figures and tables
+reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate its figures and tables, print the times
 	@echo "executed notebooks: build/$(PROFILE)/; figures: $(EXPORTS)/figures/; tables: $(EXPORTS)/data/tables/"
+	@$(PY) -m pqlab.durations build/$(PROFILE)
 
 paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing them first where missing or stale) into build/paper/pqlab.pdf
 	@$(PY) -m pqlab.provision latex
@@ -88,25 +98,47 @@ paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing the
 build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
 build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
 build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
-build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
-build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
+# notebook 04 also compares the portable liboqs build with the default one
+build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py $(GENERIC)
+build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
+build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
 	@mkdir -p $(@D)
 	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
-test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, execute every notebook (quick parameters) under nbval, build the paper from their exports
-	$(PY) -m pytest tests
+readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
+	$(PY) -m pqlab.durations --readme
+
+lock: ## Refresh requirements.lock (exact versions and hashes, every platform) with uv, from pyproject.toml
+	@test -x $(UV) || { echo "error: $(UV) is missing: run make setup first" >&2; exit 1; }
+	$(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
+	    | $(UV) pip compile --quiet --universal --python-version 3.11 --generate-hashes --all-extras \
+	      --output-file requirements.lock pyproject.toml -
+
+test: test-unit test-notebooks test-paper ## Run the unit tests, execute every notebook (quick parameters) under nbval, build the paper from their exports
+
+# Parts of `make test` (.ci/run repeats them with other counters): UNIT narrows the pytest run
+# (e.g. UNIT="-m counter"), NBVAL the notebooks (e.g. NBVAL=build/nbval/04_signature_cycles.ipynb).
+UNIT ?= tests
+NBVAL ?= build/nbval
+test-unit: $(SETUP) $(GENERIC) $(TLS_RUNNER)
+	$(PY) -m pytest $(UNIT)
+
+test-notebooks: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider build/nbval
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider $(NBVAL)
+
+# The paper from the quick exports test-notebooks left in build/test-output (after it in `make test`).
+test-paper: $(SETUP)
 	PQLAB_PAPER_FROM=$(CURDIR)/build/test-output $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
 
 lint: $(STAMP)-python ## Check the code style with ruff
 	$(VENV)/bin/ruff check pqlab tests
 
-clean: ## Remove build products (executed notebooks, test outputs); keeps .venv and data/results
+clean: ## Remove build products (executed notebooks, test outputs); keeps .venv, data/results and the liboqs cache
 	rm -rf build .pytest_cache
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +

@@ -3,9 +3,13 @@
 Four kinds of algorithm share one shape.  An adapter generates keys and hands out *bound*
 callables (a signer holding its secret key, an encapsulator holding its public key ...), so
 the timed call is the library's own call and nothing else.  :meth:`Algorithm.trial` turns an
-operation into a :class:`Trial`: the zero-argument callable that is timed, and a check run on
-its output *outside* the timed region (round trip, verification, tampering rejected, KEM
-secrets equal).
+operation into a :class:`Trial`: the callable that is timed, and a check run on its output
+*outside* the timed region.  The checks cannot be fooled by an adapter that always says yes or
+returns a cached result: a key pair must sign and verify *and* reject a tampered signature (KEM:
+a tampered ciphertext gives another secret or the implicit-rejection value; encryption: a forged
+tag is refused); keygen and encaps must not return the same output twice; signing and encryption
+get a new message for every call (:func:`fresh_messages`, made before the clock starts), so a
+cached signature or ciphertext fails its check.
 
 =========  =====================  ==================================================
 kind       operations             primitives an adapter implements
@@ -19,12 +23,14 @@ cipher     keygen, encrypt, ...   generate() -> key; encryptor(key); decryptor(k
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UnknownName
+from .errors import UnknownName, warn
+from .liboqs_loader import LiboqsNotFound
 from .schema import KIND_OPERATIONS
 
 
@@ -38,10 +44,48 @@ class VerificationError(AssertionError):
 
 @dataclass(frozen=True)
 class Trial:
-    """One operation ready to time: `run()` is timed, `check(output)` runs outside the timer."""
+    """One operation ready to time: `run` is timed, `check` runs on its output outside the timer.
 
-    run: Callable[[], Any]
-    check: Callable[[Any], None]
+    Without `fresh`: ``run()`` and ``check(output)``.  With `fresh` (operations that take a message),
+    every call gets a new input made before the clock starts: ``run(x)`` and ``check(output, x)`` for
+    each ``x`` of ``fresh(n)`` (:func:`pqlab.timing.measure` feeds them)."""
+
+    run: Callable[..., Any]
+    check: Callable[..., None]
+    fresh: Callable[[int], list] | None = None
+
+    def bound(self) -> Trial:
+        """This trial on one input, for callers that repeat one call: ``run()`` and ``check(output)``."""
+        if self.fresh is None:
+            return self
+        (x,) = self.fresh(1)
+        return Trial(functools.partial(self.run, x), functools.partial(_check_input, self.check, x))
+
+
+def _check_input(check, x, out) -> None:
+    check(out, x)
+
+
+def fresh_messages(message: bytes) -> Callable[[int], list[bytes]] | None:
+    """`n` -> n new messages of `message`'s length that never repeat (a counter in the first 8 bytes,
+    the rest of `message` after it); None for an empty message, which has no other."""
+    if not message:
+        return None
+    k = min(8, len(message))
+    tail, counter, modulus = message[k:], itertools.count(1), 256 ** k
+    return lambda n: [(next(counter) % modulus).to_bytes(k, "little") + tail for _ in range(n)]
+
+
+def _not_repeated(check: Callable, what: str) -> Callable:
+    """`check`, which also refuses the same output twice in a row (a cached key pair or encapsulation)."""
+    last: list = []
+
+    def checked(out) -> None:
+        _require(not last or out != last[0], f"{what} returned the same output twice: a cached result")
+        last[:] = [out]
+        check(out)
+
+    return checked
 
 
 def _require(condition: bool, what: str) -> None:
@@ -140,24 +184,26 @@ class Algorithm:
         return getattr(self, f"_trial_{self.kind}")(operation, message)
 
     def _trial_sig(self, operation: str, message: bytes) -> Trial:
+        def checker(verify):
+            def check_signature(sig: bytes, msg: bytes = message) -> None:
+                _require(verify(msg, sig) is True, "signature does not verify")
+                _require(_rejects(lambda: verify(msg, _tamper(sig)), None), "a tampered signature was accepted")
+                _require(_rejects(lambda: verify(_tamper(msg), sig), None), "a tampered message was accepted")
+            return check_signature
+
         def check_pair(keys) -> None:
             pk, sk = keys
-            sig = self.signer(sk)(message)
-            _require(self.verifier(pk)(message, sig) is True, "a signature made with fresh keys does not verify")
+            checker(self.verifier(pk))(self.signer(sk)(message))
 
         if operation == "keygen":
-            return Trial(self.generate, check_pair)
+            return Trial(self.generate, _not_repeated(check_pair, "keygen"))
         pk, sk = self.generate()
         sign, verify = self.signer(sk), self.verifier(pk)
-        wrong_message = _tamper(message)
-
-        def check_signature(sig: bytes) -> None:
-            _require(verify(message, sig) is True, "signature does not verify")
-            _require(_rejects(lambda: verify(message, _tamper(sig)), None), "a tampered signature was accepted")
-            _require(_rejects(lambda: verify(wrong_message, sig), None), "a tampered message was accepted")
-
+        check_signature = checker(verify)
         if operation == "sign":
-            return Trial(functools.partial(sign, message), check_signature)
+            fresh = fresh_messages(message)
+            return Trial(sign, check_signature, fresh) if fresh else Trial(functools.partial(sign, message),
+                                                                            check_signature)
         sig = sign(message)
         check_signature(sig)
 
@@ -168,23 +214,25 @@ class Algorithm:
         return Trial(functools.partial(verify, message, sig), check_verdict)
 
     def _trial_kem(self, operation: str, message: bytes) -> Trial:
+        def checker(decaps):
+            def check_encaps(out) -> None:
+                ct, ss = out
+                _require(decaps(ct) == ss, "decapsulation does not give the encapsulated secret")
+                _require(_rejects(lambda: decaps(_tamper(ct)), ss), "a tampered ciphertext gave the same secret")
+            return check_encaps
+
         def check_pair(keys) -> None:
             pk, sk = keys
-            ct, ss = self.encapsulator(pk)()
-            _require(self.decapsulator(sk)(ct) == ss, "fresh keys: decapsulated secret differs")
+            checker(self.decapsulator(sk))(self.encapsulator(pk)())
 
         if operation == "keygen":
-            return Trial(self.generate, check_pair)
+            return Trial(self.generate, _not_repeated(check_pair, "keygen"))
         pk, sk = self.generate()
         encaps, decaps = self.encapsulator(pk), self.decapsulator(sk)
-
-        def check_encaps(out) -> None:
-            ct, ss = out
-            _require(decaps(ct) == ss, "decapsulation does not give the encapsulated secret")
-
         if operation == "encaps":
-            return Trial(encaps, check_encaps)
+            return Trial(encaps, _not_repeated(checker(decaps), "encaps"))
         ct, ss = encaps()
+        checker(decaps)((ct, ss))
 
         def check_decaps(secret: bytes) -> None:
             _require(secret == ss, "decapsulated secret differs from the encapsulated one")
@@ -193,35 +241,35 @@ class Algorithm:
         return Trial(functools.partial(decaps, ct), check_decaps)
 
     def _trial_pke(self, operation: str, message: bytes) -> Trial:
-        def check_pair(keys) -> None:
-            pk, sk = keys
-            _require(self.decryptor(sk)(self.encryptor(pk)(message)) == message, "fresh keys: round trip failed")
-
-        return self._trial_encryption(operation, message, self.generate, check_pair,
-                                      lambda keys: (self.encryptor(keys[0]), self.decryptor(keys[1])))
+        return self._trial_encryption(operation, message, lambda keys: (self.encryptor(keys[0]),
+                                                                        self.decryptor(keys[1])))
 
     def _trial_cipher(self, operation: str, message: bytes) -> Trial:
-        def check_key(key) -> None:
-            _require(self.decryptor(key)(self.encryptor(key)(message)) == message, "fresh key: round trip failed")
+        return self._trial_encryption(operation, message, lambda key: (self.encryptor(key), self.decryptor(key)))
 
-        return self._trial_encryption(operation, message, self.generate, check_key,
-                                      lambda key: (self.encryptor(key), self.decryptor(key)))
+    def _trial_encryption(self, operation, message, bind) -> Trial:
+        def checker(decrypt):
+            def check_ciphertext(ct: bytes, msg: bytes = message) -> None:
+                try:
+                    plain = decrypt(ct)
+                except Exception as exc:  # noqa: BLE001 - a ciphertext that does not decrypt is a wrong output
+                    raise VerificationError(f"the ciphertext does not decrypt: {type(exc).__name__}: {exc}") from exc
+                _require(plain == msg, "decryption does not return the plaintext")
+                _require(_rejects(lambda: decrypt(_tamper(ct)), msg), "a tampered ciphertext decrypted to the plaintext")
+            return check_ciphertext
 
-    def _trial_encryption(self, operation, message, generate, check_keys, bind) -> Trial:
+        def check_keys(keys) -> None:
+            encrypt, decrypt = bind(keys)
+            checker(decrypt)(encrypt(message))
+
         if operation == "keygen":
-            return Trial(generate, check_keys)
-        encrypt, decrypt = bind(generate())
-
-        def check_ciphertext(ct: bytes) -> None:
-            try:
-                plain = decrypt(ct)
-            except Exception as exc:  # noqa: BLE001 - a ciphertext that does not decrypt is a wrong output
-                raise VerificationError(f"the ciphertext does not decrypt: {type(exc).__name__}: {exc}") from exc
-            _require(plain == message, "decryption does not return the plaintext")
-            _require(_rejects(lambda: decrypt(_tamper(ct)), message), "a tampered ciphertext decrypted to the plaintext")
-
+            return Trial(self.generate, _not_repeated(check_keys, "keygen"))
+        encrypt, decrypt = bind(self.generate())
+        check_ciphertext = checker(decrypt)
         if operation == "encrypt":
-            return Trial(functools.partial(encrypt, message), check_ciphertext)
+            fresh = fresh_messages(message)
+            return Trial(encrypt, check_ciphertext, fresh) if fresh else Trial(functools.partial(encrypt, message),
+                                                                               check_ciphertext)
         ct = encrypt(message)
         check_ciphertext(ct)
 
@@ -254,12 +302,15 @@ class Algorithm:
 
 
 class Noop(Algorithm):
-    """A do-nothing operation through the same path: what the harness itself costs."""
+    """A do-nothing operation through the same path: what the harness itself costs.  Its trial takes
+    `message` as sign takes it: bound to the call, or (`fed`) a fresh one fed to every call."""
 
     def __init__(self) -> None:
         super().__init__("noop", "cipher", "symmetric", "pqlab", "harness overhead: a call of a no-op", "")
 
-    def trial(self, operation: str = "noop", message: bytes = b"") -> Trial:
+    def trial(self, operation: str = "noop", message: bytes = b"", fed: bool = False) -> Trial:
+        if fed:
+            return Trial(_noop, lambda out, x: None, fresh_messages(message or b"\x00"))
         return Trial(functools.partial(_noop, message), lambda out: None)
 
     def identity(self) -> dict:
@@ -288,7 +339,18 @@ def _load_backends() -> None:
     _LOADED = True
     from .backends import load_all
 
-    load_all()
+    try:
+        load_all()
+    except BaseException:
+        _LOADED = False  # the next call tries again (and fails the same way), never an empty registry
+        raise
+
+
+def _liboqs_missing() -> str:
+    """Why liboqs registered nothing ("" when it is there)."""
+    from .backends import UNAVAILABLE
+
+    return UNAVAILABLE.get("liboqs", "")
 
 
 def names(kind: str | None = None, backend: str | None = None) -> list[str]:
@@ -321,15 +383,28 @@ def get(name: str, backend: str | None = None) -> Algorithm:
     """The adapter for `name` (and `backend`, else the preferred one); errors list close matches."""
     _load_backends()
     available = _backends_of(name)
+    missing = _liboqs_missing()
+    if missing and (backend == "liboqs" or (not available and backend is None and _post_quantum(name))):
+        raise LiboqsNotFound(f"{name}: {missing}")
     if not available:
         raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY},
-                               "`python -m pqlab list` prints every registered name.")
+                               "`python -m pqlab list` prints every registered name"
+                               + (" (liboqs is not usable here: `python -m pqlab list` says why)." if missing else "."))
     if backend is None:
         backend = available[0]
+        if missing and _post_quantum(name):
+            warn(f"liboqs is not usable here, so {name} runs on {backend}")
     if backend not in available:
         raise UnknownAlgorithm(f"backend for {name}", backend, available,
                                f"{name} is implemented by: {', '.join(available)}")
     return _instance(name, backend)
+
+
+def _post_quantum(name: str) -> bool:
+    """Whether `name` belongs to a post-quantum family liboqs implements (by its prefix)."""
+    from .backends.liboqs import family_of
+
+    return family_of(name) != "other"
 
 
 def resolve(items: Iterable) -> list[Algorithm]:

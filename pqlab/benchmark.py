@@ -3,27 +3,46 @@
     run = bench(["ML-DSA-44", "Ed25519", "RSA-2048-PSS"], message_bytes=[100], budget_s=0.5,
                 study="01_aes_rsa_sphincs")
 
-Each operation is measured with :func:`pqlab.timing.measure` (outputs checked outside the
+Every input is checked before anything is measured (:mod:`pqlab.inputs`: known operations that
+every algorithm has, budgets, sample counts, message sizes; an algorithm given twice is measured
+once).  Each operation is measured with :func:`pqlab.timing.measure` (outputs checked outside the
 timer), summarised with :func:`pqlab.stats.summarize`, and recorded through
-:class:`pqlab.recorder.RunRecorder`, which checkpoints the run after every algorithm, so an
-interrupted or failing run keeps what it measured.  A failure (an exception, a wrong output)
-becomes a row with ``verified=False`` and a ``failed`` flag; the run goes on.  A do-nothing
-call through the same path is measured first and its cost stored with every row (``overhead_ns``).
+:class:`pqlab.recorder.RunRecorder`, which saves the plan before the first measurement and
+checkpoints the run after every operation and message size, so an interrupted or failing run keeps
+what it measured.  A failure (an exception, a wrong output) becomes a row with ``verified=False``
+and a ``failed`` flag; the run goes on.  A do-nothing call through the same path is measured first
+and its cost stored with every row (``overhead_ns``); sign and encrypt get a fresh message every call
+(:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that adds
+(``meta["harness_feed_ns"]``, :func:`describe_harness`).
 """
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from . import flags, paths
+from . import cycles, flags, inputs, paths
 from .algorithms import Algorithm, Noop, VerificationError, random_message, resolve
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
-from .schema import MESSAGE_OPERATIONS
 from .stats import summarize
-from .timing import measure
+from .timing import TARGET_REL_CI, measure
+
+#: Operations that get a fresh message every call (Algorithm.trial); their overhead_ns is the fed no-op's.
+FED_OPERATIONS = ("sign", "encrypt")
+
+
+def describe_harness(run: Run) -> str:
+    """What the harness costs per call, from the run's no-op measurements (one sentence, Markdown)."""
+    from .formatting import fmt_time_ns
+
+    text = f"Harness cost per call (a do-nothing call through it): {fmt_time_ns(run.meta['harness_overhead_ns'])}"
+    if "harness_feed_ns" in run.meta:
+        feed = run.meta["harness_feed_ns"]
+        text += (f"; fed a fresh message every call, as sign and encrypt are so that a cached result cannot pass: "
+                 f"{fmt_time_ns(run.meta['harness_fed_ns'])} ({fmt_time_ns(abs(feed))} {'more' if feed >= 0 else 'less'})")
+    return text + "."
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -42,7 +61,7 @@ def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_b
         return dict(row, samples=0, verified=False, flags=flags.make("failed", error))
     t = summarize(samples.time_ns)
     row.update(samples=t["n"], loops=samples.loops, cycles_source=samples.cycles_source, verified=True,
-               **summary_columns(t))
+               target_rel_ci=samples.target_rel_ci, **summary_columns(t))
     if samples.cycles is not None:
         row.update(summary_columns(summarize(samples.cycles), "cycles"))
     row["flags"] = flags.join([*t["flags"], *samples.flags])
@@ -50,61 +69,72 @@ def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_b
 
 
 def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples) -> list[dict]:
-    cycles = samples.cycles if samples.cycles is not None else [None] * samples.n
+    counts = samples.cycles if samples.cycles is not None else [None] * samples.n
     variant = algo.extra.get("variant", "")
     return [{"run_id": run_id, "backend": algo.backend, "variant": variant, "algorithm": algo.name,
              "operation": operation, "message_bytes": message_bytes, "sample": i, "loops": samples.loops,
-             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, cycles))]
+             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
 
 
-def _as_list(x) -> list:
-    if x is None:
-        return [None]
-    return list(x) if isinstance(x, Iterable) and not isinstance(x, (str, bytes)) else [x]
-
-
-def bench(algorithms: Sequence, operations: Sequence[str] | None = None, message_bytes=100, *,
-          budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000, study: str = "",
-          save: bool = True, folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
+def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=100, *,
+          budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000,
+          target_rel_ci: float | None = TARGET_REL_CI, study: str = "", save: bool = True,
+          folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
           params: dict | None = None, run_id: str | None = None) -> Run:
     """Measure every operation of every algorithm; returns (and by default saves) the :class:`Run`.
 
-    `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters.
-    `operations`: a subset of each algorithm's operations (default: all it has).
-    `message_bytes`: one size or a list; used by sign/verify/encrypt/decrypt only.
-    `budget_s`: sampling time per operation and size (warm-up and checks come on top).
+    `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters; one given
+    twice is measured once (with a warning).
+    `operations`: None or "all" (each algorithm's own), or names every algorithm must have
+    (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
+    `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
+    `budget_s`: most sampling time per operation and size (warm-up and checks come on top), finite and > 0.
+    `target_rel_ci`: sampling stops earlier once the median is known to this precision (a fraction,
+    :func:`pqlab.timing.measure`; None: the whole budget).
+    `min_samples`, `max_samples`: 1 <= min <= max.  `run_id`: new in `folder`.
+    Bad input, or a counter forced with PQLAB_COUNTER that is unavailable here, raises
+    :class:`pqlab.errors.BadInput` before anything is measured.
     """
-    algos = resolve(algorithms)
-    sizes = _as_list(message_bytes)
-    run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": list(operations or []),
+    cycles.counter()
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    target_rel_ci = inputs.precision_target(target_rel_ci)
+    min_samples, max_samples = inputs.sample_bounds(min_samples, max_samples)
+    sizes = inputs.message_sizes(message_bytes)
+    algos = inputs.unique(resolve(algorithms))
+    plan = inputs.plan(algos, operations, sizes)
+    wanted = operations if operations is None or isinstance(operations, str) else list(operations)
+    run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": wanted or [],
                   "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
-                  "max_samples": max_samples, "seed": seed, **(params or {})}
-    plan = []
-    for algo in algos:
-        ops = [op for op in (operations or algo.operations) if op in algo.operations]
-        for op in ops:
-            for size in (sizes if op in MESSAGE_OPERATIONS else [None]):
-                plan.append((algo, op, size))
-    with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save) as rec:
-        # The harness itself: a do-nothing call through the same path.
+                  "max_samples": max_samples, "target_rel_ci": target_rel_ci, "seed": seed, **(params or {})}
+    planned = [f"{a.name}@{a.backend} {op}" + ("" if size is None else f" {size}") for a, op, size in plan]
+    with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
+        # The harness itself: a do-nothing call through the same path (and fed a fresh message per call,
+        # as sign and encrypt are: what that feeding adds).
         noop = Noop()
         trial = noop.trial()
-        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples)
+        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
+                           target_rel_ci=target_rel_ci)
         overhead_ns = summarize(overhead.time_ns)["median"]
         rec.add(measurements=[measurement_row(rec, noop, "noop", None, overhead)])
         rec.meta["harness_overhead_ns"] = overhead_ns
+        fed_ns = overhead_ns
+        if any(op in FED_OPERATIONS for _, op, _ in plan):
+            fed = noop.trial("noop", random_message(100, seed), fed=True)
+            fed_ns = summarize(measure(fed.run, fed.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
+                                       fresh=fed.fresh, target_rel_ci=target_rel_ci).time_ns)["median"]
+            rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
         bar = _progress(len(plan), progress, study or "pqlab bench")
         try:
             current = None
             for algo, op, size in plan:
                 if algo is not current:
-                    if current is not None:
-                        rec.checkpoint()
                     current = algo
-                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0] or 0, seed))])
+                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed))])
                 if bar is not None:
                     bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
-                rec.add(*_measure_one(rec, algo, op, size, seed, overhead_ns, budget_s, min_samples, max_samples))
+                rec.add(*_measure_one(rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns,
+                                      budget_s, min_samples, max_samples, target_rel_ci))
+                rec.checkpoint()
                 if bar is not None:
                     bar.update(1)
         finally:
@@ -114,12 +144,13 @@ def bench(algorithms: Sequence, operations: Sequence[str] | None = None, message
 
 
 def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
-                 min_samples: int, max_samples: int) -> tuple[list[dict], list, list[dict]]:
+                 min_samples: int, max_samples: int, target_rel_ci: float | None) -> tuple[list[dict], list, list[dict]]:
     """(measurement rows, size rows, sample rows) of one operation at one size; a failure is a row."""
     message = random_message(size or 0, seed)
     try:
         t = algo.trial(op, message)
-        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
+        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh,
+                    target_rel_ci=target_rel_ci)
     except VerificationError as exc:
         return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], []
     except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run
@@ -136,23 +167,26 @@ def _sizes_row(algo: Algorithm, message: bytes) -> dict:
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
-                    folder: Path | str | None = None, min_samples: int = 5) -> Run:
+                    folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
+                    target_rel_ci: float | None = TARGET_REL_CI) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
-    The worker writes its run to `folder` (default data/results) and this returns it.
+    The worker writes its run to `folder` (default data/results) and this returns it.  `env`: more
+    environment variables for the worker (e.g. PQLAB_MACHINE_ID).
     """
     from .liboqs_loader import variant_environment
 
-    env = variant_environment(variant)
+    cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
+    env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
-           "--study", study, "--no-progress", "--min-samples", str(min_samples)]
+           "--study", study, "--no-progress", "--min-samples", str(min_samples),
+           "--target-rel-ci", str(target_rel_ci or 0)]
     if operations:
         cmd += ["--operations", *operations]
-    for size in _as_list(message_bytes):
-        if size is not None:
-            cmd += ["--message-bytes", str(size)]
+    for size in inputs.message_sizes(message_bytes):
+        cmd += ["--message-bytes", str(size)]
     if folder:
         cmd += ["--folder", str(folder)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)

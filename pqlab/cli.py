@@ -1,11 +1,22 @@
-"""`python -m pqlab list | bench | compare | fidelity | paper | lab`: measuring, building the paper and starting
-JupyterLab without a notebook."""
+"""`python -m pqlab list | bench | compare | fidelity | bundle | merge | machine | paper | cite | lab`: measuring
+without a notebook, moving results between machines, the cycle counters here, building the paper and starting
+JupyterLab.
+
+Bad input is refused with one ``error:`` line (exit 2) before anything is measured; warnings are one
+``warning:`` line each.  SIGINT, SIGTERM and SIGHUP stop a run with one line saying what was kept
+and where, and exit 128 + the signal number.
+"""
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import warnings
 from pathlib import Path
+
+from . import inputs
+from .errors import BadInput
 
 
 def _cmd_list(args) -> int:
@@ -16,23 +27,32 @@ def _cmd_list(args) -> int:
         df = df[df["kind"] == args.kind]
     if args.backend:
         df = df[df["backend"] == args.backend]
+    from .backends import UNAVAILABLE
+
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
     print(df[cols].to_string(index=False, na_rep=""))
     print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
+    for backend, why in UNAVAILABLE.items():
+        print(f"not available: {backend}: {why}", file=sys.stderr)
     return 0
 
 
 def _cmd_bench(args) -> int:
     from .benchmark import bench
+    from .recorder import check_folder
+    from .timing import TARGET_REL_CI
 
+    if args.out:
+        if Path(args.out).is_dir():
+            raise BadInput(f"--out {args.out} is a folder: name a CSV file")
+        check_folder(Path(args.out).resolve().parent, "folder of --out")
+    target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
-                min_samples=args.min_samples, study=args.study, folder=args.folder, run_id=args.run_id,
-                progress=not args.no_progress)
+                min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
+                study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
     print(run.summary().to_string())
     print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
     if args.out:
-        from pathlib import Path
-
         from .files import atomic_write
 
         atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
@@ -47,9 +67,11 @@ def _cmd_compare(args) -> int:
     from .results import compare_runs
 
     df = compare_runs(args.a, args.b, alpha=args.alpha, min_factor=args.min_factor,
-                      allow_different=args.allow_different)
+                      allow_different=args.allow_different, allow_partial=args.allow_partial)
     for difference in df.attrs.get("differences", []):
         print(f"note: the runs differ in {difference}", file=sys.stderr)
+    for partial in df.attrs.get("partial", []):
+        print(f"note: {partial}: a partial run", file=sys.stderr)
     if df.empty:
         print("the two runs have no measurement in common", file=sys.stderr)
         return 1
@@ -133,25 +155,83 @@ def _cmd_lab(args) -> int:
     except KeyboardInterrupt:
         proc.terminate()
         return proc.wait()
+def _cmd_machine(args) -> int:
+    from .machine import counter_report
+
+    print(counter_report())
+    return 0
+
+
+def _cmd_bundle(args) -> int:
+    from .bundle import create_bundle
+
+    path = create_bundle(args.out, profile=args.profile, notebooks=not args.no_notebooks, folder=args.folder)
+    print(path)
+    return 0
+
+
+def _cmd_merge(args) -> int:
+    from .bundle import merge_bundles
+
+    for r in merge_bundles(args.bundles, folder=args.folder):
+        who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})" if r["override"] else "")
+        if r["status"] == "already imported":
+            print(f"{r['bundle']}: already imported (machine {who}); nothing changed")
+            continue
+        converted = f", {len(r['converted'])} converted to the current schema" if r["converted"] else ""
+        print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
+              f"{len(r['present'])} already present -> {r['folder']}")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (the problem, and where the help is)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def _checked(check, *args, **kwargs):
+    """An argparse type from a check of pqlab.inputs (its message becomes argparse's)."""
+    def convert(text: str):
+        try:
+            value = int(text) if check in (inputs.count, inputs.message_size) else text
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        try:
+            return check(value, *args, **kwargs)
+        except BadInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = check.__name__  # argparse names the type in its messages
+    return convert
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pqlab", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="python -m pqlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="print algorithms with backend, family, NIST level and operations")
     ls.add_argument("--kind", choices=["sig", "kem", "pke", "cipher"])
     ls.add_argument("--backend")
     ls.set_defaults(func=_cmd_list)
     b = sub.add_parser("bench", help="measure algorithms and write a results file")
     b.add_argument("algorithms", nargs="+", help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography)")
-    b.add_argument("--operations", nargs="+", help="subset of keygen sign verify encaps decaps encrypt decrypt")
-    b.add_argument("--message-bytes", type=int, action="append", help="message size (repeat for several)")
-    b.add_argument("--budget", type=float, default=1.0, help="seconds of sampling per operation (default 1)")
-    b.add_argument("--min-samples", type=int, default=5)
+    b.add_argument("--operations", nargs="+",
+                   help="keygen sign verify encaps decaps encrypt decrypt, each of which every algorithm must have; "
+                        "default all (each algorithm's own)")
+    b.add_argument("--message-bytes", type=_checked(inputs.message_size), action="append",
+                   help="message size in bytes (repeat for several; default 100)")
+    b.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
+                   help="seconds of sampling per operation (default 1)")
+    b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
+    b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
+    b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
+                   help="stop sampling once the median's 95%% CI is within ± this fraction of it (default "
+                        "pqlab.timing.TARGET_REL_CI; 0: use the whole budget)")
     b.add_argument("--study", default="", help="label stored with every row")
     b.add_argument("--out", help="also write the measurements table to this CSV file")
     b.add_argument("--folder", help="results folder (default data/results)")
-    b.add_argument("--run-id", help=argparse.SUPPRESS)
+    b.add_argument("--run-id", help="the run's id (default: a new unique one); must not exist in the folder")
     b.add_argument("--no-progress", action="store_true")
     b.set_defaults(func=_cmd_bench)
     c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
@@ -162,11 +242,28 @@ def parser() -> argparse.ArgumentParser:
                    help="smallest factor called slower or faster (default 1.05)")
     c.add_argument("--allow-different", action="store_true",
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
+    c.add_argument("--allow-partial", action="store_true",
+                   help="compare runs that did not finish (interrupted, failed, abandoned; they are named)")
     c.set_defaults(func=_cmd_compare)
     f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
-    f.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per operation and arm (default 2)")
-    f.add_argument("--blocks", type=int, default=20, help="alternating blocks the budget is split into")
+    f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,
+                   help="seconds of sampling per operation and arm (default 2)")
+    f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,
+                   help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
+    bu = sub.add_parser("bundle", help="pack this machine's runs, raw traces and executed notebooks into one archive")
+    bu.add_argument("--profile", choices=["quick", "full"],
+                    help="only the runs and notebooks of `make reproduce PROFILE=...` (default: every run)")
+    bu.add_argument("--out", help="the archive to write (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+    bu.add_argument("--no-notebooks", action="store_true", help="leave the executed notebooks out")
+    bu.add_argument("--folder", help="results folder (default data/results)")
+    bu.set_defaults(func=_cmd_bundle)
+    me = sub.add_parser("merge", help="verify bundles and import their runs under data/results/machines/<id>/")
+    me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
+    me.add_argument("--folder", help="results folder (default data/results)")
+    me.set_defaults(func=_cmd_merge)
+    m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), and whether to trust them")
+    m.set_defaults(func=_cmd_machine)
     pp = sub.add_parser("paper", help="typeset paper/pqlab.tex from one profile's exports (make paper)")
     pp.add_argument("--profile", default=os.environ.get("PQLAB_PROFILE") or "full",
                     help="whose exports: full (figures/, data/tables/) or quick (build/quick/)")
@@ -183,11 +280,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
+    from .recorder import SIGNALS, Interrupted, _raise_interrupted
+
     args = parser().parse_args(argv)
+    previous = {s: signal.signal(s, _raise_interrupted) for s in SIGNALS}
     try:
-        return args.func(args)
-    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as exc:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
+    except KeyboardInterrupt as exc:  # a run's says what it kept and where
+        exc = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        print(f"interrupted by {exc}", file=sys.stderr)
+        return 128 + exc.signum
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .formatting import fmt_time_ns
+
 #: the libraries whose versions are shown (pqlab.machine records more)
 SHOWN_PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "numpy", "pandas")
 
@@ -27,13 +29,14 @@ def _unique(values: Iterable) -> list:
 def counter_text(meta: dict) -> str:
     """The counter a run used, as recorded (label, frequency where known, or why there is none)."""
     counter = meta.get("counter")
-    if isinstance(counter, dict):
-        label = counter.get("label") or counter.get("source") or "none"
-        ghz = counter.get("tsc_ghz") or counter.get("frequency_ghz")
-        text = label if not ghz else f"{label} at {float(ghz):.3f} GHz"
-        why = counter.get("reason") or counter.get("why")
-        return f"{text} ({why})" if why and label == "none" else text
-    return str(meta.get("cycles_counter") or "not recorded")
+    if not isinstance(counter, dict):
+        return "not recorded"
+    if counter.get("error"):
+        return f"unavailable ({counter['error']})"
+    label = counter.get("label") or "none"
+    text = label if not counter.get("hz") else f"{label} at {float(counter['hz']) / 1e9:.3f} GHz"
+    why = counter.get("reason")
+    return f"{text} ({why})" if why and label == "none" else text
 
 
 def frequency_text(meta: dict) -> str:
@@ -66,6 +69,11 @@ def git_text(meta: dict) -> str:
     return f"{g['commit'][:12]}" + (" (uncommitted changes)" if g.get("dirty") else "")
 
 
+def _run_ids(runs) -> list[str]:
+    """The runs' ids (a run in memory carries it as an attribute; a loaded one in its metadata too)."""
+    return _unique(getattr(r, "run_id", None) or r.meta.get("run_id") for r in _runs(runs))
+
+
 def run_context(runs) -> list[tuple[str, str]]:
     """(what, value) pairs describing where the runs measured; a value that differs between runs lists
     every variant."""
@@ -81,6 +89,14 @@ def run_context(runs) -> list[tuple[str, str]]:
         cores = c.get("usable_cores") or c.get("logical_cores")
         return f"{c.get('model') or 'unknown CPU'}, {cores} cores" if cores else c.get("model") or "unknown CPU"
 
+    def implementations() -> str:
+        by_backend: dict[str, list] = {}
+        every = {k: v for m in metas for k, v in (m.get("implementations") or {}).items()}
+        for key, label in sorted(every.items()):
+            by_backend.setdefault(key.rpartition("@")[2], []).append(label)
+        return "; ".join(f"{b}: {' / '.join(dict.fromkeys(v))}" for b, v in by_backend.items()
+                         if b != "pqlab") or "not recorded"
+
     def packages(m) -> str:
         p = m.get("packages") or {}
         return ", ".join(f"{k} {p[k]}" for k in SHOWN_PACKAGES if p.get(k))
@@ -95,8 +111,9 @@ def run_context(runs) -> list[tuple[str, str]]:
         ("libraries", joined(packages)),
         ("OpenSSL (cryptography)", joined(lambda m: m.get("openssl"))),
         ("liboqs", joined(liboqs_text)),
+        ("implementations (checked against the installed packages)", implementations()),
         ("git commit", joined(git_text)),
-        ("runs", ", ".join(_unique(m.get("run_id") for m in metas))),
+        ("runs", ", ".join(_run_ids(runs))),
     ]
 
 
@@ -121,6 +138,55 @@ def context_line(runs) -> str:
     parts = [cpu, m.get("hypervisor") or "bare metal or undetected", f"counter {counter_text(m)}"]
     if info:
         parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('variant', '')}".strip())
-    ids = _unique(x.get("run_id") for x in metas)
+    ids = _run_ids(runs)
     parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
     return " · ".join(parts)
+
+
+def counter_markdown(counter: dict, availability: dict) -> str:
+    """Which counter a run's cycles come from, why, and what one read costs here (Markdown), from its
+    ``meta["counter"]`` and ``meta["counters"]``."""
+    from .cycles import CORE_CYCLES, TSC, describe
+
+    label = counter.get("label")
+    if label not in (CORE_CYCLES, TSC):
+        return (f"**No cycle counter ran** ({counter.get('reason') or counter.get('error')}): the tables show "
+                "measured times, and ratios are ratios of mean times per call.")
+    text = f"Cycles here are **{describe(label, counter.get('hz'))}** (`cycles_source` = `{label}`"
+    text += f"; rate from {counter['hz_source']})" if label == TSC else ")"
+    if counter.get("reason") and counter["reason"] != "auto":
+        text += f", chosen because: {counter['reason']}"
+    return text + ". " + read_costs_text(availability) + " `python -m pqlab machine` shows the same on one screen."
+
+
+def read_costs_text(availability: dict) -> str:
+    """The cost of one TSC read and of one perf_event read here, or why it was not measured (Markdown)."""
+    tsc, perf = availability.get("tsc") or {}, availability.get("perf") or {}
+    parts = []
+    if tsc.get("available"):
+        parts.append(f"One TSC read costs {fmt_time_ns(tsc['read_cost_ns'])} ({tsc['read_cost_ticks']:.0f} ticks) "
+                     f"from Python and {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
+    else:
+        parts.append(f"No TSC here ({tsc.get('error', 'not recorded')})")
+    if perf.get("available"):
+        parts.append(f"one perf_event read costs {fmt_time_ns(perf['read_cost_ns'])} "
+                     f"({perf['read_cost_ticks']:.0f} core cycles) from Python")
+    else:
+        parts.append(f"a perf_event read could not be measured: core cycles are unavailable here "
+                     f"({perf.get('error', 'not recorded')})")
+    return "; ".join(parts) + "."
+
+
+def precision_markdown(measurements) -> str:
+    """How precise the medians of a measurements table are (Markdown; :func:`pqlab.stats.precision_summary`)."""
+    from .formatting import fmt_percent
+    from .stats import precision_summary
+
+    s = precision_summary(measurements)
+    if s["median"] is None:
+        return "**Precision of the medians**: not recorded (too few samples for a 95 % interval, or an older run)."
+    target = f" against a target of ±{fmt_percent(s['target'], 2)}" if s["target"] else ""
+    return (f"**Precision of the medians** (half the 95 % confidence interval over the median, from order "
+            f"statistics): median ±{fmt_percent(s['median'], 2)}, worst ±{fmt_percent(s['worst'], 2)} over "
+            f"{s['with_precision']} rows{target}; {s['missed']} of {s['targeted']} rows ran out of budget first "
+            f"(flag `precision-not-reached`).")

@@ -669,15 +669,20 @@ def energy_run(plan, source: PowerSource, *, repeats: int = 3, idle_s: float = 0
     trace file per window goes to `trace_dir` (relative: under data/raw/; default ``<study>/<run id>``),
     named in the run's metadata (``raw_traces``), so the energies can be recomputed by replaying them.
     """
+    from . import inputs
     from .algorithms import get, random_message
     from .formatting import slug
     from .recorder import RunRecorder
 
     if not source.available:
         raise ValueError(f"no live power source: {getattr(source, 'reason', source)}")
+    repeats = inputs.count(repeats, "repeats")
+    idle_s = inputs.positive_number(idle_s, "idle_s", zero=True)
     todo = list(dict.fromkeys((r["algorithm"], r["backend"], r["operation"],
-                               None if pd.isna(r["message_bytes"]) else int(r["message_bytes"]))
+                               None if pd.isna(r["message_bytes"]) else inputs.message_size(r["message_bytes"]))
                               for r in (plan.to_dict("records") if hasattr(plan, "to_dict") else plan)))
+    for name, backend, operation, _ in todo:  # every name and operation known before the first window
+        inputs.operations([get(name, backend)], [operation])
     params = {"operations": [list(x) for x in todo], "repeats": repeats, "idle_s": idle_s, "seed": seed,
               "source": source.label}
     bar = None
@@ -691,7 +696,7 @@ def energy_run(plan, source: PowerSource, *, repeats: int = 3, idle_s: float = 0
         rec.meta["raw_traces"] = str(_raw_path(traces))
         for name, backend, operation, size in todo:
             algo = get(name, backend)
-            trial = algo.trial(operation, random_message(size or 0, seed))
+            trial = algo.trial(operation, random_message(size or 0, seed)).bound()  # one message, repeated
             trial.check(trial.run())
             label = f"{name} {operation}" + (f" {size} B" if size is not None else "")
             results = []

@@ -1,5 +1,6 @@
-"""User-facing errors and the one close-match helper: an unknown name is refused with the names it
-is close to, in one line."""
+"""User-facing errors: refused input (:class:`BadInput`, one line naming the problem and the fix), unknown
+names with their close matches (:class:`UnknownName`, :func:`close_matches`), and notes to the caller
+(:func:`warn`)."""
 from __future__ import annotations
 
 import difflib
@@ -29,3 +30,18 @@ class UnknownName(KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
+
+
+class BadInput(ValueError):
+    """Input pqlab refuses before measuring anything: the message names the problem and the fix, in one line."""
+
+
+class PqlabWarning(UserWarning):
+    """Something pqlab changed or noticed on the caller's behalf (a duplicate dropped, a fallback folder used)."""
+
+
+def warn(text: str) -> None:
+    """Tell the caller, as a :class:`PqlabWarning` (the CLI prints it as one ``warning:`` line)."""
+    import warnings
+
+    warnings.warn(text, PqlabWarning, stacklevel=3)

@@ -227,6 +227,28 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     return out
 
 
+def save_figure_or_note(draw, topic: str, name: str, missing: str, *, runs) -> str:
+    """Write the figure ``draw(width)`` returns (as :func:`save_figure`) and return ""; or, where it returns
+    None because nothing was measured to plot, write nothing, remove the figure an earlier run left there (both
+    widths), and return a Markdown note naming the figure and `missing` (why).  No empty figure is ever
+    exported."""
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    _check(topic, name)
+    probe = draw(plotting.FULL_WIDTH)
+    if probe is not None:
+        plt.close(probe)
+        save_figure(draw, topic, name, runs=runs)
+        return ""
+    for suffix in SIZES:
+        for ext in ("png", "svg", "pdf"):
+            (paths.FIGURES / topic / f"{name}{suffix}.{ext}").unlink(missing_ok=True)
+    (paths.FIGURES / topic / f"{name}.export.json").unlink(missing_ok=True)
+    return f"*Figure `{name}` is not written: {missing}.*"
+
+
 # ----- tables ------------------------------------------------------------------------------------------------
 
 _TEX_CHARS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",

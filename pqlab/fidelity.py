@@ -73,7 +73,9 @@ def time_bare(call: Callable[[], object], budget_s: float, min_samples: int = 1)
 def _pqlab_block(trial, budget_s: float, loops: int | None) -> tuple[np.ndarray, int]:
     from .timing import measure
 
-    s = measure(trial.run, trial.check, budget_s=budget_s, min_samples=1, loops=loops)
+    # the arms alternate in blocks of equal time: no early stop at a precision target
+    s = measure(trial.run, trial.check, budget_s=budget_s, min_samples=1, loops=loops, fresh=trial.fresh,
+                target_rel_ci=None)
     return s.time_ns, s.loops
 
 
@@ -87,9 +89,14 @@ def measure_fidelity(operations=DEFAULT_OPERATIONS, budget_s: float = 2.0, block
     changes from block to block.  `within_5pct` (operations over 100 us only) is True when both are
     within 5%, False when both are outside, None when they disagree or the operation is faster.
     """
+    from . import inputs
     from .algorithms import get, random_message
 
-    message = random_message(message_bytes, seed)
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    blocks = inputs.count(blocks, "blocks")
+    message = random_message(inputs.message_size(message_bytes), seed)
+    for name, operation in operations:
+        inputs.operations([get(name, "liboqs")], [operation])
     rows = []
     for name, operation in operations:
         if progress:
@@ -137,6 +144,8 @@ def measure_noop(budget_s: float = 0.2) -> dict:
 
     trial = Noop().trial()
     s = measure(trial.run, trial.check, budget_s=budget_s)
+    fed = Noop().trial("noop", bytes(100), fed=True)
+    s_fed = measure(fed.run, fed.check, budget_s=budget_s, fresh=fed.fresh)
     clock = time.perf_counter_ns
     empty = time_bare(lambda: None, budget_s / 2)
     back_to_back = []
@@ -146,6 +155,7 @@ def measure_noop(budget_s: float = 0.2) -> dict:
         t1 = clock()
         back_to_back.append(t1 - t0)
     return {"pqlab_noop_ns": float(np.median(s.time_ns)), "pqlab_noop_loops": s.loops,
+            "pqlab_noop_fed_ns": float(np.median(s_fed.time_ns)),
             "bare_empty_call_ns": float(np.median(empty)), "timer_back_to_back_ns": float(np.median(back_to_back))}
 
 
@@ -176,6 +186,7 @@ def format_fidelity(df: pd.DataFrame, noop: dict | None = None) -> str:
                  "(other processes add noise to both arms alike; the per-block ratios show how much)")
     if noop:
         text += (f"\nharness overhead: pqlab no-op {noop['pqlab_noop_ns']:.1f} ns per call "
-                 f"(loops={noop['pqlab_noop_loops']}); bare empty call {noop['bare_empty_call_ns']:.0f} ns "
+                 f"(loops={noop['pqlab_noop_loops']}), {noop['pqlab_noop_fed_ns']:.1f} ns fed a fresh message per "
+                 f"call as sign is; bare empty call {noop['bare_empty_call_ns']:.0f} ns "
                  f"including the timer; perf_counter_ns back to back {noop['timer_back_to_back_ns']:.0f} ns")
     return text

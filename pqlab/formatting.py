@@ -4,6 +4,7 @@
     fmt_cycles(2.1e6)         -> "2.1 Mcycles"    fmt_bytes_binary(3 << 20) -> "3 MiB"
     fmt_factor(1.234)         -> "1.23×"          fmt_span([1, 3], fmt_bytes) -> "1 B to 3 B"
     fmt_energy_uj(1520)       -> "1.52 mJ"        slug("SPHINCS+-SHA2 128f") -> "SPHINCSplus-SHA2_128f"
+    fmt_duration(142)         -> "2 min 22 s"
 
 Missing values (None, NaN, pandas' NA) print as :data:`MISSING` in prose.
 
@@ -55,6 +56,19 @@ def fmt_time_ms(ms, digits: int = 3) -> str:
     return MISSING if is_missing(ms) else fmt_time_ns(float(ms) * 1e6, digits)
 
 
+def fmt_duration(seconds) -> str:
+    """A wall time in seconds as people read run times: 42 s, 2 min 22 s, 1 h 01 min."""
+    if is_missing(seconds):
+        return MISSING
+    s = round(float(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    minutes = round(float(seconds) / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 def fmt_energy_uj(uj, digits: int = 3) -> str:
     """An energy in microjoules with the unit that suits it (µJ, mJ, J)."""
     return MISSING if is_missing(uj) else _scaled(float(uj), _ENERGY_UNITS, "µJ", digits)
@@ -103,7 +117,7 @@ def fmt_factor_ci(x, low, high, digits: int = 2) -> str:
         return MISSING
     if is_missing(low) or is_missing(high):
         return fmt_factor(x, digits)
-    return f"{fmt_factor(x, digits)} [{float(low):.{digits}f}, {float(high):.{digits}f}]"
+    return f"{fmt_factor(x, digits)} [{fmt_factor(low, digits)[:-1]}, {fmt_factor(high, digits)[:-1]}]"
 
 
 def fmt_percent(x, digits: int = 1, signed: bool = False) -> str:
@@ -191,7 +205,7 @@ def kind_from_name(name) -> tuple[str, float]:
     """(kind, the stored values' unit in the kind's base unit) as a column name says, ("", 1.0) when it
     says nothing: "time_ns_median" -> ("time", 1), "median_ms" -> ("time", 1e6), "speedup" -> ("ratio", 1)."""
     tokens = _tokens(name)
-    if "cv" in tokens:
+    if "cv" in tokens or "rel" in tokens:  # a coefficient of variation, a relative interval: fractions
         return "percent", 1.0
     for i in range(len(tokens) - 1, -1, -1):
         if tokens[i] in _SOURCE_UNITS and (i == 0 or tokens[i - 1] != "per"):  # "per_s" is a rate, not seconds

@@ -5,6 +5,12 @@ encryption, SPHINCS+-SHAKE-128f; keygen, encrypt/sign, decrypt/verify of a 100-b
 Each run starts a fresh JVM for one algorithm and reports the JVM's cold first calls (``cold_ns``, the first
 ``cold`` rounds after start, in the study's order) apart from the JIT-warmed steady state (``warm_ns``).
 
+The runner builds against pom.xml's Bouncy Castle (:func:`default_version`) and, on request, against another
+release from Maven Central (``version=``, e.g. the first study's 1.72) into ``target/bc-VERSION/``.  Releases
+whose round-3 SPHINCS+ lives in ``org.bouncycastle.pqc.crypto.sphincsplus`` compile ``HashSigsPqcCrypto.java``
+instead of ``HashSigs.java`` (found by compiling: when only HashSigs.java fails).  When Maven cannot provide
+the release, :class:`BouncyCastleUnavailable` carries Maven's own message.
+
     >>> result = run_bc("SPHINCS+-SHAKE-128f-simple")
     >>> bc_measurements(result)   # steady-state rows, plus rows flagged jvm-cold
     >>> bc_sizes(result)          # raw key bytes, plus Bouncy Castle's encoded (X.509 / PKCS#8) sizes
@@ -28,9 +34,16 @@ from .schema import typed
 from .stats import summarize
 
 RUNNER_DIR = NATIVE / "bc-runner"
+POM = RUNNER_DIR / "pom.xml"
 JAR = RUNNER_DIR / "target" / "bc-runner.jar"
 BACKEND = "bouncycastle"
 NO_JDK = "no JDK installed: install openjdk-17-jdk-headless and maven"
+#: the source to leave out for releases with the older hash-based API (pom.xml's bc.exclude)
+OLDER_API = "-Dbc.exclude=pqlab/HashSigs.java"
+
+
+class BouncyCastleUnavailable(RuntimeError):
+    """Maven could not provide the requested Bouncy Castle release; the message is Maven's."""
 
 # Schema metadata of the runner's algorithms (the runner itself is the authority on which exist: --list).
 FAMILY = {"AES-256-CBC": "symmetric", "RSA-2048": "RSA", "SPHINCS+-SHAKE-128f-simple": "hash-based",
@@ -69,47 +82,91 @@ def jdk_available() -> tuple[bool, str]:
 
 
 def _sources() -> list[Path]:
-    return [RUNNER_DIR / "pom.xml", *sorted(p for p in (RUNNER_DIR / "src").rglob("*") if p.is_file())]
+    return [POM, *sorted(p for p in (RUNNER_DIR / "src").rglob("*") if p.is_file())]
 
 
-def build_bc_runner(force: bool = False, timeout_s: float = 900) -> Path:
-    """Build native/bc-runner/target/bc-runner.jar with Maven when missing or older than its sources."""
-    ok, why = jdk_available()
-    if not ok:
-        raise RuntimeError(why)
-    newest = max(p.stat().st_mtime for p in _sources())
-    if not force and JAR.exists() and JAR.stat().st_mtime >= newest:
+@functools.lru_cache(maxsize=1)
+def default_version() -> str:
+    """The Bouncy Castle release the runner builds by default (``bouncycastle.version`` in pom.xml)."""
+    return re.search(r"<bouncycastle\.version>([^<]+)</bouncycastle\.version>", POM.read_text()).group(1)
+
+
+def jar_path(version: str | None = None) -> Path:
+    """The runner's jar for a Bouncy Castle release (the default one: target/bc-runner.jar)."""
+    if version in (None, default_version()):
         return JAR
-    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(RUNNER_DIR / "pom.xml"), "package"]
+    return RUNNER_DIR / "target" / f"bc-{version}" / "bc-runner.jar"
+
+
+def _maven(options: list[str], timeout_s: float) -> tuple[int, str]:
+    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), *options, "package"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=RUNNER_DIR)
     except subprocess.TimeoutExpired as e:
         raise RuntimeError(f"Maven build of the Bouncy Castle runner timed out after {timeout_s:.0f} s") from e
-    if proc.returncode != 0 or not JAR.exists():
-        tail = "\n".join(_ANSI.sub("", proc.stdout + proc.stderr).strip().splitlines()[-40:])
-        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {proc.returncode}): "
-                           f"{' '.join(cmd)}\n{tail}")
-    return JAR
+    return proc.returncode, _ANSI.sub("", proc.stdout + proc.stderr).strip()
 
 
-def bc_algorithms() -> list[str]:
-    """The algorithm names the runner supports (``--list``)."""
-    out = subprocess.run(["java", "-jar", str(build_bc_runner()), "--list"], capture_output=True, text=True,
-                         timeout=120, check=True)
+def _only_hash_sigs_failed(output: str) -> bool:
+    """True when javac's errors are all in HashSigs.java: the release has the older hash-based API."""
+    files = re.findall(r"\[ERROR\] \S*?([A-Za-z]+\.java):\[\d+", output)
+    return bool(files) and set(files) == {"HashSigs.java"}
+
+
+def unresolved(output: str) -> str:
+    """Maven's reason for not resolving the dependency, from its "Could not ..." lines (the artifact line when
+    there is one); empty when everything resolved."""
+    lines = [line[line.index("Could not"):].strip() for line in output.splitlines() if "Could not" in line
+             and any(w in line for w in ("resolve", "find artifact", "transfer artifact"))]
+    specific = [line for line in lines if "artifact" in line]
+    return (specific or lines or [""])[0]
+
+
+def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | None = None) -> Path:
+    """Build the runner's jar with Maven when missing or older than its sources; returns its path.
+
+    `version`: a Bouncy Castle release other than pom.xml's, built into target/bc-VERSION/.  Raises
+    :class:`BouncyCastleUnavailable` (Maven's message) when Maven cannot provide that release."""
+    ok, why = jdk_available()
+    if not ok:
+        raise RuntimeError(why)
+    jar = jar_path(version)
+    newest = max(p.stat().st_mtime for p in _sources())
+    if not force and jar.exists() and jar.stat().st_mtime >= newest:
+        return jar
+    options = [] if jar == JAR else [f"-Dbouncycastle.version={version}", f"-Dbc.build.dir={jar.parent}"]
+    code, output = _maven(options, timeout_s)
+    if code != 0 and jar != JAR and _only_hash_sigs_failed(output):
+        code, output = _maven([*options, OLDER_API], timeout_s)
+    if code != 0 or not jar.exists():
+        missing = unresolved(output)
+        if missing:
+            raise BouncyCastleUnavailable(f"Maven could not provide org.bouncycastle:bcprov-jdk18on:{version}: {missing}")
+        tail = "\n".join(output.splitlines()[-40:])
+        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {code}): mvn {' '.join(options)} "
+                           f"package\n{tail}")
+    return jar
+
+
+def bc_algorithms(version: str | None = None) -> list[str]:
+    """The algorithm names the runner supports with that Bouncy Castle release (``--list``)."""
+    out = subprocess.run(["java", "-jar", str(build_bc_runner(version=version)), "--list"], capture_output=True,
+                         text=True, timeout=120, check=True)
     return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
 
 
 def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
            warmup_s: float | None = None, min_samples: int = 5, max_samples: int = 20000,
-           java_opts: tuple[str, ...] = (), timeout_s: float | None = None) -> dict:
+           java_opts: tuple[str, ...] = (), timeout_s: float | None = None, version: str | None = None) -> dict:
     """Run one algorithm in a fresh JVM and return the runner's JSON document.
 
     ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
     interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
     sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it.
+    `version`: the Bouncy Castle release (default: pom.xml's).
     Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
     """
-    jar = build_bc_runner()
+    jar = build_bc_runner(version=version)
     cmd = ["java", *java_opts, "-jar", str(jar), "--alg", algorithm, "--message-bytes", str(message_bytes),
            "--cold", str(cold), "--warm-budget", str(warm_budget_s), "--min-samples", str(min_samples),
            "--max-samples", str(max_samples)]
@@ -142,7 +199,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
     ident = {**(base or {}), "backend": BACKEND, "implementation": implementation(result),
              "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
              "kind": KIND.get(alg), "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
-             "cycles_source": "", "overhead_ns": result.get("overhead_ns")}
+             "cycles_source": "none", "overhead_ns": result.get("overhead_ns")}
     rows = []
     for op in result["operations"]:
         failed = [] if op["verified"] else [flags.make("failed", op.get("error") or "unverified")]
@@ -195,29 +252,43 @@ def bc_summary(result: dict) -> pd.DataFrame:
 
 
 def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0, study: str = "",
-           enabled: bool = True, save: bool = True):
-    """Run several algorithms on Bouncy Castle (a fresh JVM each) and store them as one pqlab run.
+           enabled: bool = True, save: bool = True, version: str | None = None):
+    """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
     Returns ``(run, summary, reason)``: the :class:`pqlab.results.Run` (or None), the study's view
-    (:func:`bc_summary` of every algorithm) and, when nothing ran, the reason why.
+    (:func:`bc_summary` of every algorithm) and what did not run and why: the whole release (no JDK, switched
+    off, Maven could not provide it: Maven's message) or the algorithms that release does not have.
     """
     ok, why = jdk_available()
     if not enabled:
         return None, pd.DataFrame(), "the Bouncy Castle runs were switched off (parameter)"
     if not ok:
         return None, pd.DataFrame(), why
+    try:
+        supported = bc_algorithms(version)
+    except BouncyCastleUnavailable as e:
+        return None, pd.DataFrame(), str(e)
+    release = version or default_version()
+    runnable = [a for a in algorithms if a in supported]
+    skipped = [a for a in algorithms if a not in supported]
+    reason = f"not in Bouncy Castle {release}: {', '.join(skipped)}" if skipped else ""
+    if not runnable:
+        return None, pd.DataFrame(), reason
     params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
-              "warm_budget_s": warm_budget_s}
+              "warm_budget_s": warm_budget_s, "bouncycastle_version": release}
+    label = f"{study}-bouncycastle-{release}" if study else f"bouncycastle-{release}"
     results = []
-    with RunRecorder(study, params, label=f"{study}-bouncycastle" if study else "bouncycastle", save=save,
-                     liboqs=False) as rec:
-        for algorithm in algorithms:
-            result = run_bc(algorithm, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s)
+    with RunRecorder(study, params, label=label, save=save, liboqs=False) as rec:
+        for algorithm in runnable:
+            result = run_bc(algorithm, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s,
+                            version=version)
             results.append(result)
-            rec.meta.update(jvm=result.get("jvm", ""), java_version=result.get("java_version", ""))
+            rec.meta.update(jvm=result.get("jvm", ""), java_version=result.get("java_version", ""),
+                            bouncycastle_version=result["bouncycastle_version"])
+            rec.record_implementation(algorithm, BACKEND, implementation(result))
             rec.add(measurements=bc_measurements(result, rec.base).to_dict("records"),
                     sizes=bc_sizes(result).to_dict("records"),
                     samples=bc_samples(result, rec.run_id).to_dict("records"))
             rec.checkpoint()
     run = rec.run
-    return run, pd.concat([bc_summary(r) for r in results], ignore_index=True), ""
+    return run, pd.concat([bc_summary(r) for r in results], ignore_index=True), reason

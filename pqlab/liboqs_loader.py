@@ -10,6 +10,13 @@ exported.  A worker process picks another build variant through :func:`variant_e
 liboqs-python prints a line to stdout when imported and warns when liboqs and liboqs-python
 versions differ; :func:`import_oqs` keeps both out of notebook outputs and pqlab records
 both versions in every run's metadata instead (:func:`liboqs_info`).
+
+When liboqs-python finds no liboqs that loads, it downloads (``git clone``) and builds one; a
+library that loads but is not liboqs makes it fail with an AttributeError.  :func:`import_oqs`
+therefore first does what liboqs-python's loader will do (:func:`search_order`, the first library
+that loads) and checks that library's symbols (:func:`library_problem`); only then is liboqs-python
+imported, so its download can never be reached.  Without a usable liboqs every other backend works
+(:mod:`pqlab.backends` records why liboqs is missing).
 """
 from __future__ import annotations
 
@@ -26,28 +33,31 @@ from .files import atomic_write_text
 from .paths import LIBOQS_PREFIX
 
 VARIANTS = ("default", "generic")
-#: liboqs-python 0.16 needs this symbol; liboqs 0.13 gets it from native/'s shim.
-REQUIRED_SYMBOLS = ("OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
+#: liboqs-python 0.16 calls these (OQS_init when imported); liboqs 0.13 gets the last from native/'s shim.
+REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
+HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
 
 
 class LiboqsNotFound(RuntimeError):
     """No usable liboqs: names where it looked and how to get one."""
 
 
-def _candidates() -> list[Path]:
-    """Where liboqs-python looks, in its order: the loader's path first, then OQS_INSTALL_PATH."""
+def search_order() -> list[Path]:
+    """The libraries liboqs-python 0.16 tries, in its order (``oqs._load_liboqs``): the loader's path
+    (``liboqs``, then ``oqs``), then ``lib`` and ``lib64`` of OQS_INSTALL_PATH (default ``~/_oqs``)."""
     found: list[Path] = []
-    for name in ("oqs", "liboqs"):
+    for name in ("liboqs", "oqs"):
         lib = ctypes.util.find_library(name)
         if lib:
             found.append(Path(lib))
-    install = os.environ.get("OQS_INSTALL_PATH")
-    if install:
-        found += [Path(install) / "lib" / "liboqs.so", Path(install) / "lib64" / "liboqs.so"]
+    install = Path(os.environ["OQS_INSTALL_PATH"]) if "OQS_INSTALL_PATH" in os.environ else Path.home() / "_oqs"
+    return found + [install / "lib" / "liboqs.so", install / "lib64" / "liboqs.so"]
+
+
+def _candidates() -> list[Path]:
+    """Every place a liboqs may already be: liboqs-python's search order, then a conda environment."""
     conda = os.environ.get("CONDA_PREFIX")
-    if conda:
-        found.append(Path(conda) / "lib" / "liboqs.so")
-    return found
+    return search_order() + ([Path(conda) / "lib" / "liboqs.so"] if conda else [])
 
 
 def check_library(path: Path | str) -> str:
@@ -58,6 +68,20 @@ def check_library(path: Path | str) -> str:
         return f"cannot load {path}: {exc}"
     missing = [s for s in REQUIRED_SYMBOLS if not hasattr(lib, s)]
     return f"{path} lacks {', '.join(missing)}" if missing else ""
+
+
+def library_problem() -> str:
+    """"" when the library liboqs-python will load (the first of :func:`search_order` that loads) has
+    every symbol it needs; else why not, in one sentence."""
+    tried = []
+    for path in search_order():
+        try:
+            ctypes.CDLL(str(path))
+        except OSError as exc:
+            tried.append(str(exc).splitlines()[0] if path.exists() or "/" not in str(path) else f"{path}: absent")
+            continue
+        return check_library(path)
+    return "no liboqs loads (" + "; ".join(tried) + ")"
 
 
 def find_usable_liboqs() -> Path | None:
@@ -78,9 +102,13 @@ def variant_prefix(variant: str = "default") -> Path:
 
 def variant_environment(variant: str, base: dict | None = None) -> dict:
     """Environment for a worker process that must load the `variant` build of native/."""
-    lib = variant_prefix(variant) / "lib" / "liboqs.so"
-    if not lib.exists():
-        raise LiboqsNotFound(f"the {variant} build of liboqs is not installed ({lib} is missing): run `make setup`")
+    if not (variant_prefix(variant) / "lib" / "liboqs.so").exists():
+        from .liboqs_build import LiboqsBuildError, provide
+
+        try:  # built on first need (seconds when the per-user cache has it)
+            provide(variant, announce=lambda line: print(line, file=sys.stderr))
+        except LiboqsBuildError as exc:
+            raise LiboqsNotFound(f"the {variant} build of liboqs is not installed and cannot be built: {exc}") from exc
     env = dict(os.environ if base is None else base)
     env["OQS_INSTALL_PATH"] = str(variant_prefix(variant))
     env["PQLAB_LIBOQS_VARIANT"] = variant
@@ -91,12 +119,9 @@ def import_oqs():
     """Import liboqs-python without its stdout banner and version warning; a clear error if no liboqs."""
     if "oqs" in sys.modules:
         return sys.modules["oqs"]
-    if not any(p.exists() or "/" not in str(p) for p in _candidates()):
-        raise LiboqsNotFound(
-            "liboqs was not found (looked at the system loader path, OQS_INSTALL_PATH and CONDA_PREFIX); "
-            "liboqs-python would now try to git-clone and build it, which cannot work offline. "
-            "Run `make setup` (builds it from native/), or use the conda route in README.md."
-        )
+    problem = library_problem()
+    if problem:
+        raise LiboqsNotFound(f"liboqs not found: {problem}; {HOW_TO_GET}")
     logger = logging.getLogger("oqs.oqs")
     was_disabled = logger.disabled
     logger.disabled = True  # the import-time "faulthandler is disabled" line goes to stdout
@@ -133,6 +158,40 @@ def read_build_config(library: str | Path) -> dict:
     return {}
 
 
+def cpu_extensions(library: str | Path) -> list[str] | None:
+    """The CPU extensions the liboqs at `library` detects (``OQS_CPU_has_extension``): what its runtime
+    dispatch may use on this CPU; empty for a build without CPU-specific code.  Names and their order come
+    from the ``OQS_CPU_EXT`` enum in the build's own common.h; None where that header or the symbol is missing."""
+    header = Path(library).parent.parent / "include" / "oqs" / "common.h"
+    names = re.findall(r"^\s*OQS_CPU_EXT_(\w+),", header.read_text(), re.M) if header.exists() else []
+    try:
+        has = ctypes.CDLL(str(library)).OQS_CPU_has_extension
+    except (OSError, AttributeError):
+        return None
+    if not names or names[0] != "INIT":
+        return None
+    return [n for i, n in enumerate(names) if n not in ("INIT", "COUNT") and has(i)]
+
+
+#: suffixes of CPU-specific implementations in oqsconfig.h (``OQS_ENABLE_KEM_ml_kem_768_x86_64``)
+CPU_SPECIFIC = ("avx2", "avx512", "x86_64", "aarch64", "aesni", "neon")
+_CPU_SPECIFIC = re.compile(rf"OQS_ENABLE_(?:KEM|SIG|SIG_STFL|SHA3)_(\w+?)_({'|'.join(CPU_SPECIFIC)})")
+
+
+def cpu_specific_code(config: dict) -> dict[str, list[str]]:
+    """``{liboqs id: [CPU-specific implementations compiled in]}`` from a build's oqsconfig.h defines, e.g.
+    ``{"ml_kem_768": ["x86_64"], "falcon_512": ["avx2"], "xkcp_low": ["avx2"]}`` (ids as in oqsconfig.h;
+    ``xkcp_low`` is the Keccak code under SHA-3 and SHAKE).  An algorithm that is absent has portable C only.
+    A dist build picks such code at run time where the CPU has the extensions it needs; a generic build
+    has none."""
+    out: dict[str, list[str]] = {}
+    for key in config:
+        m = _CPU_SPECIFIC.fullmatch(key)
+        if m:
+            out.setdefault(m[1], []).append(m[2])
+    return out
+
+
 def variant_of(config: dict) -> str:
     """Name the build variant from its build-info: generic = no CPU-specific code at all."""
     if not config:
@@ -153,8 +212,10 @@ def liboqs_info() -> dict:
         "liboqs_path": path,
         "variant": variant_of(config),
         "build_config": {k: v for k, v in config.items() if k in (
-            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET",
-            "OQS_USE_OPENSSL", "OQS_USE_AVX2_INSTRUCTIONS")},
+            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
+            or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
+        "cpu_extensions": cpu_extensions(path) if path else None,
+        "cpu_specific": cpu_specific_code(config),
     }
     requested = os.environ.get("PQLAB_LIBOQS_VARIANT")
     if requested and info["variant"] != requested:

@@ -1,8 +1,9 @@
 """The native baseline: liboqs timed from C, with no interpreter in the way.
 
 ``native/bench/pqbench`` (C, built by ``native/bench/Makefile``) calls liboqs directly and
-times one call per sample with ``CLOCK_MONOTONIC`` and the ``perf_event_open`` user-space
-cycle counter, checking every output outside the timed region.  Comparing its medians with
+times one call per sample with ``CLOCK_MONOTONIC`` and the cycle counter pqlab measures with
+(:mod:`pqlab.cycles`: core cycles, TSC reference cycles or none, same labels), checking every
+output outside the timed region.  Comparing its medians with
 pqlab's own (``ratio = pqlab / native``) says what the Python harness adds per operation.
 
 One binary per liboqs build variant, ``native/bench/build/<variant>/pqbench``, compiled with
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import flags
+from . import cycles, flags
 from .errors import close_matches
 from .paths import LIBOQS_PREFIX, NATIVE
 from .recorder import RunRecorder, summary_columns
@@ -38,6 +39,10 @@ from .stats import summarize
 
 VARIANTS = ("default", "generic")
 BENCH_DIR = NATIVE / "bench"
+#: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
+RUNNER_VERSION = "2"
+#: pqbench's --counter for each of pqlab's counter labels.
+COUNTER_MODE = {cycles.CORE_CYCLES: "perf", cycles.TSC: "tsc", cycles.NONE: "none"}
 
 
 class NativeRunnerError(RuntimeError):
@@ -75,8 +80,7 @@ def build_native_runner(variant: str = "default") -> Path:
     if missing:
         raise LiboqsBuildMissing(
             f"the {variant} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root (it builds liboqs from native/), or "
-            f"`native/build-liboqs.sh .venv/bin/python .venv/liboqs {variant}`")
+            f"run `make setup` in the repository root, or `.venv/bin/python -m pqlab.provision liboqs {variant}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "
@@ -103,7 +107,16 @@ def native_algorithms(variant: str = "default") -> dict[str, list[str]]:
     if proc.returncode != 0:
         raise NativeRunnerError(f"{binary} --list failed (exit {proc.returncode}): {proc.stderr.strip()}")
     listing = json.loads(proc.stdout)
+    check_version(listing, binary)
     return {"sig": listing["sig"], "kem": listing["kem"]}
+
+
+def check_version(result: dict, binary) -> None:
+    """Raise unless the runner that produced `result` is the version this module reads."""
+    got = result.get("runner_version")
+    if got != RUNNER_VERSION:
+        raise NativeRunnerError(f"{binary} is runner version {got}, pqlab reads version {RUNNER_VERSION}: "
+                                f"rebuild it with `make -C native/bench VARIANT={result.get('variant') or 'default'}`")
 
 
 def run_native(
@@ -119,7 +132,7 @@ def run_native(
     pool: int = 16,
     fixed_message: bool = False,
     cpu: int | None = None,
-    cycles: bool = True,
+    counter: str | None = None,
     timeout_s: float | None = None,
     allow_failed: bool = False,
 ) -> dict:
@@ -127,10 +140,13 @@ def run_native(
 
     `operations` defaults to all of the algorithm's kind (keygen, sign, verify or keygen, encaps,
     decaps).  `budget_s` is wall-clock seconds per operation, checks included; `min_samples` are
-    always taken.  Raises :class:`UnknownNativeAlgorithm` (with close matches) for a name this
+    always taken.  `counter` is a label of :data:`pqlab.cycles.LABELS`; by default the counter
+    this process measures with (PQLAB_COUNTER), so pqlab's and the runner's cycles are the same
+    quantity; the runner must report that counter.  Raises :class:`UnknownNativeAlgorithm` (with close matches) for a name this
     liboqs build does not enable, and :class:`NativeRunnerError` when the runner fails, times out,
     or (unless `allow_failed`) an operation fails its output check.
     """
+    label = counter or cycles.counter().label
     binary = build_native_runner(variant)
     if isinstance(operations, str):
         operations = [operations]
@@ -143,8 +159,7 @@ def run_native(
         cmd.append("--fixed-message")
     if cpu is not None:
         cmd += ["--cpu", str(int(cpu))]
-    if not cycles:
-        cmd.append("--no-cycles")
+    cmd += ["--counter", COUNTER_MODE[label]]
     n_ops = len(operations) if operations else 3
     if timeout_s is None:
         # The budget bounds the sampling loop; set-up, warm-up and min-samples of a slow
@@ -171,6 +186,9 @@ def run_native(
         status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
         raise NativeRunnerError(f"the native runner failed ({status}) for {algorithm}: {why}\n"
                                 f"command: {' '.join(cmd)}")
+    check_version(result, binary)
+    if result.get("cycles_source") != label:
+        raise NativeRunnerError(f"the native runner counted {result.get('cycles_source')!r}, not {label!r} as asked")
     failed = [op for op in result["operations"] if not op["verified"]]
     if failed and not allow_failed:
         raise NativeRunnerError(f"{algorithm} ({variant} build) failed its output checks: " + "; ".join(
@@ -194,6 +212,8 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     Summaries come from :func:`pqlab.stats.summarize`, as for pqlab's own rows (its
     instability flags included); ``overhead_ns`` is the runner's empty timing bracket
     (two clock reads and two counter reads), the native counterpart of pqlab's do-nothing call.
+    ``cycles_source`` is the runner's counter label (pqlab's vocabulary); samples whose count is
+    missing (a perf counter multiplexed away during the call) are flagged ``cycles-dropped``.
     """
     from .backends.liboqs import family_of
 
@@ -204,22 +224,23 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
                    algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
                    nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
                    message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1,
-                   overhead_ns=result.get("timer_overhead_ns"), cycles_source="", verified=bool(op["verified"]))
+                   overhead_ns=result.get("timer_overhead_ns"), cycles_source=result["cycles_source"],
+                   verified=bool(op["verified"]))
         marks = []
         if op["samples_ns"]:
             t = summarize(op["samples_ns"])
             marks += t["flags"]
             row.update(summary_columns(t))
-        if result.get("cycles_source"):
+        if result["cycles_source"] == cycles.NONE:
+            marks.append(flags.make("no-cycles", result.get("cycles_error") or "no counter"))
+        else:
             kept = [c for c in op["samples_cycles"] if c is not None]
             if kept:
-                row.update(summary_columns(summarize(kept), "cycles"), cycles_source=result["cycles_source"])
-            elif op["samples_ns"]:
-                marks.append(flags.make("no-cycles", "counter not running during any sample"))
-            if op.get("cycles_dropped"):
-                marks.append(flags.make("cycles-dropped", op["cycles_dropped"]))
-        else:
-            marks.append(flags.make("no-cycles", result.get("cycles_error") or "unavailable"))
+                row.update(summary_columns(summarize(kept), "cycles"))
+            missing = len(op["samples_cycles"]) - len(kept)
+            if missing:
+                marks.append(flags.make("cycles-dropped", f"{missing} of {len(op['samples_cycles'])} samples: no "
+                                        "count (the perf counter was multiplexed away or a read failed)"))
         if not op["verified"]:
             marks.append(flags.make("failed", op.get("error") or "check failed"))
         row["flags"] = flags.join(marks)
@@ -244,8 +265,23 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
                fixed_message: bool = True, params: dict | None = None, save: bool = True):
     """Measure `algorithms` with the C runner (every operation of each) and record them as one run.
 
-    A failed output check is a row with ``verified`` False and a ``failed`` flag, never an exception.
-    Raises :class:`NativeRunnerError` if the runner did not load the `variant` build."""
+    Every input is checked first (names this liboqs build enables, with close matches; budget, sample
+    count and message size; a name given twice is measured once).  A failed output check is a row with
+    ``verified`` False and a ``failed`` flag, never an exception.  Raises :class:`NativeRunnerError` if
+    the runner did not load the `variant` build."""
+    from . import inputs
+    from .errors import UnknownName
+
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
+    message_bytes = inputs.message_size(message_bytes)
+    warmup = inputs.count(warmup, "warmup", 0)
+    algorithms = inputs.unique(list(algorithms))
+    listing = native_algorithms(variant)
+    enabled = listing["sig"] + listing["kem"]
+    for name in algorithms:
+        if name not in enabled:
+            raise UnknownName(f"algorithm for the native runner ({variant} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
                   "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, **(params or {})}
     libraries = set()

@@ -92,7 +92,8 @@ def context_tex(sidecars: list[dict]) -> str:
             shown, label = ", ".join(rf"\url{{{v}}}" for v in values), f"runs ({len(values)})"
         else:  # values may hold paths: they may break after a slash
             shown, label = "; ".join(tex(v).replace("/", r"/\allowbreak{}") for v in values), what
-        lines.append(rf"\item[{tex(label[0].upper() + label[1:])}] {shown}")
+        # the label in the item's text, not its optional argument: a long label then wraps like the value
+        lines.append(rf"\item \textbf{{{tex(label[0].upper() + label[1:])}:}} {shown}")
     return "\n".join(lines + [r"\end{description}\par}", ""])
 
 

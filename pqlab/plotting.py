@@ -524,11 +524,12 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
 @styled
 def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
-          reference: float | None = None, fmt=None):
+          reference: float | None = None, fmt=None, low: str | None = None, high: str | None = None):
     """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
     `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
     `reference` draws a vertical line at that value (e.g. 1 for ratios); `fmt` formats the values (default
-    :func:`pqlab.formatting.fmt_compact`)."""
+    :func:`pqlab.formatting.fmt_compact`); `low` and `high` name the columns of an interval drawn as
+    whiskers (rows without one get none)."""
     from .formatting import fmt_compact
 
     fmt = fmt or fmt_compact
@@ -538,10 +539,16 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     fig, ax = plt.subplots(figsize=(width, height))
     y = np.arange(len(df))[::-1]
     vals = df[value].to_numpy(float)
-    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75)
-    for yi, v in zip(y, vals):
+    err = None
+    if low and high:
+        err = np.vstack([vals - df[low].to_numpy(float), df[high].to_numpy(float) - vals])
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75, xerr=err,
+            error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "0.2"})
+    ends = vals if err is None else vals + err[1]
+    for yi, v, end in zip(y, vals, ends):
         if np.isfinite(v):
-            ax.annotate(fmt(v), (v, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
+            ax.annotate(fmt(v), (end, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
     ax.set_yticks(y, df[label].astype(str))
     ax.tick_params(axis="y", labelsize=SMALL_PT if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)
@@ -558,3 +565,45 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
     ax.legend(handles, [str(k) for k in keys], loc="lower right")
     return fig
+
+
+def place_labels(ax, xs, ys, texts, fontsize: float = SMALL_PT) -> None:
+    """Label points on log-log axes without overlaps: each label starts up and right of its point
+    and moves down (a thin line then joins it to its point) until it clears the labels above it."""
+    fig = ax.figure
+    fig.canvas.draw()  # fixes the limits and the axes' size
+    (x0, x1), (y0, y1) = np.log10(ax.get_xlim()), np.log10(ax.get_ylim())
+    bbox = ax.get_window_extent()
+    width_pt, height_pt = bbox.width * 72 / fig.dpi, bbox.height * 72 / fig.dpi
+    fx = (np.log10(xs) - x0) / (x1 - x0) * width_pt  # positions in points from the axes' corner
+    fy = (np.log10(ys) - y0) / (y1 - y0) * height_pt
+    line = fontsize * 1.25
+    placed = []  # (left, right, bottom, top) in points
+    for i in np.argsort(-fy):
+        w = 0.55 * fontsize * len(texts[i])
+        left = min(fx[i] + 3, width_pt - w)
+        bottom = fy[i] + 2
+        while any(left < r and left + w > lft and bottom < t and bottom + line > b for lft, r, b, t in placed):
+            bottom -= line
+        placed.append((left, left + w, bottom, bottom + line))
+        dx, dy = left - fx[i], bottom - fy[i]
+        moved = abs(dy - 2) > 0.5
+        ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                    va="bottom", ha="left",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
+                    if moved else None)
+
+
+def finish_ratio_bars(fig, log: bool) -> None:
+    """Bars of ratios (from :func:`grouped_bars`, upright or turned horizontal for the width): a dashed line at 1
+    along the value axis, plain-number ticks on a log axis."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax = fig.axes[0]
+    flipped = categories_on_y(ax)
+    (ax.axvline if flipped else ax.axhline)(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
+    if log:
+        axis = ax.xaxis if flipped else ax.yaxis
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())

@@ -1,11 +1,11 @@
 """`python -m pqlab.provision ...`: the steps of `make setup` that need Python.
 
-    python -m pqlab.provision liboqs-locate           # print a liboqs already loadable here (exit 1: none)
-    python -m pqlab.provision liboqs-check LIBRARY    # can liboqs-python use this library?
-    python -m pqlab.provision liboqs-pth SITE_PACKAGES  # make the venv find native/'s build
-    python -m pqlab.provision latex                   # pdflatex for `make paper` (exit 1: not there)
-    python -m pqlab.provision runners                 # the measuring helpers outside Python:
+    python -m pqlab.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
+    python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
+    python -m pqlab.provision latex            # pdflatex for `make paper` (exit 1: not there)
+    python -m pqlab.provision runners          # the measuring helpers outside Python:
 
+- the TSC helper (pqlab/tsc.c, reference cycles from Python) into the per-user cache;
 - the native cycle runner (native/bench) against each installed liboqs build;
 - the Bouncy Castle runner (native/bc-runner) when a JDK and Maven are there;
 - valgrind (notebook 03) from Debian's packages when it is missing and apt-get can install it.
@@ -19,9 +19,27 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import time
 from pathlib import Path
 
-from .liboqs_loader import VARIANTS, check_library, find_usable_liboqs, variant_prefix, write_pth
+from .liboqs_build import LiboqsBuildError, provide
+from .liboqs_loader import VARIANTS, find_usable_liboqs, variant_prefix, write_pth
+
+
+def liboqs(variant: str) -> None:
+    """Provide the `variant` build.  For the default one, a liboqs that is already loadable (system,
+    conda, OQS_INSTALL_PATH) wins; otherwise pqlab's build, found by the venv through a .pth file."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    if variant == "default" and (existing := find_usable_liboqs()):
+        (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
+        print(f"liboqs: using the one already installed at {existing}")
+        return
+    start = time.monotonic()
+    where = provide(variant)
+    if variant == "default":
+        write_pth(site)
+    print(f"liboqs ({variant}): {where} ready in {time.monotonic() - start:.1f} s")
 
 
 def native_runners() -> None:
@@ -33,6 +51,16 @@ def native_runners() -> None:
                   "(a system or conda liboqs is in use)")
             continue
         print(f"native runner ({variant}): {build_native_runner(variant)}")
+
+
+def tsc_helper() -> None:
+    from .cycles import build_helper
+
+    try:
+        print(f"TSC helper: {build_helper()}")
+    except OSError as exc:
+        print(f"TSC helper: skipped ({exc.strerror or exc}); pqlab counts core cycles where a PMU works, "
+              "else no cycles")
 
 
 def bc_runner() -> None:
@@ -84,23 +112,19 @@ def latex() -> bool:
 
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
+        tsc_helper()
         native_runners()
         bc_runner()
         valgrind()
         return 0
     if argv == ["latex"]:
         return 0 if latex() else 1
-    if argv == ["liboqs-locate"]:
-        found = find_usable_liboqs()
-        if found:
-            print(found)
-        return 0 if found else 1
-    if argv[:1] == ["liboqs-check"] and len(argv) == 2:
-        why = check_library(argv[1])
-        print(why or f"{argv[1]}: usable")
-        return 1 if why else 0
-    if argv[:1] == ["liboqs-pth"] and len(argv) == 2:
-        print(write_pth(Path(argv[1])))
+    if len(argv) == 2 and argv[0] == "liboqs" and argv[1] in VARIANTS:
+        try:
+            liboqs(argv[1])
+        except LiboqsBuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         return 0
     print(__doc__, file=sys.stderr)
     return 2

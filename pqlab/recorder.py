@@ -3,24 +3,52 @@
 Every runner (pqlab's own timings, the memory driver, the C runner, the JVM runner, energy windows)
 records through it, so every run has the same id scheme, metadata and base columns::
 
-    with RunRecorder("01_aes_rsa_sphincs", params) as rec:      # a first checkpoint: status "running"
+    with RunRecorder("01_aes_rsa_sphincs", params) as rec:      # the folder checked, a first checkpoint
         rec.add(measurements=[rec.row(algo, operation="sign", **rec.summary_columns(summary))])
-        rec.checkpoint()                                          # the files replaced whole, atomically
+        rec.checkpoint()                                          # the files replaced as one set
     run = rec.run                                                 # status "complete" (or "interrupted",
                                                                   # "failed" with the error) on exit
+
+Nothing measured is lost:
+
+* before anything is measured, the results folder must be creatable, writable and have
+  :data:`FREE_SPACE_MARGIN` bytes free (:func:`check_folder`), else :class:`~pqlab.errors.BadInput`
+  names the folder and the fix; a `run_id` that exists there already is refused;
+* a save that fails mid-run (disk full, folder gone) goes to a fallback folder (:func:`fallback_folders`:
+  the user's cache, then the temporary folder), said in a :class:`~pqlab.errors.PqlabWarning` and in
+  ``meta["saved_to_fallback"]``; the run's older files in the first folder are removed;
+* inside ``with``, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (a KeyboardInterrupt) between
+  writes, never inside one: a signal that arrives during a save is handled when the save is complete.
+  The run is saved with status ``interrupted`` and :class:`Interrupted` is raised again with one line
+  saying what was kept and where (the CLI prints it and exits 128 + the signal number);
+* the metadata names the process (pid, host, start time), so a ``running`` run whose process died
+  (SIGKILL, power loss) loads as ``abandoned``; temporary files such a process left behind are removed
+  by the next save in that folder (:func:`pqlab.files.remove_orphans`).
 """
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
+import signal
+import tempfile
+import threading
 import uuid
 from pathlib import Path
 
-from . import machine
+from . import machine, paths
+from .errors import BadInput, warn
+from .files import atomic_write_set, process_identity, remove_orphans
 from .schema import SCHEMA_VERSION
 
 #: summarize() key -> column suffix, for times and for cycles
-TIME_STATS = ("median", "q1", "q3", "ci_low", "ci_high", "min", "mean", "cv")
+TIME_STATS = ("median", "q1", "q3", "ci_low", "ci_high", "rel_ci", "min", "mean", "cv")
 CYCLE_STATS = ("median", "q1", "q3", "mean")
+#: Free space a results folder needs before a run starts (a run's files are far smaller).
+FREE_SPACE_MARGIN = 32 << 20
+#: The signals a run survives (saved as interrupted); SIGKILL cannot be caught.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FOLDER_FIX = "choose another folder (CLI: --folder; API: folder=...) or set PQLAB_OUTPUT"
 
 
 def new_run_id(label: str = "") -> str:
@@ -38,38 +66,101 @@ def summary_columns(summary: dict | None, prefix: str = "time_ns") -> dict:
     return {f"{prefix}_{k}": summary[k] for k in keys if k in summary}
 
 
+def check_folder(folder: Path | str, what: str = "results folder", margin: int = FREE_SPACE_MARGIN) -> Path:
+    """`folder`, created if need be, once a file could be written in it and `margin` bytes are free;
+    else :class:`BadInput` naming the folder, the problem and the fix."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise BadInput(f"the {what} {folder} is a file, not a folder: {FOLDER_FIX}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".pqlab-write-check-{os.getpid()}"
+        atomic_write_set([(probe, b"pqlab\n")], fsync=False)
+        probe.unlink()
+        free = shutil.disk_usage(folder).free
+    except OSError as exc:
+        raise BadInput(f"cannot write in the {what} {folder} ({exc.strerror or exc}): {FOLDER_FIX}") from None
+    if free < margin:
+        from .formatting import fmt_bytes_binary
+
+        raise BadInput(f"the {what} {folder} has {fmt_bytes_binary(free)} free, less than the {fmt_bytes_binary(margin)} a run "
+                       f"needs: free some space, or {FOLDER_FIX}")
+    return folder
+
+
+def fallback_folders() -> list[Path]:
+    """Where a run goes when its folder fails mid-run: the user's cache, then the temporary folder."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return [cache / "pqlab" / "results", Path(tempfile.gettempdir()) / "pqlab-results"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal (SIGINT, SIGTERM, SIGHUP); ``signum`` is the signal, the message says
+    what was kept and where."""
+
+    def __init__(self, signum: int, message: str = "") -> None:
+        self.signum = signum
+        super().__init__(message or f"{signal.Signals(signum).name}: stopped before anything was measured")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
 class RunRecorder:
     """One run: its id, start time, machine metadata, base row, rows, checkpoints and final save.
 
     `study`: the notebook (or label) stored with every row; `params`: the run's parameters (hashed
     into the metadata); `label`: part of the run id (default: the study); `folder`: the results
-    folder (default ``data/results``); `save`: False keeps the run in memory only; `liboqs`: record
-    liboqs's version and build (False for runners that do not load it); `meta`: more metadata.
+    folder (default ``data/results``), checked before anything else; `run_id`: must not exist in
+    `folder`; `save`: False keeps the run in memory only; `liboqs`: record liboqs's version and build
+    (False for runners that do not load it); `meta`: more metadata (a runner's ``plan`` ...).
     """
 
     def __init__(self, study: str = "", params: dict | None = None, *, label: str | None = None,
                  folder: Path | str | None = None, run_id: str | None = None, save: bool = True,
                  liboqs: bool = True, meta: dict | None = None) -> None:
+        self.folder, self.save = Path(folder or paths.RESULTS), save
+        if run_id is not None and (not run_id or Path(run_id).name != run_id or run_id.startswith(".")):
+            raise BadInput(f"run id {run_id!r} is not a file name: use letters, digits, '-' and '_'")
+        if save:
+            check_folder(self.folder)
+            if run_id and any(self.folder.glob(f"{run_id}.*")):
+                raise BadInput(f"run id {run_id!r} exists already in {self.folder}: choose a new one "
+                               "(or leave it out: pqlab makes a unique one)")
         self.study = study
         self.run_id = run_id or new_run_id(label or study)
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.meta = machine.collect(params or {}, liboqs=liboqs)
         self.meta.update(meta or {})
-        self.meta.update(study=study, started_at=self.started_at, status="running", schema_version=SCHEMA_VERSION)
+        self.meta.update(study=study, run_id=self.run_id, started_at=self.started_at, status="running",
+                         schema_version=SCHEMA_VERSION, process=process_identity())
         self.base = {"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "started_at": self.started_at,
                      "machine_id": self.meta["machine_id"], "study": study}
-        self.folder, self.save = folder, save
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
-        self.samples: list[dict] = []
+        self._sample_frames: list = []  # typed frames, one per add()
+        self._sample_gz: list[bytes] | None = []  # their encodings (gzip members), made once
+        self._cleaned: set[Path] = set()
+        self._signals: dict | None = None  # the handlers replaced while inside `with`
         self.run = None
 
     # ----- rows -----
+    def record_implementation(self, algorithm: str, backend: str, implementation: str) -> None:
+        """What ran, as the backend labels it after checking the installed package, in the run's
+        metadata: ``meta["implementations"]["ALGORITHM@backend"]``."""
+        self.meta.setdefault("implementations", {})[f"{algorithm}@{backend}"] = implementation
+
     def row(self, algo=None, **fields) -> dict:
-        """A measurement row: the base columns, the algorithm's identity (an adapter), then `fields`."""
+        """A measurement row: the base columns, the algorithm's identity (an adapter), then `fields`;
+        the adapter's implementation label goes into the metadata too."""
         row = dict(self.base)
         if algo is not None:
             row.update(algo.identity())
+            self.record_implementation(algo.name, algo.backend, algo.implementation)
         row.update(fields)
         return row
 
@@ -77,19 +168,35 @@ class RunRecorder:
 
     def add(self, measurements=(), sizes=(), samples=()) -> None:
         """Append rows (dicts); size rows get the run id and schema version."""
+        import pandas as pd
+
+        from .results import encode_table
+        from .schema import typed
+
         self.measurements.extend(measurements)
         self.sizes.extend(dict(r, schema_version=SCHEMA_VERSION, run_id=self.run_id) for r in sizes)
-        self.samples.extend(samples)
+        samples = samples.to_dict("records") if hasattr(samples, "to_dict") else list(samples)
+        if samples:
+            frame = typed(pd.DataFrame(samples), "samples")
+            if self._sample_gz is not None and (not self._sample_frames
+                                                or list(frame.columns) == list(self._sample_frames[0].columns)):
+                self._sample_gz.append(encode_table(frame, gz=True, header=not self._sample_frames))
+            else:
+                self._sample_gz = None  # other columns than before: the whole table is encoded at each save
+            self._sample_frames.append(frame)
+
+    def measured(self) -> int:
+        """How many measurement rows the run holds, the harness's own no-op rows not counted."""
+        return sum(r.get("kind") != "noop" for r in self.measurements)
 
     # ----- saving -----
     def checkpoint(self, status: str = "running"):
-        """Build the :class:`~pqlab.results.Run` as it stands and (unless save=False) replace its files."""
-        from .results import Run
+        """Build the :class:`~pqlab.results.Run` as it stands and (unless save=False) replace its files.
 
-        self.meta["status"] = status
-        self.run = Run.from_rows(self.run_id, self.measurements, self.sizes, self.samples, self.meta)
-        if self.save:
-            self.run.save(self.folder)
+        A signal that arrives during the save is handled once the save is complete."""
+        pending = self._write(status)
+        if pending and status == "running":
+            raise Interrupted(pending[0])
         return self.run
 
     def finish(self, status: str = "complete", **meta):
@@ -98,16 +205,99 @@ class RunRecorder:
         self.meta["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         return self.checkpoint(status)
 
+    def _write(self, status: str, final: bool = False) -> list[int]:
+        """Save with `status`; the signals that arrived meanwhile, held back until the save was complete.
+        Afterwards the run's own handlers are back in place, or (`final`) those from before the run."""
+        import pandas as pd
+
+        from .results import Run
+        from .schema import typed
+
+        pending: list[int] = []
+        if self._signals is not None:
+            for s in SIGNALS:
+                signal.signal(s, lambda signum, frame: pending.append(signum))
+        try:
+            self.meta["status"] = status
+            samples = (pd.concat(self._sample_frames, ignore_index=True) if self._sample_frames
+                       else typed(pd.DataFrame(), "samples"))
+            self.run = Run(self.run_id, typed(pd.DataFrame(self.measurements), "measurements"),
+                           typed(pd.DataFrame(self.sizes), "sizes"), samples, self.meta)
+            if self.save:
+                self._save()
+        finally:
+            if final:
+                self._restore_signals()
+            elif self._signals is not None:
+                for s in SIGNALS:
+                    signal.signal(s, _raise_interrupted)
+        return pending
+
+    def _save(self) -> None:
+        """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
+        gz = b"".join(self._sample_gz) if self._sample_gz else None  # None: Run.save encodes the table
+        errors = []
+        for folder in [self.folder] + [f for f in fallback_folders() if f != self.folder]:
+            if errors:
+                self.meta.setdefault("saved_to_fallback", {"folder": str(self.folder), "error": errors[0]})
+            try:
+                if folder not in self._cleaned:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    remove_orphans(folder)
+                    self._cleaned.add(folder)
+                self.run.save(folder, samples_gz=gz)
+            except OSError as exc:
+                errors.append(f"{folder} ({exc.strerror or exc})")
+                continue
+            if errors:
+                for old in self.folder.glob(f"{self.run_id}.*"):  # an older checkpoint: the run lives on in `folder`
+                    try:
+                        old.unlink()
+                    except OSError:
+                        pass
+                warn(f"could not save run {self.run_id} in {errors[0]}; it is saved in {folder} instead")
+                self.folder = folder
+            return
+        raise OSError(f"run {self.run_id} could not be saved in " + ", ".join(errors)
+                      + f": its {self.measured()} measurements are in memory only (RunRecorder.run)")
+
     def __enter__(self) -> RunRecorder:
-        self.checkpoint("running")
+        if threading.current_thread() is threading.main_thread():
+            self._signals = {s: signal.signal(s, _raise_interrupted) for s in SIGNALS}
+        try:
+            self.checkpoint("running")
+        except KeyboardInterrupt as exc:  # during the first save: saved as interrupted, said in one line
+            self.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            self._restore_signals()
+            raise
         return self
+
+    def _restore_signals(self) -> None:
+        if self._signals is not None:
+            for s, handler in self._signals.items():
+                signal.signal(s, handler)
+            self._signals = None
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
-            if self.meta.get("status") == "running":
-                self.finish("complete")
+            status, extra = "complete", {}
         elif issubclass(exc_type, KeyboardInterrupt):
-            self.finish("interrupted")
+            status, extra = "interrupted", {"interrupted_by": signal.Signals(getattr(exc, "signum",
+                                                                                       signal.SIGINT)).name}
         else:
-            self.finish("failed", error=f"{exc_type.__name__}: {exc}")
+            status, extra = "failed", {"error": f"{exc_type.__name__}: {exc}"}
+        if exc_type is None and self.meta.get("status") != "running":
+            self._restore_signals()
+            return False
+        self.meta.update(extra)
+        self.meta["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        pending = self._write(status, final=True)
+        if status == "interrupted":
+            where = f"saved in {self.run.path}" if self.save else "kept in memory (save=False)"
+            raise Interrupted(getattr(exc, "signum", signal.SIGINT),
+                              f"{extra['interrupted_by']}: run {self.run_id} stopped with {self.measured()} "
+                              f"measurements, {where} (status interrupted)") from None
+        if pending:
+            signal.raise_signal(pending[0])  # held back during the final save: delivered now
         return False

@@ -1,15 +1,23 @@
 """The results store: one set of files per run, written atomically, never edited in place.
 
 A run ``RUN`` lives in ``data/results/`` as ``RUN.measurements.csv``, ``RUN.sizes.csv``,
-``RUN.samples.csv.gz`` and ``RUN.meta.json`` (written last: a run without its meta file is
-incomplete).  Each file is written to a temporary name in the same folder and renamed over
-the old one, so a crash leaves either the previous complete file or the new one.  A long run
-saves itself after every algorithm (a checkpoint replaces the files whole, with
-``meta["status"]`` = "running"), so an interrupted run keeps everything it measured.
+``RUN.samples.csv.gz`` and ``RUN.meta.json`` (strict JSON: a value that is not a finite number is
+stored as null).  A save writes all four to temporary names, then renames them into place, the meta
+file last (:func:`pqlab.files.atomic_write_set`, fsync'd): a crash leaves the previous complete set
+or the new one.  The meta file records each file's row count and SHA-256 (``files``), and
+:func:`load_run` refuses a file that does not match them, naming it.  A long run saves itself after
+every operation (a checkpoint, ``meta["status"]`` = "running"; :class:`pqlab.recorder.RunRecorder`),
+so an interrupted run keeps everything it measured; a ``running`` run whose process no longer exists
+loads as ``abandoned``.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import io
 import json
+import math
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths
-from .files import atomic_write, atomic_write_text
+from .files import atomic_write_set, process_alive
 from .schema import SCHEMA_VERSION, convert, typed
 from .stats import mann_whitney, ratio_ci, welch_p
 
@@ -46,15 +54,19 @@ class Run:
         return cls(run_id, typed(pd.DataFrame(list(measurements)), "measurements"),
                    typed(pd.DataFrame(list(sizes)), "sizes"), typed(pd.DataFrame(list(samples)), "samples"), meta)
 
-    def save(self, folder: Path | str | None = None) -> Path:
-        """Write every part atomically (meta last); returns the meta file's path."""
+    def save(self, folder: Path | str | None = None, *, samples_gz: bytes | None = None, fsync: bool = True) -> Path:
+        """Write the run's files as one set, the meta file last (with each file's rows and SHA-256);
+        returns the meta file's path.  `samples_gz`: the samples file's bytes when the caller has them
+        encoded already (the recorder compresses each operation's samples once)."""
         folder = Path(folder or paths.RESULTS)
-        base = folder / self.run_id
-        atomic_write(f"{base}.samples.csv.gz", lambda t: self.samples.to_csv(t, index=False, compression="gzip"))
-        atomic_write(f"{base}.sizes.csv", lambda t: self.sizes.to_csv(t, index=False))
-        atomic_write(f"{base}.measurements.csv", lambda t: self.measurements.to_csv(t, index=False))
-        meta = dict(self.meta, schema_version=SCHEMA_VERSION, run_id=self.run_id)
-        self.path = atomic_write_text(f"{base}.meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+        data = {"samples.csv.gz": encode_table(self.samples, gz=True) if samples_gz is None else samples_gz,
+                "sizes.csv": encode_table(self.sizes), "measurements.csv": encode_table(self.measurements)}
+        files = {suffix: {"rows": len(getattr(self, PART_FILES[suffix])), "sha256": hashlib.sha256(b).hexdigest()}
+                 for suffix, b in data.items()}
+        meta = dict(self.meta, schema_version=SCHEMA_VERSION, run_id=self.run_id, files=files)
+        written = atomic_write_set([(folder / f"{self.run_id}.{suffix}", b) for suffix, b in data.items()]
+                                   + [(folder / f"{self.run_id}.meta.json", strict_json(meta).encode())], fsync=fsync)
+        self.path = written[-1]
         return self.path
 
     def verified(self, operations: bool = True) -> pd.DataFrame:
@@ -63,7 +75,7 @@ class Run:
 
     #: the columns of :meth:`raw_summary`, in order
     SUMMARY_COLUMNS = ("algorithm", "backend", "variant", "operation", "message_bytes", "samples", "time_ns_median",
-                       "time_ns_q1", "time_ns_q3", "cycles_median", "cycles_source", "verified", "flags")
+                       "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source", "verified", "flags")
 
     def raw_summary(self) -> pd.DataFrame:
         """The measurements a reader looks at first, raw (ns, cycles, flags cells): one row per algorithm,
@@ -77,8 +89,8 @@ class Run:
         from .formatting import table
 
         raw = self.raw_summary()
-        shown = [c for c in raw.columns if c != "flags" and not (c in ("variant", "message_bytes", "cycles_median",
-                                                                       "cycles_source") and raw[c].isna().all())]
+        optional = ("variant", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
+        shown = [c for c in raw.columns if c != "flags" and not (c in optional and raw[c].isna().all())]
         return table(raw, shown)
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
@@ -106,39 +118,115 @@ def _base(ref: Path | str) -> Path:
     return p
 
 
-def load_run(ref: Path | str) -> Run:
+def load_run(ref: Path | str, *, verify: bool = True) -> Run:
     """A run by id (looked up in data/results/) or by the path of any of its files; typed frames.
 
-    A run written by an older schema version is converted (:func:`pqlab.schema.convert`)."""
+    Each file is checked against the row count and SHA-256 its meta file records (`verify`); a file that
+    does not match, cannot be read or is missing raises :class:`CorruptRun` naming it.  A ``running``
+    run whose process no longer exists comes back with status ``abandoned``.  A run written by an older
+    schema version is converted (:func:`pqlab.schema.convert`)."""
     base = _base(ref)
     meta_path = Path(f"{base}.meta.json")
     if not meta_path.exists():
         known = sorted(p.name[: -len(".meta.json")] for p in base.parent.glob("*.meta.json"))
         raise FileNotFoundError(f"no run {base.name!r} in {base.parent} (no {meta_path.name}); "
                                 f"runs there: {', '.join(known[-10:]) or 'none'}")
-    meta = json.loads(meta_path.read_text())
+    meta = _read_meta(meta_path)
     version = meta.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise ValueError(f"{meta_path} has schema version {version!r}; this pqlab reads versions up to "
                          f"{SCHEMA_VERSION}: update pqlab to read it")
-    samples_path = Path(f"{base}.samples.csv.gz")
-    measurements, sizes = (_read_csv(f"{base}.{part}.csv") for part in ("measurements", "sizes"))
-    samples = _read_csv(samples_path) if samples_path.exists() else pd.DataFrame()
+    recorded = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+    frames = {}
+    for suffix, part in PART_FILES.items():
+        path = Path(f"{base}.{suffix}")
+        if part == "samples" and suffix not in recorded and not path.exists():
+            frames[part] = pd.DataFrame()  # runs saved before checksums could lack their samples
+            continue
+        frames[part] = _read_part(path, recorded.get(suffix) if verify else None, meta_path)
+    measurements, sizes, samples = frames["measurements"], frames["sizes"], frames["samples"]
     if version < SCHEMA_VERSION:
         measurements, sizes, samples = convert(measurements, sizes, samples, version)
         meta = dict(meta, converted_from_schema=version, schema_version=SCHEMA_VERSION)
+    if meta.get("status") == "running" and process_alive(meta.get("process")) is False:
+        process = meta["process"]
+        meta = dict(meta, status="abandoned", abandoned=f"saved as running by process {process['pid']} on "
+                    f"{process['host']}, which no longer exists")
     return Run(base.name, typed(measurements, "measurements"), typed(sizes, "sizes"), typed(samples, "samples"),
                meta, meta_path)
 
 
-def _read_csv(path) -> pd.DataFrame:
-    """A results table as written: only empty cells are missing (a flag text "NA" stays text); the schema's
-    columns are typed afterwards, other columns keep pandas' inference."""
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], low_memory=False)
+class CorruptRun(ValueError):
+    """A file of a run that is missing, unreadable or not what its meta file recorded; the message names it."""
+
+
+#: a run's data files, in the order they are written: file suffix -> table part
+PART_FILES = {"samples.csv.gz": "samples", "sizes.csv": "sizes", "measurements.csv": "measurements"}
+#: statuses of a run that did not finish: its tables hold part of its plan
+PARTIAL = ("running", "interrupted", "failed", "abandoned")
+
+
+def encode_table(df: pd.DataFrame, *, gz: bool = False, header: bool = True) -> bytes:
+    """A table as its results file holds it: CSV (gzip-compressed, reproducibly, when `gz`).  Gzip members
+    concatenate: the encodings of consecutive chunks of a table, the first with its header, are the
+    encoding of the whole table."""
+    data = df.to_csv(index=False, header=header).encode()
+    return gzip.compress(data, compresslevel=6, mtime=0) if gz else data
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if x is None or isinstance(x, (str, int, bool)):
+        return x
+    return None if x is pd.NA else str(x)
+
+
+def strict_json(obj) -> str:
+    """`obj` as strict JSON (no NaN or Infinity: a value that is not a finite number becomes null)."""
+    return json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n"
+
+
+def _read_meta(path: Path) -> dict:
+    fix = "restore it from a copy, or re-run the measurement"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptRun(f"{path} is not readable JSON ({exc}): {fix}") from None
+    if not isinstance(meta, dict):
+        raise CorruptRun(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata (an object): {fix}")
+    return meta
+
+
+def _read_part(path: Path, record: dict | None, meta_path: Path) -> pd.DataFrame:
+    """One results table as written, checked against its `record` (rows, sha256) when given.  Only empty
+    cells are missing (a flag text "NA" stays text); the schema's columns are typed afterwards."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CorruptRun(f"{path} cannot be read ({exc.strerror}): the run was not saved completely; "
+                         "restore the file or re-run the measurement") from None
+    if record is not None and hashlib.sha256(data).hexdigest() != record.get("sha256"):
+        raise CorruptRun(f"{path} does not match the checksum in {meta_path.name} (it was saved with "
+                         f"{record.get('rows')} rows): it was cut or changed after the run was saved; restore it "
+                         "from a copy or re-run, or read it as it is with load_run(..., verify=False)")
+    try:
+        return pd.read_csv(io.BytesIO(data), compression="gzip" if path.suffix == ".gz" else None,
+                           keep_default_na=False, na_values=[""], low_memory=False)
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:
+        raise CorruptRun(f"{path} cannot be read ({type(exc).__name__}: {exc}): the file is damaged; restore "
+                         "it from a copy or re-run the measurement") from None
 
 
 def load_runs(refs=None, folder: Path | str | None = None) -> pd.DataFrame:
-    """Measurements of several runs (default: every run in data/results), merged, with hostname."""
+    """Measurements of several runs (default: every run in data/results), merged, with hostname and
+    ``run_status`` (a run that did not finish, see :data:`PARTIAL`, holds part of its plan)."""
     folder = Path(folder or paths.RESULTS)
     if refs is None:
         refs = sorted(p for p in folder.glob("*.meta.json"))
@@ -147,6 +235,7 @@ def load_runs(refs=None, folder: Path | str | None = None) -> pd.DataFrame:
         run = load_run(ref)
         df = run.measurements.copy()
         df["hostname"] = run.meta.get("hostname", "")
+        df["run_status"] = run.meta.get("status", "")
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else typed(pd.DataFrame(), "measurements")
 
@@ -173,7 +262,7 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, min_factor: float = 1.05,
-                 allow_different: bool = False) -> pd.DataFrame:
+                 allow_different: bool = False, allow_partial: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its bootstrap interval and a test.
 
     Like statistics: the ratio of medians with a Mann-Whitney test where both samples are means of the
@@ -181,10 +270,16 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
     test.  A difference is called only when p < `alpha`, the interval excludes 1 and the factor is at
     least `min_factor` either way (asv's factor, pyperf's --min-speed).  Runs from different machines,
     parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names them.
-    The harness's no-op row is not a measurement in common.
+    A run that did not finish (interrupted, failed, abandoned, still running) is refused unless
+    `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement
+    in common.
     """
     ra = a if isinstance(a, Run) else load_run(a)
     rb = b if isinstance(b, Run) else load_run(b)
+    partial = [f"{r.run_id} is {r.meta.get('status')}" for r in (ra, rb) if r.meta.get("status") in PARTIAL]
+    if partial and not allow_partial:
+        raise ValueError("; ".join(partial) + ": it holds part of its plan only; compare anyway with "
+                         "allow_partial=True (CLI: --allow-partial)")
     differences = run_differences(ra, rb)
     if differences and not allow_different:
         raise ValueError(f"runs {ra.run_id} and {rb.run_id} differ in " + "; ".join(differences)
@@ -220,4 +315,5 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
     if not out.empty:
         out["message_bytes"] = out["message_bytes"].replace(-1, pd.NA)
     out.attrs["differences"] = differences
+    out.attrs["partial"] = partial
     return out

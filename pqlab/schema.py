@@ -12,10 +12,13 @@ Version history (results of an older version are converted on load by :func:`con
 - 2: typed columns (this module); ``kind`` (sig | kem | pke | cipher | noop); flags in one vocabulary
   (``cycles-estimated`` rows lose their estimated cycles); the counter label vocabulary of
   :mod:`pqlab.cycles` (``core-cycles`` | ``tsc`` | ``none``); energy runs in the store.
+- 3: the median's confidence interval from order statistics (binomial; was a bootstrap), the precision
+  reached (``time_ns_rel_ci``) and the sampling's target (``target_rel_ci``); ``cycles_source`` is
+  ``none`` (not empty) where no counter ran.  Older rows keep their intervals and get empty precision.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
 
@@ -24,7 +27,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "schema_version": (INT, "schema version the row was written with"),
     "run_id": (STR, "the run (one set of files in data/results)"),
     "started_at": (STR, "when the run started, ISO 8601 UTC"),
-    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id)"),
+    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
     "study": (STR, "the notebook or label the run belongs to"),
     "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
     "implementation": (STR, 'what ran, e.g. "liboqs 0.13.0 (default build)"'),
@@ -41,8 +44,12 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "time_ns_median": (FLOAT, "median time per call, ns"),
     "time_ns_q1": (FLOAT, "first quartile, ns"),
     "time_ns_q3": (FLOAT, "third quartile, ns"),
-    "time_ns_ci_low": (FLOAT, "95 % confidence interval of the median (bootstrap), low end, ns"),
+    "time_ns_ci_low": (FLOAT, "95 % confidence interval of the median, low end, ns: order statistics "
+                              "(binomial, distribution-free; pqlab.stats.median_ci), empty below 6 samples"),
     "time_ns_ci_high": (FLOAT, "high end, ns"),
+    "time_ns_rel_ci": (FLOAT, "precision reached: (ci_high - ci_low) / 2 / median"),
+    "target_rel_ci": (FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
+                             "budget was used; missed: flag precision-not-reached"),
     "time_ns_min": (FLOAT, "fastest sample, ns"),
     "time_ns_mean": (FLOAT, "mean of the samples, ns"),
     "time_ns_cv": (FLOAT, "coefficient of variation of the samples"),
@@ -50,7 +57,8 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "cycles_q1": (FLOAT, "first quartile of cycles"),
     "cycles_q3": (FLOAT, "third quartile of cycles"),
     "cycles_mean": (FLOAT, "mean cycles per call"),
-    "cycles_source": (STR, "the counter: core-cycles | tsc | none (pqlab.cycles); empty without cycles"),
+    "cycles_source": (STR, "the counter: core-cycles | tsc | none (pqlab.cycles); the TSC's rate is in the run's "
+                           "meta (counter.hz)"),
     "overhead_ns": (FLOAT, "cost of a do-nothing call through the same harness path, ns"),
     "peak_heap_bytes": (INT, "heap the operation adds, bytes (memory_source says how measured)"),
     "peak_stack_bytes": (INT, "stack the operation adds, bytes"),
@@ -208,6 +216,8 @@ def _registered_kind(algorithm, backend) -> str:
 
 def convert(measurements, sizes, samples, version: int):
     """Frames of schema `version` in today's schema (see the version history above)."""
+    import pandas as pd
+
     from . import flags
     from .cycles import LEGACY_SOURCES
 
@@ -227,6 +237,10 @@ def convert(measurements, sizes, samples, version: int):
         m.loc[estimated, "cycles_source"] = None
         m["cycles_source"] = m["cycles_source"].astype("object").map(lambda s: LEGACY_SOURCES.get(s, s))
         m["flags"] = m["flags"].map(flags.upgrade)
+    if version < 3:
+        timed = pd.to_numeric(m["time_ns_median"], errors="coerce").notna()
+        uncounted = m["cycles_source"].isna() | (m["cycles_source"].astype("object") == "")
+        m.loc[timed & uncounted, "cycles_source"] = "none"
     m["schema_version"] = SCHEMA_VERSION
     s = sizes.copy()
     s["schema_version"] = SCHEMA_VERSION

@@ -1,4 +1,5 @@
-"""`measure`: warm-up, calibrated loops, a time budget, wall time and core cycles per sample.
+"""`measure`: warm-up, calibrated loops, sampling to a precision target within a time budget,
+wall time and cycles per sample.
 
 Vocabulary (as pyperf's): a *sample* is one timed stretch of `loops` back-to-back calls; its
 value is the mean per call.  Warm-up calls run first and are never samples.  The number of
@@ -7,11 +8,33 @@ resolution and the cost of reading the cycle counter: 20 µs keeps both under 1 
 slower than that get loops = 1.  Keep loops small: a sample is the *mean* of its loops, and for
 operations whose time varies from call to call (ML-DSA's rejection sampling) the median of
 means sits above the median of single calls.
-Sampling goes on until the time budget is spent (at least `min_samples`, at most
-`max_samples`), so fast operations get thousands of samples and a one-second signature a few.
+
+Sampling stops when the median is known to `target_rel_ci`: the 95 % confidence interval of
+the median time, half its width over the median, is at most the target.  The interval is the
+distribution-free order-statistic (binomial) one of :func:`pqlab.stats.median_ci`, the same one
+every row reports, so the precision that stopped sampling is the precision recorded.  It is
+checked after `min_samples` and then every tenth more samples (a partial sort of the samples
+so far, outside the timed region), not after every sample.  Sampling also stops when the
+`budget_s` is spent or at `max_samples`; a sample set that stops before its target carries the
+flag ``precision-not-reached:<budget|max-samples>``.  ``target_rel_ci=None`` samples for the whole
+budget.  (Looking repeatedly and stopping at the first good look makes the interval a little
+optimistic; the checks are spaced to keep the number of looks small.)
+
+Cycles come from :func:`pqlab.cycles.counter` (PQLAB_COUNTER chooses; the label is stored with
+the samples).  A counter read that fails during sampling leaves that sample's cycles missing
+(NaN) and flags ``cycles-dropped:<n> of <N> samples: <error>``; the times are kept.
 
 The output of the last call of every sample is checked outside the timed region; a wrong
 output stops the measurement with :class:`~pqlab.algorithms.VerificationError`.
+
+Operations that take a message (a :class:`~pqlab.algorithms.Trial` with ``fresh``) get a new one
+for every call: ``fresh(loops)`` makes a sample's inputs before its clock starts, the timed loop
+passes one to each call (``run(x)``), and the check gets the last input with the last output
+(``check(out, x)``), so a cached result cannot pass.  What feeding costs per call is measured on
+the harness's no-op (:func:`pqlab.benchmark.bench`: ``meta["harness_feed_ns"]``).
+
+Timing is strictly serial: one operation at a time in one thread, since anything running
+beside it (another measurement, a build) shares the cores, caches and memory bandwidth.
 """
 from __future__ import annotations
 
@@ -23,17 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from .cycles import CycleCounter, FrequencyEstimate, open_counter
+from . import cycles, flags
+from .inputs import precision_target
+from .stats import median_ci, relative_half_width
 
-_counter: CycleCounter | FrequencyEstimate | None = None
-
-
-def counter() -> CycleCounter | FrequencyEstimate:
-    """The process's cycle counter (opened once)."""
-    global _counter
-    if _counter is None:
-        _counter = open_counter()
-    return _counter
+#: Default precision target: 95 % CI of the median within ±1 % of it.
+TARGET_REL_CI = 0.01
 
 
 @dataclass
@@ -41,25 +59,38 @@ class Samples:
     """Raw samples of one measured operation (per-call values)."""
 
     time_ns: np.ndarray
-    cycles: np.ndarray | None
+    cycles: np.ndarray | None  # None without a counter; NaN where a read failed
     loops: int
     warmup_calls: int
-    cycles_source: str
+    cycles_source: str  # a label of pqlab.cycles.LABELS
     flags: list[str] = field(default_factory=list)
     checked: int = 0
+    target_rel_ci: float | None = None
+    rel_ci: float = float("nan")  # precision reached (relative half-width of the median's 95 % CI)
+    stopped_by: str = ""  # precision | budget | max-samples
 
     @property
     def n(self) -> int:
         return int(self.time_ns.size)
 
 
-def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, *, budget_s: float = 1.0,
+def precision(times) -> float:
+    """Relative half-width of the 95 % CI of the median of `times` (nan when too few)."""
+    lo, hi = median_ci(times)
+    return relative_half_width(float(np.median(times)), lo, hi) if len(times) else float("nan")
+
+
+def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *, budget_s: float = 1.0,
             min_samples: int = 5, max_samples: int = 10_000, warmup_s: float = 0.05,
-            target_sample_ns: int = 20_000, loops: int | None = None) -> Samples:
-    """Time `run()` (and check its outputs outside the timer) within about `budget_s` seconds."""
+            target_sample_ns: int = 20_000, loops: int | None = None,
+            fresh: Callable[[int], list] | None = None, target_rel_ci: float | None = TARGET_REL_CI) -> Samples:
+    """Time `run()` (checking its outputs outside the timer) until the median is known to
+    `target_rel_ci`, or `budget_s` seconds of sampling are spent, or `max_samples` are taken; with
+    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
+    target_rel_ci = precision_target(target_rel_ci)
     clock = time.perf_counter_ns
-    cc = counter()
-    hardware = cc.hardware
+    cc = cycles.counter()
+    counting = cc.label != cycles.NONE
     read = cc.read
 
     # Warm-up: at least one call, then more until warmup_s has passed.  The loop count comes
@@ -67,50 +98,78 @@ def measure(run: Callable[[], Any], check: Callable[[Any], None] | None = None, 
     warm_start = clock()
     warm_times = []
     while True:
+        x = fresh(1) if fresh is not None else ()
         t0 = clock()
-        out = run()
+        out = run(*x)
         warm_times.append(clock() - t0)
         if clock() - warm_start >= warmup_s * 1e9 or len(warm_times) >= 10_000:
             break
     calls = len(warm_times)
     if check is not None:
-        check(out)
+        check(out, *x)
     if loops is None:
         loops = max(1, math.ceil(target_sample_ns / max(float(np.median(warm_times)), 1.0)))
 
     times: list[float] = []
-    cycles: list[float] = []
+    counts: list[float] = []
+    read_errors: list[str] = []
     deadline = clock() + budget_s * 1e9
+    next_look = max(min_samples, 1) if target_rel_ci else max_samples + 1
     checked = 1
     rng = range(loops)
-    while len(times) < max_samples and (len(times) < min_samples or clock() < deadline):
-        if loops == 1:
+    batch = None
+    stopped_by = "max-samples"
+    while len(times) < max_samples:
+        if len(times) >= min_samples and clock() >= deadline:
+            stopped_by = "budget"
+            break
+        if fresh is not None:
+            batch = fresh(loops)  # the sample's inputs, made before its clock starts
+        try:
             c0 = read()
+        except OSError as exc:
+            c0 = None
+            read_errors.append(str(exc))
+        if batch is not None:
+            t0 = clock()
+            for x in batch:
+                out = run(x)
+            t1 = clock()
+        elif loops == 1:
             t0 = clock()
             out = run()
             t1 = clock()
-            c1 = read()
         else:
-            c0 = read()
             t0 = clock()
             for _ in rng:
                 out = run()
             t1 = clock()
+        try:
             c1 = read()
+        except OSError as exc:
+            c1 = None
+            read_errors.append(str(exc))
         if check is not None:
-            check(out)  # outside the timed region
+            check(out) if batch is None else check(out, batch[-1])  # outside the timed region
             checked += 1
         times.append((t1 - t0) / loops)
-        if hardware:
-            cycles.append((c1 - c0) / loops)
+        if counting:
+            counts.append((c1 - c0) / loops if c0 is not None and c1 is not None else math.nan)
+        if len(times) >= next_look:
+            if precision(times) <= target_rel_ci:
+                stopped_by = "precision"
+                break
+            next_look = len(times) + max(1, len(times) // 10)
+
     time_ns = np.asarray(times)
-    flags = []
-    if hardware:
-        cycles_arr = np.asarray(cycles)
-        source = cc.source
-    else:
-        est = [cc.estimate(t) for t in times]
-        cycles_arr = np.asarray(est, dtype=float) if est and est[0] is not None else None
-        source = cc.source
-        flags.append(f"no-cycles:{cc.reason}" if cycles_arr is None else f"cycles-estimated:{cc.reason}")
-    return Samples(time_ns, cycles_arr, loops, calls, source, flags, checked)
+    marks = []
+    cycle_arr = np.asarray(counts, dtype=float) if counting else None
+    if not counting:
+        marks.append(flags.make("no-cycles", cc.reason))
+    elif read_errors:
+        missing = int(np.isnan(cycle_arr).sum())
+        marks.append(flags.make("cycles-dropped", f"{missing} of {len(times)} samples: {read_errors[0]}"))
+    reached = precision(time_ns)
+    if target_rel_ci is not None and not reached <= target_rel_ci:
+        marks.append(flags.make("precision-not-reached", stopped_by))
+    return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by)

@@ -481,6 +481,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
             row = rec.row(backend="openssl-tls", implementation=f"{version} (pqlab tls-runner)",
                           library_version=version.split()[1] if " " in version else "", algorithm=config.pair,
                           kind="tls", operation=f"handshake:{config.mode}", samples=len(measured), loops=1,
+                          cycles_source="none",
                           tls_group=resolve_group(config.group, caps["groups"]), tls_signature=config.signature,
                           chain_depth=config.depth, mutual=config.mutual, resumed=config.resume,
                           verified=not reason, flags=flags.make("failed", reason) if reason else "")

@@ -1,4 +1,4 @@
-"""Shared test helpers: a fake run and a temporary export tree."""
+"""Shared fixtures and helpers: liboqs builds on first need, a fake run and a temporary export tree."""
 from __future__ import annotations
 
 import os
@@ -7,10 +7,31 @@ from types import SimpleNamespace
 
 import pytest
 
-from pqlab import machine, paths
+from pqlab import liboqs_build, machine, paths
 
 #: set by .ci/run, which installs LaTeX and poppler: their absence then fails the tests that need them
 REQUIRE_LATEX = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"
+
+
+def provide_or_skip(variant: str):
+    """The `variant` liboqs build, built on first need (cached per user); a skip only where a build
+    tool is missing, any other build failure fails the test."""
+    try:
+        return liboqs_build.provide(variant)
+    except liboqs_build.BuildToolMissing as exc:
+        pytest.skip(f"the {variant} liboqs build is not installed and cannot be built here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def provide_liboqs():
+    """provide_or_skip, for tests that take the variant as a parameter."""
+    return provide_or_skip
+
+
+@pytest.fixture(scope="session")
+def generic_liboqs():
+    """The portable (generic) liboqs build, installed in .venv/liboqs/generic."""
+    return provide_or_skip("generic")
 
 
 def require_tools(*tools: str) -> None:

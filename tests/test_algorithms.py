@@ -122,7 +122,7 @@ def test_every_operation_runs_and_its_check_passes(name, backend):
              "RSA-2048-OAEP": "pke"}
     assert algo.kind == kinds.get(name, "cipher")
     for op in algo.operations:
-        trial = algo.trial(op, MESSAGE)
+        trial = algo.trial(op, MESSAGE).bound()
         assert isinstance(trial, Trial)
         trial.check(trial.run())  # raises VerificationError if wrong
 
@@ -133,7 +133,7 @@ def test_checks_reject_wrong_outputs(name, backend):
     algo = get(name, backend)
     first, second, third = algo.operations
     for op in (second, third):
-        trial = algo.trial(op, MESSAGE)
+        trial = algo.trial(op, MESSAGE).bound()
         good = trial.run()
         if op == "verify":
             bad = False
@@ -159,7 +159,7 @@ AEAD_CASES = [("RSA-2048-OAEP", "cryptography"), ("AES-256-GCM", "cryptography")
 
 @pytest.mark.parametrize("name,backend", AEAD_CASES, ids=[f"{n}@{b}" for n, b in AEAD_CASES])
 def test_encrypt_check_raises_verification_error_for_a_corrupt_ciphertext(name, backend):
-    trial = get(name, backend).trial("encrypt", MESSAGE)
+    trial = get(name, backend).trial("encrypt", MESSAGE).bound()
     with pytest.raises(VerificationError):
         trial.check(flip(trial.run()[::-1])[::-1])  # last byte flipped: the tag (AEAD) or the RSA block
 
@@ -236,7 +236,7 @@ class IdentityDecryptCipher(OpenSSLCipher):
 
 def test_always_true_verifier_is_caught():
     algo = AlwaysTrueVerifier()
-    trial = algo.trial("sign", MESSAGE)
+    trial = algo.trial("sign", MESSAGE).bound()
     with pytest.raises(VerificationError, match="tampered"):
         trial.check(trial.run())
     with pytest.raises(VerificationError):
@@ -244,7 +244,7 @@ def test_always_true_verifier_is_caught():
 
 
 def test_always_false_verifier_is_caught():
-    trial = AlwaysFalseVerifier().trial("sign", MESSAGE)
+    trial = AlwaysFalseVerifier().trial("sign", MESSAGE).bound()
     with pytest.raises(VerificationError, match="does not verify"):
         trial.check(trial.run())
 
@@ -258,7 +258,7 @@ def test_wrong_decapsulation_is_caught():
 
 
 def test_wrong_decryption_is_caught():
-    trial = IdentityDecryptCipher().trial("encrypt", MESSAGE)
+    trial = IdentityDecryptCipher().trial("encrypt", MESSAGE).bound()
     with pytest.raises(VerificationError):
         trial.check(trial.run())
 

@@ -1,11 +1,11 @@
-"""The pqcrypto (PQClean) and pure-Python backends: registration, metadata, round trips, tampering
+"""The pqcrypto and pure-Python backends: registration, metadata, round trips, tampering
 rejected, and cross-verification with the native implementations of the same standard."""
 from __future__ import annotations
 
 import pytest
 
 from pqlab import algorithms
-from pqlab.studies.message_scaling import check_round3_internal, cross_verify
+from pqlab.interop import check_round3_internal, cross_verify
 
 pytest.importorskip("pqcrypto")
 
@@ -30,12 +30,59 @@ def test_pqcrypto_metadata(name, family, level):
     assert a.library_version and a.library_version in a.implementation
 
 
+# ----- what each backend runs, read from the installed package -----
+BACKBONE = ({"name": "backbone-ml-dsa", "version": "0.2.0", "description": "ML-DSA (FIPS 204) implementation"},
+            {"name": "backbone-sphincs", "version": "0.2.0", "description": "SPHINCS+ (FIPS 205) implementation"},
+            {"name": "sha3", "version": "0.10.9", "description": "Pure Rust implementation of SHA-3"})
+PQCLEAN = ({"name": "pqcrypto-mldsa", "version": "0.1.0", "description": "Post-Quantum ML-DSA using PQClean"},
+           {"name": "pqcrypto-internals", "version": "0.2.5", "description": "bindings to common PQClean code"})
+
+
+def test_pqcrypto_label_names_the_crate_and_pqclean_from_the_sbom():
+    from pqlab.backends.pqcrypto import implementation_label
+
+    own = implementation_label("ml_dsa_44", BACKBONE, "9.9")
+    assert own == "pqcrypto 9.9 (Rust crate backbone-ml-dsa 0.2.0; no PQClean code in the wheel's SBOM)"
+    assert "backbone-sphincs 0.2.0" in implementation_label("slh_dsa_shake_128f", BACKBONE, "9.9")
+    old = implementation_label("ml_dsa_44", PQCLEAN, "0.9")
+    assert "pqcrypto-mldsa 0.1.0" in old and "PQClean code listed" in old
+    assert "no SBOM" in implementation_label("ml_dsa_44", None, "0.8")
+    assert "no crate named after it" in implementation_label("ml_kem_512", BACKBONE, "9.9")
+
+
+def test_pqcrypto_label_of_the_installed_wheel_matches_its_sbom():
+    from pqlab.backends.pqcrypto import sbom_components
+
+    components = sbom_components()
+    label = algorithms.get("ML-DSA-44", "pqcrypto").implementation
+    if components is None:
+        assert "no SBOM" in label
+    else:
+        crates = [c["name"] for c in components if "ml-dsa" in c["name"] or "mldsa" in c["name"]]
+        assert crates and all(c in label for c in crates)
+        assert "PQClean" in label  # stated either way: listed or not
+
+
+def test_pycryptodome_label_follows_the_aes_engine(monkeypatch):
+    from Crypto.Cipher import AES
+
+    from pqlab.backends import pycryptodome
+
+    monkeypatch.setattr(AES, "_raw_aes_hw", None, raising=False)
+    assert pycryptodome.engine("AES-256-CBC") == "portable C AES"
+    monkeypatch.setattr(AES, "_raw_aes_hw", (print, print), raising=False)
+    assert pycryptodome.engine("AES-256-GCM") == "AES-NI instructions"
+    from Crypto.Math.Numbers import Integer
+
+    assert pycryptodome.engine("RSA-2048-PKCS1v15-enc") == f"big integers: {Integer.__name__}"
+
+
 @pytest.mark.parametrize("name", ["SLH-DSA-SHA2-128f", "ML-DSA-44", "ML-KEM-512"])
 def test_pqcrypto_round_trip_and_tampering(name):
     """Algorithm.trial's checks: outputs verify / decapsulate, tampered inputs are refused."""
     a = algorithms.get(name, "pqcrypto")
     for op in a.operations:
-        t = a.trial(op, MESSAGE)
+        t = a.trial(op, MESSAGE).bound()
         t.check(t.run())
 
 
@@ -73,7 +120,7 @@ def test_pure_python_sign_verify_and_tampering(name):
     pytest.importorskip("dilithium_py")
     pytest.importorskip("slhdsa")
     a = algorithms.get(name, "pure-python")
-    t = a.trial("sign", MESSAGE)  # checks: verifies, tampered signature and message refused
+    t = a.trial("sign", MESSAGE).bound()  # checks: verifies, tampered signature and message refused
     t.check(t.run())
     pk, sk = a.generate()
     sig = a.signer(sk)(MESSAGE)

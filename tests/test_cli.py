@@ -120,7 +120,11 @@ def test_fidelity_measures_both_arms():
     row = df.iloc[0]
     assert row["pqlab_samples"] > 0 and row["bare_samples"] > 0
     assert 0.2 < row["ratio"] < 5 and 0.2 < row["ratio_loops1"] < 5  # the same operation, roughly the same time
-    assert not row["slow"] and row["within_5pct"] is None  # ML-DSA-44 signing is well under 100 us
+    # the 5 % verdict is given only for operations slower than SLOW_NS (which side of it this one falls on
+    # depends on the machine and its load, so the test follows the measured median rather than assuming it)
+    assert row["slow"] == (row["bare_us"] * 1e3 >= fidelity.SLOW_NS)
+    if not row["slow"]:
+        assert row["within_5pct"] is None
 
 
 def test_lab_passes_allow_root_only_as_root():
@@ -131,3 +135,43 @@ def test_lab_passes_allow_root_only_as_root():
     assert "--allow-root" in as_root and "--allow-root" not in as_user
     assert as_root[1] == "lab" and "--port=8890" in as_root and "--ServerApp.port_retries=0" in as_root
     assert "--IdentityProvider.token=t0k" in as_root and any(a.endswith("/notebooks") for a in as_root)
+
+
+@pytest.mark.counter
+def test_bench_with_an_unavailable_forced_counter_stops_before_measuring(tmp_path, capsys, monkeypatch):
+    from pqlab import cycles
+
+    monkeypatch.setattr(cycles, "_opened", {})
+    monkeypatch.setattr(cycles, "_perf_event_open", lambda: (_ for _ in ()).throw(
+        OSError(2, "perf_event_open: No such file or directory [ENOENT] (no PMU: typical of virtual machines)")))
+    monkeypatch.setenv("PQLAB_COUNTER", "perf")
+    assert bench_into(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: PQLAB_COUNTER=perf: core cycles are unavailable here: perf_event_open: No such file or "
+                   "directory [ENOENT] (no PMU: typical of virtual machines); use PQLAB_COUNTER=tsc or auto\n")
+    assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written
+
+
+@pytest.mark.counter
+def test_bench_records_the_counter_and_the_precision(tmp_path):
+    from pqlab import cycles
+
+    assert bench_into(tmp_path, "--target-rel-ci", "0.5") == 0
+    run = load_run(tmp_path / only_run(tmp_path))
+    row = run.measurements.iloc[1]
+    used = run.meta["counter"]
+    assert row["cycles_source"] == used["label"] == cycles.counter().label
+    assert row["target_rel_ci"] == 0.5 and 0 < row["time_ns_rel_ci"] <= 0.5
+    assert used["read_cost_ns"] is None if used["label"] == "none" else used["read_cost_ns"] > 0
+    assert {"perf", "tsc", "perf_event_paranoid", "hypervisor"} <= set(run.meta["counters"])
+    # x86 CPUs list the TSC flags (present or not); other CPUs have none of them
+    assert set(run.meta["counters"]["tsc"]["flags"]) in ({"constant_tsc", "nonstop_tsc", "tsc_known_freq"}, set())
+
+
+def test_machine_prints_the_counter_situation():
+    proc = subprocess.run([sys.executable, "-m", "pqlab", "machine"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for part in ("core cycles", "TSC", "perf_event_paranoid", "in use", "hypervisor"):
+        assert part in out
+    assert len(out.splitlines()) <= 25  # one screen

@@ -26,7 +26,7 @@ def test_values_that_differ_between_runs_are_all_listed():
 
 def test_unknown_frequency_says_why_and_counter_dicts_are_read():
     meta = {"frequency": {"available": False, "reason": "no cpufreq"},
-            "counter": {"label": "tsc", "tsc_ghz": 2.445406}}
+            "counter": {"label": "tsc", "hz": 2.445406e9}}
     assert context.frequency_text(meta) == "unknown: no cpufreq"
     assert context.counter_text(meta) == "tsc at 2.445 GHz"
     assert context.counter_text({"counter": {"label": "none", "reason": "no PMU"}}) == "none (no PMU)"
@@ -35,3 +35,53 @@ def test_unknown_frequency_says_why_and_counter_dicts_are_read():
 def test_footer_line_is_one_line():
     line = context.context_line([fake_run("r9")])
     assert "\n" not in line and line.endswith("run r9") and "counter" in line
+
+
+def test_implementations_are_listed_per_backend():
+    run = fake_run("r2", implementations={"ML-DSA-44@pqcrypto": "pqcrypto 1.0.0 (Rust crate x)",
+                                          "ML-KEM-768@pqcrypto": "pqcrypto 1.0.0 (Rust crate y)",
+                                          "noop@pqlab": "pqlab harness"})
+    text = dict(context.run_context([run]))["implementations (checked against the installed packages)"]
+    assert text == "pqcrypto: pqcrypto 1.0.0 (Rust crate x) / pqcrypto 1.0.0 (Rust crate y)"
+
+
+def test_runs_in_memory_are_named_by_their_id_and_implementations_merge():
+    a = SimpleNamespace(run_id="mem-1", meta={**machine.collect({}, liboqs=False),
+                                              "implementations": {"X@b": "b 1.0"}})
+    b = fake_run("r3", implementations={"Y@b": "b 2.0", "X@b": "b 1.0"})
+    rows = dict(context.run_context([a, b]))
+    assert rows["runs"] == "mem-1, r3"
+    assert rows["implementations (checked against the installed packages)"] == "b: b 1.0 / b 2.0"
+    assert context.context_line([a]).endswith("run mem-1")
+
+
+AVAIL = {"perf": {"available": False, "error": "perf_event_open: No such file or directory [ENOENT]"},
+         "tsc": {"available": True, "read_cost_ns": 154.0, "read_cost_ticks": 376.0, "read_cost_ticks_in_c": 27.0}}
+
+
+def test_counter_markdown_names_the_counter_its_rate_and_read_costs():
+    tsc = {"label": "tsc", "hz": 2.4454e9, "hz_source": "kernel log (dmesg): tsc 2445.406 MHz",
+           "reason": "no core cycles: ENOENT"}
+    text = context.counter_markdown(tsc, AVAIL)
+    assert text.startswith("Cycles here are **TSC reference cycles at 2.45 GHz** (`cycles_source` = `tsc`; rate from "
+                           "kernel log (dmesg): tsc 2445.406 MHz), chosen because: no core cycles: ENOENT.")
+    assert "One TSC read costs 154 ns (376 ticks) from Python and 27 ticks inside C" in text
+    assert "a perf_event read could not be measured: core cycles are unavailable here (perf_event_open" in text
+    core = context.counter_markdown({"label": "core-cycles", "reason": "auto"},
+                                    dict(AVAIL, perf={"available": True, "read_cost_ns": 400.0, "read_cost_ticks": 900.0}))
+    assert core.startswith("Cycles here are **core cycles** (`cycles_source` = `core-cycles`).")
+    assert "one perf_event read costs 400 ns (900 core cycles) from Python" in core
+    none = context.counter_markdown({"label": "none", "reason": "PQLAB_COUNTER=none"}, AVAIL)
+    assert none.startswith("**No cycle counter ran** (PQLAB_COUNTER=none)")
+
+
+def test_precision_markdown_states_median_worst_and_misses():
+    import pandas as pd
+
+    m = pd.DataFrame({"time_ns_rel_ci": [0.002, 0.004, 0.02], "target_rel_ci": [0.01] * 3,
+                      "flags": ["", "", "precision-not-reached:budget"]})
+    assert context.precision_markdown(m) == (
+        "**Precision of the medians** (half the 95 % confidence interval over the median, from order statistics): "
+        "median ±0.40 %, worst ±2.00 % over 3 rows against a target of ±1.00 %; 1 of 3 rows ran out of budget "
+        "first (flag `precision-not-reached`).")
+    assert "not recorded" in context.precision_markdown(m.assign(time_ns_rel_ci=float("nan")))

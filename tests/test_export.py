@@ -336,3 +336,11 @@ def test_each_profile_has_its_own_export_tree(tmp_path):
         shown = subprocess.run([__import__("sys").executable, "-c", code], env={**env, "PQLAB_PROFILE": profile},
                                capture_output=True, text=True, check=True).stdout.split()
         assert shown == [profile or "interactive", str(root / "figures"), str(root / "data" / "tables")]
+
+
+def test_a_figure_without_data_is_not_written_and_a_stale_one_is_removed(out):
+    assert export.save_figure_or_note(draw, "t", "ratios", "unused", runs=[fake_run()]) == ""
+    assert len(list((out / "figures" / "t").glob("ratios.*"))) == 7  # pdf, svg, png at both widths; sidecar
+    note = export.save_figure_or_note(lambda w: None, "t", "ratios", "the native runner was not run", runs=[])
+    assert note == "*Figure `ratios` is not written: the native runner was not run.*"
+    assert not list((out / "figures" / "t").glob("ratios.*"))  # an earlier run's copy is gone too

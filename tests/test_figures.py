@@ -19,7 +19,7 @@ from conftest import fake_run  # noqa: E402
 
 from pqlab import export, plotting  # noqa: E402
 from pqlab.liboqs_loader import import_oqs  # noqa: E402
-from pqlab.studies import energy_pi4, memory_footprint, signature_cycles  # noqa: E402
+from pqlab.studies import energy_pi4_figures, memory_footprint, signature_cycles  # noqa: E402
 
 RNG = np.random.default_rng(7)
 SIGNATURES = list(import_oqs().get_enabled_sig_mechanisms())  # every signature liboqs enables: the full run's set
@@ -50,7 +50,8 @@ def test_many_categories_become_rows_of_dots_at_both_widths(export_tree):
 def test_signature_speedups_of_every_liboqs_signature(export_tree):
     df = pd.DataFrame([{"table_family": "lattice", "algorithm": a, "operation": op, "speedup": RNG.uniform(0.8, 6)}
                        for a in SIGNATURES for op in signature_cycles.SIGNATURE_OPERATIONS])
-    saved(export_tree, lambda w: signature_cycles.plot_speedups(df, width=w), "speedups")
+    counter = {"basis": "cycles", "unit": "core cycles"}
+    saved(export_tree, lambda w: signature_cycles.plot_speedups(df, counter, width=w), "speedups")
 
 
 def test_memory_peaks_of_thirty_algorithms(export_tree):
@@ -65,7 +66,7 @@ def test_energy_ranking_of_sixty_operations(export_tree):
     labels = [f"{a} {op}" for a in SIGNATURES for op in ("keygen", "sign")][:60]
     ranking = pd.DataFrame({"label": labels, "ops_per_joule": np.sort(RNG.uniform(10, 1e6, 60))[::-1],
                             "family": "lattice"})
-    saved(export_tree, lambda w: energy_pi4.plot_ranking(ranking, "Operations per joule, Pi 4 study", width=w),
+    saved(export_tree, lambda w: energy_pi4_figures.plot_ranking(ranking, "Operations per joule, Pi 4 study", width=w),
           "ranking")
 
 
@@ -73,7 +74,7 @@ def test_a_heatmap_of_every_metric(export_tree):
     matrix = pd.DataFrame(RNG.uniform(0.01, 2e6, (30, 6)), index=[f"{a} sign" for a in SIGNATURES[:30]],
                           columns=["time here (ms)", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)",
                                    "Pi 4 / here", "energy here, measured (µJ)"])
-    saved(export_tree, lambda w: energy_pi4.plot_heatmap(matrix, width=w), "heatmap")
+    saved(export_tree, lambda w: energy_pi4_figures.plot_heatmap(matrix, width=w), "heatmap")
 
 
 def test_long_titles_wrap_to_the_width(export_tree):

@@ -28,6 +28,7 @@ def test_units_and_digits():
     assert f.fmt_factor(1.234) == "1.23×" and f.fmt_factor(1234.5) == "1,234×"
     assert f.fmt_factor_ci(1.234, 1.2, 1.26) == "1.23× [1.20, 1.26]"
     assert f.fmt_factor_ci(1.234, None, 1.26) == "1.23×"
+    assert f.fmt_factor_ci(1143.2, 980.11, 1377.47) == "1,143× [980, 1,377]"  # bounds styled like the factor
     assert f.fmt_energy_uj(1520) == "1.52 mJ"
     assert f.fmt_percent(0.0123) == "1.2 %" and f.fmt_percent(0.0123, signed=True) == "+1.2 %"
     assert f.fmt_span([3, 1, None], f.fmt_bytes) == "1 B to 3 B" and f.fmt_span([2, 2]) == "2 B"
@@ -142,3 +143,8 @@ def test_run_summary_is_formatted_and_raw_columns_stay_reachable():
     assert shown.notes == ["All rows: no cycle counter was available."]
     assert "<table" in shown._repr_html_() and "no cycle counter" in shown._repr_html_()
     assert isinstance(shown.frame, pd.DataFrame)
+@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (59.6, "1 min 0 s"), (142, "2 min 22 s"),
+                                           (3655, "1 h 01 min"), (7199, "2 h 00 min")])
+def test_fmt_duration(seconds, text):
+    assert f.fmt_duration(seconds) == text
+    assert f.fmt_duration(None) == f.MISSING

@@ -53,7 +53,7 @@ def test_liboqs_info_reports_versions_path_and_variant():
     assert info["build_config"].get("OQS_VERSION_TEXT") == "0.13.0"
 
 
-def test_variant_environment_worker_loads_the_generic_build(tmp_path):
+def test_variant_environment_worker_loads_the_generic_build(tmp_path, generic_liboqs):
     env = liboqs_loader.variant_environment("generic", base=clean_env(tmp_path))
     assert env["OQS_INSTALL_PATH"].endswith("generic") and env["PQLAB_LIBOQS_VARIANT"] == "generic"
     code = ("import json, pqlab.liboqs_loader as l; i = l.liboqs_info(); "
@@ -77,7 +77,7 @@ def test_check_library_names_missing_symbols(tmp_path):
     assert liboqs_loader.check_library(info["liboqs_path"]) == ""
     assert "cannot load" in liboqs_loader.check_library(tmp_path / "liboqs.so")
     libc = "libc.so.6"
-    assert "lacks OQS_SIG_new" in liboqs_loader.check_library(libc)
+    assert "lacks OQS_init, OQS_version, OQS_SIG_new" in liboqs_loader.check_library(libc)
 
 
 def test_variant_of_reads_the_build_config():
@@ -85,3 +85,46 @@ def test_variant_of_reads_the_build_config():
     assert liboqs_loader.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
     assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
     assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"
+
+
+def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_path):
+    info = liboqs_loader.liboqs_info()
+    ext = info["cpu_extensions"]
+    assert isinstance(ext, list) and "INIT" not in ext and "COUNT" not in ext
+    header = Path(info["liboqs_path"]).parent.parent / "include" / "oqs" / "common.h"
+    declared = set(liboqs_loader.re.findall(r"OQS_CPU_EXT_(\w+),", header.read_text()))
+    assert set(ext) <= declared
+    if info["variant"] == "generic":
+        assert ext == []  # a build without CPU-specific code detects nothing
+    # the portable build never reports extensions; where the header or the symbol is missing: None
+    generic = liboqs_loader.variant_prefix("generic") / "lib" / "liboqs.so"
+    if generic.exists():
+        assert liboqs_loader.cpu_extensions(generic) == []
+    (tmp_path / "lib").mkdir()
+    assert liboqs_loader.cpu_extensions(tmp_path / "lib" / "liboqs.so") is None  # no header, no library
+    (tmp_path / "include" / "oqs").mkdir(parents=True)
+    (tmp_path / "include" / "oqs" / "common.h").write_text(header.read_text())
+    assert liboqs_loader.cpu_extensions(tmp_path / "lib" / "liboqs.so") is None  # a header, no library
+    assert liboqs_loader.cpu_extensions(info["liboqs_path"]) == ext
+
+
+def test_cpu_specific_code_reads_the_build_config():
+    config = {"OQS_ENABLE_KEM_ml_kem_768": "1", "OQS_ENABLE_KEM_ml_kem_768_x86_64": "1",
+              "OQS_ENABLE_SIG_falcon_padded_512_avx2": "1", "OQS_ENABLE_SIG_falcon_padded_512_aarch64": "1",
+              "OQS_ENABLE_KEM_hqc_128": "1", "OQS_ENABLE_SHA3_xkcp_low_avx2": "1", "OQS_ENABLE_SIG_uov_ov_Is_pkc": "1",
+              "OQS_ENABLE_KEM_classic_mceliece_348864f_avx2": "1", "OQS_DIST_BUILD": "1"}
+    assert liboqs_loader.cpu_specific_code(config) == {
+        "ml_kem_768": ["x86_64"], "falcon_padded_512": ["avx2", "aarch64"], "xkcp_low": ["avx2"],
+        "classic_mceliece_348864f": ["avx2"]}  # HQC, the UOV "pkc" variant and the build flags are not code paths
+    assert liboqs_loader.cpu_specific_code({}) == {}
+
+
+def test_generic_build_records_no_cpu_specific_code(tmp_path):
+    """What each installed build compiled in, as recorded in a run's metadata (liboqs_info)."""
+    code = "import json, pqlab.liboqs_loader as l; print(json.dumps(l.liboqs_info()['cpu_specific']))"
+    generic = json.loads(run(code, liboqs_loader.variant_environment("generic", base=clean_env(tmp_path)),
+                             tmp_path).stdout)
+    default = json.loads(run(code, liboqs_loader.variant_environment("default", base=clean_env(tmp_path)),
+                             tmp_path).stdout)
+    assert generic == {}
+    assert default, "the default (dist) build compiled in no CPU-specific code"

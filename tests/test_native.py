@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pqlab import flags, native
+from pqlab import cycles, flags, native
 from pqlab.paths import LIBOQS_PREFIX
 from pqlab.results import load_run
 from pqlab.schema import MEASUREMENT_COLUMNS
@@ -16,6 +16,7 @@ if not (DEFAULT / "lib" / "liboqs.so").exists() or not (DEFAULT / "include" / "o
 
 TINY = dict(budget_s=0.05, min_samples=5, max_samples=50, warmup=1)
 TINY_RUN = dict(budget_s=0.05, min_samples=5, warmup=1)
+pytestmark = pytest.mark.counter
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +55,27 @@ def _check_operations(result, expected_ops):
         assert len(op["samples_ns"]) <= TINY["max_samples"]
         assert all(ns > 0 for ns in op["samples_ns"])
         assert len(op["warmup_ns"]) == TINY["warmup"]
-        if result["cycles_source"]:
-            assert result["cycles_source"] in ("core-cycles", "perf_event_open:cpu-cycles:user")
-            cycles = op["samples_cycles"]
-            assert len(cycles) == len(op["samples_ns"])
-            pairs = [(c, ns) for c, ns in zip(cycles, op["samples_ns"], strict=True) if c is not None]
-            assert pairs, "no sample kept its cycle count"
-            assert all(c > 0 for c, _ in pairs)
-            ghz = sorted(c / ns for c, ns in pairs)[len(pairs) // 2]
-            assert 0.2 < ghz < 10, f"{op['operation']}: median cycles/ns {ghz:.2f} is not a plausible clock"
-        else:
-            assert result["cycles_error"], "cycles absent without a reason"
-            assert op["samples_cycles"] == []
+        check_cycles(result, op)
+
+
+def check_cycles(result, op):
+    """The runner counted with the counter of this process, and its counts fit that counter."""
+    cc = cycles.counter()
+    assert result["cycles_source"] == cc.label
+    if cc.label == cycles.NONE:
+        assert result["cycles_error"], "cycles absent without a reason"
+        assert op["samples_cycles"] == []
+        return
+    counts = op["samples_cycles"]
+    assert len(counts) == len(op["samples_ns"])
+    pairs = [(c, ns) for c, ns in zip(counts, op["samples_ns"], strict=True) if c is not None]
+    assert pairs, "no sample kept its cycle count"
+    assert all(c > 0 for c, _ in pairs)
+    ghz = sorted(c / ns for c, ns in pairs)[len(pairs) // 2]
+    if cc.label == cycles.TSC:  # the same counter as pqlab's, at its stated rate
+        assert ghz == pytest.approx(cc.hz / 1e9, rel=0.05), op["operation"]
+    else:
+        assert 0.2 < ghz < 10, f"{op['operation']}: median cycles/ns {ghz:.2f} is not a plausible clock"
 
 
 def test_ml_dsa_44(ml_dsa):
@@ -95,11 +105,12 @@ def test_measurement_rows(ml_dsa, ml_kem):
     assert (df["loops"] == 1).all() and df["verified"].all()
     assert (df["time_ns_q1"] <= df["time_ns_median"]).all() and (df["time_ns_median"] <= df["time_ns_q3"]).all()
     assert df["message_bytes"].tolist()[1:] == [100, 100] and pd.isna(df["message_bytes"].iloc[0])
-    if ml_dsa["cycles_source"]:
-        assert (df["cycles_median"] > 0).all()
-        assert set(df["cycles_source"]) == {ml_dsa["cycles_source"]}
+    assert set(df["cycles_source"]) == {ml_dsa["cycles_source"]}
+    if ml_dsa["cycles_source"] == cycles.NONE:
+        assert df["cycles_median"].isna().all() and flags.has(df["flags"], "no-cycles").all()
     else:
-        assert flags.has(df["flags"], "no-cycles").all() and df["cycles_median"].isna().all()
+        assert (df["cycles_median"] > 0).all() and not flags.has(df["flags"], "no-cycles").any()
+    assert (df["time_ns_rel_ci"] > 0).all()
     kem = native.measurements_from_result(ml_kem)
     assert list(kem["operation"]) == ["keygen", "encaps", "decaps"]
     samples = native.native_samples(ml_kem)
@@ -140,12 +151,52 @@ def test_missing_liboqs_build_names_the_fix(monkeypatch, tmp_path):
 
 
 def test_rows_flag_failures_and_missing_cycles(ml_dsa):
-    result = dict(ml_dsa, cycles_source="", cycles_error="perf_event_open(cpu-cycles, user) failed: EACCES; x")
+    result = dict(ml_dsa, cycles_source="none", cycles_error="no core cycles: perf_event_open: EACCES; x")
     result["operations"] = [dict(op, samples_cycles=[]) for op in ml_dsa["operations"]]
     result["operations"][1].update(verified=False, error="verify rejected a fresh signature")
     df = native.measurements_from_result(result)
-    assert df["cycles_median"].isna().all() and (df["cycles_source"] == "").all()
-    assert df["flags"].str.contains("no-cycles:perf_event_open").all()
+    assert df["cycles_median"].isna().all() and (df["cycles_source"] == "none").all()
+    assert (flags.has(df["flags"], "no-cycles")).all()
+    assert df["flags"].map(lambda c: flags.detail(c, "no-cycles")).str.startswith("no core cycles: perf_event_open").all()
     assert df.loc[1, "verified"] == False  # noqa: E712 - a numpy bool
     assert "failed:verify rejected a fresh signature" in df.loc[1, "flags"].split(";")
     assert all(";" not in flag.split(":", 1)[1] for flag in df.loc[0, "flags"].split(";") if ":" in flag)
+
+
+def test_samples_without_a_count_are_flagged(ml_dsa):
+    op = dict(ml_dsa["operations"][0], samples_ns=[100, 110, 120], samples_cycles=[300, None, 360])
+    df = native.measurements_from_result(dict(ml_dsa, cycles_source="core-cycles", operations=[op]))
+    assert df.loc[0, "cycles_median"] == 330
+    assert flags.detail(df.loc[0, "flags"], "cycles-dropped") == (
+        "1 of 3 samples: no count (the perf counter was multiplexed away or a read failed)")
+
+
+@pytest.mark.parametrize("label", [cycles.TSC, cycles.NONE])
+def test_the_runner_counts_with_the_counter_it_is_given(runner, label):
+    result = native.run_native("ML-KEM-768", ["encaps"], counter=label, **TINY)
+    assert result["cycles_source"] == label and result["counter_requested"] == native.COUNTER_MODE[label]
+    assert (result["operations"][0]["samples_cycles"] == []) == (label == cycles.NONE)
+
+
+def test_a_forced_counter_that_does_not_work_is_one_line(runner):
+    import subprocess
+
+    proc = subprocess.run([str(runner), "--alg", "ML-KEM-768", "--counter", "perf", "--budget", "0"],
+                          capture_output=True, text=True)
+    if proc.returncode == 0:
+        pytest.skip("this machine has a working PMU: the runner counted core cycles")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pqbench: --counter perf: core cycles are unavailable here: perf_event_open: ")
+    assert proc.stderr.count("\n") == 1
+
+
+def test_the_runner_follows_pqlab_counter(runner, monkeypatch):
+    monkeypatch.setenv(cycles.ENV, "none")
+    assert native.run_native("ML-KEM-768", ["keygen"], **TINY)["cycles_source"] == cycles.NONE
+
+
+def test_a_runner_of_another_version_is_refused(runner, monkeypatch):
+    monkeypatch.setattr(native, "RUNNER_VERSION", "99")
+    with pytest.raises(native.NativeRunnerError, match=r"runner version 2, pqlab reads version 99: rebuild it with "
+                                                       r"`make -C native/bench VARIANT=default`"):
+        native.native_algorithms("default")

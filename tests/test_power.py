@@ -13,6 +13,8 @@ from pqlab.algorithms import get
 from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
 from pqlab.reference import load_reference
 from pqlab.studies import energy_pi4 as power
+from pqlab.studies import energy_pi4_figures as figures
+from pqlab.studies import energy_pi4_published as published
 
 # ----- Ascon-128a -----------------------------------------------------------------------------
 
@@ -61,7 +63,7 @@ def test_ascon_round_trip_and_tamper_rejection():
     with pytest.raises(ascon_backend.AsconAuthenticationError, match="too short"):
         a.decryptor(key)(ct[:31])
     for op in a.operations:  # the checked trials the timer uses
-        t = a.trial(op, message)
+        t = a.trial(op, message).bound()
         t.check(t.run())
 
 
@@ -113,11 +115,18 @@ def test_recommendations_follow_the_data(study):
     assert swapped != text
 
 
+def security_of(text: str) -> str:
+    return text.split("### Maximum security")[1]
+
+
 def test_recommendations_energy_and_security_sections(study):
     text = power.recommendations_markdown(make_times(), study)
     energy = text.split("### Energy-constrained")[1].split("### Maximum security")[0]
     # the study's cheapest KEM use is ML-KEM-512 (959 + 991 + 833 uJ), dearest McEliece-8192128 keygen
     assert "ML-KEM-512, 2.78 mJ" in energy and "avoid Classic-McEliece-8192128" in energy
+    assert "as much (published numbers, no interval)" in energy  # a factor only between two printed numbers
+    assert "×" not in text.split("### Energy-constrained")[0]  # our times: values, never a factor without interval
+    assert "×" not in security_of(text)
     assert "**AEAD:** no energy" in energy  # neither published nor measured: said so
     security = text.split("### Maximum security")[1]
     assert "NIST level 5" in security and "Fastest here: **ML-KEM-1024**" in security
@@ -138,26 +147,80 @@ def test_use_totals_skip_incomplete_algorithms():
 
 # ----- cross-platform -------------------------------------------------------------------------
 
+SPREAD = np.array([0.9, 0.95, 1.0, 1.05, 1.1])  # five samples around each median
+
+
+def fake_run(times: pd.DataFrame, cpu_specific=None, avx2=True, dist=True):
+    """A Run holding `times` as samples (median = time_ms) and a liboqs build record."""
+    from pqlab.results import Run
+
+    samples = pd.DataFrame([{"algorithm": r.algorithm, "backend": r.backend, "operation": r.operation,
+                             "message_bytes": r.message_bytes, "time_ns": r.time_ms * 1e6 * f}
+                            for r in times.itertuples() for f in SPREAD])
+    liboqs = {"liboqs_version": "9.9.9", "variant": "default" if dist else "generic",
+              "build_config": {"OQS_DIST_BUILD": "1"} if dist else {"OQS_OPT_TARGET": "generic"},
+              "cpu_specific": cpu_specific}
+    meta = {"liboqs": liboqs, "cpu": {"model": "Test CPU", "flags_avx2": avx2}}
+    return Run("r1", times.assign(measured=True), pd.DataFrame(), samples, meta)
+
+
 def test_cross_platform_ratio_math(study):
     t = make_times()
     t = pd.concat([t, pd.DataFrame([row("ML-KEM-768", "kem", "lattice", 3, "keygen", 99.0, backend="cryptography")])])
-    r = power.cross_platform(t, study).set_index(["algorithm", "operation"])
+    runs = [fake_run(t, {"ml_kem_768": ["x86_64"]})]
+    ratios = power.cross_platform(t, study, runs)
+    r = ratios.set_index(["algorithm", "operation"])
     pub = study.set_index(["algorithm", "operation"])["time_ms"]
-    assert r.loc[("ML-KEM-768", "keygen"), "pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / 0.01)
-    assert r.loc[("ML-KEM-768", "keygen"), "backend"] == "liboqs"  # liboqs preferred over other backends
+    keygen = r.loc[("ML-KEM-768", "keygen")]
+    assert keygen["pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / 0.01)
+    assert keygen["backend"] == "liboqs" and keygen["here_samples"] == 5  # liboqs preferred over other backends
+    # the interval comes from our five samples only: published / (our extreme medians)
+    assert pub[("ML-KEM-768", "keygen")] / (0.01 * 1.1) - 1e-9 <= keygen["pi_over_here_ci_low"] < keygen["pi_over_here"]
+    assert keygen["pi_over_here"] < keygen["pi_over_here_ci_high"] <= pub[("ML-KEM-768", "keygen")] / (0.01 * 0.9) + 1e-9
+    assert keygen["code_here"] == "x86_64" and r.loc[("HQC-128", "decaps"), "code_here"] == "portable C"
     assert r.loc[("HQC-128", "decaps"), "pi_over_here"] == pytest.approx(75.095 / 1.0)
     assert not any(a in r.index.get_level_values(0) for a in ("X25519", "Ed25519", "AES-256-GCM"))
-    ordered = power.cross_platform(t, study)["pi_over_here"].to_numpy()
-    assert np.all(np.diff(ordered) <= 0)  # largest loss first
-    text = power.cross_platform_markdown(power.cross_platform(t, study), n=1)
-    top = power.cross_platform(t, study).iloc[0]
+    assert np.all(np.diff(ratios["pi_over_here"].to_numpy()) <= 0)  # largest loss first
+    text = power.cross_platform_markdown(ratios, n=1)
+    top = ratios.iloc[0]
     assert f"**Largest losses on the Pi:** {top['algorithm']} {top['operation']}" in text
-    assert "Spearman" in text
+    assert "[" in text.split("**Largest losses on the Pi:**")[1]  # each factor with its interval
+    assert "Spearman" in text and "published times are single numbers" in text
+    assert "where liboqs ran CPU-specific code here" in text and "where it ran portable C" in text
+    # one sample: a factor without an interval; no build record: no split by code path
+    one = fake_run(t.iloc[:0], None)
+    one.samples = pd.DataFrame([{"algorithm": "HQC-128", "backend": "liboqs", "operation": "decaps",
+                                 "message_bytes": None, "time_ns": 1e6}])
+    single = power.cross_platform(t[t["algorithm"] == "HQC-128"], study, [one]).set_index("operation")
+    assert np.isnan(single.loc["decaps", "pi_over_here_ci_low"]) and single.loc["decaps", "code_here"] == "not recorded"
+    single_text = power.cross_platform_markdown(single.reset_index())
+    assert "CPU-specific" not in single_text and "Spearman" not in single_text  # our three times are equal
+
+
+def test_build_here_is_read_from_the_run(study):
+    setup = load_reference("05_energy_pi4_setup")
+    t = make_times()
+    text = power.describe_build_here([fake_run(t, {"ml_kem_768": ["x86_64"], "xkcp_low": ["avx2"]})], setup)
+    assert "liboqs 9.9.9, default build (a dist build" in text and "Test CPU) reports AVX2" in text
+    assert "CPU-specific code compiled in for ML-KEM-768 (x86_64)" in text
+    assert "Portable C only for " in text and "HQC-128" in text.split("Portable C only for ")[1]
+    assert "Keccak" in text and "liboqs version as 'unknown'" in text
+    generic = power.describe_build_here([fake_run(t, {}, avx2=False, dist=False)], setup)
+    assert "generic build (built for target 'generic')" in generic and "does not report AVX2" in generic
+    assert "CPU-specific code compiled in" not in generic and "Keccak" not in generic
+    assert "not recorded" in power.describe_build_here([fake_run(t, None)], setup)
+    detected = fake_run(t, {"ml_kem_768": ["x86_64"]})
+    detected.meta["liboqs"]["cpu_extensions"] = ["AVX2", "BMI2", "POPCNT"]
+    assert "on this CPU (Test CPU) liboqs detects AVX2, BMI2, POPCNT." in power.describe_build_here([detected], setup)
+    detected.meta["liboqs"]["cpu_extensions"] = []
+    assert "liboqs detects no extension it dispatches on" in power.describe_build_here([detected], setup)
+    assert power.describe_build_here([], setup).startswith("No run here loaded liboqs.")
 
 
 def test_rank_correlation():
     assert power.rank_correlation(pd.Series([1, 2, 3, 4]), pd.Series([10, 20, 30, 40])) == pytest.approx(1.0)
     assert power.rank_correlation(pd.Series([1, 2, 3]), pd.Series([3, 2, 1])) == pytest.approx(-1.0)
+    assert np.isnan(power.rank_correlation(pd.Series([1, 2, 3]), pd.Series([5, 5, 5])))
 
 
 # ----- labelling: modelled, replayed, none ----------------------------------------------------
@@ -175,6 +238,7 @@ def test_modelled_energy_is_labelled_everywhere(study):
     assert any("modelled" in c for c in matrix.columns)
     text = power.recommendations_markdown(t, study, long)
     assert "Modelled here, modelled (3.5 W x time)" in text and "**AEAD**, modelled" in text
+    assert "×" not in text.split("Modelled here")[1].split("### Maximum")[0]
     assert "**AEAD:** no energy" not in text
 
 
@@ -183,7 +247,7 @@ def test_no_source_means_no_energy():
     assert long.empty
     live, model = energy.select_power_source("none")
     assert isinstance(live, NoPowerSource) and model is None
-    text = power.power_source_markdown(live, model, 0.05)
+    text = power.power_source_markdown(live, model, 0.05, load_reference("05_energy_pi4_setup"))
     assert "No live energy" in text and "(power_source='none')" in text and "Modelled" not in text
 
 
@@ -203,7 +267,9 @@ def test_select_power_source(tmp_path):
     (zone / "max_energy_range_uj").write_text("1000000\n")
     live, _ = energy.select_power_source("rapl", powercap_root=tmp_path)
     assert isinstance(live, RAPL) and "RAPL" in energy.describe_source(live)
-    assert "CPU package" in power.power_source_markdown(live, None, 0.05)
+    text = power.power_source_markdown(live, None, 0.05, load_reference("05_energy_pi4_setup"))
+    assert "CPU package" in text and f"at least {energy.MIN_SAMPLE_PERIODS} sample periods" in text
+    assert "warm-up and cool-down: 50 and 50 ms" in text
 
 
 def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
@@ -219,32 +285,101 @@ def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
 
 # ----- the study's table and its replay -------------------------------------------------------
 
-def test_reference_consistency_counts(study):
-    c = power.reference_consistency(study).set_index("table")
-    assert c.loc["KEM", "rows"] == 27 and c.loc["signature", "rows"] == 24
-    assert (c["within_2%"] == c["rows"]).all()
-    assert c["max_deviation_%"].max() == pytest.approx(1.71)
+def test_time_power_check_against_rounding(study):
+    """The issue's numbers: 35 of 51 rows beyond rounding, +1.71 % against a bound of about 0.012 %."""
+    c = published.time_power_check(study)
+    assert len(c) == 51 and int(c["beyond_rounding"].sum()) == 35
+    worst = c.loc[c["deviation_pct"].abs().idxmax()]
+    assert (worst["algorithm"], worst["operation"]) == ("Classic-McEliece-348864", "keygen")
+    assert worst["deviation_pct"] == pytest.approx(1.7059, abs=1e-4)
+    assert worst["rounding_high_pct"] == pytest.approx(0.01188, abs=1e-5)
+    assert worst["rounding_low_pct"] == pytest.approx(-0.01188, abs=1e-5)
+    text = published.describe_time_power(c)
+    assert "**not** time × power within rounding: in 35 of 51 rows" in text
+    assert "+1.71 % against a rounding bound of ±0.012 %" in text and "*Hypothesis*" in text
+    assert "gross" in text
+
+
+def _printed(rows):
+    """A synthetic published table and its printed form: (algorithm, time, power, energy) as text."""
+    printed = pd.DataFrame([{"kind": "kem", "algorithm": a, "operation": "keygen", "time_ms": t, "power_w": p,
+                             "energy_uj": e} for a, t, p, e in rows])
+    return printed.astype({c: float for c in ("time_ms", "power_w", "energy_uj")}), printed
+
+
+def test_time_power_check_both_branches():
+    exact, printed = _printed([("A", "2.000", "3.000", "6000.00"), ("B", "0.500", "4.000", "2000.00")])
+    c = published.time_power_check(exact, printed)
+    assert not c["beyond_rounding"].any()
+    assert published.describe_time_power(c).startswith("In all 2 rows the published energy equals time × power within")
+    assert "Hypothesis" not in published.describe_time_power(c)
+    # the last printed digit sets the bound: 1.990 ms differs from 2.000 ms beyond a 0.0005 ms rounding
+    off, printed = _printed([("A", "2.000", "3.000", "5970.00")])
+    c = published.time_power_check(off, printed)
+    assert c["beyond_rounding"].all() and c["deviation_pct"].iloc[0] == pytest.approx(-0.5)
+    coarse, printed = _printed([("A", "2", "3", "5970")])  # one-digit values: rounding covers 0.5 %
+    assert not published.time_power_check(coarse, printed)["beyond_rounding"].any()
+    far, printed = _printed([("A", "2.000", "3.000", "9000.00")])
+    text = published.describe_time_power(published.time_power_check(far, printed))
+    assert "not time × mean power" in text and "gross" not in text
+    with pytest.raises(ValueError, match="rows differ"):
+        published.time_power_check(far, printed.assign(algorithm="Z"))
+
+
+def test_idle_share_sentence_only_where_every_assumption_supports_it(study):
+    mixed = published.idle_sensitivity(study, [2.0, 2.6, 3.2])
+    assert list(mixed["assumed_idle_w"]) == [2.0, 2.6, 3.2]
+    share = 2.0 * study["time_ms"] * 1e3 / study["energy_uj"]
+    assert mixed["idle_majority_rows"].iloc[0] == int((share > 0.5).sum()) == 37
+    text = published.describe_idle_share(mixed, study)
+    assert "depends on its idle power" in text and "37 of 51 rows" in text
+    assert "**most of what the study tabulated is the board's idle draw**" not in text
+    top = (study["energy_uj"] / study["time_ms"] / 1e3).max() / 2
+    assert f"from an idle power of {top:.2f} W" in text and "Classic-McEliece-8192128 keygen" in text
+    high = published.describe_idle_share(published.idle_sensitivity(study, [2.4, 3.0]), study)
+    assert "**most of what the study tabulated is the board's idle draw**" in high
+    low = published.describe_idle_share(published.idle_sensitivity(study, [1.0, 1.5]), study)
+    assert "mostly the operations' own draw" in low and "idle draw**" not in low
+    contradicted = published.describe_idle_share(published.idle_sensitivity(study, [2.0, 3.4]), study)
+    assert "rows would have no energy above idle" in contradicted
+
+
+def test_sensor_resolution_caveat(study):
+    setup = load_reference("05_energy_pi4_setup")
+    text = published.describe_sensor_resolution(study, setup)
+    short = study[study["time_ms"] < 1.0]
+    assert f"{len(short)} of 51 published rows last less than that" in text and "1000 Hz" in text
+    assert "every operation of ML-KEM-1024, ML-KEM-512 and ML-KEM-768" in text
+    assert "**their power cannot have been measured per call**" in text
+    assert f"fewer than {energy.MIN_SAMPLE_PERIODS} sample periods" in text
+    slow = published.describe_sensor_resolution(study.assign(time_ms=study["time_ms"] + 100), setup)
+    assert "every published operation lasts at least that long" in slow and "cannot" not in slow
 
 
 def test_replay_reproduces_time_times_power(study, tmp_path):
-    trace, table = power.replay_reference(study, idle_w=2.7, path=tmp_path / "trace.csv")
-    assert trace.source == "replay:reconstructed"
-    check = power.replay_check(table)
-    assert check["holds"].all()
-    assert table["replay_gross_uj"].to_numpy() == pytest.approx(
+    table, traces = published.replay_reference(study, [2.7, 2.0, 3.2], folder=tmp_path)
+    assert list(traces["idle_w"]) == [2.0, 3.2] and set(traces["source"]) == {"replay:reconstructed"}
+    check = published.replay_check(table)
+    assert check["holds"].all() and set(check["rows"]) == {51} and set(check["assumed idle"]) == {"2 W, 3.2 W"}
+    low = table[table["idle_w"] == 2.0]
+    assert low["replay_gross_uj"].to_numpy() == pytest.approx(
         (study["time_ms"] * study["power_w"] * 1e3).to_numpy(), rel=1e-9)
-    assert table["replay_net_uj"].to_numpy() == pytest.approx(
-        (study["time_ms"] * (study["power_w"] - 2.7) * 1e3).to_numpy(), rel=1e-9)
-    saved = read_trace(tmp_path / "trace.csv")
+    assert low["replay_net_uj"].to_numpy() == pytest.approx(
+        (study["time_ms"] * (study["power_w"] - 2.0) * 1e3).to_numpy(), rel=1e-9)
+    saved = read_trace(traces["path"].iloc[1])
     assert saved.meta["note"] == "reconstructed from published means, not a measurement"
-    long = power.replay_long(table, 2.7)
-    assert set(long["basis"]) == {"replay (gross)", "replay (net of assumed idle 2.7 W)"}
-    assert "not a measurement" in power.replay_markdown(table, 2.7)
+    assert saved.meta["idle_w"] == "3.2"
+    long = published.replay_long(table)
+    assert set(long["basis"]) == {"replay (gross)", "replay (net of assumed idle 2 W)",
+                                  "replay (net of assumed idle 3.2 W)"}
+    assert len(long) == 3 * 51
+    text = published.replay_markdown(table, traces)
+    assert "not a measurement" in text and "idle 3.2 W: 206 points, 51 windows" in text
 
 
 def test_envelope_markdown_counts_rows_above_stated_power(study):
     setup = load_reference("05_energy_pi4_setup")
-    text = power.envelope_markdown(setup, study)
+    text = published.envelope_markdown(setup, study)
     above = int((study["power_w"] > 5.08 * 0.75).sum())
     assert f"{above} of 51" in text and "3.81 W" in text
 
@@ -293,12 +428,13 @@ def test_energy_is_recorded_as_a_run(tmp_path):
 def test_live_energy_rows_and_traces(tmp_path):
     t = pd.DataFrame([row("Ed25519", "sig", "elliptic-curve", None, "sign", 0.02, 100, "cryptography")])
     t["message_bytes"] = t["message_bytes"].astype("Int64")
-    live = power.live_energy(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
-                             save=False)
+    runs = power.live_energy_runs(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
+                                  save=False)
+    live = power.live_rows(runs)
     vi = power.vi_samples(tmp_path)
     assert len(vi) > 0 and (vi["voltage_v"] == 5.0).all() and set(vi["source"]) == {"fake"}
     r = live.iloc[0]
-    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1
+    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1 and r["run_id"] == runs[0].run_id
     assert r["power_w"] == pytest.approx(3.0) and r["baseline_w"] == pytest.approx(3.0)
     assert abs(r["energy_uj"]) < 1e-6 * r["gross_energy_uj"]  # constant power: nothing above idle
     assert r["gross_energy_uj"] == pytest.approx(3.0 * r["window_time_ms"] * 1e3, rel=1e-6)
@@ -306,8 +442,21 @@ def test_live_energy_rows_and_traces(tmp_path):
     assert len(files) == 2 and read_trace(files[0]).windows[0].label == "Ed25519 sign 100 B"
     long = power.energy_long(t, live)
     assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
-    with pytest.raises(ValueError, match="no live power source"):
-        power.live_energy(t, NoPowerSource("none here"))
+    text = power.describe_energy_here(long, ConstantSource(3.0), runs)
+    assert "**measured (net)** (1 operations)" in text and f"run {runs[0].run_id}" in text
+    table = text.split("\n\n")[1]  # the energies themselves, one column per basis
+    assert table.startswith("|") and "measured (gross)" in table and "Ed25519" in table
+    assert power.energy_here_table(long).shape == (1, 2)
+    assert [name for name, _, _ in power.our_rankings(long)] == ["efficiency_ranking_measured"]  # gross only
+    assert [name for name, _, _ in power.our_time_energy(long)] == ["time_vs_energy_measured_net",
+                                                                    "time_vs_energy_measured_gross"]
+    # no live source: nothing is measured, nothing is shown, and the reason is given
+    none = NoPowerSource("none here")
+    assert power.live_energy_runs(t, none) == [] and power.live_rows([]) is None
+    empty = power.energy_long(t, None, None)
+    assert power.describe_energy_here(empty, none, []).startswith("**No energy was measured here**: none here")
+    assert power.energy_here_table(empty).empty and power.our_rankings(empty) == []
+    assert power.vi_samples(tmp_path / "no-such-run") is None
 
 
 # ----- names ----------------------------------------------------------------------------------
@@ -332,19 +481,22 @@ def test_figures_build_from_synthetic_data(study):
 
     setup = load_reference("05_energy_pi4_setup")
     t = make_times()
-    _, table = power.replay_reference(study, 2.7)
-    bases = pd.concat([power.reference_long(study), power.replay_long(table, 2.7),
+    table, _ = published.replay_reference(study, [2.0, 3.2])
+    bases = pd.concat([published.reference_long(study), published.replay_long(table),
                        power.energy_long(t, None, ModelledPower(3.5))])
     samples = pd.DataFrame({"voltage_v": [5.07, 5.06], "current_a": [0.7, 0.72], "source": "ina219"})
-    figs = [power.plot_times(t, "kem"), power.plot_times(t, "sig"), power.plot_reference_power(study, setup),
-            power.plot_energy_bases(bases, "kem"), power.plot_aead_scaling(t),
-            power.plot_ranking(power.efficiency_ranking(bases), "ranking"),
-            power.plot_time_energy(power.reference_long(study), "t/e"), power.plot_nist_levels(t, study),
-            power.plot_voltage_current(setup, study), power.plot_voltage_current(setup, study, samples),
-            power.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
-            power.plot_cross_platform(power.cross_platform(t, study))]
+    figs = [figures.plot_times(t, "kem"), figures.plot_times(t, "sig"), figures.plot_reference_power(study, setup),
+            figures.plot_energy_bases(bases, "kem"), figures.plot_aead_scaling(t),
+            figures.plot_ranking(power.efficiency_ranking(bases), "ranking"),
+            figures.plot_time_energy(published.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
+            figures.plot_voltage_current(setup, study), figures.plot_voltage_current(setup, study, samples),
+            figures.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
+            figures.plot_cross_platform(power.cross_platform(t, study, [fake_run(t)])),
+            figures.plot_idle_sensitivity(published.idle_sensitivity(study, [2.0, 3.2]))]
     assert "no samples exist" in figs[8].axes[0].get_title()
     assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
+    whiskers = [c for c in figs[11].axes[0].containers if getattr(c, "errorbar", None) is not None]
+    assert whiskers, "the Pi/here ratios are drawn without their intervals"
     for f in figs:
         plt.close(f)
 
@@ -358,3 +510,89 @@ def test_recommendations_fall_back_to_gross_when_net_is_lost_in_noise(study):
     assert "at or below zero for 1 algorithm(s) (HQC-128)" in text and "**KEM**, measured (gross)" in text
     measured = text.split("Measured here")[1].split("### Maximum")[0]
     assert not re.search(r"[ (]-\d", measured)  # no negative energy or factor is quoted
+
+
+# ----- prose generated from data --------------------------------------------------------------
+
+def test_describe_study_from_the_transcription(study):
+    setup = load_reference("05_energy_pi4_setup")
+    text = published.describe_study(study, setup)
+    assert "`004_1714f6a006ef7bef`" in text and "Raspberry Pi 4 (4 cores" in text and "1000 Hz" in text
+    assert "9 KEMs and 8 signatures (tables of 51 rows" in text and "3 AEADs (a chart and prose only" in text
+    assert "0.1 Ω shunt" in text and "50 ms warm-up" in text and "liboqs 'unknown'" in text
+    assert "RSA" not in text
+    fewer = published.describe_study(study[study["kind"] == "kem"], setup)
+    assert "9 KEMs and 0 signatures (tables of 27 rows" in fewer and "11 AEADs" in fewer  # counts follow the data
+
+
+def test_describe_measured_names_backends_and_classical_settings(study):
+    t = make_times()
+    t = pd.concat([t, pd.DataFrame([row("RSA-2048-PSS", "sig", "RSA", None, op, 1.0, backend="cryptography")
+                                    for op in ("sign", "verify")])])
+    text = power.describe_measured(t, study)
+    assert "- **KEMs** (5): " in text and "X25519 through cryptography" in text
+    assert "Classical baselines the study did not measure: X25519 (DH as a KEM" in text
+    assert "; Ed25519; RSA-2048-PSS (SHA-256, PSS with MGF1-SHA-256" in text  # the padding, from the registry
+    only_pq = power.describe_measured(t[t["family"].map(power._is_pq)], study)
+    assert "Classical baselines" not in only_pq
+
+
+def test_describe_hqc_only_when_hqc_ran_through_liboqs():
+    t = make_times()
+    text = power.describe_hqc([fake_run(t, {})])
+    assert text.startswith("HQC ran here through liboqs 9.9.9") and "pull request 2122" in text
+    assert power.describe_hqc([fake_run(t[t["algorithm"] != "HQC-128"], {})]) == ""
+
+
+def test_describe_implementations_branches():
+    t = make_times().assign(implementation="impl", flags="")
+    run = fake_run(t)
+    run.meta["harness_overhead_ns"] = 100.0
+    text = power.describe_implementations(t, run)
+    fastest = t.loc[t["time_ms"].idxmin()]
+    assert "**liboqs**: impl" in text and "(a do-nothing call through it): 100 ns" in text
+    assert f"({fastest['algorithm']} {fastest['operation']}, " in text
+    assert "Ascon-128a runs in **pure Python**" in text and "SP 800-232" in text
+    assert "few-samples" not in text
+    few = t.assign(flags=["few-samples"] * 3 + [""] * (len(t) - 3))
+    assert f"3 of {len(t)} timings rest on fewer than" in power.describe_implementations(few, run)
+    del run.meta["harness_overhead_ns"]
+    no_ascon = t[t["algorithm"] != "Ascon-128a"]
+    bare = power.describe_implementations(no_ascon, run)
+    assert "do-nothing" not in bare and "pure Python" not in bare
+
+
+def test_comparison_caveats_read_the_frequency_state():
+    setup = load_reference("05_energy_pi4_setup")
+    run = fake_run(make_times())
+    run.meta["frequency"] = {"available": False, "reason": "no cpufreq here"}
+    text = power.describe_comparison_caveats(setup, [run])
+    assert "governor ondemand" in text and "unknown: no cpufreq here" in text and text.count("\n- ") == 2
+    run.meta["frequency"] = {"available": True, "scaling_governor": "performance", "boost": "off"}
+    assert "governor performance, boost off" in power.describe_comparison_caveats(setup, [run])
+
+
+def test_numbers_are_the_quoted_ones(study):
+    setup = load_reference("05_energy_pi4_setup")
+    t = make_times()
+    run = fake_run(t)
+    run.meta["harness_overhead_ns"] = 60.0
+    sensitivity = published.idle_sensitivity(study, [2.0, 3.2])
+    ratios = power.cross_platform(t, study, [run])
+    n = power.numbers(study, setup, sensitivity, ratios, run)
+    assert n["study_rows"] == 51 and n["study_rows_beyond_rounding"] == 35
+    assert n["study_worst_deviation_pct"] == pytest.approx(1.7059, abs=1e-4)
+    assert n["study_rows_shorter_than_a_sample"] == 16 and n["study_rows_above_envelope"] == 19
+    assert n["idle_majority_rows_at_low"] == 37 and n["idle_majority_rows_at_high"] == 51
+    assert n["pi_over_here_median"] == pytest.approx(ratios["pi_over_here"].median())
+    assert n["harness_overhead_ns"] == 60.0
+    for key, value in n.items():  # LaTeX macro names: letters and underscores only; numbers only
+        assert re.fullmatch(r"[a-z_]+", key), key
+        assert isinstance(value, (int, float)), key
+    text = published.describe_time_power(published.time_power_check(study))
+    assert f"in {n['study_rows_beyond_rounding']} of {n['study_rows']} rows" in text
+
+
+def test_aead_table_is_one_column_per_payload():
+    table = power.aead_table(make_times())
+    assert list(table.columns) == [64, 1 << 20] and ("AES-256-GCM", "encrypt") in table.index

@@ -8,13 +8,22 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from pqlab.paths import REFERENCE, ROOT
-from pqlab.reference import list_references, load_reference, reference_source
+from pqlab.reference import (
+    check_published_ratios,
+    describe_ratio_checks,
+    list_references,
+    load_reference,
+    published_ratios,
+    reference_source,
+)
 
 SEEDS = Path(os.environ.get("PQLAB_SEEDS", ROOT.parent / "shared" / "seeds"))
 PLACEHOLDER = "<x86/x86_64 dependent runtime value>"
@@ -29,9 +38,14 @@ EXPECTED_ROWS = {
     "05_energy_pi4": 51,  # 27 KEM + 24 signature rows
     "05_energy_pi4_setup": 30,
     "06_tls_published": 10,  # published handshake and certificate numbers (web sources, not a seed)
+    "02_study_sphincs256": 11,  # params.h constants of the code study 001 cites (a repository, not a seed)
+    "within_machine_ratios": 5,  # liboqs's own benchmark (a repository, not a seed)
+    "07_pqm4": 99,  # pqm4's benchmarks.csv: 33 scheme x implementation pairs x 3 operations (a repository)
 }
-#: Tables transcribed from the seed studies (the others cite public web sources).
-SEEDED = sorted(n for n in EXPECTED_ROWS if not n.startswith("06_"))
+#: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
+SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
+#: the structured provenance of a table transcribed from one file of a public repository
+REPOSITORY_KEYS = ("repository", "path", "commit", "commit_date", "file_commit", "file_date", "file_sha256")
 
 
 def seed(name: str) -> str:
@@ -57,16 +71,35 @@ def test_every_csv_has_provenance_and_vice_versa():
     assert set(sources) == set(list_references()) == set(EXPECTED_ROWS)
 
 
-@pytest.mark.parametrize("name", SEEDED)
+COMMON_KEYS = ("study", "rows", "machine", "method", "units", "transcription_notes", "anomalies")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ROWS))
 def test_provenance_entry_and_row_count(name):
+    """A seed transcription names its seed and section; a table from a repository names its sources and
+    columns."""
     df = load_reference(name)
     src = df.attrs["source"]
-    for key in ("seed", "seed_sha256", "study", "section", "rows", "machine", "method", "units",
-                "transcription_notes", "anomalies"):
+    seeded = name in SEEDED
+    for key in COMMON_KEYS + (("seed", "seed_sha256", "section") if seeded else ("notebook", "sources")):
         assert src.get(key), (name, key)
-    assert re.fullmatch(r"00[0-4]_[0-9a-f]{16}\.txt", src["seed"])
+    if seeded:
+        assert re.fullmatch(r"00[0-4]_[0-9a-f]{16}\.txt", src["seed"])
+    else:
+        assert all(url.startswith("https://") for url in src["sources"].values())
     assert len(df) == src["rows"] == EXPECTED_ROWS[name]
     assert src == reference_source(name)
+
+
+def test_repository_sources_name_repository_path_commit_and_date():
+    df = load_reference("07_pqm4")
+    src = df.attrs["source"]
+    for key in (*REPOSITORY_KEYS, "section", "columns"):
+        assert src.get(key), key
+    assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]) and re.fullmatch(r"[0-9a-f]{40}", src["file_commit"])
+    assert re.fullmatch(r"[0-9a-f]{64}", src["file_sha256"]) and src["repository"].startswith("https://github.com/")
+    assert src["commit"] in src["sources"]["pqm4"] and src["file_commit"] in src["sources"]["pqm4"]
+    assert set(df.columns) <= set(src["columns"]) | set(src["units"])
 
 
 def test_web_sources_have_provenance_for_every_row():
@@ -81,6 +114,15 @@ def test_web_sources_have_provenance_for_every_row():
     assert df["published_text"].notna().all()
     iroh = one(df, source="iroh-4534", quantity="signature size")
     assert (iroh.value, iroh.baseline_value) == (3309, 64)
+
+
+def test_seeded_and_repository_tables_are_told_apart():
+    assert "01_aes_rsa_sphincs" in SEEDED and "within_machine_ratios" not in SEEDED
+    for name in ("02_study_sphincs256", "within_machine_ratios"):
+        src = reference_source(name)
+        assert set(load_reference(name).columns) <= set(src["columns"])
+        assert all(url.startswith("https://github.com/") for url in src["sources"].values())
+    assert reference_source("01_aes_rsa_sphincs")["platform"]["bouncycastle"] == "1.72"
 
 
 @pytest.mark.parametrize("name", SEEDED)
@@ -212,6 +254,23 @@ def test_spot_checks_05():
         "5.06", "5.08", "650", "750"]
 
 
+def test_spot_checks_07_pqm4():
+    df = load_reference("07_pqm4")
+    assert one(df, pqm4_scheme="ml-kem-768", implementation="clean", operation="encaps").cycles_mean == 1138225
+    dsa = one(df, pqm4_scheme="ml-dsa-44", implementation="m4f", operation="sign")
+    assert (dsa.cycles_mean, dsa.cycles_min, dsa.cycles_max, dsa.executions) == (3943121, 1812557, 17009165, 1000)
+    assert one(df, pqm4_scheme="ml-dsa-44", implementation="m4fstack", operation="sign").stack_bytes == 5080
+    sph = one(df, algorithm="SPHINCS+-SHA2-128f-simple", operation="sign")
+    assert (sph.cycles_mean, sph.code_total_bytes, sph.executions) == (368575228, 4956, 10)
+    assert one(df, algorithm="HQC-128", operation="decaps").stack_bytes == 55892
+    # every scheme x implementation has its three operations, in the order of its kind
+    ops = df.groupby(["pqm4_scheme", "implementation"])["operation"].agg(tuple)
+    assert set(ops) == {("keygen", "encaps", "decaps"), ("keygen", "sign", "verify")}
+    assert (df.cycles_min <= df.cycles_mean).all() and (df.cycles_mean <= df.cycles_max).all()
+    assert (df.code_total_bytes == df.code_text_bytes + df.code_data_bytes + df.code_bss_bytes).all()
+    assert df.attrs["source"]["clock_hz"] == 24_000_000
+
+
 # --- cell-by-cell against the seed text (skipped without the seeds) ----------------------
 
 
@@ -305,3 +364,63 @@ def test_05_against_seed():
     setup = load_reference("05_energy_pi4_setup")
     for r in setup.itertuples():
         assert str(r.value).replace("7500", "7,500") in text, r.parameter
+
+
+# --- within-machine ratios: ours beside the published ones ----------------------------------
+def fake_run(rows):
+    """A run-like object with raw samples: rows of (algorithm, backend, operation, message_bytes, values)."""
+    frames = [pd.DataFrame({"algorithm": a, "backend": b, "operation": op, "message_bytes": size, "time_ns": values})
+              for a, b, op, size, values in rows]
+    return SimpleNamespace(samples=pd.concat(frames, ignore_index=True))
+
+
+def spread(center, n=40, seed=0, rel=0.02):
+    return center * (1 + rel * np.random.default_rng(seed).standard_normal(n))
+
+
+def test_published_ratio_and_band_are_computed_from_the_values():
+    p = published_ratios().set_index("algorithm")
+    kem = p.loc["ML-KEM-768"]
+    assert kem.ratio == pytest.approx(39063 / 46358)
+    assert kem.band_low == pytest.approx(kem.ratio / kem.band_factor) and kem.band_high == pytest.approx(kem.ratio * 1.25)
+
+
+def test_check_within_band_outside_band_and_the_closest_message_length():
+    ours = fake_run([
+        ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)), ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1)),
+        # ML-DSA-44 at two lengths: the one nearest to the published 50 bytes (64) is used; it is 10x off
+        ("ML-DSA-44", "liboqs", "sign", 64, spread(260_000)), ("ML-DSA-44", "liboqs", "verify", 64, spread(26_000, seed=2)),
+        ("ML-DSA-44", "liboqs", "sign", 100_000, spread(60_000)), ("ML-DSA-44", "liboqs", "verify", 100_000, spread(26_000)),
+        # another backend's SPHINCS+ is not the published implementation: not compared
+        ("SPHINCS+-SHAKE-128f-simple", "bouncycastle", "sign", 100, spread(1e6)),
+        ("SPHINCS+-SHAKE-128f-simple", "bouncycastle", "verify", 100, spread(1e5)),
+    ])
+    checks = check_published_ratios([ours, None]).set_index("algorithm")
+    assert set(checks.index) == {"ML-KEM-768", "ML-DSA-44"}
+    kem, dsa = checks.loc["ML-KEM-768"], checks.loc["ML-DSA-44"]
+    assert kem.status == "within band" and kem.ours_ci_low < kem.ours < kem.ours_ci_high
+    assert kem.ours == pytest.approx(0.84, rel=0.03) and kem.statistic == "mean"
+    assert dsa.status == "outside band" and dsa.ours_message_bytes == 64 and dsa.ours == pytest.approx(10, rel=0.05)
+
+
+def test_an_outside_estimate_whose_interval_reaches_the_band_says_so():
+    p = published_ratios().set_index("algorithm").loc["ML-KEM-768"]
+    rng = np.random.default_rng(5)
+    num = np.concatenate([np.full(5, p.band_high * 1.3 * 1000), [100.0]])  # a wild sample widens the interval
+    ours = fake_run([("ML-KEM-768", "liboqs", "encaps", None, num),
+                     ("ML-KEM-768", "liboqs", "decaps", None, 1000 * (1 + 0.001 * rng.standard_normal(4)))])
+    row = check_published_ratios(ours).iloc[0]
+    assert not (p.band_low <= row.ours <= p.band_high)
+    assert row.status == "outside band (its interval reaches the band)"
+
+
+def test_description_flags_what_is_outside_and_says_the_published_side_has_no_interval():
+    ours = fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
+                     ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000)),
+                     ("ML-DSA-44", "liboqs", "sign", 100, spread(900_000)),
+                     ("ML-DSA-44", "liboqs", "verify", 100, spread(30_000))])
+    text = describe_ratio_checks(check_published_ratios(ours))
+    assert "1 of 2 within their band" in text and "no interval" in text and "95 %" in text
+    assert "⚠ **ML-DSA-44 sign / verify**" in text and "⚠ **ML-KEM-768" not in text
+    assert "github.com/open-quantum-safe/liboqs" in text
+    assert describe_ratio_checks(check_published_ratios(fake_run([("X", "liboqs", "sign", 1, [1.0])]))).startswith("No ")

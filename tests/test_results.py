@@ -95,25 +95,25 @@ def test_atomic_write_keeps_the_old_file_when_the_writer_crashes(tmp_path):
 
 
 def test_run_save_interrupted_midway_leaves_the_previous_run_intact(tmp_path, monkeypatch):
+    from pqlab import files
+
     first = make_run("r1")
     first.save(tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     second = make_run("r1", scale=2.0, seed=5)
-    real_to_csv = pd.DataFrame.to_csv
 
-    def crashing_to_csv(self, path_or_buf=None, *args, **kwargs):
-        if str(path_or_buf).endswith(".tmp") and "measurements" in str(path_or_buf):
-            with open(path_or_buf, "w") as fh:
+    def crashing_open(path, mode="r", *args, **kwargs):
+        if str(path).endswith(".tmp") and "measurements" in str(path):
+            with open(path, "w") as fh:
                 fh.write("schema_version,run_id\n1,r1")  # half a file, then the process dies
             raise KeyboardInterrupt
-        return real_to_csv(self, path_or_buf, *args, **kwargs)
+        return open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", crashing_to_csv)
+    monkeypatch.setattr(files, "open", crashing_open, raising=False)
     with pytest.raises(KeyboardInterrupt):
         second.save(tmp_path)
     monkeypatch.undo()
-    assert (tmp_path / "r1.measurements.csv").read_bytes() == before["r1.measurements.csv"]
-    assert (tmp_path / "r1.meta.json").read_bytes() == before["r1.meta.json"]  # meta is written last
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no file replaced: temporaries first
     assert leftovers(tmp_path) == []
     back = load_run(tmp_path / "r1")
     np.testing.assert_allclose(back.measurements["time_ns_median"], first.measurements["time_ns_median"])
@@ -191,7 +191,9 @@ def test_bench_saves_a_complete_run(tmp_path):
     timed = m[m["operation"] != "noop"]
     assert list(timed["message_bytes"]) == [16, 64, 16, 64]
     assert timed["verified"].astype(bool).all() and (timed["samples"] >= 5).all()
-    assert (timed["overhead_ns"] == back.meta["harness_overhead_ns"]).all()
+    fed = timed["operation"] == "encrypt"  # a fresh message every call: the no-op fed the same way
+    assert (timed.loc[fed, "overhead_ns"] == back.meta["harness_fed_ns"]).all()
+    assert (timed.loc[~fed, "overhead_ns"] == back.meta["harness_overhead_ns"]).all()
     assert (timed["time_ns_q1"] <= timed["time_ns_median"]).all() and (timed["time_ns_median"] <= timed["time_ns_q3"]).all()
     counts = back.samples.groupby(["operation", "message_bytes"]).size()
     assert dict(counts) == {(op, size): n for op, size, n in
@@ -213,6 +215,8 @@ def test_recorder_checkpoints_and_marks_interruptions(tmp_path):
     row = back.measurements.iloc[0]
     assert row["started_at"] == back.meta["started_at"] and row["machine_id"] == back.meta["machine_id"]
     assert row["kind"] == "sig" and row["study"] == "t"
+    assert back.meta["implementations"] == {"Ed25519@cryptography": get("Ed25519").implementation}
+    assert rec.run.meta["run_id"] == rec.run_id  # in memory too (the run context names its runs)
     with pytest.raises(ValueError), RunRecorder("t", folder=tmp_path) as failing:
         raise ValueError("boom")
     assert load_run(tmp_path / failing.run_id).meta["status"] == "failed"
@@ -234,6 +238,7 @@ def test_schema_1_runs_are_converted_on_load(tmp_path):
     run.save(tmp_path)
     meta = json.loads((tmp_path / "old.meta.json").read_text())
     meta["schema_version"] = 1
+    del meta["files"]  # schema-1 runs recorded no checksums
     (tmp_path / "old.meta.json").write_text(json.dumps(meta))
     m = pd.read_csv(tmp_path / "old.measurements.csv").drop(columns=["kind", "cycles_mean", "time_ns_mean"])
     m["schema_version"] = 1
@@ -243,7 +248,7 @@ def test_schema_1_runs_are_converted_on_load(tmp_path):
     back = load_run(tmp_path / "old")
     assert back.meta["converted_from_schema"] == 1 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
     enc, keygen = back.measurements.iloc[0], back.measurements.iloc[1]
-    assert pd.isna(enc["cycles_median"]) and pd.isna(enc["cycles_source"])  # an estimate is not kept as cycles
+    assert pd.isna(enc["cycles_median"]) and enc["cycles_source"] == "none"  # an estimate is not kept as cycles
     assert enc["flags"] == "no-cycles:no PMU" and enc["kind"] == "cipher"
     assert keygen["cycles_source"] == "core-cycles" and keygen["kind"] == "kem"
 

@@ -1,4 +1,4 @@
-"""stats on samples whose answers are known: quartiles, MAD, bootstrap CI, instability flags,
+"""stats on samples whose answers are known: quartiles, MAD, the median's CI, instability flags,
 and the Mann-Whitney test against values worked out by hand."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pqlab import stats
-from pqlab.stats import bootstrap_median_ci, mann_whitney, summarize
+from pqlab.stats import mann_whitney, summarize
 
 
 def with_cv(cv: float, n: int = 50, centre: float = 100.0) -> np.ndarray:
@@ -41,26 +41,34 @@ def test_non_finite_values_are_dropped_and_empty_is_flagged():
     assert summarize([float("nan")])["n"] == 0
 
 
-def test_bootstrap_ci_contains_the_median_and_is_deterministic():
-    rng = np.random.default_rng(42)
-    x = rng.lognormal(mean=10, sigma=0.3, size=500)
-    lo, hi = bootstrap_median_ci(x, seed=7)
-    assert lo < np.median(x) < hi
-    assert (lo, hi) == bootstrap_median_ci(x, seed=7)
-    # the bootstrap distribution of a median is discrete, so two seeds may agree; six do not all
-    assert len({bootstrap_median_ci(x, seed=k) for k in range(6)}) > 1
-    # a wider confidence level gives a wider interval; more data a narrower one
-    lo99, hi99 = bootstrap_median_ci(x, confidence=0.99, seed=7)
-    assert lo99 <= lo and hi99 >= hi
-    lo_big, hi_big = bootstrap_median_ci(rng.lognormal(10, 0.3, 5_000), seed=7)
-    assert hi_big - lo_big < hi - lo
+def test_median_ci_ranks_match_the_binomial_tables():
+    # 95 % distribution-free CI of the median, 1-based order statistics from the usual tables
+    # (e.g. Conover, Practical Nonparametric Statistics): n=6 -> (1, 6), n=10 -> (2, 9),
+    # n=20 -> (6, 15), n=100 -> (40, 61)
+    assert stats.median_ci_ranks(5) is None  # 2 / 2**5 = 6.25 % > 5 %: no 95 % interval from 5 values
+    assert stats.median_ci_ranks(6) == (0, 5)
+    assert stats.median_ci_ranks(10) == (1, 8)
+    assert stats.median_ci_ranks(20) == (5, 14)
+    assert stats.median_ci_ranks(100) == (39, 60)
+    assert stats.median_ci_ranks(20, confidence=0.99) == (3, 16)  # tables: (4, 17) 1-based
 
 
-def test_bootstrap_ci_edge_cases():
-    assert bootstrap_median_ci([5.0]) == (5.0, 5.0)
-    lo, hi = bootstrap_median_ci([])
-    assert math.isnan(lo) and math.isnan(hi)
-    assert bootstrap_median_ci([2.0] * 30) == (2.0, 2.0)
+def test_median_ci_covers_the_true_median_at_least_95_percent():
+    rng = np.random.default_rng(3)
+    for n in (6, 25, 400):
+        x = rng.lognormal(0.0, 1.0, size=(2000, n))  # true median 1
+        hits = sum(lo <= 1.0 <= hi for lo, hi in map(stats.median_ci, x))
+        assert hits / 2000 >= 0.94, (n, hits)  # exact coverage is >= 95 %; 2000 draws leave ~0.5 % noise
+
+
+def test_median_ci_edge_cases_and_summary():
+    assert all(math.isnan(v) for v in stats.median_ci([1.0, 2.0, 3.0]))
+    assert stats.median_ci([2.0] * 30) == (2.0, 2.0)
+    x = np.arange(1.0, 101.0)
+    s = summarize(x)
+    assert (s["ci_low"], s["ci_high"]) == (40.0, 61.0)
+    assert s["rel_ci"] == pytest.approx((61 - 40) / 2 / 50.5)
+    assert math.isnan(summarize([1.0, 2.0])["rel_ci"])
 
 
 def test_cv_flag_at_ten_percent():
@@ -110,3 +118,57 @@ def test_mann_whitney_symmetry_identical_and_shifted():
     u, p = mann_whitney([], [1.0])
     assert math.isnan(u) and math.isnan(p)
 
+
+
+def test_ratio_of_estimates_is_the_delta_method():
+    from pqlab.stats import ratio_of_estimates
+
+    r, lo, hi = ratio_of_estimates(4.0, 0.4, 2.0, 0.2)
+    se = 2.0 * ((0.1) ** 2 + (0.1) ** 2) ** 0.5
+    assert r == 2.0 and lo == pytest.approx(2.0 - 1.959964 * se, rel=1e-5) and hi == pytest.approx(2.0 + 1.959964 * se, rel=1e-5)
+    assert np.isnan(ratio_of_estimates(4.0, float("nan"), 2.0, 0.2)[1])
+    assert np.isnan(ratio_of_estimates(4.0, 0.1, 0.0, 0.2)[0])
+
+
+def test_ratio_ci_of_sums_of_statistics():
+    rng = np.random.default_rng(1)
+    sign, verify = 10 + rng.standard_normal(200), 2 + 0.1 * rng.standard_normal(200)
+    other = 6 + 0.1 * rng.standard_normal(200)
+    r, lo, hi = stats.ratio_ci((sign, verify), other)
+    assert r == pytest.approx((np.median(sign) + np.median(verify)) / np.median(other))
+    assert lo < r < hi and hi - lo < 0.2
+    assert np.isnan(stats.ratio_ci((sign, np.array([])), other)[0])
+    assert np.isnan(stats.ratio_ci((sign, np.array([1.0])), other)[1])
+
+
+def test_bootstrap_ci_of_any_combination_of_samples():
+    rng = np.random.default_rng(1)
+    enc, dec, base = rng.normal(30, 0.3, 500), rng.normal(30, 0.3, 500), rng.normal(40, 0.4, 500)
+    value, low, high = stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2])
+    assert value == pytest.approx((np.median(enc) + np.median(dec)) / np.median(base))
+    assert stats.ratio_ci((enc, dec), base) == (value, low, high)  # ratio_ci's sums are this combination
+    other = rng.normal(10, 0.1, 500)  # a ratio of ratios (one machine's over another's)
+    v2 = stats.bootstrap_ci([enc, base, dec, other], lambda s: (s[0] / s[1]) / (s[2] / s[3]))
+    assert v2[0] == pytest.approx((np.median(enc) / np.median(base)) / (np.median(dec) / np.median(other)))
+    assert v2[1] < v2[0] < v2[2]
+    assert low < value < high and high - low < 0.02
+    assert stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2]) == (value, low, high)  # seeded
+    # ratio_ci is the two-sample case
+    assert stats.ratio_ci(enc, base) == stats.bootstrap_ci([enc, base], lambda s: s[0] / s[1])
+    # one value says nothing about its spread; an empty sample gives nothing
+    v, lo, hi = stats.bootstrap_ci([enc, [5.0]], lambda s: s[0] / s[1])
+    assert v == pytest.approx(np.median(enc) / 5) and math.isnan(lo) and math.isnan(hi)
+    assert all(math.isnan(x) for x in stats.bootstrap_ci([enc, []], lambda s: s[0] / s[1]))
+
+
+def test_precision_summary_counts_rows_that_missed_their_target():
+    import pandas as pd
+
+    df = pd.DataFrame({"time_ns_rel_ci": [0.004, 0.008, 0.03, float("nan")],
+                       "target_rel_ci": [0.01, 0.01, 0.01, 0.01],
+                       "flags": ["", "unstable-cv", "few-samples;precision-not-reached:budget", "failed:x"]})
+    s = stats.precision_summary(df)
+    assert s == {"rows": 4, "with_precision": 3, "median": 0.008, "worst": 0.03, "targeted": 4, "missed": 1,
+                 "target": 0.01}
+    none = stats.precision_summary(df.drop(columns=["time_ns_rel_ci"]))
+    assert none["with_precision"] == 0 and none["median"] is None

@@ -3,20 +3,25 @@
  * interpreter in the way, so pqlab can state what its Python harness adds.
  *
  *   pqbench --alg ML-DSA-44 --ops keygen,sign,verify --message-bytes 100 \
- *           --budget 1.0 --min-samples 5 --max-samples 1000
+ *           --budget 1.0 --min-samples 5 --max-samples 1000 --counter auto
  *   pqbench --list
  *
- * Each sample times ONE call: CLOCK_MONOTONIC (nanoseconds) and, when the
- * kernel allows it, the perf_event_open CPU-cycle counter of this thread
- * counting user space only (exclude_kernel, exclude_hv).  If the counter
- * cannot be opened the cycles are absent and "cycles_error" says why; the TSC
- * is never substituted.  Every output is checked outside the timed region
- * (signatures verify, tampered signatures and messages are rejected, KEM
- * secrets agree); a failed check marks the operation failed.
+ * Each sample times ONE call: CLOCK_MONOTONIC (nanoseconds) and a cycle
+ * counter with pqlab's labels (pqlab/cycles.py): "core-cycles" = the
+ * perf_event_open CPU-cycle counter of this thread, user space only
+ * (exclude_kernel, exclude_hv); "tsc" = reference cycles read as pqlab's TSC
+ * helper reads them (pqlab/tsc.h: rdtsc on x86-64, cntvct_el0 on aarch64);
+ * "none".  --counter auto takes the first that works, in that order, and
+ * "cycles_error" says why the better ones did not; --counter perf|tsc|none
+ * forces one, and a forced counter that does not work is a usage error.
+ * Every output is checked outside the timed region (signatures verify,
+ * tampered signatures and messages are rejected, KEM secrets agree); a failed
+ * check marks the operation failed.
  *
  * Output: one JSON object on stdout.  Exit status: 0 all operations verified,
- * 1 some operation failed its check (the JSON says which), 2 usage error or
- * unknown algorithm (a JSON object with "error" is still printed).
+ * 1 some operation failed its check (the JSON says which), 2 usage error,
+ * unavailable counter or unknown algorithm (a JSON object with "error" is
+ * still printed).
  *
  * The binary is linked against one liboqs build (see Makefile: rpath, not
  * LD_LIBRARY_PATH) and reports the library it actually loaded (dladdr).
@@ -39,7 +44,10 @@
 
 #include <oqs/oqs.h>
 
-#define PQBENCH_VERSION "1"
+#include "tsc.h"
+
+/* pqlab/native.py checks this: 2 = pqlab's counter labels and --counter. */
+#define PQBENCH_VERSION "2"
 
 #ifndef PQBENCH_VARIANT
 #define PQBENCH_VARIANT ""
@@ -105,20 +113,21 @@ static void json_str(FILE *f, const char *s) {
 	fputc('"', f);
 }
 
-/* ------------------------------------------------- perf_event cycle counter */
+/* ------------------------------------------------------------ cycle counters */
 
 typedef struct {
 	uint64_t value, enabled, running;
 } counter_read;
 
-static int cycles_fd = -1;
-static char cycles_error[256] = "";
+typedef enum { COUNTER_NONE, COUNTER_PERF, COUNTER_TSC } counter_kind;
+static const char *const COUNTER_LABEL[] = {"none", "core-cycles", "tsc"};
 
-static void cycles_open(bool disabled_by_user) {
-	if (disabled_by_user) {
-		snprintf(cycles_error, sizeof cycles_error, "disabled with --no-cycles");
-		return;
-	}
+static counter_kind counter = COUNTER_NONE;
+static int cycles_fd = -1;
+static char cycles_error[512] = "";
+
+/* Opens the perf_event core-cycle counter; false (and the reason in why) if it does not count. */
+static bool perf_open(char *why, size_t n) {
 	struct perf_event_attr pe;
 	memset(&pe, 0, sizeof pe);
 	pe.type = PERF_TYPE_HARDWARE;
@@ -130,37 +139,93 @@ static void cycles_open(bool disabled_by_user) {
 	long fd = syscall(SYS_perf_event_open, &pe, 0 /* this thread */, -1 /* any cpu */, -1, 0);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(cycles_error, sizeof cycles_error, "perf_event_open(cpu-cycles, user) failed: %s (errno %d)",
-		         strerror(e), e);
-		return;
+		snprintf(why, n, "perf_event_open: %s (errno %d)%s", strerror(e), e,
+		         e == ENOENT ? " (no PMU: typical of virtual machines)" : "");
+		return false;
 	}
-	cycles_fd = (int) fd;
 	/* The counter must actually advance (some virtual PMUs accept the event and count nothing). */
 	counter_read a, b;
-	if (read(cycles_fd, &a, sizeof a) != (ssize_t) sizeof a) {
-		int e = errno;
-		snprintf(cycles_error, sizeof cycles_error, "read() on the perf_event fd failed: %s", strerror(e));
-		close(cycles_fd);
-		cycles_fd = -1;
-		return;
+	if (read((int) fd, &a, sizeof a) != (ssize_t) sizeof a) {
+		snprintf(why, n, "read() on the perf_event fd failed: %s", strerror(errno));
+		close((int) fd);
+		return false;
 	}
 	volatile uint64_t sink = 0;
 	for (uint64_t i = 0; i < 200000; i++) {
 		sink += i;
 	}
 	(void) sink;
-	if (read(cycles_fd, &b, sizeof b) != (ssize_t) sizeof b || b.value <= a.value) {
-		snprintf(cycles_error, sizeof cycles_error,
-		         "perf_event_open cpu-cycles counter did not advance (no working PMU in this VM?)");
-		close(cycles_fd);
-		cycles_fd = -1;
+	if (read((int) fd, &b, sizeof b) != (ssize_t) sizeof b || b.value <= a.value) {
+		snprintf(why, n, "perf_event_open opened a cycle counter that does not count (the virtual PMU counts nothing)");
+		close((int) fd);
+		return false;
+	}
+	cycles_fd = (int) fd;
+	return true;
+}
+
+static bool tsc_works(char *why, size_t n) {
+	uint64_t a = pqlab_tsc_now();
+	struct timespec pause = {0, 1000000};
+	nanosleep(&pause, NULL);
+	if (pqlab_tsc_now() <= a) {
+		snprintf(why, n, "%s does not advance here", PQLAB_TSC_NAME);
+		return false;
+	}
+	return true;
+}
+
+/* Chooses the counter: "auto" (core cycles, else tsc, else none) or a forced one.
+ * False if a forced counter does not work (cycles_error says why). */
+static bool counter_open(const char *mode) {
+	char why_perf[256] = "", why_tsc[256] = "";
+	bool any = strcmp(mode, "auto") == 0;
+	if (strcmp(mode, "none") == 0) {
+		snprintf(cycles_error, sizeof cycles_error, "--counter none");
+		return true;
+	}
+	if ((any || strcmp(mode, "perf") == 0) && perf_open(why_perf, sizeof why_perf)) {
+		counter = COUNTER_PERF;
+		return true;
+	}
+	if (!any && strcmp(mode, "perf") == 0) {
+		snprintf(cycles_error, sizeof cycles_error, "--counter perf: core cycles are unavailable here: %s", why_perf);
+		return false;
+	}
+	if (tsc_works(why_tsc, sizeof why_tsc)) {
+		counter = COUNTER_TSC;
+		snprintf(cycles_error, sizeof cycles_error, "%s%s", any ? "no core cycles: " : "", any ? why_perf : "");
+		return true;
+	}
+	if (!any) {
+		snprintf(cycles_error, sizeof cycles_error, "--counter tsc: %s", why_tsc);
+		return false;
+	}
+	snprintf(cycles_error, sizeof cycles_error, "no core cycles: %s; no TSC reference cycles: %s", why_perf, why_tsc);
+	return true;
+}
+
+/* The counter now; for perf also the times it was enabled and running (a
+ * multiplexed counter runs part of the time).  A failed perf read gives zeros,
+ * which the caller treats as a missing count. */
+static inline void counter_now(counter_read *r) {
+	if (counter == COUNTER_TSC) {
+		r->value = pqlab_tsc_now();
+		r->enabled = r->running = 1;
+	} else if (counter == COUNTER_PERF && read(cycles_fd, r, sizeof *r) != (ssize_t) sizeof *r) {
+		r->value = r->enabled = r->running = 0;
 	}
 }
 
-static inline void cycles_read(counter_read *r) {
-	if (read(cycles_fd, r, sizeof *r) != (ssize_t) sizeof *r) {
-		r->value = r->enabled = r->running = 0;
+/* Counts between two reads, or -1 where the counter did not run for the whole interval. */
+static inline int64_t counter_delta(const counter_read *a, const counter_read *b) {
+	if (counter == COUNTER_TSC) {
+		return (int64_t) (b->value - a->value);
 	}
+	if (counter == COUNTER_PERF && b->running - a->running == b->enabled - a->enabled && b->running > a->running) {
+		return (int64_t) (b->value - a->value);
+	}
+	return -1;
 }
 
 /* ------------------------------------------------------- sample recording */
@@ -444,26 +509,18 @@ typedef struct {
 
 /* One timed call.  Order: counter read, clock, CALL, clock, counter read, so
  * the nanoseconds bracket only the call and two vDSO clock reads, and the
- * cycles add only the user-space tail/head of the read() syscalls and the
- * clock reads (see "timer_overhead_*" for the size of both). */
+ * cycles add only the counter reads' own tail/head and the clock reads (see
+ * "timer_overhead_*" for the size of both). */
 static OQS_STATUS timed_call(const op_spec *spec, ctx *c, series *s) {
 	counter_read a = {0, 0, 0}, b = {0, 0, 0};
-	if (cycles_fd >= 0) {
-		cycles_read(&a);
-	}
+	counter_now(&a);
 	uint64_t t0 = now_ns();
 	OQS_STATUS rc = spec->call(c);
 	uint64_t t1 = now_ns();
-	if (cycles_fd >= 0) {
-		cycles_read(&b);
-	}
-	int64_t cyc = -1;
-	if (cycles_fd >= 0 && b.running - a.running == b.enabled - a.enabled && b.running > a.running) {
-		cyc = (int64_t) (b.value - a.value);
-	}
+	counter_now(&b);
 	if (s->n < s->cap) {
 		s->ns[s->n] = t1 - t0;
-		s->cycles[s->n] = cyc;
+		s->cycles[s->n] = counter_delta(&a, &b);
 		s->n++;
 	}
 	return rc;
@@ -538,16 +595,13 @@ static void timer_overhead(uint64_t *ns_med, int64_t *cyc_med) {
 	size_t nc = 0;
 	for (int i = 0; i < N; i++) {
 		counter_read a = {0, 0, 0}, b = {0, 0, 0};
-		if (cycles_fd >= 0) {
-			cycles_read(&a);
-		}
+		counter_now(&a);
 		uint64_t t0 = now_ns();
 		uint64_t t1 = now_ns();
-		if (cycles_fd >= 0) {
-			cycles_read(&b);
-			if (b.running - a.running == b.enabled - a.enabled) {
-				cyc[nc++] = b.value - a.value;
-			}
+		counter_now(&b);
+		int64_t d = counter_delta(&a, &b);
+		if (d >= 0) {
+			cyc[nc++] = (uint64_t) d;
 		}
 		ns[i] = t1 - t0;
 	}
@@ -670,7 +724,7 @@ static void print_series(FILE *f, const char *key_ns, const char *key_cyc, const
 		fprintf(f, "%s%" PRIu64, i ? ", " : "", s->ns[i]);
 	}
 	fprintf(f, "], \"%s\": [", key_cyc);
-	if (cycles_fd >= 0) {
+	if (counter != COUNTER_NONE) {
 		for (size_t i = 0; i < s->n; i++) {
 			if (s->cycles[i] < 0) {
 				fprintf(f, "%snull", i ? ", " : "");
@@ -688,10 +742,11 @@ static void usage(FILE *f) {
 	fputs("usage: pqbench --alg NAME [--ops keygen,sign,verify | keygen,encaps,decaps]\n"
 	      "               [--message-bytes N] [--budget SECONDS] [--min-samples N]\n"
 	      "               [--max-samples N] [--warmup N] [--pool N] [--fixed-message]\n"
-	      "               [--cpu N] [--no-cycles]\n"
+	      "               [--cpu N] [--counter auto|perf|tsc|none]\n"
 	      "       pqbench --list\n"
-	      "Times each liboqs call (one call per sample) in ns and user-space core cycles\n"
-	      "(perf_event_open) and prints one JSON object.  --budget is wall-clock seconds per\n"
+	      "Times each liboqs call (one call per sample) in ns and cycles (--counter: auto =\n"
+	      "core cycles via perf_event_open, else TSC reference cycles, else none) and prints\n"
+	      "one JSON object.  --budget is wall-clock seconds per\n"
 	      "operation (checks included); --min-samples are always taken.  Sign uses a fresh\n"
 	      "random message per sample, verify and decaps cycle through --pool pre-made inputs;\n"
 	      "--fixed-message uses one message / input throughout.  --cpu pins the process.\n",
@@ -714,7 +769,8 @@ int main(int argc, char **argv) {
 	char *ops_arg = NULL;
 	options opt = {.pool = 16, .mlen = 100, .fixed_message = false};
 	sampling sp = {.budget_s = 1.0, .min_samples = 5, .max_samples = 1000, .warmup = 3};
-	bool list = false, no_cycles = false;
+	bool list = false;
+	const char *counter_mode = "auto";
 	long cpu = -1;
 
 	static const struct option longopts[] = {
@@ -728,13 +784,13 @@ int main(int argc, char **argv) {
 		{"pool", required_argument, NULL, 'p'},
 		{"fixed-message", no_argument, NULL, 'F'},
 		{"cpu", required_argument, NULL, 'c'},
-		{"no-cycles", no_argument, NULL, 'C'},
+		{"counter", required_argument, NULL, 'C'},
 		{"list", no_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "a:o:m:b:n:N:w:p:Fc:Clh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "a:o:m:b:n:N:w:p:Fc:C:lh", longopts, NULL)) != -1) {
 		bool ok = true;
 		size_t v = 0;
 		char *end;
@@ -772,7 +828,9 @@ int main(int argc, char **argv) {
 			cpu = (long) v;
 			break;
 		case 'C':
-			no_cycles = true;
+			counter_mode = optarg;
+			ok = strcmp(optarg, "auto") == 0 || strcmp(optarg, "perf") == 0 || strcmp(optarg, "tsc") == 0 ||
+			     strcmp(optarg, "none") == 0;
 			break;
 		case 'l':
 			list = true;
@@ -892,7 +950,10 @@ int main(int argc, char **argv) {
 			return 2;
 		}
 	}
-	cycles_open(no_cycles);
+	if (!counter_open(counter_mode)) {
+		print_error_json(alg, cycles_error);
+		return 2;
+	}
 	uint64_t ovh_ns;
 	int64_t ovh_cyc;
 	timer_overhead(&ovh_ns, &ovh_cyc);
@@ -958,9 +1019,11 @@ int main(int argc, char **argv) {
 	fputs("{", f);
 	print_build_info(f);
 	fputs(", \"cycles_source\": ", f);
-	json_str(f, cycles_fd >= 0 ? "perf_event_open:cpu-cycles:user" : "");
+	json_str(f, COUNTER_LABEL[counter]);
 	fputs(", \"cycles_error\": ", f);
-	json_str(f, cycles_fd >= 0 ? "" : cycles_error);
+	json_str(f, cycles_error);
+	fputs(", \"counter_requested\": ", f);
+	json_str(f, counter_mode);
 	fputs(", \"timer\": \"clock_gettime(CLOCK_MONOTONIC)\"", f);
 	fprintf(f, ", \"timer_overhead_ns\": %" PRIu64, ovh_ns);
 	if (ovh_cyc >= 0) {

@@ -1,14 +1,17 @@
 """Backends register their algorithms with :func:`pqlab.algorithms.register`.
 
-Each module has a ``register_all()``; a backend whose library is missing registers nothing
-and says why in :data:`UNAVAILABLE`.
+Each module has a ``register_all()``; a backend whose library is missing or unusable registers
+nothing and says why in :data:`UNAVAILABLE` (``python -m pqlab list`` prints it), and every other
+backend still works.
 """
 from __future__ import annotations
 
 import importlib
 
+from ..liboqs_loader import LiboqsNotFound
+
 MODULES = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure_python", "ascon")
-#: backend module -> why it registered nothing (a missing optional library)
+#: backend module -> why it registered nothing (a missing optional library, no usable liboqs)
 UNAVAILABLE: dict[str, str] = {}
 
 
@@ -21,5 +24,7 @@ def load_all() -> None:
             continue
         try:
             module.register_all()
+        except LiboqsNotFound as exc:
+            UNAVAILABLE[name] = str(exc)
         except ImportError as exc:
             UNAVAILABLE[name] = f"{exc} (install it to use this backend)"

@@ -6,11 +6,26 @@ import functools
 from ..algorithms import Algorithm, register
 
 
+def engine(name: str) -> str:
+    """What PyCryptodome runs for `name`, read from the installed package: AES through the AES-NI
+    instructions or its portable C code (``AES._raw_aes_hw``), RSA and ECC on which big-integer
+    class (``Crypto.Math.Numbers.Integer``: GMP, its own C code or pure Python)."""
+    if name.startswith("AES"):
+        from Crypto.Cipher import AES
+
+        return "AES-NI instructions" if getattr(AES, "_raw_aes_hw", None) else "portable C AES"
+    if name.startswith(("RSA", "ECDSA")):
+        from Crypto.Math.Numbers import Integer
+
+        return f"big integers: {Integer.__name__}"
+    return "its own C code"
+
+
 class _Dome(Algorithm):
     def __init__(self, name, kind, family, level=None, key_encoding="raw", notes=""):
         import Crypto
 
-        super().__init__(name, kind, family, "pycryptodome", f"PyCryptodome {Crypto.__version__}",
+        super().__init__(name, kind, family, "pycryptodome", f"PyCryptodome {Crypto.__version__} ({engine(name)})",
                          Crypto.__version__, level, key_encoding, notes)
 
 

@@ -374,11 +374,23 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     the message sizes at which the stack is measured too (default: all; the stack does not depend on
     the message, and its massif runs are the slow ones).
     """
+    from .. import inputs
     from ..algorithms import resolve
+    from ..errors import BadInput
     from ..recorder import RunRecorder
 
-    algos = resolve(algorithms)
-    sizes = [message_bytes] if isinstance(message_bytes, int) else list(message_bytes)
+    algos = inputs.unique(resolve(algorithms))
+    not_signatures = [f"{a.name}@{a.backend} ({a.kind})" for a in algos if a.kind != "sig"]
+    if not_signatures:
+        raise BadInput(f"measure_memory measures signature schemes; {', '.join(not_signatures)} "
+                       f"{'is' if len(not_signatures) == 1 else 'are'} not: leave {'it' if len(not_signatures) == 1 else 'them'} out")
+    operations = sorted(set(op for ops in inputs.operations(algos, operations) for op in ops),
+                        key=SIGNATURE_OPERATIONS.index)
+    sizes = inputs.message_sizes(message_bytes)
+    if stack_message_bytes is not None:
+        stack_message_bytes = inputs.message_sizes(stack_message_bytes)
+    jobs = inputs.count(jobs, "jobs")
+    timeout_s = inputs.positive_number(timeout_s, "timeout_s")
     status = find_valgrind()
     if use_valgrind is None:
         use_valgrind = status["available"]

@@ -1,5 +1,6 @@
-"""Energy analysis of notebook 05: which power source, energy tables, replay of the Pi 4 study,
-efficiency rankings, cross-platform ratios, recommendations and figures -- all from data.
+"""Energy analysis of notebook 05: which power source, our times and energies, efficiency rankings,
+Pi/here ratios and recommendations -- all from data.  The study's own table is checked in
+:mod:`pqlab.studies.energy_pi4_published`; the figures are in :mod:`pqlab.studies.energy_pi4_figures`.
 
 The measurement API (power sources, integration, traces) is :mod:`pqlab.energy`; this module
 puts its results, our timings and the Pi 4 study's published table side by side, with every
@@ -26,37 +27,46 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plotting
+from .. import flags
 from ..algorithms import get
+from ..benchmark import describe_harness
+from ..context import context_line
 from ..energy import (
+    MIN_SAMPLE_PERIODS,
     RAPL,
-    RECONSTRUCTED_NOTE,
     ModelledPower,
     PowerSource,
-    ReplaySource,
-    Trace,
     describe_source,
     energy_run,
     read_trace,
-    trace_from_reference,
-    write_trace,
 )
-from ..formatting import fmt_bytes_binary, fmt_energy_uj, fmt_factor, fmt_time_ms
+from ..formatting import (
+    fmt_bytes_binary,
+    fmt_energy_uj,
+    fmt_factor,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_time_ms,
+    slug,
+)
 from ..paths import RAW
 from ..results import verified_rows
+from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
+from .energy_pi4_published import (
+    effective_power,
+    envelope_w,
+    reference_long,
+    setup_text,
+    setup_value,
+    time_power_check,
+)
 
 KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
 #: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
 #: sealed and opened.  Recommendations compare algorithms by the sum over these.
 USE = {"kem": ("keygen", "encaps", "decaps"), "sig": ("sign", "verify"), "cipher": ("encrypt", "decrypt")}
 CLASSICAL_FAMILIES = ("elliptic-curve", "RSA")
-PUBLISHED = "published (gross)"
-REPLAY_GROSS = "replay (gross)"
 MEASURED_NET, MEASURED_GROSS = "measured (net)", "measured (gross)"
-
-
-def replay_net_basis(idle_w: float) -> str:
-    return f"replay (net of assumed idle {idle_w:g} W)"
 
 
 def modelled_basis(watts: float) -> str:
@@ -67,13 +77,15 @@ def is_modelled(basis: str) -> bool:
     return str(basis).startswith("modelled")
 
 
-def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float) -> str:
+def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s: float,
+                          setup: pd.DataFrame) -> str:
     """What this run can say about energy, and why (generated, machine-dependent)."""
     if live.available:
         text = (f"**Live energy from {describe_source(live)}.** Each operation runs in a window of at least "
-                f"{20} sample periods between two idle windows of {idle_s * 1e3:g} ms (the study's warm-up and "
-                "cool-down); energy per operation is the integral of power over the window minus the idle "
-                "baseline (*net*); the *gross* value (baseline included) is what the study tabulated.")
+                f"{MIN_SAMPLE_PERIODS} sample periods between two idle windows of {idle_s * 1e3:g} ms (the study's "
+                f"warm-up and cool-down: {setup_text(setup, 'warmup')} and {setup_text(setup, 'cooldown')} ms); energy "
+                "per operation is the integral of power over the window minus the idle baseline (*net*); the *gross* "
+                "value (baseline included) is what the study tabulated.")
         if isinstance(live, RAPL):
             text += (" RAPL counts the CPU package, not the whole board the study's INA219 saw: compare its "
                      "gross values with the study's only in order of magnitude.")
@@ -92,7 +104,7 @@ def power_source_markdown(live: PowerSource, model: ModelledPower | None, idle_s
 
 def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
     """Verified rows of runs as: algorithm, backend, kind, family, nist_level, operation,
-    message_bytes, time_ms (median), q1_ms, q3_ms, samples, implementation, flags."""
+    message_bytes, time_ms (median), q1_ms, q3_ms, rel_ci (precision reached), samples, implementation, flags."""
     df = verified_rows(measurements)
     kinds = {(a, b): get(a, b).kind for a, b in df[["algorithm", "backend"]].drop_duplicates().itertuples(index=False)}
     out = pd.DataFrame({
@@ -100,9 +112,78 @@ def timing_table(measurements: pd.DataFrame) -> pd.DataFrame:
         "kind": [kinds[(a, b)] for a, b in zip(df["algorithm"], df["backend"], strict=True)],
         "family": df["family"], "nist_level": df["nist_level"].astype("Int64"), "operation": df["operation"],
         "message_bytes": df["message_bytes"].astype("Int64"), "time_ms": df["time_ns_median"] / 1e6,
-        "q1_ms": df["time_ns_q1"] / 1e6, "q3_ms": df["time_ns_q3"] / 1e6, "samples": df["samples"],
+        "q1_ms": df["time_ns_q1"] / 1e6, "q3_ms": df["time_ns_q3"] / 1e6, "rel_ci": df["time_ns_rel_ci"],
+        "samples": df["samples"],
         "implementation": df["implementation"], "flags": df["flags"].fillna("")})
     return out.reset_index(drop=True)
+
+
+def aead_table(times: pd.DataFrame) -> pd.DataFrame:
+    """Our AEAD medians (ms): one row per algorithm and operation, one column per payload (bytes)."""
+    return times[times["kind"] == "cipher"].pivot_table(index=["algorithm", "operation"], columns="message_bytes",
+                                                         values="time_ms")
+
+
+def describe_measured(times: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """What was measured here, through which backend, and what the study lacked (Markdown)."""
+    lines = []
+    for kind, g in times.drop_duplicates(["algorithm", "backend"]).groupby("kind", sort=False):
+        by_backend = "; ".join(f"{', '.join(h['algorithm'])} through {b}" for b, h in g.groupby("backend", sort=False))
+        lines.append(f"- **{KIND_LABEL[kind]}s** ({len(g)}): {by_backend}.")
+    extra = times[~times["algorithm"].isin(reference["algorithm"]) & ~times["family"].map(_is_pq)]
+    named = [a + (f" ({get(a, b).notes})" if get(a, b).notes else "")
+             for a, b in extra.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend"]].itertuples(index=False)]
+    if named:
+        lines.append(f"- Classical baselines the study did not measure: {'; '.join(named)}.")
+    return "\n".join(lines)
+
+
+def describe_hqc(runs) -> str:
+    """HQC's status, when HQC ran here through liboqs: which liboqs, and that upstream switched it off."""
+    ran = any(((r.measurements["algorithm"].str.startswith("HQC")) & (r.measurements["backend"] == "liboqs")).any()
+              for r in runs)
+    meta = _liboqs_meta(runs)
+    if not ran or not meta:
+        return ""
+    return (f"HQC ran here through liboqs {meta['liboqs'].get('liboqs_version', 'of unknown version')}, built by the "
+            "`oqs-sys` crate, which switches HQC back on: upstream liboqs leaves it off by default since a flaw in its "
+            "IND-CCA2 security was announced (liboqs pull request 2122). These are the costs of that pre-fix HQC: fine "
+            "for measuring cost, not for deployment.")
+
+
+def describe_implementations(times: pd.DataFrame, run) -> str:
+    """The implementation behind each backend, the harness's own cost beside the fastest operation, and
+    the interpreter caveat of pure-Python backends (Markdown, from the run)."""
+    impls = times.drop_duplicates("backend")[["backend", "implementation"]]
+    text = "Implementations: " + "; ".join(f"**{b}**: {i}" for b, i in impls.itertuples(index=False)) + "."
+    if "harness_overhead_ns" in run.meta:
+        fastest = times.loc[times["time_ms"].idxmin()]
+        text += (f" {describe_harness(run)} The do-nothing call is "
+                 f"{fmt_percent(run.meta['harness_overhead_ns'] / (fastest['time_ms'] * 1e6), 1)} of the fastest "
+                 f"operation here ({fastest['algorithm']} {fastest['operation']}, {fmt_time_ms(fastest['time_ms'])}).")
+    for a, b in times.drop_duplicates(["algorithm", "backend"])[["algorithm", "backend"]].itertuples(index=False):
+        algo = get(a, b)
+        if "pure Python" in algo.implementation:
+            text += (f"\n\n{a} runs in **pure Python** ({algo.implementation}; {algo.notes}): its times measure the "
+                     f"interpreter as much as {a}. They show what a Python deployment pays, not what {a} costs in C "
+                     "or on a microcontroller.")
+    few = times[flags.has(times["flags"], "few-samples")]
+    if len(few):
+        text += (f"\n\n{len(few)} of {len(times)} timings rest on fewer than {MIN_SAMPLES} samples (flag "
+                 "`few-samples`): their medians are rough and their intervals wide.")
+    return text
+
+
+def describe_comparison_caveats(setup: pd.DataFrame, runs) -> str:
+    """What limits a Pi/here comparison, one sentence each (Markdown, from the study's set-up and our runs)."""
+    freq = (runs[0].meta.get("frequency") if runs else None) or {}
+    here = (f"governor {freq.get('scaling_governor') or 'unknown'}, boost {freq.get('boost') or 'unknown'}"
+            if freq.get("available") else f"unknown: {freq.get('reason', 'not recorded')}")
+    return "\n".join([
+        "- The study does not say whether its times are means or medians, nor how many calls each rests on; ours "
+        "are medians of per-call times (their sample counts are in the table below).",
+        f"- Its clock was not pinned (governor {setup_text(setup, 'cpu_governor')}); here the frequency state is {here}.",
+        "- The Pi's factor therefore mixes clock, core and build; no part of it is attributed to any one of them."])
 
 
 def failures(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -134,21 +215,49 @@ def _label(row) -> str:
     return f"{row['algorithm']} {row['operation']}{size_text}"
 
 
-def live_energy(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
-                trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
-                study: str = "05_energy", save: bool = True) -> pd.DataFrame:
-    """Energy per operation from a live ``source`` for every row of ``times``, measured and recorded as a
-    run by :func:`pqlab.energy.energy_run`; one row per operation with the columns :func:`energy_long` reads
-    (``run_id`` names the run)."""
-    run = energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
-                     progress=progress, save=save)
-    m = run.measurements
+def live_energy_runs(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
+                     trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
+                     study: str = "05_energy", save: bool = True) -> list:
+    """Energy of every row of ``times`` from a live ``source``, measured and recorded as a run by
+    :func:`pqlab.energy.energy_run`: ``[run]``; ``[]`` when there is no live source (nothing is measured)."""
+    if not source.available:
+        return []
+    return [energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
+                       progress=progress, save=save)]
+
+
+def live_rows(runs) -> pd.DataFrame | None:
+    """The energy runs' rows with the columns :func:`energy_long` reads (``run_id`` names the run); None
+    without a run."""
+    if not runs:
+        return None
+    m = pd.concat([r.measurements for r in runs], ignore_index=True)
     return pd.DataFrame({"algorithm": m["algorithm"], "backend": m["backend"], "operation": m["operation"],
                          "message_bytes": m["message_bytes"], "energy_uj": m["energy_uj"],
                          "gross_energy_uj": m["gross_energy_uj"], "power_w": m["power_w"],
                          "baseline_w": m["baseline_w"], "window_time_ms": m["window_time_ns"] / 1e6,
                          "loops": m["loops"], "power_samples": m["power_samples"], "windows": m["samples"],
                          "energy_source": m["energy_source"], "run_id": m["run_id"]})
+
+
+def describe_energy_here(ours: pd.DataFrame, live: PowerSource, runs) -> str:
+    """What energy this run has (Markdown): none and why, or the bases and how many operations each, with
+    the energy run's context line."""
+    if ours.empty:
+        return (f"**No energy was measured here**: {live.reason}; and `modelled_power_w` is not set, so none is "
+                "modelled either. The figures below use the study's published energies.")
+    text = "Energies here, by basis: " + ", ".join(
+        f"**{b}** ({n} operations)" for b, n in ours.groupby("basis", sort=False).size().items()) + "."
+    text += f" Energy run: {context_line(runs)}." if runs else ""
+    return f"{text}\n\n{energy_here_table(ours).to_markdown(floatfmt='.4g')}"
+
+
+def energy_here_table(ours: pd.DataFrame) -> pd.DataFrame:
+    """Our energies, one column per basis (µJ); empty without any."""
+    if ours.empty:
+        return pd.DataFrame()
+    return ours.pivot_table(index=["algorithm", "operation", "message_bytes"], columns="basis", values="energy_uj",
+                            dropna=False).dropna(how="all")
 
 
 def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
@@ -172,120 +281,6 @@ def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
     return pd.concat([p[cols] for p in parts], ignore_index=True)
 
 
-def reference_long(reference: pd.DataFrame) -> pd.DataFrame:
-    """The study's rows in the long form of :func:`energy_long` (basis ``published (gross)``)."""
-    meta = _registry_meta(reference["algorithm"])
-    return pd.DataFrame({
-        "kind": reference["kind"], "family": reference["algorithm"].map(lambda a: meta[a][0]),
-        "nist_level": reference["algorithm"].map(lambda a: meta[a][1]).astype("Int64"),
-        "algorithm": reference["algorithm"], "backend": "Pi 4 study", "operation": reference["operation"],
-        "message_bytes": pd.array([pd.NA] * len(reference), dtype="Int64"), "time_ms": reference["time_ms"],
-        "power_w": reference["power_w"], "energy_uj": reference["energy_uj"], "basis": PUBLISHED,
-        "source": "reference:05_energy_pi4"})
-
-
-def _registry_meta(names) -> dict:
-    """family and NIST level of each name from the registry (names the registry lacks: other, NA)."""
-    out = {}
-    for n in dict.fromkeys(names):
-        try:
-            a = get(n)
-            out[n] = (a.family, a.nist_level)
-        except KeyError:
-            out[n] = ("other", pd.NA)
-    return out
-
-
-def reference_consistency(reference: pd.DataFrame, tolerance: float = 0.02) -> pd.DataFrame:
-    """Does the published energy equal time x power? Per table: rows, rows within ``tolerance``,
-    and the smallest and largest relative deviation (%)."""
-    dev = reference["energy_uj"] / (reference["time_ms"] * reference["power_w"] * 1e3) - 1
-    df = reference.assign(deviation=dev)
-    rows = []
-    for kind, g in df.groupby("kind", sort=False):
-        rows.append({"table": KIND_LABEL.get(kind, kind), "rows": len(g),
-                     f"within_{tolerance:.0%}": int((g["deviation"].abs() <= tolerance).sum()),
-                     "min_deviation_%": round(100 * g["deviation"].min(), 2),
-                     "max_deviation_%": round(100 * g["deviation"].max(), 2)})
-    return pd.DataFrame(rows)
-
-
-def replay_reference(reference: pd.DataFrame, idle_w: float, path: str | Path | None = None,
-                     gap_s: float = 0.1) -> tuple[Trace, pd.DataFrame]:
-    """Reconstruct a step trace from the published means (NOT a measurement), replay it through
-    :class:`pqlab.energy.ReplaySource` and compare: ``(trace, table)``.
-
-    The table has, per published row: time and power as published, the replayed window time,
-    gross and net energy, and the relative differences of the replayed gross energy from
-    time x power and from the published energy. ``path`` (optional) receives the trace file.
-    """
-    trace = trace_from_reference(reference, idle_w=idle_w, gap_s=gap_s)
-    replayed = ReplaySource(trace).trace.results(idle_s=gap_s)
-    if path is not None:
-        write_trace(trace, Path(path).resolve())
-    t_x_p = reference["time_ms"].to_numpy() * reference["power_w"].to_numpy() * 1e3
-    table = pd.DataFrame({
-        "kind": reference["kind"].to_numpy(), "algorithm": reference["algorithm"].to_numpy(),
-        "operation": reference["operation"].to_numpy(), "time_ms": reference["time_ms"].to_numpy(),
-        "power_w": reference["power_w"].to_numpy(), "published_energy_uj": reference["energy_uj"].to_numpy(),
-        "replay_time_ms": replayed["time_ns"].to_numpy() / 1e6,
-        "replay_gross_uj": replayed["gross_energy_uj"].to_numpy(), "replay_net_uj": replayed["energy_uj"].to_numpy(),
-        "replay_baseline_w": replayed["baseline_w"].to_numpy(), "source": replayed["source"].to_numpy()})
-    table["gross_vs_time_x_power"] = table["replay_gross_uj"] / t_x_p - 1
-    table["gross_vs_published"] = table["replay_gross_uj"] / table["published_energy_uj"] - 1
-    table["net_vs_time_x_excess_power"] = table["replay_net_uj"] / (
-        table["time_ms"] * (table["power_w"] - idle_w) * 1e3) - 1
-    return trace, table
-
-
-def replay_check(table: pd.DataFrame, exact: float = 1e-9) -> pd.DataFrame:
-    """The replay's checks as plain rows (deterministic): what is reproduced, and how closely."""
-    def worst(col: str) -> float:
-        return float(table[col].abs().max())
-
-    gross = table["gross_vs_published"]
-    return pd.DataFrame([
-        {"check": "replayed window time = published time", "rows": len(table),
-         "holds": bool((table["replay_time_ms"] / table["time_ms"] - 1).abs().max() < exact),
-         "detail": f"max |relative difference| < {exact:g}"},
-        {"check": "replayed gross energy = published time x power", "rows": len(table),
-         "holds": worst("gross_vs_time_x_power") < exact, "detail": f"max |relative difference| < {exact:g}"},
-        {"check": "replayed net energy = time x (power - assumed idle)", "rows": len(table),
-         "holds": worst("net_vs_time_x_excess_power") < exact, "detail": f"max |relative difference| < {exact:g}"},
-        {"check": "replayed gross energy vs published energy column", "rows": len(table),
-         "holds": bool(gross.abs().max() < 0.02),
-         "detail": f"from {100 * gross.min():+.2f} % to {100 * gross.max():+.2f} % (within 2 %)"},
-    ])
-
-
-def replay_long(table: pd.DataFrame, idle_w: float) -> pd.DataFrame:
-    """The replay in the long form (bases ``replay (gross)`` and ``replay (net of assumed idle)``)."""
-    meta = _registry_meta(table["algorithm"])
-    base = pd.DataFrame({
-        "kind": table["kind"], "family": table["algorithm"].map(lambda a: meta[a][0]),
-        "nist_level": table["algorithm"].map(lambda a: meta[a][1]).astype("Int64"),
-        "algorithm": table["algorithm"], "backend": "Pi 4 study", "operation": table["operation"],
-        "message_bytes": pd.array([pd.NA] * len(table), dtype="Int64"), "time_ms": table["replay_time_ms"],
-        "source": table["source"]})
-    return pd.concat([base.assign(energy_uj=table["replay_gross_uj"], basis=REPLAY_GROSS),
-                      base.assign(energy_uj=table["replay_net_uj"], basis=replay_net_basis(idle_w))],
-                     ignore_index=True)
-
-
-def replay_markdown(table: pd.DataFrame, idle_w: float) -> str:
-    """What the replay shows, and what it is not (generated)."""
-    share = (table["replay_net_uj"] / table["replay_gross_uj"])
-    lo, hi = share.idxmin(), share.idxmax()
-    return (f"The replay is **{RECONSTRUCTED_NOTE}**: one rectangle of published power per row, for the published "
-            f"time, between idle stretches at an **assumed** {idle_w:g} W (the study states no idle power). "
-            f"Integrating it reproduces time x power for all {len(table)} rows, so the integration is right; it "
-            "cannot add information the means did not have. With that assumption, the net share of each "
-            f"operation's energy runs from {100 * share[lo]:.0f} % ({table.at[lo, 'algorithm']} "
-            f"{table.at[lo, 'operation']}, {table.at[lo, 'power_w']:g} W) to {100 * share[hi]:.0f} % "
-            f"({table.at[hi, 'algorithm']} {table.at[hi, 'operation']}, {table.at[hi, 'power_w']:g} W): most of what "
-            "the study tabulated is the board's idle draw, not the cryptography.")
-
-
 # ----- rankings, ratios, recommendations ----------------------------------------------------
 
 def efficiency_ranking(long: pd.DataFrame) -> pd.DataFrame:
@@ -298,18 +293,72 @@ def efficiency_ranking(long: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("ops_per_joule", ascending=False).reset_index(drop=True)
 
 
-def cross_platform(times: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Pi 4 published time / our median time per (algorithm, operation) both have, largest first.
-    A ratio of 10 means the operation took 10 times longer on the study's Pi 4 than here."""
+def our_rankings(ours: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(file name, title, :func:`efficiency_ranking`) per basis of our energies, ranked gross as the study
+    did: net values near zero carry the baseline's noise."""
+    return [("efficiency_ranking_" + ("modelled" if is_modelled(b) else "measured"), f"Operations per joule here: {b}",
+             efficiency_ranking(g)) for b, g in ours.groupby("basis", sort=False) if b != MEASURED_NET]
+
+
+def our_time_energy(ours: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(file name, title, rows) per basis of our energies for the time-against-energy figure (KEMs and
+    signatures: the AEAD rows span payload sizes, another axis)."""
+    return [(f"time_vs_energy_{slug(b, lower=True)}", f"Time against energy here: {b}", g[g["kind"] != "cipher"])
+            for b, g in ours.groupby("basis", sort=False)]
+
+
+def liboqs_id(name: str) -> str:
+    """liboqs's id of an algorithm in oqsconfig.h: ML-KEM-768 -> ml_kem_768,
+    SPHINCS+-SHA2-128s-simple -> sphincs_sha2_128s_simple."""
+    return name.replace("+", "").replace("-", "_").lower()
+
+
+def _liboqs_meta(runs) -> dict:
+    """The metadata of the first run that loaded liboqs (empty when none did)."""
+    return next((r.meta for r in runs if r.meta.get("liboqs")), {})
+
+
+def code_here(algorithm: str, backend: str, runs) -> str:
+    """Which code ran here for `algorithm`, from the runs' liboqs build record: the CPU-specific
+    implementations compiled in (e.g. "avx2"), "portable C", or "not recorded"."""
+    specific = (_liboqs_meta(runs).get("liboqs") or {}).get("cpu_specific")
+    if backend != "liboqs" or specific is None:
+        return "not recorded"
+    return ", ".join(specific.get(liboqs_id(algorithm), [])) or "portable C"
+
+
+def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_bytes) -> np.ndarray:
+    """Our raw per-call times (ms) of one measurement, from whichever run holds them."""
+    size = None if pd.isna(message_bytes) else int(message_bytes)
+    parts = [r.sample_values(algorithm, operation, backend=backend, message_bytes=size) for r in runs]
+    return np.concatenate(parts) / 1e6 if parts else np.array([])
+
+
+def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.DataFrame:
+    """Pi 4 published time / our median time per (algorithm, operation) both have, largest first, with a
+    bootstrap interval from our samples in ``runs`` only (:func:`pqlab.stats.ratio_to_published`: the
+    published time is one number, of an unstated statistic, with no interval); ``code_here`` names the
+    code liboqs ran here (:func:`code_here`). A ratio of 10: ten times longer on the study's Pi 4."""
     ours = times[times["kind"].isin(["kem", "sig"])]
     ours = ours.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
-    m = ours[["algorithm", "backend", "family", "nist_level", "operation", "time_ms"]].merge(
+    m = ours[["algorithm", "backend", "family", "nist_level", "operation", "message_bytes", "time_ms"]].merge(
         reference[["algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "pi_time_ms"}),
-        on=["algorithm", "operation"], how="inner")
-    m = m.rename(columns={"time_ms": "here_time_ms"})
-    m["pi_over_here"] = m["pi_time_ms"] / m["here_time_ms"]
+        on=["algorithm", "operation"], how="inner").rename(columns={"time_ms": "here_time_ms"})
+    rows = []
+    for r in m.itertuples():
+        samples = _samples_ms(runs, r.algorithm, r.backend, r.operation, r.message_bytes)
+        ratio, low, high = ratio_to_published(r.pi_time_ms, samples, "median")
+        rows.append({"here_samples": len(samples), "pi_over_here": ratio, "pi_over_here_ci_low": low,
+                     "pi_over_here_ci_high": high, "code_here": code_here(r.algorithm, r.backend, runs)})
+    m = pd.concat([m.reset_index(drop=True), pd.DataFrame(rows, index=range(len(m)))], axis=1)
     m["label"] = m["algorithm"] + " " + m["operation"]
     return m.sort_values("pi_over_here", ascending=False).reset_index(drop=True)
+
+
+def cross_platform_caption() -> str:
+    """The caption of the Pi/here table and figure: what the interval covers, and what it cannot."""
+    return (f"Pi 4 published time / median time here, with a {fmt_percent(CONFIDENCE, 0)} bootstrap interval from our "
+            "samples only: the published time is a single number (its statistic unstated) with no interval")
 
 
 def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
@@ -319,24 +368,75 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
     r = ratios.sort_values("pi_over_here", ascending=False)
 
     def items(df) -> str:
-        return "; ".join(f"{x.algorithm} {x.operation} {fmt_factor(x.pi_over_here)} ({fmt_time_ms(x.pi_time_ms)} on the Pi, "
-                         f"{fmt_time_ms(x.here_time_ms)} here)" for x in df.itertuples())
+        return "; ".join(f"{x.algorithm} {x.operation} {fmt_factor_ci(x.pi_over_here, x.pi_over_here_ci_low, x.pi_over_here_ci_high)} "
+                         f"({fmt_time_ms(x.pi_time_ms)} on the Pi, {fmt_time_ms(x.here_time_ms)} here)"
+                         for x in df.itertuples())
 
     fam = r.groupby("family")["pi_over_here"].median().sort_values(ascending=False)
-    slower = int((r["pi_over_here"] > 1).sum())
-    rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"])
-    return (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the "
-            f"Pi; the median factor is {fmt_factor(r['pi_over_here'].median())}. **Largest losses on the Pi:** "
-            f"{items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. Median factor by family: "
-            + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ". "
-            f"The *order* of the operations by time agrees {'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'}"
-            f" (Spearman rank correlation {rho:.2f})"
-            + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
+    slower = int((r["pi_over_here_ci_low"] > 1).sum())
+    text = (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the Pi "
+            f"(the whole interval above one); the median factor is {fmt_factor(r['pi_over_here'].median())}. Intervals "
+            f"({fmt_percent(CONFIDENCE, 0)}, bootstrap) come from our samples only: the published times are single "
+            f"numbers. **Largest losses on the Pi:** {items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. "
+            "Median factor by family: " + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ".")
+    rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"]) if len(r) >= 3 else float("nan")
+    if np.isfinite(rho):
+        text += (f" The *order* of the operations by time agrees "
+                 f"{'closely' if rho >= 0.9 else 'partly' if rho >= 0.5 else 'poorly'} (Spearman rank correlation "
+                 f"{rho:.2f})" + (": the factors differ, the ranking does not." if rho >= 0.9 else "."))
+    known = r[r["code_here"] != "not recorded"]
+    portable = known["code_here"] == "portable C"
+    if portable.any() and (~portable).any():
+        text += (f" Median factor where liboqs ran CPU-specific code here: {fmt_factor(known.loc[~portable, 'pi_over_here'].median())} "
+                 f"({int((~portable).sum())} operations); where it ran portable C: "
+                 f"{fmt_factor(known.loc[portable, 'pi_over_here'].median())} ({int(portable.sum())}); the Pi's build is "
+                 "unknown, so which code ran there is not known.")
+    return text
+
+
+def describe_build_here(runs, setup: pd.DataFrame) -> str:
+    """Which liboqs build and code paths ran here, from the runs' metadata, beside what the study
+    states of its own (Markdown)."""
+    pi = (f"On the Pi, the study gives its liboqs version as '{setup_text(setup, 'liboqs')}' and its CPU as "
+          f"'{setup_text(setup, 'cpu')}'.")
+    meta = _liboqs_meta(runs)
+    if not meta:
+        return f"No run here loaded liboqs. {pi}"
+    info, cpu = meta["liboqs"], meta.get("cpu") or {}
+    config = info.get("build_config") or {}
+    dispatch = ("a dist build: it picks CPU-specific code at run time where the CPU has the extensions that code "
+                "needs" if config.get("OQS_DIST_BUILD") == "1" else
+                f"built for target '{config.get('OQS_OPT_TARGET', 'unknown')}'")
+    model, ext = cpu.get("model") or "model unknown", info.get("cpu_extensions")
+    if ext is None:  # a run recorded before liboqs's own detection was: the CPU's flag
+        found = f"the CPU ({model}) {'reports' if cpu.get('flags_avx2') else 'does not report'} AVX2"
+    else:
+        found = (f"on this CPU ({model}) liboqs detects {', '.join(ext) or 'no extension it dispatches on'}")
+    text = (f"**Here:** liboqs {info.get('liboqs_version', 'of unknown version')}, {info.get('variant', 'unknown')} "
+            f"build ({dispatch}); {found}.")
+    specific = info.get("cpu_specific")
+    if specific is None:
+        return f"{text} Which CPU-specific code the build compiled in was not recorded by this run. {pi}"
+    algorithms = sorted({a for r in runs for a in r.measurements.loc[r.measurements["backend"] == "liboqs", "algorithm"]})
+    ids = {a: liboqs_id(a) for a in algorithms}
+    compiled = [f"{a} ({', '.join(specific[i])})" for a, i in ids.items() if i in specific]
+    portable = [a for a, i in ids.items() if i not in specific]
+    if compiled:
+        text += f" CPU-specific code compiled in for {', '.join(compiled)}."
+    if portable:
+        text += f" Portable C only for {', '.join(portable)}."
+    if "xkcp_low" in specific:
+        text += (" The Keccak code under SHA-3 and SHAKE, which most of these schemes hash with, has a CPU-specific "
+                 f"version ({', '.join(specific['xkcp_low'])}) too.")
+    return f"{text} {pi}"
 
 
 def rank_correlation(a: pd.Series, b: pd.Series) -> float:
-    """Spearman's rank correlation (Pearson on average ranks)."""
-    return float(np.corrcoef(pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy())[0, 1])
+    """Spearman's rank correlation (Pearson on average ranks); nan when either side has one value only."""
+    ra, rb = pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy()
+    if np.ptp(ra) == 0 or np.ptp(rb) == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
@@ -379,8 +479,7 @@ def _latency(t: pd.DataFrame) -> list[str]:
         classical = k[~k["family"].map(_is_pq)]
         if not classical.empty:
             c = classical.iloc[0]
-            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}: "
-                     f"{fmt_factor(c.time_ms / best.time_ms)} the time of {best.algorithm}")
+            text += f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}"
         out.append(text + ").")
     a = t[t["kind"] == "cipher"]
     if not a.empty:
@@ -394,13 +493,15 @@ def _latency(t: pd.DataFrame) -> list[str]:
         slow = ""
         if len(big) > 1:
             slow = (f"; the slowest at {fmt_bytes_binary(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
-                    f"takes {fmt_factor(big.iloc[-1].time_ms / big.iloc[0].time_ms)} as long")
+                    f"takes {fmt_time_ms(big.iloc[-1].time_ms)}")
         out.append(f"- **AEAD** ({_ops('cipher')}, {fmt_bytes_binary(sizes[0])} to {fmt_bytes_binary(sizes[-1])}): fastest "
                    + " and ".join(picks) + slow + ".")
     return out
 
 
-def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
+def _energy_lines(e: pd.DataFrame, where: str, published: bool = False) -> list[str]:
+    """Lowest and highest energy per use; the factor between them only for published energies (two
+    printed numbers: no interval exists to give), ours are given as values."""
     e = e[e["energy_uj"] > 0]  # a ranking by energy needs energies; non-positive net values say nothing
     out = []
     for kind in ("kem", "sig"):
@@ -410,8 +511,9 @@ def _energy_lines(e: pd.DataFrame, where: str) -> list[str]:
         best, worst = k.iloc[0], k.iloc[-1]
         text = f"- **{KIND_LABEL[kind]}**, {where}: {best.algorithm}, {fmt_energy_uj(best.energy_uj)} per {_ops(kind)}"
         if len(k) > 1:
-            text += (f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}, "
-                     f"{fmt_factor(worst.energy_uj / best.energy_uj)} as much")
+            text += f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}"
+            if published:
+                text += f", {fmt_factor(worst.energy_uj / best.energy_uj)} as much (published numbers, no interval)"
         out.append(text + ".")
     a = e[e["kind"] == "cipher"]
     if not a.empty:
@@ -454,8 +556,7 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
         other = at[at["family"] != at.iloc[0].family]
         if kind != "cipher" and not other.empty:
             text += (f"; the fastest resting on a different assumption than {at.iloc[0].family} is "
-                     f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, "
-                     f"{fmt_factor(other.iloc[0].time_ms / at.iloc[0].time_ms)} the time)")
+                     f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, {fmt_time_ms(other.iloc[0].time_ms)})")
         out.append(text + ".")
     return out
 
@@ -478,7 +579,7 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     if reference is not None and len(reference):
         pub = use_totals(reference_long(reference).assign(backend="Pi 4 study"), "energy_uj")
         lines += ["From the study's published energies (Raspberry Pi 4, gross: whole-board power x time):", ""]
-        lines += _energy_lines(pub, "Pi 4, published")
+        lines += _energy_lines(pub, "Pi 4, published", published=True)
     if ours is not None and len(ours):
         groups = dict(list(ours.groupby("basis", sort=False)))
         for basis, g in groups.items():
@@ -510,7 +611,7 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     return "\n".join(lines)
 
 
-# ----- figures ------------------------------------------------------------------------------
+# ----- names and order ---------------------------------------------------------------------
 
 def scheme_of(name: str) -> str:
     """The scheme without its parameter set: ML-KEM-768 -> ML-KEM, SPHINCS+-SHA2-128s-simple ->
@@ -524,20 +625,8 @@ def short_name(name: str) -> str:
     return name.replace("Classic-McEliece-", "McEliece-").replace("SPHINCS+-SHA2-", "SPHINCS+-").replace("-simple", "")
 
 
-#: The operations' roles, so KEMs and signatures share colours in one chart.
-PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
-        "verify": "decaps / verify", "encrypt": "encrypt", "decrypt": "decrypt"}
 OPERATION_ORDER = ("keygen", "encaps", "decaps", "sign", "verify", "encrypt", "decrypt")
 
-
-def basis_colors(bases) -> dict:
-    """A stable colour per energy basis (published, replayed, measured, modelled)."""
-    fixed = {PUBLISHED: plotting.PALETTE[0], REPLAY_GROSS: plotting.PALETTE[5], MEASURED_NET: plotting.PALETTE[2],
-             MEASURED_GROSS: plotting.PALETTE[3]}
-    out = {}
-    for b in dict.fromkeys(bases):
-        out[b] = fixed.get(b) or (plotting.PALETTE[1] if str(b).startswith("replay") else plotting.PALETTE[4])
-    return out
 
 
 def _parameter(name: str) -> int:
@@ -546,7 +635,7 @@ def _parameter(name: str) -> int:
     return int(numbers[-1]) if numbers else 0
 
 
-def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+def sorted_rows(df: pd.DataFrame) -> pd.DataFrame:
     """KEMs, then signatures, then AEADs; by family, scheme, parameter set and operation order."""
     kinds = {k: i for i, k in enumerate(KIND_LABEL)}
     ops = {o: i for i, o in enumerate(OPERATION_ORDER)}
@@ -557,182 +646,12 @@ def _sorted(df: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_scheme", "_param"])
 
 
-def _two_lines(name: str, width: int = 10) -> str:
-    """Long labels broken at their last hyphen."""
-    return name if len(name) <= width or "-" not in name else "-\n".join(name.rsplit("-", 1))
-
-
-@plotting.styled
-def plot_times(times: pd.DataFrame, kind: str, title: str = "", width: float = plotting.FULL_WIDTH):
-    """Our median time per operation, quartile whiskers, one bar group per algorithm."""
-    df = _sorted(times[times["kind"] == kind]).copy()
-    df["label"] = df["algorithm"].map(short_name) + np.where(df["backend"] == "liboqs", "", "\n(" + df["backend"] + ")")
-    return plotting.grouped_bars(df, category="label", group="operation", value="time_ms", low="q1_ms", high="q3_ms",
-                                 ylabel="time per operation (ms, log)", width=width,
-                                 title=title or f"{KIND_LABEL[kind]}s here: median and quartiles")
-
-
-@plotting.styled
-def plot_reference_power(reference: pd.DataFrame, setup: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """The study's mean power per operation (linear axis), KEMs then signatures, with the
-    3.3-3.7 W range its prose states."""
-    df = _sorted(reference.assign(family=reference["algorithm"].map(lambda a: _registry_meta([a])[a][0])))
-    df = df.assign(label=df["algorithm"].map(short_name), role=df["operation"].map(PANEL))
-    fig = plotting.grouped_bars(df, category="label", group="role", value="power_w", log=False, width=width,
-                                horizontal=False, legend=False, ylabel="mean power (W, whole board)",
-                                title="Pi 4 study, published: mean power during each operation")
-    ax = fig.axes[0]
-    lo, hi = _setup_value(setup, "power_min"), _setup_value(setup, "power_max")
-    ax.axhspan(lo, hi, color="0.88", zorder=0, label=f"range stated in the prose, {lo:g}-{hi:g} W")
-    n_kem = df[df["kind"] == "kem"]["label"].nunique()
-    top = df["power_w"].max() * 1.06
-    ax.axvline(n_kem - 0.5, color="0.3", lw=0.8)
-    ax.text(n_kem / 2 - 0.5, top, "KEMs", ha="center", va="top", fontsize=7)
-    ax.text(n_kem + (df["label"].nunique() - n_kem) / 2 - 0.5, top, "signatures", ha="center", va="top", fontsize=7)
-    ax.set_ylim(3.0, top * 1.01)
-    plotting.figure_legend(fig, ax.get_legend_handles_labels(), max_cols=2)
-    return fig
-
-
-@plotting.styled
-def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = "", width: float = plotting.FULL_WIDTH):
-    """Energy per operation of one kind: one panel per operation, one bar per basis (published,
-    replayed, measured, modelled) for each algorithm."""
-    import matplotlib.pyplot as plt
-
-    df = _sorted(long[long["kind"] == kind]).assign(label=lambda d: d["algorithm"].map(short_name).map(_two_lines))
-    ops = [o for o in OPERATION_ORDER if o in set(df["operation"])]
-    colors = basis_colors(df["basis"])
-    narrow = width < 4.5  # a column: the operations side by side, the algorithms down the side
-    labels = df["label"].drop_duplicates()
-    if narrow:
-        height = 1.4 + plotting.category_rows(labels, df["basis"].nunique())
-        fig, axes = plt.subplots(1, len(ops), figsize=(width, height), sharey=True, squeeze=False)
-    else:
-        fig, axes = plt.subplots(len(ops), 1, figsize=(width, 1.55 * len(ops) + 0.5), sharex=True, squeeze=False)
-    axes = axes.ravel()
-    for ax, op in zip(axes, ops, strict=True):
-        sub = df[df["operation"] == op]
-        plotting.grouped_bars(labels.to_frame().merge(sub, how="left"), category="label", group="basis",
-                              value="energy_uj", ylabel=f"{op}\n(µJ, log)" if narrow else f"{op} (µJ, log)",
-                              colors=colors, ax=ax, legend=False, horizontal=narrow)
-    plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), max_cols=2)
-    fig.suptitle(title or f"{KIND_LABEL[kind]}s: energy per operation by basis")
-    if narrow:
-        plotting.grow_to_fit_labels(axes[0])
-    else:
-        plotting.fit_tick_labels(axes[-1])
-    return fig
-
-
-@plotting.styled
-def plot_aead_scaling(times: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """AEAD time per message and throughput against payload size (encrypt solid, decrypt dashed)."""
-    import matplotlib.pyplot as plt
-
-    df = times[times["kind"] == "cipher"].dropna(subset=["message_bytes"]).copy()
-    df["message_bytes"] = df["message_bytes"].astype(float)
-    df["series"] = df["algorithm"] + " " + df["operation"]
-    df["mib_s"] = df["message_bytes"] / 2**20 / (df["time_ms"] / 1e3)
-    base = plotting.color_map(sorted(df["algorithm"].unique()))
-    colors = {s: base[s.rsplit(" ", 1)[0]] for s in df["series"]}
-    narrow = width < 4.5
-    fig, axes = plt.subplots(2 if narrow else 1, 1 if narrow else 2, figsize=(width, 4.6 if narrow else 2.9))
-    for ax, (y, label) in zip(axes, (("time_ms", "time per message (ms, log)"),
-                                     ("mib_s", "throughput (MiB/s, log)")), strict=True):
-        plotting.lines(df.sort_values(["algorithm", "operation"], ascending=[True, False]), x="message_bytes", y=y,
-                       hue="series", xlabel="payload (bytes, log)", ylabel=label, logx=True, logy=True, colors=colors,
-                       ax=ax)
-        for line in ax.get_lines():
-            if line.get_label().endswith("decrypt"):
-                line.set_linestyle("--")
-        ax.get_legend().remove()
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, 3))
-    fig.suptitle("AEAD payload scaling here (encrypt solid, decrypt dashed)")
-    return fig
-
-
-@plotting.styled
-def plot_ranking(ranking: pd.DataFrame, title: str, n: int | None = None, width: float = plotting.FULL_WIDTH):
-    """Operations per joule, best at the top, coloured by family."""
-    df = ranking.head(n) if n else ranking
-    return plotting.hbars(df, label="label", value="ops_per_joule", xlabel="operations per joule (log)", title=title,
-                          width=width)
-
-
-@plotting.styled
-def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1, width: float = plotting.FULL_WIDTH):
-    """Energy against time, log-log, one point per operation, coloured by family; lines of constant
-    power through the lowest and highest mean power; the costliest operation(s) of each scheme named."""
-    long = long[pd.to_numeric(long["energy_uj"], errors="coerce") > 0]  # a log axis: net values lost in noise drop out
-    df = long.assign(point=long["algorithm"].map(short_name) + " " + long["operation"])
-    fig = plotting.scatter(df, x="time_ms", y="energy_uj", label=None, xlabel="time per operation (ms, log)",
-                           ylabel="energy per operation (µJ, log)", title=title, width=width,
-                           height=3.2, annotate=False)
-    ax = fig.axes[0]
-    named = df.assign(scheme=df["algorithm"].map(scheme_of)).sort_values("energy_uj", ascending=False)
-    placed: list[tuple[float, float]] = []
-    for r in named.groupby("scheme", sort=False).head(labels_per_scheme).itertuples():
-        x, y = np.log10(r.time_ms), np.log10(r.energy_uj)
-        if any(abs(x - a) < 0.6 and abs(y - b) < 0.3 for a, b in placed):
-            continue  # too close to a label already placed
-        placed.append((x, y))
-        ax.annotate(r.point, (r.time_ms, r.energy_uj), fontsize=plotting.SMALL_PT, xytext=(-3, 3),
-                    textcoords="offset points", ha="right")
-    watts = df["energy_uj"] / (df["time_ms"] * 1e3)
-    t = np.geomspace(df["time_ms"].min() / 1.5, df["time_ms"].max() * 1.5, 50)
-    lines = [(watts.min(), ":"), (watts.max(), "--")] if watts.max() > watts.min() * 1.001 else [(watts.min(), "--")]
-    for w, style in lines:
-        ax.plot(t, w * t * 1e3, style, color="0.4", lw=0.8, label=f"constant {w:.2f} W")
-    ax.legend(loc="upper left")
-    return fig
-
-
-@plotting.styled
-def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None, width: float = plotting.FULL_WIDTH):
-    """Time of one use here (top) and the study's energy of one use (bottom) against NIST level,
-    one line per scheme; classical baselines as dotted horizontal lines (they have no level)."""
-    import matplotlib.pyplot as plt
-
-    t = use_totals(times)
-    panels = [("time_ms", t, "time per use here (ms, log)")]
-    if reference is not None:
-        panels.append(("energy_uj", use_totals(reference_long(reference), "energy_uj"),
-                       "energy per use, Pi 4 (µJ, log)"))
-    schemes = pd.concat([d for _, d, _ in panels])[["algorithm", "family", "nist_level"]]
-    schemes = schemes[schemes["nist_level"].notna()].assign(scheme=lambda d: d["algorithm"].map(scheme_of))
-    colors = plotting.shaded_family_colors(schemes.sort_values(["family", "scheme"]), key="scheme")
-    narrow = width < 4.5
-    shape = (2 * len(panels), 1) if narrow else (len(panels), 2)
-    fig, grid = plt.subplots(*shape, figsize=(width, (2.3 if narrow else 2.4) * shape[0]), squeeze=False)
-    for row, (value, data, ylabel) in enumerate(panels):
-        for col, kind in enumerate(("kem", "sig")):
-            ax = grid[2 * row + col][0] if narrow else grid[row][col]
-            d = data[data["kind"] == kind].assign(scheme=lambda x: x["algorithm"].map(scheme_of))
-            pq = d[d["nist_level"].notna()].astype({"nist_level": float}).sort_values(["family", "scheme"])
-            plotting.lines(pq, x="nist_level", y=value, hue="scheme", colors=colors, ax=ax, xlabel="NIST level",
-                           logy=True)
-            ax.set_ylabel(ylabel if col == 0 or narrow else "")
-            for c in d[d["nist_level"].isna()].itertuples():
-                ax.axhline(getattr(c, value), color="0.25", ls=":", lw=0.9, label=f"{c.algorithm} (classical, no level)")
-            ax.set_xticks([1, 2, 3, 4, 5])
-            ax.set_xlim(0.7, 5.3)
-            ax.legend(fontsize=plotting.SMALL_PT)
-            ax.set_title(f"{KIND_LABEL[kind]}s ({' + '.join(USE[kind])}): " + ("here" if row == 0 else "Pi 4, published"))
-    return fig
-
-
-def _setup_value(setup: pd.DataFrame, name: str) -> float:
-    return float(setup.set_index("parameter").at[name, "value"])
-
-
 def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
     """Voltage and current samples of every trace in ``trace_dir`` (relative: under data/raw/)
     that has both (INA219 traces do), with the source label; None when there are none."""
     folder = Path(trace_dir)
     folder = folder if folder.is_absolute() else RAW / folder
-    frames = []
+    frames = []  # a folder that does not exist (no live source) has no traces
     for f in sorted(folder.glob("*.csv")):
         tr = read_trace(f)
         if tr.voltage_v is not None and tr.current_a is not None:
@@ -740,58 +659,10 @@ def vi_samples(trace_dir: str | Path) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
-@plotting.styled
-def plot_voltage_current(setup: pd.DataFrame, reference: pd.DataFrame, samples: pd.DataFrame | None = None,
-                         width: float = plotting.FULL_WIDTH):
-    """Voltage against current: recorded samples (:func:`vi_samples`) when there are any, and the
-    operating envelope the study states in prose as a labelled box (no sample is drawn where none
-    exists), with lines of constant power at the study's lowest and highest tabulated power."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    v0, v1 = _setup_value(setup, "voltage_min"), _setup_value(setup, "voltage_max")
-    i0, i1 = _setup_value(setup, "current_min") / 1e3, _setup_value(setup, "current_max") / 1e3
-    fig, ax = plt.subplots(figsize=(width, 2.8 if width >= 4.5 else 3.2))
-    has_vi = samples is not None and len(samples) > 0
-    lo_i, hi_i, lo_v, hi_v = 0.55, 0.95, 4.6, 5.25
-    if has_vi:
-        ax.scatter(samples["current_a"], samples["voltage_v"], s=1.5, alpha=0.25, color=plotting.PALETTE[0],
-                   edgecolors="none", rasterized=True,
-                   label=f"{samples['source'].iloc[0]} samples here ({len(samples):,})")
-        lo_i, hi_i = min(lo_i, samples["current_a"].quantile(0.001)), max(hi_i, samples["current_a"].quantile(0.999))
-        lo_v, hi_v = min(lo_v, samples["voltage_v"].quantile(0.001)), max(hi_v, samples["voltage_v"].quantile(0.999))
-    ax.add_patch(Rectangle((i0, v0), i1 - i0, v1 - v0, facecolor="0.8", edgecolor="0.2", lw=0.8, alpha=0.8, zorder=3,
-                           label=f"Pi 4 study, stated in prose: {v0:g}-{v1:g} V, {i0 * 1e3:.0f}-{i1 * 1e3:.0f} mA"))
-    currents = np.linspace(lo_i, hi_i, 100)
-    for watts, style, which in ((reference["power_w"].min(), "--", "lowest"), (reference["power_w"].max(), "-.", "highest")):
-        ax.plot(currents, watts / currents, style, color=plotting.PALETTE[1], lw=0.9,
-                label=f"V x I = {watts:g} W (the study's {which} tabulated power)")
-    ax.set_xlim(lo_i, hi_i)
-    ax.set_ylim(lo_v, hi_v)
-    ax.set_xlabel("current (A)")
-    ax.set_ylabel("bus voltage (V)")
-    ax.set_title("Voltage against current" + ("" if has_vi else ": no samples exist, only the study's stated envelope"))
-    ax.legend(fontsize=plotting.SMALL_PT, loc="lower left", markerscale=4, frameon=True, framealpha=0.95, edgecolor="none")
-    return fig
-
-
-def envelope_markdown(setup: pd.DataFrame, reference: pd.DataFrame) -> str:
-    """Whether the study's prose voltage and current ranges can produce its tabulated powers."""
-    v1, i1 = _setup_value(setup, "voltage_max"), _setup_value(setup, "current_max") / 1e3
-    limit = v1 * i1
-    above = reference[reference["power_w"] > limit]
-    return (f"The stated envelope allows at most {v1:g} V x {i1:g} A = {limit:.2f} W, but {len(above)} of "
-            f"{len(reference)} published rows exceed it (up to {reference['power_w'].max():g} W"
-            + (f", e.g. {above.sort_values('power_w').iloc[-1]['algorithm']} "
-               f"{above.sort_values('power_w').iloc[-1]['operation']}" if len(above) else "")
-            + "): the prose ranges and the table cannot both describe the same measurements."
-            if len(above) else f"Every published power lies within the stated envelope's {limit:.2f} W.")
-
-
 def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFrame | None = None) -> pd.DataFrame:
     """All metrics per (algorithm, operation) of the KEMs and signatures: our time, the study's
-    time, power and gross energy, the Pi/here ratio, and our energies by basis when present."""
-    ratios = cross_platform(times, reference)
+    time, power and gross energy, and our energies by basis when present (ratios, which need their
+    intervals, are in :func:`cross_platform`)."""
     t = times[times["kind"].isin(["kem", "sig"])]
     t = t.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
     m = t[["kind", "family", "algorithm", "operation", "time_ms"]].rename(columns={"time_ms": "time here (ms)"})
@@ -799,33 +670,41 @@ def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFr
                                     "energy_uj": "energy Pi 4, gross (µJ)"})
     m = m.merge(ref[["algorithm", "operation", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)"]],
                 on=["algorithm", "operation"], how="left")
-    m = m.merge(ratios[["algorithm", "operation", "pi_over_here"]].rename(columns={"pi_over_here": "Pi 4 / here"}),
-                on=["algorithm", "operation"], how="left")
     if ours is not None and len(ours):
         for basis, g in ours[ours["kind"].isin(["kem", "sig"])].groupby("basis", sort=False):
             col = f"energy here, {basis} (µJ)"
             g = g.sort_values("backend", key=lambda s: s.ne("liboqs")).drop_duplicates(["algorithm", "operation"])
             m = m.merge(g[["algorithm", "operation", "energy_uj"]].rename(columns={"energy_uj": col}),
                         on=["algorithm", "operation"], how="left")
-    m = _sorted(m)
+    m = sorted_rows(m)
     m.index = m["algorithm"] + " " + m["operation"]
     return m.drop(columns=["kind", "family", "algorithm", "operation"])
 
 
-@plotting.styled
-def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: position within each column, log scale)",
-                 width: float = plotting.FULL_WIDTH):
-    """Each column coloured by its own log range (units differ), cells annotated with the values."""
-    logs = np.log10(matrix.where(matrix > 0).astype(float))
-    span = (logs.max() - logs.min()).replace(0, 1)
-    scaled = (logs - logs.min()) / span
-    return plotting.heatmap(scaled, log=False, annotations=matrix, title=title, width=width,
-                            cbar_label="within column: 0 = lowest, 1 = highest (log)")
 
 
-@plotting.styled
-def plot_cross_platform(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Pi 4 published time over ours per operation, largest at the top."""
-    return plotting.hbars(ratios, label="label", value="pi_over_here",
-                          xlabel="time on the Pi 4 (published) / time here (log)",
-                          title="How much longer each operation took on the study's Pi 4", reference=1.0, width=width)
+def numbers(reference: pd.DataFrame, setup: pd.DataFrame, sensitivity: pd.DataFrame, ratios: pd.DataFrame,
+            run) -> dict[str, float | int]:
+    """Every number notebook 05 quotes in its prose, by a stable name (for LaTeX macros)."""
+    check = time_power_check(reference)
+    worst = check.loc[check["deviation_pct"].abs().idxmax()]
+    power = effective_power(reference)
+    period_ms = 1e3 / setup_value(setup, "power_sample_rate")
+    envelope = envelope_w(setup)
+    lo, hi = sensitivity.iloc[0], sensitivity.iloc[-1]
+    return {
+        "study_rows": len(reference), "study_rows_beyond_rounding": int(check["beyond_rounding"].sum()),
+        "study_worst_deviation_pct": float(worst["deviation_pct"]),
+        "study_worst_deviation_rounding_pct": float(max(-worst["rounding_low_pct"], worst["rounding_high_pct"])),
+        "study_sample_rate_hz": setup_value(setup, "power_sample_rate"),
+        "study_rows_shorter_than_a_sample": int((reference["time_ms"] < period_ms).sum()),
+        "idle_majority_of_every_row_from_w": float(power.max() / 2),
+        "idle_majority_of_no_row_below_w": float(power.min() / 2),
+        "idle_assumed_low_w": float(lo["assumed_idle_w"]), "idle_majority_rows_at_low": int(lo["idle_majority_rows"]),
+        "idle_assumed_high_w": float(hi["assumed_idle_w"]), "idle_majority_rows_at_high": int(hi["idle_majority_rows"]),
+        "envelope_max_w": envelope, "study_rows_above_envelope": int((reference["power_w"] > envelope).sum()),
+        "pi_over_here_median": float(ratios["pi_over_here"].median()),
+        "pi_over_here_min": float(ratios["pi_over_here"].min()), "pi_over_here_max": float(ratios["pi_over_here"].max()),
+        "operations_compared": len(ratios), "operations_slower_on_pi": int((ratios["pi_over_here_ci_low"] > 1).sum()),
+        "harness_overhead_ns": float(run.meta.get("harness_overhead_ns", float("nan"))),
+    }

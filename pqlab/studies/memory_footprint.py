@@ -115,12 +115,13 @@ def size_table(run, message_bytes: Sequence[int], deterministic: bool = False) -
 
 
 def time_table(run) -> pd.DataFrame:
-    """Median time per operation (µs) with quartiles, from a :func:`pqlab.bench` run."""
+    """Median time per operation (µs) with quartiles and the precision reached, from a :func:`pqlab.bench` run."""
     m = run.measurements if hasattr(run, "measurements") else run
     m = m[m["operation"].isin(SIGNATURE_OPERATIONS)].copy()
     out = m[["algorithm", "backend", "operation", "message_bytes", "samples", "verified"]].copy()
     for col in ("median", "q1", "q3"):
         out[f"time_us_{col}"] = m[f"time_ns_{col}"] / 1e3
+    out["rel_ci"] = m["time_ns_rel_ci"]  # precision reached: 95 % CI half-width / median
     out["message_bytes"] = out["message_bytes"].astype("Int64")
     return _order(out, _run_algorithms(run))
 

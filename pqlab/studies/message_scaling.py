@@ -1,20 +1,17 @@
-"""How signing and verifying cost grows with the message: sweeps, a fitted cost model, agreement
-checks between implementations, the study's table beside ours, and generated text.
+"""Notebook 02: how signing and verifying cost grows with the message; sweeps, a fitted cost model, the
+study's table beside ours (its SPHINCS-256 beside the SPHINCS+/SLH-DSA sets with the same hash length),
+what its RSA columns say about themselves, and generated text.
 
-Every signature scheme here hashes the message (once or twice) and then does work that does not
-depend on its length, so its time is well described by
+Signature schemes hash the message and then do work independent of its length, so ``t(n) = fixed +
+per_byte * n``; :func:`fit_linear_cost` fits it per algorithm, backend and operation by weighted least
+squares on the medians (weights 1/se^2, se from the median's bootstrap interval, floored at 0.5% of the
+median; standard errors scaled by the Birge ratio when the points scatter more than their errors), or by
+ordinary least squares for tables without intervals (the study's).  The *crossover* ``fixed / per_byte`` is
+where hashing the message costs as much as everything else.
 
-    t(n) = fixed + per_byte * n        (n = message length in bytes)
-
-:func:`fit_linear_cost` fits that model per algorithm, backend and operation.  *Method*: weighted
-least squares on the medians, each weighted by 1/se^2 where se is the standard error of the
-median taken from its bootstrap 95% confidence interval (``(ci_high - ci_low) / 3.92``, floored
-at 0.5% of the median so that a near-zero interval cannot dominate).  Timings deviate from a
-straight line by more than their sampling error (caches, hash block boundaries), so the
-standard errors of the two coefficients are scaled by sqrt(reduced chi^2) when that exceeds 1
-(the Birge ratio).  Tables without confidence intervals (a study's published numbers) get
-ordinary least squares.  The *crossover* length ``fixed / per_byte`` is where hashing the
-message costs as much as everything else.
+Every ratio of two measured quantities carries an interval: bootstrap of the ratio of medians where
+samples exist (:func:`samples_of`), the delta method for ratios of fitted slopes; a ratio against the
+study's single numbers takes its interval from our side only.
 
 Message lengths: :func:`sweep_lengths` follows SUPERCOP's ``crypto_sign`` measurement loop
 (``mlen += 1 + mlen / 4``: 0, 1, 2, 3, 4, 6, 8, 11, ... each about 1.25 times the last) up to 1 MiB;
@@ -23,37 +20,29 @@ Message lengths: :func:`sweep_lengths` follows SUPERCOP's ``crypto_sign`` measur
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .. import algorithms
-from ..algorithms import Algorithm, random_message, resolve
-from ..formatting import fmt_bytes_binary, fmt_factor, fmt_time_ns, slug
+from .. import algorithms, flags, plotting
+from ..algorithms import resolve
+from ..formatting import fmt_bytes, fmt_bytes_binary, fmt_factor_ci, fmt_percent, fmt_span, fmt_time_ns
+from ..interop import PURE_BACKEND, round3_equivalent
 from ..results import verified_rows
+from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
 
 STUDY = "02_message_scaling"
 MIB = 1 << 20
 
-#: The study's column labels -> the algorithms we measure in their place.
-STUDY_MAP = {
-    "SPHINCS": ["SPHINCS+-SHA2-128f-simple", "SPHINCS+-SHAKE-128f-simple"],
-    "RSA": ["RSA-2048-PKCS1v15-sig", "RSA-2048-PSS"],
-    "ECDSA": ["ECDSA-P256"],
-}
+#: The study's RSA and ECDSA columns -> the algorithms we measure in their place (its SPHINCS: study_comparators).
+CLASSICAL_MAP = {"RSA": ["RSA-2048-PKCS1v15-sig", "RSA-2048-PSS"], "ECDSA": ["ECDSA-P256"]}
 #: The family of each study label (for the house colours).
 STUDY_FAMILY = {"SPHINCS": "hash-based", "RSA": "RSA", "ECDSA": "elliptic-curve"}
-#: What each study label really was, and why the comparison is loose (shown beside the table).
-STUDY_CAVEATS = {
-    "SPHINCS": "SPHINCS-256 (2015), an unoptimised Erlang port of SUPERCOP's reference code: not SPHINCS+, "
-               "a different and larger parameter set (41,000-byte signatures) and hash (BLAKE/ChaCha)",
-    "RSA": "MIRACL RSA; modulus size, padding and hash not stated",
-    "ECDSA": "MIRACL ECDSA; curve and hash not stated",
-}
-
-PURE_BACKEND = "pure-python"
-NATIVE_LABEL = {"liboqs": "liboqs", "cryptography": "OpenSSL", "pqcrypto": "PQClean", "pycryptodome": "PyCryptodome"}
+#: What the study states, or not, about its RSA and ECDSA (its SPHINCS is described from data: study_labels).
+STUDY_NOTES = {"RSA": "MIRACL RSA; modulus size, padding and hash not stated",
+               "ECDSA": "MIRACL ECDSA; curve and hash not stated"}
 
 
 # ----- message lengths -----
@@ -84,7 +73,76 @@ def load_study() -> pd.DataFrame:
     return load_reference(STUDY)
 
 
+# ----- the study's SPHINCS, as compiled -----
+def sphincs256() -> dict:
+    """SPHINCS-256 as study 001 ran it: the params.h constants of the code it cites, the key and signature
+    lengths api.h derives from them, and how it was built (``data/reference/02_study_sphincs256``)."""
+    from ..reference import load_reference
+
+    ref = load_reference("02_study_sphincs256")
+    c = {k: int(v) for k, v in zip(ref["constant"], ref["value"])}
+    n = c["HASH_BYTES"]
+    horst = 64 * n + ((c["HORST_LOGT"] - 6) * n + c["HORST_SKBYTES"]) * c["HORST_K"]
+    layers = c["TOTALTREE_HEIGHT"] // c["SUBTREE_HEIGHT"]
+    public = (2 * c["HORST_LOGT"] + 1) * n  # (N_MASKS + 1) * HASH_BYTES
+    signature = (c["MESSAGE_HASH_SEED_BYTES"] + (c["TOTALTREE_HEIGHT"] + 7) // 8 + horst + layers * c["WOTS_L"] * n
+                 + c["TOTALTREE_HEIGHT"] * n)
+    return {"hash_bytes": n, "public_key_bytes": public, "secret_key_bytes": c["SEED_BYTES"] + public - n
+            + c["SK_RAND_SEED_BYTES"], "signature_bytes": signature, **ref.attrs["source"]["implementation"]}
+
+
+def parameter_set(name: str) -> tuple[int, str] | None:
+    """(hash length n in bytes, "f" or "s") of a SPHINCS+ / SLH-DSA name; its level in bits is 8 n."""
+    m = re.match(r"^(?:SPHINCS\+|SLH-DSA)-[A-Z0-9]+-(\d{3})([fs])", name)
+    return (int(m.group(1)) // 8, m.group(2)) if m else None
+
+
+def study_comparators(variants: Sequence[str] = ("f",)) -> dict[str, list[str]]:
+    """The study's column labels -> our algorithms ("NAME@backend"): for its SPHINCS (SPHINCS-256) every native
+    round-3 SPHINCS+ (simple) and FIPS 205 SLH-DSA set with the same hash length, in the given `variants`."""
+    n = sphincs256()["hash_bytes"]
+    same = [f"{a}@{b}" for a in algorithms.names() if (p := parameter_set(a)) and p[0] == n and p[1] in variants
+            and not a.endswith("-robust") for b in algorithms.backends_of(a) if b != PURE_BACKEND]
+    return {"SPHINCS": same, **{k: list(v) for k, v in CLASSICAL_MAP.items()}}
+
+
+def study_labels(sizes: pd.DataFrame | None = None, comparators: dict | None = None) -> dict[str, str]:
+    """What each of the study's columns really was and how far ours are from it, from the data (the
+    SPHINCS-256 reference table, and our signature `sizes`)."""
+    s = sphincs256()
+    names = sorted({x.split("@")[0] for x in (comparators or study_comparators())["SPHINCS"]})
+    sig = (sizes[sizes["algorithm"].isin(names)]["signature_max_bytes"] if sizes is not None
+           and "signature_max_bytes" in sizes else pd.Series(dtype=float))
+    ours = f"; signatures of {fmt_span(sig)}" if len(sig) else ""
+    return {"SPHINCS": (f"SPHINCS-256: {s['code']}, built with {s['compiler']}, called through {s['binding']}; "
+                        f"hash length {8 * s['hash_bytes']} bits, signatures of {fmt_bytes(s['signature_bytes'])}. "
+                        f"Set beside the SPHINCS+/SLH-DSA sets with the same hash length ({', '.join(names) or 'none'}"
+                        f"{ours}): the same n, but a different construction (HORST, no tweakable hashes) and tree "
+                        "parameters, so not the same scheme"), **STUDY_NOTES}
+
+
 # ----- measurements -----
+def samples_of(*runs) -> dict:
+    """Raw per-call times (ns) of `runs`, keyed (algorithm, backend, operation, message length; -1 for none)."""
+    frames = [r.samples for r in runs if r is not None and not r.samples.empty]
+    if not frames:
+        return {}
+    s = pd.concat(frames, ignore_index=True)
+    s = s.assign(n=pd.to_numeric(s["message_bytes"]).astype(float).fillna(-1.0))
+    return {key: g["time_ns"].to_numpy(float) for key, g in s.groupby(["algorithm", "backend", "operation", "n"])}
+
+
+def _get(samples: dict | None, algorithm: str, backend: str, operation: str, n) -> np.ndarray:
+    n = -1.0 if n is None or pd.isna(n) else float(n)
+    return (samples or {}).get((algorithm, backend, operation, n), np.array([]))
+
+
+def _ratio(samples: dict | None, num: tuple, den: tuple, num_ns: float, den_ns: float) -> tuple[float, float, float]:
+    """num / den of two measured medians with a bootstrap interval when both samples are known."""
+    a, b = _get(samples, *num), _get(samples, *den)
+    return ratio_ci(a, b, "median") if a.size and b.size else (num_ns / den_ns, math.nan, math.nan)
+
+
 def measured(*runs_or_frames) -> pd.DataFrame:
     """The verified measurement rows of runs (or measurement frames), noop rows dropped."""
     frames = [getattr(r, "measurements", r) for r in runs_or_frames]
@@ -107,12 +165,10 @@ def comparison_set(names: Iterable[str]) -> list[str]:
 
 
 def median_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Medians and quartiles in µs, one row per algorithm, backend, operation and length."""
-    out = df[["algorithm", "backend", "operation", "message_bytes", "samples"]].copy()
-    for c in ("median", "q1", "q3"):
-        out[f"time_us_{c}"] = df[f"time_ns_{c}"] / 1e3
-    out["flags"] = df["flags"].fillna("")
-    out["message_bytes"] = out["message_bytes"].astype("Int64")
+    """Medians, quartiles, the median's 95 % interval (µs) and precision (rel_ci), per algorithm, backend, operation, length."""
+    out = df[["algorithm", "backend", "operation", "message_bytes", "samples"]].assign(
+        message_bytes=df["message_bytes"].astype("Int64"), flags=df["flags"].fillna(""), rel_ci=df["time_ns_rel_ci"],
+        **{f"time_us_{c}": df[f"time_ns_{c}"] / 1e3 for c in ("median", "q1", "q3", "ci_low", "ci_high")})
     return out.sort_values(["algorithm", "backend", "operation", "message_bytes"]).reset_index(drop=True)
 
 
@@ -207,32 +263,32 @@ def fit_linear_cost(df: pd.DataFrame, by: Sequence[str] = ("algorithm", "backend
 
 def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
     """The fits in readable units: fixed cost in µs and per-byte cost in ns/B, each with its standard error."""
+    cols = ["algorithm", "backend", "operation", "fixed_us", "fixed_us_se", "per_byte_ns", "per_byte_ns_se",
+            "crossover_bytes", "r2", "sizes"]
     if fits.empty:
-        return pd.DataFrame(columns=["algorithm", "backend", "operation", "fixed_us", "fixed_us_se", "per_byte_ns",
-                                     "per_byte_ns_se", "crossover_bytes", "r2", "sizes"])
-    cols = [c for c in ("algorithm", "backend", "operation") if c in fits]
-    out = fits[cols].copy()
-    out["fixed_us"] = fits["fixed_ns"] / 1e3
-    out["fixed_us_se"] = fits["fixed_ns_se"] / 1e3
-    out["per_byte_ns"] = fits["per_byte_ns"]
-    out["per_byte_ns_se"] = fits["per_byte_ns_se"]
-    out["crossover_bytes"] = fits["crossover_bytes"].round()
-    out["r2"] = fits["r2"]
-    out["sizes"] = fits["n_sizes"]
-    return out
+        return pd.DataFrame(columns=cols)
+    return fits.assign(fixed_us=fits["fixed_ns"] / 1e3, fixed_us_se=fits["fixed_ns_se"] / 1e3,
+                       crossover_bytes=fits["crossover_bytes"].round(), sizes=fits["n_sizes"])[
+        [c for c in cols if c in fits or c in ("fixed_us", "fixed_us_se", "sizes")]]
 
 
 def hashing_passes(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm and backend: per-byte cost of signing over that of verifying, and what it suggests
-    (about 2: signing reads the message twice, e.g. Ed25519's nonce and challenge hashes or SLH-DSA's
-    PRF_msg and H_msg; about 1: once)."""
-    wide = fits.pivot_table(index=["algorithm", "backend"], columns="operation", values="per_byte_ns", aggfunc="first")
-    if not {"sign", "verify"} <= set(wide.columns):
-        return pd.DataFrame(columns=["algorithm", "backend", "sign_over_verify", "passes"])
-    out = (wide["sign"] / wide["verify"]).rename("sign_over_verify").reset_index()
-    out["passes"] = np.select([out["sign_over_verify"].between(0.75, 1.33), out["sign_over_verify"].between(1.6, 2.5)],
-                              ["same", "twice"], "other")
-    return out
+    """Per algorithm and backend: per-byte cost of signing over that of verifying with its (delta-method)
+    interval, and what it says: "twice" (the interval lies above 4/3 and the ratio is within 1.6 to 2.5:
+    signing reads the message twice, as Ed25519's nonce and challenge or SLH-DSA's PRF_msg and H_msg do),
+    "same" (the ratio is within 0.75 to 1.33 and its interval within 2/3 to 1.5), else "other"."""
+    cols = ["algorithm", "backend", "sign_over_verify", "ci_low", "ci_high", "passes"]
+    rows = []
+    for (algo, backend), g in fits.groupby(["algorithm", "backend"], sort=False):
+        ops = g.set_index("operation")
+        if not {"sign", "verify"} <= set(ops.index):
+            continue
+        r, lo, hi = ratio_of_estimates(ops.loc["sign", "per_byte_ns"], ops.loc["sign", "per_byte_ns_se"],
+                                       ops.loc["verify", "per_byte_ns"], ops.loc["verify", "per_byte_ns_se"])
+        passes = ("twice" if 1.6 <= r <= 2.5 and lo > 4 / 3 else
+                  "same" if 0.75 <= r <= 1.33 and lo > 2 / 3 and hi < 1.5 else "other")
+        rows.append(dict(zip(cols, (algo, backend, r, lo, hi, passes))))
+    return pd.DataFrame(rows, columns=cols)
 
 
 def model_deviation(df: pd.DataFrame, fits: pd.DataFrame, by: Sequence[str] = ("algorithm", "backend", "operation")
@@ -276,11 +332,12 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
     same = passes[passes["passes"] == "same"]
     if len(twice):
         paras.append("Signing costs about twice as much per byte as verifying for "
-                     + ", ".join(f"{r.algorithm} ({r.sign_over_verify:.2f}×)" for r in twice.itertuples())
-                     + ": these schemes read the message twice when signing (Ed25519: the deterministic nonce and the "
-                       "challenge; SPHINCS+/SLH-DSA: PRF_msg for the randomiser and H_msg for the digest) and once "
-                       "when verifying"
-                     + (("; about the same for " + ", ".join(f"{r.algorithm} ({r.sign_over_verify:.2f}×)"
+                     + ", ".join(f"{r.algorithm} ({fmt_factor_ci(r.sign_over_verify, r.ci_low, r.ci_high)})"
+                                 for r in twice.itertuples())
+                     + ": as their standards specify, these schemes read the message twice when signing (Ed25519: the "
+                       "deterministic nonce and the challenge; SPHINCS+/SLH-DSA: PRF_msg for the randomiser and H_msg "
+                       "for the digest) and once when verifying"
+                     + (("; about the same for " + ", ".join(f"{r.algorithm} ({fmt_factor_ci(r.sign_over_verify, r.ci_low, r.ci_high)})"
                                                             for r in same.itertuples()) + ", which hash it once either way")
                         if len(same) else "") + ".")
     if df is not None:
@@ -293,9 +350,9 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
                          f"{tolerance:.0%}; the worst per algorithm: "
                          + "; ".join(f"{r.algorithm} {r.operation} at {fmt_bytes_binary(r.message_bytes)} "
                                      f"({r.measured_over_model:.2f}× the model)" for r in worst.itertuples())
-                         + ". Such points come from noise (other processes sharing the machine) or from effects a "
-                           "straight line does not model (caches, hash block boundaries); the standard errors of the "
-                           "fit are widened by the scatter (Birge ratio).")
+                         + ". Possible causes, not measured here: noise from other processes sharing the machine, or "
+                           "effects a straight line does not model (caches, hash block boundaries). The standard errors "
+                           "of the fit are widened by the scatter (Birge ratio).")
         else:
             paras.append(f"Every measured point lies within {tolerance:.0%} of its straight line.")
     return ("Crossover length, where hashing the message costs as much as the fixed part of the operation "
@@ -303,15 +360,9 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
 
 
 # ----- pure Python beside native -----
-def round3_equivalent(name: str) -> str | None:
-    """The liboqs round-3 SPHINCS+ set doing the same work as a FIPS 205 SLH-DSA set (simple variant)."""
-    if not name.startswith("SLH-DSA-"):
-        return None
-    return "SPHINCS+-" + name[len("SLH-DSA-"):] + "-simple"
-
-
-def slowdown(df: pd.DataFrame, pure_backend: str = PURE_BACKEND) -> pd.DataFrame:
-    """Pure-Python time over native time, per algorithm, operation and message length.
+def slowdown(df: pd.DataFrame, samples: dict | None = None, pure_backend: str = PURE_BACKEND) -> pd.DataFrame:
+    """Pure-Python time over native time, per algorithm, operation and message length, with the bootstrap
+    interval of the ratio of medians when `samples` (:func:`samples_of`) are given.
 
     Each pure-Python row is paired with every other backend's row of the same algorithm
     (same standard) and, for SLH-DSA, with liboqs's round-3 SPHINCS+ of the same set (the same
@@ -325,18 +376,17 @@ def slowdown(df: pd.DataFrame, pure_backend: str = PURE_BACKEND) -> pd.DataFrame
                     & (df["message_bytes"] == r.message_bytes)]
         equivalent = round3_equivalent(r.algorithm)
         for n in native[native["algorithm"].isin([r.algorithm, equivalent])].itertuples():
+            ratio, low, high = _ratio(samples, (r.algorithm, r.backend, r.operation, r.message_bytes),
+                                      (n.algorithm, n.backend, n.operation, n.message_bytes), r.time_ns_median,
+                                      n.time_ns_median)
             rows.append({"algorithm": r.algorithm, "operation": r.operation,
                          "message_bytes": None if r.message_bytes < 0 else int(r.message_bytes),
                          "pure_python": r.implementation, "pure_python_ns": r.time_ns_median,
                          "native_algorithm": n.algorithm, "native_backend": n.backend,
                          "native": n.implementation, "native_ns": n.time_ns_median,
-                         "slowdown": r.time_ns_median / n.time_ns_median,
+                         "slowdown": ratio, "slowdown_ci_low": low, "slowdown_ci_high": high,
                          "same_standard": n.algorithm == r.algorithm})
     return pd.DataFrame(rows)
-
-
-def _native(backend: str) -> str:
-    return NATIVE_LABEL.get(backend, backend)
 
 
 def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -350,10 +400,11 @@ def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
         row = {"algorithm": algo, "operation": op, "message_bytes": None if n < 0 else int(n)}
         if len(same):
             f, sl = same.loc[same["native_ns"].idxmin()], same.loc[same["native_ns"].idxmax()]
-            row.update(vs_fastest=f.slowdown, fastest=_native(f.native_backend), vs_slowest=sl.slowdown,
-                       slowest=_native(sl.native_backend))
+            row.update(vs_fastest=f.slowdown, vs_fastest_ci_low=f.slowdown_ci_low, vs_fastest_ci_high=f.slowdown_ci_high,
+                       fastest=f.native_backend, vs_slowest=sl.slowdown, vs_slowest_ci_low=sl.slowdown_ci_low,
+                       vs_slowest_ci_high=sl.slowdown_ci_high, slowest=sl.native_backend)
         row.update(vs_fastest_same_work=fastest_any.slowdown,
-                   fastest_same_work=_native(fastest_any.native_backend)
+                   fastest_same_work=fastest_any.native_backend
                    + ("" if fastest_any.same_standard else f" ({fastest_any.native_algorithm})"))
         rows.append(row)
     return pd.DataFrame(rows)
@@ -365,17 +416,19 @@ def describe_implementations(df: pd.DataFrame) -> str:
     return "Implementations: " + "; ".join(f"{r.backend}: {r.implementation}" for r in pairs.itertuples()) + "."
 
 
-def describe_slowdown(table: pd.DataFrame) -> str:
-    """Markdown: the pure-Python slowdown factors, per algorithm and operation."""
+def describe_slowdown(table: pd.DataFrame, samples: dict | None = None) -> str:
+    """Markdown: the pure-Python slowdown factors with their intervals, per algorithm and operation; where two
+    native implementations of one standard differ by a large factor, that factor (with its interval) and what
+    each runs (labels read from the installed packages)."""
     if table.empty:
         return "No pure-Python implementation was measured."
     lines = []
     sizes = table["message_bytes"].fillna(-1)
     for (algo, op, n), g in table.groupby(["algorithm", "operation", sizes], sort=False):
-        parts = [f"{r.slowdown:,.1f}× vs {_native(r.native_backend)}" for r in g[g["same_standard"]].itertuples()]
-        parts += [f"{r.slowdown:,.1f}× vs liboqs's round-3 {r.native_algorithm}" for r in g[~g["same_standard"]].itertuples()]
+        parts = [f"{_fci(r)} vs {r.native_backend}" for r in g[g["same_standard"]].itertuples()]
+        parts += [f"{_fci(r)} vs liboqs's round-3 {r.native_algorithm}" for r in g[~g["same_standard"]].itertuples()]
         lines.append(f"- {algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "") + ": " + ", ".join(parts))
-    text = "Pure-Python time divided by native time:\n\n" + "\n".join(lines)
+    text = "Pure-Python time divided by native time (ratio of medians, bootstrap interval):\n\n" + "\n".join(lines)
     summary = slowdown_summary(table)
     fam = summary.assign(family=np.where(summary["algorithm"].str.startswith("SLH-DSA"), "SLH-DSA",
                                          np.where(summary["algorithm"].str.startswith("ML-DSA"), "ML-DSA", "other")))
@@ -385,157 +438,56 @@ def describe_slowdown(table: pd.DataFrame) -> str:
         text += (f"\n\nAgainst the fastest native code doing the same work, pure Python is {h['min']:,.1f}× to "
                  f"{h['max']:,.1f}× slower for SLH-DSA and {m['min']:,.0f}× to {m['max']:,.0f}× for ML-DSA.")
         if h["max"] < m["min"]:
-            text += (" SLH-DSA spends its time in hash calls, which `hashlib` runs in native code (OpenSSL) even from "
-                     "Python; ML-DSA's polynomial arithmetic runs in the interpreter.")
+            text += (" A likely reason, not measured here: SLH-DSA spends its time in hash calls, which `hashlib` "
+                     "runs in native code (OpenSSL) even from Python, while ML-DSA's polynomial arithmetic runs in "
+                     "the interpreter.")
     spread = []
     same = table[table["same_standard"]]
     for (algo, op, n), g in same.groupby(["algorithm", "operation", same["message_bytes"].fillna(-1)], sort=False):
-        if len(g) > 1 and (ratio := g["native_ns"].max() / g["native_ns"].min()) >= 5:
+        if len(g) > 1 and g["native_ns"].max() / g["native_ns"].min() >= 5:
             fast, slow = g.loc[g["native_ns"].idxmin()], g.loc[g["native_ns"].idxmax()]
+            n_ = None if n < 0 else n
+            ratio, lo, hi = _ratio(samples, (slow.native_algorithm, slow.native_backend, op, n_),
+                                   (fast.native_algorithm, fast.native_backend, op, n_), slow.native_ns, fast.native_ns)
             spread.append(f"{algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "")
-                          + f" ({_native(slow.native_backend)} {fmt_time_ns(slow.native_ns)}, "
-                          f"{_native(fast.native_backend)} {fmt_time_ns(fast.native_ns)}: {ratio:,.0f}×)")
+                          + f" ({slow.native_backend} {fmt_time_ns(slow.native_ns)}, {fast.native_backend} "
+                          f"{fmt_time_ns(fast.native_ns)}: {fmt_factor_ci(ratio, lo, hi, 1)}; {slow.native_backend} "
+                          f"runs {slow.native})")
     if spread:
         text += ("\n\nNative implementations of one standard differ by large factors too, so a slowdown depends on "
-                 "which native code it is measured against: " + "; ".join(spread) + ".")
+                 "which native code it is measured against: " + "; ".join(spread) + ". Whether the slower one's "
+                 "implementation (named from its installed package) explains the factor is a hypothesis these "
+                 "measurements do not test.")
     return text
 
 
-# ----- agreement between implementations -----
-def _raw_public(pk) -> bytes:
-    return pk if isinstance(pk, (bytes, bytearray)) else pk.public_bytes_raw()
-
-
-def _public_for(algo: Algorithm, raw: bytes):
-    """A public key in `algo`'s own form, from the standard raw encoding: bytes for liboqs,
-    pqcrypto and pure Python; a key object for cryptography's raw-key signatures (its adapter
-    names the module and private-key class, e.g. mldsa / MLDSA44PrivateKey)."""
-    if algo.backend != "cryptography":
-        return raw
-    import importlib
-
-    module = importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{algo.module}")
-    return getattr(module, algo.cls.replace("PrivateKey", "PublicKey")).from_public_bytes(raw)
-
-
-def cross_verify(signer: Algorithm | str, verifier: Algorithm | str, message: bytes) -> dict:
-    """Keys and a signature from `signer`, checked by `verifier` with the same public key.
-
-    Returns verifies (the genuine signature is accepted) and rejects_tampered (a signature with
-    one bit flipped is refused)."""
-    signer, verifier = resolve([signer, verifier])
-    pk, sk = signer.generate()
-    sig = signer.signer(sk)(message)
-    verify = verifier.verifier(_public_for(verifier, _raw_public(pk)))
-    bad = sig[: len(sig) // 2] + bytes([sig[len(sig) // 2] ^ 1]) + sig[len(sig) // 2 + 1:]
-    return {"verifies": verify(message, sig) is True, "rejects_tampered": verify(message, bad) is not True}
-
-
-def agreement_pairs(ml_dsa: str = "ML-DSA-44", slh_dsa: Sequence[str] = ("SLH-DSA-SHA2-128f", "SLH-DSA-SHAKE-128f"),
-                    pure_backend: str = PURE_BACKEND) -> list[tuple[str, str, bool]]:
-    """(signer, verifier, expected) pairs: every ordered pair of ML-DSA implementations; pure-Python
-    SLH-DSA against every native SLH-DSA; liboqs's round-3 SPHINCS+ against FIPS 205 SLH-DSA
-    (expected to fail: see :data:`ROUND3_VS_FIPS205`)."""
-    pairs = []
-    backends = algorithms.backends_of(ml_dsa)
-    pairs += [(f"{ml_dsa}@{a}", f"{ml_dsa}@{b}", True) for a in backends for b in backends if a != b]
-    for name in slh_dsa:
-        native = [b for b in algorithms.backends_of(name) if b != pure_backend]
-        if pure_backend in algorithms.backends_of(name):
-            for b in native:
-                pairs += [(f"{name}@{pure_backend}", f"{name}@{b}", True), (f"{name}@{b}", f"{name}@{pure_backend}", True)]
-        old = round3_equivalent(name)
-        if native and old in algorithms.names():
-            pairs += [(f"{old}@liboqs", f"{name}@{native[0]}", False), (f"{name}@{native[0]}", f"{old}@liboqs", False)]
-    return pairs
-
-
-ROUND3_VS_FIPS205 = (
-    "liboqs 0.13 ships SPHINCS+ as submitted in round 3 (v3.1), not FIPS 205 SLH-DSA. Keys and signatures "
-    "have the same sizes and layout, but (1) pure SLH-DSA signs M' = 0x00 || len(ctx) || ctx || M (a domain "
-    "separator between pure and pre-hash signing, with a context string) instead of M, and (2) FIPS 205 reads "
-    "the FORS indices from the message digest most-significant bit first, where the round-3 reference code "
-    "read them least-significant bit first (NIST, pqc-forum, May 2023). So a round-3 signature cannot verify as "
-    "SLH-DSA, nor the reverse.")
-
-
-def check_agreement(pairs: Sequence[tuple[str, str, bool]] | None = None, message_bytes: int = 100,
-                    seed: int = 0) -> pd.DataFrame:
-    """Cross-verification of each (signer, verifier, expected) pair on a random message."""
-    message = random_message(message_bytes, seed)
-    rows = []
-    for signer, verifier, expected in (pairs if pairs is not None else agreement_pairs()):
-        out = cross_verify(signer, verifier, message)
-        rows.append({"signer": signer, "verifier": verifier, "expected": expected, **out,
-                     "as_expected": out["verifies"] == expected and out["rejects_tampered"]})
-    return pd.DataFrame(rows)
-
-
-def check_round3_internal(sets: Iterable[str] = ("SHA2-128f", "SHA2-192f"), message_bytes: int = 100,
-                          seed: int = 0) -> pd.DataFrame:
-    """Where exactly round-3 SPHINCS+ and FIPS 205 differ, measured: a liboqs round-3 signature is
-    checked with slh-dsa's FIPS 205 *pure* verification and with its *internal* one (slh_verify_internal,
-    no M' prefix).  The internal check passes only for sets whose FORS indices are whole bytes (a = 8:
-    the 192f sets), where the two bit orders coincide."""
-    import slhdsa
-    from slhdsa import PublicKey
-
-    message = random_message(message_bytes, seed)
-    rows = []
-    for s in sets:
-        h, rest = s.split("-")
-        par = getattr(slhdsa, f"{h.lower()}_{rest}")
-        algo = algorithms.get(f"SPHINCS+-{s}-simple", "liboqs")
-        pk, sk = algo.generate()
-        sig = algo.signer(sk)(message)
-        pub = PublicKey.from_digest(pk, par)
-        rows.append({"round3_set": algo.name, "fors_trees_k": par.k, "fors_height_a": par.a,
-                     "verifies_as_slh_dsa_pure": bool(pub.verify_pure(message, sig)),
-                     "verifies_as_slh_dsa_internal": bool(pub.verify(message, sig))})
-    return pd.DataFrame(rows)
-
-
-def describe_agreement(checks: pd.DataFrame, internal: pd.DataFrame | None = None) -> str:
-    """Markdown summary of the cross-verification checks."""
-    same = checks[checks["expected"]]
-    diff = checks[~checks["expected"]]
-    ok_same = int((same["verifies"] & same["rejects_tampered"]).sum())
-    text = [f"- Same standard: {ok_same} of {len(same)} signer → verifier pairs cross-verify "
-            f"(and reject a tampered signature)."]
-    failed = same[~(same["verifies"] & same["rejects_tampered"])]
-    if not failed.empty:
-        text.append("  **Disagreement:** " + "; ".join(f"{r.signer} → {r.verifier}" for r in failed.itertuples()))
-    if not diff.empty:
-        text.append(f"- Round-3 SPHINCS+ vs FIPS 205 SLH-DSA: {int((~diff['verifies']).sum())} of {len(diff)} pairs "
-                    f"refuse each other's signatures, as expected. {ROUND3_VS_FIPS205}")
-    if internal is not None and not internal.empty:
-        ok = internal[internal["verifies_as_slh_dsa_internal"]]
-        text.append("- Without the M' prefix (FIPS 205's internal verification) a round-3 signature verifies for "
-                    + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})" for r in ok.itertuples()) or "no set")
-                    + " and not for "
-                    + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})"
-                                 for r in internal[~internal['verifies_as_slh_dsa_internal']].itertuples()) or "any other")
-                    + ": with a = 8 each FORS index is one whole byte, so both bit orders read the same indices.")
-    return "\n".join(text)
+def _fci(r) -> str:
+    return fmt_factor_ci(r.slowdown, r.slowdown_ci_low, r.slowdown_ci_high, 1)
 
 
 # ----- the study beside us -----
-def compare_with_study(df: pd.DataFrame, reference: pd.DataFrame | None = None,
+def compare_with_study(df: pd.DataFrame, samples: dict | None = None, reference: pd.DataFrame | None = None,
                        mapping: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """The study's table beside our medians at the same lengths: one row per study label, our
-    algorithm, operation and length, with ``study_over_ours`` (the study's time / ours)."""
+    """The study's table beside our medians at the same lengths: one row per study label, our algorithm,
+    backend, operation and length, with ``study_over_ours`` (the study's time / ours) and its interval from
+    our side only (the study's numbers are single values; :func:`pqlab.stats.ratio_to_published`).
+    `mapping`: study label -> our names ("NAME" or "NAME@backend"); default :func:`study_comparators`."""
     ref = load_study() if reference is None else reference
-    mapping = mapping or STUDY_MAP
+    mapping = mapping or study_comparators()
     ours = df[["algorithm", "backend", "operation", "message_bytes", "time_ns_median"]]
     rows = []
     for label, names in mapping.items():
         sub = ref[ref["algorithm"] == label]
-        for name in names:
-            m = sub.merge(ours[ours["algorithm"] == name], on=["operation", "message_bytes"], suffixes=("_study", ""))
-            for r in m.itertuples():
+        for spec in names:
+            name, _, backend = spec.partition("@")
+            mine = ours[(ours["algorithm"] == name) & ((ours["backend"] == backend) if backend else True)]
+            for r in sub.merge(mine, on=["operation", "message_bytes"], suffixes=("_study", "")).itertuples():
+                v = _get(samples, name, r.backend, r.operation, r.message_bytes)
+                ratio, lo, hi = (ratio_to_published(r.time_ms * 1e6, v) if v.size
+                                 else (r.time_ms * 1e6 / r.time_ns_median, math.nan, math.nan))
                 rows.append({"study_label": label, "algorithm": name, "backend": r.backend, "operation": r.operation,
                              "message_bytes": int(r.message_bytes), "study_ms": r.time_ms,
-                             "ours_ms": r.time_ns_median / 1e6, "study_over_ours": r.time_ms / (r.time_ns_median / 1e6)})
+                             "ours_ms": r.time_ns_median / 1e6, "study_over_ours": ratio, "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows)
 
 
@@ -543,7 +495,7 @@ def study_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per study label, our algorithm and operation: the range of study/ours ratios over the grid."""
     if table.empty:
         return table
-    g = table.groupby(["study_label", "algorithm", "operation"], sort=False)["study_over_ours"]
+    g = table.groupby(["study_label", "algorithm", "backend", "operation"], sort=False)["study_over_ours"]
     return g.agg(ratio_min="min", ratio_median="median", ratio_max="max", sizes="count").reset_index()
 
 
@@ -565,15 +517,18 @@ def study_findings(reference: pd.DataFrame | None = None) -> dict:
     return out
 
 
-def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> str:
-    """Markdown: what the study's own numbers say, and how they compare with ours."""
+def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None, labels: dict | None = None) -> str:
+    """Markdown: what the study's own numbers say (its ratios are ratios of single published numbers: no
+    interval), and how its times compare with ours (intervals in the table)."""
     f = study_findings(reference)
+    labels = labels or study_labels()
     lines = [
         f"- The study recommends ECDSA because it 'performs faster than SPHINCS and RSA in terms of signing "
         f"messages'. Its own Table 1 has RSA signing faster than ECDSA at {f['rsa_faster_than_ecdsa_sign']} of "
         f"{f['sizes_sign']} sizes (ECDSA {f['ecdsa_over_rsa_sign_min']:.1f}× to {f['ecdsa_over_rsa_sign_max']:.1f}× "
-        f"slower); RSA also verifies faster at {f['rsa_faster_than_ecdsa_verify']} of {f['sizes_verify']} sizes, and "
-        f"signs plus verifies faster at {f['rsa_faster_than_ecdsa_both']} of {f['sizes_sign']}. "
+        f"slower; ratios of its single numbers, without interval); RSA also verifies faster at "
+        f"{f['rsa_faster_than_ecdsa_verify']} of {f['sizes_verify']} sizes, and signs plus verifies faster at "
+        f"{f['rsa_faster_than_ecdsa_both']} of {f['sizes_sign']}. "
         + ("The conclusion contradicts the data it rests on." if f["rsa_faster_than_ecdsa_sign"] == f["sizes_sign"]
            else ""),
         f"- SPHINCS signing in the study is flat ({f['sphincs_sign_min_ms']:.3f} to {f['sphincs_sign_max_ms']:.3f} ms "
@@ -582,17 +537,89 @@ def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None) -
     ]
     summary = study_summary(table)
     for label, g in summary.groupby("study_label", sort=False):
-        parts = [f"{r.algorithm} {r.operation} {r.ratio_min:.3g}× to {r.ratio_max:.3g}×" for r in g.itertuples()]
-        lines.append(f"- **{label}** ({STUDY_CAVEATS.get(label, '')}): the study's time over ours, "
-                     + "; ".join(parts) + ".")
-    if len(summary):
-        rsa_sign = summary[(summary["study_label"] == "RSA") & (summary["operation"] == "sign")]
-        slower = summary[summary["study_label"] != "RSA"]
-        if len(rsa_sign) and len(slower) and rsa_sign["ratio_max"].max() < 1 < slower["ratio_min"].min():
-            lines.append(f"- The study's RSA signs faster than our RSA-2048 (ratio below 1) although its other "
-                         f"operations are {slower['ratio_min'].min():.2g}× to {slower['ratio_max'].max():.3g}× slower "
-                         f"than ours: a private-key operation that fast points to a modulus smaller than 2048 bits "
-                         f"(the study does not state it).")
+        parts = [f"{r.algorithm} ({r.backend}) {r.operation} {r.ratio_min:.3g}× to {r.ratio_max:.3g}×"
+                 for r in g.itertuples()]
+        lines.append(f"- **{label}** ({labels.get(label, '')}): the study's time over ours, " + "; ".join(parts) + ".")
+    return "\n".join(lines)
+
+
+# ----- what the study's RSA timings say about themselves -----
+def rsa_evidence(native: pd.DataFrame, fits: pd.DataFrame, samples: dict | None = None,
+                 reference: pd.DataFrame | None = None, ours: tuple[str, str] = ("RSA-2048-PKCS1v15-sig", "cryptography"),
+                 modulus_bits: int = 2048) -> dict:
+    """Computed from the study's own RSA columns, beside our RSA-2048 (`ours`: algorithm, backend):
+
+    * the study's per-byte cost of RSA signing (ordinary least squares over its grid, with its standard error)
+      against ours, which is what hashing the message costs here, and the rise over the grid each implies;
+    * the study's sign/verify ratio at each size (single numbers) against ours at our shortest message, with
+      its bootstrap interval;
+    * the modulus length that ratio would imply if the private/public cost ratio grew linearly with the
+      modulus at a fixed public exponent (a model, not a measurement)."""
+    ref = load_study() if reference is None else reference
+    rsa = ref[ref["algorithm"] == "RSA"]
+    study_fit = fit_linear_cost(study_as_measurements(rsa)).set_index("operation")
+    span = float(rsa["message_bytes"].max() - rsa["message_bytes"].min())
+    wide = rsa.pivot_table(index="message_bytes", columns="operation", values="time_ms")
+    ratio_study = wide["sign"] / wide["verify"]
+    mine = fits[(fits["algorithm"] == ours[0]) & (fits["backend"] == ours[1]) & (fits["operation"] == "sign")]
+    m = native[(native["algorithm"] == ours[0]) & (native["backend"] == ours[1])]
+    shortest = m.groupby("message_bytes")["operation"].nunique()
+    shortest = shortest[shortest >= 2].index.min() if len(shortest) else None
+    out = {"grid_span_bytes": span, "study_sign_per_byte_ns": float(study_fit.loc["sign", "per_byte_ns"]),
+           "study_sign_per_byte_se": float(study_fit.loc["sign", "per_byte_ns_se"]),
+           "study_sign_per_byte_significant": bool(study_fit.loc["sign", "per_byte_significant"]),
+           "study_sign_min_ms": float(wide["sign"].min()), "study_sign_max_ms": float(wide["sign"].max()),
+           "study_sign_over_verify_min": float(ratio_study.min()), "study_sign_over_verify_median": float(ratio_study.median()),
+           "study_sign_over_verify_max": float(ratio_study.max()), "ours": f"{ours[0]} ({ours[1]})",
+           "modulus_bits": modulus_bits}
+    if len(mine):
+        out["ours_sign_per_byte_ns"] = float(mine["per_byte_ns"].iloc[0])
+        out["ours_sign_per_byte_se"] = float(mine["per_byte_ns_se"].iloc[0])
+        out["hash_rise_over_grid_ms"] = out["ours_sign_per_byte_ns"] * span / 1e6
+    if shortest is not None:
+        at = m[m["message_bytes"] == shortest].set_index("operation")["time_ns_median"]
+        r, lo, hi = _ratio(samples, (*ours, "sign", shortest), (*ours, "verify", shortest), at["sign"], at["verify"])
+        out.update(ours_message_bytes=int(shortest), ours_sign_over_verify=r, ours_sign_over_verify_ci_low=lo,
+                   ours_sign_over_verify_ci_high=hi,
+                   implied_modulus_bits=modulus_bits * out["study_sign_over_verify_median"] / r)
+    return out
+
+
+def describe_rsa_evidence(ev: dict) -> str:
+    """Markdown: what the study's RSA columns show about what was timed, each sentence only where the numbers
+    support it; the modulus estimate is labelled as a model."""
+    lines = []
+    rise, ours = ev.get("hash_rise_over_grid_ms"), ev.get("ours_sign_per_byte_ns")
+    slope = f"{ev['study_sign_per_byte_ns']:.3g} ± {ev['study_sign_per_byte_se']:.2g} ns/B"
+    if ev["study_sign_per_byte_significant"]:
+        lines.append(f"- The study's RSA signing grows with the message ({slope}).")
+    elif ours is not None and (z := (ours - ev["study_sign_per_byte_ns"])
+                               / math.hypot(ev["study_sign_per_byte_se"], ev["ours_sign_per_byte_se"])) > 2:
+        lines.append(f"- The study's RSA signing does not grow with the message as hashing it would: its cost per byte, "
+                     f"{slope}, lies {z:.1f} standard errors below the {ours:.3g} ± {ev['ours_sign_per_byte_se']:.2g} "
+                     f"ns/B that hashing the message costs here ({ev['ours']}), which over its grid would add "
+                     f"{rise:.3g} ms to times of {ev['study_sign_min_ms']:.3g} to {ev['study_sign_max_ms']:.3g} ms. "
+                     "At the hash speed measured here, its timed region cannot have included hashing the message.")
+    else:
+        lines.append(f"- The study's RSA signing shows no cost per byte ({slope}), but the scatter of its times is "
+                     "too large to tell whether the message was hashed inside the timer.")
+    r = ev.get("ours_sign_over_verify")
+    if r is not None and np.isfinite(ev.get("ours_sign_over_verify_ci_low", math.nan)) \
+            and ev["ours_sign_over_verify_ci_low"] > 2 * ev["study_sign_over_verify_max"]:
+        lines.append(f"- It signs and verifies in about the same time: sign/verify {ev['study_sign_over_verify_min']:.2g} "
+                     f"to {ev['study_sign_over_verify_max']:.2g} over its grid (median "
+                     f"{ev['study_sign_over_verify_median']:.2g}; single numbers, no interval). {ev['ours']} signs "
+                     f"{fmt_factor_ci(r, ev['ours_sign_over_verify_ci_low'], ev['ours_sign_over_verify_ci_high'], 1)} "
+                     f"slower than it verifies here (at {ev['ours_message_bytes']:,} B), as RSA with a small public "
+                     "exponent does. *Model, not measurement:* if the private/public cost ratio grew linearly with the "
+                     f"modulus, the study's ratio would mean a modulus of about {ev['implied_modulus_bits']:,.0f} bits "
+                     "— no usable RSA key is that short, so the timings do not describe RSA private- and public-key "
+                     "operations of any modulus, and the modulus cannot be read from them (the study does not state "
+                     "it). A plausible reading, not tested here: a fixed per-call cost dominates both columns.")
+    elif r is not None:
+        lines.append(f"- Its sign/verify ratio ({ev['study_sign_over_verify_min']:.2g} to "
+                     f"{ev['study_sign_over_verify_max']:.2g}) is not clearly below ours "
+                     f"({fmt_factor_ci(r, ev.get('ours_sign_over_verify_ci_low'), ev.get('ours_sign_over_verify_ci_high'), 1)}).")
     return "\n".join(lines)
 
 
@@ -636,9 +663,25 @@ def ranking(df: pd.DataFrame, fits: pd.DataFrame | None = None, message_bytes: S
 POST_QUANTUM = ("lattice", "hash-based", "multivariate", "code-based")
 
 
+def _times(samples: dict | None, row, op: str, n):
+    ops = ("sign", "verify") if op == "sign+verify" else (op,)
+    parts = tuple(_get(samples, row.algorithm, row.backend, o, n) for o in ops)
+    return parts if all(p.size for p in parts) and row.source == "measured" else None
+
+
+def _rank_ratio(samples: dict | None, a, b, op: str, n) -> str:
+    """a's time over b's at length n as "x× [low, high]" (bootstrap; a model value has no interval)."""
+    x, y = _times(samples, a, op, n), _times(samples, b, op, n)
+    if x is None or y is None:
+        return fmt_factor_ci(a.time_ns / b.time_ns, math.nan, math.nan) + (" (model)" if "model" in (a.source, b.source) else "")
+    return fmt_factor_ci(*ratio_ci(x if len(x) > 1 else x[0], y if len(y) > 1 else y[0]))
+
+
 def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.DataFrame | None = None,
-              message_bytes: Sequence[int] = (10_000, 100_000), reference: pd.DataFrame | None = None) -> str:
-    """The closing recommendation, generated from the measurements (Markdown)."""
+              message_bytes: Sequence[int] = (10_000, 100_000), reference: pd.DataFrame | None = None,
+              samples: dict | None = None) -> str:
+    """The closing recommendation, generated from the measurements (Markdown); every factor between two of
+    our measurements carries its bootstrap interval when `samples` are given."""
     ranks = ranking(df, fits, message_bytes)
     if ranks.empty:
         return "Nothing was measured."
@@ -654,7 +697,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
             second = o.iloc[1] if len(o) > 1 else None
             pq = o[o["family"].isin(POST_QUANTUM)]
             s = f"{op}: **{best.algorithm}** ({fmt_time_ns(best.time_ns)}"
-            s += f", {second.time_ns / best.time_ns:.3g}× faster than {second.algorithm})" if second is not None else ")"
+            s += f"; {second.algorithm} takes {_rank_ratio(samples, second, best, op, n)} its time)" if second is not None else ")"
             if len(pq) and pq.iloc[0].algorithm != best.algorithm:
                 s += f"; post-quantum: **{pq.iloc[0].algorithm}** ({fmt_time_ns(pq.iloc[0].time_ns)})"
             parts.append(s)
@@ -673,17 +716,17 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
                          f"{n:,} bytes the message's share of the time ranges from {low.share:.0%} "
                          f"({low.algorithm} {low.operation}) to {share['share'].max():.0%}.")
     f = study_findings(reference)
-    best_sign = ranks[(ranks["message_bytes"] == message_bytes[0]) & (ranks["operation"] == "sign")]
+    n0 = message_bytes[0]
+    best_sign = ranks[(ranks["message_bytes"] == n0) & (ranks["operation"] == "sign")]
     rsa = best_sign[best_sign["algorithm"].str.startswith("RSA")]
     ec = best_sign[best_sign["algorithm"].str.startswith("ECDSA")]
     if len(rsa) and len(ec):
-        faster = "ECDSA" if ec.iloc[0].time_ns < rsa.iloc[0].time_ns else "RSA"
-        ratio = max(ec.iloc[0].time_ns, rsa.iloc[0].time_ns) / min(ec.iloc[0].time_ns, rsa.iloc[0].time_ns)
+        fast, slow = (ec.iloc[0], rsa.iloc[0]) if ec.iloc[0].time_ns < rsa.iloc[0].time_ns else (rsa.iloc[0], ec.iloc[0])
         lines.append(f"- The study recommended ECDSA for signing although its own table has RSA signing faster at "
-                     f"{f['rsa_faster_than_ecdsa_sign']} of {f['sizes_sign']} sizes. Here, with OpenSSL, {faster} signs "
-                     f"{ratio:.2g}× faster ({ec.iloc[0].algorithm} vs {rsa.iloc[0].algorithm} at "
-                     f"{message_bytes[0]:,} bytes).")
-    verdict = _verdict(ranks, message_bytes)
+                     f"{f['rsa_faster_than_ecdsa_sign']} of {f['sizes_sign']} sizes. Here {fast.algorithm} "
+                     f"({fast.backend}) signs faster: {slow.algorithm} takes {_rank_ratio(samples, slow, fast, 'sign', n0)} "
+                     f"its time at {n0:,} bytes.")
+    verdict = _verdict(ranks, message_bytes, samples)
     if verdict:
         lines.append(verdict)
     if slowdowns is not None and not slowdowns.empty:
@@ -692,13 +735,11 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
         lines.append("- Pure Python costs a factor of "
                      + "; ".join(f"{r.algorithm} {r.operation} {r.min:,.1f}×" + (f"–{r.max:,.1f}×" if r.max > r.min * 1.05 else "")
                                  for r in per.itertuples())
-                     + " over native implementations of the same standard. An implementation's quality moves a "
-                       "scheme's cost by factors of this size, which is why the study's unoptimised SPHINCS port says "
-                       "little about SPHINCS itself.")
+                     + " over native implementations of the same standard (intervals in the slowdown table).")
     return "\n".join(lines)
 
 
-def _verdict(ranks: pd.DataFrame, message_bytes: Sequence[int]) -> str:
+def _verdict(ranks: pd.DataFrame, message_bytes: Sequence[int], samples: dict | None = None) -> str:
     """The recommendation proper: the fastest sign+verify overall and among post-quantum schemes, if the
     same algorithm wins at every length; how much the hash-based choice costs on top."""
     both = ranks[ranks["operation"] == "sign+verify"]
@@ -715,80 +756,88 @@ def _verdict(ranks: pd.DataFrame, message_bytes: Sequence[int]) -> str:
     if best_pq and len(set(best_pq.values())) == 1:
         p = pq[n].iloc[0]
         text += (f" where a classical signature is still acceptable; {p.algorithm} as the post-quantum choice, at "
-                 f"{p.time_ns / classical.time_ns:.2g}× the time of {classical.algorithm} at {n:,} bytes")
+                 f"{_rank_ratio(samples, p, classical, 'sign+verify', n)} the time of {classical.algorithm} at {n:,} bytes")
         hb = pq[n][pq[n]["family"] == "hash-based"]
         if len(hb) and hb.iloc[0].algorithm != p.algorithm:
-            text += (f"; the hash-based {hb.iloc[0].algorithm} costs {hb.iloc[0].time_ns / p.time_ns:,.0f}× "
+            text += (f"; the hash-based {hb.iloc[0].algorithm} costs {_rank_ratio(samples, hb.iloc[0], p, 'sign+verify', n)} "
                      f"{p.algorithm}'s time, a price for resting on hash functions alone")
     return text + "."
 
 
-# ----- figure data (tidy frames for pqlab.plotting) -----
-def model_lines(fits: pd.DataFrame) -> pd.DataFrame:
-    """The fits as plotting.panel_lines models: intercept, slope and the crossover (when significant)."""
-    out = fits.assign(intercept=fits["fixed_ns"], slope=fits["per_byte_ns"])
-    out["crossover"] = out["crossover_bytes"].where(out["per_byte_significant"])
-    return out
+# ----- figures -----
+@plotting.styled
+def plot_time_vs_message(native: pd.DataFrame, fits: pd.DataFrame, width: float = plotting.FULL_WIDTH):
+    """Median time against message length per operation, with each fitted line and its crossover."""
+    model = fits.assign(intercept=fits["fixed_ns"], slope=fits["per_byte_ns"],
+                        crossover=fits["crossover_bytes"].where(fits["per_byte_significant"]))
+    return plotting.panel_lines(native, x="message_bytes", y="time_ns_median", hue="algorithm", panel="operation",
+                                panels=["sign", "verify"], model=model, connect=False, mark="crossover",
+                                model_label="fit: fixed + per-byte × length", mark_label="crossover: hashing = fixed part",
+                                colors=plotting.shaded_family_colors(native), scale=1e3, symlog_x=True,
+                                xlabel="message length (bytes)", ylabel="median time (µs, log)", height=3.2, width=width)
 
 
-def per_byte_bars(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per-byte cost with ± one standard error, for a bar chart (positive estimates only: log axis)."""
+@plotting.styled
+def plot_per_byte(fits: pd.DataFrame, width: float = plotting.FULL_WIDTH):
+    """Per-byte cost with ± one standard error (positive estimates only: log axis)."""
     out = fits[fits["per_byte_ns"] > 0].copy()
     several = out.groupby("algorithm")["backend"].transform("nunique") > 1
     out["label"] = out["algorithm"].where(~several, out["algorithm"] + " (" + out["backend"] + ")")
     out["low"] = (out["per_byte_ns"] - out["per_byte_ns_se"]).clip(lower=out["per_byte_ns"] * 0.01)
     out["high"] = out["per_byte_ns"] + out["per_byte_ns_se"]
-    return out
+    return plotting.grouped_bars(out, category="label", group="operation", value="per_byte_ns", low="low", high="high",
+                                 log=False, ylabel="ns per message byte", width=width,
+                                 title="Cost per message byte (± 1 standard error)")
 
 
-def slowdown_bars(table: pd.DataFrame, message_bytes: int | None = None) -> pd.DataFrame:
-    """Slowdown factors labelled 'ALGORITHM vs NATIVE' for a grouped bar chart (groups: operations), at one
-    message length (default: the shortest measured) plus key generation."""
+@plotting.styled
+def plot_slowdown(table: pd.DataFrame, message_bytes: int | None = None, width: float = plotting.FULL_WIDTH):
+    """Pure-Python over native time per pair, with bootstrap intervals, at one length (default: the shortest)."""
     n = message_bytes if message_bytes is not None else table["message_bytes"].min()
     out = table[table["message_bytes"].isna() | (table["message_bytes"] == n)].copy()
-    out["label"] = [f"{a}\nvs {NATIVE_LABEL.get(b, b)}" + ("" if same else " (round 3)")
+    out["label"] = [f"{a}\nvs {b}" + ("" if same else " (round 3)")
                     for a, b, same in zip(out["algorithm"], out["native_backend"], out["same_standard"])]
-    return out
+    return plotting.grouped_bars(out, category="label", group="operation", value="slowdown", low="slowdown_ci_low",
+                                 high="slowdown_ci_high", ylabel="pure Python / native (log)", width=width,
+                                 title=f"How much slower pure Python is (bars: {fmt_percent(CONFIDENCE, 0)} intervals)")
 
 
-def study_lines(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The study's times (its whole grid) and ours at the lengths we measured, long form: series label,
-    operation, length, ms, family."""
+@plotting.styled
+def plot_study_vs_ours(table: pd.DataFrame, reference: pd.DataFrame | None = None, width: float = plotting.FULL_WIDTH):
+    """The study's times over its whole grid (dashed) and ours at the lengths we measured (solid)."""
     ref = load_study() if reference is None else reference
-    family = STUDY_FAMILY
-    study = pd.DataFrame({"series": "study: " + ref["algorithm"], "family": ref["algorithm"].map(family),
+    study = pd.DataFrame({"series": "study: " + ref["algorithm"], "family": ref["algorithm"].map(STUDY_FAMILY),
                           "operation": ref["operation"], "message_bytes": ref["message_bytes"], "time_ms": ref["time_ms"]})
-    ours = pd.DataFrame({"series": "ours: " + table["algorithm"], "family": table["study_label"].map(family),
-                         "operation": table["operation"], "message_bytes": table["message_bytes"],
-                         "time_ms": table["ours_ms"]})
-    return pd.concat([study, ours], ignore_index=True)
+    ours = pd.DataFrame({"series": "ours: " + table["algorithm"] + " (" + table["backend"] + ")",
+                         "family": table["study_label"].map(STUDY_FAMILY), "operation": table["operation"],
+                         "message_bytes": table["message_bytes"], "time_ms": table["ours_ms"]})
+    lines = pd.concat([study, ours], ignore_index=True)
+    return plotting.panel_lines(lines, x="message_bytes", y="time_ms", hue="series", panel="operation",
+                                panels=["sign", "verify"], colors=plotting.shaded_family_colors(lines, key="series"),
+                                linestyles={s: "--" for s in study["series"].unique()}, logx=False, eng_x=True,
+                                xlabel="message length (bytes)", ylabel="time (ms, log)", legend_cols=3, height=3.2, width=width)
 
 
-def study_linestyles(lines: pd.DataFrame) -> dict:
-    """Dashed lines for the study's series, solid for ours."""
-    return {s: "--" for s in lines["series"].unique() if s.startswith("study")}
-
-
-# ----- closing -----
+# ----- closing, caveats and quoted numbers -----
 def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.DataFrame | None = None) -> str:
     """The notebook's last words: the pure-Python slowdown factors, the per-byte costs, agreement."""
     blocks, lines = [], []
     if not slowdowns.empty:
         summary = slowdown_summary(slowdowns)
         sizes = sorted({int(n) for n in slowdowns["message_bytes"].dropna()})
-        lines.append("**Pure-Python slowdown factors** (pure-Python time / native time; signing and verifying at "
-                     + ", ".join(f"{n:,}" for n in sizes) + "-byte messages), against the fastest and the slowest "
-                     "native implementation of the same standard:\n")
+        lines.append("**Pure-Python slowdown factors** (pure-Python time / native time, ratio of medians with its "
+                     "bootstrap interval; signing and verifying at " + ", ".join(f"{n:,}" for n in sizes)
+                     + "-byte messages), against the fastest and the slowest native implementation of the same standard:\n")
         for r in summary.itertuples():
-            same = (f"{r.vs_fastest:,.1f}× ({r.fastest})" + (f" to {r.vs_slowest:,.1f}× ({r.slowest})"
-                                                             if r.slowest != r.fastest else "")
+            same = (fmt_factor_ci(r.vs_fastest, r.vs_fastest_ci_low, r.vs_fastest_ci_high, 1) + f" ({r.fastest})"
+                    + (f" to {fmt_factor_ci(r.vs_slowest, r.vs_slowest_ci_low, r.vs_slowest_ci_high, 1)} ({r.slowest})"
+                       if r.slowest != r.fastest else "")
                     if isinstance(getattr(r, "fastest", None), str) else "no native implementation of the standard")
             extra = (f"; {r.vs_fastest_same_work:,.1f}× against liboqs's round-3 "
                      f"{str(r.fastest_same_work).split('(')[1].rstrip(')')}" if "(" in str(r.fastest_same_work) else "")
             size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f" at {int(r.message_bytes):,} B"
             lines.append(f"- {r.algorithm} {r.operation}{size}: {same}{extra}")
         blocks.append("\n".join(lines))
-        lines = []
     if fits is not None and not fits.empty:
         sig = fits[fits["per_byte_significant"]]
         if len(sig):
@@ -798,19 +847,55 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
     if agreement is not None and not agreement.empty:
         same = agreement[agreement["expected"]]
         blocks.append(f"**Agreement**: {int(same['verifies'].sum())} of {len(same)} cross-verifications between "
-                     f"implementations of the same standard succeed; "
-                     f"{int((~agreement.loc[~agreement['expected'], 'verifies']).sum())} of "
-                     f"{int((~agreement['expected']).sum())} round-3 SPHINCS+ / FIPS 205 SLH-DSA pairs fail, as they must.")
+                      f"implementations of the same standard succeed; "
+                      f"{int((~agreement.loc[~agreement['expected'], 'verifies']).sum())} of "
+                      f"{int((~agreement['expected']).sum())} round-3 SPHINCS+ / FIPS 205 SLH-DSA pairs fail, as they must.")
     return "\n\n".join(blocks)
 
 
-def numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame) -> dict:
-    """The numbers a text quotes (numbers.tex): each pure-Python slowdown against an implementation of the same
-    standard (as a factor) and each per-byte cost (ns), under stable keys."""
+def caveats(native: pd.DataFrame, reference: pd.DataFrame | None = None, run=None, overhead_share: float = 0.01) -> str:
+    """Markdown, one sentence per caveat that applies here, each from the data: how the study timed, what it
+    does not state, the SPHINCS comparison, measurements with few samples, and the harness's own call cost."""
+    ref = load_study() if reference is None else reference
+    src = ref.attrs.get("source") or {}
+    out = [f"The study's method: {src.get('method', 'not recorded')}; its machine: {src.get('machine', 'not recorded')}.",
+           "The study's numbers are single values per size (no spread is given), so every ratio against them takes "
+           "its interval from our side only.",
+           f"{STUDY_NOTES['RSA']}; {STUDY_NOTES['ECDSA']}: our RSA-2048 and ECDSA-P256 stand in for them.",
+           f"Its SPHINCS is SPHINCS-256, not SPHINCS+: ours are the sets with the same hash length "
+           f"({8 * sphincs256()['hash_bytes']} bits), a like-for-like hash length, not a like-for-like scheme."]
+    few = native[flags.has(native["flags"].fillna(""), "few-samples")]
+    if len(few):
+        out.append(f"{len(few)} of {len(native)} of our measurements have fewer than {MIN_SAMPLES} samples: their "
+                   "intervals are wide.")
+    overhead = (run.meta.get("harness_overhead_ns") if run is not None else None) or 0
+    fast = native[native["time_ns_median"] * overhead_share < overhead]
+    if len(fast):
+        out.append(f"A do-nothing call through pqlab's harness costs {fmt_time_ns(overhead)}, more than "
+                   f"{fmt_percent(overhead_share, 0)} of {len(fast)} medians here; those times include it.")
+    return "\n".join(f"- {c}" for c in out)
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", str(text).replace("+", "plus").lower()).strip("_")
+
+
+def numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, beside: pd.DataFrame | None = None,
+            evidence: dict | None = None) -> dict:
+    """Every number the notebook quotes, under stable keys (for numbers.tex)."""
     out = {}
-    for r in slowdowns[slowdowns["same_standard"]].itertuples() if len(slowdowns) else []:
-        size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f"_{int(r.message_bytes)}B"
-        out[slug(f"slowdown_{r.algorithm}_{r.operation}{size}_vs_{r.native_backend}")] = fmt_factor(r.slowdown)
+    for r in slowdowns[slowdowns["same_standard"]].itertuples() if not slowdowns.empty else []:
+        size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f"_{int(r.message_bytes)}b"
+        key = _key(f"slowdown_{r.algorithm}_{r.operation}{size}_vs_{r.native_backend}")
+        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = r.slowdown, r.slowdown_ci_low, r.slowdown_ci_high
     for r in fits.itertuples():
-        out[slug(f"per_byte_ns_{r.algorithm}_{r.backend}_{r.operation}")] = float(r.per_byte_ns)
-    return out
+        key = _key(f"per_byte_ns_{r.algorithm}_{r.backend}_{r.operation}")
+        out[key], out[f"{key}_se"] = r.per_byte_ns, r.per_byte_ns_se
+    if beside is not None and not beside.empty:
+        for r in study_summary(beside).itertuples():
+            key = _key(f"study_over_ours_{r.study_label}_{r.algorithm}_{r.backend}_{r.operation}")
+            out[f"{key}_min"], out[f"{key}_max"] = r.ratio_min, r.ratio_max
+    for k, v in (evidence or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[_key(f"rsa_evidence_{k}")] = v
+    return {k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}

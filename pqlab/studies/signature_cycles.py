@@ -11,8 +11,9 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
 * :func:`collect_rows` turns the runs into one tidy frame (a row per algorithm, build and
   operation) with sizes, the table family ("classical" groups RSA and elliptic curves) and
   the clock each row implies (cycles / time);
-* :func:`check_clock` states whether each row's time follows from its cycles and the run's
-  clock; :func:`tabulate_families` gives the study's tables (one per family, sorted by sign
+* :func:`study_counter` names the counter every run counted with (core cycles, TSC reference
+  cycles or none; one per study, never mixed); :func:`check_clock` states, for core cycles only,
+  whether each row's time follows from its cycles and the run's clock; :func:`tabulate_families` gives the study's tables (one per family, sorted by sign
   cycles); :func:`compute_speedups` the optimised/portable factor; :func:`compute_python_over_native`
   pqlab / native per operation; :func:`compare_implementations` OpenSSL beside liboqs;
 * :func:`recompute_reference` and :func:`count_reference_matches` recompute the study's time
@@ -31,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import plotting
-from ..formatting import fmt_cycles, fmt_factor
+from .. import cycles, plotting
+from ..context import read_costs_text
+from ..formatting import fmt_cycles, fmt_factor, fmt_percent, fmt_time_ns
 from ..results import verified_rows
 from ..schema import KIND_OPERATIONS
 
@@ -129,6 +131,24 @@ class SignatureStudy:
         return out
 
 
+def study_counter(study: SignatureStudy) -> dict:
+    """The counter every run of the study counted with, from the runs' metadata: its label and rate,
+    ``unit`` ("TSC reference cycles at 2.45 GHz"), where the rate came from, the cost of a read, why
+    it was chosen, ``availability`` (perf and TSC here) and ``basis``: the column ratios use, cycles,
+    or time_ns where no counter ran.  Raises if the runs counted differently: cycles of two counters
+    are never compared."""
+    runs = [*study.runs.values(), *([study.native] if study.native is not None else [])]
+    used = [r.meta.get("counter") or {} for r in runs]
+    labels = sorted({str(u.get("label")) for u in used})
+    if len(labels) != 1:
+        raise RuntimeError(f"the runs of this study counted with different counters ({', '.join(labels)}): "
+                           "measure them again with one PQLAB_COUNTER")
+    out = dict(used[0], availability=runs[0].meta.get("counters") or {})
+    out["unit"] = cycles.describe(out.get("label"), out.get("hz"))
+    out["basis"] = "cycles" if out.get("label") in (cycles.CORE_CYCLES, cycles.TSC) else "time_ns"
+    return out
+
+
 def check_variant(run, expected: str) -> dict:
     """Raise unless `run` loaded the `expected` liboqs build, by liboqs's own build record.
 
@@ -158,31 +178,37 @@ def check_variant(run, expected: str) -> dict:
 def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: Sequence[str] = (), *,
                        variants: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
                        budget_s: float = 0.5, min_samples: int = 3, native_algorithms=None,
-                       native_budget_s: float | None = None, study: str = STUDY, folder=None,
-                       timeout_s: float | None = None) -> SignatureStudy:
+                       native_budget_s: float | None = None, target_rel_ci: float | None = 0.01,
+                       study: str = STUDY, folder=None, timeout_s: float | None = None) -> SignatureStudy:
     """Measure keygen, sign and verify of every signature in each liboqs build, and natively.
 
     `algorithms`: liboqs names (or "all"); they run once per build in `variants`, each in its own
     worker process.  `classical` and `second` (e.g. "ML-DSA-44@cryptography") do not use liboqs
     and run in the default worker only.  `native_algorithms` (default: `algorithms`; empty: none)
-    are measured by the C runner on the default build with one fixed message, as pqlab signs one.
-    `budget_s` is the sampling time per operation; at least `min_samples` are always taken.
+    are measured by the C runner on the default build with a fresh random message for every
+    signature, as pqlab signs.
+    `budget_s` is the most sampling time per operation, `target_rel_ci` the precision that ends
+    sampling earlier (pqlab.timing.measure; the C runner uses its budget); at least `min_samples`
+    are always taken.  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
     """
     from ..benchmark import bench_in_worker
     from ..native import native_run as run_native_study
 
+    cycles.counter()
     names = resolve_signatures(algorithms)
     native_names = names if native_algorithms is None else resolve_signatures(native_algorithms)
     native_budget_s = budget_s if native_budget_s is None else native_budget_s
     params = {"algorithms": names, "classical": list(classical), "second": list(second),
               "variants": list(variants), "message_bytes": message_bytes, "budget_s": budget_s,
-              "min_samples": min_samples, "native_algorithms": native_names, "native_budget_s": native_budget_s}
+              "min_samples": min_samples, "target_rel_ci": target_rel_ci, "native_algorithms": native_names,
+              "native_budget_s": native_budget_s}
     runs, durations = {}, {}
     for variant in variants:
         todo = names + (list(classical) + list(second) if variant == "default" else [])
         t0 = time.perf_counter()
         run = bench_in_worker(todo, variant=variant, message_bytes=message_bytes, budget_s=budget_s,
-                              min_samples=min_samples, study=study, folder=folder, timeout_s=timeout_s)
+                              min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
+                              timeout_s=timeout_s)
         durations[variant] = time.perf_counter() - t0
         check_variant(run, variant)
         runs[variant] = run
@@ -190,7 +216,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     if native_names:
         t0 = time.perf_counter()
         native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
-                                      folder=folder, min_samples=min_samples, params=params)
+                                      folder=folder, min_samples=min_samples, params=params, fixed_message=False)
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 
@@ -215,16 +241,15 @@ def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
     use it.
     """
     keys = ["algorithm", "backend", "variant", "operation"]
-    cols = [*keys, "sample_ghz", "cycles_mean", "time_ns_mean"]
-    if samples is None or samples.empty or samples["cycles"].isna().all():
-        return pd.DataFrame(columns=cols)
-    s = _key(samples.dropna(subset=["cycles"]))
+    if samples is None or samples.empty:
+        return pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
+                             **{c: pd.Series(dtype=float) for c in ("sample_ghz", "cycles_mean", "time_ns_mean")}})
+    s = _key(samples)  # cycles may be missing (no counter, or a failed read): their statistics are NaN
     s["cycles"] = s["cycles"].astype(float)
     s["time_ns"] = s["time_ns"].astype(float)
     s["ghz"] = s["cycles"] / s["time_ns"]
-    out = s.groupby(keys, as_index=False).agg(sample_ghz=("ghz", "median"), cycles_mean=("cycles", "mean"),
-                                              time_ns_mean=("time_ns", "mean"))
-    return out[cols]
+    return s.groupby(keys, as_index=False).agg(sample_ghz=("ghz", "median"), cycles_mean=("cycles", "mean"),
+                                               time_ns_mean=("time_ns", "mean"))
 
 
 def _with_sample_stats(run) -> pd.DataFrame:
@@ -241,7 +266,7 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
     """One row per measured algorithm, build and operation (pqlab runs and the native run).
 
     Adds `build` ("liboqs optimised", "liboqs portable", "OpenSSL", "native optimised"),
-    `table_family`, sizes (from the default run's size table, else the run's own), the
+    `counter` (what its cycles are, from its run's metadata), `table_family`, sizes (from the default run's size table, else the run's own), the
     implied clock of the medians (`implied_ghz` = cycles_median / time_ns_median) and, where
     raw samples exist, the median of the per-sample clocks (`sample_ghz`).  The do-nothing
     call (`noop`) and failed operations are left out (see :func:`failed_rows`).
@@ -257,6 +282,9 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         sizes.append(run.sizes)
     if native is not None:
         frames.append(_with_sample_stats(native))
+    for frame, run in zip(frames, [*runs, *([native] if native is not None else [])], strict=True):
+        used = run.meta.get("counter") or {}
+        frame["counter"] = cycles.describe(used.get("label"), used.get("hz"))
     rows = pd.concat(frames, ignore_index=True)
     rows = verified_rows(rows).copy()
     if sizes:
@@ -298,8 +326,10 @@ def failed_rows(study: SignatureStudy) -> pd.DataFrame:
 # --------------------------------------------------------------------------- cycles and time
 
 
-def check_clock(rows: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> pd.DataFrame:
-    """Does each row's time follow from its cycles?  One row per measurement, with the verdict.
+def check_clock(rows: pd.DataFrame, counter: dict, tolerance: float = CLOCK_TOLERANCE) -> pd.DataFrame | None:
+    """Does each row's time follow from its cycles?  One row per measurement, with the verdict; None
+    unless the cycles are core cycles (TSC reference cycles are time at a fixed rate: cycles / time
+    is that rate by construction, and the check would be circular).
 
     A row's implied clock is cycles_median / time_ns_median (GHz).  The run's clock is the
     median of its rows' implied clocks (the counter counts user-space core cycles of the
@@ -310,6 +340,8 @@ def check_clock(rows: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> pd.Da
     ran faster than it did for most of the run: its boost clock follows the load on the other
     cores (and, on a virtual machine, on the host).
     """
+    if counter.get("label") != cycles.CORE_CYCLES:
+        return None
     cols = ["table_family", "algorithm", "build", "operation", "run_id", "samples", "cycles_median",
             "time_ns_median", "implied_ghz", "sample_ghz", "cycles_source", "flags"]
     out = rows[[c for c in cols if c in rows]].copy()
@@ -324,8 +356,11 @@ def check_clock(rows: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> pd.Da
     return out.reset_index(drop=True)
 
 
-def summarize_clock(consistency: pd.DataFrame, nominal_mhz: float | None = None) -> dict:
-    """Numbers for the text: the clock, its spread, rows outside the band, the nominal clock."""
+def summarize_clock(consistency: pd.DataFrame | None, nominal_mhz: float | None = None) -> dict | None:
+    """Numbers for the text: the clock, its spread, rows outside the band, the nominal clock (None
+    where the check did not run)."""
+    if consistency is None:
+        return None
     ghz = consistency["implied_ghz"].dropna()
     return {"rows": int(len(consistency)), "consistent": int(consistency["consistent"].sum()),
             "clock_ghz": float(ghz.median()), "clock_q1": float(ghz.quantile(0.25)),
@@ -342,11 +377,14 @@ def _cycles_int(s: pd.Series) -> pd.Series:
 
 
 def tabulate_signatures(rows: pd.DataFrame, builds: Sequence[str] | None = None) -> pd.DataFrame:
-    """The wide table of the study: one row per algorithm and build, cycles (median, quartiles)
-    and measured time (median, µs) per operation, and the sizes in bytes; sorted by family, then
-    sign cycles."""
+    """The wide table of the study: one row per algorithm and build, cycles (median, quartiles; the
+    `counter` column says which) and measured time (median, µs) per operation, and the sizes in
+    bytes; sorted by family, then sign cycles.  Without cycles (no counter) the cycle columns are
+    left out and rows sort by sign time.  Rows of two counters are refused: never one column."""
     rows = rows if builds is None else rows[rows["build"].isin(builds)]
-    ids = ["table_family", "algorithm", "build", "nist_level", "public_key_bytes", "secret_key_bytes",
+    if rows["counter"].nunique() > 1:
+        raise ValueError(f"rows of different counters ({', '.join(rows['counter'].unique())}) in one table")
+    ids = ["table_family", "algorithm", "build", "counter", "nist_level", "public_key_bytes", "secret_key_bytes",
            "signature_max_bytes"]
     base = rows.drop_duplicates(["algorithm", "build"])[ids].set_index(["algorithm", "build"])
     parts = [base]
@@ -361,10 +399,12 @@ def tabulate_signatures(rows: pd.DataFrame, builds: Sequence[str] | None = None)
                                 "secret_key_bytes": "sk_bytes", "signature_max_bytes": "sig_bytes"})
     for col in ("pk_bytes", "sk_bytes", "sig_bytes", "nist_level"):
         wide[col] = pd.to_numeric(wide[col], errors="coerce").astype("Int64")
+    if rows["cycles_median"].isna().all():
+        wide = wide.drop(columns=[c for c in wide.columns if "_cycles" in c])
     order = {f: i for i, f in enumerate(FAMILY_ORDER)}
     wide["_f"] = wide["family"].map(order).fillna(len(order))
-    wide = wide.sort_values(["_f", "sign_cycles", "algorithm"], na_position="last").drop(columns="_f")
-    first = ["family", "algorithm", "build", "nist_level", "pk_bytes", "sk_bytes", "sig_bytes"]
+    wide = wide.sort_values(["_f", _sort_key(wide), "algorithm"], na_position="last").drop(columns="_f")
+    first = ["family", "algorithm", "build", "counter", "nist_level", "pk_bytes", "sk_bytes", "sig_bytes"]
     return wide[first + [c for c in wide.columns if c not in first]].reset_index(drop=True)
 
 
@@ -378,52 +418,58 @@ def tabulate_families(rows: pd.DataFrame, builds: Sequence[str] | None = None) -
     for fam in FAMILY_ORDER + tuple(sorted(set(wide["family"]) - set(FAMILY_ORDER))):
         sub = wide[wide["family"] == fam]
         if len(sub):
-            out[fam] = sub.sort_values(["sign_cycles", "algorithm"], na_position="last").reset_index(drop=True)
+            out[fam] = sub.sort_values([_sort_key(sub), "algorithm"], na_position="last").reset_index(drop=True)
     return out
 
 
-def _ratio_table(rows: pd.DataFrame, num: str, den: str, name: str) -> pd.DataFrame:
-    """`num` build / `den` build per algorithm and operation: `name` from the mean cycles per call,
-    `name`_median from the median cycles (see :func:`sample_stats` for why the mean leads)."""
-    keep = ["algorithm", "table_family", "operation", "cycles_mean", "cycles_median"]
+def _sort_key(wide: pd.DataFrame) -> str:
+    return "sign_cycles" if "sign_cycles" in wide else "sign_us"
+
+
+def _ratio_table(rows: pd.DataFrame, num: str, den: str, name: str, sides: tuple[str, str],
+                 basis: str = "cycles") -> pd.DataFrame:
+    """`num` build / `den` build per algorithm and operation: `name` from the mean `basis` (cycles,
+    or time_ns where no counter ran) per call, `name`_median from the medians (see
+    :func:`sample_stats` for why the mean leads); columns ``<side>_<basis>_mean`` and ``_median``
+    with `sides` = (den, num) names, and each side's mean time."""
+    values = list(dict.fromkeys([f"{basis}_mean", f"{basis}_median", "time_ns_mean"]))
+    keep = ["algorithm", "table_family", "operation", *values]
     a = rows[rows["build"] == num][keep].drop_duplicates(["algorithm", "operation"])
     b = rows[rows["build"] == den][keep].drop_duplicates(["algorithm", "operation"])
     m = b.merge(a.drop(columns=["table_family"]), on=["algorithm", "operation"], suffixes=("_den", "_num"))
-    m[name] = m["cycles_mean_num"] / m["cycles_mean_den"]
-    m[f"{name}_median"] = m["cycles_median_num"] / m["cycles_median_den"]
+    m[name] = m[f"{basis}_mean_num"] / m[f"{basis}_mean_den"]
+    m[f"{name}_median"] = m[f"{basis}_median_num"] / m[f"{basis}_median_den"]
+    m = m.rename(columns={f"{v}_{end}": f"{side}_{v}" for v in values
+                          for end, side in (("den", sides[0]), ("num", sides[1]))})
+    m.attrs["basis"] = basis
     return m
 
 
-def compute_speedups(rows: pd.DataFrame) -> pd.DataFrame:
+def compute_speedups(rows: pd.DataFrame, basis: str = "cycles") -> pd.DataFrame:
     """Speed-up of the optimised liboqs build per algorithm and operation: portable / optimised
-    mean cycles per call (`speedup`), and the ratio of the median cycles (`speedup_median`)."""
-    m = _ratio_table(rows, "liboqs portable", "liboqs optimised", "speedup")
-    m = m.rename(columns={"cycles_mean_den": "optimised_cycles_mean", "cycles_mean_num": "portable_cycles_mean",
-                          "cycles_median_den": "optimised_cycles_median", "cycles_median_num": "portable_cycles_median"})
-    return _order(m)[["table_family", "algorithm", "operation", "optimised_cycles_mean", "portable_cycles_mean",
-                      "speedup", "optimised_cycles_median", "portable_cycles_median", "speedup_median"]]
+    mean `basis` per call (`speedup`), and the ratio of the medians (`speedup_median`)."""
+    m = _ratio_table(rows, "liboqs portable", "liboqs optimised", "speedup", ("optimised", "portable"), basis)
+    return _order(m)[["table_family", "algorithm", "operation", f"optimised_{basis}_mean", f"portable_{basis}_mean",
+                      "speedup", f"optimised_{basis}_median", f"portable_{basis}_median", "speedup_median"]]
 
 
-def compute_python_over_native(rows: pd.DataFrame, build: str = "liboqs optimised") -> pd.DataFrame:
-    """What the Python harness adds: pqlab / native mean cycles per call (`ratio`) for the same
-    operation, liboqs build and fixed message; the cycles added per call; the ratio of medians."""
-    native = "native " + build.split()[-1]
-    m = _ratio_table(rows, build, native, "ratio")
-    m = m.rename(columns={"cycles_mean_den": "native_cycles_mean", "cycles_mean_num": "pqlab_cycles_mean",
-                          "cycles_median_den": "native_cycles_median", "cycles_median_num": "pqlab_cycles_median"})
-    m["added_cycles"] = m["pqlab_cycles_mean"] - m["native_cycles_mean"]
-    return _order(m)[["table_family", "algorithm", "operation", "native_cycles_mean", "pqlab_cycles_mean", "ratio",
-                      "added_cycles", "native_cycles_median", "pqlab_cycles_median", "ratio_median"]]
+def compute_python_over_native(rows: pd.DataFrame, basis: str = "cycles",
+                               build: str = "liboqs optimised") -> pd.DataFrame:
+    """What the Python harness adds: pqlab / native mean `basis` per call (`ratio`) for the same
+    operation, liboqs build, message length and counter; what it adds per call; the ratio of medians."""
+    m = _ratio_table(rows, build, "native " + build.split()[-1], "ratio", ("native", "pqlab"), basis)
+    m[f"added_{basis}"] = m[f"pqlab_{basis}_mean"] - m[f"native_{basis}_mean"]
+    cols = ["table_family", "algorithm", "operation", f"native_{basis}_mean", f"pqlab_{basis}_mean", "ratio",
+            f"added_{basis}", f"native_{basis}_median", f"pqlab_{basis}_median", "ratio_median", "native_time_ns_mean"]
+    return _order(m)[list(dict.fromkeys(cols))]
 
 
-def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL",
-                            base: str = "liboqs optimised") -> pd.DataFrame:
-    """Algorithms measured through a second implementation: its mean cycles per call / liboqs's."""
-    m = _ratio_table(rows, other, base, "ratio")
-    m = m.rename(columns={"cycles_mean_den": "liboqs_cycles_mean", "cycles_mean_num": f"{other}_cycles_mean",
-                          "cycles_median_den": "liboqs_cycles_median", "cycles_median_num": f"{other}_cycles_median"})
-    return _order(m)[["algorithm", "operation", "liboqs_cycles_mean", f"{other}_cycles_mean", "ratio",
-                      "liboqs_cycles_median", f"{other}_cycles_median", "ratio_median"]]
+def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL", base: str = "liboqs optimised",
+                            basis: str = "cycles") -> pd.DataFrame:
+    """Algorithms measured through a second implementation: its mean `basis` per call / liboqs's."""
+    m = _ratio_table(rows, other, base, "ratio", ("liboqs", other), basis)
+    return _order(m)[["algorithm", "operation", f"liboqs_{basis}_mean", f"{other}_{basis}_mean", "ratio",
+                      f"liboqs_{basis}_median", f"{other}_{basis}_median", "ratio_median"]]
 
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
@@ -497,15 +543,19 @@ def ancestor_pairs(ref: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(pairs)
 
 
-def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> pd.DataFrame:
     """Today's ML-DSA, Falcon and SPHINCS+ beside their round-2 ancestors, in cycles.
 
     The study's "opt" rows face our optimised build and its "ref" rows our portable one; where
     the study has several rows for one set and build (SPHINCS+ sha256-128f) their median is used.
     The study averaged its cycles over its iterations, so ours are the mean cycles per call too.
-    ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).
+    ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core cycles are compared
+    (empty table otherwise): the study counted at the core clock (Turbo Boost off), and TSC reference
+    cycles are another quantity, never put in one ratio with core cycles.
     """
     pairs = ancestor_pairs(ref)
+    if counter.get("label") != cycles.CORE_CYCLES:
+        rows = rows.iloc[:0]
     r2 = (ref.groupby(["scheme", "parameter", "build"], as_index=False)
           .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sign_cycles=("sign_cycles", "median"),
                r2_verify_cycles=("verify_cycles", "median"), r2_rows=("row", "size")))
@@ -549,8 +599,18 @@ def describe_reference(counts: dict) -> str:
             f"of another row. Below, times are only ever measured, never derived from cycles with an assumed clock.")
 
 
-def describe_clock(summary: dict, tolerance: float = CLOCK_TOLERANCE) -> str:
-    """Cycles against time in our runs (Markdown)."""
+def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK_TOLERANCE,
+                   rows: pd.DataFrame | None = None) -> str:
+    """Cycles against time in our runs, or why that check is skipped here (Markdown)."""
+    if summary is None:
+        if counter["basis"] == "time_ns":
+            return "No cycle counter ran, so there is no clock to check: times are shown as measured."
+        ghz = rows["implied_ghz"].dropna() if rows is not None else pd.Series(dtype=float)
+        seen = (f" Here ticks / ns has a median of {ghz.median():.4f} over {len(ghz)} rows against the stated "
+                f"{counter['hz'] / 1e9:.4f} GHz." if len(ghz) and counter.get("hz") else "")
+        return (f"**The clock-consistency check is skipped**: it applies to core cycles only. These are "
+                f"{counter['unit']}, elapsed time counted at a fixed rate, so cycles / time is that rate by "
+                f"construction and would confirm nothing.{seen} Times are shown as measured.")
     nominal = (f"; /proc/cpuinfo reports {summary['nominal_ghz']:.2f} GHz, the clock the hypervisor "
                f"announces, not the one the core runs at" if summary.get("nominal_ghz") else "")
     n_out = summary["rows"] - summary["consistent"]
@@ -599,28 +659,43 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
     return text
 
 
-def describe_python_over_native(fidelity: pd.DataFrame, noop_cycles: float | None = None) -> str:
-    """What the Python harness adds over the native runner (Markdown)."""
+def per_call(counter: dict) -> str:
+    """What the ratios of this notebook divide: "mean TSC reference cycles at 2.45 GHz per call"."""
+    return "mean time per call" if counter["basis"] == "time_ns" else f"mean {counter['unit']} per call"
+
+
+def _fmt_basis(value, basis: str) -> str:
+    return fmt_time_ns(value) if basis == "time_ns" else fmt_cycles(value)
+
+
+def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None) -> str:
+    """What the Python harness adds over the native runner, both counted with the same counter (Markdown)."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
-        return "The native runner was not run."
+        return "The native runner measured nothing in common with pqlab in this run."
+    basis = counter["basis"]
     by_op = f.groupby("operation")["ratio"].median()
     ops = ", ".join(f"{op} {by_op[op]:.2f}" for op in SIGNATURE_OPERATIONS if op in by_op)
     worst = f.sort_values("ratio").iloc[-1]
-    text = (f"pqlab / native cycles per call (median over {f['algorithm'].nunique()} algorithms): {ops}. "
-            f"The largest ratio is {worst['algorithm']} {worst['operation']}'s ({worst['ratio']:.2f}, "
-            f"{fmt_cycles(worst['added_cycles'])} added).")
-    fast, slow = f[f["native_cycles_mean"] < 1e6], f[f["native_cycles_mean"] >= 1e7]
+    text = (f"pqlab / native, {per_call(counter)} on both sides (median over {f['algorithm'].nunique()} "
+            f"algorithms): {ops}. The largest ratio is {worst['algorithm']} {worst['operation']}'s "
+            f"({worst['ratio']:.2f}, {_fmt_basis(worst[f'added_{basis}'], basis)} added).")
+    fast, slow = f[f["native_time_ns_mean"] < 5e5], f[f["native_time_ns_mean"] >= 5e6]
     if len(fast) and len(slow):
-        text += (f" Operations under 1 Mcycles: median ratio {fast['ratio'].median():.2f} ({len(fast)} operations); "
-                 f"over 10 Mcycles: {slow['ratio'].median():.2f} ({len(slow)}).")
-    if noop_cycles:
-        text += f" A do-nothing call through the harness costs {noop_cycles:.0f} cycles."
+        text += (f" Operations under {fmt_time_ns(5e5)} natively: median ratio {fast['ratio'].median():.2f} "
+                 f"({len(fast)} operations); over {fmt_time_ns(5e6)}: {slow['ratio'].median():.2f} ({len(slow)}).")
+    if noop:
+        text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
     return text
 
 
-def describe_ancestors(ancestors: pd.DataFrame) -> str:
+def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
     """Today's standards against their round-2 ancestors, per scheme and build (Markdown)."""
+    if counter.get("label") != cycles.CORE_CYCLES:
+        ours = f"this run counted {counter['unit']}" if counter["basis"] == "cycles" else "no cycle counter ran here"
+        return (f"Not compared: the study counted cycles at its core clock (Turbo Boost off), and {ours}"
+                + (f" ({counter['reason']})" if counter.get("reason") else "") + "; the two are different "
+                "quantities and never share a ratio. A machine with a PMU gives this comparison.")
     if ancestors.empty:
         return "No heir of the study's round-2 schemes was measured in this run."
 
@@ -641,12 +716,12 @@ def describe_ancestors(ancestors: pd.DataFrame) -> str:
                        f"{span(g['sign_ratio'])}, verify {span(g['verify_ratio'])}")
         parts.append(f"**our {label} build against the study's \"{build}\" rows**: " + "; ".join(per))
     machine = ancestors.attrs.get("r2_machine", "the study's machine")
-    return (f"Today's mean cycles per call over the study's cycles (below 1: fewer cycles today; the study on an "
-            f"{machine}, ours on this machine). " + ". ".join(parts) + ". Cycles on two micro-architectures "
-            "years apart compare only roughly.")
+    return (f"Today's {per_call(counter)} over the study's core-clock cycles (below 1: fewer today; the study on an "
+            f"{machine} with Turbo Boost off, ours on this machine). " + ". ".join(parts) + ". Cycles on two "
+            "micro-architectures years apart compare only roughly.")
 
 
-def describe_implementations(implementations: pd.DataFrame) -> str:
+def describe_implementations(implementations: pd.DataFrame, counter: dict) -> str:
     """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown)."""
     if implementations.empty:
         return "No algorithm was measured through a second implementation in this run."
@@ -655,9 +730,9 @@ def describe_implementations(implementations: pd.DataFrame) -> str:
         per_build = []
         for build, h in g.groupby("liboqs_build", sort=False):
             ops = ", ".join(f"{r.operation} {r.ratio:.2f}×" for r in h.itertuples())
-            per_build.append(f"{ops} the cycles of liboqs's {build.split()[-1]} build")
+            per_build.append(f"{ops} that of liboqs's {build.split()[-1]} build")
         parts.append(f"{alg} through OpenSSL needs " + "; and ".join(per_build))
-    return ". ".join(parts) + " (mean cycles per call)."
+    return ". ".join(parts) + f" ({per_call(counter)})."
 
 
 NOTE_RATIOS = (("ML-DSA-44", "sign"), ("Falcon-512", "verify"), ("SPHINCS+-SHA2-128f-simple", "sign"))
@@ -675,8 +750,8 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
     return out
 
 
-def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dict, durations: dict,
-                       tolerance: float = CLOCK_TOLERANCE) -> str:
+def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,
+                       counter: dict, precision: dict, tolerance: float = CLOCK_TOLERANCE) -> str:
     """The notebook's closing note (Markdown), every number from the data."""
     ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{fmt_factor(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
     sp = []
@@ -684,14 +759,24 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
         vals = [numbers.get(f"speedup {alg} {op}") for op in SIGNATURE_OPERATIONS]
         sp.append(f"{alg}: " + ", ".join(f"{op} **{fmt_factor(v, 1)}**" for op, v in zip(SIGNATURE_OPERATIONS, vals, strict=True)))
     total = sum(durations.values())
+    if clock is not None:
+        timing = (f"core cycles; the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
+                  f"{clock['consistent']} of {clock['rows']} rows lie within ±{tolerance:.0%} of their run's clock")
+    elif counter["basis"] == "cycles":
+        timing = (f"{counter['unit']} (rate from {counter['hz_source']}); the clock-consistency check applies to "
+                  "core cycles only and was skipped")
+    else:
+        timing = f"no cycle counter ({counter.get('reason')}): times only"
+    reached = (f"median ±{fmt_percent(precision['median'], 2)}, worst ±{fmt_percent(precision['worst'], 2)} "
+               f"over {precision['with_precision']} rows; {precision['missed']} of {precision['targeted']} rows "
+               f"stopped before their target" if precision["median"] is not None else "not recorded")
     return (
         "### Closing note\n\n"
-        f"- **Harness fidelity** (pqlab / native C runner, mean cycles per call, same liboqs build, same fixed "
-        f"message): "
-        f"{ratios}.\n"
-        f"- **Optimised / portable** (portable liboqs / optimised, mean cycles per call): {'; '.join(sp)}.\n"
-        f"- **Cycles and time**: the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
-        f"{clock['consistent']} of {clock['rows']} rows lie within ±{tolerance:.0%} of their run's clock.\n"
+        f"- **Harness fidelity** (pqlab / native C runner, {per_call(counter)}, same counter, same liboqs build, "
+        f"a fresh message per signature on both sides): {ratios}.\n"
+        f"- **Optimised / portable** (portable liboqs / optimised, {per_call(counter)}): {'; '.join(sp)}.\n"
+        f"- **Cycles**: {timing}. {read_costs_text(counter.get('availability') or {})}\n"
+        f"- **Precision of the medians** (95 % CI half-width / median, pqlab's rows): {reached}.\n"
         f"- **The study's times**: sign time = cycles / {reference['clock_hz'] / 1e9:.3f} GHz in "
         f"{reference['sign_matches']} of {reference['rows']} rows, verify time in {reference['verify_matches']} of "
         f"{reference['rows']}.\n"
@@ -701,6 +786,13 @@ def write_closing_note(numbers: dict, clock: dict, reference: dict, run_ids: dic
 
 
 # --------------------------------------------------------------------------- figures
+
+
+def missing_figure(counter: dict, needs_cycles: bool) -> str:
+    """Why a figure of this notebook has no data here (the note shown instead of it)."""
+    if needs_cycles and counter["basis"] == "time_ns":
+        return f"it shows cycles, and no cycle counter ran here ({counter.get('reason')})"
+    return "no row of this run has a value for it (see the table above)"
 
 
 #: Groups of points labelled once in crowded figures: (name prefix, label); the longest prefix wins.
@@ -748,15 +840,17 @@ FIGURE_FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA",
 
 
 @plotting.styled
-def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str,
+def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlabel: str, unit: str,
                          width: float = plotting.FULL_WIDTH):
-    """Median cycles of `operation` against a size in bytes (log-log), one colour per family,
-    whiskers from the first to the third quartile."""
+    """Median cycles (`unit`: which counter) of `operation` against a size in bytes (log-log), one colour per
+    family, quartile whiskers; None without cycles."""
     df = _scatter_frame(rows, operation, size_col)
+    if df.empty:
+        return None
     rank = {f: i for i, f in enumerate(FIGURE_FAMILIES)}
     df = df.assign(_r=df["family"].map(rank).fillna(len(rank))).sort_values(["_r", size_col], kind="stable")
     fig = plotting.scatter(df, x=size_col, y="cycles_median", label=None, hue="family", annotate=False,
-                           xlabel=xlabel, ylabel=f"{operation} cycles (median)", width=width,
+                           xlabel=xlabel, ylabel=f"{operation}: median {unit}", width=width,
                            height=3.2 if width >= 4.5 else 3.4)
     ax = fig.axes[0]
     q = df.dropna(subset=["cycles_q1", "cycles_q3"])
@@ -767,36 +861,9 @@ def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlab
         ax.get_legend().remove()
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, markerscale=1.2)
     named = df[df["point_label"] != ""]
-    _place_labels(ax, named[size_col].to_numpy(float), named["cycles_median"].to_numpy(float),
+    plotting.place_labels(ax, named[size_col].to_numpy(float), named["cycles_median"].to_numpy(float),
                   named["point_label"].tolist())
     return fig
-
-
-def _place_labels(ax, xs, ys, texts, fontsize: float = plotting.SMALL_PT) -> None:
-    """Label points on log-log axes without overlaps: each label starts up and right of its point
-    and moves down (a thin line then joins it to its point) until it clears the labels above it."""
-    fig = ax.figure
-    fig.canvas.draw()  # fixes the limits and the axes' size
-    (x0, x1), (y0, y1) = np.log10(ax.get_xlim()), np.log10(ax.get_ylim())
-    bbox = ax.get_window_extent()
-    width_pt, height_pt = bbox.width * 72 / fig.dpi, bbox.height * 72 / fig.dpi
-    fx = (np.log10(xs) - x0) / (x1 - x0) * width_pt  # positions in points from the axes' corner
-    fy = (np.log10(ys) - y0) / (y1 - y0) * height_pt
-    line = fontsize * 1.25
-    placed = []  # (left, right, bottom, top) in points
-    for i in np.argsort(-fy):
-        w = 0.55 * fontsize * len(texts[i])
-        left = min(fx[i] + 3, width_pt - w)
-        bottom = fy[i] + 2
-        while any(left < r and left + w > lft and bottom < t and bottom + line > b for lft, r, b, t in placed):
-            bottom -= line
-        placed.append((left, left + w, bottom, bottom + line))
-        dx, dy = left - fx[i], bottom - fy[i]
-        moved = abs(dy - 2) > 0.5
-        ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                    va="bottom", ha="left",
-                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
-                    if moved else None)
 
 
 def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
@@ -811,34 +878,26 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
 
 
 @plotting.styled
-def plot_speedups(speedups: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Portable / optimised mean cycles per call, per algorithm and operation (log scale, 1 = no gain),
-    algorithms grouped by family and ordered by their signing speed-up."""
+def plot_speedups(speedups: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
+    """Portable / optimised mean per call, per algorithm and operation (log scale, 1 = no gain),
+    algorithms grouped by family and ordered by their signing speed-up; None without a ratio."""
     return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
-                           "portable / optimised cycles per call", width)
+                           f"portable / optimised\n{per_call(counter)}", width)
 
 
 @plotting.styled
-def plot_python_over_native(fidelity: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """pqlab / native mean cycles per call, per algorithm and operation (1 = the harness adds nothing),
-    algorithms ordered by their native signing cycles."""
-    return _operation_bars(_category_order(fidelity, "native_cycles_mean", families=False), "ratio", False,
-                           "pqlab / native cycles per call", width)
+def plot_python_over_native(fidelity: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
+    """pqlab / native mean per call, per algorithm and operation (1 = the harness adds nothing),
+    algorithms ordered by their native signing time; None without a ratio."""
+    return _operation_bars(_category_order(fidelity, "native_time_ns_mean", families=False), "ratio", False,
+                           f"pqlab / native\n{per_call(counter)}", width)
 
 
-def _operation_bars(df: pd.DataFrame, value: str, log: bool, label: str, width: float):
-    """One bar (or, for many algorithms, one dot) per algorithm and operation, a dashed line at 1: the shape
-    of both ratio figures, laid out by plotting.grouped_bars for the width."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=label,
+def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str, width: float):
+    """One bar (or dot) per algorithm and operation, laid out for the width; None when no bar has a value."""
+    if df[value].isna().all():
+        return None
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
                                 colors=plotting.color_map(SIGNATURE_OPERATIONS), width=width, height=2.8)
-    ax = fig.axes[0]
-    flipped = plotting.categories_on_y(ax)
-    (ax.axvline if flipped else ax.axhline)(1.0, color="0.2", lw=0.8, ls="--", zorder=0)
-    if log:
-        axis = ax.xaxis if flipped else ax.yaxis
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(NullFormatter())
+    plotting.finish_ratio_bars(fig, log=log)
     return fig

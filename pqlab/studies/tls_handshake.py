@@ -27,7 +27,7 @@ import pandas as pd
 from .. import plotting, tls
 from ..errors import UnknownName
 from ..formatting import fmt_bytes, fmt_count, fmt_factor_ci, slug
-from ..stats import ratio_ci
+from ..stats import CONFIDENCE, ratio_ci
 
 STUDY = "06_tls_handshake"
 REFERENCE = "06_tls_published"
@@ -66,14 +66,15 @@ TCP_SEGMENT = 1460
 TCP_INITCWND = 10
 QUIC_INITIAL = 1200
 QUIC_AMPLIFICATION = 3
-#: Limits on what a peer accepts (OpenSSL 3.6.3 source as vendored by openssl-src 300.6.1, and RFC 8446).
+#: Limits on what a peer accepts (the runner's OpenSSL source, 3.6.3 as vendored by openssl-src 300.6.1, and
+#: RFC 8446); the runner's OpenSSL version is shown with them where they are quoted.
 #: (message, limit in bytes of the message body, where it comes from)
 LIMITS = [
     ("key_share entry", 65535, "RFC 8446 4.2.8: opaque key_exchange<1..2^16-1>"),
-    ("client_hello", 131396, "OpenSSL 3.6.3 ssl/statem/statem_srvr.c CLIENT_HELLO_MAX_LENGTH"),
-    ("server_hello", 65607, "OpenSSL 3.6.3 ssl/statem/statem_local.h SERVER_HELLO_MAX_LENGTH"),
-    ("certificate", 102400, "OpenSSL 3.6.3 SSL_MAX_CERT_LIST_DEFAULT (max_cert_list, 100 KiB)"),
-    ("certificate_verify", 65539, "OpenSSL 3.6.3 ssl/statem/statem_local.h CERTIFICATE_VERIFY_MAX_LENGTH"),
+    ("client_hello", 131396, "OpenSSL ssl/statem/statem_srvr.c CLIENT_HELLO_MAX_LENGTH"),
+    ("server_hello", 65607, "OpenSSL ssl/statem/statem_local.h SERVER_HELLO_MAX_LENGTH"),
+    ("certificate", 102400, "OpenSSL SSL_MAX_CERT_LIST_DEFAULT (max_cert_list)"),
+    ("certificate_verify", 65539, "OpenSSL ssl/statem/statem_local.h CERTIFICATE_VERIFY_MAX_LENGTH"),
 ]
 #: The CertificateVerify limit older OpenSSL applied (open-quantum-safe/oqs-provider#121, 2023).
 OLD_CV_LIMIT = 16384
@@ -191,12 +192,13 @@ def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems
 
 
 def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0.2, min_samples: int = 5,
-                       progress: bool = True):
-    """The KEM and signature operations behind the matrix, measured by pqlab (a saved run)."""
+                       target_rel_ci: float | None = 0.01, progress: bool = True):
+    """The KEM and signature operations behind the matrix, measured by pqlab (a saved run; sampling
+    stops at `target_rel_ci`, see :func:`pqlab.timing.measure`)."""
     from ..benchmark import bench
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
-                 study=STUDY, progress=progress)
+                 target_rel_ci=target_rel_ci, study=STUDY, progress=progress)
 
 
 def _size(ops, name: str, column: str) -> int:
@@ -644,10 +646,10 @@ def write_closing_note(nums: dict, builds: Sequence[dict], pairs: Sequence[tuple
         r = rates[(rates["pair"] == f"{group} + {sig}") & (rates["mode"] == "server-auth") & (rates["depth"] == 1)]
         rate = (f"; {fmt_count(r['per_s'].iloc[0])} handshakes/s per core, "
                 f"{fmt_factor_ci(*r[['vs_baseline', 'vs_baseline_low', 'vs_baseline_high']].iloc[0])} the baseline's "
-                f"(95% interval)") if len(r) else ""
+                f"({CONFIDENCE:.0%} interval)") if len(r) else ""
         lines.append(f"- {group} + {sig}: server's first flight **{fmt_bytes(s1) if s1 is not None else 'not measured'}**"
                      f" (depth 1){rate}")
     err = nums.get("model_byte_error_max")
     lines.append(f"- The model's largest byte error over every measured flight: **{err if err is not None else 'n/a'}**.")
-    lines.append(f"- Runs: {', '.join(run_ids)}. Timings come from a shared 2-core virtual machine: treat them as noisy.")
+    lines.append(f"- Runs: {', '.join(run_ids)} (the machine is in the run context above).")
     return "\n".join(lines)

@@ -1,13 +1,11 @@
 package pqlab;
 
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.Provider;
 import java.security.SecureRandom;
 import java.security.Security;
-import java.security.Signature;
 import java.security.interfaces.RSAPublicKey;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -20,21 +18,7 @@ import javax.crypto.SecretKey;
 import javax.crypto.spec.IvParameterSpec;
 
 import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
-import org.bouncycastle.crypto.AsymmetricCipherKeyPair;
-import org.bouncycastle.crypto.params.AsymmetricKeyParameter;
-import org.bouncycastle.crypto.params.ParametersWithRandom;
-import org.bouncycastle.crypto.params.SLHDSAPrivateKeyParameters;
-import org.bouncycastle.crypto.params.SLHDSAPublicKeyParameters;
-import org.bouncycastle.jcajce.spec.SLHDSAParameterSpec;
 import org.bouncycastle.jce.provider.BouncyCastleProvider;
-import org.bouncycastle.pqc.crypto.util.PrivateKeyInfoFactory;
-import org.bouncycastle.pqc.crypto.util.SubjectPublicKeyInfoFactory;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusKeyGenerationParameters;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusKeyPairGenerator;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusParameters;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusPrivateKeyParameters;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusPublicKeyParameters;
-import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusSigner;
 
 /**
  * pqlab's Bouncy Castle runner: times keygen, encrypt/sign and decrypt/verify of one algorithm in a fresh JVM.
@@ -42,7 +26,9 @@ import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusSigner;
  * The first --cold rounds (keygen, then encrypt/sign, then decrypt/verify with that key, as the first study did)
  * are timed call by call straight after JVM start ("cold_ns"); then full rounds run for --warmup seconds so the
  * JIT compiles the hot paths, then each operation is sampled alone for --warm-budget seconds ("warm_ns").
- * Timed region: init(key) + the operation. Algorithm objects (JCA Cipher/Signature/KeyGenerator instances,
+ * The hash-based schemes come from HashSigs, whose source depends on the Bouncy Castle API of the build (pom.xml:
+ * HashSigs.java for today's API, HashSigsPqcCrypto.java for releases that kept round-3 SPHINCS+ in
+ * org.bouncycastle.pqc.crypto.sphincsplus). Timed region: init(key) + the operation. Algorithm objects (JCA Cipher/Signature/KeyGenerator instances,
  * lightweight generators/signers) are created once before the cold phase. Every output is checked outside the
  * timed region. Output: one JSON document on stdout; errors on stderr with exit code 2.
  */
@@ -165,74 +151,23 @@ public final class BcRunner {
         return s;
     }
 
-    /** Round-3 SPHINCS+ (BC 1.72's SPHINCSPlusParameterSpec.shake_128f, the study's likely choice, was the robust one). */
-    static final class SphincsRound3 extends Scheme {
-        final SPHINCSPlusKeyPairGenerator gen = new SPHINCSPlusKeyPairGenerator();
-        final SPHINCSPlusSigner signer = new SPHINCSPlusSigner(), verifier = new SPHINCSPlusSigner();
-        SphincsRound3(boolean robust) {
-            super("SPHINCS+-SHAKE-128f-" + (robust ? "robust" : "simple"), "sig", "org.bouncycastle.pqc.legacy.sphincsplus (round 3)",
-                  "lightweight SPHINCSPlusKeyPairGenerator + SPHINCSPlusSigner, SPHINCSPlusParameters."
-                  + (robust ? "shake_128f_robust" : "shake_128f (simple)") + "; randomized signing");
-            gen.init(new SPHINCSPlusKeyGenerationParameters(RNG, robust ? SPHINCSPlusParameters.shake_128f_robust : SPHINCSPlusParameters.shake_128f));
-        }
-        Object keygen() { return gen.generateKeyPair(); }
-        byte[] forward(Object k, byte[] msg) {
-            signer.init(true, new ParametersWithRandom(((AsymmetricCipherKeyPair) k).getPrivate(), RNG));
-            return signer.generateSignature(msg);
-        }
-        byte[] backward(Object k, byte[] msg, byte[] sig) {
-            verifier.init(false, ((AsymmetricCipherKeyPair) k).getPublic());
-            return new byte[]{(byte) (verifier.verifySignature(msg, sig) ? 1 : 0)};
-        }
-        Map<String, Object> sizes(Object k, byte[] sig) throws IOException {
-            AsymmetricCipherKeyPair kp = (AsymmetricCipherKeyPair) k;
-            SPHINCSPlusPublicKeyParameters pub = (SPHINCSPlusPublicKeyParameters) kp.getPublic();
-            SPHINCSPlusPrivateKeyParameters priv = (SPHINCSPlusPrivateKeyParameters) kp.getPrivate();
-            return sigSizes(SubjectPublicKeyInfoFactory.createSubjectPublicKeyInfo(pub).getEncoded("DER"),
-                            PrivateKeyInfoFactory.createPrivateKeyInfo(priv).getEncoded("DER"),
-                            concat(pub.getSeed(), pub.getRoot()),
-                            concat(priv.getSeed(), priv.getPrf(), priv.getPublicSeed(), priv.getRoot()), sig);
-        }
-    }
+    /** Every algorithm of this build: the classical two, then the hash-based ones its Bouncy Castle API has. */
+    static final String[] NAMES = names();
 
-    static final class SlhDsa extends Scheme {
-        final KeyPairGenerator kpg; final Signature signer, verifier;
-        SlhDsa() throws Exception {
-            super("SLH-DSA-SHAKE-128f", "sig", "FIPS 205 SLH-DSA",
-                  "JCA KeyPairGenerator + Signature SLH-DSA-SHAKE-128F (provider BC), pure SLH-DSA, empty context, hedged signing");
-            kpg = KeyPairGenerator.getInstance("SLH-DSA-SHAKE-128F", BC); kpg.initialize(SLHDSAParameterSpec.slh_dsa_shake_128f, RNG);
-            signer = Signature.getInstance("SLH-DSA-SHAKE-128F", BC); verifier = Signature.getInstance("SLH-DSA-SHAKE-128F", BC);
-        }
-        Object keygen() { return kpg.generateKeyPair(); }
-        byte[] forward(Object k, byte[] msg) throws Exception {
-            signer.initSign(((KeyPair) k).getPrivate(), RNG); signer.update(msg);
-            return signer.sign();
-        }
-        byte[] backward(Object k, byte[] msg, byte[] sig) throws Exception {
-            verifier.initVerify(((KeyPair) k).getPublic()); verifier.update(msg);
-            return new byte[]{(byte) (verifier.verify(sig) ? 1 : 0)};
-        }
-        Map<String, Object> sizes(Object k, byte[] sig) throws IOException {
-            KeyPair kp = (KeyPair) k;
-            byte[] spki = kp.getPublic().getEncoded(), pkcs8 = kp.getPrivate().getEncoded();
-            AsymmetricKeyParameter pub = org.bouncycastle.crypto.util.PublicKeyFactory.createKey(spki);
-            AsymmetricKeyParameter priv = org.bouncycastle.crypto.util.PrivateKeyFactory.createKey(pkcs8);
-            return sigSizes(spki, pkcs8, ((SLHDSAPublicKeyParameters) pub).getEncoded(),
-                            ((SLHDSAPrivateKeyParameters) priv).getEncoded(), sig);
-        }
+    static String[] names() {
+        List<String> all = new ArrayList<>(Arrays.asList("AES-256-CBC", "RSA-2048"));
+        all.addAll(Arrays.asList(HashSigs.NAMES));
+        return all.toArray(new String[0]);
     }
-
-    static final String[] NAMES = {"AES-256-CBC", "RSA-2048", "SPHINCS+-SHAKE-128f-simple", "SPHINCS+-SHAKE-128f-robust",
-                                   "SLH-DSA-SHAKE-128f"};
 
     static Scheme create(String name) throws Exception {
         switch (name.toUpperCase()) {
             case "AES-256-CBC": return new Aes();
             case "RSA-2048": return new Rsa();
-            case "SPHINCS+-SHAKE-128F-SIMPLE": return new SphincsRound3(false);
-            case "SPHINCS+-SHAKE-128F-ROBUST": return new SphincsRound3(true);
-            case "SLH-DSA-SHAKE-128F": return new SlhDsa();
-            default: throw new IllegalArgumentException("unknown algorithm '" + name + "'; supported: " + String.join(", ", NAMES));
+            default:
+                Scheme s = HashSigs.create(name.toUpperCase());
+                if (s == null) throw new IllegalArgumentException("unknown algorithm '" + name + "'; supported: " + String.join(", ", NAMES));
+                return s;
         }
     }
 

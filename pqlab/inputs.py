@@ -1,0 +1,131 @@
+"""What a caller asks for, checked before anything is measured (the API and the CLI share these).
+
+Each check returns the value in its clean form or raises :class:`~pqlab.errors.BadInput` with one
+line naming the problem and the fix (an unknown name: :class:`~pqlab.errors.UnknownName` with its
+close matches).  Operations: ``None`` or ``"all"`` means every operation of each algorithm; a list
+names operations that every algorithm asked for must have (an algorithm that lacks one is named).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+
+from .errors import BadInput, UnknownName, warn
+from .schema import KIND_OPERATIONS, MESSAGE_OPERATIONS
+
+#: Message sizes above this get a warning with the memory they need.
+LARGE_MESSAGE_BYTES = 64 << 20
+#: Every operation an algorithm can have.
+OPERATIONS = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops))
+
+
+def positive_number(value, name: str, *, zero: bool = False) -> float:
+    """A finite number > 0 (a budget, a duration), or >= 0 with `zero`."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise BadInput(f"{name} must be a finite number {'>=' if zero else '>'} 0, got {value!r}")
+    return number
+
+
+def precision_target(value) -> float | None:
+    """A precision target (pqlab.timing.measure's `target_rel_ci`): None, or a fraction in (0, 1)."""
+    if value is None:
+        return None
+    target = positive_number(value, "target_rel_ci")
+    if target >= 1:
+        raise BadInput(f"target_rel_ci is a fraction of the median (0.01 = ±1 %), got {value!r}")
+    return target
+
+
+def _whole(value) -> int | None:
+    """`value` as an int when it is a whole number (100 or 100.0), else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return int(value) if math.isfinite(value) and float(value).is_integer() else None
+
+
+def count(value, name: str, minimum: int = 1) -> int:
+    """A whole number >= `minimum` (samples, blocks, repeats, jobs)."""
+    n = _whole(value)
+    if n is None or n < minimum:
+        raise BadInput(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return n
+
+
+def sample_bounds(min_samples, max_samples) -> tuple[int, int]:
+    """1 <= min_samples <= max_samples."""
+    low, high = count(min_samples, "min_samples"), count(max_samples, "max_samples")
+    if low > high:
+        raise BadInput(f"min_samples ({low}) must not exceed max_samples ({high}): lower one or raise the other")
+    return low, high
+
+
+def message_size(value) -> int:
+    """One message size: a whole number of bytes >= 0."""
+    n = _whole(value)
+    if n is None or n < 0:
+        raise BadInput(f"a message size must be a whole number of bytes >= 0, got {value!r}")
+    return n
+
+
+def message_sizes(value, copies: int = 6) -> list[int]:
+    """One size or several, each checked; a warning for each above :data:`LARGE_MESSAGE_BYTES` saying
+    how much memory it can take (`copies`: objects of that size held at once: the message, the fresh one
+    of the call, the output, and the decrypted and tampered copies of the checks)."""
+    from .formatting import fmt_bytes_binary
+
+    sizes = list(value) if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) else [value]
+    if not sizes:
+        raise BadInput("no message size given: give at least one (e.g. 100)")
+    sizes = [message_size(v) for v in sizes]
+    for size in dict.fromkeys(sizes):
+        if size > LARGE_MESSAGE_BYTES:
+            warn(f"message size {fmt_bytes_binary(size)} is above {fmt_bytes_binary(LARGE_MESSAGE_BYTES)}: measuring it can "
+                 f"hold up to {fmt_bytes_binary(copies * size)} in memory at once (messages, outputs and the "
+                 "copies the checks make)")
+    return sizes
+
+
+def operations(algos: Sequence, wanted) -> list[list[str]]:
+    """The operations to measure of each algorithm, in its order.  `wanted`: None or "all" (every
+    operation of each), or names that each algorithm must have."""
+    if wanted is None or wanted == "all" or (not isinstance(wanted, str) and list(wanted) == ["all"]):
+        return [list(algo.operations) for algo in algos]
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    if not wanted:
+        raise BadInput("no operation given: name some (e.g. sign verify) or ask for all")
+    for op in wanted:
+        if op not in OPERATIONS:
+            raise UnknownName("operation", op, OPERATIONS, f"operations are {', '.join(OPERATIONS)}, or all")
+    for op in dict.fromkeys(wanted):
+        lacking = [f"{a.name}@{a.backend} ({a.kind}: {', '.join(a.operations)})" for a in algos
+                   if op not in a.operations]
+        if lacking:
+            raise BadInput(f"{', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no operation {op!r}: "
+                           "ask for operations every algorithm has, measure the others in another run, "
+                           "or ask for all (each algorithm's own operations)")
+    return [[op for op in algo.operations if op in wanted] for algo in algos]
+
+
+def unique(algos: Sequence) -> list:
+    """`algos` (adapters or names) without repeats of the same one, each dropped with a warning.  Two
+    adapter objects are the same when they are one object (the registry gives one per name and backend)."""
+    out, seen = [], set()
+    for algo in algos:
+        key, label = (algo, algo) if isinstance(algo, str) else (id(algo), f"{algo.name}@{algo.backend}")
+        if key in seen:
+            warn(f"{label} was asked for more than once: measured once")
+            continue
+        seen.add(key)
+        out.append(algo)
+    return out
+
+
+def plan(algos: Sequence, wanted, sizes: Sequence[int]) -> list[tuple]:
+    """(algorithm, operation, message size or None) for every measurement a run will make."""
+    return [(algo, op, size) for algo, ops in zip(algos, operations(algos, wanted)) for op in ops
+            for size in (sizes if op in MESSAGE_OPERATIONS else [None])]

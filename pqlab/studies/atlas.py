@@ -1,0 +1,624 @@
+"""The atlas across machines: the analysis of notebook 07 (``07_atlas``).
+
+Absolute times do not travel between machines (clock, core design, compiler and liboqs build all
+differ); a ratio against a baseline measured in the same run on the same machine does: "ML-DSA-44 sign
+/ Ed25519 sign".  This module
+
+* :func:`comparisons` names the ratios: each post-quantum signature and KEM of the notebook's
+  parameters against a classical baseline (Ed25519, X25519) and against a post-quantum anchor
+  (ML-DSA-44, ML-KEM-768), the only kind of baseline the published platforms have;
+* :func:`measure_local` measures this machine once per liboqs build, each build as its own platform
+  under its own machine identity (the default build under this machine's id, any other under the
+  override ``<id>+<build>-build``, recorded as an override), and packs each into a bundle with
+  ``python -m pqlab bundle``; :func:`merge` imports bundles as ``python -m pqlab merge`` does;
+* :func:`build_atlas` collects every platform of the results store (one per machine, liboqs build and
+  cycle counter: runs that differ in any of them never share a ratio) and the published ones (study
+  004's Raspberry Pi 4, pqm4's Cortex-M4), and computes every ratio with a bootstrap interval;
+* :func:`cross_platform` divides each platform's ratios by a reference platform's: which algorithms
+  lose or gain most, relative to their baseline, from one platform to the other;
+* ``describe_*`` write the sentences that state numbers, ``plot_*`` draw the figures and
+  :func:`numbers` gives the values quoted in a write-up.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import bundle, machine, paths, plotting
+from ..context import counter_text, frequency_text
+from ..errors import UnknownName
+from ..formatting import fmt_factor_ci, slug
+from ..schema import MESSAGE_OPERATIONS
+from ..stats import CONFIDENCE, bootstrap_ci, ratio_ci
+
+TOPIC = "07_atlas"
+#: one use of an algorithm: the operations whose costs are summed
+USES = {"sig": (("keygen",), ("sign",), ("verify",)), "kem": (("keygen",), ("encaps", "decaps"))}
+KIND_LABEL = {"sig": "signature", "kem": "KEM"}
+CLASSICAL, ANCHOR = "classical", "post-quantum anchor"
+#: the statistic of every measured ratio: sums of medians (robust to the interference of a shared machine;
+#: a sample is the mean of its loop's calls, as in every headline median of pqlab)
+STATISTIC = "median"
+#: how every interval of the atlas is described
+INTERVAL = f"{CONFIDENCE:.0%} bootstrap interval"
+MEASURED, PUBLISHED = "measured", "published"
+PI4 = "Raspberry Pi 4 (study 004, published)"
+PQM4_CLEAN = "Cortex-M4 (pqm4 clean C, published)"
+PQM4_FASTEST = "Cortex-M4 (pqm4 fastest code, published)"
+
+
+# --------------------------------------------------------------------------- what is compared
+def _checked(name: str, kind: str, role: str):
+    from ..algorithms import get
+
+    algo = get(name)  # an unknown name: UnknownName with close matches
+    if algo.kind != kind:
+        raise ValueError(f"{role} {name!r} is a {KIND_LABEL.get(algo.kind, algo.kind)}, not a {KIND_LABEL[kind]}: "
+                         f"move it to the {'kems' if algo.kind == 'kem' else 'signatures'} parameter")
+    return algo
+
+
+def comparisons(signatures, kems, baselines: dict, anchors: dict) -> pd.DataFrame:
+    """Every ratio of the atlas: algorithm x use x baseline (classical, then post-quantum anchor), with the
+    backends that measure them here.  Names are checked first (one-line errors with close matches)."""
+    rows = []
+    for kind, names in (("sig", signatures), ("kem", kems)):
+        algos = [_checked(n, kind, "algorithm") for n in names]
+        for role, base_name in ((CLASSICAL, baselines.get(kind)), (ANCHOR, anchors.get(kind))):
+            if not base_name:
+                continue
+            base = _checked(base_name, kind, f"{role} baseline")
+            for algo in algos:
+                if algo.name == base.name:
+                    continue
+                for ops in USES[kind]:
+                    use = "+".join(ops)
+                    rows.append({"kind": kind, "algorithm": algo.name, "backend": algo.backend, "use": use,
+                                 "operations": ops, "baseline": base.name, "baseline_backend": base.backend,
+                                 "baseline_kind": role, "comparison": f"{algo.name} {use} / {base.name} {use}"})
+    if not rows:
+        raise ValueError("nothing to compare: give at least one signature or KEM and a baseline for its kind")
+    return pd.DataFrame(rows)
+
+
+def algorithms_to_measure(comps: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys([*comps["algorithm"], *comps["baseline"]]))
+
+
+def comparisons_text(comps: pd.DataFrame) -> str:
+    """The comparisons as plain text (a deterministic notebook output)."""
+    return comps[["kind", "baseline_kind", "comparison"]].to_string(index=False)
+
+
+# --------------------------------------------------------------------------- measuring here
+def local_identity(build: str) -> str:
+    """The machine id a local liboqs build is recorded under: this machine's own for the default build,
+    ``<id>+<build>-build`` (an identity override) for any other."""
+    own = machine.machine_id()
+    return own if build == "default" else machine.check_machine_id(f"{own}+{build}-build", "local identity")
+
+
+def find_bundles(patterns) -> list[Path]:
+    """The bundle files the patterns name (relative ones from the project root); a pattern that matches
+    nothing is an error, raised before anything is measured."""
+    found = []
+    for pattern in patterns:
+        full = pattern if Path(pattern).is_absolute() else str(paths.ROOT / pattern)
+        hits = sorted(Path(p) for p in glob.glob(full))
+        if not hits:
+            raise FileNotFoundError(f"bundles: no file matches {pattern!r} (relative patterns start at {paths.ROOT})")
+        found += hits
+    return found
+
+
+def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, min_samples: int,
+                  staging: Path | str | None = None) -> list[dict]:
+    """Measure `algorithms` once per liboqs build in `builds`, each in a fresh process under
+    :func:`local_identity`, then pack each run into a bundle (``python -m pqlab bundle``).  Every build
+    is checked before anything is measured.  Returns ``[{"build", "machine_id", "override", "run_id",
+    "bundle"}]``."""
+    from ..benchmark import bench_in_worker
+    from ..liboqs_loader import VARIANTS, variant_environment
+
+    for build in builds:
+        if build not in VARIANTS:
+            raise UnknownName("liboqs build", build, VARIANTS)
+        variant_environment(build)  # not installed: a one-line error naming `make setup`
+    staging = Path(staging or paths.OUTPUT / "build" / TOPIC / "local")
+    out = []
+    for build in builds:
+        ident = local_identity(build)
+        env = {} if build == "default" else {machine.ID_OVERRIDE: ident}
+        folder = staging / ident
+        shutil.rmtree(folder, ignore_errors=True)
+        run = bench_in_worker(algorithms, variant=build, message_bytes=message_bytes, budget_s=budget_s,
+                              min_samples=min_samples, study=TOPIC, folder=folder, env=env)
+        target = staging / f"{ident}.tar.gz"
+        cmd = [sys.executable, "-m", "pqlab", "bundle", "--folder", str(folder), "--no-notebooks", "--out", str(target)]
+        proc = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"bundling the {build} build's run failed: {proc.stderr.strip().splitlines()[-1:]}")
+        out.append({"build": build, "machine_id": ident, "override": bool(env) or bool(run.meta.get("machine_id_override")),
+                    "run_id": run.run_id, "bundle": target})
+    return out
+
+
+def merge(bundles, folder: Path | str | None = None) -> list[dict]:
+    """Import bundles into the results store, as ``python -m pqlab merge`` does (:func:`pqlab.bundle.merge_bundles`)."""
+    return bundle.merge_bundles(list(bundles), folder) if bundles else []
+
+
+def describe_local(local: list[dict], reports: list[dict]) -> str:
+    """What was measured here, under which identities, and what each merge did."""
+    lines = []
+    for item in local:
+        who = ("an **identity override** of this machine (`PQLAB_MACHINE_ID`), recorded as such in its run and "
+               "bundle: the same host with another liboqs build, not another machine") if item["override"] else \
+            "this machine's own identity"
+        lines.append(f"- liboqs **{item['build']}** build: run `{item['run_id']}` as machine `{item['machine_id']}`, "
+                     f"{who}; bundle `{Path(item['bundle']).name}`.")
+    for r in reports:
+        state = ("already imported, nothing changed" if r["status"] == "already imported" else
+                 f"{len(r['imported'])} run(s) imported ({len(r['converted'])} converted from an older schema), "
+                 f"{len(r['present'])} already present")
+        lines.append(f"- merged `{Path(r['bundle']).name}` (machine `{r['machine_id']}`): {state}.")
+    return "\n".join(lines) if lines else "Nothing was measured or merged by this run (`local_builds` and `bundles` are empty)."
+
+
+# --------------------------------------------------------------------------- platforms and ratios
+@dataclass
+class Atlas:
+    """The platforms (one row each), the ratios (platform x comparison) and, for measured platforms, the
+    samples behind each ratio (for intervals of ratios between platforms)."""
+
+    platforms: pd.DataFrame
+    ratios: pd.DataFrame
+    parts: dict = field(default_factory=dict)
+    #: the runs the ratios come from (what an export of the atlas records and names in its footer)
+    runs: list = field(default_factory=list)
+
+
+def _arch(meta: dict) -> str:
+    found = re.search(r"(x86_64|amd64|aarch64|arm64|armv\d+l?|riscv64|ppc64le)", str(meta.get("os", "")))
+    return meta.get("arch") or (found.group(1) if found else "unknown arch")
+
+
+def short_cpu(model: str) -> str:
+    text = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", "", model or "unknown CPU")
+    return " ".join(text.split()) or "unknown CPU"
+
+
+def cpu_features_text(info: dict) -> str:
+    """What CPU-specific code the liboqs build may run: runtime dispatch over the extensions it detected, or the
+    instructions it was compiled for."""
+    if not info:
+        return "liboqs not loaded"
+    config = info.get("build_config") or {}
+    compiled = [k.removeprefix("OQS_USE_").removesuffix("_INSTRUCTIONS") for k in config
+                if re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)]
+    ext = info.get("cpu_extensions")
+    if config.get("OQS_DIST_BUILD") == "1":
+        if ext is None:
+            return "runtime dispatch; the extensions it detected were not recorded"
+        return f"runtime dispatch over {', '.join(ext) or 'no extension'}"
+    return f"compiled for {config.get('OQS_OPT_TARGET') or '?'}: {', '.join(compiled) or 'no CPU-specific instructions'}"
+
+
+def _measured_groups(folder) -> dict:
+    """(machine id, liboqs version, liboqs build, counter) -> [(started_at, meta path, meta)], newest first."""
+    groups: dict = {}
+    for meta_path in bundle.stored_runs(folder):
+        meta = json.loads(meta_path.read_text())
+        info = meta.get("liboqs") or {}
+        if not info:
+            continue  # a run that loaded no liboqs has no post-quantum rows of its own build
+        key = (meta.get("machine_id"), info.get("liboqs_version"), info.get("variant"), counter_text(meta))
+        groups.setdefault(key, []).append((str(meta.get("started_at") or ""), meta_path, meta))
+    return {k: sorted(v, key=lambda t: t[0], reverse=True) for k, v in groups.items()}
+
+
+def _platform_row(key, metas: list[dict], host: str) -> dict:
+    mid, version, variant, counter = key
+    meta = metas[0]
+    override = meta.get("machine_id_override") or None
+    this_host = (override or {}).get("host_id", mid) == host
+    cpu = meta.get("cpu") or {}
+    label = f"{short_cpu(cpu.get('model', ''))} · {_arch(meta)} · liboqs {variant}"
+    if this_host:
+        label += " · this host" + (" (identity override)" if override else "")
+    identity = (f"override {override['variable']}={override['value']} of host {override['host_id']}" if override
+                else "the host's own")
+    return {"platform": label, "kind": MEASURED, "machine_id": mid, "identity": identity, "this_host": this_host,
+            "cpu": cpu.get("model") or "unknown", "arch": _arch(meta),
+            "cores": cpu.get("usable_cores") or cpu.get("logical_cores"), "counter": counter,
+            "frequency": frequency_text(meta), "hypervisor": meta.get("hypervisor") or "none detected",
+            "liboqs": f"{version} {variant} build", "cpu_features": cpu_features_text(meta.get("liboqs") or {}),
+            "runs": len(metas), "_key": key, "_variant": variant}
+
+
+def _part(run, algorithm: str, op: str, backend: str, variant: str | None, message_bytes: int):
+    """The samples of one verified measurement of the run (each the mean of its loop's calls), or None."""
+    m = run.verified()
+    sel = (m["algorithm"] == algorithm) & (m["operation"] == op) & (m["backend"] == backend)
+    if variant is not None:
+        sel &= m["variant"].fillna("") == variant
+    size = message_bytes if op in MESSAGE_OPERATIONS else None
+    if size is not None:
+        sel &= m["message_bytes"] == size
+    if not sel.any():
+        return None
+    values = run.sample_values(algorithm, op, backend=backend, variant=variant, message_bytes=size)
+    return values if values.size else None
+
+
+def _sum_ratio(k: int):
+    return lambda s: sum(s[:k]) / sum(s[k:])
+
+
+def _measured_ratio(runs, comp, variant: str, message_bytes: int, cache: dict):
+    """The newest run of the platform that measured every operation of both sides: (row fields, parts)."""
+    from ..results import load_run
+
+    for _, meta_path, _meta in runs:
+        if meta_path not in cache:
+            cache[meta_path] = load_run(meta_path)
+        run = cache[meta_path]
+        base_variant = variant if comp.baseline_backend == "liboqs" else None
+        num = [_part(run, comp.algorithm, op, comp.backend, variant if comp.backend == "liboqs" else None, message_bytes)
+               for op in comp.operations]
+        den = [_part(run, comp.baseline, op, comp.baseline_backend, base_variant, message_bytes) for op in comp.operations]
+        if all(p is not None for p in num + den):
+            value, low, high = ratio_ci(tuple(num), tuple(den), STATISTIC)  # sums of medians over sums
+            return ({"ratio": value, "ci_low": low, "ci_high": high, "statistic": STATISTIC, "run_id": run.run_id,
+                     "samples": min(a.size for a in num + den), "reason": ""}, (num + den, len(num)))
+    return {"reason": "not measured (with its baseline, in one run) on this platform"}, None
+
+
+def published_platforms(comps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The published platforms (study 004's Pi 4; pqm4's Cortex-M4 with its clean C and with the fastest
+    implementation of each operation) and their ratios: sums of published means, no interval (one number
+    each); classical comparisons stay empty (neither publishes a classical baseline)."""
+    from ..reference import load_reference, reference_source
+
+    pi = load_reference("05_energy_pi4")
+    setup = load_reference("05_energy_pi4_setup").set_index("parameter")["value"]
+    pq = load_reference("07_pqm4")
+    pq_src = reference_source("07_pqm4")
+    fastest = pq.loc[pq.groupby(["algorithm", "operation"])["cycles_mean"].idxmin()]
+    tables = {
+        PI4: (pi.set_index(["algorithm", "operation"])["time_ms"], None, "the study's mean time (ms)"),
+        PQM4_CLEAN: (pq[pq["implementation"] == "clean"].set_index(["algorithm", "operation"])["cycles_mean"], None,
+                     "pqm4's mean cycles"),
+        PQM4_FASTEST: (fastest.set_index(["algorithm", "operation"])["cycles_mean"],
+                       fastest.set_index(["algorithm", "operation"])["implementation"], "pqm4's mean cycles"),
+    }
+    m4 = {"kind": PUBLISHED, "machine_id": "", "identity": "published", "this_host": False,
+          "cpu": f"ARM Cortex-M4 at {pq_src['clock_hz'] / 1e6:g} MHz ({pq_src['repository']})", "arch": "armv7e-m",
+          "cores": 1, "counter": "cycles (pqm4's benchmark)", "frequency": f"fixed {pq_src['clock_hz'] / 1e6:g} MHz",
+          "hypervisor": "none (bare metal)", "runs": 0}
+    platforms = pd.DataFrame([
+        {"platform": PI4, "kind": PUBLISHED, "machine_id": "", "identity": "published", "this_host": False,
+         "cpu": f"Raspberry Pi 4, CPU model '{setup['cpu']}', {setup['cores']} cores", "arch": "aarch64",
+         "cores": int(setup["cores"]), "counter": f"none (time: {setup['timer']})",
+         "frequency": f"governor {setup['cpu_governor']}, boost unknown", "hypervisor": "none stated",
+         "liboqs": f"version {setup['liboqs']}", "cpu_features": "not stated", "runs": 0},
+        {**m4, "platform": PQM4_CLEAN, "liboqs": "none (pqm4, clean implementations from PQClean)",
+         "cpu_features": "portable C"},
+        {**m4, "platform": PQM4_FASTEST, "liboqs": "none (pqm4, fastest implementation per operation)",
+         "cpu_features": "Cortex-M4F assembly where pqm4 has it (m4f, m4fspeed, m4fstack), else clean C"}])
+    rows = []
+    for platform, (values, impls, what) in tables.items():
+        for comp in comps.itertuples():
+            row = {"platform": platform, **_comp_fields(comp), "statistic": "mean", "run_id": "",
+                   "samples": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+            keys = [(a, op) for a in (comp.algorithm, comp.baseline) for op in comp.operations]
+            if comp.baseline_kind == CLASSICAL:
+                rows.append({**row, "ratio": np.nan, "reason": f"no classical baseline published ({what} only)"})
+            elif not all(k in values.index for k in keys):
+                rows.append({**row, "ratio": np.nan, "reason": "not in the published data"})
+            else:
+                k = len(comp.operations)
+                v = [float(values[key]) for key in keys]
+                used = "" if impls is None else ", ".join(dict.fromkeys(str(impls[key]) for key in keys))
+                rows.append({**row, "ratio": sum(v[:k]) / sum(v[k:]), "reason": "",
+                             "source": f"{what}{f'; implementations {used}' if used else ''}"})
+    return platforms, pd.DataFrame(rows)
+
+
+def _comp_fields(comp) -> dict:
+    return {"kind": comp.kind, "comparison": comp.comparison, "algorithm": comp.algorithm, "use": comp.use,
+            "baseline": comp.baseline, "baseline_kind": comp.baseline_kind}
+
+
+def build_atlas(comps: pd.DataFrame, *, message_bytes: int, folder: Path | str | None = None,
+                published: bool = True) -> Atlas:
+    """Every platform of the results store (this machine's runs and every merged machine's) with each
+    comparison's ratio on it, and with `published` the published platforms.  A measured platform none of
+    whose comparisons was measured is left out."""
+    host = machine.host_id()
+    groups = _measured_groups(folder)
+    rows = [_platform_row(key, [m for _, _, m in runs], host) for key, runs in groups.items()]
+    platforms = _unique_labels(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=["platform", "_key"])
+    ratios, parts, cache, keep = [], {}, {}, []
+    for row in platforms.to_dict("records"):
+        found = []
+        for comp in comps.itertuples():
+            fields, p = _measured_ratio(groups[row["_key"]], comp, row["_variant"], message_bytes, cache)
+            found.append({"platform": row["platform"], **_comp_fields(comp), "source": "", **fields})
+            if p is not None:
+                parts[(row["platform"], comp.comparison)] = p
+        if any(f["reason"] == "" for f in found):
+            keep.append(row["platform"])
+            ratios += found
+    platforms = platforms[platforms["platform"].isin(keep)]
+    if len(platforms):
+        platforms = platforms.sort_values(["this_host", "identity", "platform"], ascending=[False, True, True],
+                                          key=_own_first)
+    platforms = platforms.drop(columns=["_key", "_variant"], errors="ignore")
+    if published:
+        pub_platforms, pub_ratios = published_platforms(comps)
+        platforms = pd.concat([platforms, pub_platforms], ignore_index=True)
+        ratios += pub_ratios.to_dict("records")
+    columns = ["platform", "kind", "comparison", "algorithm", "use", "baseline", "baseline_kind", "statistic",
+               "ratio", "ci_low", "ci_high", "samples", "run_id", "source", "reason"]
+    table = pd.DataFrame(ratios).reindex(columns=columns)
+    table["kind"] = table["platform"].map(dict(zip(platforms["platform"], platforms["kind"])))
+    table.insert(2, "algorithm_kind", table["comparison"].map(dict(zip(comps["comparison"], comps["kind"]))))
+    order = {p: i for i, p in enumerate(platforms["platform"])}
+    table = table.sort_values("platform", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+    used = set(table["run_id"].dropna())
+    return Atlas(platforms.reset_index(drop=True), table, parts, [r for r in cache.values() if r.run_id in used])
+
+
+def _own_first(col: pd.Series) -> pd.Series:
+    return col.map(lambda v: 0 if v == "the host's own" else 1) if col.name == "identity" else col
+
+
+def _unique_labels(platforms: pd.DataFrame) -> pd.DataFrame:
+    """Platform labels made unique: two hosts with the same CPU get their machine id, one machine with two
+    counters gets its counter."""
+    p = platforms.copy()
+    for extra in ("machine_id", "counter"):
+        dup = p["platform"].duplicated(keep=False)
+        p.loc[dup, "platform"] = p.loc[dup, "platform"] + " · " + p.loc[dup, extra].astype(str)
+    return p
+
+
+def reference_platform(atlas: Atlas, wanted: str = "") -> str:
+    """The platform the others are compared with: `wanted` (a platform label, or part of one, or a machine
+    id), else this host's own identity, else the first measured platform."""
+    measured = atlas.platforms[atlas.platforms["kind"] == MEASURED]
+    if measured.empty:
+        return ""
+    if wanted:
+        hit = measured[measured["platform"].str.contains(wanted, regex=False) | (measured["machine_id"] == wanted)]
+        if hit.empty:
+            raise UnknownName("reference platform", wanted, measured["platform"])
+        return hit["platform"].iloc[0]
+    return measured["platform"].iloc[0]
+
+
+def cross_platform(atlas: Atlas, reference: str) -> pd.DataFrame:
+    """Each platform's ratio over the reference platform's, per comparison, with a bootstrap interval (for a
+    published platform, from the reference's samples only).  A factor above 1: on that platform the
+    algorithm costs more, relative to its baseline, than on the reference (it loses there)."""
+    r = atlas.ratios
+    rows = []
+    for platform in atlas.platforms["platform"]:
+        if platform == reference:
+            continue
+        for comp in r[(r["platform"] == platform) & r["ratio"].notna()].itertuples():
+            ref = atlas.parts.get((reference, comp.comparison))
+            if ref is None:
+                continue
+            ref_arrays, k_ref = ref
+            ref_ratio = _sum_ratio(k_ref)
+            mine = atlas.parts.get((platform, comp.comparison))
+            if mine is None:  # published: one number
+                value, low, high = bootstrap_ci(ref_arrays, lambda s, v=comp.ratio, f=ref_ratio: v / f(s), STATISTIC)
+            else:
+                arrays, k = mine
+                n = len(arrays)
+                value, low, high = bootstrap_ci(arrays + ref_arrays, lambda s, n=n, k=k, f=ref_ratio:
+                                                _sum_ratio(k)(s[:n]) / f(s[n:]), STATISTIC)
+            verdict = ("loses" if low > 1 else "gains" if high < 1 else "no clear change") if np.isfinite(low) \
+                else "no interval"
+            rows.append({"platform": platform, "reference": reference, "comparison": comp.comparison,
+                         "algorithm": comp.algorithm, "use": comp.use, "baseline": comp.baseline,
+                         "baseline_kind": comp.baseline_kind, "factor": value, "ci_low": low,
+                         "ci_high": high, "verdict": verdict})
+    return pd.DataFrame(rows, columns=["platform", "reference", "comparison", "algorithm", "use", "baseline",
+                                       "baseline_kind", "factor", "ci_low", "ci_high", "verdict"])
+
+
+# --------------------------------------------------------------------------- tables for display
+def platform_table(atlas: Atlas) -> pd.DataFrame:
+    cols = ["platform", "kind", "identity", "cpu", "arch", "cores", "counter", "frequency", "hypervisor", "liboqs",
+            "cpu_features", "machine_id"]
+    return atlas.platforms[cols]
+
+
+def ratio_table(atlas: Atlas, baseline_kind: str) -> pd.DataFrame:
+    """comparison x platform: the ratio with its interval as text (empty where there is none)."""
+    r = atlas.ratios[atlas.ratios["baseline_kind"] == baseline_kind].copy()
+    r["value"] = [fmt_factor_ci(x, lo, hi) if np.isfinite(x) else "" for x, lo, hi in
+                  zip(r["ratio"], r["ci_low"], r["ci_high"])]
+    wide = r.pivot(index="comparison", columns="platform", values="value")
+    wide = wide.reindex(index=list(dict.fromkeys(r["comparison"])), columns=list(dict.fromkeys(r["platform"])))
+    return wide.loc[:, (wide != "").any()].reset_index()
+
+
+def published_ratio_text(ratios: pd.DataFrame) -> str:
+    """Published ratios (:func:`published_platforms`) as plain text: deterministic, a checked notebook output."""
+    r = ratios[ratios["ratio"].notna()]
+    shown = r.assign(ratio=r["ratio"].map(lambda v: f"{v:.3f}"))[["platform", "comparison", "ratio", "source"]]
+    return shown.to_string(index=False) if len(shown) else "no published ratio for these comparisons"
+
+
+def pqm4_table(comps: pd.DataFrame) -> pd.DataFrame:
+    """pqm4's rows for the algorithms of the comparisons: cycles, stack and code size per implementation."""
+    from ..reference import load_reference
+
+    pq = load_reference("07_pqm4")
+    names = algorithms_to_measure(comps)
+    pq = pq[pq["algorithm"].isin(names)]
+    return pq[["algorithm", "implementation", "operation", "cycles_mean", "stack_bytes", "code_total_bytes"]]
+
+
+# --------------------------------------------------------------------------- text from data
+def describe_platforms(atlas: Atlas) -> str:
+    p = atlas.platforms
+    measured, pub = p[p["kind"] == MEASURED], p[p["kind"] == PUBLISHED]
+    if measured.empty:
+        return (f"**No measured platform**: the results store holds no run with both sides of any comparison. "
+                f"Only the {len(pub)} published platforms are shown.")
+    here = measured[measured["this_host"]]
+    overrides = here[here["identity"] != "the host's own"]
+    text = [f"The atlas has **{len(measured)} measured platform(s)** and {len(pub)} published ones."]
+    if len(here):
+        text.append(f"{len(here)} of the measured platforms are this host"
+                    + (f"; {len(overrides)} of them under an identity override (`PQLAB_MACHINE_ID`, recorded in their "
+                       "runs and bundles): the same machine with another liboqs build, not another machine"
+                       if len(overrides) else "") + ".")
+    for what, col in (("cycle counter", "counter"), ("liboqs build", "liboqs"), ("frequency", "frequency"),
+                      ("liboqs CPU code", "cpu_features")):
+        values = list(dict.fromkeys(measured[col]))
+        text.append(f"Every measured platform has the same {what}: {values[0]}." if len(values) == 1 else
+                    f"The {what} differs: " + "; ".join(f"{v} ({', '.join(measured.loc[measured[col] == v, 'platform'])})"
+                                                       for v in values) + ".")
+    text.append("Each ratio is taken within one run (one machine, one liboqs build, one counter): platforms that "
+                "differ in any of these are separate rows and never share a ratio.")
+    return " ".join(text)
+
+
+def describe_ratios(atlas: Atlas) -> str:
+    """Per measured platform and kind: the range of the ratios against the classical baseline."""
+    r = atlas.ratios[(atlas.ratios["kind"] == MEASURED) & (atlas.ratios["baseline_kind"] == CLASSICAL)
+                     & atlas.ratios["ratio"].notna()]
+    if r.empty:
+        return "No platform measured a post-quantum algorithm and its classical baseline in one run."
+    lines = []
+    for platform, g in r.groupby("platform", sort=False):
+        parts = []
+        for kind, h in g.groupby("algorithm_kind", sort=False):
+            lo, hi = h.loc[h["ratio"].idxmin()], h.loc[h["ratio"].idxmax()]
+            parts.append(f"{KIND_LABEL[kind]}s from {fmt_factor_ci(lo.ratio, lo.ci_low, lo.ci_high)} "
+                         f"({lo.comparison}) to {fmt_factor_ci(hi.ratio, hi.ci_low, hi.ci_high)} ({hi.comparison})")
+        lines.append(f"- **{platform}**: " + "; ".join(parts) + ".")
+    return "\n".join(lines)
+
+
+def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> str:
+    """Per platform: how many ratios changed beyond their interval, and which algorithms lose or gain most."""
+    if not reference:
+        return "No measured platform to compare the others with."
+    if cross.empty:
+        return f"No other platform shares a comparison with **{reference}**."
+    lines = [f"Factors are each platform's ratio over the same ratio on **{reference}** (above 1: the algorithm "
+             "loses there, relative to its baseline; below 1: it gains)."]
+    for platform, g in cross.groupby("platform", sort=False):
+        g = g[np.isfinite(g["factor"])].sort_values("factor")
+
+        def items(df) -> str:
+            return "; ".join(f"{x.comparison} {fmt_factor_ci(x.factor, x.ci_low, x.ci_high)}" for x in df.itertuples())
+
+        changed = int(g["verdict"].isin(["loses", "gains"]).sum())
+        lines.append(f"- **{platform}**: {changed} of {len(g)} ratios changed beyond their {INTERVAL}. "
+                     f"Loses most: {items(g.tail(n).iloc[::-1])}. Gains most: {items(g.head(n))}.")
+    return "\n".join(lines)
+
+
+def numbers(atlas: Atlas, cross: pd.DataFrame, reference: str) -> dict[str, tuple[float, str]]:
+    """Values for the write-up (name -> (value, format)): platform counts, the reference platform's headline
+    ratios, and each platform's largest loss factor."""
+    p = atlas.platforms
+    out = {"platforms_measured": (int((p["kind"] == MEASURED).sum()), "{}"),
+           "platforms_published": (int((p["kind"] == PUBLISHED).sum()), "{}")}
+    r = atlas.ratios
+    for row in r[(r["platform"] == reference) & (r["baseline_kind"] == CLASSICAL) & r["ratio"].notna()].itertuples():
+        out[f"reference_{slug(row.comparison.replace(' / ', '_over_'), lower=True)}"] = (row.ratio, "{:.2f}")
+    for platform, g in cross.groupby("platform", sort=False):
+        if np.isfinite(g["factor"]).any():
+            out[f"largest_loss_{slug(platform, lower=True)}"] = (float(g["factor"].max()), "{:.2f}")
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+def _dot_rows(ax, df: pd.DataFrame, value: str, rows: list, hue: str, colors: dict, hollow=()) -> None:
+    """One marker with its interval per (row, hue), hues side by side within a row; log x with a line at 1."""
+    keys = list(dict.fromkeys(df[hue]))
+    y0 = np.arange(len(rows))[::-1]
+    step = 0.7 / max(len(keys), 1)
+    for i, k in enumerate(keys):
+        sub = df[df[hue] == k].drop_duplicates("comparison").set_index("comparison").reindex(rows)
+        x = sub[value].to_numpy(float)
+        err = np.vstack([x - sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float) - x])
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+        y = y0 + (len(keys) - 1) / 2 * step - i * step
+        ax.errorbar(x, y, xerr=err, fmt="D" if k in hollow else "o", ms=3, lw=0.8, capsize=1.5, color=colors[k],
+                    mfc="white" if k in hollow else colors[k], label=str(k), ls="none")
+    ax.axvline(1, color="0.3", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_yticks(y0, rows)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.grid(axis="y", visible=False)
+
+
+@plotting.styled
+def plot_ratios(atlas: Atlas, baseline_kind: str, title: str = "", width: float = plotting.FULL_WIDTH):
+    """Every ratio against one kind of baseline, one marker per platform (hollow: published, no interval)."""
+    import matplotlib.pyplot as plt
+
+    df = atlas.ratios[(atlas.ratios["baseline_kind"] == baseline_kind) & atlas.ratios["ratio"].notna()]
+    rows = list(dict.fromkeys(df["comparison"]))
+    fig, ax = plt.subplots(figsize=(width, max(2.0, 0.2 * len(rows) + 1.2)))
+    colors = plotting.color_map(atlas.platforms["platform"])
+    hollow = set(atlas.platforms.loc[atlas.platforms["kind"] == PUBLISHED, "platform"])
+    _dot_rows(ax, df, "ratio", rows, "platform", colors, hollow)
+    ax.set_xlabel(f"ratio to the {baseline_kind} baseline on the same platform ({INTERVAL})")
+    ax.set_title(title or f"Cost relative to the {baseline_kind} baseline, per platform")
+    fig.legend(loc="outside lower center", ncols=plotting.legend_columns(df["platform"].unique(), width, 2))
+    return fig
+
+
+@plotting.styled
+def plot_cross_platform(cross: pd.DataFrame, atlas: Atlas, title: str = "", width: float = plotting.FULL_WIDTH):
+    """Each platform's ratios over the reference's: one panel per kind of baseline, rows sorted by the first
+    platform's factor (largest loss at the top); colours and markers as in :func:`plot_ratios`."""
+    import matplotlib.pyplot as plt
+
+    df = cross[np.isfinite(cross["factor"])]
+    kinds = [k for k in (CLASSICAL, ANCHOR) if (df["baseline_kind"] == k).any()]
+    rows = {}
+    for k in kinds:
+        sub = df[df["baseline_kind"] == k]
+        first = sub[sub["platform"] == sub["platform"].iloc[0]].sort_values("factor", ascending=False)
+        rows[k] = list(dict.fromkeys([*first["comparison"], *sub["comparison"]]))
+    heights = [len(rows[k]) + 1.5 for k in kinds]
+    fig, axes = plt.subplots(len(kinds), 1, figsize=(width, 0.17 * sum(heights) + 1.2), squeeze=False,
+                             gridspec_kw={"height_ratios": heights}, sharex=True)
+    colors = plotting.color_map(atlas.platforms["platform"])
+    hollow = set(atlas.platforms.loc[atlas.platforms["kind"] == PUBLISHED, "platform"])
+    for ax, k in zip(axes[:, 0], kinds):
+        _dot_rows(ax, df[df["baseline_kind"] == k], "factor", rows[k], "platform", colors, hollow)
+        ax.set_title(f"against the {k} baseline")
+    axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on {df['reference'].iloc[0]} ({INTERVAL})")
+    fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another")
+    handles, labels = [], []
+    for ax in axes[:, 0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, 2))
+    return fig

@@ -1,0 +1,137 @@
+"""Issue #13, bad input is refused up front: in the API (bench, native_run, measure_memory, fidelity,
+energy_run) and the CLI, with one line naming the problem and the fix, before the harness no-op is
+measured.  `pytest -k reliability` runs these."""
+from __future__ import annotations
+
+import pytest
+
+from pqlab import benchmark, inputs
+from pqlab.cli import main
+from pqlab.errors import BadInput, PqlabWarning, UnknownName
+
+
+@pytest.fixture
+def no_measuring(monkeypatch):
+    """Any measurement (or the start of a run) fails the test: refused input is refused before them."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured although the input was refused")
+
+    monkeypatch.setattr(benchmark, "measure", refuse)
+    monkeypatch.setattr(benchmark, "RunRecorder", refuse)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["Ed25519", "--operations", "frobnicate"], "unknown operation 'frobnicate'; close matches: none"),
+    (["Ed25519", "--operations", "sing", "verify"], "unknown operation 'sing'; close matches: sign"),
+    (["ML-DSA-44", "--operations", "encaps"], "ML-DSA-44@liboqs (sig: keygen, sign, verify) has no operation 'encaps'"),
+    (["Ed25519", "ML-KEM-768", "--operations", "sign"], "ML-KEM-768@liboqs (kem: keygen, encaps, decaps) has no "
+                                                        "operation 'sign'"),
+    (["Ed25519", "--budget", "-1"], "argument --budget: the value must be a finite number > 0, got '-1'"),
+    (["Ed25519", "--budget", "0"], "argument --budget: the value must be a finite number > 0, got '0'"),
+    (["Ed25519", "--budget", "nan"], "argument --budget: the value must be a finite number > 0, got 'nan'"),
+    (["Ed25519", "--budget", "inf"], "argument --budget: the value must be a finite number > 0, got 'inf'"),
+    (["Ed25519", "--min-samples", "0"], "argument --min-samples: the value must be a whole number >= 1, got 0"),
+    (["Ed25519", "--min-samples", "9", "--max-samples", "5"], "min_samples (9) must not exceed max_samples (5)"),
+    (["Ed25519", "--message-bytes", "-1"], "a message size must be a whole number of bytes >= 0, got -1"),
+    (["Ed25519", "--message-bytes", "1.5"], "argument --message-bytes: '1.5' is not a whole number"),
+    (["ML-DSA-45"], "unknown algorithm 'ML-DSA-45'; close matches: ML-DSA-65, ML-DSA-44"),
+])
+def test_reliability_bad_bench_arguments_get_one_line_and_nothing_runs(tmp_path, capsys, no_measuring, args, message):
+    rc = exit_code(["bench", *args, "--folder", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("error: ") and message in lines[0], lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def exit_code(argv) -> int:
+    """main()'s exit code, argparse's usage errors included."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(operations=["frobnicate"]), UnknownName, "unknown operation 'frobnicate'"),
+    (dict(operations="encaps"), BadInput, "Ed25519@cryptography (sig: keygen, sign, verify) has no operation 'encaps'"),
+    (dict(operations=[]), BadInput, "no operation given"),
+    (dict(budget_s=-1), BadInput, "budget_s must be a finite number > 0, got -1"),
+    (dict(budget_s=float("nan")), BadInput, "budget_s must be a finite number > 0, got nan"),
+    (dict(min_samples=0), BadInput, "min_samples must be a whole number >= 1, got 0"),
+    (dict(min_samples=2.5), BadInput, "min_samples must be a whole number >= 1, got 2.5"),
+    (dict(min_samples=20, max_samples=10), BadInput, "min_samples (20) must not exceed max_samples (10)"),
+    (dict(message_bytes=-1), BadInput, "a message size must be a whole number of bytes >= 0, got -1"),
+    (dict(message_bytes=[100, "64"]), BadInput, "got '64'"),
+    (dict(message_bytes=[]), BadInput, "no message size given"),
+])
+def test_reliability_bench_refuses_bad_input_before_measuring(tmp_path, no_measuring, kwargs, error, message):
+    with pytest.raises(error) as info:
+        benchmark.bench(["Ed25519"], **{"folder": tmp_path, "progress": False, **kwargs})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_reliability_all_operations_and_duplicates(tmp_path):
+    with pytest.warns(PqlabWarning, match=r"Ed25519@cryptography was asked for more than once: measured once"):
+        run = benchmark.bench(["Ed25519", "Ed25519@cryptography", ("Ed25519", "cryptography")], operations="all",
+                              budget_s=0.01, min_samples=3, save=False, progress=False)
+    assert list(run.measurements["operation"]) == ["noop", "keygen", "sign", "verify"]
+    assert run.meta["plan"] == ["Ed25519@cryptography keygen", "Ed25519@cryptography sign 100",
+                                "Ed25519@cryptography verify 100"]
+
+
+def test_reliability_large_messages_warn_with_the_memory_they_need():
+    with pytest.warns(PqlabWarning, match=r"message size 80 MiB is above 64 MiB: measuring it can hold up to 480 MiB"):
+        assert inputs.message_sizes([100, 80 << 20, 80 << 20]) == [100, 80 << 20, 80 << 20]
+    assert inputs.message_sizes(100.0) == [100]  # a whole number, even as a float
+
+
+def test_reliability_fidelity_refuses_zero_blocks(capsys):
+    from pqlab import fidelity
+
+    with pytest.raises(BadInput, match="blocks must be a whole number >= 1, got 0"):
+        fidelity.measure_fidelity(blocks=0)
+    with pytest.raises(BadInput, match="budget_s must be a finite number > 0"):
+        fidelity.measure_fidelity(budget_s=float("inf"))
+    assert exit_code(["fidelity", "--blocks", "0"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: argument --blocks: the value must be a whole number >= 1, "
+                                               "got 0 (see `python -m pqlab fidelity --help`)")
+
+
+def test_reliability_native_run_refuses_bad_input_before_running(tmp_path):
+    from pqlab import native
+
+    with pytest.raises(BadInput, match="budget_s must be a finite number > 0, got 0"):
+        native.native_run(["ML-DSA-44"], budget_s=0, folder=tmp_path)
+    with pytest.raises(BadInput, match="min_samples must be a whole number >= 1"):
+        native.native_run(["ML-DSA-44"], min_samples=0, folder=tmp_path)
+    with pytest.raises(UnknownName, match=r"unknown algorithm for the native runner \(default build\) 'ML-DSA-45'; "
+                                          "close matches: ML-DSA-65, ML-DSA-44"):
+        native.native_run(["ML-DSA-44", "ML-DSA-45"], folder=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reliability_measure_memory_refuses_bad_input_before_any_worker(tmp_path):
+    from pqlab.memory import driver
+
+    with pytest.raises(BadInput, match=r"measure_memory measures signature schemes; ML-KEM-768@liboqs \(kem\) is not"):
+        driver.measure_memory(["ML-DSA-44", "ML-KEM-768"], folder=tmp_path, progress=False)
+    with pytest.raises(UnknownName, match="unknown operation 'sing'"):
+        driver.measure_memory(["ML-DSA-44"], ["sing"], folder=tmp_path, progress=False)
+    with pytest.raises(BadInput, match="jobs must be a whole number >= 1, got 0"):
+        driver.measure_memory(["ML-DSA-44"], jobs=0, folder=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reliability_energy_run_refuses_bad_input_before_any_window(tmp_path):
+    from pqlab.energy import ModelledPower, energy_run
+
+    plan = [{"algorithm": "Ed25519", "backend": "cryptography", "operation": "sign", "message_bytes": 100}]
+    for kwargs, message in ((dict(repeats=0), "repeats must be a whole number >= 1"),
+                            (dict(idle_s=-1), "idle_s must be a finite number >= 0, got -1")):
+        with pytest.raises(BadInput, match=message):
+            energy_run(plan, ModelledPower(2.0), folder=tmp_path, progress=False, **kwargs)
+    with pytest.raises(BadInput, match="has no operation 'encaps'"):
+        energy_run(plan + [dict(plan[0], operation="encaps")], ModelledPower(2.0), folder=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []

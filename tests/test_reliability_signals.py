@@ -1,0 +1,210 @@
+"""Issue #13, kills lose nothing: SIGTERM, SIGHUP, SIGINT and SIGKILL sent to `python -m pqlab bench`
+at several points (before the first measurement, mid-run, during a checkpoint write), and a second
+Ctrl-C during the final write.  `pytest -k reliability` runs these."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pqlab import files
+from pqlab.cli import main
+from pqlab.recorder import Interrupted, RunRecorder
+from pqlab.results import Run, load_run
+
+#: Runs `python -m pqlab bench ARGS` with a pause at the Nth measurement ("measure") or inside the Nth
+#: checkpoint, after its temporary files are written and before they are renamed ("write").  At the
+#: pause it writes MARKER and waits until RELEASE exists (a signal handler that raises ends the wait;
+#: a held-back signal does not).
+DRIVER = r"""
+import os, sys, time, pathlib
+marker, release, where, nth, *argv = sys.argv[1:]
+calls = []
+
+def pause():
+    calls.append(1)
+    if len(calls) == int(nth):
+        pathlib.Path(marker).write_text(str(os.getpid()))
+        deadline = time.monotonic() + 120
+        while not pathlib.Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+if where == "measure":
+    from pqlab import benchmark
+    real_measure = benchmark.measure
+    def measure(*a, **k):
+        pause()
+        return real_measure(*a, **k)
+    benchmark.measure = measure
+else:
+    real_replace = os.replace
+    def replace(src, dst):
+        if str(dst).endswith(".samples.csv.gz"):
+            pause()
+        return real_replace(src, dst)
+    os.replace = replace
+from pqlab.cli import main
+sys.exit(main(["bench", *argv]))
+"""
+ARGS = ["Ed25519", "--operations", "keygen", "sign", "verify", "--budget", "0.02", "--min-samples", "3",
+        "--no-progress"]
+#: scenario -> (signal, where, nth, the operations kept)
+SCENARIOS = {
+    # measurements: the no-op, the no-op fed fresh messages, keygen, sign, verify
+    "term-before-first": (signal.SIGTERM, "measure", 1, []),  # while the no-op is measured: nothing measured yet
+    "term-mid-run": (signal.SIGTERM, "measure", 4, ["noop", "keygen"]),  # while sign is measured
+    "hup-mid-run": (signal.SIGHUP, "measure", 4, ["noop", "keygen"]),
+    "int-mid-run": (signal.SIGINT, "measure", 5, ["noop", "keygen", "sign"]),
+    "term-in-write": (signal.SIGTERM, "write", 3, ["noop", "keygen", "sign"]),  # that checkpoint completes
+    "kill-before-first": (signal.SIGKILL, "measure", 1, []),  # the plan is on disk
+    "kill-mid-run": (signal.SIGKILL, "measure", 4, ["noop", "keygen"]),  # every finished operation is on disk
+    "kill-in-write": (signal.SIGKILL, "write", 3, ["noop", "keygen"]),  # the previous checkpoint is intact
+}
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory):
+    """Every scenario's process, started at once (they spend most of their time starting up)."""
+    started = {}
+    for name, (_, where, nth, _) in SCENARIOS.items():
+        work = tmp_path_factory.mktemp(name)
+        env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
+        cmd = [sys.executable, "-c", DRIVER, str(work / "marker"), str(work / "release"), where, str(nth), *ARGS,
+               "--folder", str(work / "results")]
+        started[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env), work)
+    yield started
+    for proc, _ in started.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def paused(drivers, name: str) -> tuple[subprocess.Popen, Path]:
+    """The scenario's process once it waits at its pause, and its folder."""
+    proc, work = drivers[name]
+    deadline = time.monotonic() + 90
+    while not (work / "marker").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the driver never reached its pause"
+        time.sleep(0.02)
+    return proc, work
+
+
+def the_run(folder: Path) -> Run:
+    (meta,) = folder.glob("*.meta.json")
+    return load_run(meta)
+
+
+def operations(run: Run) -> list[str]:
+    return list(run.measurements["operation"])
+
+
+@pytest.mark.parametrize("name", [n for n, (signum, *_) in SCENARIOS.items() if signum != signal.SIGKILL])
+def test_reliability_a_signal_saves_the_run_as_interrupted(drivers, name):
+    signum, where, nth, kept = SCENARIOS[name]
+    proc, work = paused(drivers, name)
+    proc.send_signal(signum)
+    (work / "release").touch()  # a signal held back during a save: the save goes on
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum
+    folder = work / "results"
+    run = the_run(folder)
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in err
+    assert line == (f"interrupted by {signal.Signals(signum).name}: run {run.run_id} stopped with "
+                    f"{len(kept) - ('noop' in kept)} measurements, saved in {run.path} (status interrupted)")
+    assert run.meta["status"] == "interrupted" and run.meta["interrupted_by"] == signal.Signals(signum).name
+    assert operations(run) == kept
+    assert run.meta["plan"] == ["Ed25519@cryptography keygen", "Ed25519@cryptography sign 100",
+                                "Ed25519@cryptography verify 100"]
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("name", [n for n, (signum, *_) in SCENARIOS.items() if signum == signal.SIGKILL])
+def test_reliability_sigkill_keeps_every_checkpoint_and_the_run_loads_as_abandoned(drivers, name):
+    _, where, nth, kept = SCENARIOS[name]
+    proc, work = paused(drivers, name)
+    proc.kill()
+    proc.communicate(timeout=60)
+    folder = work / "results"
+    run = the_run(folder)
+    assert run.meta["status"] == "abandoned" and operations(run) == kept
+    assert run.meta["plan"][0] == "Ed25519@cryptography keygen"
+    orphans = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert bool(orphans) == (where == "write")
+    if orphans:  # the next save in that folder removes them
+        assert main(["bench", "Ed25519", "--operations", "keygen", "--budget", "0.01", "--folder", str(folder),
+                     "--no-progress"]) == 0
+        assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_reliability_a_second_ctrl_c_during_the_final_write_waits_for_it(tmp_path, monkeypatch):
+    real_save = Run.save
+    statuses = []
+
+    def save(self, folder=None, **kwargs):
+        if self.meta["status"] == "interrupted":
+            os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, in the middle of the final write
+            time.sleep(0.05)
+        statuses.append(self.meta["status"])
+        return real_save(self, folder, **kwargs)
+
+    monkeypatch.setattr(Run, "save", save)
+    before = signal.getsignal(signal.SIGINT)
+    rec = RunRecorder("t", folder=tmp_path)
+    with pytest.raises(Interrupted) as info:
+        with rec:
+            rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True)])
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+    assert statuses == ["running", "interrupted"]  # the final write ran to its end
+    assert str(info.value) == (f"SIGINT: run {rec.run_id} stopped with 1 measurements, saved in "
+                               f"{tmp_path / rec.run_id}.meta.json (status interrupted)")
+    assert load_run(tmp_path / rec.run_id).meta["status"] == "interrupted"
+    assert signal.getsignal(signal.SIGINT) is before  # the caller's handler is back
+
+
+def test_reliability_a_signal_during_the_final_write_of_a_complete_run_comes_after_it(tmp_path, monkeypatch):
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    try:
+        real_save = Run.save
+
+        def save(self, folder=None, **kwargs):
+            if self.meta["status"] == "complete":
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                assert got == []  # held back while the files are written
+            return real_save(self, folder, **kwargs)
+
+        monkeypatch.setattr(Run, "save", save)
+        with RunRecorder("t", folder=tmp_path) as rec:
+            pass
+        assert got == [signal.SIGTERM]  # delivered to the caller's handler once the save was complete
+        assert json.loads((tmp_path / f"{rec.run_id}.meta.json").read_text())["status"] == "complete"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, monkeypatch):
+    from pqlab.algorithms import get
+    from pqlab.benchmark import bench
+
+    algo = get("Ed25519")
+
+    def ctrl_c(self, operation, message=b""):  # as Ctrl-C in a notebook, while keygen is measured
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(algo), "trial", ctrl_c)
+    folder = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt, match=rf"^SIGINT: run x stopped with 0 measurements, saved in {folder}/x"):
+        bench([algo], budget_s=0.01, min_samples=3, progress=False, folder=folder, run_id="x")
+    back = load_run(folder / "x")
+    assert back.meta["status"] == "interrupted" and operations(back) == ["noop"]
+    assert files.process_alive(back.meta["process"]) is True
