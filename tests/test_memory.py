@@ -7,11 +7,19 @@ import pandas as pd
 import pytest
 
 import pqlab.algorithms as A
-from pqlab.memory import driver, massif, worker
+from pqlab import flags as pqflags
+from pqlab.memory import cache, driver, massif, worker
 from pqlab.results import load_run
 from pqlab.studies import memory_footprint
 
 HAS_VALGRIND = driver.find_valgrind()["available"]
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Every test here gets an empty memory cache of its own (never the user's)."""
+    monkeypatch.setenv("PQLAB_CACHE", str(tmp_path / "memory-cache"))
+    monkeypatch.delenv("PQLAB_FRESH", raising=False)
 needs_valgrind = pytest.mark.skipif(not HAS_VALGRIND, reason="valgrind is not installed")
 M = driver.HEAP_MARKER_BYTES
 
@@ -176,9 +184,27 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
 
 
 @needs_valgrind
-def test_measure_memory_stores_a_run(tmp_path):
+def test_measure_memory_stores_a_run_and_a_cached_row_equals_a_fresh_one(tmp_path, monkeypatch):
     run = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
                                 progress=False)
+    # the same measurement again, fresh (PQLAB_FRESH=1, as `make reproduce FRESH=1` sets it), then from the cache
+    monkeypatch.setenv("PQLAB_FRESH", "1")
+    fresh = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
+    monkeypatch.delenv("PQLAB_FRESH")
+    cached = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
+    figures = ["peak_heap_bytes", "peak_stack_bytes", "peak_heap_raw_bytes", "peak_heap_baseline_bytes",
+               "peak_heap_extra_bytes", "peak_stack_raw_bytes", "peak_stack_baseline_bytes", "peak_heap_native_bytes"]
+    rows = [r.measurements.set_index("memory_source") for r in (run, fresh, cached)]
+    for source, cols in ((driver.SOURCE_MASSIF, figures), (driver.SOURCE_TRACEMALLOC, ["peak_heap_bytes"])):
+        first, again, reused = (r.loc[source, cols].astype(float).tolist() for r in rows)
+        assert first == again == reused, source  # deterministic, and the cache returns exactly that
+    assert fresh.meta["memory_cache"]["reused"] == 0 and fresh.meta["memory_cache"]["fresh"]
+    assert cached.meta["memory_cache"]["reused"] == 5 and cached.meta["worker_runs"] == 1  # the probe only
+    cell = cached.measurements.set_index("memory_source").loc[driver.SOURCE_MASSIF, "flags"]
+    detail = pqflags.detail(cell, "from-cache")  # the key, and the run that measured the row
+    entry = next(cache.cache_root().glob(f"*/{detail.split(',')[0].removeprefix('key ')}*.json"))
+    assert json.loads(entry.read_text())["run_id"] == fresh.run_id and detail.endswith(f"run {fresh.run_id}")
+    assert not pqflags.has(fresh.measurements["flags"], "from-cache").any()
     m = run.measurements
     assert set(m["memory_source"]) == {driver.SOURCE_MASSIF, driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
     massif = m[m["memory_source"] == driver.SOURCE_MASSIF].iloc[0]
@@ -200,7 +226,8 @@ def test_without_valgrind_only_tracemalloc_and_maxrss(monkeypatch, tmp_path):
         driver.measure_memory(["Ed25519"], ["sign"], [32], use_valgrind=True, save=False, progress=False)
     run = driver.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False, progress=False)
     assert set(run.measurements["memory_source"]) == {driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
-    assert run.meta["worker_runs"] == 4  # one plain worker per operation, nothing under valgrind
+    assert run.meta["worker_runs"] == 4 + 2  # one plain worker per operation, one probe per algorithm
+    assert run.meta["memory_cache"]["stored"] == 4 and run.meta["memory_cache"]["reused"] == 0
     table = memory_footprint.memory_table(run)
     assert "heap_bytes" not in table and table["python_heap_bytes"].notna().all() and table["verified"].all()
     assert "valgrind is not available" in memory_footprint.describe_valgrind(status, run)
@@ -285,7 +312,8 @@ def test_plan_runs_shares_baselines_and_limits_the_stack_sizes(tmp_path):
             for op in worker.SIGNATURE_OPERATIONS for n in ((32,) if op == "keygen" else (32, 4096))]
     tasks = driver.plan_runs(jobs, use_valgrind=True, cold=True, stack_message_bytes=[32])
     kinds = pd.Series([k for _, k, _ in tasks]).value_counts().to_dict()
-    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6}
+    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6,
+                     "heap-cold-baseline": 6}
     baseline = next(t for t in tasks if t[1] == "stack-baseline" and t[0].algo.backend == "liboqs"
                     and t[0].operation == "sign")
     assert not baseline[0].slow and len(baseline[2]) == 4  # a fast runner, shared by every liboqs signing job
