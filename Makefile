@@ -13,6 +13,9 @@ PROFILE ?= full
 CELL_TIMEOUT ?= 900
 # extra papermill arguments, e.g. NB_ARGS="-p power_source ina219" (notebook 05 on a Raspberry Pi)
 NB_ARGS ?=
+# FRESH=1: execute every notebook again and measure what the memory cache holds again (PQLAB_FRESH, notebook 03);
+# times are never cached
+FRESH ?=
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
@@ -23,12 +26,12 @@ LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/build.rs native/src/lib
               native/build-liboqs.sh
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-liboqs-generic $(STAMP)-kernel $(STAMP)-runners
 
-.PHONY: help setup lab reproduce test lint clean
+.PHONY: help setup lab reproduce test lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce), PYTHON=$(PYTHON)"
+	@echo "Variables: PROFILE=full|quick (reproduce), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON)"
 
 setup: $(SETUP) ## Create .venv, install pqlab and its dependencies, provide liboqs, register the Jupyter kernel "pqlab"
 
@@ -80,9 +83,9 @@ build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py
 build/$(PROFILE)/05_energy.ipynb: pqlab/studies/energy_pi4.py
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 
-build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
+build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D)
-	$(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_FRESH=$(FRESH) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 test: $(SETUP) $(TLS_RUNNER) ## Run the unit tests, then execute every notebook (quick parameters) under nbval
@@ -97,3 +100,5 @@ lint: $(STAMP)-python ## Check the code style with ruff
 clean: ## Remove build products (executed notebooks, test outputs); keeps .venv and data/results
 	rm -rf build .pytest_cache
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+
+FORCE:

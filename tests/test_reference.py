@@ -40,6 +40,7 @@ EXPECTED_ROWS = {
     "06_tls_published": 10,  # published handshake and certificate numbers (web sources, not a seed)
     "02_study_sphincs256": 11,  # params.h constants of the code study 001 cites (a repository, not a seed)
     "within_machine_ratios": 5,  # liboqs's own benchmark (a repository, not a seed)
+    "03_study_gravity_params": 6,  # src/config.rs of the code study 002 names (a repository, not a seed)
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
@@ -86,6 +87,19 @@ def test_provenance_entry_and_row_count(name):
         assert all(url.startswith("https://") for url in src["sources"].values())
     assert len(df) == src["rows"] == EXPECTED_ROWS[name]
     assert src == reference_source(name)
+
+
+def test_gravity_parameters_come_from_the_repository_the_study_names():
+    df = load_reference("03_study_gravity_params")
+    src = df.attrs["source"]
+    for key in ("study", "notebook", "rows", "sources", "machine", "method", "units", "columns",
+                "transcription_notes", "anomalies"):
+        assert src.get(key), key
+    assert len(df) == src["rows"] == EXPECTED_ROWS["03_study_gravity_params"]
+    assert set(df.columns) <= set(src["columns"])
+    assert all(url.startswith("https://github.com/") for url in src["sources"].values())
+    assert one(df, constant="HASH_SIZE")["value"] == 32
+    assert all(str(r.value) in r.published_text for r in df.itertuples())
 
 
 def test_web_sources_have_provenance_for_every_row():

@@ -354,9 +354,17 @@ def native_heap(run: WorkerRun, baseline: WorkerRun) -> dict:
     per_object: dict[str, int] = {}
     for (path, _), size in delta.items():
         per_object[path] = per_object.get(path, 0) + size
-    # the functions of the objects that added bytes (a shared baseline may have built another algorithm's
-    # objects through other functions: those differences cancel within an object)
-    named = sorted(((p, f, v) for (p, f), v in delta.items() if v > 0 and per_object[p] > 0), key=lambda t: -t[2])
+    # per object that added bytes, its largest allocating functions up to that net amount (a baseline shared by
+    # a backend's algorithms built another algorithm's objects through other functions: those cancel in the net)
+    named = []
+    for path, net in per_object.items():
+        for function, size in sorted(((f, v) for (p, f), v in delta.items() if p == path and v > 0),
+                                     key=lambda t: -t[1]):
+            if net <= 0:
+                break
+            named.append((path, function, size))
+            net -= size
+    named.sort(key=lambda t: -t[2])
     return {"peak_heap_native_bytes": sum(per_object.values()),
             "peak_heap_native_callers": ", ".join(f"{Path(p).name}: {f} {v}" for p, f, v in named[:4])}
 
