@@ -41,6 +41,8 @@ EXPECTED_ROWS = {
     "02_study_sphincs256": 11,  # params.h constants of the code study 001 cites (a repository, not a seed)
     "within_machine_ratios": 5,  # liboqs's own benchmark (a repository, not a seed)
     "03_study_gravity_params": 6,  # src/config.rs of the code study 002 names (a repository, not a seed)
+    "04_study_sphincs_round2_params": 36,  # 6 sets x 6 constants of the round-2 SPHINCS+ code
+    "04_study_dilithium_params": 87,  # round-2 Dilithium (4 modes) and FIPS 204 (3 modes) params.h constants
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
@@ -89,17 +91,28 @@ def test_provenance_entry_and_row_count(name):
     assert src == reference_source(name)
 
 
-def test_gravity_parameters_come_from_the_repository_the_study_names():
-    df = load_reference("03_study_gravity_params")
+@pytest.mark.parametrize("name", ["03_study_gravity_params", "04_study_sphincs_round2_params",
+                                  "04_study_dilithium_params"])
+def test_parameters_come_from_the_repositories_the_studies_name(name):
+    df = load_reference(name)
     src = df.attrs["source"]
     for key in ("study", "notebook", "rows", "sources", "machine", "method", "units", "columns",
                 "transcription_notes", "anomalies"):
         assert src.get(key), key
-    assert len(df) == src["rows"] == EXPECTED_ROWS["03_study_gravity_params"]
+    assert len(df) == src["rows"] == EXPECTED_ROWS[name]
     assert set(df.columns) <= set(src["columns"])
     assert all(url.startswith("https://github.com/") for url in src["sources"].values())
-    assert one(df, constant="HASH_SIZE")["value"] == 32
-    assert all(str(r.value) in r.published_text for r in df.itertuples())
+    written = df["value"] if "value" in df else df["expression"]
+    assert all(str(v) in text for v, text in zip(written, df["published_text"]))
+
+
+def test_transcribed_parameters_spot_checks():
+    assert one(load_reference("03_study_gravity_params"), constant="HASH_SIZE")["value"] == 32
+    sphincs = load_reference("04_study_sphincs_round2_params")
+    assert one(sphincs, parameter_set="128f", constant="SPX_FORS_TREES")["value"] == 30
+    dilithium = load_reference("04_study_dilithium_params")
+    assert one(dilithium, revision="round2", mode=2, constant="L")["expression"] == "3"
+    assert one(dilithium, revision="fips204", mode=2, constant="TAU")["expression"] == "39"
 
 
 def test_web_sources_have_provenance_for_every_row():
