@@ -50,6 +50,8 @@ BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "lib
           ("native", "generic"): "native portable"}
 #: Largest relative distance of a row's implied clock from its run's clock that still counts as consistent.
 CLOCK_TOLERANCE = 0.15
+#: Native operations shorter than SHORT_CYCLES and longer than LONG_CYCLES, whose pqlab / native ratios are told apart
+SHORT_CYCLES, LONG_CYCLES = 1e6, 1e7
 
 def table_family(family: str) -> str:
     """The family of this notebook's tables: RSA and elliptic curves are grouped as "classical"."""
@@ -580,10 +582,10 @@ def describe_python_over_native(fidelity: pd.DataFrame, noop_cycles: float | Non
     text = (f"pqlab / native cycles per call (median over {f['algorithm'].nunique()} algorithms): {ops}. "
             f"The largest ratio is {worst['algorithm']} {worst['operation']}'s ({worst['ratio']:.2f}, "
             f"{fmt_cycles(worst['added_cycles'])} added).")
-    fast, slow = f[f["native_cycles_mean"] < 1e6], f[f["native_cycles_mean"] >= 1e7]
+    fast, slow = f[f["native_cycles_mean"] < SHORT_CYCLES], f[f["native_cycles_mean"] >= LONG_CYCLES]
     if len(fast) and len(slow):
-        text += (f" Operations under 1 Mcycles: median ratio {fast['ratio'].median():.2f} ({len(fast)} operations); "
-                 f"over 10 Mcycles: {slow['ratio'].median():.2f} ({len(slow)}).")
+        text += (f" Operations under {fmt_cycles(SHORT_CYCLES)}: median ratio {fast['ratio'].median():.2f} "
+                 f"({len(fast)} operations); over {fmt_cycles(LONG_CYCLES)}: {slow['ratio'].median():.2f} ({len(slow)}).")
     if noop_cycles:
         text += f" A do-nothing call through the harness costs {noop_cycles:.0f} cycles."
     return text
