@@ -267,3 +267,18 @@ def test_native_heap_nets_out_a_shared_baselines_other_algorithm():
     same = driver.WorkerRun("heap", {}, 1.0, summary=dict(summary, callers={lib: {"OQS_SIG_ml_dsa_44_new": 88}}))
     assert driver.native_heap(same, base) == {"peak_heap_native_bytes": 0, "peak_heap_native_callers": ""}
     assert driver.native_heap(driver.WorkerRun("heap", {}, 1.0, summary={"callers": None}), base) == {}
+
+
+def test_inputs_are_written_only_for_message_sizes_that_are_measured(tmp_path, monkeypatch):
+    """A second run whose worker runs all come from the cache signs nothing beyond the first size (its size row)."""
+    monkeypatch.setattr(driver.shutil, "which", lambda name: None)  # plain workers only: quick
+    store = cache.MemoryCache(tmp_path / "c")
+    first = driver.measure_memory(["Ed25519"], ["sign"], [32, 64], save=False, progress=False, cache=store,
+                                  keep_work=tmp_path / "w1")
+    assert first.meta["memory_cache"]["stored"] == 2
+    again = driver.measure_memory(["Ed25519"], ["sign"], [32, 64], save=False, progress=False, cache=store,
+                                  keep_work=tmp_path / "w2")
+    assert again.meta["memory_cache"]["reused"] == 2 and again.meta["worker_runs"] == 1  # the probe
+    assert (tmp_path / "w2" / "Ed25519@cryptography" / "m32" / "inputs.json").exists()
+    assert not (tmp_path / "w2" / "Ed25519@cryptography" / "m64").exists()
+    assert len(again.sizes) == 1 and again.measurements["verified"].all()

@@ -66,6 +66,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -546,17 +547,30 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
     from ..algorithms import random_message
 
     plan: list[Job] = []
-    inputs = {}
+    inputs: dict[Path, dict] = {}  # folder -> what it holds, once written
+    pending: dict[Path, tuple] = {}  # folder -> (algorithm, message size) still to write
+    lock = threading.Lock()
+
+    def ensure(folder: Path) -> dict:
+        """The inputs in `folder`, written first (keys, message, signature) if not yet: a message size whose
+        worker runs all come from the cache needs none."""
+        with lock:
+            if folder not in inputs:
+                algo, size = pending.pop(folder)
+                message = random_message(size, seed)
+                keys = algo.generate()
+                signature = algo.signer(keys[1])(message)
+                write_inputs(folder, algo.name, algo.backend, message, keys, signature)
+                inputs[folder] = read_inputs(folder)
+                inputs[folder]["_sizes"] = _size_row(algo, keys, signature)
+            return inputs[folder]
+
     for algo in algos:
         for size in sizes:
-            message = random_message(size, seed)
-            keys = algo.generate()
-            signature = algo.signer(keys[1])(message)
-            folder_in = write_inputs(tmp / _safe(f"{algo.name}@{algo.backend}") / f"m{size}", algo.name,
-                                     algo.backend, message, keys, signature)
-            inputs[folder_in] = read_inputs(folder_in)
-            if size == sizes[0]:
-                rec.add(sizes=[_size_row(algo, keys, signature)])
+            folder_in = tmp / _safe(f"{algo.name}@{algo.backend}") / f"m{size}"
+            pending[folder_in] = (algo, size)
+            if size == sizes[0]:  # the size table's row, and the probe's inputs
+                rec.add(sizes=[ensure(folder_in)["_sizes"]])
             plan += [Job(algo, op, None if op == "keygen" else size, folder_in) for op in operations
                      if op in algo.operations and (op != "keygen" or size == sizes[0])]
     tasks = plan_runs(plan, use_valgrind, cold, stack_message_bytes)
@@ -571,7 +585,10 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         probes = {}
         if cache is not None:  # the files each algorithm's worker loads: part of its runs' keys
-            firsts = list({job.algo.key: job for job in plan}.values())
+            firsts: dict[tuple, Job] = {}
+            for job in plan:
+                firsts.setdefault(job.algo.key, job)  # at the first message size, whose inputs exist
+            firsts = list(firsts.values())
             for job, run in zip(firsts, pool.map(lambda j: run_worker(j.algo.name, j.algo.backend, "verify", j.inputs,
                                                                        "probe", work=j.work, timeout_s=timeout_s),
                                                   firsts)):
@@ -595,11 +612,12 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
                 run = _cached_run(kind, entry)
                 reused.append(run)
             else:
+                given = ensure(runner.inputs)
                 run = (run_worker(algo.name, algo.backend, runner.operation, runner.inputs, kind, work=runner.work,
                                   timeout_s=timeout_s, variant=variant[0]) if variant else execute(runner, kind, timeout_s))
                 started.append(run)
                 if not RUNS[kind][1] and not run.error:
-                    run.check = check_output(algo, runner.operation, inputs[runner.inputs], run)
+                    run.check = check_output(algo, runner.operation, given, run)
                 if key and _cacheable(run, parts):
                     cache.put(key, parts, _cache_value(run), rec.run_id)
                     stored.append(run)
@@ -624,7 +642,7 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
             "valgrind": valgrind_version, "python": sorted({p["python"] for p in probes.values()}),
             "files": {p: d[:16] for p, d in sorted(files.items())}}
     for job in plan:
-        rec.add(measurements=measurement_rows(job, rec.base, inputs[job.inputs]))
+        rec.add(measurements=measurement_rows(job, rec.base, inputs.get(job.inputs, {})))
 
 
 #: report fields a cached run keeps (the file lists are in the key; the mappings are in the summary)
