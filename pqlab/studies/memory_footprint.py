@@ -261,7 +261,7 @@ def describe_method(first_call: bool = True) -> str:
     """The method in a paragraph, its constants read from this module."""
     return (f"Each operation runs in a worker process of its own, which loads keys, message and signature from "
             f"files and writes its output to a file that the notebook's process checks. valgrind's massif measures "
-            f"the heap (`--stacks=no --time-unit=B`) and the stack (`--heap=no --stacks=yes`) in two runs, both "
+            f"the heap (`--stacks=no --time-unit=B`) and the stack (`--heap=no --stacks=yes`) in separate runs, both "
             f"with `--peak-inaccuracy=0`. A {HEAP_MARKER_BYTES >> 20} MiB heap block that is never touched and "
             f"{STACK_MARKER_DEPTH} nested calls through C open a window around the operation, so that the peaks of "
             f"the run fall inside it and not in the interpreter's start-up. What the operation *adds* is the peak "
