@@ -14,6 +14,9 @@ PROFILE ?= full
 CELL_TIMEOUT ?= 900
 # extra papermill arguments, e.g. NB_ARGS="-p power_source ina219" (notebook 05 on a Raspberry Pi)
 NB_ARGS ?=
+# FRESH=1: execute every notebook again and measure what the memory cache holds again (PQLAB_FRESH, notebook 03);
+# times are never cached
+FRESH ?=
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
@@ -25,12 +28,12 @@ SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
 GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce readme-durations lock test test-unit test-notebooks lint clean
+.PHONY: help setup lab reproduce readme-durations lock test test-unit test-notebooks lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce), PYTHON=$(PYTHON)"
+	@echo "Variables: PROFILE=full|quick (reproduce), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON)"
 
 setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
 
@@ -92,9 +95,9 @@ build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
-build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
+build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D)
-	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_PROFILE=$(PROFILE) PQLAB_FRESH=$(FRESH) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
@@ -126,3 +129,5 @@ lint: $(STAMP)-python ## Check the code style with ruff
 clean: ## Remove build products (executed notebooks, test outputs); keeps .venv, data/results and the liboqs cache
 	rm -rf build .pytest_cache
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+
+FORCE:

@@ -115,10 +115,7 @@ def report(texts: list[tuple[str, str]]) -> list[str]:
 
 
 #: Files whose owner has not yet removed their typed numbers (issue #14): each must still have hits.
-PENDING = {
-    "03_memory_footprint.ipynb", "04_signature_cycles.ipynb",
-    "memory_footprint.py", "signature_cycles.py",
-}
+PENDING: set[str] = set()
 
 
 def _param(path: Path):
