@@ -22,6 +22,9 @@ $(error PROFILE=$(PROFILE) is not a profile: use PROFILE=full or PROFILE=quick)
 endif
 # Each profile exports into its own tree: full into figures/ and data/tables/, quick into build/quick/
 EXPORTS := $(if $(filter full,$(PROFILE)),.,build/$(PROFILE))
+# FRESH=1: execute every notebook again and measure what the memory cache holds again (PQLAB_FRESH, notebook 03);
+# times are never cached
+FRESH ?=
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
@@ -33,12 +36,12 @@ SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
 GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper lint clean
+.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce, paper), PYTHON=$(PYTHON), LAB_IP, LAB_PORT (lab)"
+	@echo "Variables: PROFILE=full|quick (reproduce, paper), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT (lab)"
 
 setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
 
@@ -104,9 +107,9 @@ build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
-build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP)
+build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D)
-	PQLAB_PROFILE=$(PROFILE) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
+	PQLAB_PROFILE=$(PROFILE) PQLAB_FRESH=$(FRESH) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@
 
 readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
@@ -142,3 +145,5 @@ lint: $(STAMP)-python ## Check the code style with ruff
 clean: ## Remove build products (executed notebooks, test outputs); keeps .venv, data/results and the liboqs cache
 	rm -rf build .pytest_cache
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+
+FORCE:

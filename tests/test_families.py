@@ -9,6 +9,7 @@ from pqlab import cycles
 from pqlab.benchmark import bench, bench_in_worker
 from pqlab.paths import LIBOQS_PREFIX
 from pqlab.reference import load_reference
+from pqlab.studies import round2_study as R
 from pqlab.studies import signature_cycles as F
 
 # --------------------------------------------------------------------------- a real run
@@ -178,48 +179,28 @@ def test_check_clock_flags_time_without_cycles():
     assert "1 does not" in F.describe_clock(summary, CORE)
 
 
-# --------------------------------------------------------------------------- the study's numbers
+# --------------------------------------------------------------------------- today's heirs of round 2
 
 
 @pytest.fixture(scope="module")
 def recomputed():
-    return F.recompute_reference(load_reference(F.REFERENCE_TABLE))
+    return R.recompute_reference(load_reference(F.REFERENCE_TABLE))
 
 
-def test_reference_recomputation_reproduces_the_known_counts(recomputed):
-    counts = F.count_reference_matches(recomputed)
-    assert counts["rows"] == 105
-    assert counts["sign_matches"] == 105
-    assert counts["verify_matches"] == 11
-    assert counts["verify_is_permutation"] is True
-    assert counts["verify_from_other_rows"] == 94
-    assert counts["clock_hz"] == 1.895e9
-    assert counts["per_family"]["rows"].sum() == 105
-    # GeMMS ref-256: 219134649 cycles at 1.895 GHz is 0.115638 s, published 0.000139 s
-    row = recomputed[recomputed["row"] == 57].iloc[0]
-    assert row["verify_time_recomputed_s"] == pytest.approx(0.115638)
-    assert not row["verify_time_matches"]
-    assert row["verify_time_s"] == 0.000139 and row["verify_time_belongs_to"] == "4,5"  # Dilithium weak, ref and opt
-    text = F.describe_reference(counts)
-    assert "105 of 105" in text and "11 of 105" in text
-
-
-def test_ancestors_pair_today_with_round_2(recomputed):
-    assert F.sphincs_heir("sha256-128f") == "SPHINCS+-SHA2-128f-simple"
-    assert F.sphincs_heir("shake256-256s") == "SPHINCS+-SHAKE-256s-simple"
-    assert F.sphincs_heir("haraka-128f") is None
-    pairs = F.ancestor_pairs(recomputed)
-    assert set(pairs["algorithm"]) >= {"ML-DSA-44", "ML-DSA-65", "Falcon-512", "Falcon-1024",
-                                       "SPHINCS+-SHA2-128f-simple"}
+def test_ancestors_face_the_build_the_studys_own_numbers_call_for(recomputed):
     anc = F.compare_ancestors(recomputed, _rows(), CORE)
     assert set(anc["algorithm"]) == {"ML-DSA-44", "Falcon-512", "SPHINCS+-SHA2-128f-simple"}
+    # the study's opt code costs what its ref code costs: both face our portable build
+    assert set(anc["our_build"]) == {"liboqs portable"} and set(anc["r2_build"]) == {"opt", "ref"}
     one = anc[(anc["algorithm"] == "Falcon-512") & (anc["r2_build"] == "opt")].iloc[0]
-    assert one["our_build"] == "liboqs optimised"
-    assert one["sign_ratio"] == pytest.approx(1.1 * 6e5 / 12009319)
+    assert one["sign_ratio"] == pytest.approx(1.1 * 2 * 6e5 / 12009319)
     sphincs = anc[(anc["algorithm"] == "SPHINCS+-SHA2-128f-simple") & (anc["r2_build"] == "ref")].iloc[0]
     assert sphincs["r2_sign_cycles"] == pytest.approx(401767469)  # the median of the three "ref" rows
+    # the fake rows' sizes (32/64/64 bytes) are nobody's: no pair is called the same parameter set
+    assert not anc["basis"].str.startswith("same parameter set").any()
     text = F.describe_ancestors(anc, CORE)
-    assert "Falcon-512 against FALCON (1 pair): sign 0.055×" in text
+    assert "our portable build against the study's \"opt\" and \"ref\" rows" in text
+    assert "Falcon-512 against FALCON (2 pairs)" in text
     assert text.startswith("Today's mean core cycles per call over the study's core-clock cycles")
     assert F.compare_ancestors(recomputed, _rows(), TSC).empty  # TSC reference cycles never share a ratio with core
     assert F.describe_ancestors(F.compare_ancestors(recomputed, _rows(), TSC), TSC).startswith(
@@ -242,14 +223,21 @@ def test_second_implementation_against_both_liboqs_builds():
 
 def test_closing_note_states_measured_numbers_only():
     rows = _rows()
-    numbers = F.closing_numbers(F.compute_python_over_native(rows), F.compute_speedups(rows))
-    assert numbers["ratio ML-DSA-44 sign"] == pytest.approx(1 / 0.9)
+    fidelity = F.compute_python_over_native(rows).assign(ratio_ci_low=1.0, ratio_ci_high=1.2)
+    numbers = F.closing_numbers(fidelity, F.compute_speedups(rows))
+    assert numbers["ratio ML-DSA-44 sign"] == pytest.approx((1 / 0.9, 1.0, 1.2))
     assert numbers["speedup SPHINCS+-SHAKE-128f-simple sign"] is None
+    assert np.isnan(numbers["speedup ML-DSA-44 sign"][1])  # no interval in that table: none invented
+    flat = F.numbers(numbers)
+    assert flat["python_over_native_ml_dsa_44_sign"] == pytest.approx(1 / 0.9)
+    assert flat["python_over_native_ml_dsa_44_sign_ci_high"] == 1.2
+    assert "portable_over_optimised_ml_dsa_44_sign_ci_low" not in flat
+    assert all(k == k.lower() and k.replace("_", "").isalnum() for k in flat)
     counts = {"rows": 105, "sign_matches": 105, "verify_matches": 11, "clock_hz": 1.895e9}
     clock = {"clock_ghz": 3.6, "consistent": 30, "rows": 30}
     precision = {"median": 0.004, "worst": 0.03, "with_precision": 30, "missed": 2, "targeted": 30}
     note = F.write_closing_note(numbers, clock, counts, {"default": "r1"}, {"default": 12.0}, CORE, precision)
-    assert "1.11×" in note and "n/a" in note and "`r1`" in note
+    assert "1.11× [1.00, 1.20]" in note and "n/a" in note and "`r1`" in note
     assert "mean core cycles per call" in note and "the counter ran at 3.60 GHz" in note
     assert "median ±0.40 %, worst ±3.00 % over 30 rows; 2 of 30 rows stopped before their target" in note
     tsc = F.write_closing_note(numbers, None, counts, {"default": "r1"}, {"default": 12.0}, TSC, precision)
@@ -328,3 +316,43 @@ def test_a_ratio_figure_without_any_ratio_is_not_drawn():
     fi["ratio"] = np.nan
     assert F.plot_python_over_native(fi, CORE) is None
     assert F.missing_figure(CORE, needs_cycles=False).startswith("no row of this run has a value for it")
+
+
+class _FakeRun:
+    """sample_values() of a run: per-call cycles around `center[(backend, algorithm, operation)]`."""
+
+    def __init__(self, centers):
+        self.centers = centers
+
+    def sample_values(self, algorithm, operation, *, backend=None, variant=None, message_bytes=None, column="cycles"):
+        c = self.centers.get((backend, algorithm, operation))
+        rng = np.random.default_rng(len(algorithm) + len(operation) + len(backend or ""))
+        return np.array([]) if c is None else c * (1 + 0.02 * rng.standard_normal(40))
+
+
+def test_every_ratio_gets_an_interval_from_both_sides_samples():
+    from types import SimpleNamespace
+
+    rows = _rows()
+    opt = {("liboqs", a, o): c for a, (_, ops, _f) in {"ML-DSA-44": (0, {"sign": 2e5, "verify": 9e4}, 0)}.items()
+           for o, c in ops.items()}
+    study = SimpleNamespace(runs={"default": _FakeRun(opt),
+                                  "generic": _FakeRun({k: 4 * v for k, v in opt.items()})},
+                            native=_FakeRun({("native", a, o): 0.9 * v for (_, a, o), v in opt.items()}))
+    speedups = F.with_intervals(F.compute_speedups(rows), study, "liboqs portable", "liboqs optimised", "speedup")
+    sign = speedups[(speedups["algorithm"] == "ML-DSA-44") & (speedups["operation"] == "sign")].iloc[0]
+    assert sign["speedup_ci_low"] < 4 < sign["speedup_ci_high"] and sign["speedup_ci_high"] / sign["speedup_ci_low"] < 1.1
+    keygen = speedups[(speedups["algorithm"] == "ML-DSA-44") & (speedups["operation"] == "keygen")].iloc[0]
+    assert np.isnan(keygen["speedup_ci_low"])  # no samples: no interval, never an invented one
+    cols = list(speedups.columns)
+    assert cols.index("speedup_ci_low") == cols.index("speedup") + 1
+    fidelity = F.with_intervals(F.compute_python_over_native(rows), study, "liboqs optimised", "native optimised",
+                                "ratio")
+    one = fidelity[(fidelity["algorithm"] == "ML-DSA-44") & (fidelity["operation"] == "verify")].iloc[0]
+    assert one["ratio_ci_low"] < 1 / 0.9 < one["ratio_ci_high"]
+    fig = F.plot_speedups(speedups, CORE)  # a ratio figure draws the intervals as error bars
+    assert any(len(c.get_segments()) for c in fig.axes[0].collections)
+    recomputed = R.recompute_reference(load_reference(F.REFERENCE_TABLE))
+    anc = F.ancestor_intervals(F.compare_ancestors(recomputed, rows, CORE), study)
+    ml = anc[anc["algorithm"] == "ML-DSA-44"].iloc[0]
+    assert ml["sign_ratio_ci_low"] < 4 * 2e5 / ml["r2_sign_cycles"] < ml["sign_ratio_ci_high"]

@@ -7,11 +7,19 @@ import pandas as pd
 import pytest
 
 import pqlab.algorithms as A
-from pqlab.memory import driver, massif, worker
+from pqlab import flags as pqflags
+from pqlab.memory import cache, driver, massif, worker
 from pqlab.results import load_run
 from pqlab.studies import memory_footprint
 
 HAS_VALGRIND = driver.find_valgrind()["available"]
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Every test here gets an empty memory cache of its own (never the user's)."""
+    monkeypatch.setenv("PQLAB_CACHE", str(tmp_path / "memory-cache"))
+    monkeypatch.delenv("PQLAB_FRESH", raising=False)
 needs_valgrind = pytest.mark.skipif(not HAS_VALGRIND, reason="valgrind is not installed")
 M = driver.HEAP_MARKER_BYTES
 
@@ -176,9 +184,27 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
 
 
 @needs_valgrind
-def test_measure_memory_stores_a_run(tmp_path):
+def test_measure_memory_stores_a_run_and_a_cached_row_equals_a_fresh_one(tmp_path, monkeypatch):
     run = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
                                 progress=False)
+    # the same measurement again, fresh (PQLAB_FRESH=1, as `make reproduce FRESH=1` sets it), then from the cache
+    monkeypatch.setenv("PQLAB_FRESH", "1")
+    fresh = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
+    monkeypatch.delenv("PQLAB_FRESH")
+    cached = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
+    figures = ["peak_heap_bytes", "peak_stack_bytes", "peak_heap_raw_bytes", "peak_heap_baseline_bytes",
+               "peak_heap_extra_bytes", "peak_stack_raw_bytes", "peak_stack_baseline_bytes", "peak_heap_native_bytes"]
+    rows = [r.measurements.set_index("memory_source") for r in (run, fresh, cached)]
+    for source, cols in ((driver.SOURCE_MASSIF, figures), (driver.SOURCE_TRACEMALLOC, ["peak_heap_bytes"])):
+        first, again, reused = (r.loc[source, cols].astype(float).tolist() for r in rows)
+        assert first == again == reused, source  # deterministic, and the cache returns exactly that
+    assert fresh.meta["memory_cache"]["reused"] == 0 and fresh.meta["memory_cache"]["fresh"]
+    assert cached.meta["memory_cache"]["reused"] == 5 and cached.meta["worker_runs"] == 1  # the probe only
+    cell = cached.measurements.set_index("memory_source").loc[driver.SOURCE_MASSIF, "flags"]
+    detail = pqflags.detail(cell, "from-cache")  # the key, and the run that measured the row
+    entry = next(cache.cache_root().glob(f"*/{detail.split(',')[0].removeprefix('key ')}*.json"))
+    assert json.loads(entry.read_text())["run_id"] == fresh.run_id and detail.endswith(f"run {fresh.run_id}")
+    assert not pqflags.has(fresh.measurements["flags"], "from-cache").any()
     m = run.measurements
     assert set(m["memory_source"]) == {driver.SOURCE_MASSIF, driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
     massif = m[m["memory_source"] == driver.SOURCE_MASSIF].iloc[0]
@@ -200,7 +226,8 @@ def test_without_valgrind_only_tracemalloc_and_maxrss(monkeypatch, tmp_path):
         driver.measure_memory(["Ed25519"], ["sign"], [32], use_valgrind=True, save=False, progress=False)
     run = driver.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False, progress=False)
     assert set(run.measurements["memory_source"]) == {driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
-    assert run.meta["worker_runs"] == 4  # one plain worker per operation, nothing under valgrind
+    assert run.meta["worker_runs"] == 4 + 2  # one plain worker per operation, one probe per algorithm
+    assert run.meta["memory_cache"]["stored"] == 4 and run.meta["memory_cache"]["reused"] == 0
     table = memory_footprint.memory_table(run)
     assert "heap_bytes" not in table and table["python_heap_bytes"].notna().all() and table["verified"].all()
     assert "valgrind is not available" in memory_footprint.describe_valgrind(status, run)
@@ -212,82 +239,46 @@ def test_without_valgrind_only_tracemalloc_and_maxrss(monkeypatch, tmp_path):
     assert comparison.loc[0, "sign_heap_bytes"] == 34304
 
 
-# ----- tables and text -----
-def _fake_memory() -> pd.DataFrame:
-    rows = []
-    for name, family, heap, stack in (("SPHINCS+-SHAKE-128s-simple", "hash-based", 19201, 10328),
-                                      ("ML-DSA-44", "lattice", 8329, 50520)):
-        for op, size in (("sign", 32), ("verify", 32), ("sign", 4096)):
-            rows.append({"algorithm": name, "backend": "liboqs", "family": family, "operation": op,
-                         "message_bytes": size, "heap_bytes": heap + (size - 32), "stack_bytes": stack,
-                         "heap_raw_bytes": 4_000_000 + heap, "heap_baseline_bytes": 4_000_000,
-                         "stack_raw_bytes": 219_440 + stack, "stack_baseline_bytes": 219_440,
-                         "heap_first_call_bytes": heap + 1520})
-    return pd.DataFrame(rows)
-
-
-def _fake_sizes() -> pd.DataFrame:
-    return pd.DataFrame([
-        {"algorithm": "SPHINCS+-SHAKE-128s-simple", "backend": "liboqs", "family": "hash-based",
-         "public_key_bytes": 32, "secret_key_bytes": 64, "signature_bytes": 7856, "signature_max_bytes": 7856},
-        {"algorithm": "Falcon-512", "backend": "liboqs", "family": "lattice", "public_key_bytes": 897,
-         "secret_key_bytes": 1281, "signature_bytes": 655, "signature_max_bytes": 752},
-        {"algorithm": "RSA-2048-PSS", "backend": "cryptography", "family": "RSA", "public_key_bytes": 294,
-         "secret_key_bytes": 1218, "signature_bytes": 256, "signature_max_bytes": 256}])
-
-
-def test_size_table_adds_the_signed_message():
-    sizes = memory_footprint.size_table(_fake_sizes(), [32, 4096])
-    falcon = sizes.set_index("algorithm").loc["Falcon-512"]
-    assert falcon["signed_message_32_bytes"] == 32 + 655 and falcon["signed_message_4096_bytes"] == 4096 + 655
-    checked = memory_footprint.size_table(_fake_sizes(), [32], deterministic=True)
-    assert list(checked["algorithm"]) == ["SPHINCS+-SHAKE-128s-simple", "Falcon-512"]  # RSA's PKCS#8 length varies
-    assert checked.set_index("algorithm").loc["Falcon-512", "signature_bytes"] == 752  # the declared maximum
-
-
-def test_gravity_reference_and_comparison():
-    g = memory_footprint.load_gravity()
-    assert (g["public_key_bytes"], g["secret_key_bytes"], g["sign_heap_bytes"]) == (32, 64, 34304)
-    assert g["signature_bytes"] is None and g["sign_ms"] == pytest.approx(185.4075)
-    times = pd.DataFrame([{"algorithm": "SPHINCS+-SHAKE-128s-simple", "backend": "liboqs", "operation": "sign",
-                           "message_bytes": 32, "time_us_median": 279_000.0}])
-    comparison = memory_footprint.compare_gravity(_fake_memory(), times, _fake_sizes())
-    assert list(comparison["source"]) == ["study (published)", "measured here"]
-    ours = comparison.iloc[1]
-    assert ours["sign_heap_bytes"] == 19201 and ours["sign_stack_bytes"] == 10328 and ours["sign_ms"] == 279.0
-    text = memory_footprint.describe_gravity(comparison)
-    assert "no implementation in any registry" in text and "exactly those of SPHINCS+-SHAKE-128s-simple" in text
-    assert "34,304 B" in text and "19,201 B" in text
-    bars = memory_footprint.gravity_bars(comparison)
-    assert set(bars["quantity"]) == {"sign: heap", "verify: heap", "sign: stack", "verify: stack"}
-    assert memory_footprint.plot_gravity(comparison).axes[0].get_yscale() == "log"
-
-
-def test_message_size_figure_shows_what_a_longer_message_adds():
-    fig = memory_footprint.plot_message_sizes(_fake_memory())
-    panels = {ax.get_title(): ax for ax in fig.axes}
-    assert set(panels) == {"sign: heap", "sign: stack", "verify: heap", "verify: stack"}
-    ys = [line.get_ydata() for line in panels["sign: heap"].get_lines()]
-    assert any(max(y) == 4096 - 32 for y in ys)  # one copy of the message in the fake data
-
-
-def test_findings_and_closing_note_come_from_the_data():
-    table = _fake_memory()
-    text = memory_footprint.describe_findings(table)
-    assert "ML-DSA-44 sign, 50,520 B" in text and "1.00 to 1.00 bytes per message byte" in text
-    note = memory_footprint.closing_note(table, {"available": True}, focus=("ML-DSA-44", "Falcon-512"))
-    assert "adds **8,329 B of heap and 50,520 B of stack**" in note and "Falcon-512 was not measured" in note
-
-
 def test_plan_runs_shares_baselines_and_limits_the_stack_sizes(tmp_path):
     algos = A.resolve(["ML-DSA-44", "SPHINCS+-SHAKE-128s-simple", "Ed25519"])
     jobs = [driver.Job(a, op, None if op == "keygen" else n, tmp_path) for a in algos
             for op in worker.SIGNATURE_OPERATIONS for n in ((32,) if op == "keygen" else (32, 4096))]
     tasks = driver.plan_runs(jobs, use_valgrind=True, cold=True, stack_message_bytes=[32])
     kinds = pd.Series([k for _, k, _ in tasks]).value_counts().to_dict()
-    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6}
+    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6,
+                     "heap-cold-baseline": 6}
     baseline = next(t for t in tasks if t[1] == "stack-baseline" and t[0].algo.backend == "liboqs"
                     and t[0].operation == "sign")
     assert not baseline[0].slow and len(baseline[2]) == 4  # a fast runner, shared by every liboqs signing job
     assert tasks[0][0].slow and tasks[0][1] == "stack"  # the slowest first
     assert {k for _, k, _ in driver.plan_runs(jobs, use_valgrind=False, cold=True)} == {"plain"}
+
+
+def test_native_heap_nets_out_a_shared_baselines_other_algorithm():
+    """The verify baseline of a backend is another algorithm's worker: its constructor differs, the net does not."""
+    lib, py = "/opt/liboqs.so", "/py/libpython.so"
+    summary = {"interpreter_objects": [py]}
+    run = driver.WorkerRun("heap", {}, 1.0, summary=dict(summary, callers={
+        lib: {"OQS_SIG_sphincs_new": 88, "SHA3_shake256_inc_init": 224}, py: {"_PyObject_Malloc": 9000}}))
+    base = driver.WorkerRun("heap-baseline", {}, 1.0, summary=dict(summary, callers={
+        lib: {"OQS_SIG_ml_dsa_44_new": 88}, py: {"_PyObject_Malloc": 4000}}))
+    out = driver.native_heap(run, base)
+    assert out == {"peak_heap_native_bytes": 224, "peak_heap_native_callers": "liboqs.so: SHA3_shake256_inc_init 224"}
+    same = driver.WorkerRun("heap", {}, 1.0, summary=dict(summary, callers={lib: {"OQS_SIG_ml_dsa_44_new": 88}}))
+    assert driver.native_heap(same, base) == {"peak_heap_native_bytes": 0, "peak_heap_native_callers": ""}
+    assert driver.native_heap(driver.WorkerRun("heap", {}, 1.0, summary={"callers": None}), base) == {}
+
+
+def test_inputs_are_written_only_for_message_sizes_that_are_measured(tmp_path, monkeypatch):
+    """A second run whose worker runs all come from the cache signs nothing beyond the first size (its size row)."""
+    monkeypatch.setattr(driver.shutil, "which", lambda name: None)  # plain workers only: quick
+    store = cache.MemoryCache(tmp_path / "c")
+    first = driver.measure_memory(["Ed25519"], ["sign"], [32, 64], save=False, progress=False, cache=store,
+                                  keep_work=tmp_path / "w1")
+    assert first.meta["memory_cache"]["stored"] == 2
+    again = driver.measure_memory(["Ed25519"], ["sign"], [32, 64], save=False, progress=False, cache=store,
+                                  keep_work=tmp_path / "w2")
+    assert again.meta["memory_cache"]["reused"] == 2 and again.meta["worker_runs"] == 1  # the probe
+    assert (tmp_path / "w2" / "Ed25519@cryptography" / "m32" / "inputs.json").exists()
+    assert not (tmp_path / "w2" / "Ed25519@cryptography" / "m64").exists()
+    assert len(again.sizes) == 1 and again.measurements["verified"].all()

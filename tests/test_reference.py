@@ -41,6 +41,9 @@ EXPECTED_ROWS = {
     "02_study_sphincs256": 11,  # params.h constants of the code study 001 cites (a repository, not a seed)
     "within_machine_ratios": 5,  # liboqs's own benchmark (a repository, not a seed)
     "07_pqm4": 99,  # pqm4's benchmarks.csv: 33 scheme x implementation pairs x 3 operations (a repository)
+    "03_study_gravity_params": 6,  # src/config.rs of the code study 002 names (a repository, not a seed)
+    "04_study_sphincs_round2_params": 36,  # 6 sets x 6 constants of the round-2 SPHINCS+ code
+    "04_study_dilithium_params": 87,  # round-2 Dilithium (4 modes) and FIPS 204 (3 modes) params.h constants
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
@@ -100,6 +103,30 @@ def test_repository_sources_name_repository_path_commit_and_date():
     assert re.fullmatch(r"[0-9a-f]{64}", src["file_sha256"]) and src["repository"].startswith("https://github.com/")
     assert src["commit"] in src["sources"]["pqm4"] and src["file_commit"] in src["sources"]["pqm4"]
     assert set(df.columns) <= set(src["columns"]) | set(src["units"])
+
+
+@pytest.mark.parametrize("name", ["03_study_gravity_params", "04_study_sphincs_round2_params",
+                                  "04_study_dilithium_params"])
+def test_parameters_come_from_the_repositories_the_studies_name(name):
+    df = load_reference(name)
+    src = df.attrs["source"]
+    for key in ("study", "notebook", "rows", "sources", "machine", "method", "units", "columns",
+                "transcription_notes", "anomalies"):
+        assert src.get(key), key
+    assert len(df) == src["rows"] == EXPECTED_ROWS[name]
+    assert set(df.columns) <= set(src["columns"])
+    assert all(url.startswith("https://github.com/") for url in src["sources"].values())
+    written = df["value"] if "value" in df else df["expression"]
+    assert all(str(v) in text for v, text in zip(written, df["published_text"]))
+
+
+def test_transcribed_parameters_spot_checks():
+    assert one(load_reference("03_study_gravity_params"), constant="HASH_SIZE")["value"] == 32
+    sphincs = load_reference("04_study_sphincs_round2_params")
+    assert one(sphincs, parameter_set="128f", constant="SPX_FORS_TREES")["value"] == 30
+    dilithium = load_reference("04_study_dilithium_params")
+    assert one(dilithium, revision="round2", mode=2, constant="L")["expression"] == "3"
+    assert one(dilithium, revision="fips204", mode=2, constant="TAU")["expression"] == "39"
 
 
 def test_web_sources_have_provenance_for_every_row():

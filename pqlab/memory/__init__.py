@@ -6,4 +6,5 @@ maximum resident set size (coarse).
 - :mod:`pqlab.memory.worker`: one operation per process (``python -m pqlab.memory.worker``),
   standard library and pqlab's adapters only.
 - :mod:`pqlab.memory.massif`: the massif output parser.
+- :mod:`pqlab.memory.cache`: worker runs stored under a key of everything that decides them, and reused.
 """

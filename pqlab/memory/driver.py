@@ -66,6 +66,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -73,7 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import flags
-from .massif import MassifProfile, MassifSnapshot, parse_massif
+from .cache import MemoryCache, cache_key, file_digests
+from .massif import MassifProfile, attribute_sites, parse_massif
 from .worker import SIGNATURE_OPERATIONS, read_inputs, read_keys, write_inputs
 
 #: Held across the operation window of a massif run; larger than any heap the interpreter reaches.
@@ -82,7 +84,12 @@ HEAP_MARKER_BYTES = 256 << 20
 STACK_MARKER_DEPTH = 400
 #: A lower bound of the C stack one marker level takes: the check that the peak is in the window.
 STACK_MARKER_MIN_BYTES_PER_LEVEL = 256
-MASSIF_DEPTH = 12
+#: Frames kept in massif's allocation tree: the direct caller of the allocator is all that
+#: :func:`native_heap` reads (each site attributed to the shared object whose code called malloc).
+MASSIF_DEPTH = 1
+#: Raised whenever anything that changes a figure changes (markers, massif options, warm-up calls, the
+#: baselines): part of every cache key (:mod:`pqlab.memory.cache`).
+METHOD_VERSION = 2
 SOURCE_MASSIF = "valgrind-massif:stacks"
 SOURCE_MASSIF_FIRST_CALL = "valgrind-massif:first-call"
 SOURCE_TRACEMALLOC = "tracemalloc"
@@ -90,10 +97,13 @@ SOURCE_MAXRSS = "maxrss"
 #: Stored with every run (meta["memory_method"]).
 METHOD = ("one operation per worker process, inputs and outputs through files, outputs checked by the parent; "
           "valgrind massif, heap run (--stacks=no --time-unit=B) and stack run (--heap=no --stacks=yes), "
-          f"--peak-inaccuracy=0; a {HEAP_MARKER_BYTES >> 20} MiB heap marker and a {STACK_MARKER_DEPTH}-call "
-          "stack marker put the peaks inside the operation; heap = (peak - level when the marker was allocated) "
-          "- the same of a baseline worker calling nothing in the window; stack = peak - peak of that baseline "
-          "worker; warm = one call before the measured one; garbage collector run before and paused in the window")
+          f"--peak-inaccuracy=0, --threshold=0, --depth={MASSIF_DEPTH}; a {HEAP_MARKER_BYTES >> 20} MiB heap "
+          f"marker and a {STACK_MARKER_DEPTH}-call stack marker put the peaks inside the operation; heap = (peak - "
+          "level when the marker was allocated) - the same of a baseline worker calling nothing in the window; "
+          "stack = peak - peak of that baseline worker; native heap = bytes live at the peak whose allocator was "
+          "called by code outside the Python installation, minus the same in the baseline worker; warm = one "
+          "call before the measured one (baselines too); garbage collector run before and paused in the window; "
+          f"method version {METHOD_VERSION}")
 
 
 # ----- the driver -----
@@ -124,13 +134,50 @@ def massif_command(out_file: Path, kind: str, depth: int = MASSIF_DEPTH, valgrin
     the clock and massif must take a snapshot right then (the heap level before the operation)."""
     which = ["--stacks=no", "--time-unit=B"] if kind == "heap" else ["--heap=no", "--stacks=yes"]
     return [valgrind, "-q", "--tool=massif", *which, "--peak-inaccuracy=0", "--detailed-freq=1000000",
-            "--read-inline-info=no",
-            f"--depth={depth}", f"--massif-out-file={out_file}"]
+            "--threshold=0", "--read-inline-info=no", f"--depth={depth}", f"--massif-out-file={out_file}"]
+
+
+def profile_summary(prof: MassifProfile, mappings=None, interpreter=None) -> dict:
+    """The figures of a massif profile that the rows need (and the cache stores): peaks, the heap
+    when the window opened (None when massif took no snapshot then), and, given the worker's
+    executable `mappings`, the bytes live at the peak per shared object and function that called
+    the allocator (None without mappings, or when massif's peak snapshot is not the heap's peak), and
+    which of those objects are the interpreter (`interpreter`, as the worker reports them)."""
+    start, peak = prof.window_start(HEAP_MARKER_BYTES), prof.peak
+    callers = None
+    if mappings is not None and peak is not None and peak.heap == prof.peak_heap:
+        callers = {}
+        for path, function, size in attribute_sites(peak.sites, mappings):
+            callers.setdefault(path, {})
+            callers[path][function] = callers[path].get(function, 0) + size
+    return {"peak_heap": prof.peak_heap, "peak_heap_extra": prof.peak_heap_extra, "peak_stacks": prof.peak_stacks,
+            "start_heap": start.heap if start else None, "start_heap_extra": start.heap_extra if start else None,
+            "callers": callers, "interpreter_objects": list(interpreter or ())}
+
+
+#: What a worker inherits from the environment (where liboqs, valgrind and pqlab are); nothing else,
+#: so that every worker starts with the same environment, and so the same initial stack.
+WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "OQS_INSTALL_PATH", "LD_LIBRARY_PATH",
+                      "CONDA_PREFIX", "PQLAB_ROOT", "VALGRIND_LIB")
+
+
+def worker_environment(variant: str = "") -> dict:
+    """The environment of a worker: :data:`WORKER_ENVIRONMENT` from this process, a fixed hash seed, and the
+    variables that select the liboqs `variant`.  Arguments travel in a file (``--job job.json``, run in
+    the output folder): a process's command line and environment lie on its stack, and a stack figure is a
+    difference of two processes' stacks, so both must start alike."""
+    env = {k: os.environ[k] for k in WORKER_ENVIRONMENT if k in os.environ}
+    env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    if variant and variant != "default":
+        from ..liboqs_loader import variant_environment
+
+        env = variant_environment(variant, env)
+    return env
 
 
 @dataclass
 class WorkerRun:
-    """One worker process: what it reported and, under massif, the profile."""
+    """One worker process (or its cached figures): what it reported and the figures of its profile."""
 
     kind: str  # a key of RUNS
     report: dict
@@ -139,20 +186,34 @@ class WorkerRun:
     profile: MassifProfile | None = None
     error: str = ""
     output: Path | None = None
+    summary: dict = field(default_factory=dict)  # profile_summary(): what the rows are computed from
+    check: str | None = None  # "" when the output was checked and right, else why; None: not checked
+    cached: str = ""  # the cache key, when the figures came from the cache
+    origin: str = ""  # the run id that measured them (cached runs)
+
+    def __post_init__(self) -> None:
+        if self.profile is not None and not self.summary:
+            self.summary = profile_summary(self.profile, self.report.get("mappings"),
+                                           self.report.get("interpreter_objects"))
 
 
 #: The worker runs of a measurement: name -> (mode, baseline, warm-up calls before the window).
 #: "warm" runs call the operation once first, so a library's one-time initialisation on first
-#: use (OpenSSL 3 fetching its provider's methods, a binding resolving its C functions) is not
-#: counted as the operation's memory; "heap-cold" measures exactly that first call.
+#: use is not counted as the operation's memory; "heap-cold" measures exactly that first call.
+#: Each baseline makes the same warm-up calls as what it is subtracted from (a warm-up's lasting
+#: allocations are then on both sides).  "probe" lists the files a worker loads (the cache key).
 RUNS = {
     "plain": ("plain", False, 1),
     "heap": ("heap", False, 1),
     "stack": ("stack", False, 1),
     "heap-cold": ("heap", False, 0),
     "stack-baseline": ("stack", True, 0),
-    "heap-baseline": ("heap", True, 0),
+    "heap-baseline": ("heap", True, 1),
+    "heap-cold-baseline": ("heap", True, 0),
+    "probe": ("probe", False, 0),
 }
+#: the baseline each measured kind is subtracted from
+BASELINE_OF = {"heap": "heap-baseline", "stack": "stack-baseline", "heap-cold": "heap-cold-baseline"}
 _UNSUPPORTED = re.compile(r"unhandled instruction|unrecognised instruction|SIGILL|illegal instruction", re.I)
 
 
@@ -163,20 +224,18 @@ def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind:
     mode, baseline, warmup = RUNS[kind]
     out = Path(work) / f"{operation}-{kind}{'-' + variant if variant else ''}"
     out.mkdir(parents=True, exist_ok=True)
-    args = ["--algorithm", algorithm, "--backend", backend, "--operation", operation,
-            "--inputs", str(inputs), "--output", str(out), "--baseline", str(int(baseline)), "--warmup", str(warmup)]
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-    if variant and variant != "default":
-        from ..liboqs_loader import variant_environment
-
-        env = variant_environment(variant, env)
+    job = {"algorithm": algorithm, "backend": backend, "operation": operation, "inputs": str(inputs),
+           "output": str(out), "baseline": int(baseline), "warmup": warmup}
+    env = worker_environment(variant)
     cmd = worker_command(python)
     massif_out = out / "massif.out"
-    if mode == "plain":
-        args += ["--trace", "1"]
+    if mode in ("plain", "probe"):  # the probe loads what a plain run loads (tracemalloc included)
+        job["trace"] = 1
     else:
-        args += ["--heap-marker", str(HEAP_MARKER_BYTES), "--stack-depth", str(STACK_MARKER_DEPTH)]
+        job.update(heap_marker=HEAP_MARKER_BYTES, stack_depth=STACK_MARKER_DEPTH)
         cmd = massif_command(massif_out, mode, valgrind=valgrind) + cmd
+    (out / "job.json").write_text(json.dumps(job) + "\n")
+    args = ["--job", "job.json"]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd + args, env=env, cwd=out, capture_output=True, text=True, timeout=timeout_s)
@@ -188,14 +247,17 @@ def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind:
         tail = (proc.stderr or proc.stdout)[-1500:].strip()
         return WorkerRun(kind, {}, wall, variant, error=f"exit {proc.returncode}: {tail}", output=out)
     report = json.loads((out / "result.json").read_text())
-    profile = parse_massif(massif_out) if mode != "plain" else None
+    profile = parse_massif(massif_out) if mode in ("heap", "stack") else None
     return WorkerRun(kind, report, wall, variant or report.get("variant", ""), profile, output=out)
 
 
 def check_output(algo, operation: str, inputs: dict, run: WorkerRun) -> str:
-    """"" when a worker's output is right (checked here, in the parent), else what is wrong."""
+    """"" when a worker's output is right (checked here, in the parent), else what is wrong.  A run
+    whose output was checked already (a cached one was checked when it was measured) keeps that verdict."""
     if run.error:
         return run.error
+    if run.check is not None:
+        return run.check
     try:
         if operation == "sign":
             sig = (run.output / "out_signature.bin").read_bytes()
@@ -243,83 +305,136 @@ def _failed(what: str, why: str) -> str:
     return flags.make("failed", f"{what}: {why}")
 
 
-def _window_heap(run: WorkerRun) -> tuple[MassifSnapshot | None, str]:
-    prof = run.profile
-    if prof.peak_heap < HEAP_MARKER_BYTES:
-        return None, flags.make("peak-outside-window", "heap")
-    start = prof.window_start(HEAP_MARKER_BYTES)
-    return (start, "") if start is not None else (None, flags.make("heap-level-before-operation-not-captured"))
+def _window_heap(run: WorkerRun) -> str:
+    s = run.summary
+    if s["peak_heap"] < HEAP_MARKER_BYTES:
+        return flags.make("peak-outside-window", "heap")
+    return "" if s["start_heap"] is not None else flags.make("heap-level-before-operation-not-captured")
+
+
+def _missing(pairs) -> list[str]:
+    return [_failed(f"massif {name}", r.error if r else "not run") for name, r in pairs
+            if r is None or r.error or not r.summary]
 
 
 def heap_figures(run: WorkerRun | None, baseline: WorkerRun | None) -> tuple[dict, list[str]]:
     """What the operation adds to the heap: (peak - level when the window opened) of the run,
-    minus the same of the baseline run (what the empty window itself allocates, ~0.1 KiB)."""
-    failed = [_failed(f"massif {name}", r.error if r else "not run") for name, r in (("heap", run),
-              ("heap-baseline", baseline)) if r is None or r.error or r.profile is None]
+    minus the same of the baseline run (what the empty window itself allocates, ~0.1 KiB); and
+    what of it code outside the Python installation allocated (:func:`native_heap`)."""
+    failed = _missing((("heap", run), ("heap-baseline", baseline)))
     if failed:
         return {}, failed
-    (start, why), (base_start, base_why) = _window_heap(run), _window_heap(baseline)
+    why, base_why = _window_heap(run), _window_heap(baseline)
     if why or base_why:
         return {}, [f for f in (why, base_why and f"{base_why} (baseline run)") if f]
-    prof, base = run.profile, baseline.profile
-    window = base.peak_heap - base_start.heap
-    raw, level = prof.peak_heap - HEAP_MARKER_BYTES, start.heap - HEAP_MARKER_BYTES + window
-    extra = (prof.peak_heap_extra - start.heap_extra) - (base.peak_heap_extra - base_start.heap_extra)
+    s, b = run.summary, baseline.summary
+    window = b["peak_heap"] - b["start_heap"]
+    raw, level = s["peak_heap"] - HEAP_MARKER_BYTES, s["start_heap"] - HEAP_MARKER_BYTES + window
+    extra = (s["peak_heap_extra"] - s["start_heap_extra"]) - (b["peak_heap_extra"] - b["start_heap_extra"])
     return {"peak_heap_bytes": raw - level, "peak_heap_raw_bytes": raw, "peak_heap_baseline_bytes": level,
-            "peak_heap_extra_bytes": extra}, []
+            "peak_heap_extra_bytes": extra, **native_heap(run, baseline)}, []
+
+
+def native_heap(run: WorkerRun, baseline: WorkerRun) -> dict:
+    """Bytes live at the run's heap peak that code outside the Python installation (liboqs, OpenSSL,
+    a binding's extension module) asked the allocator for, minus the same in the baseline run, and
+    the functions that did (``object: function bytes``, largest first); massif's tree names them.
+    Empty when either run has no breakdown."""
+    ours, theirs = run.summary.get("callers"), baseline.summary.get("callers")
+    if ours is None or theirs is None:
+        return {}
+    interpreter = set(run.summary.get("interpreter_objects") or ()) | set(baseline.summary.get("interpreter_objects")
+                                                                          or ())
+    delta: dict[tuple[str, str], int] = {}
+    for sign, callers in ((1, ours), (-1, theirs)):
+        for path, functions in callers.items():
+            if path == "?" or path in interpreter:
+                continue
+            for function, size in functions.items():
+                delta[(path, function)] = delta.get((path, function), 0) + sign * size
+    per_object: dict[str, int] = {}
+    for (path, _), size in delta.items():
+        per_object[path] = per_object.get(path, 0) + size
+    # per object that added bytes, its largest allocating functions up to that net amount (a baseline shared by
+    # a backend's algorithms built another algorithm's objects through other functions: those cancel in the net)
+    named = []
+    for path, net in per_object.items():
+        for function, size in sorted(((f, v) for (p, f), v in delta.items() if p == path and v > 0),
+                                     key=lambda t: -t[1]):
+            if net <= 0:
+                break
+            named.append((path, function, size))
+            net -= size
+    named.sort(key=lambda t: -t[2])
+    return {"peak_heap_native_bytes": sum(per_object.values()),
+            "peak_heap_native_callers": ", ".join(f"{Path(p).name}: {f} {v}" for p, f, v in named[:4])}
 
 
 def stack_figures(run: WorkerRun | None, baseline: WorkerRun | None) -> tuple[dict, list[str]]:
     """What the operation adds to the stack: peak of the run minus peak of the baseline run."""
-    failed = [_failed(f"massif {name}", r.error if r else "not run") for name, r in (("stack", run),
-              ("stack-baseline", baseline)) if r is None or r.error or r.profile is None]
+    failed = _missing((("stack", run), ("stack-baseline", baseline)))
     if failed:
         return {}, failed
-    raw, level = run.profile.peak_stacks, baseline.profile.peak_stacks
+    raw, level = run.summary["peak_stacks"], baseline.summary["peak_stacks"]
     marks = [flags.make("peak-outside-window", name) for name, value in (("stack", raw), ("stack-baseline", level))
              if value < STACK_MARKER_DEPTH * STACK_MARKER_MIN_BYTES_PER_LEVEL]
     return {"peak_stack_bytes": raw - level, "peak_stack_raw_bytes": raw, "peak_stack_baseline_bytes": level}, marks
 
 
+def _cache_flags(runs) -> list[str]:
+    """``from-cache`` when every worker run behind a row came from the cache (detail: the key of the
+    first and the run that measured them)."""
+    runs = [r for r in runs if r is not None]
+    if not runs or not all(r.cached for r in runs):
+        return []
+    origins = ", ".join(sorted({r.origin for r in runs}))
+    return [flags.make("from-cache", f"key {runs[0].cached[:16]}, measured in run {origins}")]
+
+
 def measurement_rows(job: Job, base: dict, inputs: dict) -> list[dict]:
     """The schema rows of one job: massif heap and stack (warm), massif heap of the first call
-    (when measured), tracemalloc and maxrss.  Every worker's output is checked here."""
-    algo = job.algo
+    (when measured), tracemalloc and maxrss.  Every worker's output is checked here (a cached run's
+    was checked when it was measured)."""
+    algo, runs = job.algo, job.runs
     common = dict(base, **algo.identity(), operation=job.operation, message_bytes=job.message_bytes, samples=1)
-    wrong = {k: why for k, r in job.runs.items() if not RUNS[k][1] and (why := check_output(algo, job.operation,
-                                                                                             inputs, r))}
+    wrong = {k: why for k, r in runs.items() if not RUNS[k][1] and (why := check_output(algo, job.operation,
+                                                                                         inputs, r))}
     rows = []
-    if "heap" in job.runs or "stack" in job.runs:
-        heap, hflags = heap_figures(job.runs.get("heap"), job.runs.get("heap-baseline"))
-        stack, sflags = (stack_figures(job.runs["stack"], job.runs.get("stack-baseline")) if "stack" in job.runs
+    if "heap" in runs or "stack" in runs:
+        heap, hflags = heap_figures(runs.get("heap"), runs.get(BASELINE_OF["heap"]))
+        stack, sflags = (stack_figures(runs["stack"], runs.get(BASELINE_OF["stack"])) if "stack" in runs
                          else ({}, []))
         failed = [_failed(k, wrong[k]) for k in ("heap", "stack") if k in wrong]
-        variants = {r.variant for k, r in job.runs.items() if k in ("heap", "stack") and r.variant}
+        measured = [k for k in ("heap", "stack") if k in runs]
+        variants = {runs[k].variant for k in measured if runs[k].variant}
         extra = [flags.make("valgrind-used-generic-build")] if "generic" in variants else []
-        if "stack" not in job.runs:
+        if "stack" not in runs:
             extra.append(flags.make("stack-measured-at-other-message-sizes"))
+        extra += _cache_flags([runs.get(k) for k in measured] + [runs.get(BASELINE_OF[k]) for k in measured])
         rows.append(dict(common, memory_source=SOURCE_MASSIF, verified=not failed and not hflags and not sflags,
                          flags=flags.join(failed + hflags + sflags + extra), massif_variant=",".join(sorted(variants)),
-                         valgrind_wall_s=round(sum(job.runs[k].wall_s for k in ("heap", "stack") if k in job.runs), 2),
+                         valgrind_wall_s=round(sum(runs[k].wall_s for k in measured if not runs[k].cached), 2),
                          **heap, **stack))
-    if "heap-cold" in job.runs:
-        heap, hflags = heap_figures(job.runs["heap-cold"], job.runs.get("heap-baseline"))
+    if "heap-cold" in runs:
+        heap, hflags = heap_figures(runs["heap-cold"], runs.get(BASELINE_OF["heap-cold"]))
         failed = [_failed("heap-cold", wrong["heap-cold"])] if "heap-cold" in wrong else []
+        cached = _cache_flags([runs["heap-cold"], runs.get(BASELINE_OF["heap-cold"])])
         rows.append(dict(common, memory_source=SOURCE_MASSIF_FIRST_CALL, verified=not failed and not hflags,
-                         flags=flags.join([*failed, *hflags, flags.make("first-call-in-process")]),
+                         flags=flags.join([*failed, *hflags, flags.make("first-call-in-process"), *cached]),
                          **heap))
-    plain = job.runs.get("plain")
+    plain = runs.get("plain")
     ok = plain is not None and not plain.error
     failed = [_failed("plain", wrong["plain"])] if "plain" in wrong else []
+    cached = _cache_flags([plain])
     rows.append(dict(common, memory_source=SOURCE_TRACEMALLOC, verified=ok and not failed,
                      peak_heap_bytes=plain.report.get("tracemalloc_peak_bytes") if ok else None,
-                     flags=flags.join([*failed, flags.make("python-level-allocations-only")])))
+                     flags=flags.join([*failed, flags.make("python-level-allocations-only"), *cached])))
     rss_op = plain.report.get("max_rss_bytes") if ok else None
     rss_base = plain.report.get("max_rss_before_bytes") if ok else None
     rows.append(dict(common, memory_source=SOURCE_MAXRSS, verified=ok and not failed,
                      peak_heap_bytes=None if rss_op is None or rss_base is None else rss_op - rss_base,
                      max_rss_raw_bytes=rss_op, max_rss_baseline_bytes=rss_base,
-                     flags=flags.join([*failed, flags.make("coarse-rss")])))
+                     flags=flags.join([*failed, flags.make("coarse-rss"), *cached])))
     return rows
 
 
@@ -336,7 +451,7 @@ def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool,
     """(job that runs it, RUNS key, jobs that share the result): per job plain (+ heap, + stack at
     `stack_message_bytes`, default every size); once per algorithm and operation: the first-call heap
     (at the first message size); shared per backend and operation: the heap and stack baselines (the
-    empty window: they depend on the call path only)."""
+    empty window: they depend on the call path only), and the first call's heap baseline."""
     tasks = []
     groups: dict[tuple, list[Job]] = {}
     backends: dict[tuple, list[Job]] = {}
@@ -354,7 +469,9 @@ def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool,
     if use_valgrind:
         for members in backends.values():
             runner = min(members, key=lambda j: (j.slow, j.message_bytes or 0))
-            tasks += [(runner, "stack-baseline", members), (runner, "heap-baseline", members)]
+            tasks += [(runner, kind, members) for kind in ("stack-baseline", "heap-baseline")]
+            if cold:
+                tasks.append((runner, "heap-cold-baseline", members))
     # slowest first (stack runs of the "s" sets), so that the workers finish together
     return sorted(tasks, key=lambda t: (not t[0].slow, RUNS[t[1]][0] != "stack", RUNS[t[1]][0] != "heap"))
 
@@ -364,7 +481,8 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
                    cold: bool = True, stack_message_bytes: Sequence[int] | None = None,
                    study: str = "03_memory_footprint", seed: int | None = 0,
                    timeout_s: float = 1800, save: bool = True, folder: Path | str | None = None,
-                   progress: bool = True, keep_work: Path | str | None = None, params: dict | None = None):
+                   progress: bool = True, keep_work: Path | str | None = None, params: dict | None = None,
+                   cache: MemoryCache | bool | None = None):
     """Peak memory of every operation of every algorithm and message size; returns (and saves) a Run.
 
     keygen does not depend on the message: it is measured once (``message_bytes`` empty).  Worker
@@ -372,7 +490,12 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     it only tracemalloc and maxrss are measured and the run's meta says why.  `cold`: also the
     heap of the first call in a process (once per algorithm and operation).  `stack_message_bytes`:
     the message sizes at which the stack is measured too (default: all; the stack does not depend on
-    the message, and its massif runs are the slow ones).
+    the message, and its massif runs are the slow ones).  `cache`: where worker runs are reused from
+    and stored (:mod:`pqlab.memory.cache`; None = the default one, which ``PQLAB_FRESH=1`` makes
+    measure everything again; False = none).
+
+    Only memory is measured here, and its worker processes run `jobs` at a time: byte counts do not
+    depend on what else runs.  Times are not (``pqlab.bench`` runs alone, serially, and is never cached).
     """
     from .. import inputs
     from ..algorithms import resolve
@@ -403,11 +526,13 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
                   "massif_depth": MASSIF_DEPTH, **(params or {})}
     rec = RunRecorder(study, run_params, label=f"{study}-memory" if study else "memory", folder=folder, save=save,
                       meta={"valgrind": status, "memory_method": METHOD})
+    if cache is None or cache is True:
+        cache = MemoryCache()
     tmp = Path(keep_work) if keep_work else Path(tempfile.mkdtemp(prefix="pqlab-memory-"))
     t_start = time.perf_counter()
     with rec:
         _measure_jobs(rec, algos, operations, sizes, seed, tmp, use_valgrind, cold, stack_message_bytes, jobs,
-                      timeout_s, progress, study)
+                      timeout_s, progress, study, cache or None, status["version"] if use_valgrind else "")
         rec.meta["wall_s"] = round(time.perf_counter() - t_start, 1)
     if not keep_work:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -415,22 +540,37 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
 
 
 def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: bool, cold: bool,
-                  stack_message_bytes, jobs: int, timeout_s: float, progress: bool, study: str) -> None:
-    """Plan the worker processes of every job, run them `jobs` at a time, record the rows in `rec`."""
+                  stack_message_bytes, jobs: int, timeout_s: float, progress: bool, study: str,
+                  cache: MemoryCache | None, valgrind_version: str) -> None:
+    """Plan the worker processes of every job, take what the cache holds, run the rest `jobs` at a
+    time, record the rows in `rec`."""
     from ..algorithms import random_message
 
     plan: list[Job] = []
-    inputs = {}
+    inputs: dict[Path, dict] = {}  # folder -> what it holds, once written
+    pending: dict[Path, tuple] = {}  # folder -> (algorithm, message size) still to write
+    lock = threading.Lock()
+
+    def ensure(folder: Path) -> dict:
+        """The inputs in `folder`, written first (keys, message, signature) if not yet: a message size whose
+        worker runs all come from the cache needs none."""
+        with lock:
+            if folder not in inputs:
+                algo, size = pending.pop(folder)
+                message = random_message(size, seed)
+                keys = algo.generate()
+                signature = algo.signer(keys[1])(message)
+                write_inputs(folder, algo.name, algo.backend, message, keys, signature)
+                inputs[folder] = read_inputs(folder)
+                inputs[folder]["_sizes"] = _size_row(algo, keys, signature)
+            return inputs[folder]
+
     for algo in algos:
         for size in sizes:
-            message = random_message(size, seed)
-            keys = algo.generate()
-            signature = algo.signer(keys[1])(message)
-            folder_in = write_inputs(tmp / _safe(f"{algo.name}@{algo.backend}") / f"m{size}", algo.name,
-                                     algo.backend, message, keys, signature)
-            inputs[folder_in] = read_inputs(folder_in)
-            if size == sizes[0]:
-                rec.add(sizes=[_size_row(algo, keys, signature)])
+            folder_in = tmp / _safe(f"{algo.name}@{algo.backend}") / f"m{size}"
+            pending[folder_in] = (algo, size)
+            if size == sizes[0]:  # the size table's row, and the probe's inputs
+                rec.add(sizes=[ensure(folder_in)["_sizes"]])
             plan += [Job(algo, op, None if op == "keygen" else size, folder_in) for op in operations
                      if op in algo.operations and (op != "keygen" or size == sizes[0])]
     tasks = plan_runs(plan, use_valgrind, cold, stack_message_bytes)
@@ -440,28 +580,94 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
 
         bar = tqdm(total=len(tasks), desc=f"{study or 'memory'}: worker processes", unit="run", leave=True,
                    dynamic_ncols=True)
-
-    def one(task) -> None:
-        runner, kind, members, *variant = task
-        run = (run_worker(runner.algo.name, runner.algo.backend, runner.operation, runner.inputs, kind,
-                          work=runner.work, timeout_s=timeout_s, variant=variant[0])
-               if variant else execute(runner, kind, timeout_s))
-        for job in members:
-            job.runs[kind] = run
-        if bar is not None:
-            bar.update(1)
+    started, reused, stored = [], [], []
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        probes = {}
+        if cache is not None:  # the files each algorithm's worker loads: part of its runs' keys
+            firsts: dict[tuple, Job] = {}
+            for job in plan:
+                firsts.setdefault(job.algo.key, job)  # at the first message size, whose inputs exist
+            firsts = list(firsts.values())
+            for job, run in zip(firsts, pool.map(lambda j: run_worker(j.algo.name, j.algo.backend, "verify", j.inputs,
+                                                                       "probe", work=j.work, timeout_s=timeout_s),
+                                                  firsts)):
+                started.append(run)
+                if not run.error:
+                    probes[job.algo.key] = {"python": run.report["python"],
+                                            "files": file_digests(run.report["loaded_files"])}
+
+        def one(task) -> None:
+            runner, kind, members, *variant = task
+            algo = runner.algo
+            probe = probes.get(algo.key)
+            parts = None if probe is None else {
+                "method_version": METHOD_VERSION, "valgrind": valgrind_version, "python": probe["python"],
+                "algorithm": algo.name, "backend": algo.backend, "variant": variant[0] if variant else
+                algo.extra.get("variant", ""), "operation": runner.operation, "message_bytes": runner.message_bytes,
+                "kind": kind, "files": probe["files"]}
+            key = cache_key(parts) if parts else ""
+            entry = cache.get(key) if key else None
+            if entry is not None:
+                run = _cached_run(kind, entry)
+                reused.append(run)
+            else:
+                given = ensure(runner.inputs)
+                run = (run_worker(algo.name, algo.backend, runner.operation, runner.inputs, kind, work=runner.work,
+                                  timeout_s=timeout_s, variant=variant[0]) if variant else execute(runner, kind, timeout_s))
+                started.append(run)
+                if not RUNS[kind][1] and not run.error:
+                    run.check = check_output(algo, runner.operation, given, run)
+                if key and _cacheable(run, parts):
+                    cache.put(key, parts, _cache_value(run), rec.run_id)
+                    stored.append(run)
+            for job in members:
+                job.runs[kind] = run
+            if bar is not None:
+                bar.update(1)
+
         list(pool.map(one, tasks))
-        # a job whose massif runs fell back to the portable build needs a baseline of that build
-        redo = [(job, kind, [job], "generic") for job in plan for kind in ("stack-baseline", "heap-baseline")
-                if job.runs.get(kind[:-9]) and job.runs[kind[:-9]].variant == "generic"]
+        # a job whose massif runs fell back to the portable build needs baselines of that build
+        redo = [(job, base, [job], "generic") for job in plan for kind, base in BASELINE_OF.items()
+                if job.runs.get(kind) and job.runs[kind].variant == "generic" and base in job.runs]
         list(pool.map(one, redo))
     if bar is not None:
         bar.close()
-    rec.meta["worker_runs"] = len(tasks) + len(redo)
+    rec.meta["worker_runs"] = len(started)
+    if cache is not None:
+        files = {p: d for probe in probes.values() for p, d in probe["files"].items()}
+        rec.meta["memory_cache"] = {
+            "root": str(cache.root), "fresh": cache.fresh, "reused": len(reused), "stored": len(stored),
+            "measured": len(tasks) + len(redo) - len(reused), "method_version": METHOD_VERSION,
+            "valgrind": valgrind_version, "python": sorted({p["python"] for p in probes.values()}),
+            "files": {p: d[:16] for p, d in sorted(files.items())}}
     for job in plan:
-        rec.add(measurements=measurement_rows(job, rec.base, inputs[job.inputs]))
+        rec.add(measurements=measurement_rows(job, rec.base, inputs.get(job.inputs, {})))
+
+
+#: report fields a cached run keeps (the file lists are in the key; the mappings are in the summary)
+_REPORT_KEPT = ("algorithm", "backend", "operation", "baseline", "warmup", "variant", "python", "verdict",
+                "signature_bytes", "tracemalloc_peak_bytes", "max_rss_bytes", "max_rss_before_bytes")
+
+
+def _cacheable(run: WorkerRun, parts: dict) -> bool:
+    """A run is stored when it worked, its output (if any) checked out, and every file it loaded is in
+    its key (valgrind's own preloaded objects aside: the valgrind version is in the key)."""
+    if run.error or run.check not in (None, "") or (RUNS[run.kind][0] != "plain" and not run.summary):
+        return False
+    loaded = [f for f in run.report.get("loaded_files", []) if f"{os.sep}valgrind{os.sep}" not in f]
+    return set(loaded) <= set(parts["files"])
+
+
+def _cache_value(run: WorkerRun) -> dict:
+    return {"report": {k: run.report[k] for k in _REPORT_KEPT if k in run.report}, "summary": run.summary,
+            "variant": run.variant, "wall_s": run.wall_s, "check": run.check}
+
+
+def _cached_run(kind: str, entry: dict) -> WorkerRun:
+    v = entry["value"]
+    return WorkerRun(kind, v["report"], v["wall_s"], v["variant"], summary=v["summary"], check=v["check"],
+                     cached=entry["key"], origin=entry["run_id"])
 
 
 def _safe(name: str) -> str:

@@ -1,8 +1,11 @@
 """Reading valgrind massif output: snapshots of heap (``mem_heap_B``, ``mem_heap_extra_B``) and stack
-(``mem_stacks_B``), peaks, and the snapshot taken when a heap marker was allocated (see
-:mod:`pqlab.memory.driver` for the method that relies on it)."""
+(``mem_stacks_B``), peaks, the snapshot taken when a heap marker was allocated (see
+:mod:`pqlab.memory.driver` for the method that relies on it), and who called ``malloc`` for the bytes
+live at the peak: the first level of massif's allocation tree, each site attributed to the shared
+object whose code called the allocator (:func:`bytes_by_object`)."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,8 @@ class MassifSnapshot:
     heap_extra: int
     stacks: int
     tree: str  # empty | detailed | peak
+    #: detailed snapshots: (bytes, code address, function) of each direct caller of the allocator
+    sites: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def total(self) -> int:
@@ -69,6 +74,7 @@ class MassifProfile:
         return None
 
 
+_SITE = re.compile(r"^ n\d+: (\d+) 0x([0-9A-Fa-f]+): (.*?) \((?:in )?[^()]*\)\s*$")
 _FIELD = re.compile(r"^(snapshot|time|mem_heap_B|mem_heap_extra_B|mem_stacks_B|heap_tree)=(\S*)\s*$")
 _HEADER = re.compile(r"^(desc|cmd|time_unit):\s?(.*)$")
 
@@ -79,14 +85,21 @@ def parse_massif(source: Path | str) -> MassifProfile:
     header: dict[str, str] = {}
     snapshots: list[MassifSnapshot] = []
     current: dict[str, str] | None = None
+    sites: list[tuple[int, int, str]] = []
 
     def close() -> None:
         if current is not None and "time" in current:
             snapshots.append(MassifSnapshot(int(current["snapshot"]), int(current["time"]),
                                             int(current.get("mem_heap_B", 0)), int(current.get("mem_heap_extra_B", 0)),
-                                            int(current.get("mem_stacks_B", 0)), current.get("heap_tree", "empty")))
+                                            int(current.get("mem_stacks_B", 0)), current.get("heap_tree", "empty"),
+                                            tuple(sites)))
+        sites.clear()
 
     for line in text.splitlines():
+        if line.startswith(" n"):  # a direct caller of the allocator (first level of the tree)
+            if (site := _SITE.match(line)) is not None:
+                sites.append((int(site.group(1)), int(site.group(2), 16), site.group(3)))
+            continue
         m = _FIELD.match(line)
         if m:
             key, value = m.groups()
@@ -100,3 +113,17 @@ def parse_massif(source: Path | str) -> MassifProfile:
     close()
     return MassifProfile(snapshots, header.get("cmd", ""), header.get("desc", ""), header.get("time_unit", ""))
 
+
+
+
+def attribute_sites(sites, mappings) -> list[tuple[str, str, int]]:
+    """``(object path, function, bytes)`` of each allocation site of a snapshot: the site's code
+    address looked up in `mappings` (``(start, end, path)`` of the process's executable mappings,
+    as :func:`pqlab.memory.worker.executable_mappings` reports them); "?" where none holds it."""
+    spans = sorted((int(a), int(b), str(p)) for a, b, p in mappings)
+    starts = [a for a, _, _ in spans]
+    out = []
+    for size, address, function in sites:
+        i = bisect.bisect_right(starts, address) - 1
+        out.append((spans[i][2] if i >= 0 and address < spans[i][1] else "?", function, size))
+    return out

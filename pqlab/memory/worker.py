@@ -11,7 +11,10 @@ import ctypes
 import functools
 import gc
 import json
+import os
+import platform
 import resource
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +160,44 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def executable_mappings() -> list[list]:
+    """``(start, end, path)`` of every file-backed executable mapping of this process (/proc/self/maps;
+    under valgrind, the client's): what a massif code address is looked up in."""
+    out = []
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+                    start, end = parts[0].split("-")
+                    out.append([int(start, 16), int(end, 16), parts[5].strip()])
+    except OSError:
+        pass
+    return out
+
+
+def interpreter_objects(paths) -> list[str]:
+    """Those of `paths` that are the Python interpreter itself: its executable, libpython and the
+    standard library's extension modules (site-packages excluded: bindings live there)."""
+    import sysconfig
+
+    cfg = sysconfig.get_paths()
+    dirs = {os.path.realpath(cfg[k]) + os.sep for k in ("stdlib", "platstdlib")}
+    own = {os.path.realpath(sys.executable),
+           os.path.realpath(os.path.join(sysconfig.get_config_var("LIBDIR") or "/",
+                                         sysconfig.get_config_var("LDLIBRARY") or "-"))}
+    return sorted(p for p in set(paths) if p in own or (any(p.startswith(d) for d in dirs)
+                                                          and "-packages" + os.sep not in p))
+
+
+def loaded_files() -> list[str]:
+    """Every file this process runs code from: its shared objects and the source files of its imported
+    modules (what a cached memory figure depends on besides the interpreter's version)."""
+    files = {path for _, _, path in executable_mappings()}
+    files.update(f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str))
+    return sorted(f for f in files if Path(f).is_file())
+
+
 def _write_output(out: Path, operation: str, result) -> dict:
     if result is None:
         return {}
@@ -208,7 +249,10 @@ def worker(algorithm: str, backend: str, operation: str, inputs: Path | str, out
         tracemalloc.stop()
     report = {"algorithm": algorithm, "backend": backend, "operation": operation, "baseline": baseline,
               "warmup": warmup, "wall_ns": wall_ns, "variant": getattr(algo, "extra", {}).get("variant", ""),
-              "max_rss_bytes": peak_rss(), "max_rss_before_bytes": rss_before}
+              "max_rss_bytes": peak_rss(), "max_rss_before_bytes": rss_before,
+              "python": f"{platform.python_implementation()} {platform.python_version()}",
+              "loaded_files": loaded_files(), "mappings": (maps := executable_mappings()),
+              "interpreter_objects": interpreter_objects(p for _, _, p in maps)}
     if trace:
         report["tracemalloc_peak_bytes"] = traced_peak
     report.update(_write_output(output, operation, result))
@@ -221,10 +265,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m pqlab.memory.worker",
                                 description="Perform ONE operation on inputs read from files (see pqlab.memory.driver).")
-    p.add_argument("--algorithm", required=True)
-    p.add_argument("--backend", required=True)
-    p.add_argument("--operation", required=True, choices=SIGNATURE_OPERATIONS)
-    p.add_argument("--inputs", required=True, help="folder written by write_inputs")
+    p.add_argument("--job", help="a JSON file holding the arguments below by name (the driver's way: every "
+                                 "worker then starts with the same command line, environment and so initial stack)")
+    p.add_argument("--algorithm")
+    p.add_argument("--backend")
+    p.add_argument("--operation", choices=SIGNATURE_OPERATIONS)
+    p.add_argument("--inputs", help="folder written by write_inputs")
     p.add_argument("--output", help="folder for result.json and the output (default: INPUTS/out)")
     p.add_argument("--baseline", type=int, default=0, choices=(0, 1), help="1: leave the operation out")
     p.add_argument("--heap-marker", type=int, default=0)
@@ -232,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace", type=int, default=0, choices=(0, 1), help="1: tracemalloc around the operation")
     p.add_argument("--warmup", type=int, default=0, help="calls of the operation before the measured one")
     a = p.parse_args(argv)
+    if a.job:
+        a = argparse.Namespace(**{**vars(a), **json.loads(Path(a.job).read_text())})
+    missing = [name for name in ("algorithm", "backend", "operation", "inputs") if not getattr(a, name)]
+    if missing:
+        p.error(f"--{missing[0]} is required (or --job FILE)")
     report = worker(a.algorithm, a.backend, a.operation, a.inputs, a.output or Path(a.inputs) / "out",
                     baseline=bool(a.baseline), heap_marker=a.heap_marker, stack_depth=a.stack_depth,
                     trace=bool(a.trace), warmup=a.warmup)

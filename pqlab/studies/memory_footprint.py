@@ -6,13 +6,14 @@ method is described there) and a timing run; the study's published figures come 
 """
 from __future__ import annotations
 
-import math
 import re
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import flags, plotting
-from ..formatting import fmt_bytes, fmt_span, slug
+from ..formatting import fmt_bytes, fmt_span, is_missing, slug
 from ..memory.driver import (
     HEAP_MARKER_BYTES,
     SOURCE_MASSIF,
@@ -30,16 +31,19 @@ _KEYS = ["algorithm", "backend", "family", "nist_level", "operation", "message_b
 _OPERATION_ORDER = {op: i for i, op in enumerate(SIGNATURE_OPERATIONS)}
 _MEMORY_COLUMNS = {  # memory_source -> {schema column: table column}
     SOURCE_MASSIF: {"peak_heap_bytes": "heap_bytes", "peak_stack_bytes": "stack_bytes",
+                    "peak_heap_native_bytes": "heap_native_bytes", "peak_heap_native_callers": "heap_native_callers",
                     "peak_heap_extra_bytes": "heap_extra_bytes", "peak_heap_raw_bytes": "heap_raw_bytes",
                     "peak_stack_raw_bytes": "stack_raw_bytes", "peak_heap_baseline_bytes": "heap_baseline_bytes",
                     "peak_stack_baseline_bytes": "stack_baseline_bytes", "massif_variant": "massif_variant"},
-    SOURCE_MASSIF_FIRST_CALL: {"peak_heap_bytes": "heap_first_call_bytes"},
+    SOURCE_MASSIF_FIRST_CALL: {"peak_heap_bytes": "heap_first_call_bytes",
+                               "peak_heap_native_bytes": "heap_first_call_native_bytes",
+                               "peak_heap_native_callers": "heap_first_call_native_callers"},
     SOURCE_TRACEMALLOC: {"peak_heap_bytes": "python_heap_bytes"},
     SOURCE_MAXRSS: {"peak_heap_bytes": "max_rss_delta_bytes", "max_rss_raw_bytes": "max_rss_bytes"},
 }
 #: flags every row of a source carries (they describe the method, not the row): left out of the tables
 _ROUTINE_FLAGS = ("python-level-allocations-only", "coarse-rss", "first-call-in-process",
-                  "stack-measured-at-other-message-sizes")
+                  "stack-measured-at-other-message-sizes", "from-cache")
 
 
 def _order(df, algorithms: Sequence[str] | None = None):
@@ -129,8 +133,8 @@ def time_table(run) -> pd.DataFrame:
 def footprint_table(memory: pd.DataFrame, times: pd.DataFrame | None = None) -> pd.DataFrame:
     """The reader's table: time and memory per algorithm, operation and message size."""
     cols = [c for c in ("algorithm", "backend", "family", "operation", "message_bytes", "heap_bytes", "stack_bytes",
-                        "heap_plus_stack_bytes", "heap_first_call_bytes", "python_heap_bytes", "max_rss_delta_bytes",
-                        "verified") if c in memory]
+                        "heap_plus_stack_bytes", "heap_native_bytes", "heap_first_call_bytes", "python_heap_bytes",
+                        "max_rss_delta_bytes", "verified") if c in memory]
     out = memory[cols].copy()
     if times is not None and not times.empty:
         t = times[["algorithm", "backend", "operation", "message_bytes", "time_us_median"]]
@@ -242,16 +246,17 @@ def plot_message_sizes(memory: pd.DataFrame, width: float = plotting.FULL_WIDTH)
 
 @plotting.styled
 def plot_gravity(comparison: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """The study's Gravity-SPHINCS heap beside the heap and stack of the "s" sets (log axis), with the
-    study's figure drawn across for reference."""
+    """The study's Gravity-SPHINCS heap beside the heap (all of it, and what code outside the interpreter
+    allocated) and stack of the sets of its hash length (log axis), with the study's figure drawn across;
+    None when no such set was measured."""
     from .. import plotting
 
     bars = gravity_bars(comparison)
-    if bars.empty:
+    if not (comparison["source"] == "measured here").any() or bars.empty:
         return None
     fig = plotting.grouped_bars(bars, category="label", group="quantity", value="bytes", ylabel="bytes (log)",
-                                height=3.0, width=width, title="Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and "
-                                                  "SLH-DSA \"s\" sets measured here")
+                                height=3.0, width=width, title="Gravity-SPHINCS (Small) as published, beside the "
+                                                               "SPHINCS+ and SLH-DSA sets of its hash length measured here")
     ax = fig.axes[0]
     study = comparison[comparison["source"].str.startswith("study")]["sign_heap_bytes"].dropna()
     if len(study):
@@ -271,7 +276,7 @@ def describe_method(first_call: bool = True) -> str:
     """The method in a paragraph, its constants read from this module."""
     return (f"Each operation runs in a worker process of its own, which loads keys, message and signature from "
             f"files and writes its output to a file that the notebook's process checks. valgrind's massif measures "
-            f"the heap (`--stacks=no --time-unit=B`) and the stack (`--heap=no --stacks=yes`) in two runs, both "
+            f"the heap (`--stacks=no --time-unit=B`) and the stack (`--heap=no --stacks=yes`) in separate runs, both "
             f"with `--peak-inaccuracy=0`. A {HEAP_MARKER_BYTES >> 20} MiB heap block that is never touched and "
             f"{STACK_MARKER_DEPTH} nested calls through C open a window around the operation, so that the peaks of "
             f"the run fall inside it and not in the interpreter's start-up. What the operation *adds* is the peak "
@@ -284,15 +289,22 @@ def describe_method(first_call: bool = True) -> str:
             "Python-level allocations (tracemalloc, without valgrind) and the workers' maximum resident set size "
             "(coarse). Massif's heap "
             "is what `malloc` hands out: CPython serves its small objects from arenas it maps itself, which "
-            "massif does not count as heap and tracemalloc does, so the two differ.")
+            "massif does not count as heap and tracemalloc does, so the two differ. Massif's allocation tree at the "
+            "heap peak names the code that called the allocator for each block; each caller is looked up in the "
+            "worker's memory map, so the heap an operation adds splits into what code outside the Python "
+            "interpreter allocated (`heap_native_bytes`: the library, or the binding's extension module) and what "
+            "the interpreter allocated (Python objects, ctypes buffers).")
 
 
 # ----- the study: Gravity-SPHINCS -----
 REFERENCE_TABLE = "03_memory_gravity_sphincs"
+#: gravity-rs's constants (hash length, GravitySmall's parameters), read from the code the study names
+PARAMETERS_TABLE = "03_study_gravity_params"
 
 
 def load_gravity() -> dict:
-    """The study's published figures (sphincs-bench block), with units made explicit; None = not published."""
+    """The study's published figures (sphincs-bench block), with units made explicit, and the hash length
+    of gravity-rs (``hash_bytes``); None = not published."""
     from ..reference import load_reference
 
     ref = load_reference(REFERENCE_TABLE)
@@ -304,10 +316,11 @@ def load_gravity() -> dict:
         v = sel["value"].dropna()
         return float(v.iloc[0]) if len(v) else None
 
+    params = load_reference(PARAMETERS_TABLE).set_index("constant")["value"]
     out = {"scheme": bench["scheme"].iloc[0], "backend": bench["backend"].iloc[0],
            "machine": bench["machine"].iloc[0], "public_key_bytes": value("public_key_size"),
            "secret_key_bytes": value("secret_key_size"), "signature_bytes": value("signature_size"),
-           "signed_message_bytes": value("signed_message_size")}
+           "signed_message_bytes": value("signed_message_size"), "hash_bytes": int(params["HASH_SIZE"])}
     for op in SIGNATURE_OPERATIONS:
         out[f"{op}_ms"] = value("time", op)
     for op in ("sign", "verify"):
@@ -318,52 +331,57 @@ def load_gravity() -> dict:
     return out
 
 
-def _small_sets(names) -> list[str]:
-    return [n for n in names if re.search(r"^(SPHINCS\+|SLH-DSA)-.*\d{3}s(-simple)?$", n)]
+def hash_bytes(algorithm: str, public_key_bytes) -> int | None:
+    """The hash length n of a SPHINCS+ or SLH-DSA set: its public key is PK.seed and PK.root, n bytes
+    each (FIPS 205), so n is half the measured public key; None for other schemes."""
+    if not re.match(r"^(SPHINCS\+|SLH-DSA)-", str(algorithm)) or is_missing(public_key_bytes):
+        return None
+    return int(public_key_bytes) // 2
 
 
-def compare_gravity(memory: pd.DataFrame, times: pd.DataFrame | None, sizes: pd.DataFrame,
+def compare_gravity(memory: pd.DataFrame, time_run, sizes: pd.DataFrame,
                     message_bytes: int | None = None) -> pd.DataFrame:
-    """The study's Gravity-SPHINCS (Small) row beside every SPHINCS+/SLH-DSA "s" set measured here."""
+    """The study's Gravity-SPHINCS (Small) row beside every SPHINCS+/SLH-DSA set measured here whose
+    hashes have the same length.  Times: the median of our samples; ``study_over_ours_<op>`` is the
+    study's time over ours with an interval from our samples only (the study published one call)."""
+    import numpy as np
     import pandas as pd
+
+    from ..stats import ratio_to_published
 
     g = load_gravity()
     rows = [{"source": "study (published)", "algorithm": g["scheme"], "implementation": g["backend"],
-             "public_key_bytes": g["public_key_bytes"], "secret_key_bytes": g["secret_key_bytes"],
-             "signature_bytes": g["signature_bytes"], "keygen_ms": g["keygen_ms"], "sign_ms": g["sign_ms"],
-             "verify_ms": g["verify_ms"], "sign_heap_bytes": g["sign_heap_bytes"],
-             "verify_heap_bytes": g["verify_heap_bytes"], "sign_stack_bytes": None, "verify_stack_bytes": None}]
-    size = message_bytes if message_bytes is not None else memory["message_bytes"].dropna().min()
-
-    def pick(df, algorithm, backend, op, col):
-        if df is None or df.empty or col not in df:
-            return None
-        sel = df[(df["algorithm"] == algorithm) & (df["backend"] == backend) & (df["operation"] == op)]
-        if op != "keygen":
-            sel = sel[sel["message_bytes"] == size]
-        v = sel[col].dropna()
-        return float(v.iloc[0]) if len(v) else None
-
+             "hash_bytes": g["hash_bytes"], "public_key_bytes": g["public_key_bytes"],
+             "secret_key_bytes": g["secret_key_bytes"], "signature_bytes": g["signature_bytes"],
+             **{f"{op}_ms": g[f"{op}_ms"] for op in SIGNATURE_OPERATIONS},
+             "sign_heap_bytes": g["sign_heap_bytes"], "verify_heap_bytes": g["verify_heap_bytes"]}]
+    sizes_seen = memory["message_bytes"].dropna() if "message_bytes" in memory else []
+    size = message_bytes if message_bytes is not None else (sizes_seen.min() if len(sizes_seen) else None)
     for _, s in sizes.iterrows():
-        if s["algorithm"] not in _small_sets([s["algorithm"]]):
+        if hash_bytes(s["algorithm"], s["public_key_bytes"]) != g["hash_bytes"]:
             continue
         a, b = s["algorithm"], s["backend"]
         row = {"source": "measured here", "algorithm": a, "implementation": b,
-               "public_key_bytes": s["public_key_bytes"], "secret_key_bytes": s["secret_key_bytes"],
-               "signature_bytes": s["signature_bytes"]}
+               "hash_bytes": hash_bytes(a, s["public_key_bytes"]), "public_key_bytes": s["public_key_bytes"],
+               "secret_key_bytes": s["secret_key_bytes"], "signature_bytes": s["signature_bytes"]}
         for op in SIGNATURE_OPERATIONS:
-            t = pick(times, a, b, op, "time_us_median")
-            row[f"{op}_ms"] = None if t is None else t / 1e3
+            ns = (time_run.sample_values(a, op, backend=b, message_bytes=None if op == "keygen" else size)
+                  if time_run is not None else np.array([]))
+            row[f"{op}_ms"] = float(np.median(ns)) / 1e6 if len(ns) else None
+            row[f"{op}_samples"] = len(ns)
+            r, lo, hi = ratio_to_published(g[f"{op}_ms"], np.asarray(ns, float) / 1e6)
+            row.update({f"study_over_ours_{op}": r, f"study_over_ours_{op}_ci_low": lo,
+                        f"study_over_ours_{op}_ci_high": hi})
         for op in ("sign", "verify"):
-            row[f"{op}_heap_bytes"] = pick(memory, a, b, op, "heap_bytes")
-            row[f"{op}_stack_bytes"] = pick(memory, a, b, op, "stack_bytes")
+            for what, col in (("heap", "heap_bytes"), ("stack", "stack_bytes"), ("heap_native", "heap_native_bytes")):
+                row[f"{op}_{what}_bytes"] = _get(memory, a, op, col, size, backend=b)
         rows.append(row)
     out = pd.DataFrame(rows)
     for col in out:
-        if col.endswith("_bytes"):
+        if col.endswith("_bytes") or col.endswith("_samples"):
             out[col] = pd.to_numeric(out[col], errors="coerce").round().astype("Int64")
-        elif col.endswith("_ms"):
-            out[col] = pd.to_numeric(out[col], errors="coerce").round(3)
+        elif col not in ("source", "algorithm", "implementation"):
+            out[col] = pd.to_numeric(out[col], errors="coerce")
     return out
 
 
@@ -376,16 +394,19 @@ def gravity_bars(comparison: pd.DataFrame) -> pd.DataFrame:
         label = r["algorithm"] + (", study" if r["source"].startswith("study") else
                                   ("" if r["implementation"] == "liboqs" else f" ({r['implementation']})"))
         for op in ("sign", "verify"):
-            for what in ("heap", "stack"):
+            for what in ("heap", "heap_native", "stack"):
                 v = r.get(f"{op}_{what}_bytes")
                 if v is not None and not pd.isna(v):
-                    rows.append({"label": label, "quantity": f"{op}: {what}", "bytes": max(float(v), 1.0)})
+                    rows.append({"label": label, "quantity": f"{op}: {what.replace('_', ' ')}",
+                                 "bytes": max(float(v), 1.0)})
     return pd.DataFrame(rows, columns=["label", "quantity", "bytes"])
 
 
 # ----- generated text -----
-def _get(table, algorithm: str, operation: str, col: str, message_bytes=None):
+def _get(table, algorithm: str, operation: str, col: str, message_bytes=None, backend: str | None = None):
     sel = table[(table["algorithm"] == algorithm) & (table["operation"] == operation)]
+    if backend is not None:
+        sel = sel[sel["backend"] == backend]
     if message_bytes is not None and operation != "keygen":
         sel = sel[sel["message_bytes"] == message_bytes]
     elif operation != "keygen":
@@ -404,27 +425,156 @@ def describe_valgrind(status: dict, run=None) -> str:
                 "(tracemalloc, which does not see what C libraries allocate) and the difference of the worker "
                 "processes' maximum resident set size (page-granular, coarse). `make setup` installs valgrind "
                 "where apt-get can.")
-    text = (f"{status['version']} (`{status['path']}`) ran every worker under massif. ")
+    text = f"{status['version']} (`{status['path']}`) ran every worker under massif. "
     if run is not None:
         if flags.has(run.measurements["flags"], "valgrind-used-generic-build").any():
             text += ("valgrind could not run liboqs's CPU-optimised build, so the portable (generic) build was "
                      "measured for memory where needed (flagged `valgrind-used-generic-build`). ")
-        else:
-            text += ("It ran liboqs's default (CPU-optimised, run-time dispatched) build; under valgrind's "
-                     "synthetic CPU, code that dispatches at run time takes its AVX2 paths. ")
         meta = run.meta
         params = meta.get("params", {})
         text += (f"{meta.get('worker_runs', '?')} worker processes took {meta.get('wall_s', float('nan')):.0f} s "
                  f"({params.get('jobs', '?')} at a time).")
         stack_sizes = params.get("stack_message_bytes")
         if stack_sizes is not None and sorted(stack_sizes) != sorted(params.get("message_bytes", [])):
-            text += (f" The stack was measured at {' and '.join(f'{n}-byte' for n in stack_sizes)} messages only (it does "
-                     "not depend on the message, as the findings below show); the heap at every size.")
+            text += (f" The stack was measured at {' and '.join(f'{n}-byte' for n in stack_sizes)} messages only "
+                     "(the findings below show whether it depends on the message); the heap at every size.")
     return text
 
 
+def describe_cache(run) -> str:
+    """How many memory rows came from the cache, measured in which runs, and what their key covers."""
+    info = run.meta.get("memory_cache")
+    m = run.measurements
+    if not info:
+        return f"No cache was used: all {len(m)} memory rows were measured in this run."
+    cached = flags.has(m["flags"], "from-cache") if len(m) else m["flags"].astype(bool)
+    origins = sorted({flags.detail(c, "from-cache").rsplit("measured in run ", 1)[-1] for c in m.loc[cached, "flags"]})
+    where = f"`{info['root']}`"
+    if info["fresh"]:
+        head = (f"**Measured afresh** (`PQLAB_FRESH` set, as `make reproduce FRESH=1` does): none of the {len(m)} "
+                f"memory rows came from the cache; {info['stored']} worker runs were stored in it ({where}).")
+    elif not cached.any():
+        head = (f"None of the {len(m)} memory rows came from the cache ({where}): nothing with their keys was "
+                f"stored; {info['stored']} worker runs were stored now.")
+    else:
+        head = (f"**{int(cached.sum())} of the {len(m)} memory rows came from the cache** ({where}), measured in "
+                f"run {', '.join(origins)}; {info['measured']} worker runs were measured now (their rows carry no "
+                "`from-cache` flag).")
+    files = info.get("files", {})
+    objects = [f"{Path(p).name} `{d[:12]}`" for p, d in files.items() if ".so" in Path(p).name
+               and not p.startswith((sys.base_prefix, "/lib", "/usr/lib"))]
+    return (head + f" A row's key (the sha256 its `from-cache` flag starts with) covers the method version "
+            f"({info['method_version']}), {info['valgrind'] or 'no valgrind'}, {', '.join(info['python'])}, the "
+            f"algorithm, backend, liboqs build, operation, message size and kind of worker run, and the sha256 of "
+            f"each of the {len(files)} files the workers load (among them these shared objects of the libraries: "
+            f"{', '.join(objects) or 'none'}; every file is listed in the run's metadata). Times are never cached.")
+
+
+def _stack_extremes(m: pd.DataFrame) -> str:
+    top = m.loc[m["stack_bytes"].astype(float).idxmax()]
+    low = m.loc[m["stack_bytes"].astype(float).idxmin()]
+    return (f"The deepest stack: {top['algorithm']} {top['operation']}, {fmt_bytes(top['stack_bytes'])}; the "
+            f"shallowest: {low['algorithm']} {low['operation']}, {fmt_bytes(low['stack_bytes'])}.")
+
+
+def _native_sentence(m: pd.DataFrame) -> str:
+    """Who called the allocator for the heap each operation adds (massif's allocation tree), per backend and
+    operation: in how many sets code outside the interpreter allocated none of it, and what the others allocated."""
+    if "heap_native_bytes" not in m or m["heap_native_bytes"].isna().all():
+        return ""
+    parts = []
+    rows = m.dropna(subset=["heap_native_bytes"])
+    for (backend, op), part in rows.groupby(["backend", "operation"], sort=False):
+        some = part[part["heap_native_bytes"].astype(float) > 0]
+        if some.empty:
+            parts.append(f"{backend} {op}: none, in all {len(part)} sets")
+            continue
+        functions = sorted({c.split(": ", 1)[1].rsplit(" ", 1)[0] for cell in some["heap_native_callers"].dropna()
+                            for c in str(cell).split(", ") if ": " in c})
+        head = f"{backend} {op}: none in {len(part) - len(some)} of {len(part)} sets, " if len(some) < len(part) else \
+            f"{backend} {op}: "
+        parts.append(head + f"{fmt_span(some['heap_native_bytes'])} in "
+                     + (", ".join(some["algorithm"]) if len(some) <= 3 else f"{len(some)} sets")
+                     + (f" ({', '.join(functions[:4])}{', …' if len(functions) > 4 else ''})" if functions else ""))
+    return ("Massif's allocation tree names the code that asked for the heap each operation adds. Code outside "
+            "the Python interpreter (the library, or the binding's extension module) allocated: " + "; ".join(parts)
+            + ". The rest was allocated by the interpreter: Python objects and ctypes buffers.")
+
+
+def _signature_fit_sentence(sign: pd.DataFrame, sizes: pd.DataFrame, tolerance: float = 0.05) -> str:
+    """Per backend: whether the heap signing adds follows the signature length (a straight line through
+    three or more sets, off by at most `tolerance` of the smallest heap)."""
+    import numpy as np
+
+    pq = sign[~sign["family"].isin(["RSA", "elliptic-curve"])].merge(
+        sizes[["algorithm", "backend", "signature_bytes"]], on=["algorithm", "backend"])
+    out = []
+    for backend, part in pq.groupby("backend", sort=False):
+        x, y = part["signature_bytes"].astype(float).to_numpy(), part["heap_bytes"].astype(float).to_numpy()
+        if len(set(x)) < 3:
+            continue
+        k, c = np.polyfit(x, y, 1)
+        worst = float(np.abs(y - (c + k * x)).max())
+        if worst <= tolerance * y.min():
+            copies = round(k)
+            reading = (f", about {copies} copies of the signature" if copies and abs(k - copies) < tolerance else "")
+            out.append(f"For the {len(part)} {backend} sets, the heap signing adds follows the signature length: "
+                       f"{fmt_bytes(c)} plus {k:.2f} times the signature (off by at most {fmt_bytes(worst)}){reading}.")
+        else:
+            out.append(f"For the {len(part)} {backend} sets, the heap signing adds does not follow the signature "
+                       f"length alone: a straight line misses by up to {fmt_bytes(worst)}.")
+    return " ".join(out)
+
+
+def _first_call_sentence(m: pd.DataFrame) -> str:
+    """Where the first call in a process adds at least twice the heap of a later call, and who allocated it."""
+    if "heap_first_call_bytes" not in m:
+        return ""
+    both = m.dropna(subset=["heap_first_call_bytes", "heap_bytes"])
+    if both.empty:
+        return ""
+    more = both[both["heap_first_call_bytes"].astype(float) >= 2 * both["heap_bytes"].astype(float).clip(lower=1)]
+    if more.empty:
+        gap = (both["heap_first_call_bytes"].astype(float) - both["heap_bytes"].astype(float)).max()
+        return (f"The first call in a process adds less than twice the heap of a later call everywhere (at most "
+                f"{fmt_bytes(gap)} more).")
+    listed = "; ".join(
+        f"{r['algorithm']} {r['operation']}, {fmt_bytes(r['heap_first_call_bytes'])} against "
+        f"{fmt_bytes(r['heap_bytes'])}" + (f" (allocated by {r['heap_first_call_native_callers']})"
+                                           if isinstance(r.get("heap_first_call_native_callers"), str)
+                                           and r["heap_first_call_native_callers"] else "")
+        for _, r in more.iterrows())
+    text = f"The first call in a process adds at least twice the heap of a later call for {listed}."
+    if (more["backend"] == "cryptography").any():
+        text += (" *Hypothesis, not measured here:* OpenSSL fetches its provider's implementation of an algorithm "
+                 "on first use and caches it for later calls.")
+    return text
+
+
+def _message_sentence(m: pd.DataFrame) -> str:
+    """What a longer message adds: heap per message byte, and whether the stack changes at all."""
+    sizes_seen = sorted(m["message_bytes"].dropna().unique())
+    if len(sizes_seen) < 2:
+        return ""
+    lo, hi = sizes_seen[0], sizes_seen[-1]
+    ops = m[m["operation"].isin(["sign", "verify"])]
+    heap = ops.pivot_table(index=["algorithm", "backend", "operation"], columns="message_bytes", values="heap_bytes")
+    dheap = ((heap[hi] - heap[lo]) / (hi - lo)).dropna()
+    stack = ops.pivot_table(index=["algorithm", "backend", "operation"], columns="message_bytes", values="stack_bytes")
+    dstack = (stack[hi] - stack[lo]).abs().dropna() if {lo, hi} <= set(stack.columns) else stack.iloc[:0, 0]
+    text = (f"From {lo} to {hi}-byte messages the heap grows by {dheap.min():.2f} to {dheap.max():.2f} bytes per "
+            "message byte.")
+    if dstack.empty:
+        return text
+    if dstack.max() < hi - lo:
+        return text + (f" The stack changes by at most {fmt_bytes(dstack.max())}, less than the message grew, in "
+                       f"all {len(dstack)} operations: none holds a copy of the message on its stack.")
+    grows = ", ".join(f"{a} {o}" for (a, _, o) in dstack[dstack >= hi - lo].index)
+    return text + f" The stack grows by at least the message's growth for {grows}."
+
+
 def describe_findings(memory: pd.DataFrame, sizes: pd.DataFrame | None = None) -> str:
-    """What the measurements say, generated from them."""
+    """What the measurements say, generated from them; a mechanism only where massif's tree shows it."""
     if memory.empty or "stack_bytes" not in memory or memory["stack_bytes"].dropna().empty:
         py = memory.dropna(subset=["python_heap_bytes"]) if "python_heap_bytes" in memory else memory.iloc[:0]
         if py.empty:
@@ -433,87 +583,82 @@ def describe_findings(memory: pd.DataFrame, sizes: pd.DataFrame | None = None) -
         return (f"Without valgrind only Python-level allocations were seen: the largest, "
                 f"{fmt_bytes(top['python_heap_bytes'])}, by {top['algorithm']} {top['operation']}.")
     m = memory.dropna(subset=["stack_bytes", "heap_bytes"])
-    lines = []
-    top = m.loc[m["stack_bytes"].astype(float).idxmax()]
-    low = m.loc[m["stack_bytes"].astype(float).idxmin()]
-    lines.append(f"The deepest stack: {top['algorithm']} {top['operation']}, {fmt_bytes(top['stack_bytes'])}; the "
-                 f"shallowest: {low['algorithm']} {low['operation']}, {fmt_bytes(low['stack_bytes'])}.")
-    if sizes is not None and not sizes.empty:
-        first = m["message_bytes"].min()
-        sig = m[(m["operation"] == "sign") & (m["message_bytes"] == first)].merge(sizes[["algorithm", "backend", "signature_bytes"]],
-                                                on=["algorithm", "backend"])
-        pq = sig[~sig["family"].isin(["RSA", "elliptic-curve"])]
-        if not pq.empty:
-            extra = pq["heap_bytes"].astype(float) - 2 * pq["signature_bytes"].astype(float)
-            per = "; ".join(f"{backend}: {fmt_span(extra[pq['backend'] == backend])}"
-                            for backend in dict.fromkeys(pq["backend"]))
-            lines.append(f"Post-quantum signing ({first}-byte messages) adds two signature-sized buffers to the heap "
-                         "(the binding's output buffer and the returned bytes) and a fixed amount per binding on top ("
-                         + per + "): the C "
-                         "code (liboqs, PQClean) allocates nothing itself and keeps its working state on the stack.")
-        cl = sig[sig["family"].isin(["RSA", "elliptic-curve"])]
-        if not cl.empty and "heap_first_call_bytes" in cl:
-            first = cl.dropna(subset=["heap_first_call_bytes"])
-            if not first.empty:
-                lines.append("OpenSSL's first signature in a process allocates far more than later ones ("
-                             + ", ".join(f"{r['algorithm']} {fmt_bytes(r['heap_first_call_bytes'])} against "
-                                         f"{fmt_bytes(r['heap_bytes'])}" for _, r in first.iterrows())
-                             + "): OpenSSL 3 fetches and caches its provider's methods on first use.")
-    sizes_seen = sorted(m["message_bytes"].dropna().unique())
-    if len(sizes_seen) > 1:
-        lo, hi = sizes_seen[0], sizes_seen[-1]
-        per = m[m["operation"].isin(["sign", "verify"])].pivot_table(
-            index=["algorithm", "backend", "operation"], columns="message_bytes", values=["heap_bytes", "stack_bytes"])
-        dheap = (per[("heap_bytes", hi)] - per[("heap_bytes", lo)]) / (hi - lo)
-        dstack = (per[("stack_bytes", hi)] - per[("stack_bytes", lo)]).abs()
-        lines.append(f"From {lo} to {hi}-byte messages the heap grows by {dheap.min():.2f} to {dheap.max():.2f} "
-                     f"bytes per message byte (copies of the message), and the stack changes by at most "
-                     f"{fmt_bytes(dstack.max())}: every scheme hashes the message instead of holding it.")
-    return " ".join(lines)
+    sign = m[(m["operation"] == "sign") & (m["message_bytes"] == m["message_bytes"].min())]
+    lines = [_stack_extremes(m), _native_sentence(m[m["message_bytes"].isna() | (m["message_bytes"] == m["message_bytes"].min())]),
+             _signature_fit_sentence(sign, sizes) if sizes is not None and not sizes.empty else "",
+             _first_call_sentence(memory.dropna(subset=["heap_bytes"])), _message_sentence(m)]
+    return " ".join(line for line in lines if line)
 
 
-def describe_gravity(comparison: pd.DataFrame) -> str:
-    """The study's Gravity-SPHINCS figures beside the SPHINCS+/SLH-DSA "s" sets: where they agree, and why not."""
+def describe_gravity(comparison: pd.DataFrame, sizes: pd.DataFrame | None = None) -> str:
+    """The study's Gravity-SPHINCS figures beside the SPHINCS+/SLH-DSA sets of the same hash length: what
+    each side counts, where they agree, and why not."""
+    from ..formatting import fmt_factor_ci, fmt_time_ms
+
     g = load_gravity()
     ours = comparison[comparison["source"] == "measured here"]
+    n = g["hash_bytes"]
     text = [f"**Gravity-SPHINCS has no implementation in any registry we reach** (PyPI and npm have no such "
             f"package, crates.io's `gravity` crate is unrelated, Debian has none; the study built gravity-rs from "
             f"its source repository), so its published figures stay the reference row. Of the study's "
             f"{g['rows']} published values {g['placeholders']} are placeholders (signature and signed-message "
             "sizes, every Divan figure); its machine attribution (an arm64 Apple M1 Pro, which the crate's own "
-            "README says it does not support) is doubtful."]
+            "README says it does not support) is doubtful.",
+            f"gravity-rs hashes to {n} bytes (`HASH_SIZE` in its source), so its like-for-like neighbours are the "
+            f"SPHINCS+ and SLH-DSA sets with {n}-byte hashes (a public key of two hashes, {2 * n} bytes; "
+            f"Gravity-SPHINCS's is one hash, {fmt_bytes(g['public_key_bytes'])})."]
     if ours.empty:
-        return " ".join(text + ["No SPHINCS+ or SLH-DSA \"s\" set was measured in this run (the full run "
-                                "measures them)."])
-    same_keys = ours[(ours["public_key_bytes"] == g["public_key_bytes"]) &
-                     (ours["secret_key_bytes"] == g["secret_key_bytes"])]
-    if not same_keys.empty:
-        text.append(f"Its keys ({int(g['public_key_bytes'])}-byte public, {int(g['secret_key_bytes'])}-byte secret) "
-                    f"are exactly those of {', '.join(same_keys['algorithm'].unique())}.")
+        return " ".join(text + [f"No SPHINCS+ or SLH-DSA set with {n}-byte hashes was measured in this run."])
+    text.append(f"Measured here with {n}-byte hashes: {', '.join(ours['algorithm'] + ' (' + ours['implementation'] + ')')}.")
     heap = ours.dropna(subset=["sign_heap_bytes"])
     if not heap.empty and g["sign_heap_bytes"]:
-        lo, hi = heap["sign_heap_bytes"].min(), heap["sign_heap_bytes"].max()
-        stack = ours["sign_stack_bytes"].dropna()
-        ratio = fmt_span([lo / g["sign_heap_bytes"], hi / g["sign_heap_bytes"]], fmt=lambda v: f"{v:.2f}")
-        who = "Our \"s\" sets add" if len(heap) > 1 else f"{heap['algorithm'].iloc[0]} adds"
-        text.append(f"The study's peak heap, {fmt_bytes(g['sign_heap_bytes'])} for signing and again for verifying, is a "
-                    f"heap-only figure (its stack was not measured). {who} {fmt_span([lo, hi])} of heap when signing "
-                    f"({ratio} times the study's), the output buffers of the Python bindings,"
-                    + (f" and {fmt_span(stack)} of stack, where these C implementations keep their working state."
-                       if not stack.empty else "."))
-    for sig in sorted(set(comparison["signature_bytes"].dropna().astype(int))):
-        rest = int(g["sign_heap_bytes"] or 0) - 2 * sig
-        if 0 <= rest <= 256:
-            names = comparison[comparison["signature_bytes"] == sig]["algorithm"].tolist()
-            text.append(f"A coincidence worth checking against the study's source: {fmt_bytes(g['sign_heap_bytes'])} is "
-                        f"exactly two {sig:,}-byte signatures ({', '.join(names)}) plus {rest} B.")
+        native = heap["sign_heap_native_bytes"].dropna()
+        text.append(f"The study's peak heap, {fmt_bytes(g['sign_heap_bytes'])} for signing and again for verifying, "
+                    "is what its Rust allocator handed out during the call, the returned signature included; its "
+                    f"stack was not measured. Here signing adds {fmt_span(heap['sign_heap_bytes'])} of heap, of "
+                    f"which code outside the interpreter allocated {fmt_span(native)}"
+                    f" (the rest are the binding's Python objects and buffers), and {fmt_span(ours['sign_stack_bytes'])}"
+                    " of stack. The two heaps count different things, so no ratio is given.")
+    if sizes is not None:
+        for sig in sorted(set(sizes["signature_bytes"].dropna().astype(int))):
+            rest = int(g["sign_heap_bytes"] or 0) - 2 * sig
+            if 0 <= rest <= 256:
+                names = sizes[sizes["signature_bytes"] == sig]["algorithm"].tolist()
+                text.append(f"A coincidence worth checking against the study's source: "
+                            f"{fmt_bytes(g['sign_heap_bytes'])} is exactly two {sig:,}-byte signatures "
+                            f"({', '.join(names)}) plus {rest} B.")
     t = ours.dropna(subset=["sign_ms"])
     if not t.empty and g["sign_ms"]:
-        ms = fmt_span(t["sign_ms"], fmt=lambda v: f"{v:.1f} ms")
-        ratio = fmt_span(t["sign_ms"] / g["sign_ms"], fmt=lambda v: f"{v:.2f}")
-        text.append(f"Signing took the study {g['sign_ms']:.1f} ms; the \"s\" sets here take {ms} (another scheme, "
-                    f"implementation, CPU and language: the ratio, {ratio}, is context, not a verdict).")
+        ratios = "; ".join(f"{r['algorithm']} {fmt_time_ms(r['sign_ms'])}, study/ours "
+                           + fmt_factor_ci(r["study_over_ours_sign"], r["study_over_ours_sign_ci_low"],
+                                           r["study_over_ours_sign_ci_high"]) for _, r in t.iterrows())
+        text.append(f"Signing took the study {fmt_time_ms(g['sign_ms'])} (one call, so no interval on its side); "
+                    f"here (median): {ratios}. Another scheme, implementation, CPU and language: the ratio is "
+                    "context, not a verdict.")
     return " ".join(text)
+
+
+def describe_caveats(memory: pd.DataFrame, run, sizes: pd.DataFrame | None = None) -> str:
+    """One sentence per caveat that applies to this run, as a Markdown list."""
+    m = run.measurements
+    items = []
+    if "heap_bytes" in memory and memory["heap_bytes"].notna().any() and (memory["backend"] == "liboqs").any():
+        items.append("valgrind runs the code on a CPU it emulates: liboqs picks its code paths at run time for "
+                     "the features that CPU reports, which need not be this host's, and the figures belong to the "
+                     "code that ran.")
+    if "max_rss_delta_bytes" in memory:
+        items.append("The maximum resident set size counts whole pages of the whole process: a difference of "
+                     "zero means less than a page, not nothing.")
+    cached = m[flags.has(m["flags"], "from-cache")] if len(m) else m
+    if sizes is not None and len(cached):
+        varying = sizes[(sizes["signature_bytes"] != sizes["signature_max_bytes"]) | (sizes["family"] == "RSA")]
+        names = sorted(set(varying["algorithm"]) & set(cached["algorithm"]))
+        if names:
+            items.append(f"Cached rows of {', '.join(names)}, whose key or signature encodings vary in length, were "
+                         "measured on the keys and signatures of the run that stored them.")
+    if "python_heap_bytes" in memory:
+        items.append("tracemalloc sees Python objects only, not what C code allocates.")
+    return "\n".join(f"- {item}" for item in items)
 
 
 def closing_note(memory: pd.DataFrame, status: dict,
@@ -530,11 +675,11 @@ def closing_note(memory: pd.DataFrame, status: dict,
             parts.append(f"{name} signing: no valgrind figure (Python-level allocations "
                          f"{fmt_bytes(_get(memory, name, 'sign', 'python_heap_bytes'))}).")
             continue
-        parts.append(f"**{name} signing** ({size}-byte message) adds **{fmt_bytes(h)} of heap and {fmt_bytes(s)} of stack**; "
-                     f"the worker's raw massif peaks, interpreter and markers included, were "
+        parts.append(f"**{name} signing** ({size}-byte message) adds **{fmt_bytes(h)} of heap and {fmt_bytes(s)} of "
+                     f"stack**; the worker's raw massif peaks, interpreter and markers included, were "
                      f"{fmt_bytes(_get(memory, name, 'sign', 'heap_raw_bytes'))} of heap and "
-                     f"{fmt_bytes(_get(memory, name, 'sign', 'stack_raw_bytes'))} of stack (levels without the operation "
-                     f"{fmt_bytes(_get(memory, name, 'sign', 'heap_baseline_bytes'))} and "
+                     f"{fmt_bytes(_get(memory, name, 'sign', 'stack_raw_bytes'))} of stack (levels without the "
+                     f"operation {fmt_bytes(_get(memory, name, 'sign', 'heap_baseline_bytes'))} and "
                      f"{fmt_bytes(_get(memory, name, 'sign', 'stack_baseline_bytes'))})"
                      + ("." if (first := _get(memory, name, "sign", "heap_first_call_bytes")) is None
                         else f"; its first call in a process adds {fmt_bytes(first)} of heap."))
@@ -546,21 +691,34 @@ def closing_note(memory: pd.DataFrame, status: dict,
     return " ".join(parts + [method])
 
 
-def footprint_by_operation(footprint: pd.DataFrame) -> dict:
-    """The reader's table at the smallest message size, one frame per operation (keygen has no message): the
-    paper's tables, short enough for a page each."""
-    smallest = footprint["message_bytes"].dropna().min()
-    at = footprint[footprint["message_bytes"].isna() | (footprint["message_bytes"] == smallest)]
-    return {op: part.reset_index(drop=True) for op, part in at.groupby("operation", sort=False)}
+def _key(*parts: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", "_".join(slug(p, lower=True) for p in parts)).strip("_")
 
 
-def numbers(memory: pd.DataFrame, focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict:
-    """The closing note's figures (numbers.tex): heap and stack of signing, in bytes, for each `focus` algorithm,
-    under keys like ``sphincsplus-shake-128f-simple_sign_heap_bytes``; missing (None) where not measured."""
-    out = {}
+def numbers(memory: pd.DataFrame, run=None, comparison: pd.DataFrame | None = None,
+            focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict[str, float | int]:
+    """Every headline number the notebook quotes, under stable keys (for numbers.tex and the .txt exports)."""
+    out: dict[str, float | int] = {}
     for name in focus:
-        for col in ("heap_bytes", "stack_bytes"):
+        for col in ("heap_bytes", "stack_bytes", "heap_native_bytes", "heap_first_call_bytes"):
             v = _get(memory, name, "sign", col) if name in set(memory["algorithm"]) else None
-            missing = v is None or (isinstance(v, float) and math.isnan(v))
-            out[f"{slug(name, lower=True)}_sign_{col}"] = None if missing else int(v)
+            if v is not None and not is_missing(v):
+                out[_key(name, "sign", col)] = int(v)
+    if "stack_bytes" in memory and memory["stack_bytes"].notna().any():
+        out["deepest_stack_bytes"] = int(memory["stack_bytes"].max())
+        out["shallowest_stack_bytes"] = int(memory["stack_bytes"].min())
+    if run is not None:
+        m = run.measurements
+        out["memory_rows"] = len(m)
+        out["memory_rows_from_cache"] = int(flags.has(m["flags"], "from-cache").sum()) if len(m) else 0
+        out["worker_processes"] = int(run.meta.get("worker_runs", 0))
+    if comparison is not None:
+        g = load_gravity()
+        out["study_sign_heap_bytes"] = int(g["sign_heap_bytes"])
+        out["gravity_hash_bytes"] = g["hash_bytes"]
+        for _, r in comparison[comparison["source"] == "measured here"].iterrows():
+            for suffix in ("", "_ci_low", "_ci_high"):
+                v = r.get(f"study_over_ours_sign{suffix}")
+                if v is not None and not is_missing(v):
+                    out[_key("study_over", r["algorithm"], r["implementation"], "sign" + suffix)] = float(v)
     return out

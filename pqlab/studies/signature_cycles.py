@@ -16,9 +16,9 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
   whether each row's time follows from its cycles and the run's clock; :func:`tabulate_families` gives the study's tables (one per family, sorted by sign
   cycles); :func:`compute_speedups` the optimised/portable factor; :func:`compute_python_over_native`
   pqlab / native per operation; :func:`compare_implementations` OpenSSL beside liboqs;
-* :func:`recompute_reference` and :func:`count_reference_matches` recompute the study's time
-  columns from its cycles and clock; :func:`compare_ancestors` places ML-DSA, Falcon and
-  SPHINCS+ against their round-2 ancestors;
+* :func:`compare_ancestors` places ML-DSA, Falcon and SPHINCS+ against their round-2 ancestors
+  (the study's own numbers recomputed, and the pairing of its sets with today's, are in
+  :mod:`pqlab.studies.round2_study`);
 * ``describe_*`` functions write the sentences that state numbers (Markdown), and
   ``plot_*`` the figures (house style of :mod:`pqlab.plotting`).
 """
@@ -34,12 +34,14 @@ import pandas as pd
 
 from .. import cycles, plotting
 from ..context import read_costs_text
-from ..formatting import fmt_cycles, fmt_factor, fmt_percent, fmt_time_ns
+from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..results import verified_rows
 from ..schema import KIND_OPERATIONS
+from ..stats import CONFIDENCE
+from . import round2_study
 
 STUDY = "04_signature_cycles"
-REFERENCE_TABLE = "04_round2_signatures"
+REFERENCE_TABLE = round2_study.REFERENCE_TABLE
 SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 #: Table families of this notebook, in the order of the tables.
 FAMILY_ORDER = ("lattice", "hash-based", "multivariate", "code-based", "classical")
@@ -51,23 +53,8 @@ BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "lib
           ("native", "generic"): "native portable"}
 #: Largest relative distance of a row's implied clock from its run's clock that still counts as consistent.
 CLOCK_TOLERANCE = 0.15
-
-#: Today's standard (its liboqs name) for a round-2 parameter set of the study, and why.  Dilithium's
-#: parameter sets changed after round 2: the module dimensions k x l were 3x2 (weak), 4x3 (medium),
-#: 5x4 (recommended) and 6x5 (very high); ML-DSA-44, -65 and -87 have 4x4, 6x5 and 8x7.  So
-#: ML-DSA-65 has the very-high dimensions, and ML-DSA-44 sits between medium and recommended (both
-#: pairs are kept).  FALCON kept its 512 and 1024 sets.  SPHINCS+ kept its SHA-256 and SHAKE256
-#: sets (see :func:`sphincs_heir`).  Haraka, weak and FALCON-768 have no heir.
-ANCESTORS = (
-    ("CRYSTALS-DILITHIUM", "medium", "ML-DSA-44", "k x l 4x3 in round 2, 4x4 today"),
-    ("CRYSTALS-DILITHIUM", "recommended", "ML-DSA-44", "k x l 5x4 in round 2, 4x4 today"),
-    ("CRYSTALS-DILITHIUM", "very-high", "ML-DSA-65", "same k x l (6x5)"),
-    ("FALCON", "512", "Falcon-512", "same parameter set"),
-    ("FALCON", "1024", "Falcon-1024", "same parameter set"),
-)
-#: The study's build labels and ours: its "opt" against our optimised build, its "ref" against the portable one.
-ANCESTOR_BUILDS = {"opt": "liboqs optimised", "ref": "liboqs portable"}
-
+#: Native operations shorter than SHORT_NS and longer than LONG_NS (ns), whose pqlab / native ratios are told apart
+SHORT_NS, LONG_NS = 5e5, 5e6
 
 def table_family(family: str) -> str:
     """The family of this notebook's tables: RSA and elliptic curves are grouped as "classical"."""
@@ -472,6 +459,48 @@ def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL", base: st
                       f"liboqs_{basis}_median", f"{other}_{basis}_median", "ratio_median"]]
 
 
+def build_samples(study: SignatureStudy, build: str, algorithm: str, operation: str,
+                  column: str = "cycles") -> np.ndarray:
+    """The raw per-call values (`column`) of one build's operation in `study` (empty when not measured)."""
+    backend, variant = next(k for k, v in BUILDS.items() if v == build)
+    run = study.native if backend == "native" else study.runs.get(variant or "default")
+    if run is None:
+        return np.array([])
+    return run.sample_values(algorithm, operation, backend=backend, variant=variant or None, column=column)
+
+
+def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,
+                   column: str = "cycles", stat: str = "mean") -> pd.DataFrame:
+    """`table` (:func:`compute_speedups` and the like) with ``<name>_ci_low`` and ``<name>_ci_high``: the
+    bootstrap interval of `num` build's `stat` over `den` build's, from both builds' raw samples."""
+    from ..stats import ratio_ci
+
+    bounds = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)[1:]
+              for a, o in zip(table["algorithm"], table["operation"], strict=True)]
+    out = table.copy()
+    at = out.columns.get_loc(name) + 1
+    out.insert(at, f"{name}_ci_low", [lo for lo, _ in bounds])
+    out.insert(at + 1, f"{name}_ci_high", [hi for _, hi in bounds])
+    return out
+
+
+def ancestor_intervals(ancestors: pd.DataFrame, study: SignatureStudy, column: str = "cycles") -> pd.DataFrame:
+    """`ancestors` with intervals of today / round 2 from our samples only: the study published one mean per
+    set and build, with no spread, so its side has no interval (``ratio_to_published``, inverted)."""
+    from ..stats import ratio_to_published
+
+    out = ancestors.copy()
+    for op in ("sign", "verify"):
+        bounds = []
+        for alg, build, published in zip(out["algorithm"], out["our_build"], out[f"r2_{op}_cycles"], strict=True):
+            _, lo, hi = ratio_to_published(float(published), build_samples(study, build, alg, op, column), "mean")
+            bounds.append((1 / hi if hi else np.nan, 1 / lo if lo else np.nan))
+        at = out.columns.get_loc(f"{op}_ratio") + 1
+        out.insert(at, f"{op}_ratio_ci_low", [lo for lo, _ in bounds])
+        out.insert(at + 1, f"{op}_ratio_ci_high", [hi for _, hi in bounds])
+    return out
+
+
 def _order(df: pd.DataFrame) -> pd.DataFrame:
     fam = {f: i for i, f in enumerate(FAMILY_ORDER)}
     op = {o: i for i, o in enumerate(SIGNATURE_OPERATIONS)}
@@ -489,78 +518,34 @@ def lookup(table: pd.DataFrame, algorithm: str, operation: str, column: str):
 # --------------------------------------------------------------------------- the study's numbers
 
 
-def recompute_reference(ref: pd.DataFrame, clock_hz: float | None = None) -> pd.DataFrame:
-    """The study's rows with their time columns recomputed from cycles and the stated clock.
-
-    ``*_time_recomputed_s`` = cycles / clock, rounded to the study's 6 decimals; ``*_matches``
-    says whether the published time equals it; ``verify_time_belongs_to`` names the rows whose
-    recomputed verify time equals the published one (where the value came from).
-    """
-    clock = float(clock_hz or ref.attrs["source"]["clock_hz"])
-    out = ref.copy()
-    for op in ("sign", "verify"):
-        out[f"{op}_time_recomputed_s"] = (out[f"{op}_cycles"] / clock).round(6)
-        out[f"{op}_time_matches"] = np.isclose(out[f"{op}_time_s"], out[f"{op}_time_recomputed_s"], rtol=0, atol=1e-9)
-    recomputed = out["verify_time_recomputed_s"].to_numpy()
-    out["verify_time_belongs_to"] = [
-        ",".join(str(r) for r in out["row"][np.isclose(recomputed, v, rtol=0, atol=1e-9)]) or "none"
-        for v in out["verify_time_s"]]
-    out.attrs = ref.attrs
-    return out
-
-
-def count_reference_matches(recomputed: pd.DataFrame) -> dict:
-    """How many published times follow from the cycles; whether the verify column is a permutation."""
-    pub = np.sort(recomputed["verify_time_s"].to_numpy())
-    rec = np.sort(recomputed["verify_time_recomputed_s"].to_numpy())
-    per_family = (recomputed.groupby("family", sort=False)[["sign_time_matches", "verify_time_matches"]]
-                  .sum().astype(int))
-    per_family.insert(0, "rows", recomputed.groupby("family", sort=False).size())
-    return {"rows": int(len(recomputed)), "sign_matches": int(recomputed["sign_time_matches"].sum()),
-            "verify_matches": int(recomputed["verify_time_matches"].sum()),
-            "verify_is_permutation": bool(len(pub) == len(rec) and np.allclose(pub, rec, rtol=0, atol=1e-9)),
-            "verify_from_other_rows": int((~recomputed["verify_time_matches"]
-                                           & (recomputed["verify_time_belongs_to"] != "none")).sum()),
-            "clock_hz": float(recomputed.attrs["source"]["clock_hz"]), "per_family": per_family}
-
-
-def sphincs_heir(parameter: str) -> str | None:
-    """liboqs's name for a round-2 SPHINCS+ parameter ("sha256-128f" -> SPHINCS+-SHA2-128f-simple)."""
-    m = re.fullmatch(r"(sha256|shake256)-(\d{3}[fs])", parameter)
-    if not m:
-        return None
-    return f"SPHINCS+-{'SHA2' if m.group(1) == 'sha256' else 'SHAKE'}-{m.group(2)}-simple"
-
-
-def ancestor_pairs(ref: pd.DataFrame) -> pd.DataFrame:
-    """(scheme, parameter) of the study -> today's algorithm, with the basis of the pairing."""
-    pairs = [dict(scheme=s, parameter=p, algorithm=a, basis=b) for s, p, a, b in ANCESTORS]
-    for p in sorted(ref.loc[ref["scheme"] == "SPHINCS+", "parameter"].unique()):
-        heir = sphincs_heir(p)
-        if heir:
-            pairs.append(dict(scheme="SPHINCS+", parameter=p, algorithm=heir,
-                              basis="same parameter set (round 2: simple or robust not stated)"))
-    return pd.DataFrame(pairs)
-
-
 def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> pd.DataFrame:
     """Today's ML-DSA, Falcon and SPHINCS+ beside their round-2 ancestors, in cycles.
 
-    The study's "opt" rows face our optimised build and its "ref" rows our portable one; where
-    the study has several rows for one set and build (SPHINCS+ sha256-128f) their median is used.
-    The study averaged its cycles over its iterations, so ours are the mean cycles per call too.
-    ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core cycles are compared
-    (empty table otherwise): the study counted at the core clock (Turbo Boost off), and TSC reference
-    cycles are another quantity, never put in one ratio with core cycles.
+    Each study build faces the build :func:`round2_study.our_builds` names (its "ref" rows our portable
+    build, its "opt" rows too where they cost what its ref rows cost); ``basis`` says how each pair relates
+    (:func:`round2_study.pair_basis`).  Where the study has several rows for one set and build (SPHINCS+
+    sha256-128f) their median is used.  The study averaged its cycles over its iterations, so ours are the
+    mean cycles per call too.  ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core
+    cycles are compared (empty table otherwise): the study counted at the core clock (Turbo Boost off), and
+    TSC reference cycles are another quantity, never put in one ratio with core cycles.
     """
-    pairs = ancestor_pairs(ref)
+    pairs = round2_study.ancestor_pairs(ref)
     if counter.get("label") != cycles.CORE_CYCLES:
         rows = rows.iloc[:0]
     r2 = (ref.groupby(["scheme", "parameter", "build"], as_index=False)
-          .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sign_cycles=("sign_cycles", "median"),
-               r2_verify_cycles=("verify_cycles", "median"), r2_rows=("row", "size")))
+          .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sk_bytes=("secret_key_bytes", "first"),
+               r2_sign_cycles=("sign_cycles", "median"), r2_verify_cycles=("verify_cycles", "median"),
+               r2_rows=("row", "size")))
     r2 = r2.merge(pairs, on=["scheme", "parameter"])
-    r2["our_build"] = r2["build"].map(ANCESTOR_BUILDS)
+    builds = round2_study.our_builds(ref, r2["scheme"].unique())
+    r2["our_build"] = [builds[(s, b)] for s, b in zip(r2["scheme"], r2["build"], strict=True)]
+    liboqs = rows[rows["build"].isin([round2_study.BUILD_OPTIMISED, round2_study.BUILD_PORTABLE])]
+    today_sizes = liboqs.drop_duplicates("algorithm").set_index("algorithm")[
+        ["public_key_bytes", "secret_key_bytes", "signature_max_bytes"]]
+    r2["basis"] = [round2_study.pair_basis(s, p, {"public_key_bytes": pk, "secret_key_bytes": sk},
+                                              today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
+                   for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"], r2["r2_pk_bytes"],
+                                              r2["r2_sk_bytes"], strict=True)]
     means = rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean")
     today = pd.DataFrame({"sign_cycles_today": means.get("sign"), "verify_cycles_today": means.get("verify")},
                          index=means.index).reset_index()
@@ -584,19 +569,6 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> p
 
 
 # --------------------------------------------------------------------------- text
-
-
-def describe_reference(counts: dict) -> str:
-    """The study's time columns against its cycles and clock (Markdown)."""
-    ghz = counts["clock_hz"] / 1e9
-    perm = ("a permutation of the values recomputed from the verify cycles: the right numbers, attached "
-            "to the wrong rows" if counts["verify_is_permutation"] else "not a permutation of the recomputed values")
-    return (f"Recomputing the study's times as cycles / {ghz:.3f} GHz (its stated clock), rounded to its "
-            f"six decimals: the **sign** time matches in **{counts['sign_matches']} of {counts['rows']}** rows, "
-            f"the **verify** time in only **{counts['verify_matches']} of {counts['rows']}**. The published verify "
-            f"column is {perm}; {counts['verify_from_other_rows']} of the "
-            f"{counts['rows'] - counts['verify_matches']} mismatching rows carry exactly the recomputed verify time "
-            f"of another row. Below, times are only ever measured, never derived from cycles with an assumed clock.")
 
 
 def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK_TOLERANCE,
@@ -680,10 +652,10 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
     text = (f"pqlab / native, {per_call(counter)} on both sides (median over {f['algorithm'].nunique()} "
             f"algorithms): {ops}. The largest ratio is {worst['algorithm']} {worst['operation']}'s "
             f"({worst['ratio']:.2f}, {_fmt_basis(worst[f'added_{basis}'], basis)} added).")
-    fast, slow = f[f["native_time_ns_mean"] < 5e5], f[f["native_time_ns_mean"] >= 5e6]
+    fast, slow = f[f["native_time_ns_mean"] < SHORT_NS], f[f["native_time_ns_mean"] >= LONG_NS]
     if len(fast) and len(slow):
-        text += (f" Operations under {fmt_time_ns(5e5)} natively: median ratio {fast['ratio'].median():.2f} "
-                 f"({len(fast)} operations); over {fmt_time_ns(5e6)}: {slow['ratio'].median():.2f} ({len(slow)}).")
+        text += (f" Operations under {fmt_time_ns(SHORT_NS)} natively: median ratio {fast['ratio'].median():.2f} "
+                 f"({len(fast)} operations); over {fmt_time_ns(LONG_NS)}: {slow['ratio'].median():.2f} ({len(slow)}).")
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
     return text
@@ -704,10 +676,9 @@ def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
         return f"{lo:.2g}×" if np.isclose(lo, hi, rtol=0.05) else f"{lo:.2g}–{hi:.2g}×"
 
     parts = []
-    for build, label in (("opt", "optimised"), ("ref", "portable")):
-        sub = ancestors[ancestors["r2_build"] == build]
-        if sub.empty:
-            continue
+    for ours, sub in ancestors.groupby("our_build", sort=False):
+        label = ours.split()[-1]
+        build = '" and "'.join(dict.fromkeys(sub["r2_build"]))
         per = []
         for scheme, g in sub.groupby("r2_scheme", sort=False):
             names = list(dict.fromkeys(g["algorithm"]))
@@ -740,24 +711,50 @@ NOTE_SPEEDUPS = ("ML-DSA-44", "Falcon-512", "SPHINCS+-SHAKE-128f-simple")
 
 
 def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
-    """The closing note's numbers: pqlab/native ratios and optimised/portable speed-ups."""
+    """The closing note's numbers: pqlab/native ratios and optimised/portable speed-ups, each
+    ``(value, ci_low, ci_high)`` (None where not measured; the bounds NaN where the table has none)."""
+    def get(table, alg, op, col):
+        v = lookup(table, alg, op, col)
+        if v is None:
+            return None
+        return v, *((lookup(table, alg, op, f"{col}_ci_{end}") if f"{col}_ci_{end}" in table else None) or np.nan
+                    for end in ("low", "high"))
+
     out = {}
     for alg, op in NOTE_RATIOS:
-        out[f"ratio {alg} {op}"] = lookup(fidelity, alg, op, "ratio")
+        out[f"ratio {alg} {op}"] = get(fidelity, alg, op, "ratio")
     for alg in NOTE_SPEEDUPS:
         for op in SIGNATURE_OPERATIONS:
-            out[f"speedup {alg} {op}"] = lookup(speedups, alg, op, "speedup")
+            out[f"speedup {alg} {op}"] = get(speedups, alg, op, "speedup")
     return out
+
+
+def numbers(closing: dict) -> dict[str, float]:
+    """Every number of the closing note under a stable key (letters, digits, "_"), interval bounds
+    as ``<key>_ci_low`` and ``<key>_ci_high``: python_over_native_<algorithm>_<op> and
+    portable_over_optimised_<algorithm>_<op>."""
+    out = {}
+    for name, value in closing.items():
+        if value is None:
+            continue
+        kind, alg, op = name.split(" ")
+        key = re.sub(r"[^a-z0-9]+", "_", "_".join(("python_over_native" if kind == "ratio" else
+                                                   "portable_over_optimised", alg.replace("+", "plus"), op)).lower())
+        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = value
+    return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}
 
 
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,
                        counter: dict, precision: dict, tolerance: float = CLOCK_TOLERANCE) -> str:
     """The notebook's closing note (Markdown), every number from the data."""
-    ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{fmt_factor(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
+    def factor(v, digits: int = 2) -> str:
+        return fmt_factor(None) if v is None else fmt_factor_ci(*v, digits=digits)
+
+    ratios = "; ".join(f"{k.split(' ', 1)[1]}: **{factor(v)}**" for k, v in numbers.items() if k.startswith("ratio"))
     sp = []
     for alg in NOTE_SPEEDUPS:
         vals = [numbers.get(f"speedup {alg} {op}") for op in SIGNATURE_OPERATIONS]
-        sp.append(f"{alg}: " + ", ".join(f"{op} **{fmt_factor(v, 1)}**" for op, v in zip(SIGNATURE_OPERATIONS, vals, strict=True)))
+        sp.append(f"{alg}: " + ", ".join(f"{op} **{factor(v, 1)}**" for op, v in zip(SIGNATURE_OPERATIONS, vals, strict=True)))
     total = sum(durations.values())
     if clock is not None:
         timing = (f"core cycles; the counter ran at {clock['clock_ghz']:.2f} GHz (median over rows); "
@@ -773,10 +770,10 @@ def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_i
     return (
         "### Closing note\n\n"
         f"- **Harness fidelity** (pqlab / native C runner, {per_call(counter)}, same counter, same liboqs build, "
-        f"a fresh message per signature on both sides): {ratios}.\n"
+        f"a fresh message per signature on both sides; bootstrap intervals in brackets): {ratios}.\n"
         f"- **Optimised / portable** (portable liboqs / optimised, {per_call(counter)}): {'; '.join(sp)}.\n"
         f"- **Cycles**: {timing}. {read_costs_text(counter.get('availability') or {})}\n"
-        f"- **Precision of the medians** (95 % CI half-width / median, pqlab's rows): {reached}.\n"
+        f"- **Precision of the medians** ({fmt_percent(CONFIDENCE, 0)} CI half-width / median, pqlab's rows): {reached}.\n"
         f"- **The study's times**: sign time = cycles / {reference['clock_hz'] / 1e9:.3f} GHz in "
         f"{reference['sign_matches']} of {reference['rows']} rows, verify time in {reference['verify_matches']} of "
         f"{reference['rows']}.\n"
@@ -879,16 +876,14 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
 
 @plotting.styled
 def plot_speedups(speedups: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
-    """Portable / optimised mean per call, per algorithm and operation (log scale, 1 = no gain),
-    algorithms grouped by family and ordered by their signing speed-up; None without a ratio."""
+    """Portable / optimised mean per call (log, 1 = no gain), by family and signing speed-up; None without one."""
     return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
                            f"portable / optimised\n{per_call(counter)}", width)
 
 
 @plotting.styled
 def plot_python_over_native(fidelity: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
-    """pqlab / native mean per call, per algorithm and operation (1 = the harness adds nothing),
-    algorithms ordered by their native signing time; None without a ratio."""
+    """pqlab / native mean per call (1 = the harness adds nothing), by native signing time; None without one."""
     return _operation_bars(_category_order(fidelity, "native_time_ns_mean", families=False), "ratio", False,
                            f"pqlab / native\n{per_call(counter)}", width)
 
@@ -897,7 +892,9 @@ def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str, width:
     """One bar (or dot) per algorithm and operation, laid out for the width; None when no bar has a value."""
     if df[value].isna().all():
         return None
-    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, log=log, ylabel=ylabel,
-                                colors=plotting.color_map(SIGNATURE_OPERATIONS), width=width, height=2.8)
+    low, high = (f"{value}_ci_low", f"{value}_ci_high") if f"{value}_ci_low" in df else (None, None)
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, low=low, high=high,
+                                log=log, ylabel=ylabel, colors=plotting.color_map(SIGNATURE_OPERATIONS), width=width,
+                                height=2.8)
     plotting.finish_ratio_bars(fig, log=log)
     return fig

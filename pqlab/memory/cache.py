@@ -1,0 +1,101 @@
+"""The memory cache: a worker run's figures reused when nothing that decides them has changed.
+
+Massif and tracemalloc count bytes, and the bytes one operation allocates follow from the code that
+runs: the same build, interpreter and valgrind give the same counts (a test measures one row twice
+and compares).  So each worker run of :mod:`pqlab.memory.driver` is stored under a key, and a later
+run with the same key reuses it instead of starting valgrind again.  The key is the sha256 of:
+
+* the driver's method version (:data:`pqlab.memory.driver.METHOD_VERSION`: markers, massif options,
+  warm-up calls), the valgrind version and the worker's Python version;
+* the algorithm, backend, liboqs build variant, operation, message size and kind of worker run
+  (heap, stack, first call, their baselines, the plain run);
+* the sha256 of every file the worker runs code from: its shared objects (liboqs, OpenSSL, the
+  binding's extension modules, the interpreter) and the source of every module it imports (pqlab's
+  own included), as a probe worker of the same algorithm lists them (:func:`pqlab.memory.worker.loaded_files`).
+
+A run is stored only when its output checked out and it loaded no file outside its key.  Entries live
+in ``$PQLAB_CACHE`` (default ``$XDG_CACHE_HOME/pqlab/memory``, i.e. ``~/.cache/pqlab/memory``), one
+JSON file per key; ``make clean`` leaves them.  ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures
+everything again and replaces the entries.
+
+Timing is never cached: a time belongs to the moment and the machine state it was taken in (frequency,
+load, caches), and reusing it would present an old state as today's.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..files import atomic_write_text
+
+#: (path, size, mtime_ns) -> sha256: a file is read once per process
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def cache_root() -> Path:
+    """``$PQLAB_CACHE``, else ``$XDG_CACHE_HOME/pqlab/memory`` (``~/.cache`` when unset or relative)."""
+    if os.environ.get("PQLAB_CACHE"):
+        return Path(os.environ["PQLAB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "pqlab" / "memory"
+
+
+def fresh_requested() -> bool:
+    """Whether ``PQLAB_FRESH`` asks to measure everything again (set by ``make reproduce FRESH=1``)."""
+    return os.environ.get("PQLAB_FRESH", "").strip().lower() not in ("", "0", "no", "false")
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes ("missing" when it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    memo = (str(path), st.st_size, st.st_mtime_ns)
+    if memo not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _DIGESTS[memo] = h.hexdigest()
+    return _DIGESTS[memo]
+
+
+def file_digests(paths) -> dict[str, str]:
+    return {str(p): file_digest(p) for p in sorted(set(paths))}
+
+
+def cache_key(parts: dict) -> str:
+    """sha256 of the key's parts (a JSON-serialisable dict), in a canonical form."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class MemoryCache:
+    """Entries ``<root>/<key[:2]>/<key>.json``: the key's parts, the stored figures, the run that measured them.
+
+    `fresh`: None = :func:`fresh_requested`; True = every lookup misses (entries are replaced)."""
+
+    def __init__(self, root: Path | str | None = None, fresh: bool | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root()
+        self.fresh = fresh_requested() if fresh is None else fresh
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None."""
+        if self.fresh:
+            return None
+        try:
+            entry = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        return entry if entry.get("key") == key else None
+
+    def put(self, key: str, parts: dict, value: dict, run_id: str) -> None:
+        entry = {"key": key, "parts": parts, "value": value, "run_id": run_id,
+                 "stored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        atomic_write_text(self._path(key), json.dumps(entry, sort_keys=True) + "\n")
