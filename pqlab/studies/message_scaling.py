@@ -783,11 +783,10 @@ def plot_per_byte(fits: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     out = fits[fits["per_byte_ns"] > 0].copy()
     several = out.groupby("algorithm")["backend"].transform("nunique") > 1
     out["label"] = out["algorithm"].where(~several, out["algorithm"] + " (" + out["backend"] + ")")
-    out["low"] = (out["per_byte_ns"] - out["per_byte_ns_se"]).clip(lower=out["per_byte_ns"] * 0.01)
-    out["high"] = out["per_byte_ns"] + out["per_byte_ns_se"]
+    out["low"], out["high"] = ((out["per_byte_ns"] - out["per_byte_ns_se"]).clip(lower=out["per_byte_ns"] * 0.01),
+                               out["per_byte_ns"] + out["per_byte_ns_se"])
     return plotting.grouped_bars(out, category="label", group="operation", value="per_byte_ns", low="low", high="high",
-                                 log=False, ylabel="ns per message byte", width=width,
-                                 title="Cost per message byte (± 1 standard error)")
+                                 log=False, ylabel="ns per message byte", width=width, title="Cost per message byte (± 1 SE)")
 
 
 @plotting.styled
