@@ -691,6 +691,14 @@ def closing_note(memory: pd.DataFrame, status: dict,
     return " ".join(parts + [method])
 
 
+def footprint_by_operation(footprint: pd.DataFrame) -> dict:
+    """The reader's table at the smallest message size, one frame per operation (keygen has no message): the
+    paper's tables, short enough for a page each."""
+    smallest = footprint["message_bytes"].dropna().min()
+    at = footprint[footprint["message_bytes"].isna() | (footprint["message_bytes"] == smallest)]
+    return {op: part.reset_index(drop=True) for op, part in at.groupby("operation", sort=False)}
+
+
 def _key(*parts: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", "_".join(slug(p, lower=True) for p in parts)).strip("_")
 
