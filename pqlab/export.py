@@ -84,6 +84,23 @@ def read_sidecars(root: Path) -> list[dict]:
 
 # ----- figures -----------------------------------------------------------------------------------------------
 
+def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
+    """`text` wrapped into lines no wider than `width_pt` at the footer's size, measured as drawn (run ids and
+    capitals are wider than an average character)."""
+    renderer = fig.canvas.get_renderer()
+    probe = fig.text(0, 0, "", fontsize=FOOTER_PT)
+    chars = max(20, int(width_pt / (0.5 * FOOTER_PT)))
+    try:
+        while True:
+            lines = textwrap.wrap(text, chars, break_on_hyphens=False)  # run ids stay whole
+            widest = max((probe.set_text(line) or probe.get_window_extent(renderer).width for line in lines), default=0)
+            if widest * 72 / fig.dpi <= width_pt or chars <= 20:
+                return lines
+            chars = int(chars * 0.9)
+    finally:
+        probe.remove()
+
+
 def _add_footer(fig, text: str):
     """`text` in small grey type in a band added under the figure, wrapped to its width.  The figure is laid
     out first at its drawn size; then everything keeps its size and place above the band.  Returns the text."""
@@ -91,8 +108,7 @@ def _add_footer(fig, text: str):
     to_fraction = fig.transFigure.inverted()
     anchors = [to_fraction.transform_bbox(leg.get_bbox_to_anchor()) for leg in fig.legends]
     fig.set_layout_engine("none")  # keep the layout just computed
-    width_pt = fig.get_figwidth() * 72
-    lines = textwrap.wrap(text, max(20, int(width_pt / (0.5 * FOOTER_PT))))
+    lines = _wrap_to_width(fig, text, fig.get_figwidth() * 72 - 4)
     old = fig.get_figheight()
     fig.set_figheight(old + (len(lines) * 1.2 * FOOTER_PT + 4) / 72)
     k = old / fig.get_figheight()

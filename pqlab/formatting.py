@@ -273,7 +273,7 @@ def _numbers(series):
 def resolve_column(spec, df) -> Column:
     """A complete :class:`Column` for `spec` (a column name or a Column) of `df`: kind, label and scale
     inferred from the name and values where not given."""
-    col = spec if isinstance(spec, Column) else Column(str(spec))
+    col = spec if isinstance(spec, Column) else Column(spec)  # names as the frame has them (a pivot's are numbers)
     if col.name not in df.columns:
         from .errors import UnknownName
 

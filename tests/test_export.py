@@ -88,6 +88,13 @@ def test_footer_carries_the_context_line(out):
     assert "counter" not in (out / "figures" / "t" / "g.col.svg").read_text()
 
 
+def test_a_long_footer_wraps_to_the_column_with_run_ids_whole(out):
+    runs = [fake_run("20261123T030355Z-05_energy-c21d0b"), fake_run("20261123T030402Z-05_energy-aead-36d044")]
+    export.save_figure(draw, "t", "two_runs", runs=runs, formats=("svg",))  # check_layout refuses a clipped footer
+    svg = (out / "figures" / "t" / "two_runs.col.svg").read_text()
+    assert all(r.run_id in svg for r in runs)  # no run id broken at a hyphen
+
+
 def test_fonts_are_embedded_truetype_never_type3(out):
     require_tools("pdffonts")
     export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf",))

@@ -148,3 +148,12 @@ def test_run_summary_is_formatted_and_raw_columns_stay_reachable():
 def test_fmt_duration(seconds, text):
     assert f.fmt_duration(seconds) == text
     assert f.fmt_duration(None) == f.MISSING
+
+
+def test_a_pivot_with_numeric_column_names_is_shown():
+    import pandas as pd
+
+    pivot = pd.DataFrame({"algorithm": ["AES"], 64: [0.0021], 4096: [0.0125]})
+    t = f.table(pivot, ["algorithm"] + [f.Column(c, f"{c:,} B", "time", scale=1e6) for c in (64, 4096)])
+    assert t.headers == ["Algorithm", "64 B [µs]", "4,096 B [µs]"] and t.rows == [["AES", "2.10", "12.5"]]
+    assert f.table(pivot).headers[1:] == ["64", "4096"]

@@ -586,7 +586,7 @@ def plot_ratios(atlas: Atlas, baseline_kind: str, title: str = "", width: float 
     hollow = set(atlas.platforms.loc[atlas.platforms["kind"] == PUBLISHED, "platform"])
     _dot_rows(ax, df, "ratio", rows, "platform", colors, hollow)
     ax.set_xlabel(f"ratio to the {baseline_kind} baseline on the same platform ({INTERVAL})")
-    ax.set_title(title or f"Cost relative to the {baseline_kind} baseline, per platform")
+    fig.suptitle(title or f"Cost relative to the {baseline_kind} baseline, per platform")  # wraps to the figure
     fig.legend(loc="outside lower center", ncols=plotting.legend_columns(df["platform"].unique(), width, 2))
     return fig
 

@@ -878,23 +878,23 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
 def plot_speedups(speedups: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
     """Portable / optimised mean per call (log, 1 = no gain), by family and signing speed-up; None without one."""
     return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
-                           f"portable / optimised\n{per_call(counter)}", width)
+                           "portable / optimised", f"Portable / optimised build: {per_call(counter)}", width)
 
 
 @plotting.styled
 def plot_python_over_native(fidelity: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
     """pqlab / native mean per call (1 = the harness adds nothing), by native signing time; None without one."""
     return _operation_bars(_category_order(fidelity, "native_time_ns_mean", families=False), "ratio", False,
-                           f"pqlab / native\n{per_call(counter)}", width)
+                           "pqlab / native", f"pqlab / native runner: {per_call(counter)}", width)
 
 
-def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str, width: float):
+def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str, title: str, width: float):
     """One bar (or dot) per algorithm and operation, laid out for the width; None when no bar has a value."""
     if df[value].isna().all():
         return None
     low, high = (f"{value}_ci_low", f"{value}_ci_high") if f"{value}_ci_low" in df else (None, None)
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, low=low, high=high,
                                 log=log, ylabel=ylabel, colors=plotting.color_map(SIGNATURE_OPERATIONS), width=width,
-                                height=2.8)
+                                height=2.8, title=title)
     plotting.finish_ratio_bars(fig, log=log)
     return fig
