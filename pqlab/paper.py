@@ -210,9 +210,9 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
           twocolumn: bool = False) -> Build:
     """Typeset `paper` (default paper/) from `profile`'s exports under `output` (default pqlab.paths.OUTPUT)
     into `out` (default build/paper); returns the PDF, the log and the problems found in the log."""
-    paper = Path(paper or paths.PAPER)
-    out = Path(out or paths.BUILD / "paper")
-    tables, figures = tree(profile, output)
+    paper = Path(paper or paths.PAPER).resolve()  # pdflatex runs in `out`: every path absolute
+    out = Path(out or paths.BUILD / "paper").resolve()
+    tables, figures = tree(profile, Path(output).resolve() if output else None)
     sidecars = check_exports(tables, figures, profile)
     if not (tables / STYLE_FILE).exists():
         raise PaperError(f"{tables / STYLE_FILE} is missing: no paper table was exported; re-run the notebooks")
