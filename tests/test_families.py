@@ -202,7 +202,11 @@ def test_ancestors_face_the_build_the_studys_own_numbers_call_for(recomputed):
     assert "our portable build against the study's \"opt\" and \"ref\" rows" in text
     assert "Falcon-512 against FALCON (2 pairs)" in text
     assert text.startswith("Today's mean core cycles per call over the study's core-clock cycles")
-    assert F.compare_ancestors(recomputed, _rows(), TSC).empty  # TSC reference cycles never share a ratio with core
+    tsc = F.compare_ancestors(recomputed, _rows(), TSC)  # TSC reference cycles never share a ratio with core
+    assert len(tsc) == len(anc) and tsc["sign_ratio"].isna().all() and tsc["verify_cycles_today"].isna().all()
+    assert (tsc["basis"] == anc["basis"]).all()  # the pairs and their basis do not depend on the counter
+    assert F.ancestors_caption(TSC).endswith("(no cycle ratio: the study counted core cycles, this run TSC reference "
+                                             "cycles at 2.45 GHz)")
     assert F.describe_ancestors(F.compare_ancestors(recomputed, _rows(), TSC), TSC).startswith(
         "Not compared: the study counted cycles at its core clock (Turbo Boost off), and this run counted TSC reference")
 
@@ -307,7 +311,8 @@ def test_without_a_counter_no_cycle_figure_and_no_ancestors(recomputed):
     assert F.plot_cycles_vs_bytes(rows, "sign", "signature_max_bytes", "signature bytes", NONE["unit"]) is None
     assert F.missing_figure(NONE, needs_cycles=True) == (
         "it shows cycles, and no cycle counter ran here (PQLAB_COUNTER=none)")
-    assert F.compare_ancestors(recomputed, rows, NONE).empty
+    none = F.compare_ancestors(recomputed, rows, NONE)
+    assert len(none) and none["sign_ratio"].isna().all() and none["basis"].notna().all()
     assert "and no cycle counter ran here (PQLAB_COUNTER=none)" in F.describe_ancestors(F.compare_ancestors(recomputed, rows, NONE), NONE)
 
 

@@ -492,7 +492,11 @@ def ancestor_intervals(ancestors: pd.DataFrame, study: SignatureStudy, column: s
     out = ancestors.copy()
     for op in ("sign", "verify"):
         bounds = []
-        for alg, build, published in zip(out["algorithm"], out["our_build"], out[f"r2_{op}_cycles"], strict=True):
+        for alg, build, published, ratio in zip(out["algorithm"], out["our_build"], out[f"r2_{op}_cycles"],
+                                                out[f"{op}_ratio"], strict=True):
+            if np.isnan(ratio):  # not compared (another counter): no interval either
+                bounds.append((np.nan, np.nan))
+                continue
             _, lo, hi = ratio_to_published(float(published), build_samples(study, build, alg, op, column), "mean")
             bounds.append((1 / hi if hi else np.nan, 1 / lo if lo else np.nan))
         at = out.columns.get_loc(f"{op}_ratio") + 1
@@ -526,12 +530,11 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> p
     (:func:`round2_study.pair_basis`).  Where the study has several rows for one set and build (SPHINCS+
     sha256-128f) their median is used.  The study averaged its cycles over its iterations, so ours are the
     mean cycles per call too.  ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core
-    cycles are compared (empty table otherwise): the study counted at the core clock (Turbo Boost off), and
-    TSC reference cycles are another quantity, never put in one ratio with core cycles.
+    cycles are compared: the study counted at the core clock (Turbo Boost off), and TSC reference cycles are
+    another quantity, never put in one ratio with core cycles; with another counter the pairs and their
+    basis stay, and today's cycles and the ratios are left empty.
     """
     pairs = round2_study.ancestor_pairs(ref)
-    if counter.get("label") != cycles.CORE_CYCLES:
-        rows = rows.iloc[:0]
     r2 = (ref.groupby(["scheme", "parameter", "build"], as_index=False)
           .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sk_bytes=("secret_key_bytes", "first"),
                r2_sign_cycles=("sign_cycles", "median"), r2_verify_cycles=("verify_cycles", "median"),
@@ -546,8 +549,11 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> p
                                               today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
                    for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"], r2["r2_pk_bytes"],
                                               r2["r2_sk_bytes"], strict=True)]
-    means = rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean")
-    today = pd.DataFrame({"sign_cycles_today": means.get("sign"), "verify_cycles_today": means.get("verify")},
+    means = (rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean", dropna=False)
+             .reindex(columns=["sign", "verify"]))
+    if counter.get("label") != cycles.CORE_CYCLES:
+        means[:] = np.nan
+    today = pd.DataFrame({"sign_cycles_today": means["sign"], "verify_cycles_today": means["verify"]},
                          index=means.index).reset_index()
     pk = rows.drop_duplicates(["algorithm", "build"])[["algorithm", "build", "public_key_bytes"]]
     today = today.merge(pk, on=["algorithm", "build"]).rename(columns={"build": "our_build",
@@ -659,6 +665,15 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
     return text
+
+
+def ancestors_caption(counter: dict) -> str:
+    """The caption of the round-2 table: a comparison in core cycles, else the pairs only."""
+    if counter.get("label") == cycles.CORE_CYCLES:
+        return (f"Today's standards against their round-2 ancestors: today / round 2 {per_call(counter)}, "
+                "intervals from our samples only")
+    return ("Today's standards and their round-2 ancestors, paired by the lengths and constants of their code "
+            f"(no cycle ratio: the study counted core cycles, this run {counter['unit']})")
 
 
 def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
