@@ -19,13 +19,17 @@ from .errors import BadInput
 
 def _cmd_list(args) -> int:
     from .algorithms import catalogue
+    from .backends import UNAVAILABLE
+    from .errors import UnknownName
 
     df = catalogue()
+    known = sorted({*df["backend"], *UNAVAILABLE})
+    if args.backend and args.backend not in known:
+        raise UnknownName("backend", args.backend, known, f"backends are {', '.join(known)}")
     if args.kind:
         df = df[df["kind"] == args.kind]
     if args.backend:
         df = df[df["backend"] == args.backend]
-    from .backends import UNAVAILABLE
 
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
     print(df[cols].to_string(index=False, na_rep=""))
@@ -181,9 +185,9 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
-    c.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    c.add_argument("--alpha", type=float, default=0.01, help="significance level, in (0, 1) (default 0.01)")
     c.add_argument("--min-factor", type=float, default=1.05,
-                   help="smallest factor called slower or faster (default 1.05)")
+                   help="smallest factor called slower or faster, >= 1 (default 1.05; 1: any significant difference)")
     c.add_argument("--allow-different", action="store_true",
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.add_argument("--allow-partial", action="store_true",

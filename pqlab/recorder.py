@@ -36,7 +36,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from . import machine, paths
+from . import inputs, machine, paths
 from .errors import BadInput, warn
 from .files import atomic_write_set, process_identity, remove_orphans
 from .schema import SCHEMA_VERSION
@@ -124,8 +124,9 @@ class RunRecorder:
                  folder: Path | str | None = None, run_id: str | None = None, save: bool = True,
                  liboqs: bool = True, meta: dict | None = None) -> None:
         self.folder, self.save = Path(folder or paths.RESULTS), save
-        if run_id is not None and (not run_id or Path(run_id).name != run_id or run_id.startswith(".")):
-            raise BadInput(f"run id {run_id!r} is not a file name: use letters, digits, '-' and '_'")
+        study = inputs.file_label(study, "study", empty=True)
+        label = inputs.file_label(label, "label", empty=True) if label is not None else None
+        run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
         if save:
             check_folder(self.folder)
             if run_id and any(self.folder.glob(f"{run_id}.*")):

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import paths
+from . import inputs, paths
 from .files import atomic_write_set, process_alive
 from .schema import SCHEMA_VERSION, convert, typed
 from .stats import mann_whitney, ratio_ci, welch_p
@@ -260,6 +260,7 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
     `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement
     in common.
     """
+    alpha, min_factor = inputs.fraction(alpha, "alpha"), inputs.factor(min_factor, "min_factor")
     ra = a if isinstance(a, Run) else load_run(a)
     rb = b if isinstance(b, Run) else load_run(b)
     partial = [f"{r.run_id} is {r.meta.get('status')}" for r in (ra, rb) if r.meta.get("status") in PARTIAL]

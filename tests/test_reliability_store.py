@@ -101,7 +101,7 @@ def test_reliability_run_id_must_be_new(tmp_path, monkeypatch, capsys):
                  "--run-id", run.run_id]) == 2
     assert "run id 'mine' exists already" in one_error_line(capsys.readouterr().err)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-    with pytest.raises(BadInput, match="not a file name"):
+    with pytest.raises(BadInput, match="cannot be part of a file name"):
         RunRecorder("t", folder=tmp_path, run_id="../escape")
 
 
