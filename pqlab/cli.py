@@ -41,27 +41,35 @@ def _cmd_list(args) -> int:
 
 def _cmd_bench(args) -> int:
     from .benchmark import bench
-    from .recorder import check_folder
+    from .recorder import Interrupted, check_folder
     from .timing import TARGET_REL_CI
 
     if args.out:
         if Path(args.out).is_dir():
             raise BadInput(f"--out {args.out} is a folder: name a CSV file")
-        check_folder(Path(args.out).resolve().parent, "folder of --out")
+        check_folder(Path(args.out).resolve().parent, "folder of --out", fix="name an --out file in a writable folder")
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
                 study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
-    out = run.summary().copy()
-    out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
-    print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
-               "verified", "flags"]].to_string(index=False, na_rep=""))
-    print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
-    if args.out:
-        from .files import atomic_write
+    written = False
+    try:
+        out = run.summary().copy()
+        out["time_us"] = (out["time_ns_median"] / 1e3).round(3)
+        print(out[["algorithm", "backend", "operation", "message_bytes", "samples", "time_us", "cycles_median",
+                   "verified", "flags"]].to_string(index=False, na_rep=""))
+        print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
+        if args.out:
+            from .files import atomic_write
 
-        atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
-        print(f"measurements also written to {args.out}", file=sys.stderr)
+            atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
+            written = True
+            print(f"measurements also written to {args.out}", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # the run is complete on disk: say so, and what was not done
+        signum = getattr(exc, "signum", signal.SIGINT)
+        skipped = f"; --out {args.out} not written" if args.out and not written else ""
+        raise Interrupted(signum, f"{signal.Signals(signum).name} after the run was saved: run {run.run_id} is "
+                                  f"complete in {run.path} (status {run.meta.get('status')}){skipped}") from None
     return 0 if run.measurements["verified"].fillna(False).astype(bool).all() else 1
 
 
@@ -129,6 +137,8 @@ def _cmd_merge(args) -> int:
         converted = f", {len(r['converted'])} converted to the current schema" if r["converted"] else ""
         print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
               f"{len(r['present'])} already present -> {r['folder']}")
+        for run_id, status in r["partial"].items():
+            print(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan only)")
     return 0
 
 
