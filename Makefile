@@ -102,7 +102,7 @@ build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
 build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
 build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
 # notebook 04 also compares the portable liboqs build with the default one
-build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py $(GENERIC)
+build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py pqlab/studies/round2_study.py $(GENERIC)
 build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py

@@ -83,8 +83,10 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
           params: dict | None = None, run_id: str | None = None) -> Run:
     """Measure every operation of every algorithm; returns (and by default saves) the :class:`Run`.
 
-    `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters; one given
-    twice is measured once (with a warning).
+    `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
+    (a single name may be given as a str); one given twice is measured once (with a warning).
+    `study` (and `run_id`) become part of file names: letters, digits, '.', '_' and '-' only
+    (:func:`pqlab.inputs.file_label`).
     `operations`: None or "all" (each algorithm's own), or names every algorithm must have
     (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
     `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
@@ -100,7 +102,9 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     target_rel_ci = inputs.precision_target(target_rel_ci)
     min_samples, max_samples = inputs.sample_bounds(min_samples, max_samples)
     sizes = inputs.message_sizes(message_bytes)
-    algos = inputs.unique(resolve(algorithms))
+    study = inputs.file_label(study, "study", empty=True)
+    run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
+    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
     plan = inputs.plan(algos, operations, sizes)
     wanted = operations if operations is None or isinstance(operations, str) else list(operations)
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": wanted or [],
@@ -178,6 +182,9 @@ def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", oper
     from .liboqs_loader import variant_environment
 
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
+    budget_s = inputs.positive_number(budget_s, "budget_s")
+    min_samples = inputs.count(min_samples, "min_samples")
+    study = inputs.file_label(study, "study", empty=True)
     env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,

@@ -333,7 +333,8 @@ def _existing_checksums(run_id: str, target: Path, folder: Path, records: list[d
 def merge_bundles(bundles, folder: Path | str | None = None) -> list[dict]:
     """Verify every bundle, then import their runs under ``<folder>/machines/<machine id>/`` (default folder:
     data/results); nothing is written when any bundle is refused.  Returns one report per bundle:
-    ``{"bundle", "bundle_id", "machine_id", "override", "status", "imported", "present", "converted", "folder"}``."""
+    ``{"bundle", "bundle_id", "machine_id", "override", "status", "imported", "present", "converted", "folder",
+    "partial"}`` (``partial``: run id -> status of each run that did not finish, :data:`pqlab.results.PARTIAL`)."""
     folder = Path(folder or paths.RESULTS)
     if not bundles:
         raise ValueError("no bundle given: name one or more files made by `python -m pqlab bundle`")
@@ -351,6 +352,8 @@ def merge_bundles(bundles, folder: Path | str | None = None) -> list[dict]:
 def _plan(path: Path, manifest: dict, into: Path, folder: Path, claimed: dict) -> dict:
     """What importing one verified bundle would write; refuses a machine id of another host and a run id
     that the store (or an earlier bundle of this merge) holds with other content."""
+    from .results import PARTIAL
+
     mid, host = manifest["machine"]["machine_id"], manifest["machine"].get("host_id")
     target = machine_folder(mid, folder)
     records = _records(target)
@@ -360,7 +363,9 @@ def _plan(path: Path, manifest: dict, into: Path, folder: Path, claimed: dict) -
                                            f"in {target}: make the bundle again with a distinct PQLAB_MACHINE_ID")
     plan = {"bundle": str(path), "bundle_id": manifest["bundle_id"], "machine_id": mid,
             "override": manifest["machine"].get("override"), "folder": str(target), "manifest": manifest,
-            "into": into, "imported": [], "present": [], "converted": [], "todo": []}
+            "into": into, "imported": [], "present": [], "converted": [], "todo": [],
+            "partial": {r["run_id"]: "unfinished (saved as running when bundled)" if r.get("status") == "running"
+                        else r.get("status") for r in manifest["runs"] if r.get("status") in PARTIAL}}
     if any(m.get("bundle_id") == manifest["bundle_id"] and done for m, done in records):
         plan.update(status="already imported", present=[r["run_id"] for r in manifest["runs"]])
         return plan

@@ -21,13 +21,17 @@ from .errors import BadInput
 
 def _cmd_list(args) -> int:
     from .algorithms import catalogue
+    from .backends import UNAVAILABLE
+    from .errors import UnknownName
 
     df = catalogue()
+    known = sorted({*df["backend"], *UNAVAILABLE})
+    if args.backend and args.backend not in known:
+        raise UnknownName("backend", args.backend, known, f"backends are {', '.join(known)}")
     if args.kind:
         df = df[df["kind"] == args.kind]
     if args.backend:
         df = df[df["backend"] == args.backend]
-    from .backends import UNAVAILABLE
 
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
     print(df[cols].to_string(index=False, na_rep=""))
@@ -39,24 +43,32 @@ def _cmd_list(args) -> int:
 
 def _cmd_bench(args) -> int:
     from .benchmark import bench
-    from .recorder import check_folder
+    from .recorder import Interrupted, check_folder
     from .timing import TARGET_REL_CI
 
     if args.out:
         if Path(args.out).is_dir():
             raise BadInput(f"--out {args.out} is a folder: name a CSV file")
-        check_folder(Path(args.out).resolve().parent, "folder of --out")
+        check_folder(Path(args.out).resolve().parent, "folder of --out", fix="name an --out file in a writable folder")
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
                 study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
-    print(run.summary().to_string())
-    print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
-    if args.out:
-        from .files import atomic_write
+    written = False
+    try:
+        print(run.summary().to_string())  # the notebooks' rules: units, sensible digits, flags as marks
+        print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
+        if args.out:
+            from .files import atomic_write
 
-        atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
-        print(f"measurements also written to {args.out}", file=sys.stderr)
+            atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
+            written = True
+            print(f"measurements also written to {args.out}", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # the run is complete on disk: say so, and what was not done
+        signum = getattr(exc, "signum", signal.SIGINT)
+        skipped = f"; --out {args.out} not written" if args.out and not written else ""
+        raise Interrupted(signum, f"{signal.Signals(signum).name} after the run was saved: run {run.run_id} is "
+                                  f"complete in {run.path} (status {run.meta.get('status')}){skipped}") from None
     return 0 if run.measurements["verified"].fillna(False).astype(bool).all() else 1
 
 
@@ -181,6 +193,8 @@ def _cmd_merge(args) -> int:
         converted = f", {len(r['converted'])} converted to the current schema" if r["converted"] else ""
         print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
               f"{len(r['present'])} already present -> {r['folder']}")
+        for run_id, status in r["partial"].items():
+            print(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan only)")
     return 0
 
 
@@ -237,9 +251,9 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
-    c.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    c.add_argument("--alpha", type=float, default=0.01, help="significance level, in (0, 1) (default 0.01)")
     c.add_argument("--min-factor", type=float, default=1.05,
-                   help="smallest factor called slower or faster (default 1.05)")
+                   help="smallest factor called slower or faster, >= 1 (default 1.05; 1: any significant difference)")
     c.add_argument("--allow-different", action="store_true",
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.add_argument("--allow-partial", action="store_true",

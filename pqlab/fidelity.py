@@ -140,8 +140,10 @@ def measure_fidelity(operations=DEFAULT_OPERATIONS, budget_s: float = 2.0, block
 def measure_noop(budget_s: float = 0.2) -> dict:
     """What the harness itself costs: pqlab's no-op (as bench measures it) and bare timer costs, in ns."""
     from .algorithms import Noop
+    from .inputs import positive_number
     from .timing import measure
 
+    budget_s = positive_number(budget_s, "budget_s")
     trial = Noop().trial()
     s = measure(trial.run, trial.check, budget_s=budget_s)
     fed = Noop().trial("noop", bytes(100), fed=True)

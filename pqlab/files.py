@@ -77,7 +77,7 @@ def _temp_for(path: Path) -> str:
     return tmp
 
 
-_TEMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)-(?P<start>\d+)\.[^.]+\.tmp$")
+_TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)-(?P<start>\d+)\.[^.]+\.tmp$")
 
 
 #: A temporary file whose name does not say its writer (written before writers were named) counts as
@@ -90,18 +90,32 @@ def remove_orphans(folder: Path | str) -> list[Path]:
     those that do not name their writer once they are :data:`UNNAMED_ORPHAN_AGE_S` old."""
     removed = []
     for tmp in Path(folder).glob(".*.tmp"):
-        m = _TEMP.match(tmp.name)
         try:
-            if m is None:
+            if _TEMP.match(tmp.name) is None:
                 orphan = time.time() - tmp.stat().st_mtime > UNNAMED_ORPHAN_AGE_S
             else:
-                orphan = m["host"] == _host() and not _pid_alive(int(m["pid"]), int(m["start"]) or None)
+                orphan = temp_writer(tmp, dead=True) is not None
             if orphan:
                 tmp.unlink()
                 removed.append(tmp)
         except FileNotFoundError:  # its writer renamed or removed it meanwhile
             continue
     return removed
+
+
+def temp_writer(tmp: Path, *, dead: bool = False) -> str | None:
+    """The writer a temporary file names (``host.pid-start``), or None when it names none (or, with `dead`,
+    when that writer may still exist: it is alive, or of another host)."""
+    m = _TEMP.match(Path(tmp).name)
+    if m is None or (dead and (m["host"] != _host() or _pid_alive(int(m["pid"]), int(m["start"]) or None))):
+        return None
+    return f"{m['host']}.{m['pid']}-{m['start']}"
+
+
+def temp_target(tmp: Path) -> str | None:
+    """The name of the file a temporary file was to become (None for a name that does not say)."""
+    m = _TEMP.match(Path(tmp).name)
+    return m["target"] if m else None
 
 
 def _fsync_file(path: str) -> None:

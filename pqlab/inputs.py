@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable, Sequence
 
 from .errors import BadInput, UnknownName, warn
@@ -29,6 +30,43 @@ def positive_number(value, name: str, *, zero: bool = False) -> float:
     if isinstance(value, bool) or not math.isfinite(number) or number < 0 or (number == 0 and not zero):
         raise BadInput(f"{name} must be a finite number {'>=' if zero else '>'} 0, got {value!r}")
     return number
+
+
+def fraction(value, name: str) -> float:
+    """A number strictly between 0 and 1 (a significance level, a precision target)."""
+    number = positive_number(value, name)
+    if number >= 1:
+        raise BadInput(f"{name} must be a number between 0 and 1 (exclusive), got {value!r}")
+    return number
+
+
+def factor(value, name: str) -> float:
+    """A finite factor >= 1: the smallest ratio either way that counts as a change (1.05 = 5 %; 1 = any)."""
+    number = positive_number(value, name)
+    if number < 1:
+        raise BadInput(f"{name} must be a finite number >= 1 (the smallest factor either way called a change: "
+                       f"1.05 = 5 %, 1 = any significant difference), got {value!r}")
+    return number
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def file_label(value, name: str, *, empty: bool = False) -> str:
+    """A name that becomes part of a file name (a study, a label, a run id): 1 to 100 letters, digits, '.',
+    '_' or '-', starting with a letter or digit (no path separator); "" too with `empty`."""
+    if isinstance(value, str) and (_SAFE_NAME.fullmatch(value) or (empty and value == "")):
+        return value
+    raise BadInput(f"{name} {value!r} cannot be part of a file name: use 1 to 100 letters, digits, '.', '_' or '-', "
+                   "starting with a letter or digit (for example 01_aes_rsa_sphincs)")
+
+
+def names(value, what: str) -> list:
+    """One name (a str) or several, at least one (algorithms: names, pairs or adapters)."""
+    items = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else [value]
+    if not items:
+        raise BadInput(f"no {what} given: name at least one (e.g. ML-DSA-44)")
+    return items
 
 
 def precision_target(value) -> float | None:

@@ -22,8 +22,9 @@ Nothing measured is lost:
   The run is saved with status ``interrupted`` and :class:`Interrupted` is raised again with one line
   saying what was kept and where (the CLI prints it and exits 128 + the signal number);
 * the metadata names the process (pid, host, start time), so a ``running`` run whose process died
-  (SIGKILL, power loss) loads as ``abandoned``; temporary files such a process left behind are removed
-  by the next save in that folder (:func:`pqlab.files.remove_orphans`).
+  (SIGKILL, power loss) loads as ``abandoned``; a save it left cut among its renames is completed, and
+  its other temporary files are removed, by the next save in that folder or load of that run
+  (:func:`pqlab.results.finish_cut_saves`, :func:`pqlab.files.remove_orphans`).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from . import machine, paths
+from . import inputs, machine, paths
 from .errors import BadInput, warn
 from .files import atomic_write_set, process_identity, remove_orphans
 from .schema import SCHEMA_VERSION
@@ -66,12 +67,13 @@ def summary_columns(summary: dict | None, prefix: str = "time_ns") -> dict:
     return {f"{prefix}_{k}": summary[k] for k in keys if k in summary}
 
 
-def check_folder(folder: Path | str, what: str = "results folder", margin: int = FREE_SPACE_MARGIN) -> Path:
+def check_folder(folder: Path | str, what: str = "results folder", margin: int = FREE_SPACE_MARGIN,
+                 fix: str = FOLDER_FIX) -> Path:
     """`folder`, created if need be, once a file could be written in it and `margin` bytes are free;
-    else :class:`BadInput` naming the folder, the problem and the fix."""
+    else :class:`BadInput` naming the folder, the problem and the fix (`fix`: how to choose another)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise BadInput(f"the {what} {folder} is a file, not a folder: {FOLDER_FIX}")
+        raise BadInput(f"the {what} {folder} is a file, not a folder: {fix}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".pqlab-write-check-{os.getpid()}"
@@ -79,12 +81,12 @@ def check_folder(folder: Path | str, what: str = "results folder", margin: int =
         probe.unlink()
         free = shutil.disk_usage(folder).free
     except OSError as exc:
-        raise BadInput(f"cannot write in the {what} {folder} ({exc.strerror or exc}): {FOLDER_FIX}") from None
+        raise BadInput(f"cannot write in the {what} {folder} ({exc.strerror or exc}): {fix}") from None
     if free < margin:
         from .formatting import fmt_bytes_binary
 
         raise BadInput(f"the {what} {folder} has {fmt_bytes_binary(free)} free, less than the {fmt_bytes_binary(margin)} a run "
-                       f"needs: free some space, or {FOLDER_FIX}")
+                       f"needs: free some space, or {fix}")
     return folder
 
 
@@ -124,8 +126,9 @@ class RunRecorder:
                  folder: Path | str | None = None, run_id: str | None = None, save: bool = True,
                  liboqs: bool = True, meta: dict | None = None) -> None:
         self.folder, self.save = Path(folder or paths.RESULTS), save
-        if run_id is not None and (not run_id or Path(run_id).name != run_id or run_id.startswith(".")):
-            raise BadInput(f"run id {run_id!r} is not a file name: use letters, digits, '-' and '_'")
+        study = inputs.file_label(study, "study", empty=True)
+        label = inputs.file_label(label, "label", empty=True) if label is not None else None
+        run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
         if save:
             check_folder(self.folder)
             if run_id and any(self.folder.glob(f"{run_id}.*")):
@@ -235,6 +238,8 @@ class RunRecorder:
 
     def _save(self) -> None:
         """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
+        from .results import finish_cut_saves
+
         gz = b"".join(self._sample_gz) if self._sample_gz else None  # None: Run.save encodes the table
         errors = []
         for folder in [self.folder] + [f for f in fallback_folders() if f != self.folder]:
@@ -243,6 +248,7 @@ class RunRecorder:
             try:
                 if folder not in self._cleaned:
                     folder.mkdir(parents=True, exist_ok=True)
+                    finish_cut_saves(folder)  # a dead run's save cut among its renames: completed, not lost
                     remove_orphans(folder)
                     self._cleaned.add(folder)
                 self.run.save(folder, samples_gz=gz)

@@ -4,7 +4,8 @@ A run ``RUN`` lives in ``data/results/`` as ``RUN.measurements.csv``, ``RUN.size
 ``RUN.samples.csv.gz`` and ``RUN.meta.json`` (strict JSON: a value that is not a finite number is
 stored as null).  A save writes all four to temporary names, then renames them into place, the meta
 file last (:func:`pqlab.files.atomic_write_set`, fsync'd): a crash leaves the previous complete set
-or the new one.  The meta file records each file's row count and SHA-256 (``files``), and
+or the new one (a save cut among its renames is completed from the staged files by the next load or
+save: :func:`finish_cut_saves`).  The meta file records each file's row count and SHA-256 (``files``), and
 :func:`load_run` refuses a file that does not match them, naming it.  A long run saves itself after
 every operation (a checkpoint, ``meta["status"]`` = "running"; :class:`pqlab.recorder.RunRecorder`),
 so an interrupted run keeps everything it measured; a ``running`` run whose process no longer exists
@@ -17,6 +18,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import paths
+from . import inputs, paths
 from .files import atomic_write_set, process_alive
 from .schema import SCHEMA_VERSION, convert, typed
 from .stats import mann_whitney, ratio_ci, welch_p
@@ -124,8 +126,18 @@ def load_run(ref: Path | str, *, verify: bool = True) -> Run:
     Each file is checked against the row count and SHA-256 its meta file records (`verify`); a file that
     does not match, cannot be read or is missing raises :class:`CorruptRun` naming it.  A ``running``
     run whose process no longer exists comes back with status ``abandoned``.  A run written by an older
-    schema version is converted (:func:`pqlab.schema.convert`)."""
+    schema version is converted (:func:`pqlab.schema.convert`).  A save cut (by a kill) after its first
+    rename is completed first (:func:`finish_cut_saves`), so a reader never sees files of two saves."""
     base = _base(ref)
+    try:
+        return _load(base, verify)
+    except (CorruptRun, FileNotFoundError):
+        if not finish_cut_saves(base.parent, base.name):
+            raise
+    return _load(base, verify)
+
+
+def _load(base: Path, verify: bool) -> Run:
     meta_path = Path(f"{base}.meta.json")
     if not meta_path.exists():
         known = sorted(p.name[: -len(".meta.json")] for p in base.parent.glob("*.meta.json"))
@@ -136,7 +148,8 @@ def load_run(ref: Path | str, *, verify: bool = True) -> Run:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise ValueError(f"{meta_path} has schema version {version!r}; this pqlab reads versions up to "
                          f"{SCHEMA_VERSION}: update pqlab to read it")
-    recorded = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+    recorded = _recorded(meta, meta_path) if verify and version == SCHEMA_VERSION else meta.get("files")
+    recorded = recorded if isinstance(recorded, dict) else {}
     frames = {}
     for suffix, part in PART_FILES.items():
         path = Path(f"{base}.{suffix}")
@@ -202,6 +215,50 @@ def _read_meta(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise CorruptRun(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata (an object): {fix}")
     return meta
+
+
+def _recorded(meta: dict, meta_path: Path) -> dict:
+    """The rows and SHA-256 of each data file a current-schema meta file records; refused when missing."""
+    files = meta.get("files")
+    if not (isinstance(files, dict) and all(isinstance(files.get(s), dict) and isinstance(files[s].get("sha256"), str)
+                                            for s in PART_FILES)):
+        raise CorruptRun(f"{meta_path} does not record its files' checksums ('files' missing or damaged), so they "
+                         "cannot be checked: restore it from a copy or re-run, or read the run unchecked with "
+                         "load_run(..., verify=False)")
+    return files
+
+
+def finish_cut_saves(folder: Path | str, run_id: str | None = None) -> list[str]:
+    """Complete the saves in `folder` (of `run_id`, or of every run) that a dead writer cut among their renames.
+
+    A save stages every file first, its meta file last (:meth:`Run.save`), so a writer's staged meta file
+    that parses means all its files were written; when each of the run's files is either in place or
+    staged by that writer with the checksum that meta file records, the remaining renames are done (the
+    meta file last) and the run is the complete new save.  Anything else is left as it is (and its
+    temporary files go as orphans).  Returns the run ids completed."""
+    from .files import temp_target, temp_writer
+
+    folder, done = Path(folder), []
+    for staged_meta in sorted(folder.glob(f".{run_id or '*'}.meta.json.*.tmp")):
+        writer, target = temp_writer(staged_meta, dead=True), temp_target(staged_meta)
+        if writer is None or not target or not target.endswith(".meta.json"):
+            continue
+        rid = target[: -len(".meta.json")]
+        try:
+            recorded = json.loads(staged_meta.read_text(encoding="utf-8"))["files"]
+            moves = []
+            for suffix in PART_FILES:
+                want, final = recorded[suffix]["sha256"], folder / f"{rid}.{suffix}"
+                staged = [p for p in folder.glob(f".{rid}.{suffix}.*.tmp") if temp_writer(p) == writer]
+                source = next(p for p in [*staged, final] if p.exists()
+                              and hashlib.sha256(p.read_bytes()).hexdigest() == want)
+                moves += [(source, final)] if source != final else []
+            for source, final in [*moves, (staged_meta, folder / target)]:
+                os.replace(source, final)
+        except (OSError, ValueError, KeyError, TypeError, StopIteration):
+            continue
+        done.append(rid)
+    return done
 
 
 def _read_part(path: Path, record: dict | None, meta_path: Path) -> pd.DataFrame:
@@ -274,6 +331,7 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
     `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement
     in common.
     """
+    alpha, min_factor = inputs.fraction(alpha, "alpha"), inputs.factor(min_factor, "min_factor")
     ra = a if isinstance(a, Run) else load_run(a)
     rb = b if isinstance(b, Run) else load_run(b)
     partial = [f"{r.run_id} is {r.meta.get('status')}" for r in (ra, rb) if r.meta.get("status") in PARTIAL]

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from . import cycles, flags
-from .inputs import precision_target
+from .inputs import positive_number, precision_target, sample_bounds
 from .stats import median_ci, relative_half_width
 
 #: Default precision target: 95 % CI of the median within ±1 % of it.
@@ -88,6 +88,9 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     `target_rel_ci`, or `budget_s` seconds of sampling are spent, or `max_samples` are taken; with
     `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
     target_rel_ci = precision_target(target_rel_ci)
+    budget_s = positive_number(budget_s, "budget_s")
+    warmup_s = positive_number(warmup_s, "warmup_s", zero=True)
+    min_samples, max_samples = sample_bounds(min_samples, max_samples)
     clock = time.perf_counter_ns
     cc = cycles.counter()
     counting = cc.label != cycles.NONE

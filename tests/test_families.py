@@ -188,7 +188,7 @@ def recomputed():
 
 
 def test_ancestors_face_the_build_the_studys_own_numbers_call_for(recomputed):
-    anc = F.compare_ancestors(recomputed, _rows(), CORE)
+    anc = R.compare_ancestors(recomputed, _rows(), CORE)
     assert set(anc["algorithm"]) == {"ML-DSA-44", "Falcon-512", "SPHINCS+-SHA2-128f-simple"}
     # the study's opt code costs what its ref code costs: both face our portable build
     assert set(anc["our_build"]) == {"liboqs portable"} and set(anc["r2_build"]) == {"opt", "ref"}
@@ -198,12 +198,16 @@ def test_ancestors_face_the_build_the_studys_own_numbers_call_for(recomputed):
     assert sphincs["r2_sign_cycles"] == pytest.approx(401767469)  # the median of the three "ref" rows
     # the fake rows' sizes (32/64/64 bytes) are nobody's: no pair is called the same parameter set
     assert not anc["basis"].str.startswith("same parameter set").any()
-    text = F.describe_ancestors(anc, CORE)
+    text = R.describe_ancestors(anc, CORE)
     assert "our portable build against the study's \"opt\" and \"ref\" rows" in text
     assert "Falcon-512 against FALCON (2 pairs)" in text
     assert text.startswith("Today's mean core cycles per call over the study's core-clock cycles")
-    assert F.compare_ancestors(recomputed, _rows(), TSC).empty  # TSC reference cycles never share a ratio with core
-    assert F.describe_ancestors(F.compare_ancestors(recomputed, _rows(), TSC), TSC).startswith(
+    tsc = R.compare_ancestors(recomputed, _rows(), TSC)  # TSC reference cycles never share a ratio with core
+    assert len(tsc) == len(anc) and tsc["sign_ratio"].isna().all() and tsc["verify_cycles_today"].isna().all()
+    assert (tsc["basis"] == anc["basis"]).all()  # the pairs and their basis do not depend on the counter
+    assert R.ancestors_caption(TSC).endswith("(no cycle ratio: the study counted core cycles, this run TSC reference "
+                                             "cycles at 2.45 GHz)")
+    assert R.describe_ancestors(R.compare_ancestors(recomputed, _rows(), TSC), TSC).startswith(
         "Not compared: the study counted cycles at its core clock (Turbo Boost off), and this run counted TSC reference")
 
 
@@ -307,8 +311,9 @@ def test_without_a_counter_no_cycle_figure_and_no_ancestors(recomputed):
     assert F.plot_cycles_vs_bytes(rows, "sign", "signature_max_bytes", "signature bytes", NONE["unit"]) is None
     assert F.missing_figure(NONE, needs_cycles=True) == (
         "it shows cycles, and no cycle counter ran here (PQLAB_COUNTER=none)")
-    assert F.compare_ancestors(recomputed, rows, NONE).empty
-    assert "and no cycle counter ran here (PQLAB_COUNTER=none)" in F.describe_ancestors(F.compare_ancestors(recomputed, rows, NONE), NONE)
+    none = R.compare_ancestors(recomputed, rows, NONE)
+    assert len(none) and none["sign_ratio"].isna().all() and none["basis"].notna().all()
+    assert "and no cycle counter ran here (PQLAB_COUNTER=none)" in R.describe_ancestors(R.compare_ancestors(recomputed, rows, NONE), NONE)
 
 
 def test_a_ratio_figure_without_any_ratio_is_not_drawn():
@@ -353,6 +358,6 @@ def test_every_ratio_gets_an_interval_from_both_sides_samples():
     fig = F.plot_speedups(speedups, CORE)  # a ratio figure draws the intervals as error bars
     assert any(len(c.get_segments()) for c in fig.axes[0].collections)
     recomputed = R.recompute_reference(load_reference(F.REFERENCE_TABLE))
-    anc = F.ancestor_intervals(F.compare_ancestors(recomputed, rows, CORE), study)
+    anc = F.ancestor_intervals(R.compare_ancestors(recomputed, rows, CORE), study)
     ml = anc[anc["algorithm"] == "ML-DSA-44"].iloc[0]
     assert ml["sign_ratio_ci_low"] < 4 * 2e5 / ml["r2_sign_cycles"] < ml["sign_ratio_ci_high"]

@@ -135,3 +135,64 @@ def test_reliability_energy_run_refuses_bad_input_before_any_window(tmp_path):
     with pytest.raises(BadInput, match="has no operation 'encaps'"):
         energy_run(plan + [dict(plan[0], operation="encaps")], ModelledPower(2.0), folder=tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# ----- the second probe: names that become file names, compare's thresholds, list, the API's other entries -----
+@pytest.mark.parametrize("args, message", [
+    (["bench", "Ed25519", "--study", "a/b"], "study 'a/b' cannot be part of a file name: use 1 to 100 letters"),
+    (["bench", "Ed25519", "--study", "../up"], "study '../up' cannot be part of a file name"),
+    (["bench", "Ed25519", "--run-id", "x y"], "run id 'x y' cannot be part of a file name"),
+    (["compare", "a", "b", "--alpha", "nan"], "alpha must be a finite number > 0, got nan"),
+    (["compare", "a", "b", "--alpha", "-1"], "alpha must be a finite number > 0, got -1.0"),
+    (["compare", "a", "b", "--alpha", "5"], "alpha must be a number between 0 and 1 (exclusive), got 5.0"),
+    (["compare", "a", "b", "--min-factor", "0"], "min_factor must be a finite number > 0, got 0.0"),
+    (["compare", "a", "b", "--min-factor", "nan"], "min_factor must be a finite number > 0, got nan"),
+    (["compare", "a", "b", "--min-factor", "-3"], "min_factor must be a finite number > 0, got -3.0"),
+    (["compare", "a", "b", "--min-factor", "0.5"], "min_factor must be a finite number >= 1 (the smallest factor"),
+    (["list", "--backend", "liboq"], "unknown backend 'liboq'; close matches: liboqs. backends are "),
+    (["list", "--backend", "nope"], "unknown backend 'nope'; close matches: none. backends are "),
+])
+def test_reliability_bad_names_and_thresholds_get_one_line(tmp_path, capsys, no_measuring, args, message):
+    rc = exit_code([*args, *(["--folder", str(tmp_path), "--no-progress"] if args[0] == "bench" else [])])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("error: ") and message in lines[0], lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reliability_bench_takes_one_name_as_a_str_and_refuses_none(tmp_path, monkeypatch):
+    run = benchmark.bench("Ed25519", operations=["sign"], budget_s=0.01, min_samples=3, progress=False, save=False)
+    assert set(run.measurements["algorithm"]) == {"noop", "Ed25519"}
+    monkeypatch.setattr(benchmark, "RunRecorder", lambda *a, **k: pytest.fail("started although refused"))
+    with pytest.raises(BadInput, match=r"^no algorithm given: name at least one \(e.g. ML-DSA-44\)$"):
+        benchmark.bench([], progress=False, save=False)
+    with pytest.raises(BadInput, match=r"^study 'a/b' cannot be part of a file name"):
+        benchmark.bench(["Ed25519"], study="a/b", progress=False, save=False)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: __import__("pqlab.timing").timing.measure(lambda: None, budget_s=float("nan")),
+     "budget_s must be a finite number > 0, got nan"),
+    (lambda: __import__("pqlab.timing").timing.measure(lambda: None, max_samples=0),
+     "max_samples must be a whole number >= 1, got 0"),
+    (lambda: __import__("pqlab.fidelity").fidelity.measure_noop(-1), "budget_s must be a finite number > 0, got -1"),
+])
+def test_reliability_measuring_entries_refuse_bad_budgets_and_counts(call, message):
+    with pytest.raises(BadInput) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_reliability_atlas_refuses_a_bad_budget_before_any_worker(tmp_path, monkeypatch):
+    import subprocess
+
+    from pqlab.studies import atlas
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a worker was started"))
+    monkeypatch.setattr(atlas.shutil, "rmtree", lambda *a, **k: pytest.fail("the staging folder was touched"))
+    with pytest.raises(BadInput, match=r"^budget_s must be a finite number > 0, got nan$"):
+        atlas.measure_local(["default"], ["ML-DSA-44"], message_bytes=100, budget_s=float("nan"), min_samples=3,
+                            staging=tmp_path)
+    with pytest.raises(BadInput, match=r"^min_samples must be a whole number >= 1, got 0$"):
+        benchmark.bench_in_worker(["ML-DSA-44"], budget_s=0.1, min_samples=0, folder=tmp_path)

@@ -208,3 +208,43 @@ def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, mo
     back = load_run(folder / "x")
     assert back.meta["status"] == "interrupted" and operations(back) == ["noop"]
     assert files.process_alive(back.meta["process"]) is True
+
+
+#: Saves run "r" twice (one row, then two) and dies (like SIGKILL: no cleanup) at the Nth rename of the
+#: second save: 1-3 are its data files, 4 its meta file.
+CUT_SAVE = r"""
+import os, sys
+from pqlab.recorder import RunRecorder
+folder, nth = sys.argv[1], int(sys.argv[2])
+rec = RunRecorder("t", folder=folder, run_id="r", liboqs=False)
+rec.__enter__()
+rec.add(measurements=[rec.row(operation="keygen", kind="sig", verified=True)])
+rec.checkpoint()
+rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True)],
+        samples=[{"run_id": "r", "algorithm": "A", "operation": "sign", "sample": 0, "time_ns": 5.0}])
+real, calls = os.replace, []
+def replace(src, dst):
+    calls.append(dst)
+    if len(calls) == nth:
+        os._exit(9)
+    return real(src, dst)
+os.replace = replace
+rec.checkpoint()
+"""
+
+
+@pytest.mark.parametrize("nth", [1, 2, 4])
+@pytest.mark.parametrize("reader", ["load", "next save"])
+def test_reliability_a_save_cut_among_its_renames_is_completed_not_refused(tmp_path, nth, reader):
+    proc = subprocess.run([sys.executable, "-c", CUT_SAVE, str(tmp_path), str(nth)], capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    assert len(list(tmp_path.glob(".r.*.tmp"))) == 4 - (nth - 1)  # the renames not done, the meta file's last
+    if reader == "next save":  # another run saved in the folder completes it instead of removing its files
+        with RunRecorder("t", folder=tmp_path, run_id="other", liboqs=False):
+            pass
+    run = load_run(tmp_path / "r")
+    if nth == 1 and reader == "load":  # nothing renamed yet: the previous save is whole and is what loads
+        assert list(run.measurements["operation"]) == ["keygen"] and run.samples.empty
+        return
+    assert list(run.measurements["operation"]) == ["keygen", "sign"] and len(run.samples) == 1
+    assert run.meta["status"] == "abandoned" and list(tmp_path.glob(".*.tmp")) == []

@@ -101,7 +101,7 @@ def test_reliability_run_id_must_be_new(tmp_path, monkeypatch, capsys):
                  "--run-id", run.run_id]) == 2
     assert "run id 'mine' exists already" in one_error_line(capsys.readouterr().err)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-    with pytest.raises(BadInput, match="not a file name"):
+    with pytest.raises(BadInput, match="cannot be part of a file name"):
         RunRecorder("t", folder=tmp_path, run_id="../escape")
 
 
@@ -248,3 +248,92 @@ def test_reliability_samples_with_other_columns_are_saved_whole(tmp_path):
     back = load_run(tmp_path / rec.run_id)
     assert list(back.samples["algorithm"]) == ["A", "A", "A", "B"] and list(back.samples["time_ns"]) == [1, 2, 3, 9]
     assert back.samples["extra"].isna().sum() == 3 and back.samples["extra"].iloc[-1] == "x"
+
+
+# ----- the second probe -----
+@pytest.mark.parametrize("files", ["drop", "text", "no sizes", "no checksum"])
+def test_reliability_a_meta_file_without_checksums_is_refused_naming_it(tmp_path, files):
+    base = saved(tmp_path)
+    meta_path = Path(f"{base}.meta.json")
+    meta = json.loads(meta_path.read_text())
+    if files == "drop":
+        del meta["files"]
+    elif files == "text":
+        meta["files"] = "ok"
+    elif files == "no sizes":
+        del meta["files"]["sizes.csv"]
+    else:
+        del meta["files"]["measurements.csv"]["sha256"]
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CorruptRun) as info:
+        load_run(base)
+    assert str(info.value).startswith(f"{meta_path} does not record its files' checksums") and "\n" not in str(info.value)
+    assert len(load_run(base, verify=False).measurements) == 2  # read unchecked when asked
+
+
+def test_reliability_an_abandoned_checkpoint_compares_with_allow_partial(tmp_path, capsys):
+    rec = RunRecorder("t", {"budget_s": 1}, folder=tmp_path)
+    rec.__enter__()
+    rec._restore_signals()
+    rec.add(measurements=[rec.row(algorithm="A", backend="b", operation="sign", kind="sig", verified=True, loops=1,
+                                  message_bytes=100)],
+            samples=[{"run_id": rec.run_id, "algorithm": "A", "backend": "b", "operation": "sign", "message_bytes": 100,
+                      "sample": i, "loops": 1, "time_ns": 10.0 + i} for i in range(9)])
+    rec.meta["process"] = dict(rec.meta["process"], pid=dead_pid())
+    rec.checkpoint()
+    path = str(tmp_path / rec.run_id)
+    meta = load_run(path).meta
+    assert meta["status"] == "abandoned" and meta["machine_id"] and meta["params_hash"] and "liboqs" in meta
+    assert main(["compare", path, path, "--allow-partial"]) == 0
+    err = capsys.readouterr().err
+    assert "differ" not in err and f"note: {rec.run_id} is abandoned: a partial run" in err
+    from pqlab.results import run_differences
+    bare = type("R", (), {"meta": {"status": "abandoned"}})()
+    assert run_differences(bare, bare) == []  # nothing recorded on either side is no difference
+
+
+def test_reliability_out_in_an_unwritable_folder_names_the_out_option(tmp_path, capsys):
+    assert main(["bench", "Ed25519", "--folder", str(tmp_path / "r"), "--out", "/proc/pqlab/x.csv",
+                 "--no-progress"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "folder of --out /proc/pqlab" in line and line.endswith("name an --out file in a writable folder")
+    assert "--folder" not in line and "PQLAB_OUTPUT" not in line
+
+
+@pytest.mark.parametrize("where", ["summary", "out"])
+def test_reliability_a_signal_after_the_save_says_the_run_is_complete(tmp_path, monkeypatch, capsys, where):
+    import signal
+
+    from pqlab import files as files_module
+    from pqlab.recorder import Interrupted
+    from pqlab.results import Run
+
+    def stop(*args, **kwargs):
+        raise Interrupted(signal.SIGINT if where == "summary" else signal.SIGTERM)
+
+    monkeypatch.setattr(*(Run, "summary", stop) if where == "summary" else (files_module, "atomic_write", stop))
+    out = tmp_path / "out.csv"
+    rc = main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--min-samples", "3", "--run-id", "r",
+               "--folder", str(tmp_path), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    name = "SIGINT" if where == "summary" else "SIGTERM"
+    assert rc == 128 + getattr(signal, name)
+    assert err[-1] == (f"interrupted by {name} after the run was saved: run r is complete in "
+                       f"{tmp_path / 'r.meta.json'} (status complete); --out {out} not written")
+    assert load_run(tmp_path / "r").meta["status"] == "complete" and not out.exists()
+
+
+def test_reliability_merge_says_which_runs_are_partial(tmp_path, monkeypatch, capsys):
+    from pqlab import paths
+
+    monkeypatch.setattr(paths, "RAW", tmp_path / "raw")
+    saved(tmp_path / "lab", "done")
+    with pytest.raises(KeyboardInterrupt), RunRecorder("t", folder=tmp_path / "lab", run_id="cut") as rec:
+        rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True)])
+        raise KeyboardInterrupt
+    assert main(["bundle", "--folder", str(tmp_path / "lab"), "--no-notebooks", "--out", str(tmp_path / "b.tar.gz")]) == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "b.tar.gz"), "--folder", str(tmp_path / "store")]) == 0
+    out = capsys.readouterr().out
+    assert "note: run cut is interrupted: a partial run (it holds part of its plan only)" in out
+    assert "run done" not in out

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import bundle, machine, paths, plotting
+from .. import bundle, inputs, machine, paths, plotting
 from ..context import counter_text, frequency_text
 from ..errors import UnknownName
 from ..formatting import fmt_factor_ci, slug
@@ -130,6 +130,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
     from ..benchmark import bench_in_worker
     from ..liboqs_loader import VARIANTS, variant_environment
 
+    budget_s, min_samples = inputs.positive_number(budget_s, "budget_s"), inputs.count(min_samples, "min_samples")
     for build in builds:
         if build not in VARIANTS:
             raise UnknownName("liboqs build", build, VARIANTS)

@@ -13,7 +13,9 @@ tables and ratios).
   the basis says what differs (Dilithium: every constant that changed);
 * :func:`our_builds`: which of our builds each study build is compared with, from the study's own
   numbers: where its "opt" code costs what its "ref" code costs, both face our portable build;
-* :func:`describe_pairing`: the paragraph that says all that, from the data.
+* :func:`describe_pairing`: the paragraph that says all that, from the data;
+* :func:`compare_ancestors`, :func:`describe_ancestors`, :func:`ancestors_caption`: today's mean cycles per
+  call over the study's, for core cycles only (with another counter the pairs stay and the ratios are empty).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from .. import cycles
+from ..cycles import per_call
 from ..formatting import fmt_bytes, fmt_count, fmt_percent
 
 REFERENCE_TABLE = "04_round2_signatures"
@@ -298,3 +302,101 @@ def describe_caveats(ref: pd.DataFrame, runs) -> str:
         items.append(f"Our runs ran under a hypervisor ({', '.join(hypervisors)}): other guests may share the "
                      "physical core and its caches.")
     return "\n".join(f"- {item}" for item in items)
+
+
+# --------------------------------------------------------------------------- today against round 2
+
+
+def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> pd.DataFrame:
+    """Today's ML-DSA, Falcon and SPHINCS+ beside their round-2 ancestors, in cycles.
+
+    Each study build faces the build :func:`our_builds` names (its "ref" rows our portable
+    build, its "opt" rows too where they cost what its ref rows cost); ``basis`` says how each pair relates
+    (:func:`pair_basis`).  Where the study has several rows for one set and build (SPHINCS+
+    sha256-128f) their median is used.  The study averaged its cycles over its iterations, so ours are the
+    mean cycles per call too.  ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core
+    cycles are compared: the study counted at the core clock (Turbo Boost off), and TSC reference cycles are
+    another quantity, never put in one ratio with core cycles; with another counter the pairs and their
+    basis stay, and today's cycles and the ratios are left empty.
+    """
+    pairs = ancestor_pairs(ref)
+    r2 = (ref.groupby(["scheme", "parameter", "build"], as_index=False)
+          .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sk_bytes=("secret_key_bytes", "first"),
+               r2_sign_cycles=("sign_cycles", "median"), r2_verify_cycles=("verify_cycles", "median"),
+               r2_rows=("row", "size")))
+    r2 = r2.merge(pairs, on=["scheme", "parameter"])
+    builds = our_builds(ref, r2["scheme"].unique())
+    r2["our_build"] = [builds[(s, b)] for s, b in zip(r2["scheme"], r2["build"], strict=True)]
+    liboqs = rows[rows["build"].isin([BUILD_OPTIMISED, BUILD_PORTABLE])]
+    today_sizes = liboqs.drop_duplicates("algorithm").set_index("algorithm")[
+        ["public_key_bytes", "secret_key_bytes", "signature_max_bytes"]]
+    r2["basis"] = [pair_basis(s, p, {"public_key_bytes": pk, "secret_key_bytes": sk},
+                                              today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
+                   for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"], r2["r2_pk_bytes"],
+                                              r2["r2_sk_bytes"], strict=True)]
+    means = (rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean", dropna=False)
+             .reindex(columns=["sign", "verify"]))
+    if counter.get("label") != cycles.CORE_CYCLES:
+        means[:] = np.nan
+    today = pd.DataFrame({"sign_cycles_today": means["sign"], "verify_cycles_today": means["verify"]},
+                         index=means.index).reset_index()
+    pk = rows.drop_duplicates(["algorithm", "build"])[["algorithm", "build", "public_key_bytes"]]
+    today = today.merge(pk, on=["algorithm", "build"]).rename(columns={"build": "our_build",
+                                                                         "public_key_bytes": "pk_bytes_today"})
+    m = r2.merge(today, on=["algorithm", "our_build"], how="inner")
+    m["pk_bytes_today"] = pd.to_numeric(m["pk_bytes_today"], errors="coerce").astype("Int64")
+    m["sign_ratio"] = m["sign_cycles_today"].astype(float) / m["r2_sign_cycles"]
+    m["verify_ratio"] = m["verify_cycles_today"].astype(float) / m["r2_verify_cycles"]
+    m = m.rename(columns={"build": "r2_build", "parameter": "r2_parameter", "scheme": "r2_scheme"})
+    cols = ["r2_scheme", "r2_parameter", "r2_build", "algorithm", "our_build", "basis", "r2_pk_bytes",
+            "pk_bytes_today", "r2_sign_cycles", "sign_cycles_today", "sign_ratio", "r2_verify_cycles",
+            "verify_cycles_today", "verify_ratio"]
+    order = {s: i for i, s in enumerate(["CRYSTALS-DILITHIUM", "FALCON", "SPHINCS+"])}
+    m = (m.assign(_s=m["r2_scheme"].map(order))
+         .sort_values(["_s", "algorithm", "r2_parameter", "r2_build"]).drop(columns="_s"))
+    out = m[cols].reset_index(drop=True)
+    out.attrs["r2_machine"] = str(ref.attrs.get("source", {}).get("machine", "the study's machine")).split(",")[0]
+    return out
+
+
+# --------------------------------------------------------------------------- text
+
+
+def ancestors_caption(counter: dict) -> str:
+    """The caption of the round-2 table: a comparison in core cycles, else the pairs only."""
+    if counter.get("label") == cycles.CORE_CYCLES:
+        return (f"Today's standards against their round-2 ancestors: today / round 2 {per_call(counter)}, "
+                "intervals from our samples only")
+    return ("Today's standards and their round-2 ancestors, paired by the lengths and constants of their code "
+            f"(no cycle ratio: the study counted core cycles, this run {counter['unit']})")
+
+
+def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
+    """Today's standards against their round-2 ancestors, per scheme and build (Markdown)."""
+    if counter.get("label") != cycles.CORE_CYCLES:
+        ours = f"this run counted {counter['unit']}" if counter["basis"] == "cycles" else "no cycle counter ran here"
+        return (f"Not compared: the study counted cycles at its core clock (Turbo Boost off), and {ours}"
+                + (f" ({counter['reason']})" if counter.get("reason") else "") + "; the two are different "
+                "quantities and never share a ratio. A machine with a PMU gives this comparison.")
+    if ancestors.empty:
+        return "No heir of the study's round-2 schemes was measured in this run."
+
+    def span(v: pd.Series) -> str:
+        lo, hi = v.min(), v.max()
+        return f"{lo:.2g}×" if np.isclose(lo, hi, rtol=0.05) else f"{lo:.2g}–{hi:.2g}×"
+
+    parts = []
+    for ours, sub in ancestors.groupby("our_build", sort=False):
+        label = ours.split()[-1]
+        build = '" and "'.join(dict.fromkeys(sub["r2_build"]))
+        per = []
+        for scheme, g in sub.groupby("r2_scheme", sort=False):
+            names = list(dict.fromkeys(g["algorithm"]))
+            heirs = ", ".join(names) if len(names) <= 2 else f"{len(names)} of today's parameter sets"
+            per.append(f"{heirs} against {scheme} ({len(g)} pair{'s' if len(g) > 1 else ''}): sign "
+                       f"{span(g['sign_ratio'])}, verify {span(g['verify_ratio'])}")
+        parts.append(f"**our {label} build against the study's \"{build}\" rows**: " + "; ".join(per))
+    machine = ancestors.attrs.get("r2_machine", "the study's machine")
+    return (f"Today's {per_call(counter)} over the study's core-clock cycles (below 1: fewer today; the study on an "
+            f"{machine} with Turbo Boost off, ours on this machine). " + ". ".join(parts) + ". Cycles on two "
+            "micro-architectures years apart compare only roughly.")

@@ -16,8 +16,8 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
   whether each row's time follows from its cycles and the run's clock; :func:`tabulate_families` gives the study's tables (one per family, sorted by sign
   cycles); :func:`compute_speedups` the optimised/portable factor; :func:`compute_python_over_native`
   pqlab / native per operation; :func:`compare_implementations` OpenSSL beside liboqs;
-* :func:`compare_ancestors` places ML-DSA, Falcon and SPHINCS+ against their round-2 ancestors
-  (the study's own numbers recomputed, and the pairing of its sets with today's, are in
+* :func:`ancestor_intervals` gives intervals to :func:`round2_study.compare_ancestors` (ML-DSA, Falcon and
+  SPHINCS+ against their round-2 ancestors; the study's own numbers and the pairing are in
   :mod:`pqlab.studies.round2_study`);
 * ``describe_*`` functions write the sentences that state numbers (Markdown), and
   ``plot_*`` the figures (house style of :mod:`pqlab.plotting`).
@@ -34,6 +34,7 @@ import pandas as pd
 
 from .. import cycles, plotting
 from ..context import read_costs_text
+from ..cycles import per_call
 from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..results import verified_rows
 from ..schema import KIND_OPERATIONS
@@ -492,7 +493,11 @@ def ancestor_intervals(ancestors: pd.DataFrame, study: SignatureStudy, column: s
     out = ancestors.copy()
     for op in ("sign", "verify"):
         bounds = []
-        for alg, build, published in zip(out["algorithm"], out["our_build"], out[f"r2_{op}_cycles"], strict=True):
+        for alg, build, published, ratio in zip(out["algorithm"], out["our_build"], out[f"r2_{op}_cycles"],
+                                                out[f"{op}_ratio"], strict=True):
+            if np.isnan(ratio):  # not compared (another counter): no interval either
+                bounds.append((np.nan, np.nan))
+                continue
             _, lo, hi = ratio_to_published(float(published), build_samples(study, build, alg, op, column), "mean")
             bounds.append((1 / hi if hi else np.nan, 1 / lo if lo else np.nan))
         at = out.columns.get_loc(f"{op}_ratio") + 1
@@ -516,59 +521,6 @@ def lookup(table: pd.DataFrame, algorithm: str, operation: str, column: str):
 
 
 # --------------------------------------------------------------------------- the study's numbers
-
-
-def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> pd.DataFrame:
-    """Today's ML-DSA, Falcon and SPHINCS+ beside their round-2 ancestors, in cycles.
-
-    Each study build faces the build :func:`round2_study.our_builds` names (its "ref" rows our portable
-    build, its "opt" rows too where they cost what its ref rows cost); ``basis`` says how each pair relates
-    (:func:`round2_study.pair_basis`).  Where the study has several rows for one set and build (SPHINCS+
-    sha256-128f) their median is used.  The study averaged its cycles over its iterations, so ours are the
-    mean cycles per call too.  ``*_ratio`` = today / round 2 (below 1: today needs fewer cycles).  Only core
-    cycles are compared (empty table otherwise): the study counted at the core clock (Turbo Boost off), and
-    TSC reference cycles are another quantity, never put in one ratio with core cycles.
-    """
-    pairs = round2_study.ancestor_pairs(ref)
-    if counter.get("label") != cycles.CORE_CYCLES:
-        rows = rows.iloc[:0]
-    r2 = (ref.groupby(["scheme", "parameter", "build"], as_index=False)
-          .agg(r2_pk_bytes=("public_key_bytes", "first"), r2_sk_bytes=("secret_key_bytes", "first"),
-               r2_sign_cycles=("sign_cycles", "median"), r2_verify_cycles=("verify_cycles", "median"),
-               r2_rows=("row", "size")))
-    r2 = r2.merge(pairs, on=["scheme", "parameter"])
-    builds = round2_study.our_builds(ref, r2["scheme"].unique())
-    r2["our_build"] = [builds[(s, b)] for s, b in zip(r2["scheme"], r2["build"], strict=True)]
-    liboqs = rows[rows["build"].isin([round2_study.BUILD_OPTIMISED, round2_study.BUILD_PORTABLE])]
-    today_sizes = liboqs.drop_duplicates("algorithm").set_index("algorithm")[
-        ["public_key_bytes", "secret_key_bytes", "signature_max_bytes"]]
-    r2["basis"] = [round2_study.pair_basis(s, p, {"public_key_bytes": pk, "secret_key_bytes": sk},
-                                              today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
-                   for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"], r2["r2_pk_bytes"],
-                                              r2["r2_sk_bytes"], strict=True)]
-    means = rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean")
-    today = pd.DataFrame({"sign_cycles_today": means.get("sign"), "verify_cycles_today": means.get("verify")},
-                         index=means.index).reset_index()
-    pk = rows.drop_duplicates(["algorithm", "build"])[["algorithm", "build", "public_key_bytes"]]
-    today = today.merge(pk, on=["algorithm", "build"]).rename(columns={"build": "our_build",
-                                                                         "public_key_bytes": "pk_bytes_today"})
-    m = r2.merge(today, on=["algorithm", "our_build"], how="inner")
-    m["pk_bytes_today"] = pd.to_numeric(m["pk_bytes_today"], errors="coerce").astype("Int64")
-    m["sign_ratio"] = m["sign_cycles_today"].astype(float) / m["r2_sign_cycles"]
-    m["verify_ratio"] = m["verify_cycles_today"].astype(float) / m["r2_verify_cycles"]
-    m = m.rename(columns={"build": "r2_build", "parameter": "r2_parameter", "scheme": "r2_scheme"})
-    cols = ["r2_scheme", "r2_parameter", "r2_build", "algorithm", "our_build", "basis", "r2_pk_bytes",
-            "pk_bytes_today", "r2_sign_cycles", "sign_cycles_today", "sign_ratio", "r2_verify_cycles",
-            "verify_cycles_today", "verify_ratio"]
-    order = {s: i for i, s in enumerate(["CRYSTALS-DILITHIUM", "FALCON", "SPHINCS+"])}
-    m = (m.assign(_s=m["r2_scheme"].map(order))
-         .sort_values(["_s", "algorithm", "r2_parameter", "r2_build"]).drop(columns="_s"))
-    out = m[cols].reset_index(drop=True)
-    out.attrs["r2_machine"] = str(ref.attrs.get("source", {}).get("machine", "the study's machine")).split(",")[0]
-    return out
-
-
-# --------------------------------------------------------------------------- text
 
 
 def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK_TOLERANCE,
@@ -631,11 +583,6 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
     return text
 
 
-def per_call(counter: dict) -> str:
-    """What the ratios of this notebook divide: "mean TSC reference cycles at 2.45 GHz per call"."""
-    return "mean time per call" if counter["basis"] == "time_ns" else f"mean {counter['unit']} per call"
-
-
 def _fmt_basis(value, basis: str) -> str:
     return fmt_time_ns(value) if basis == "time_ns" else fmt_cycles(value)
 
@@ -659,37 +606,6 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
     return text
-
-
-def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
-    """Today's standards against their round-2 ancestors, per scheme and build (Markdown)."""
-    if counter.get("label") != cycles.CORE_CYCLES:
-        ours = f"this run counted {counter['unit']}" if counter["basis"] == "cycles" else "no cycle counter ran here"
-        return (f"Not compared: the study counted cycles at its core clock (Turbo Boost off), and {ours}"
-                + (f" ({counter['reason']})" if counter.get("reason") else "") + "; the two are different "
-                "quantities and never share a ratio. A machine with a PMU gives this comparison.")
-    if ancestors.empty:
-        return "No heir of the study's round-2 schemes was measured in this run."
-
-    def span(v: pd.Series) -> str:
-        lo, hi = v.min(), v.max()
-        return f"{lo:.2g}×" if np.isclose(lo, hi, rtol=0.05) else f"{lo:.2g}–{hi:.2g}×"
-
-    parts = []
-    for ours, sub in ancestors.groupby("our_build", sort=False):
-        label = ours.split()[-1]
-        build = '" and "'.join(dict.fromkeys(sub["r2_build"]))
-        per = []
-        for scheme, g in sub.groupby("r2_scheme", sort=False):
-            names = list(dict.fromkeys(g["algorithm"]))
-            heirs = ", ".join(names) if len(names) <= 2 else f"{len(names)} of today's parameter sets"
-            per.append(f"{heirs} against {scheme} ({len(g)} pair{'s' if len(g) > 1 else ''}): sign "
-                       f"{span(g['sign_ratio'])}, verify {span(g['verify_ratio'])}")
-        parts.append(f"**our {label} build against the study's \"{build}\" rows**: " + "; ".join(per))
-    machine = ancestors.attrs.get("r2_machine", "the study's machine")
-    return (f"Today's {per_call(counter)} over the study's core-clock cycles (below 1: fewer today; the study on an "
-            f"{machine} with Turbo Boost off, ours on this machine). " + ". ".join(parts) + ". Cycles on two "
-            "micro-architectures years apart compare only roughly.")
 
 
 def describe_implementations(implementations: pd.DataFrame, counter: dict) -> str:
