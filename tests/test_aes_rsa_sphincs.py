@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import flags
+from pqlab import flags, plotting
 from pqlab.reference import load_reference
 from pqlab.studies import aes_rsa_sphincs as S
 
@@ -208,6 +208,7 @@ def test_numbers_have_stable_keys_and_intervals(values):
 
 def test_figures_and_results_table(runs, values):
     py, old, new = runs
-    fig = S.plot_ratios(S.ratio_table(values))
-    assert fig.axes and fig.axes[0].get_yscale() == "log"
+    for width in (plotting.FULL_WIDTH, plotting.COLUMN_WIDTH):  # laid out for its width: bars may turn horizontal
+        ax = S.plot_ratios(S.ratio_table(values), width=width).axes[0]
+        assert (ax.get_xscale() if plotting.categories_on_y(ax) else ax.get_yscale()) == "log"
     assert len(S.role_times(pd.concat([old.measurements, new.measurements]))["label"].str.contains("BC 1.72").unique()) == 2
