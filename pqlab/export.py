@@ -273,7 +273,9 @@ _TEX_CHARS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#"
               "≤": r"\ensuremath{\leq}", "±": r"\ensuremath{\pm}", "≈": r"\ensuremath{\approx}",
               "→": r"\ensuremath{\rightarrow}", "·": r"\textperiodcentered{}", "‑": "-", "…": r"\dots{}",
               "°": r"\textdegree{}", "\u00a0": "~", "’": "'", "<": r"\textless{}", ">": r"\textgreater{}",
-              "|": r"\textbar{}"}
+              "|": r"\textbar{}",
+              **{g: rf"\ensuremath{{\{n}}}" for g, n in zip("αβγδεηλμστω", ("alpha", "beta", "gamma", "delta", "epsilon",
+                                                                        "eta", "lambda", "mu", "sigma", "tau", "omega"))}}
 _TEX_RE = re.compile("|".join(re.escape(c) for c in _TEX_CHARS))
 
 

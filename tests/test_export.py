@@ -351,3 +351,7 @@ def test_a_figure_without_data_is_not_written_and_a_stale_one_is_removed(out):
     note = export.save_figure_or_note(lambda w: None, "t", "ratios", "the native runner was not run", runs=[])
     assert note == "*Figure `ratios` is not written: the native runner was not run.*"
     assert not list((out / "figures" / "t").glob("ratios.*"))  # an earlier run's copy is gone too
+
+
+def test_greek_letters_in_cells_become_math():
+    assert export.tex("η 6 → 2, γ1") == r"\ensuremath{\eta} 6 \ensuremath{\rightarrow} 2, \ensuremath{\gamma}1"
