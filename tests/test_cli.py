@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from pqlab import fidelity
+from pqlab import fidelity, flags
 from pqlab.cli import main
 from pqlab.results import load_run
 
@@ -161,7 +161,9 @@ def test_bench_records_the_counter_and_the_precision(tmp_path):
     row = run.measurements.iloc[1]
     used = run.meta["counter"]
     assert row["cycles_source"] == used["label"] == cycles.counter().label
-    assert row["target_rel_ci"] == 0.5 and 0 < row["time_ns_rel_ci"] <= 0.5
+    # the target is met, or the row says it ran out of budget first (a loaded machine may not get there)
+    assert row["target_rel_ci"] == 0.5 and row["time_ns_rel_ci"] > 0
+    assert row["time_ns_rel_ci"] <= 0.5 or flags.has(row["flags"], "precision-not-reached")
     assert used["read_cost_ns"] is None if used["label"] == "none" else used["read_cost_ns"] > 0
     assert {"perf", "tsc", "perf_event_paranoid", "hypervisor"} <= set(run.meta["counters"])
     # x86 CPUs list the TSC flags (present or not); other CPUs have none of them
