@@ -239,7 +239,8 @@ def convert(measurements, sizes, samples, version: int):
         m["flags"] = m["flags"].map(flags.upgrade)
     if version < 3:
         timed = pd.to_numeric(m["time_ns_median"], errors="coerce").notna()
-        uncounted = m["cycles_source"].isna() | (m["cycles_source"].astype("object") == "")
+        m["cycles_source"] = m["cycles_source"].astype("object")  # all empty (a JVM run) reads as float
+        uncounted = m["cycles_source"].isna() | (m["cycles_source"] == "")
         m.loc[timed & uncounted, "cycles_source"] = "none"
     m["schema_version"] = SCHEMA_VERSION
     s = sizes.copy()

@@ -274,3 +274,17 @@ def test_compare_uses_means_when_loop_counts_differ():
     out = compare_runs(a, b)
     assert set(out["statistic"]) == {"mean"} and out["significant"].all()
     assert out["factor_ci_low"].min() > 1.9
+
+
+def test_a_schema_2_run_without_any_counted_row_converts(tmp_path):
+    """A schema-2 JVM run has no cycles at all: its empty cycles_source column is read as float, and the
+    conversion to schema 3 still labels its timed rows 'none' (it used to fail with a dtype error)."""
+    import pandas as pd
+
+    from pqlab.schema import SCHEMA_VERSION, convert
+
+    m = pd.DataFrame({"time_ns_median": [3457.0, None], "cycles_source": [float("nan"), float("nan")],
+                      "schema_version": [2, 2]})
+    out, sizes, _ = convert(m, pd.DataFrame({"schema_version": [2]}), None, 2)
+    assert out["cycles_source"].tolist()[0] == "none" and pd.isna(out["cycles_source"].tolist()[1])
+    assert set(out["schema_version"]) == set(sizes["schema_version"]) == {SCHEMA_VERSION}
