@@ -47,8 +47,9 @@ def native_runners() -> None:
 
     for variant in VARIANTS:
         if not (variant_prefix(variant) / "lib" / "liboqs.so").exists():
-            print(f"native runner ({variant}): skipped, that liboqs build is not installed "
-                  "(a system or conda liboqs is in use)")
+            why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
+                   if variant == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
+            print(f"native runner ({variant}): not built now: {why}")
             continue
         print(f"native runner ({variant}): {build_native_runner(variant)}")
 
