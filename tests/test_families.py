@@ -303,7 +303,7 @@ def test_without_a_counter_tables_show_times_and_ratios_use_times():
     assert np.allclose(fi["ratio"], 1 / 0.9) and "added_time_ns" in fi
     text = F.describe_python_over_native(fi, NONE, noop=80.0)
     assert "mean time per call on both sides" in text and "costs 80 ns" in text
-    assert F.plot_python_over_native(fi, NONE).axes[0].get_ylabel() == "pqlab / native\nmean time per call"
+    assert F.plot_python_over_native(fi, NONE).axes[0].get_title() == "pqlab / native runner: mean time per call"
 
 
 def test_without_a_counter_no_cycle_figure_and_no_ancestors(recomputed):
