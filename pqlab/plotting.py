@@ -165,17 +165,25 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
 
 
 def legend_columns(labels, width: float, most: int) -> int:
-    """How many legend columns of these labels fit across `width` inches (at most `most`), from their length at
-    the legend's 7 pt."""
-    longest = max((len(str(lab)) for lab in labels), default=1) * 0.5 * 7 + 22  # text, handle and gap, points
+    """How many legend columns of these labels fit across `width` inches (at most `most`), from the length of
+    their longest line at the legend's 7 pt."""
+    chars = max((len(line) for lab in labels for line in str(lab).split("\n")), default=1)
+    longest = chars * 0.5 * 7 + 22  # text, handle and gap, points
     return max(1, min(most, int(width * 72 * 0.95 // longest)))
 
 
 def figure_legend(fig, handles_labels, max_cols: int = 4):
-    """One legend for the figure, below the axes, in as many columns as fit its width (at most `max_cols`)."""
-    handles, labels = handles_labels
-    return fig.legend(handles, labels, loc="outside lower center",
-                      ncols=legend_columns(labels, fig.get_figwidth(), max_cols))
+    """One legend for the figure, below the axes, in as many columns as fit its width (at most `max_cols`); a
+    label wider than the figure wraps onto more lines (at spaces: a run id or a name stays whole)."""
+    handles, labels = [], []
+    for h, lab in zip(*handles_labels):
+        if lab not in labels:  # each label once, with its first handle
+            handles.append(h)
+            labels.append(lab)
+    width = fig.get_figwidth()
+    chars = max(12, int((width * 72 * 0.95 - 22) / (0.5 * 7)))
+    labels = ["\n".join(textwrap.wrap(str(lab), chars, break_on_hyphens=False)) or str(lab) for lab in labels]
+    return fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, max_cols))
 
 
 def categories_on_y(ax) -> bool:
@@ -454,19 +462,15 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
         if narrow:
             ax.set_ylabel(ylabel or y)
     axes[0][0].set_ylabel(ylabel or y)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    for ax in axes[0][1:]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
+    pairs = [pair for ax in axes[0] for pair in zip(*ax.get_legend_handles_labels())]
+    handles, labels = [h for h, _ in pairs], [lab for _, lab in pairs]  # figure_legend keeps each label once
     if model is not None:
         handles.append(Line2D([], [], ls=model_style, lw=0.8, color="0.3"))
         labels.append(model_label)
         if mark:
             handles.append(Line2D([], [], marker="|", ls="none", ms=8, mew=1.2, color="0.1"))
             labels.append(mark_label or mark.replace("_", " "))
-    fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, legend_cols))
+    figure_legend(fig, (handles, labels), legend_cols)
     if title:
         fig.suptitle(title)
     return fig

@@ -95,3 +95,24 @@ def test_the_footer_goes_under_a_legend_below_the_axes(export_tree):
     footer = export._add_footer(fig, "a long footer line " * 8)
     fig.canvas.draw()
     assert not footer.get_window_extent().overlaps(fig.legends[0].get_window_extent())
+
+
+def test_a_legend_label_wider_than_a_column_wraps_and_each_label_shows_once(export_tree):
+    """A platform label of the atlas (CPU, build, host, machine id, counter) is wider than a column: it wraps at
+    spaces instead of running off the figure, and a label drawn by several artists is listed once."""
+    label = "AMD EPYC · x86_64 · liboqs default · this host · 52f4557ba4a6 · tsc at 2.445 GHz"
+
+    @plotting.styled
+    def draw(width):
+        fig, ax = plt.subplots(figsize=(width, 2.0))
+        for y in (1, 2):
+            ax.plot([1, 2], [y, y], label=label)
+        ax.plot([1, 2], [3, 3], label="Raspberry Pi 4 (study 004)")
+        plotting.figure_legend(fig, ax.get_legend_handles_labels(), 2)
+        return fig
+
+    fig = draw(plotting.COLUMN_WIDTH)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(texts) == 2 and "\n" in texts[0] and " ".join(texts[0].split()) == " ".join(label.split())
+    export.check_layout(fig, "legend")  # nothing outside the figure, nothing overlapping
+    saved(export_tree, draw, "long_legend")

@@ -588,7 +588,7 @@ def plot_ratios(atlas: Atlas, baseline_kind: str, title: str = "", width: float 
     _dot_rows(ax, df, "ratio", rows, "platform", colors, hollow)
     ax.set_xlabel(f"ratio to the {baseline_kind} baseline on the same platform ({INTERVAL})")
     fig.suptitle(title or f"Cost relative to the {baseline_kind} baseline, per platform")  # wraps to the figure
-    fig.legend(loc="outside lower center", ncols=plotting.legend_columns(df["platform"].unique(), width, 2))
+    plotting.figure_legend(fig, ax.get_legend_handles_labels(), 2)
     return fig
 
 
@@ -615,11 +615,6 @@ def plot_cross_platform(cross: pd.DataFrame, atlas: Atlas, title: str = "", widt
         ax.set_title(f"against the {k} baseline")
     axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on {df['reference'].iloc[0]} ({INTERVAL})")
     fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another")
-    handles, labels = [], []
-    for ax in axes[:, 0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, 2))
+    pairs = [pair for ax in axes[:, 0] for pair in zip(*ax.get_legend_handles_labels())]
+    plotting.figure_legend(fig, tuple(zip(*pairs)), 2)
     return fig

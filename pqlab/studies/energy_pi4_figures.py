@@ -124,8 +124,7 @@ def plot_aead_scaling(times: pd.DataFrame, width: float = plotting.FULL_WIDTH):
             if line.get_label().endswith("decrypt"):
                 line.set_linestyle("--")
         ax.get_legend().remove()
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, 3))
+    plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), 3)
     fig.suptitle("AEAD payload scaling here (encrypt solid, decrypt dashed)")
     return fig
 

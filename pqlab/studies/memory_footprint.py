@@ -240,7 +240,7 @@ def plot_message_sizes(memory: pd.DataFrame, width: float = plotting.FULL_WIDTH)
     handles = [Line2D([], [], color=by_backend[b], lw=1.2, marker="o", ms=2.5) for b in backends]
     handles.append(Line2D([], [], color="0.25", ls=(0, (1, 1.5)), lw=1.0))
     labels = [*backends, "one copy of the message"]
-    fig.legend(handles, labels, loc="outside lower center", ncols=plotting.legend_columns(labels, width, len(labels)))
+    plotting.figure_legend(fig, (handles, labels), len(labels))
     return fig
 
 
