@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -183,7 +184,10 @@ def figure_legend(fig, handles_labels, max_cols: int = 4):
     width = fig.get_figwidth()
     chars = max(12, int((width * 72 * 0.95 - 22) / (0.5 * 7)))
     labels = ["\n".join(textwrap.wrap(str(lab), chars, break_on_hyphens=False)) or str(lab) for lab in labels]
-    return fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, max_cols))
+    legend = fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, max_cols))
+    fig.canvas.draw()  # the legend takes its room from the figure: give the figure that room (the axes keep theirs)
+    fig.set_figheight(fig.get_figheight() + legend.get_window_extent().height / fig.dpi)
+    return legend
 
 
 def categories_on_y(ax) -> bool:
@@ -257,7 +261,8 @@ def fit_tick_labels(ax, axis: str = "x", rotations=(0, 30, 45, 90)) -> float:
 
 def fit_titles(fig, tries: int = 4) -> None:
     """Wrap every axes title and axis label, and the figure's title, onto more lines where they are longer
-    than their axes (along the axis, for an axis label) or the figure."""
+    than their axes (along the axis, for an axis label) or the figure; then make the figure taller while its
+    layout leaves the axes no room (constrained layout gives up then)."""
     texts = [(fig._suptitle, None, "x")] if getattr(fig, "_suptitle", None) else []
     texts += [(t, ax, d) for ax in fig.axes for t, d in ((ax.title, "x"), (ax.xaxis.label, "x"), (ax.yaxis.label, "y"))]
     for _ in range(tries):
@@ -272,11 +277,18 @@ def fit_titles(fig, tries: int = 4) -> None:
 
         long = [(t, ax, d) for t, ax, d in texts if t.get_text() and t.get_visible() and length(t, d) > room(ax, d)]
         if not long:
-            return
+            break
         for t, ax, d in long:
             text = " ".join(t.get_text().split())
             chars = max(10, int(len(text) * room(ax, d) / length(t, d)) - 2)
             t.set_text(textwrap.fill(text, chars))
+    for _ in range(12):  # wrapped titles take height: the figure grows until the layout leaves its axes room
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            fig.canvas.draw()
+        if not any("collapsed" in str(w.message) for w in seen):
+            return
+        fig.set_figheight(fig.get_figheight() + 0.3)
 
 
 def refit_category_labels(fig) -> None:

@@ -116,3 +116,21 @@ def test_a_legend_label_wider_than_a_column_wraps_and_each_label_shows_once(expo
     assert len(texts) == 2 and "\n" in texts[0] and " ".join(texts[0].split()) == " ".join(label.split())
     export.check_layout(fig, "legend")  # nothing outside the figure, nothing overlapping
     saved(export_tree, draw, "long_legend")
+
+
+def test_a_figure_whose_wrapped_titles_leave_its_axes_no_room_grows(export_tree):
+    """Wrapped titles take height; where the layout would leave the axes none (constrained layout gives up and
+    texts overlap), fit_titles makes the figure taller instead."""
+
+    @plotting.styled
+    def draw(width):
+        fig, ax = plt.subplots(figsize=(width, 1.0))
+        ax.plot([1, 2], [1, 2])
+        fig.suptitle("which algorithms lose or gain from one platform to another, against a reference " * 2)
+        ax.set_xlabel("ratio on the platform over the ratio on the reference platform, with its interval " * 2)
+        return fig
+
+    fig = draw(plotting.COLUMN_WIDTH)
+    plotting.fit_titles(fig)
+    assert fig.get_figheight() > 1.0
+    export.check_layout(fig, "grown")

@@ -570,7 +570,8 @@ def _dot_rows(ax, df: pd.DataFrame, value: str, rows: list, hue: str, colors: di
                     mfc="white" if k in hollow else colors[k], label=str(k), ls="none")
     ax.axvline(1, color="0.3", lw=0.8, ls=":")
     ax.set_xscale("log")
-    ax.set_yticks(y0, rows)
+    narrow = ax.figure.get_figwidth() < plotting.FULL_WIDTH  # a column: each ratio's two terms on two lines
+    ax.set_yticks(y0, [r.replace(" / ", "\n/ ") if narrow else r for r in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.grid(axis="y", visible=False)
 
@@ -613,8 +614,9 @@ def plot_cross_platform(cross: pd.DataFrame, atlas: Atlas, title: str = "", widt
     for ax, k in zip(axes[:, 0], kinds):
         _dot_rows(ax, df[df["baseline_kind"] == k], "factor", rows[k], "platform", colors, hollow)
         ax.set_title(f"against the {k} baseline")
-    axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on {df['reference'].iloc[0]} ({INTERVAL})")
-    fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another")
+    axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on the reference ({INTERVAL})")
+    fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another; reference: "
+                 f"{df['reference'].iloc[0]}")
     pairs = [pair for ax in axes[:, 0] for pair in zip(*ax.get_legend_handles_labels())]
     plotting.figure_legend(fig, tuple(zip(*pairs)), 2)
     return fig
