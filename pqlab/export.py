@@ -290,7 +290,8 @@ def _header_cell(label: str, align: str) -> str:
         return tex(label)
     lines = min(3, math.ceil(len(label) / HEADER_LINE))
     parts = textwrap.wrap(label, math.ceil(len(label) / lines) + 2)
-    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(tex(p) for p in parts) + r"\end{tabular}"
+    # a line that starts with "[" is braced: \\ would take it for its optional argument
+    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(_cell_tex(p) for p in parts) + r"\end{tabular}"
 
 
 def _cell_tex(text: str, numeric: bool = False) -> str:

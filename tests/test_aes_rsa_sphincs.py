@@ -154,7 +154,10 @@ def test_sizes_are_checked_against_each_release(runs):
     assert rsa_sk.ours is None or pd.isna(rsa_sk.ours)
     text = S.describe_sizes(table)
     assert "SPHINCS+-SHAKE-128f (simple) public key, published 58 B: equal to the byte in BC 1.72; ours (raw) 32 B, BC 1.86 47 B." in text
-    assert "differ between keys: 1,217 B to 1,218 B" in text
+    assert "ours 1,217 B–1,218 B (by key)" in text
+    labels = [getattr(c, "label", c) for c in S.size_columns(table)]
+    assert {"Published", "Ours", "BC 1.72", "BC 1.86"} <= set(labels) and "ours_encoding" not in labels
+    assert all(c.kind == "size" for c in S.size_columns(table)[3:] if c.name != "ours_note")  # [B] in the unit row
     assert "RSA-2048 public key, published 294 B: equal to the byte in ours (DER)." in text
     assert "reproduced by none of our sources" in S.describe_sizes(table.assign(**{"BC 1.72": None}))
 

@@ -355,3 +355,13 @@ def test_a_figure_without_data_is_not_written_and_a_stale_one_is_removed(out):
 
 def test_greek_letters_in_cells_become_math():
     assert export.tex("η 6 → 2, γ1") == r"\ensuremath{\eta} 6 \ensuremath{\rightarrow} 2, \ensuremath{\gamma}1"
+
+
+def test_a_wrapped_header_line_starting_with_a_bracket_is_braced():
+    """\\\\ takes a following "[" for its optional length ("Missing number" in LaTeX): a header wrapped before
+    its "[B]" braces that line."""
+    from pqlab.export import _header_cell
+
+    cell = _header_cell("Published [B]", "r")
+    assert r"\\{[B]}" in cell and r"\\[" not in cell
+    assert r"PKCS\#8" in _header_cell("PKCS#8 rather long label [B]", "r")  # escaped once

@@ -255,6 +255,16 @@ def _rows_for(frame: pd.DataFrame, study_row: str, variant: str) -> pd.DataFrame
     return frame[(frame["algorithm"].map(STUDY_ROW) == study_row) & (frame["algorithm"].map(variant_of) == variant)]
 
 
+def size_columns(table: pd.DataFrame) -> list:
+    """The paper table's columns of :func:`size_table`: every size in bytes with its unit in the header, each
+    Bouncy Castle release's column included; the encodings stay in the CSV (the text says them)."""
+    from ..formatting import Column
+
+    releases = [c for c in table.columns if c.startswith("BC ")]
+    return ["study_row", "variant", "key", Column("published", "Published", "size"), Column("ours", "Ours", "size"),
+            Column("ours_note", "Ours, varying", "text"), *[Column(c, c, "size") for c in releases]]
+
+
 def size_table(ours: pd.DataFrame, bc_runs=(), reference: pd.DataFrame | None = None) -> pd.DataFrame:
     """Sizes beside the study's: one row per study row, variant and key; the published size, ours (raw keys;
     RSA in DER) and each Bouncy Castle release's (encoded keys: X.509 SubjectPublicKeyInfo / PKCS#8 DER)."""
@@ -270,7 +280,7 @@ def size_table(ours: pd.DataFrame, bc_runs=(), reference: pd.DataFrame | None = 
 
     def spread(frame: pd.DataFrame, col: str) -> str:
         vals = sorted(frame[col].dropna().astype(int).unique()) if col in frame else []
-        return f"differ between keys: {fmt_bytes(vals[0])} to {fmt_bytes(vals[-1])}" if len(vals) > 1 else ""
+        return f"{fmt_bytes(vals[0])}–{fmt_bytes(vals[-1])} (by key)" if len(vals) > 1 else ""  # short: a table cell
 
     rows = []
     for r in ref.itertuples():
