@@ -197,7 +197,11 @@ def test_measure_memory_stores_a_run_and_a_cached_row_equals_a_fresh_one(tmp_pat
     rows = [r.measurements.set_index("memory_source") for r in (run, fresh, cached)]
     for source, cols in ((driver.SOURCE_MASSIF, figures), (driver.SOURCE_TRACEMALLOC, ["peak_heap_bytes"])):
         first, again, reused = (r.loc[source, cols].astype(float).tolist() for r in rows)
-        assert first == again == reused, source  # deterministic, and the cache returns exactly that
+        assert reused == again, source  # the cache returns exactly what the last (fresh) measurement stored
+        if source == driver.SOURCE_MASSIF:
+            assert first == again  # valgrind's byte counts of one build are deterministic
+        else:  # tracemalloc's Python heap can differ by some dozens of bytes between processes (seen: 67 B)
+            assert all(abs(a - b) <= 0.02 * b for a, b in zip(first, again, strict=True)), (first, again)
     assert fresh.meta["memory_cache"]["reused"] == 0 and fresh.meta["memory_cache"]["fresh"]
     assert cached.meta["memory_cache"]["reused"] == 5 and cached.meta["worker_runs"] == 1  # the probe only
     cell = cached.measurements.set_index("memory_source").loc[driver.SOURCE_MASSIF, "flags"]
