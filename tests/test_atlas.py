@@ -244,3 +244,16 @@ def test_cpu_features_text_covers_every_kind_of_build():
     assert atlas.cpu_features_text({"build_config": {"OQS_OPT_TARGET": "generic"}}).endswith("no CPU-specific instructions")
     assert atlas.cpu_features_text({}) == "liboqs not loaded"
     assert atlas.short_cpu("Intel(R) Xeon(R) Platinum 8370C CPU @ 2.80GHz") == "Intel Xeon Platinum 8370C"
+
+
+def test_the_default_reference_is_this_hosts_newest_platform(tmp_path):
+    """One host with runs of two counters (yesterday's, recorded before the counter was, and today's TSC) is
+    two platforms; the default reference is the newer one, whatever the labels' order."""
+    host = machine.host_id()
+    synthetic_run(tmp_path, "old", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  counter="aaa-old", started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "new", {SIG: 120_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  counter="tsc", started_at="2026-02-01T00:00:00+00:00")
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
+    assert len(a.platforms) == 2 and a.platforms["this_host"].all()
+    assert atlas.reference_platform(a).endswith("tsc") and a.platforms["platform"].iloc[0].endswith("tsc")

@@ -244,7 +244,7 @@ def _platform_row(key, metas: list[dict], host: str) -> dict:
             "cores": cpu.get("usable_cores") or cpu.get("logical_cores"), "counter": counter,
             "frequency": frequency_text(meta), "hypervisor": meta.get("hypervisor") or "none detected",
             "liboqs": f"{version} {variant} build", "cpu_features": cpu_features_text(meta.get("liboqs") or {}),
-            "runs": len(metas), "_key": key, "_variant": variant}
+            "runs": len(metas), "_key": key, "_variant": variant, "_latest": str(meta.get("started_at") or "")}
 
 
 def _part(run, algorithm: str, op: str, backend: str, variant: str | None, message_bytes: int):
@@ -363,9 +363,10 @@ def build_atlas(comps: pd.DataFrame, *, message_bytes: int, folder: Path | str |
             ratios += found
     platforms = platforms[platforms["platform"].isin(keep)]
     if len(platforms):
-        platforms = platforms.sort_values(["this_host", "identity", "platform"], ascending=[False, True, True],
-                                          key=_own_first)
-    platforms = platforms.drop(columns=["_key", "_variant"], errors="ignore")
+        # this host's own identity first, its newest platform (e.g. today's counter) before older ones
+        platforms = platforms.sort_values(["this_host", "identity", "_latest", "platform"],
+                                          ascending=[False, True, False, True], key=_own_first)
+    platforms = platforms.drop(columns=["_key", "_variant", "_latest"], errors="ignore")
     if published:
         pub_platforms, pub_ratios = published_platforms(comps)
         platforms = pd.concat([platforms, pub_platforms], ignore_index=True)
@@ -397,7 +398,8 @@ def _unique_labels(platforms: pd.DataFrame) -> pd.DataFrame:
 
 def reference_platform(atlas: Atlas, wanted: str = "") -> str:
     """The platform the others are compared with: `wanted` (a platform label, or part of one, or a machine
-    id), else this host's own identity, else the first measured platform."""
+    id), else the first measured platform: this host's own identity, its newest if it has several (one host
+    with runs of two counters)."""
     measured = atlas.platforms[atlas.platforms["kind"] == MEASURED]
     if measured.empty:
         return ""
