@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import cycles
+from pqlab import cycles, formatting
 from pqlab.benchmark import bench, bench_in_worker
 from pqlab.paths import LIBOQS_PREFIX
 from pqlab.reference import load_reference
@@ -294,6 +294,9 @@ def test_without_a_counter_tables_show_times_and_ratios_use_times():
     rows = _time_only_rows()
     table = F.tabulate_signatures(rows)
     assert not any("cycles" in c for c in table.columns) and "sign_us" in table
+    for t in F.tabulate_families(rows).values():  # the paper columns exist in every family table, for any counter
+        assert formatting.table(t, F.family_columns(NONE)) is not None
+    assert "sign_cycles" in F.family_columns(CORE) and "sign_cycles" not in F.family_columns(NONE)
     tables = F.tabulate_families(rows)
     assert all(t["sign_us"].is_monotonic_increasing for t in tables.values())
     sp = F.compute_speedups(rows, "time_ns").set_index(["algorithm", "operation"])

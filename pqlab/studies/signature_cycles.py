@@ -396,6 +396,17 @@ def tabulate_signatures(rows: pd.DataFrame, builds: Sequence[str] | None = None)
     return wide[first + [c for c in wide.columns if c not in first]].reset_index(drop=True)
 
 
+def family_columns(counter: dict) -> list:
+    """The paper columns of :func:`tabulate_families`' tables: sizes, the median cycles of each operation where
+    a counter ran (else keygen's time too), and the sign and verify times."""
+    from ..formatting import Column
+
+    cycles_cols = ([f"{op}_cycles" for op in SIGNATURE_OPERATIONS] if counter["basis"] == "cycles"
+                   else [Column("keygen_us", "Keygen")])
+    return ["algorithm", "build", "nist_level", Column("pk_bytes", "Public key"), Column("sig_bytes", "Signature"),
+            *cycles_cols, Column("sign_us", "Sign"), Column("verify_us", "Verify")]
+
+
 def tabulate_families(rows: pd.DataFrame, builds: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
     """One table per family (lattice, hash-based, multivariate, code-based, classical), each sorted
     by signing cycles as the study's were; families without rows are left out."""
