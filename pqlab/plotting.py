@@ -331,6 +331,15 @@ def _stack_room(axis) -> float:
     return min(ratios, default=1.0)
 
 
+def fit_panel_labels(axes, narrow: bool) -> None:
+    """The category labels of stacked panels: narrow (bars along x, labels down the side) the figure grows
+    until the first panel's labels fit; wide, the bottom panel's labels are fitted along x."""
+    if narrow:
+        grow_to_fit_labels(axes[0])
+    else:
+        fit_tick_labels(axes[-1])
+
+
 def grow_to_fit_labels(ax, tries: int = 4) -> None:
     """Make the figure taller until the y tick labels of `ax` (stacked categories) no longer overlap."""
     fig = ax.figure

@@ -95,10 +95,7 @@ def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = "", width: flo
                               colors=colors, ax=ax, legend=False, horizontal=narrow)
     plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), max_cols=2)
     fig.suptitle(title or f"{KIND_LABEL[kind]}s: energy per operation by basis")
-    if narrow:
-        plotting.grow_to_fit_labels(axes[0])
-    else:
-        plotting.fit_tick_labels(axes[-1])
+    plotting.fit_panel_labels(axes, narrow)
     return fig
 
 

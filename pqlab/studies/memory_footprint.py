@@ -184,10 +184,7 @@ def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None, width: fl
     plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), max_cols=len(ops))
     source = "valgrind massif" if panels[0][0] != "python_heap_bytes" else "tracemalloc: valgrind was not available"
     fig.suptitle(f"Memory one operation adds ({source}; sign and verify of {size}-byte messages)")
-    if narrow:
-        plotting.grow_to_fit_labels(axes[0])
-    else:
-        plotting.fit_tick_labels(axes[-1])
+    plotting.fit_panel_labels(axes, narrow)
     return fig
 
 
