@@ -104,7 +104,9 @@ def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
 def _add_footer(fig, text: str):
     """`text` in small grey type in a band added under the figure, wrapped to its width.  The figure is laid
     out first at its drawn size; then everything keeps its size and place above the band.  Returns the text."""
-    fig.canvas.draw()
+    from .plotting import draw
+
+    draw(fig)
     to_fraction = fig.transFigure.inverted()
     anchors = [to_fraction.transform_bbox(leg.get_bbox_to_anchor()) for leg in fig.legends]
     fig.set_layout_engine("none")  # keep the layout just computed
@@ -139,9 +141,9 @@ def check_layout(fig, what: str, footer=None) -> float:
     """Refuse a figure whose text would be unreadable in print: any text smaller than
     plotting.MIN_TEXT_PT, outside the figure, over the `footer` text, or over another text (tick labels,
     titles, axis labels, annotations, legend entries).  Returns the smallest text size."""
-    from .plotting import MIN_TEXT_PT, drawn_tick_labels, overlapping_tick_labels
+    from .plotting import MIN_TEXT_PT, draw, drawn_tick_labels, overlapping_tick_labels
 
-    fig.canvas.draw()
+    draw(fig)
     renderer = fig.canvas.get_renderer()
     frame = fig.bbox
     texts = _texts(fig)
@@ -231,6 +233,7 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
             plotting.refit_category_labels(fig)
             plotting.thin_value_ticks(fig)
             smallest = check_layout(fig, what, _add_footer(fig, line) if line else None)
+            fig.set_layout_engine("none")  # each format saves the layout just checked, not one laid out again
             for ext in formats:
                 meta = _metadata(ext, f"{topic}/{name}{suffix}", prov)
                 out.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(

@@ -60,6 +60,14 @@ def styled(draw):
     return wrapper
 
 
+def draw(fig) -> None:
+    """Lay the figure out and draw it, unless nothing changed since it was last drawn (matplotlib marks a
+    figure stale when any of its artists changes).  Every fitting step measures texts on a drawn figure; a
+    draw of a dense figure costs up to a second, and most steps change nothing, so they do not draw again."""
+    if fig.stale:
+        fig.canvas.draw()
+
+
 def family_color(family: str) -> str:
     return FAMILY_COLORS.get(family, FAMILY_COLORS["other"])
 
@@ -185,7 +193,7 @@ def figure_legend(fig, handles_labels, max_cols: int = 4):
     chars = max(12, int((width * 72 * 0.95 - 22) / (0.5 * 7)))
     labels = ["\n".join(textwrap.wrap(str(lab), chars, break_on_hyphens=False)) or str(lab) for lab in labels]
     legend = fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, max_cols))
-    fig.canvas.draw()  # the legend takes its room from the figure: give the figure that room (the axes keep theirs)
+    draw(fig)  # the legend takes its room from the figure: give the figure that room (the axes keep theirs)
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent().height / fig.dpi)
     return legend
 
@@ -214,11 +222,13 @@ def drawn_tick_labels(axis) -> list:
 
 
 def _extent(label, renderer) -> tuple[float, float]:
-    """Width and height in pixels of a label as if it were not rotated."""
-    rotation = label.get_rotation()
+    """Width and height in pixels of a label as if it were not rotated (the label is left as it was, drawn
+    figure included: turning it and back changes nothing drawn)."""
+    rotation, stale = label.get_rotation(), label.figure.stale
     label.set_rotation(0)
     box = label.get_window_extent(renderer)
     label.set_rotation(rotation)
+    label.figure.stale = stale
     return box.width, box.height
 
 
@@ -249,7 +259,7 @@ def fit_tick_labels(ax, axis: str = "x", rotations=(0, 30, 45, 90)) -> float:
     """Rotate the tick labels of `ax`'s `axis` by the first angle in `rotations` at which no two overlap,
     laid out as the figure is (slanted labels end at their tick); returns the angle."""
     target = ax.xaxis if axis == "x" else ax.yaxis
-    ax.figure.canvas.draw()
+    draw(ax.figure)
     angle = next((r for r in rotations if overlapping_tick_labels(target, r) is None), rotations[-1])
     for label in target.get_ticklabels():
         label.set_rotation(angle)
@@ -265,16 +275,22 @@ def fit_titles(fig, tries: int = 4) -> None:
     layout leaves the axes no room (constrained layout gives up then)."""
     texts = [(fig._suptitle, None, "x")] if getattr(fig, "_suptitle", None) else []
     texts += [(t, ax, d) for ax in fig.axes for t, d in ((ax.title, "x"), (ax.xaxis.label, "x"), (ax.yaxis.label, "y"))]
+
+    def collapsed() -> bool:  # draws the figure; whether constrained layout gave up on it
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            fig.canvas.draw()
+        return any("collapsed" in str(w.message) for w in seen)
+
+    def room(ax, d) -> float:  # a title or label no longer than its axes, the figure's title than the figure
+        return 0.96 * fig.bbox.width if ax is None else 0.98 * (ax.bbox.width if d == "x" else ax.bbox.height)
+
+    def length(t, d) -> float:
+        box = t.get_window_extent()
+        return box.width if d == "x" else box.height
+
+    gave_up = collapsed()
     for _ in range(tries):
-        fig.canvas.draw()
-
-        def room(ax, d) -> float:  # a title or label no longer than its axes, the figure's title than the figure
-            return 0.96 * fig.bbox.width if ax is None else 0.98 * (ax.bbox.width if d == "x" else ax.bbox.height)
-
-        def length(t, d) -> float:
-            box = t.get_window_extent()
-            return box.width if d == "x" else box.height
-
         long = [(t, ax, d) for t, ax, d in texts if t.get_text() and t.get_visible() and length(t, d) > room(ax, d)]
         if not long:
             break
@@ -282,20 +298,19 @@ def fit_titles(fig, tries: int = 4) -> None:
             text = " ".join(t.get_text().split())
             chars = max(10, int(len(text) * room(ax, d) / length(t, d)) - 2)
             t.set_text(textwrap.fill(text, chars))
+        gave_up = collapsed()
     for _ in range(12):  # wrapped titles take height: the figure grows until the layout leaves its axes room
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            fig.canvas.draw()
-        if not any("collapsed" in str(w.message) for w in seen):
+        if not gave_up:
             return
         fig.set_figheight(fig.get_figheight() + 0.3)
+        gave_up = collapsed()
 
 
 def refit_category_labels(fig) -> None:
     """Where category labels overlap now that the figure is laid out whole (legends, wrapped titles and
     colour bars take room after the axes were drawn): rotate them again along x, or make the figure taller
     where they stand down the side."""
-    fig.canvas.draw()
+    draw(fig)
     for ax in fig.axes:
         if categories_on_y(ax):
             grow_to_fit_labels(ax)
@@ -308,14 +323,14 @@ def thin_value_ticks(fig) -> None:
     4 ... within a decade), then fewer major ones.  Axes with ticks placed by hand (categories) are left alone."""
     from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
 
-    fig.canvas.draw()
+    draw(fig)
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             if isinstance(axis.get_major_locator(), FixedLocator) or overlapping_tick_labels(axis) is None:
                 continue
             axis.set_minor_formatter(NullFormatter())
             for n in (5, 4, 3):
-                fig.canvas.draw()
+                draw(fig)
                 if overlapping_tick_labels(axis) is None:
                     break
                 log = axis.get_scale() == "log"
@@ -344,7 +359,7 @@ def grow_to_fit_labels(ax, tries: int = 4) -> None:
     """Make the figure taller until the y tick labels of `ax` (stacked categories) no longer overlap."""
     fig = ax.figure
     for _ in range(tries):
-        fig.canvas.draw()
+        draw(fig)
         room = _stack_room(ax.yaxis)
         if room >= 1 and overlapping_tick_labels(ax.yaxis) is None:
             return
@@ -535,7 +550,7 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
         ax.set_title(title)
     fit_tick_labels(ax)
     if cells:  # values written in the cells only where they fit them (else the colours alone)
-        fig.canvas.draw()
+        draw(fig)
         cell_w = ax.bbox.width / matrix.shape[1]
         cell_h = ax.bbox.height / matrix.shape[0]
         if any(c.get_window_extent().width > 0.95 * cell_w or c.get_window_extent().height > cell_h for c in cells):
@@ -596,7 +611,7 @@ def place_labels(ax, xs, ys, texts, fontsize: float = SMALL_PT) -> None:
     """Label points on log-log axes without overlaps: each label starts up and right of its point
     and moves down (a thin line then joins it to its point) until it clears the labels above it."""
     fig = ax.figure
-    fig.canvas.draw()  # fixes the limits and the axes' size
+    draw(fig)  # fixes the limits and the axes' size
     (x0, x1), (y0, y1) = np.log10(ax.get_xlim()), np.log10(ax.get_ylim())
     bbox = ax.get_window_extent()
     width_pt, height_pt = bbox.width * 72 / fig.dpi, bbox.height * 72 / fig.dpi

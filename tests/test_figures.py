@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from conftest import fake_run  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 from pqlab import export, plotting  # noqa: E402
 from pqlab.liboqs_loader import import_oqs  # noqa: E402
@@ -134,3 +135,40 @@ def test_a_figure_whose_wrapped_titles_leave_its_axes_no_room_grows(export_tree)
     plotting.fit_titles(fig)
     assert fig.get_figheight() > 1.0
     export.check_layout(fig, "grown")
+
+
+def test_draw_lays_out_again_only_what_changed():
+    """plotting.draw: a new figure is drawn, an unchanged one is not drawn again, a changed one is; measuring
+    tick labels (turning them to measure, and back) leaves nothing to draw again."""
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks(range(8), [f"label {i}" for i in range(8)])
+    draws = []
+    fig.canvas.mpl_connect("draw_event", lambda event: draws.append(1))
+    plotting.draw(fig)
+    assert len(draws) == 1
+    assert plotting.overlapping_tick_labels(ax.xaxis, rotation=90) is None  # labels measured upright
+    assert plotting.overlapping_tick_labels(ax.xaxis) is not None  # flat, they overlap
+    plotting.draw(fig)
+    assert len(draws) == 1, "measuring labels made the figure draw again"
+    ax.set_title("changed")
+    plotting.draw(fig)
+    assert len(draws) == 2
+    plotting.fit_titles(fig)  # draws at least once, catching the layout's warnings
+    assert len(draws) == 3
+
+
+def test_the_layout_saved_is_the_one_checked(export_tree):
+    """save_figure fixes the layout it checked before writing the formats: saving does not lay the figure out
+    again (at 300 dpi a fresh layout moves texts by fractions of a pixel the check never saw)."""
+    fig_seen = []
+
+    @plotting.styled
+    def draw(width):
+        fig, ax = plt.subplots(figsize=(width, 2))
+        ax.plot([1, 2], [1, 2])
+        fig_seen.append(fig)
+        return fig
+
+    export.save_figure(draw, "t", "frozen", runs=[], formats=("png",))
+    assert len(fig_seen) == 2  # both widths
+    assert all(isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine) for fig in fig_seen)
