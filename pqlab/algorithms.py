@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UnknownName, warn
-from .liboqs_loader import LiboqsNotFound
+from .errors import LiboqsNotFound, UnknownName, warn
 from .schema import KIND_OPERATIONS
 
 
@@ -346,6 +345,14 @@ def _load_backends() -> None:
         raise
 
 
+def load_backend(backend: str) -> None:
+    """Register one backend's algorithms and import no other library: a memory worker measures one
+    backend, under valgrind, where every import is slow (:func:`get` of one of them loads nothing more)."""
+    from .backends import load_all
+
+    load_all(only=backend)
+
+
 def _liboqs_missing() -> str:
     """Why liboqs registered nothing ("" when it is there)."""
     from .backends import UNAVAILABLE
@@ -381,6 +388,8 @@ def _instance(name: str, backend: str) -> Algorithm:
 
 def get(name: str, backend: str | None = None) -> Algorithm:
     """The adapter for `name` (and `backend`, else the preferred one); errors list close matches."""
+    if (name, backend) in _REGISTRY:  # registered already (all backends, or this one: load_backend)
+        return _instance(name, backend)
     _load_backends()
     available = _backends_of(name)
     missing = _liboqs_missing()

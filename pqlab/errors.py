@@ -45,3 +45,8 @@ def warn(text: str) -> None:
     import warnings
 
     warnings.warn(text, PqlabWarning, stacklevel=3)
+
+
+class LiboqsNotFound(RuntimeError):
+    """No usable liboqs: names where it looked and how to get one (raised by :mod:`pqlab.liboqs_loader`; here so
+    that code which only catches it does not load the loader)."""

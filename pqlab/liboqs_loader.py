@@ -29,6 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from .errors import LiboqsNotFound  # raised here, defined there: catching it loads nothing
 from .files import atomic_write_text
 from .paths import LIBOQS_PREFIX
 
@@ -36,10 +37,6 @@ VARIANTS = ("default", "generic")
 #: liboqs-python 0.16 calls these (OQS_init when imported); liboqs 0.13 gets the last from native/'s shim.
 REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
 HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
-
-
-class LiboqsNotFound(RuntimeError):
-    """No usable liboqs: names where it looked and how to get one."""
 
 
 def search_order() -> list[Path]:

@@ -162,6 +162,22 @@ def test_worker_process_runs_without_importing_pqlab_init(ml_dsa_inputs, tmp_pat
     assert driver.worker_command()[1:] == ["-m", "pqlab.memory.worker"]
 
 
+
+def test_a_worker_loads_only_the_library_of_its_backend(tmp_path):
+    """Under valgrind every import costs: a worker registers its own backend only, so a cryptography run
+    loads neither liboqs nor pqcrypto, and a liboqs run loads no OpenSSL binding."""
+    for name, backend, absent in (("Ed25519", "cryptography", ("liboqs", "/oqs/", "pqcrypto")),
+                                  ("ML-DSA-44", "liboqs", ("cryptography", "pqcrypto", "Crypto"))):
+        algo = A.get(name, backend)
+        message = A.random_message(32, 0)
+        keys = algo.generate()
+        folder = worker.write_inputs(tmp_path / backend, name, backend, message, keys, algo.signer(keys[1])(message))
+        run = driver.run_worker(name, backend, "verify", folder, "plain", work=tmp_path / backend / "work")
+        assert run.error == "" and run.report["verdict"] is True
+        loaded = [f for f in run.report["loaded_files"] if any(a in f for a in absent)]
+        assert not loaded, f"a {backend} worker loaded {loaded[:3]}"
+
+
 # ----- massif -----
 @needs_valgrind
 def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import importlib
 
-from ..liboqs_loader import LiboqsNotFound
+from ..errors import LiboqsNotFound
 
 MODULES = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure_python", "ascon")
 #: backend module -> why it registered nothing (a missing optional library, no usable liboqs)
 UNAVAILABLE: dict[str, str] = {}
 
 
-def load_all() -> None:
-    for name in MODULES:
+def load_all(only: str | None = None) -> None:
+    """Register every backend's algorithms, or (`only`: a backend's name) that backend's alone."""
+    for name in MODULES if only is None else [only.replace("-", "_")]:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # a backend module not written yet / optional

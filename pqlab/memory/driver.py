@@ -89,7 +89,7 @@ STACK_MARKER_MIN_BYTES_PER_LEVEL = 256
 MASSIF_DEPTH = 1
 #: Raised whenever anything that changes a figure changes (markers, massif options, warm-up calls, the
 #: baselines): part of every cache key (:mod:`pqlab.memory.cache`).
-METHOD_VERSION = 2
+METHOD_VERSION = 3
 SOURCE_MASSIF = "valgrind-massif:stacks"
 SOURCE_MASSIF_FIRST_CALL = "valgrind-massif:first-call"
 SOURCE_TRACEMALLOC = "tracemalloc"

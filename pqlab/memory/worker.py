@@ -216,10 +216,11 @@ def worker(algorithm: str, backend: str, operation: str, inputs: Path | str, out
 
     `warmup`: calls of the operation before the measured one (in the baseline too), so that a
     library's one-time initialisation on first use is not counted as the operation's memory."""
-    from ..algorithms import get
+    from ..algorithms import get, load_backend
 
     inputs, output = Path(inputs), Path(output)
     output.mkdir(parents=True, exist_ok=True)
+    load_backend(backend)  # this backend's library only: every import is slow under valgrind
     algo = get(algorithm, backend)
     data = read_inputs(inputs) if operation != "keygen" else {}
     call = prepare_operation(algo, operation, data)
