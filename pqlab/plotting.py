@@ -79,11 +79,13 @@ def color_map(keys) -> dict:
 
 def _labels_fit_under_bars(cats, width: float, height: float) -> bool:
     """Whether category labels can stand under vertical bars: flat or slanted within the width, or upright
-    without taking more than a third of the figure's height (estimated from their length at 7 pt)."""
+    without taking more than a third of the figure's height and with their lines side by side within a
+    category's width (estimated from their length at 7 pt)."""
     lines = [line for c in cats for line in str(c).split("\n")] or [""]
     longest = max(map(len, lines)) * 0.5 * 7  # points
+    across = max(str(c).count("\n") + 1 for c in cats or [""]) * 7 * 1.25  # points across an upright label
     per_category = 0.8 * width * 72 / max(len(cats), 1)
-    return longest <= per_category * 1.6 or longest <= height * 72 / 3
+    return longest <= per_category * 1.6 or (longest <= height * 72 / 3 and across <= per_category * 0.8)
 
 
 #: inches of figure height a category needs when the categories run down the side: bars side by side per

@@ -145,7 +145,8 @@ class RunRecorder:
                      "machine_id": self.meta["machine_id"], "study": study}
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
-        self._sample_frames: list = []  # typed frames, one per add()
+        self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
+        # operation would otherwise concatenate hundreds of frames each time)
         self._sample_gz: list[bytes] | None = []  # their encodings (gzip members), made once
         self._cleaned: set[Path] = set()
         self._signals: dict | None = None  # the handlers replaced while inside `with`
@@ -181,12 +182,12 @@ class RunRecorder:
         samples = samples.to_dict("records") if hasattr(samples, "to_dict") else list(samples)
         if samples:
             frame = typed(pd.DataFrame(samples), "samples")
-            if self._sample_gz is not None and (not self._sample_frames
-                                                or list(frame.columns) == list(self._sample_frames[0].columns)):
-                self._sample_gz.append(encode_table(frame, gz=True, header=not self._sample_frames))
+            first = self._samples is None
+            if self._sample_gz is not None and (first or list(frame.columns) == list(self._samples.columns)):
+                self._sample_gz.append(encode_table(frame, gz=True, header=first))
             else:
                 self._sample_gz = None  # other columns than before: the whole table is encoded at each save
-            self._sample_frames.append(frame)
+            self._samples = frame if first else pd.concat([self._samples, frame], ignore_index=True)
 
     def measured(self) -> int:
         """How many measurement rows the run holds, the harness's own no-op rows not counted."""
@@ -222,8 +223,7 @@ class RunRecorder:
                 signal.signal(s, lambda signum, frame: pending.append(signum))
         try:
             self.meta["status"] = status
-            samples = (pd.concat(self._sample_frames, ignore_index=True) if self._sample_frames
-                       else typed(pd.DataFrame(), "samples"))
+            samples = self._samples if self._samples is not None else typed(pd.DataFrame(), "samples")
             self.run = Run(self.run_id, typed(pd.DataFrame(self.measurements), "measurements"),
                            typed(pd.DataFrame(self.sizes), "sizes"), samples, self.meta)
             if self.save:

@@ -172,3 +172,19 @@ def test_the_layout_saved_is_the_one_checked(export_tree):
     export.save_figure(draw, "t", "frozen", runs=[], formats=("png",))
     assert len(fig_seen) == 2  # both widths
     assert all(isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine) for fig in fig_seen)
+
+
+def test_two_line_category_labels_too_many_to_stand_upright_run_down_the_side(export_tree):
+    """Notebook 05's full run: ten KEMs, one labelled on two lines ("X25519\\n(cryptography)"), at the column
+    width.  Upright two-line labels need twice a line's width per category; where that is more than a category
+    has, the categories run down the side (the check refused the upright ones, which overlapped)."""
+    cats = [f"HQC-{n}" for n in (128, 192, 256)] + [f"McEliece-{n}" for n in (348864, 460896, 8192128)] + \
+        ["X25519\n(cryptography)"] + [f"ML-KEM-{n}" for n in (512, 768, 1024)]
+    df = pd.DataFrame([{"algorithm": c, "operation": op, "value": RNG.uniform(1, 5)} for c in cats
+                       for op in ("keygen", "encaps", "decaps")])
+    files = saved(export_tree, lambda w: plotting.grouped_bars(df, category="algorithm", group="operation",
+                                                               value="value", width=w), "two_lines")
+    assert {"two_lines.pdf", "two_lines.col.pdf"} <= files
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="value",
+                                width=plotting.COLUMN_WIDTH)
+    assert plotting.categories_on_y(fig.axes[0])
