@@ -175,14 +175,17 @@ class Algorithm:
         return {}
 
     # ----- operations -----
-    def trial(self, operation: str, message: bytes = b"") -> Trial:
-        """The timed callable and the output check for `operation` on `message`."""
+    def trial(self, operation: str, message: bytes = b"", keys=None) -> Trial:
+        """The timed callable and the output check for `operation` on `message`; with the algorithm's `keys`
+        (from :meth:`generate`: a key pair, a cipher's key) instead of new ones, so that a run measuring every
+        operation and size of an algorithm generates its keys once (an RSA key costs more than the operations
+        measured with it).  keygen makes its own keys."""
         if operation not in self.operations:
             raise ValueError(f"{self.name} ({self.kind}) has no operation {operation!r}; "
                              f"choose from {', '.join(self.operations)}")
-        return getattr(self, f"_trial_{self.kind}")(operation, message)
+        return getattr(self, f"_trial_{self.kind}")(operation, message, keys)
 
-    def _trial_sig(self, operation: str, message: bytes) -> Trial:
+    def _trial_sig(self, operation: str, message: bytes, keys=None) -> Trial:
         def checker(verify):
             def check_signature(sig: bytes, msg: bytes = message) -> None:
                 _require(verify(msg, sig) is True, "signature does not verify")
@@ -196,7 +199,7 @@ class Algorithm:
 
         if operation == "keygen":
             return Trial(self.generate, _not_repeated(check_pair, "keygen"))
-        pk, sk = self.generate()
+        pk, sk = keys if keys is not None else self.generate()
         sign, verify = self.signer(sk), self.verifier(pk)
         check_signature = checker(verify)
         if operation == "sign":
@@ -212,7 +215,7 @@ class Algorithm:
 
         return Trial(functools.partial(verify, message, sig), check_verdict)
 
-    def _trial_kem(self, operation: str, message: bytes) -> Trial:
+    def _trial_kem(self, operation: str, message: bytes, keys=None) -> Trial:
         def checker(decaps):
             def check_encaps(out) -> None:
                 ct, ss = out
@@ -226,7 +229,7 @@ class Algorithm:
 
         if operation == "keygen":
             return Trial(self.generate, _not_repeated(check_pair, "keygen"))
-        pk, sk = self.generate()
+        pk, sk = keys if keys is not None else self.generate()
         encaps, decaps = self.encapsulator(pk), self.decapsulator(sk)
         if operation == "encaps":
             return Trial(encaps, _not_repeated(checker(decaps), "encaps"))
@@ -239,14 +242,15 @@ class Algorithm:
 
         return Trial(functools.partial(decaps, ct), check_decaps)
 
-    def _trial_pke(self, operation: str, message: bytes) -> Trial:
+    def _trial_pke(self, operation: str, message: bytes, keys=None) -> Trial:
         return self._trial_encryption(operation, message, lambda keys: (self.encryptor(keys[0]),
-                                                                        self.decryptor(keys[1])))
+                                                                        self.decryptor(keys[1])), keys)
 
-    def _trial_cipher(self, operation: str, message: bytes) -> Trial:
-        return self._trial_encryption(operation, message, lambda key: (self.encryptor(key), self.decryptor(key)))
+    def _trial_cipher(self, operation: str, message: bytes, keys=None) -> Trial:
+        return self._trial_encryption(operation, message, lambda key: (self.encryptor(key), self.decryptor(key)),
+                                      keys)
 
-    def _trial_encryption(self, operation, message, bind) -> Trial:
+    def _trial_encryption(self, operation, message, bind, keys=None) -> Trial:
         def checker(decrypt):
             def check_ciphertext(ct: bytes, msg: bytes = message) -> None:
                 try:
@@ -263,7 +267,7 @@ class Algorithm:
 
         if operation == "keygen":
             return Trial(self.generate, _not_repeated(check_keys, "keygen"))
-        encrypt, decrypt = bind(self.generate())
+        encrypt, decrypt = bind(keys if keys is not None else self.generate())
         check_ciphertext = checker(decrypt)
         if operation == "encrypt":
             fresh = fresh_messages(message)
@@ -277,11 +281,12 @@ class Algorithm:
 
         return Trial(functools.partial(decrypt, ct), check_plaintext)
 
-    def sizes(self, message: bytes = b"\x00" * 100) -> dict:
-        """Every size in bytes, observed on real outputs (and declared maxima where given)."""
+    def sizes(self, message: bytes = b"\x00" * 100, keys=None) -> dict:
+        """Every size in bytes, observed on real outputs (and declared maxima where given), with `keys` or new
+        ones."""
         row = {"algorithm": self.name, "backend": self.backend, "family": self.family,
                "nist_level": self.nist_level, "key_encoding": self.key_encoding}
-        keys = self.generate()
+        keys = keys if keys is not None else self.generate()
         if self.kind == "cipher":
             row["symmetric_key_bytes"] = len(keys)
             row["ciphertext_bytes"] = len(self.encryptor(keys)(message))

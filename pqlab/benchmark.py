@@ -129,15 +129,15 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
             rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
         bar = _progress(len(plan), progress, study or "pqlab bench")
         try:
-            current = None
+            current, keys = None, None
             for algo, op, size in plan:
                 if algo is not current:
-                    current = algo
-                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed))])
+                    current, keys = algo, _keys(algo) if any(a is algo and o != "keygen" for a, o, _ in plan) else None
+                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed), keys)])
                 if bar is not None:
                     bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
                 rec.add(*_measure_one(rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns,
-                                      budget_s, min_samples, max_samples, target_rel_ci))
+                                      budget_s, min_samples, max_samples, target_rel_ci, keys))
                 rec.checkpoint()
                 if bar is not None:
                     bar.update(1)
@@ -147,12 +147,23 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     return rec.run
 
 
+def _keys(algo: Algorithm):
+    """The keys every operation and size of `algo` is measured with (one key pair per algorithm and run, as
+    SUPERCOP does); None where making them fails: each operation then tries itself and its failure is a row."""
+    try:
+        return algo.generate()
+    except Exception:  # noqa: BLE001 - recorded per operation
+        return None
+
+
 def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
-                 min_samples: int, max_samples: int, target_rel_ci: float | None) -> tuple[list[dict], list, list[dict]]:
-    """(measurement rows, size rows, sample rows) of one operation at one size; a failure is a row."""
+                 min_samples: int, max_samples: int, target_rel_ci: float | None,
+                 keys=None) -> tuple[list[dict], list, list[dict]]:
+    """(measurement rows, size rows, sample rows) of one operation at one size, with `keys` (None: new ones);
+    a failure is a row."""
     message = random_message(size or 0, seed)
     try:
-        t = algo.trial(op, message)
+        t = algo.trial(op, message, keys)
         s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh,
                     target_rel_ci=target_rel_ci)
     except VerificationError as exc:
@@ -162,9 +173,9 @@ def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhea
     return [measurement_row(rec, algo, op, size, s, overhead_ns)], [], sample_rows(rec.run_id, algo, op, size, s)
 
 
-def _sizes_row(algo: Algorithm, message: bytes) -> dict:
+def _sizes_row(algo: Algorithm, message: bytes, keys=None) -> dict:
     try:
-        return algo.sizes(message)
+        return algo.sizes(message, keys)
     except Exception as exc:  # noqa: BLE001
         return {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "error": str(exc)}
 
