@@ -145,6 +145,7 @@ class RunRecorder:
                      "machine_id": self.meta["machine_id"], "study": study}
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
+        self._typed_sizes = (0, None)  # (rows, typed frame): sizes come once per algorithm, checkpoints every row
         self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
         # operation would otherwise concatenate hundreds of frames each time)
         self._sample_gz: list[bytes] | None = []  # their encodings (gzip members), made once
@@ -225,7 +226,7 @@ class RunRecorder:
             self.meta["status"] = status
             samples = self._samples if self._samples is not None else typed(pd.DataFrame(), "samples")
             self.run = Run(self.run_id, typed(pd.DataFrame(self.measurements), "measurements"),
-                           typed(pd.DataFrame(self.sizes), "sizes"), samples, self.meta)
+                           self._sizes_frame(), samples, self.meta)
             if self.save:
                 self._save()
         finally:
@@ -235,6 +236,16 @@ class RunRecorder:
                 for s in SIGNALS:
                     signal.signal(s, _raise_interrupted)
         return pending
+
+    def _sizes_frame(self):
+        """The sizes table, typed again only when rows were added since the last checkpoint."""
+        import pandas as pd
+
+        from .schema import typed
+
+        if self._typed_sizes[1] is None or self._typed_sizes[0] != len(self.sizes):
+            self._typed_sizes = (len(self.sizes), typed(pd.DataFrame(self.sizes), "sizes"))
+        return self._typed_sizes[1]
 
     def _save(self) -> None:
         """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
