@@ -132,7 +132,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
             current, keys = None, None
             for algo, op, size in plan:
                 if algo is not current:
-                    current, keys = algo, _keys(algo) if any(a is algo and o != "keygen" for a, o, _ in plan) else None
+                    current, keys = algo, _keys(algo)  # its sizes row needs keys too
                     rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed), keys)])
                 if bar is not None:
                     bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))

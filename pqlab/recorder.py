@@ -145,10 +145,10 @@ class RunRecorder:
                      "machine_id": self.meta["machine_id"], "study": study}
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
-        self._typed_sizes = (0, None)  # (rows, typed frame): sizes come once per algorithm, checkpoints every row
+        self._typed_sizes = None  # the sizes typed: they grow once per algorithm, checkpoints come every operation
         self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
         # operation would otherwise concatenate hundreds of frames each time)
-        self._sample_gz: list[bytes] | None = []  # their encodings (gzip members), made once
+        self._sample_gz: list[bytes] | None = []  # the samples' encodings (gzip members), one per add()
         self._cleaned: set[Path] = set()
         self._signals: dict | None = None  # the handlers replaced while inside `with`
         self.run = None
@@ -243,9 +243,9 @@ class RunRecorder:
 
         from .schema import typed
 
-        if self._typed_sizes[1] is None or self._typed_sizes[0] != len(self.sizes):
-            self._typed_sizes = (len(self.sizes), typed(pd.DataFrame(self.sizes), "sizes"))
-        return self._typed_sizes[1]
+        if self._typed_sizes is None or len(self._typed_sizes) != len(self.sizes):
+            self._typed_sizes = typed(pd.DataFrame(self.sizes), "sizes")
+        return self._typed_sizes
 
     def _save(self) -> None:
         """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
