@@ -199,6 +199,74 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
     assert driver.check_output(algo, "sign", worker.read_inputs(folder), runs["heap"]) == ""
 
 
+def _fresh_massif_run(job_run: driver.WorkerRun) -> driver.WorkerRun:
+    """The job `job_run` ran, in a worker started afresh under massif (the method before worker servers)."""
+    import subprocess
+
+    out = job_run.output
+    mode = driver.RUNS[job_run.kind][0]
+    before = set(out.glob("massif.*.out"))
+    subprocess.run(driver.massif_command(out, mode) + driver.worker_command() + ["--job", "job.json"],
+                   env=driver.worker_environment(), cwd=out, check=True, capture_output=True)
+    (profile,) = set(out.glob("massif.*.out")) - before
+    return driver.WorkerRun(job_run.kind, json.loads((out / "result.json").read_text()), 0.0,
+                            profile=massif.parse_massif(profile), output=out)
+
+
+@needs_valgrind
+@pytest.mark.parametrize("operation", ["sign", "verify"])
+def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_inputs, tmp_path, operation):
+    """Massif runs are forked by a worker server; the heap, native heap and stack figures are those of a
+    worker process started afresh: the heap byte for byte (its allocator overhead aside), the stack to its alignment (ML-DSA keeps 32-byte
+    aligned arrays on the stack, so where the window starts can move its peak by 16 bytes)."""
+    algo, folder = ml_dsa_inputs
+    assert driver.compile_bytecode()  # as measure_memory does: both kinds of worker load the same bytecode
+    servers = driver.WorkerServers(tmp_path / "servers")
+    try:
+        forked = {k: driver.run_worker(algo.name, algo.backend, operation, folder, k, work=tmp_path / "work",
+                                       servers=servers)
+                  for k in ("heap", "heap-baseline", "stack", "stack-baseline")}
+    finally:
+        servers.close()
+    assert all(r.error == "" for r in forked.values()), {k: r.error for k, r in forked.items()}
+    fresh = {k: _fresh_massif_run(r) for k, r in forked.items()}
+    for runs in (forked, fresh):
+        assert driver.check_output(algo, operation, worker.read_inputs(folder), runs["heap"]) == ""
+    heap = [driver.heap_figures(runs["heap"], runs["heap-baseline"]) for runs in (forked, fresh)]
+    stack = [driver.stack_figures(runs["stack"], runs["stack-baseline"]) for runs in (forked, fresh)]
+    assert heap[0][1] == heap[1][1] == [] and stack[0][1] == stack[1][1] == []
+    for key in ("peak_heap_bytes", "peak_heap_native_bytes"):
+        assert heap[0][0][key] == heap[1][0][key], key
+    # the allocator's headers and padding depend on where the blocks land, not on the operation: tens of bytes
+    # (16-64 B apart in notebook 03's rows whose heap is the same byte for byte)
+    assert abs(heap[0][0]["peak_heap_extra_bytes"] - heap[1][0]["peak_heap_extra_bytes"]) <= 64
+    assert heap[0][0]["peak_heap_bytes"] > 2420
+    assert abs(stack[0][0]["peak_stack_bytes"] - stack[1][0]["peak_stack_bytes"]) <= 16
+    assert stack[0][0]["peak_stack_bytes"] > 5_000
+    # the server's own frames are below the window: raw stacks differ, the difference does not
+    assert stack[0][0]["peak_stack_raw_bytes"] != stack[1][0]["peak_stack_raw_bytes"]
+
+
+@needs_valgrind
+def test_a_worker_server_reports_a_failing_job_and_a_timeout_and_goes_on(ml_dsa_inputs, tmp_path):
+    algo, folder = ml_dsa_inputs
+    servers = driver.WorkerServers(tmp_path / "servers")
+    try:
+        bad = driver.run_worker("ML-DSA-45", algo.backend, "sign", folder, "heap", work=tmp_path / "bad",
+                                servers=servers)
+        assert bad.error.startswith("exit 1: ") and "ML-DSA-45" in bad.error
+        slow = driver.run_worker(algo.name, algo.backend, "sign", folder, "heap", work=tmp_path / "slow",
+                                 servers=servers, timeout_s=0.01)
+        assert slow.error == "timeout after 0 s"
+        good = driver.run_worker(algo.name, algo.backend, "sign", folder, "heap", work=tmp_path / "good",
+                                 servers=servers)  # a new server replaces the one the timeout killed
+        assert good.error == "" and good.profile is not None and good.report["signature_bytes"] == 2420
+        server = servers.get(algo.backend, "heap", "", "valgrind", None)
+    finally:
+        servers.close()
+    assert server.proc.returncode == 0  # closed: its input ended, so it returned
+
+
 @needs_valgrind
 def test_measure_memory_stores_a_run_and_a_cached_row_equals_a_fresh_one(tmp_path, monkeypatch):
     run = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
@@ -302,3 +370,16 @@ def test_inputs_are_written_only_for_message_sizes_that_are_measured(tmp_path, m
     assert (tmp_path / "w2" / "Ed25519@cryptography" / "m32" / "inputs.json").exists()
     assert not (tmp_path / "w2" / "Ed25519@cryptography" / "m64").exists()
     assert len(again.sizes) == 1 and again.measurements["verified"].all()
+
+
+def test_every_pqlab_module_has_bytecode_before_workers_start():
+    """Workers never write bytecode; a module they compile from source changes the heap of a Python call (a dict
+    table, 568 B), so the driver compiles pqlab first and every module then has current bytecode."""
+    import importlib.util
+    from pathlib import Path
+
+    assert driver.compile_bytecode() is True
+    package = Path(driver.__file__).resolve().parents[1]
+    for source in package.rglob("*.py"):
+        compiled = Path(importlib.util.cache_from_source(str(source)))
+        assert compiled.exists() and compiled.stat().st_mtime >= source.stat().st_mtime - 1, source

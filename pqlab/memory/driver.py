@@ -52,17 +52,28 @@ process, coarse, a labelled fallback).  Where valgrind is missing only the last 
 measured, and :func:`find_valgrind` says why.
 
 The worker (:mod:`pqlab.memory.worker`) imports the standard library and pqlab's adapters only
-(``import pqlab`` loads neither pandas nor oqs), which keeps a run under valgrind short.
+(``import pqlab`` loads neither pandas nor oqs), which keeps a run under valgrind short.  Under valgrind
+an interpreter takes about 1.5 s to start and the imports 1 s more, longer than most operations, so
+massif runs come from a *worker server* per backend and massif mode (:class:`WorkerServer`): it starts
+and imports once under valgrind, then forks one process per run, which reads its inputs, performs its
+one operation and exits; massif writes one profile per process.  A forked worker's figures equal a fresh
+one's: the heap is read from the level when its window opens, and its stack above the server's frames is
+the same in the run and its baseline (both forked from the same place), so the difference is unchanged
+(``tests/test_memory.py`` checks both against a worker started afresh).  Plain runs (tracemalloc and
+maxrss) stay processes of their own, as a forked process inherits its parent's resident set.
 Massif output is read by :mod:`pqlab.memory.massif`; notebook 03's tables, figures and text are in
 :mod:`pqlab.studies.memory_footprint`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -89,13 +100,14 @@ STACK_MARKER_MIN_BYTES_PER_LEVEL = 256
 MASSIF_DEPTH = 1
 #: Raised whenever anything that changes a figure changes (markers, massif options, warm-up calls, the
 #: baselines): part of every cache key (:mod:`pqlab.memory.cache`).
-METHOD_VERSION = 3
+METHOD_VERSION = 4
 SOURCE_MASSIF = "valgrind-massif:stacks"
 SOURCE_MASSIF_FIRST_CALL = "valgrind-massif:first-call"
 SOURCE_TRACEMALLOC = "tracemalloc"
 SOURCE_MAXRSS = "maxrss"
 #: Stored with every run (meta["memory_method"]).
 METHOD = ("one operation per worker process, inputs and outputs through files, outputs checked by the parent; "
+          "massif runs forked by a worker server that loaded the backend under valgrind once; "
           "valgrind massif, heap run (--stacks=no --time-unit=B) and stack run (--heap=no --stacks=yes), "
           f"--peak-inaccuracy=0, --threshold=0, --depth={MASSIF_DEPTH}; a {HEAP_MARKER_BYTES >> 20} MiB heap "
           f"marker and a {STACK_MARKER_DEPTH}-call stack marker put the peaks inside the operation; heap = (peak - "
@@ -127,14 +139,17 @@ def find_valgrind() -> dict:
             "reason": "" if version else "valgrind --version printed nothing"}
 
 
-def massif_command(out_file: Path, kind: str, depth: int = MASSIF_DEPTH, valgrind: str = "valgrind") -> list[str]:
-    """valgrind massif for the heap run (`kind` "heap") or the stack run ("stack").
+def massif_command(folder: Path, kind: str, depth: int = MASSIF_DEPTH, valgrind: str = "valgrind") -> list[str]:
+    """valgrind massif for the heap runs (`kind` "heap") or the stack runs ("stack") of a worker server,
+    writing each process's profile and valgrind's messages to `folder` (``massif.PID.out``,
+    ``valgrind.PID.log``).
 
     The heap run counts time in bytes allocated and freed, so that allocating the marker jumps
     the clock and massif must take a snapshot right then (the heap level before the operation)."""
     which = ["--stacks=no", "--time-unit=B"] if kind == "heap" else ["--heap=no", "--stacks=yes"]
     return [valgrind, "-q", "--tool=massif", *which, "--peak-inaccuracy=0", "--detailed-freq=1000000",
-            "--threshold=0", "--read-inline-info=no", f"--depth={depth}", f"--massif-out-file={out_file}"]
+            "--threshold=0", "--read-inline-info=no", f"--depth={depth}",
+            f"--massif-out-file={Path(folder) / 'massif.%p.out'}", f"--log-file={Path(folder) / 'valgrind.%p.log'}"]
 
 
 def profile_summary(prof: MassifProfile, mappings=None, interpreter=None) -> dict:
@@ -219,36 +234,136 @@ _UNSUPPORTED = re.compile(r"unhandled instruction|unrecognised instruction|SIGIL
 
 def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind: str, *, work: Path,
                timeout_s: float = 1800, variant: str = "", valgrind: str = "valgrind",
-               python: str | None = None) -> WorkerRun:
-    """Start one worker (`kind`: a key of :data:`RUNS`) and collect its report and massif profile."""
+               python: str | None = None, servers: WorkerServers | None = None) -> WorkerRun:
+    """Run one worker (`kind`: a key of :data:`RUNS`) and collect its report and massif profile: a plain run
+    (and the probe) as a process of its own, a massif run forked by a worker server of `servers` (None: one
+    started for this run only)."""
     mode, baseline, warmup = RUNS[kind]
     out = Path(work) / f"{operation}-{kind}{'-' + variant if variant else ''}"
     out.mkdir(parents=True, exist_ok=True)
     job = {"algorithm": algorithm, "backend": backend, "operation": operation, "inputs": str(inputs),
            "output": str(out), "baseline": int(baseline), "warmup": warmup}
-    env = worker_environment(variant)
-    cmd = worker_command(python)
-    massif_out = out / "massif.out"
     if mode in ("plain", "probe"):  # the probe loads what a plain run loads (tracemalloc included)
         job["trace"] = 1
     else:
         job.update(heap_marker=HEAP_MARKER_BYTES, stack_depth=STACK_MARKER_DEPTH)
-        cmd = massif_command(massif_out, mode, valgrind=valgrind) + cmd
     (out / "job.json").write_text(json.dumps(job) + "\n")
-    args = ["--job", "job.json"]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd + args, env=env, cwd=out, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return WorkerRun(kind, {}, time.perf_counter() - t0, variant, error=f"timeout after {timeout_s:.0f} s",
-                         output=out)
+    if mode in ("plain", "probe"):  # a process of its own: its peak RSS starts afresh
+        try:
+            proc = subprocess.run(worker_command(python) + ["--job", "job.json"], env=worker_environment(variant),
+                                  cwd=out, capture_output=True, text=True, timeout=timeout_s)
+            error = "" if proc.returncode == 0 else f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:].strip()}"
+        except subprocess.TimeoutExpired:
+            error = f"timeout after {timeout_s:.0f} s"
+    else:
+        own = servers is None
+        servers = WorkerServers(work) if own else servers
+        try:
+            error = servers.get(backend, mode, variant, valgrind, python).run(job, out, timeout_s)
+        finally:
+            if own:
+                servers.close()
     wall = time.perf_counter() - t0
-    if proc.returncode != 0 or not (out / "result.json").exists():
-        tail = (proc.stderr or proc.stdout)[-1500:].strip()
-        return WorkerRun(kind, {}, wall, variant, error=f"exit {proc.returncode}: {tail}", output=out)
+    if not error and not (out / "result.json").exists():
+        error = "the worker wrote no result.json"
+    if error:
+        return WorkerRun(kind, {}, wall, variant, error=error, output=out)
     report = json.loads((out / "result.json").read_text())
-    profile = parse_massif(massif_out) if mode in ("heap", "stack") else None
+    profile = parse_massif(out / "massif.out") if mode in ("heap", "stack") else None
     return WorkerRun(kind, report, wall, variant or report.get("variant", ""), profile, output=out)
+
+
+class WorkerServer:
+    """A worker server (``python -m pqlab.memory.worker --serve BACKEND``) under valgrind massif in `mode`
+    ("heap" or "stack"), with the environment of `variant`: it loads the backend once and forks one
+    process per job (:func:`pqlab.memory.worker.serve`), whose profile :meth:`run` moves into the job's
+    output folder."""
+
+    def __init__(self, folder: Path, backend: str, mode: str, variant: str = "", valgrind: str = "valgrind",
+                 python: str | None = None) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{backend}-{mode}-", dir=folder))
+        self.proc = subprocess.Popen(massif_command(self.folder, mode, valgrind=valgrind) + worker_command(python)
+                                     + ["--serve", backend], env=worker_environment(variant), cwd=self.folder,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(self.folder / "server.err", "w"),  # noqa: SIM115 - the child's
+                                     text=True, start_new_session=True)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, job: dict, out: Path, timeout_s: float) -> str:
+        """Run `job` in a forked process; "" when it exited 0, else why (its traceback, valgrind's messages)."""
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+            line = self.proc.stdout.readline() if ready else None
+        except OSError:
+            line = ""
+        if line is None:
+            self.close(kill=True)
+            return f"timeout after {timeout_s:.0f} s"
+        if not line:
+            self.close(kill=True)
+            return f"the worker server ended: {_tail(self.folder / 'server.err')}"
+        answer = json.loads(line)
+        pid, code = answer["pid"], os.waitstatus_to_exitcode(answer["status"])
+        log, profile = self.folder / f"valgrind.{pid}.log", self.folder / f"massif.{pid}.out"
+        if profile.exists():
+            profile.replace(out / "massif.out")
+        if code == 0:
+            return ""
+        why = " ".join(t for t in (_tail(out / "error.txt"), _tail(log)) if t)
+        return f"exit {code}: {why or 'no message'}"
+
+    def close(self, kill: bool = False) -> None:
+        if self.proc.poll() is None:
+            if kill:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if not stream.closed:
+                stream.close()
+
+
+class WorkerServers:
+    """The worker servers of a measurement: one per thread, backend, massif mode, variant and interpreter,
+    started when first needed (a thread's server runs one job at a time); :meth:`close` ends them all."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._servers: dict[tuple, WorkerServer] = {}
+        self._lock = threading.Lock()
+
+    def get(self, backend: str, mode: str, variant: str, valgrind: str, python: str | None) -> WorkerServer:
+        key = (threading.get_ident(), backend, mode, variant, valgrind, python)
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None or not server.alive:
+                server = self._servers[key] = WorkerServer(self.folder, backend, mode, variant, valgrind, python)
+        return server
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.close()
+
+
+def _tail(path: Path, chars: int = 1500) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return ""
 
 
 def check_output(algo, operation: str, inputs: dict, run: WorkerRun) -> str:
@@ -291,13 +406,14 @@ class Job:
         return bool(re.search(r"\d{3}s(\b|-)", self.algo.name))
 
 
-def execute(job: Job, kind: str, timeout_s: float = 1800) -> WorkerRun:
+def execute(job: Job, kind: str, timeout_s: float = 1800, servers: WorkerServers | None = None) -> WorkerRun:
     """Run `kind` for `job`; when valgrind cannot run liboqs' CPU-optimised build, the portable one."""
     algo = job.algo
-    run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work, timeout_s=timeout_s)
+    run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work, timeout_s=timeout_s,
+                     servers=servers)
     if run.error and RUNS[kind][0] != "plain" and algo.backend == "liboqs" and _UNSUPPORTED.search(run.error):
         run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work,
-                         timeout_s=timeout_s, variant="generic")
+                         timeout_s=timeout_s, variant="generic", servers=servers)
     return run
 
 
@@ -539,6 +655,22 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     return rec.run
 
 
+def compile_bytecode() -> bool:
+    """Compile pqlab's modules to bytecode where it is missing or stale (in place, as an import would), so that
+    every worker loads them the same way; whether all of them have it now.  A worker that compiles a module
+    from source at import is left in another state: inside the window its interpreter then grows a dict table
+    more or less, and the heap of a Python call differs by 568 bytes (measured: ML-DSA-44 verify through
+    liboqs-python, 9,404 B without pqlab's bytecode and 9,972 B with it).  Workers never write bytecode
+    themselves (PYTHONDONTWRITEBYTECODE), so without this the figures depended on whether some earlier
+    import had written it."""
+    import compileall
+
+    try:
+        return bool(compileall.compile_dir(Path(__file__).resolve().parents[1], quiet=2))
+    except OSError:
+        return False
+
+
 def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: bool, cold: bool,
                   stack_message_bytes, jobs: int, timeout_s: float, progress: bool, study: str,
                   cache: MemoryCache | None, valgrind_version: str) -> None:
@@ -581,8 +713,10 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
         bar = tqdm(total=len(tasks), desc=f"{study or 'memory'}: worker processes", unit="run", leave=True,
                    dynamic_ncols=True)
     started, reused, stored = [], [], []
+    servers = WorkerServers(tmp / "servers")
+    rec.meta["worker_bytecode"] = bytecode = compile_bytecode()
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, contextlib.closing(servers):
         probes = {}
         if cache is not None:  # the files each algorithm's worker loads: part of its runs' keys
             firsts: dict[tuple, Job] = {}
@@ -605,7 +739,7 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
                 "method_version": METHOD_VERSION, "valgrind": valgrind_version, "python": probe["python"],
                 "algorithm": algo.name, "backend": algo.backend, "variant": variant[0] if variant else
                 algo.extra.get("variant", ""), "operation": runner.operation, "message_bytes": runner.message_bytes,
-                "kind": kind, "files": probe["files"]}
+                "kind": kind, "files": probe["files"], "bytecode": bytecode}
             key = cache_key(parts) if parts else ""
             entry = cache.get(key) if key else None
             if entry is not None:
@@ -614,7 +748,8 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
             else:
                 given = ensure(runner.inputs)
                 run = (run_worker(algo.name, algo.backend, runner.operation, runner.inputs, kind, work=runner.work,
-                                  timeout_s=timeout_s, variant=variant[0]) if variant else execute(runner, kind, timeout_s))
+                                  timeout_s=timeout_s, variant=variant[0], servers=servers) if variant
+                       else execute(runner, kind, timeout_s, servers))
                 started.append(run)
                 if not RUNS[kind][1] and not run.error:
                     run.check = check_output(algo, runner.operation, given, run)
