@@ -172,17 +172,14 @@ def typed(df, part: str):
     import pandas as pd
 
     columns = PARTS[part]
-    out = df.copy()
-    for col in columns:
-        if col not in out.columns:
-            out[col] = pd.NA
-    out = out[list(columns) + [c for c in out.columns if c not in columns]]
-    for col, (dtype, _) in columns.items():
-        out[col] = _as_type(out[col], dtype)
-    return out
+    data = {col: _as_type(df[col] if col in df.columns else pd.Series(pd.NA, index=df.index, dtype=object), dtype)
+            for col, (dtype, _) in columns.items()}
+    data.update((c, df[c].copy()) for c in df.columns if c not in columns)
+    return pd.DataFrame(data, index=df.index)  # built at once: a frame grown column by column is slow to make
 
 
 def _as_type(series, dtype: str):
+    import numpy as np
     import pandas as pd
 
     if dtype == BOOL:
@@ -191,7 +188,8 @@ def _as_type(series, dtype: str):
         return pd.to_numeric(series, errors="coerce").round().astype("Int64")
     if dtype == FLOAT:
         return pd.to_numeric(series, errors="coerce").astype("float64")
-    return series.astype("object").where(series.notna()).astype("str").where(series.notna())
+    values, missing = series.to_numpy(dtype=object), series.isna().to_numpy()
+    return pd.Series([np.nan if m else str(v) for v, m in zip(values, missing)], index=series.index, dtype="str")
 
 
 def kind_of(operations) -> str:
