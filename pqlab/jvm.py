@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import flags
+from .inputs import precision_target
 from .paths import NATIVE
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
@@ -157,19 +158,21 @@ def bc_algorithms(version: str | None = None) -> list[str]:
 
 def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
            warmup_s: float | None = None, min_samples: int = 5, max_samples: int = 20000,
-           java_opts: tuple[str, ...] = (), timeout_s: float | None = None, version: str | None = None) -> dict:
+           java_opts: tuple[str, ...] = (), timeout_s: float | None = None, version: str | None = None,
+           target_rel_ci: float | None = None) -> dict:
     """Run one algorithm in a fresh JVM and return the runner's JSON document.
 
     ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
     interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
-    sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it.
-    `version`: the Bouncy Castle release (default: pom.xml's).
+    most sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it;
+    `target_rel_ci`: sampling stops once the median is known to this precision (as :func:`pqlab.timing.measure`;
+    None: the whole budget).  `version`: the Bouncy Castle release (default: pom.xml's).
     Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
     """
     jar = build_bc_runner(version=version)
     cmd = ["java", *java_opts, "-jar", str(jar), "--alg", algorithm, "--message-bytes", str(message_bytes),
            "--cold", str(cold), "--warm-budget", str(warm_budget_s), "--min-samples", str(min_samples),
-           "--max-samples", str(max_samples)]
+           "--max-samples", str(max_samples), "--target-rel-ci", str(precision_target(target_rel_ci) or 0)]
     if warmup_s is not None:
         cmd += ["--warmup", str(warmup_s)]
     if operations:
@@ -208,11 +211,14 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
                 continue
             t = summarize(ns) if len(ns) else {}
             marks = ([flags.make("jvm-cold")] if phase == "cold" else []) + [flags.make("no-cycles", "jvm")] + failed
+            target = result.get("target_rel_ci") if phase == "warm" else None
             if phase == "warm":
                 marks += t.get("flags", [])
+                if target and not t.get("rel_ci", float("nan")) <= target:  # as pqlab.timing.measure flags it
+                    marks.append(flags.make("precision-not-reached", op.get("stopped_by") or "budget"))
             rows.append({**ident, "operation": op["operation"], "message_bytes": op["message_bytes"],
                          "samples": len(ns), "loops": op.get("loops", 1), **summary_columns(t),
-                         "verified": bool(op["verified"]), "flags": flags.join(marks)})
+                         "target_rel_ci": target, "verified": bool(op["verified"]), "flags": flags.join(marks)})
     return typed(pd.DataFrame(rows), "measurements")
 
 
@@ -252,7 +258,7 @@ def bc_summary(result: dict) -> pd.DataFrame:
 
 
 def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0, study: str = "",
-           enabled: bool = True, save: bool = True, version: str | None = None):
+           enabled: bool = True, save: bool = True, version: str | None = None, target_rel_ci: float | None = None):
     """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
     Returns ``(run, summary, reason)``: the :class:`pqlab.results.Run` (or None), the study's view
@@ -274,14 +280,15 @@ def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s
     reason = f"not in Bouncy Castle {release}: {', '.join(skipped)}" if skipped else ""
     if not runnable:
         return None, pd.DataFrame(), reason
+    target_rel_ci = precision_target(target_rel_ci)
     params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
-              "warm_budget_s": warm_budget_s, "bouncycastle_version": release}
+              "warm_budget_s": warm_budget_s, "target_rel_ci": target_rel_ci, "bouncycastle_version": release}
     label = f"{study}-bouncycastle-{release}" if study else f"bouncycastle-{release}"
     results = []
     with RunRecorder(study, params, label=label, save=save, liboqs=False) as rec:
         for algorithm in runnable:
             result = run_bc(algorithm, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s,
-                            version=version)
+                            version=version, target_rel_ci=target_rel_ci)
             results.append(result)
             rec.meta.update(jvm=result.get("jvm", ""), java_version=result.get("java_version", ""),
                             bouncycastle_version=result["bouncycastle_version"])

@@ -134,6 +134,28 @@ def test_failed_verification_is_flagged(results):
     assert not row["verified"] and flags.detail(row["flags"], "failed") == "round trip failed, oops"
 
 
+def test_sampling_stops_at_the_precision_target_or_the_row_carries_a_flag(jar):
+    """As pqlab.timing.measure: the runner samples until the median is known to the target (its precision computed
+    as pqlab.stats does: the rows' own rel_ci meets it) or the budget ends, and says which came first."""
+    r = jvm.run_bc("AES-256-CBC", cold=2, warm_budget_s=2.0, warmup_s=0.1, min_samples=5, target_rel_ci=0.05)
+    assert r["target_rel_ci"] == 0.05
+    rows = jvm.bc_measurements(r)
+    warm = rows[~flags.has(rows["flags"], "jvm-cold")].reset_index(drop=True)
+    assert [op["stopped_by"] for op in r["operations"]].count("precision") >= 2  # AES takes microseconds
+    for op, row in zip(r["operations"], warm.to_dict("records")):
+        assert row["target_rel_ci"] == 0.05 and row["samples"] == len(op["warm_ns"]) >= 5
+        if op["stopped_by"] == "precision":
+            assert row["time_ns_rel_ci"] <= 0.05 and not flags.has(row["flags"], "precision-not-reached")
+        else:
+            assert flags.has(row["flags"], "precision-not-reached") or row["time_ns_rel_ci"] <= 0.05
+    first = r["operations"][0]
+    spread = {**r, "operations": [{**first, "warm_ns": [100, 200, 400, 800, 1600, 3200], "stopped_by": "budget"}]}
+    row = jvm.bc_measurements(spread).iloc[0]
+    assert flags.detail(row["flags"], "precision-not-reached") == "budget" and row["target_rel_ci"] == 0.05
+    untargeted = jvm.bc_measurements({**spread, "target_rel_ci": None}).iloc[0]
+    assert not flags.has(untargeted["flags"], "precision-not-reached") and pd.isna(untargeted["target_rel_ci"])
+
+
 def test_no_jdk_reason(monkeypatch):
     monkeypatch.setattr(jvm.shutil, "which", lambda name: None)
     assert jvm.jdk_available.__wrapped__() == (False, jvm.NO_JDK)

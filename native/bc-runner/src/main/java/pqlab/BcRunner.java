@@ -25,7 +25,8 @@ import org.bouncycastle.jce.provider.BouncyCastleProvider;
  *
  * The first --cold rounds (keygen, then encrypt/sign, then decrypt/verify with that key, as the first study did)
  * are timed call by call straight after JVM start ("cold_ns"); then full rounds run for --warmup seconds so the
- * JIT compiles the hot paths, then each operation is sampled alone for --warm-budget seconds ("warm_ns").
+ * JIT compiles the hot paths, then each operation is sampled alone for --warm-budget seconds ("warm_ns"), or until
+ * the median is known to --target-rel-ci (as pqlab.timing.measure; "stopped_by" says which came first).
  * The hash-based schemes come from HashSigs, whose source depends on the Bouncy Castle API of the build (pom.xml:
  * HashSigs.java for today's API, HashSigsPqcCrypto.java for releases that kept round-3 SPHINCS+ in
  * org.bouncycastle.pqc.crypto.sphincsplus). Timed region: init(key) + the operation. Algorithm objects (JCA Cipher/Signature/KeyGenerator instances,
@@ -180,7 +181,7 @@ public final class BcRunner {
 
     /** Per-operation results. */
     static final class Op {
-        final String name; final List<Long> cold = new ArrayList<>(), warm = new ArrayList<>(); String error;
+        final String name; final List<Long> cold = new ArrayList<>(), warm = new ArrayList<>(); String error, stoppedBy = "";
         Op(String name) { this.name = name; }
         void fail(String why) { if (error == null) error = why; }
     }
@@ -217,6 +218,7 @@ public final class BcRunner {
         double warmup = Double.parseDouble(arg(a, "warmup", arg(a, "warm-budget", "1.0")));
         int minSamples = Integer.parseInt(arg(a, "min-samples", "5"));
         int maxSamples = Integer.parseInt(arg(a, "max-samples", "20000"));
+        double target = Double.parseDouble(arg(a, "target-rel-ci", "0"));  // 0: the whole budget
         Scheme s = create(a.get("alg"));
         String[] all = s.ops();
         List<String> wanted = new ArrayList<>();
@@ -228,7 +230,8 @@ public final class BcRunner {
                 throw new IllegalArgumentException("unknown operation '" + o + "'; " + s.name + " has " + String.join(", ", all));
             if (!wanted.contains(op)) wanted.add(op);
         }
-        if (msgBytes < 1 || coldN < 0 || minSamples < 1) throw new IllegalArgumentException("bad --message-bytes/--cold/--min-samples");
+        if (msgBytes < 1 || coldN < 0 || minSamples < 1 || !(target >= 0 && target < 1))
+            throw new IllegalArgumentException("bad --message-bytes/--cold/--min-samples/--target-rel-ci");
         Op[] ops = {new Op(all[0]), new Op(all[1]), new Op(all[2])};
 
         // Cold phase: the first rounds after JVM start, each call timed alone, in the study's order.
@@ -260,12 +263,19 @@ public final class BcRunner {
             while (System.nanoTime() < settle);
             long stop = System.nanoTime() + (long) (budget * 1e9);
             List<Long> w = ops[i].warm;
-            while (w.size() < maxSamples && (w.size() < minSamples || System.nanoTime() < stop)) {
+            int nextLook = target > 0 ? Math.max(minSamples, 1) : Integer.MAX_VALUE;
+            ops[i].stoppedBy = "max-samples";
+            while (w.size() < maxSamples) {
+                if (w.size() >= minSamples && System.nanoTime() >= stop) { ops[i].stoppedBy = "budget"; break; }
                 long t0, t1;
                 if (i == 0) { t0 = System.nanoTime(); Object k = s.keygen(); t1 = System.nanoTime(); sink ^= k.hashCode(); }
                 else if (i == 1) { t0 = System.nanoTime(); byte[] o = s.forward(keys, msg); t1 = System.nanoTime(); sink ^= o[0]; }
                 else { t0 = System.nanoTime(); byte[] b = s.backward(keys, msg, out); t1 = System.nanoTime(); sink ^= b[0]; }
                 w.add(t1 - t0);
+                if (w.size() >= nextLook) {  // as pqlab.timing.measure: look again after 10 % more samples
+                    if (precision(w) <= target) { ops[i].stoppedBy = "precision"; break; }
+                    nextLook = w.size() + Math.max(1, w.size() / 10);
+                }
             }
         }
         byte[] last = s.forward(keys, msg);
@@ -300,6 +310,7 @@ public final class BcRunner {
         doc.put("warmup_s", warmup);
         doc.put("warmup_rounds", warmRounds);
         doc.put("warm_budget_s", budget);
+        doc.put("target_rel_ci", target > 0 ? (Object) target : null);
         doc.put("overhead_ns", ov[ov.length / 2]);
         List<Object> opList = new ArrayList<>();
         for (Op op : ops) {
@@ -312,6 +323,7 @@ public final class BcRunner {
             int n5 = Math.min(5, op.cold.size());
             m.put("cold_mean_first5_ns", n5 == 0 ? null : op.cold.subList(0, n5).stream().mapToLong(Long::longValue).sum() / (double) n5);
             m.put("warm_ns", op.warm);
+            m.put("stopped_by", op.stoppedBy);
             m.put("verified", op.error == null);
             m.put("error", op.error);
             opList.add(m);
@@ -321,6 +333,27 @@ public final class BcRunner {
         doc.put("sink", sink);
         System.out.println(json(doc));
         return 0;
+    }
+
+    /** Half the width of the 95 % confidence interval of the median over the median, as pqlab.stats computes it
+     *  (order statistics x_(j), x_(n-1-j) for the largest j with 2 P(Binomial(n, 1/2) <= j) <= 5 %); NaN when
+     *  there are too few samples for one. */
+    static double precision(List<Long> samples) {
+        int n = samples.size();
+        double logPmf = -n * Math.log(2), cdf = 0;
+        int j = 0;
+        while (j < n) {
+            cdf += Math.exp(logPmf);
+            if (cdf > (1 - 0.95) / 2) break;  // the same double as pqlab.stats
+            logPmf += Math.log((double) (n - j) / (j + 1));
+            j++;
+        }
+        if (j == 0) return Double.NaN;
+        long[] x = new long[n];
+        for (int k = 0; k < n; k++) x[k] = samples.get(k);
+        Arrays.sort(x);
+        double median = n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2.0;
+        return median == 0 ? Double.NaN : (x[n - j] - x[j - 1]) / 2.0 / Math.abs(median);
     }
 
     /** Minimal JSON writer: maps, lists, strings, numbers, booleans and null. */
