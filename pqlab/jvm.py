@@ -33,6 +33,7 @@ from .paths import NATIVE
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
 from .stats import summarize
+from .timing import precision_marks
 
 RUNNER_DIR = NATIVE / "bc-runner"
 POM = RUNNER_DIR / "pom.xml"
@@ -214,8 +215,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
             target = result.get("target_rel_ci") if phase == "warm" else None
             if phase == "warm":
                 marks += t.get("flags", [])
-                if target and not t.get("rel_ci", float("nan")) <= target:  # as pqlab.timing.measure flags it
-                    marks.append(flags.make("precision-not-reached", op.get("stopped_by") or "budget"))
+                marks += precision_marks(t.get("rel_ci", float("nan")), target, op.get("stopped_by") or "budget")
             rows.append({**ident, "operation": op["operation"], "message_bytes": op["message_bytes"],
                          "samples": len(ns), "loops": op.get("loops", 1), **summary_columns(t),
                          "target_rel_ci": target, "verified": bool(op["verified"]), "flags": flags.join(marks)})

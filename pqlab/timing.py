@@ -80,6 +80,14 @@ def precision(times) -> float:
     return relative_half_width(float(np.median(times)), lo, hi) if len(times) else float("nan")
 
 
+def precision_marks(reached: float, target_rel_ci: float | None, stopped_by: str) -> list[str]:
+    """``precision-not-reached:<stopped_by>`` when a target was set and the precision `reached` is not within
+    it (nan, too few samples for an interval, is not); every harness with a target flags its rows so."""
+    if target_rel_ci and not reached <= target_rel_ci:
+        return [flags.make("precision-not-reached", stopped_by)]
+    return []
+
+
 def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *, budget_s: float = 1.0,
             min_samples: int = 5, max_samples: int = 10_000, warmup_s: float = 0.05,
             target_sample_ns: int = 20_000, loops: int | None = None,
@@ -173,6 +181,5 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         missing = int(np.isnan(cycle_arr).sum())
         marks.append(flags.make("cycles-dropped", f"{missing} of {len(times)} samples: {read_errors[0]}"))
     reached = precision(time_ns)
-    if target_rel_ci is not None and not reached <= target_rel_ci:
-        marks.append(flags.make("precision-not-reached", stopped_by))
+    marks += precision_marks(reached, target_rel_ci, stopped_by)
     return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by)

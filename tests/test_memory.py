@@ -217,8 +217,9 @@ def _fresh_massif_run(job_run: driver.WorkerRun) -> driver.WorkerRun:
 @pytest.mark.parametrize("operation", ["sign", "verify"])
 def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_inputs, tmp_path, operation):
     """Massif runs are forked by a worker server; the heap, native heap and stack figures are those of a
-    worker process started afresh: the heap byte for byte (its allocator overhead aside), the stack to its alignment (ML-DSA keeps 32-byte
-    aligned arrays on the stack, so where the window starts can move its peak by 16 bytes)."""
+    worker process started afresh: the heap byte for byte (its allocator overhead aside), the stack to its
+    alignment (ML-DSA keeps 32-byte aligned arrays on the stack, so where the window starts can move its peak
+    by 16 bytes)."""
     algo, folder = ml_dsa_inputs
     assert driver.compile_bytecode()  # as measure_memory does: both kinds of worker load the same bytecode
     servers = driver.WorkerServers(tmp_path / "servers")

@@ -283,11 +283,11 @@ class WorkerServer:
     def __init__(self, folder: Path, backend: str, mode: str, variant: str = "", valgrind: str = "valgrind",
                  python: str | None = None) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix=f"{backend}-{mode}-", dir=folder))
-        self.proc = subprocess.Popen(massif_command(self.folder, mode, valgrind=valgrind) + worker_command(python)
-                                     + ["--serve", backend], env=worker_environment(variant), cwd=self.folder,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(self.folder / "server.err", "w"),  # noqa: SIM115 - the child's
-                                     text=True, start_new_session=True)
+        with open(self.folder / "server.err", "w") as err:  # the server's own; this process keeps no handle
+            self.proc = subprocess.Popen(massif_command(self.folder, mode, valgrind=valgrind) + worker_command(python)
+                                         + ["--serve", backend], env=worker_environment(variant), cwd=self.folder,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                         start_new_session=True)
 
     @property
     def alive(self) -> bool:

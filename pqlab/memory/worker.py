@@ -303,11 +303,8 @@ def serve(backend: str) -> int:
     """A fork server for massif runs: load `backend`'s library once, then for each job read from stdin (one
     JSON line, the fields of a job.json) fork a child that runs it in the job's output folder, exactly as a
     worker started afresh does after its imports, and answer ``{"pid", "status"}`` (os.waitpid's) on stdout.
-
-    Under valgrind a new interpreter costs about 1.5 s and the imports 1 s more, more than most operations;
-    forking skips both, and the child inherits valgrind's translations.  Each child is still one process
-    and one operation: massif writes one profile per child (``%p`` in its file name), whose heap level
-    and peaks the driver reads as before.  A failing child leaves its traceback in ``error.txt``."""
+    Why, and why its figures equal a fresh worker's: :mod:`pqlab.memory.driver`.  Forking also lets each child
+    inherit valgrind's translations.  A failing child leaves its traceback in ``error.txt``."""
     from ..algorithms import load_backend
 
     load_backend(backend)  # and nothing a worker started afresh does not load (its figures would differ)
