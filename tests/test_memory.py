@@ -244,8 +244,10 @@ def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_in
     assert heap[0][0]["peak_heap_bytes"] > 2420
     assert abs(stack[0][0]["peak_stack_bytes"] - stack[1][0]["peak_stack_bytes"]) <= 16
     assert stack[0][0]["peak_stack_bytes"] > 5_000
-    # the server's own frames are below the window: raw stacks differ, the difference does not
-    assert stack[0][0]["peak_stack_raw_bytes"] != stack[1][0]["peak_stack_raw_bytes"]
+    # the profiles compared are a forked server's and a fresh worker's (massif names the command it ran;
+    # their raw stacks may differ or not: Python calls take no C stack, so the two can be the same depth)
+    assert all("--serve" in r.profile.command and "--job" not in r.profile.command for r in forked.values())
+    assert all("--job" in r.profile.command and "--serve" not in r.profile.command for r in fresh.values())
 
 
 @needs_valgrind
