@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import pickle
 import re
+import sys
 import textwrap
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -41,6 +45,9 @@ LONG_ROWS = 40
 LAYOUTS = ("auto", "page", "landscape")
 STYLE_FILE = "pqlabtables.sty"
 FOOTER_PT = 6.0
+#: draw a figure's narrow width in a forked process while the full width is drawn: None decides by the
+#: machine (Linux with two or more usable cores); True or False forces it (the tests run both ways)
+FORK_FIGURES: bool | None = None
 #: characters of a header line in a .tex table: a longer label wraps onto two or three lines
 HEADER_LINE = 11
 
@@ -183,6 +190,71 @@ def check_layout(fig, what: str, footer=None) -> float:
     return min((t.get_fontsize() for t in texts), default=MIN_TEXT_PT)
 
 
+def _fork_figures() -> bool:
+    if FORK_FIGURES is not None:
+        return FORK_FIGURES
+    return sys.platform == "linux" and len(os.sched_getaffinity(0)) > 1
+
+
+class _Forked:
+    """``fn(*args)`` in a forked process.  :meth:`result` waits and returns its value, or raises its exception,
+    after re-emitting here the warnings it raised; :meth:`cancel` kills it if it is still running.  The
+    child writes nothing to the parent's streams (in a notebook those are the kernel's) and ends with
+    ``os._exit``, so it never runs the parent's exit handlers."""
+
+    def __init__(self, fn, *args) -> None:
+        read, write = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12+ warns of fork in a threaded process (a kernel): the
+            warnings.simplefilter("ignore", DeprecationWarning)  # child only draws and writes files
+            self.pid = os.fork()
+        if self.pid == 0:
+            os.close(read)
+            try:
+                sys.stdout = sys.stderr = open(os.devnull, "w")
+                with warnings.catch_warnings(record=True) as caught:
+                    try:
+                        outcome = ("value", fn(*args))
+                    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+                        outcome = ("error", exc)
+                said = [(w.message, w.category, w.filename, w.lineno) for w in caught]
+                try:
+                    data = pickle.dumps((outcome, said))
+                except Exception:  # noqa: BLE001 - something unpicklable: the same, as text
+                    if outcome[0] == "error":
+                        outcome = ("error", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}"))
+                    data = pickle.dumps((outcome, [(str(m), UserWarning, f, n) for m, _, f, n in said]))
+                with os.fdopen(write, "wb") as pipe:
+                    pipe.write(data)
+            finally:
+                os._exit(0)
+        os.close(write)
+        self._pipe = os.fdopen(read, "rb")
+
+    def result(self):
+        data = self._pipe.read()
+        self._pipe.close()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if not data:
+            raise RuntimeError(f"the process drawing a figure ended without a result (wait status {status}): "
+                               f"set pqlab.export.FORK_FIGURES = False to draw in this process and see why")
+        (kind, value), said = pickle.loads(data)
+        for message, category, filename, lineno in said:
+            warnings.warn_explicit(message, category, filename, lineno)
+        if kind == "error":
+            raise value
+        return value
+
+    def cancel(self) -> None:
+        if self.pid is not None:
+            import signal
+
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = None
+            self._pipe.close()
+
+
 def _metadata(ext: str, title: str, prov: dict) -> dict:
     stamp = _stamp(prov)
     if ext == "pdf":  # no dates: identical inputs give identical files
@@ -217,9 +289,10 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     prov = provenance(runs)
     line = context_line(_runs(runs)) if footer else ""
     base = paths.FIGURES / topic / name
-    out, sizes = [], {}
-    for suffix, attr in SIZES.items():
-        width = getattr(plotting, attr)
+
+    def write(suffix: str):
+        """The figure at the width of `suffix`: drawn, checked and written in every format."""
+        width = getattr(plotting, SIZES[suffix])
         with plt.rc_context(plotting.STYLE):  # fonts, embedding and the SVG hash salt are read when saving
             fig = draw(width)
             what = f"figure {topic}/{name}{suffix}"
@@ -234,14 +307,29 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
             plotting.thin_value_ticks(fig)
             smallest = check_layout(fig, what, _add_footer(fig, line) if line else None)
             fig.set_layout_engine("none")  # each format saves the layout just checked, not one laid out again
+            files = []
             for ext in formats:
                 meta = _metadata(ext, f"{topic}/{name}{suffix}", prov)
-                out.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
+                files.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
                     tmp, format=e, dpi=dpi, metadata=m)))
-        sizes[suffix or "full"] = {"width_in": width, "height_in": round(fig.get_figheight(), 3),
-                                   "smallest_text_pt": smallest}
-        if suffix or "inline" not in matplotlib.get_backend():
+        size = {"width_in": width, "height_in": round(fig.get_figheight(), 3), "smallest_text_pt": smallest}
+        if suffix or "inline" not in matplotlib.get_backend():  # in a notebook the full width stays, shown
             plt.close(fig)
+        return files, size
+
+    # The narrow figure is drawn in a forked process while this one draws the full width (figures are
+    # written after a notebook's timings, never beside them); the files are those a serial save writes.
+    narrow = [s for s in SIZES if s]
+    pending = {s: _Forked(write, s) for s in narrow} if _fork_figures() else {}
+    out, sizes = [], {}
+    try:
+        for suffix in SIZES:
+            files, size = pending[suffix].result() if suffix in pending else write(suffix)
+            out += files
+            sizes[suffix or "full"] = size
+    finally:
+        for job in pending.values():
+            job.cancel()
     _sidecar(base, "figure", topic, name, prov, out, sizes=sizes)
     return out
 

@@ -146,6 +146,7 @@ class RunRecorder:
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
         self._typed_sizes = None  # the sizes typed: they grow once per algorithm, checkpoints come every operation
+        self._typed_measurements = None  # the rows typed so far (rows are final once added: add() takes them)
         self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
         # operation would otherwise concatenate hundreds of frames each time)
         self._sample_gz: list[bytes] | None = []  # the samples' encodings (gzip members), one per add()
@@ -225,8 +226,7 @@ class RunRecorder:
         try:
             self.meta["status"] = status
             samples = self._samples if self._samples is not None else typed(pd.DataFrame(), "samples")
-            self.run = Run(self.run_id, typed(pd.DataFrame(self.measurements), "measurements"),
-                           self._sizes_frame(), samples, self.meta)
+            self.run = Run(self.run_id, self._measurements_frame(), self._sizes_frame(), samples, self.meta)
             if self.save:
                 self._save()
         finally:
@@ -236,6 +236,20 @@ class RunRecorder:
                 for s in SIGNALS:
                     signal.signal(s, _raise_interrupted)
         return pending
+
+    def _measurements_frame(self):
+        """The measurements table: the rows added since the last checkpoint typed and appended, so that a
+        checkpoint every operation does not type every row again (the table equals `typed` of all rows:
+        tests/test_results.py checks it where new rows bring other columns or dtypes)."""
+        import pandas as pd
+
+        from .schema import typed
+
+        done = self._typed_measurements
+        if done is None or len(done) < len(self.measurements):
+            new = typed(pd.DataFrame(self.measurements[0 if done is None else len(done):]), "measurements")
+            self._typed_measurements = new if done is None or done.empty else pd.concat([done, new], ignore_index=True)
+        return self._typed_measurements
 
     def _sizes_frame(self):
         """The sizes table, typed again only when rows were added since the last checkpoint."""

@@ -2,7 +2,10 @@
 wall time and cycles per sample.
 
 Vocabulary (as pyperf's): a *sample* is one timed stretch of `loops` back-to-back calls; its
-value is the mean per call.  Warm-up calls run first and are never samples.  The number of
+value is the mean per call.  Warm-up calls run first and are never samples: at least one call, then
+more for `warmup_s` (default a tenth of the sampling budget, at most 50 ms: caches, lazily set-up
+state and Python's specialising interpreter are warm after a few calls; a short budget is not
+spent twice, once on warming up).  The number of
 loops is calibrated so one sample lasts at least `target_sample_ns` (well above the timer's
 resolution and the cost of reading the cycle counter: 20 µs keeps both under 1 %); operations
 slower than that get loops = 1.  Keep loops small: a sample is the *mean* of its loops, and for
@@ -52,6 +55,8 @@ from .stats import median_ci, relative_half_width
 
 #: Default precision target: 95 % CI of the median within ±1 % of it.
 TARGET_REL_CI = 0.01
+#: The longest default warm-up, seconds (a tenth of the budget below 0.5 s)
+WARMUP_S = 0.05
 
 
 @dataclass
@@ -89,7 +94,7 @@ def precision_marks(reached: float, target_rel_ci: float | None, stopped_by: str
 
 
 def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *, budget_s: float = 1.0,
-            min_samples: int = 5, max_samples: int = 10_000, warmup_s: float = 0.05,
+            min_samples: int = 5, max_samples: int = 10_000, warmup_s: float | None = None,
             target_sample_ns: int = 20_000, loops: int | None = None,
             fresh: Callable[[int], list] | None = None, target_rel_ci: float | None = TARGET_REL_CI) -> Samples:
     """Time `run()` (checking its outputs outside the timer) until the median is known to
@@ -97,7 +102,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
     target_rel_ci = precision_target(target_rel_ci)
     budget_s = positive_number(budget_s, "budget_s")
-    warmup_s = positive_number(warmup_s, "warmup_s", zero=True)
+    warmup_s = min(WARMUP_S, budget_s / 10) if warmup_s is None else positive_number(warmup_s, "warmup_s", zero=True)
     min_samples, max_samples = sample_bounds(min_samples, max_samples)
     clock = time.perf_counter_ns
     cc = cycles.counter()

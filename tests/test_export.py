@@ -112,6 +112,46 @@ def test_pdf_and_svg_are_reproducible(out):
     assert first == again
 
 
+def test_a_figure_drawn_in_a_forked_process_is_the_one_drawn_here(out, monkeypatch):
+    """Forced both ways, whatever the machine: the files, their bytes and the sidecar's sizes are the same."""
+    saved = {}
+    for forked in (False, True):
+        monkeypatch.setattr(export, "FORK_FIGURES", forked)
+        files = export.save_figure(draw, "t", "f", runs=[fake_run()])
+        sidecar = json.loads((out / "figures" / "t" / "f.export.json").read_text())
+        saved[forked] = [(p.name, p.read_bytes()) for p in files], sidecar["sizes"]
+    assert saved[True] == saved[False]
+    assert [name for name, _ in saved[True][0]] == ["f.pdf", "f.svg", "f.png", "f.col.pdf", "f.col.svg", "f.col.png"]
+
+
+def test_a_forked_figure_s_error_and_warnings_reach_the_caller(out, monkeypatch):
+    monkeypatch.setattr(export, "FORK_FIGURES", True)
+
+    def narrow_only(width):
+        if width == plotting.COLUMN_WIDTH:
+            import warnings
+
+            warnings.warn("drawn in the child", UserWarning, stacklevel=1)
+            print("never on the parent's stdout")
+            raise ValueError(f"refused at {width} in")
+        return draw(width)
+
+    with pytest.warns(UserWarning, match="drawn in the child"), \
+            pytest.raises(ValueError, match=f"refused at {plotting.COLUMN_WIDTH} in"):
+        export.save_figure(narrow_only, "t", "g", runs=[])
+    assert not (out / "figures" / "t" / "g.export.json").exists()
+
+    def dies(width):
+        if width == plotting.COLUMN_WIDTH:
+            import os
+
+            os._exit(3)
+        return draw(width)
+
+    with pytest.raises(RuntimeError, match=r"ended without a result.*FORK_FIGURES = False"):
+        export.save_figure(dies, "t", "h", runs=[])
+
+
 def test_a_drawn_figure_is_refused_with_the_fix(out):
     fig = draw(3)
     with pytest.raises(TypeError, match="function of the width"):

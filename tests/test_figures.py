@@ -157,9 +157,11 @@ def test_draw_lays_out_again_only_what_changed():
     assert len(draws) == 3
 
 
-def test_the_layout_saved_is_the_one_checked(export_tree):
+def test_the_layout_saved_is_the_one_checked(export_tree, monkeypatch):
     """save_figure fixes the layout it checked before writing the formats: saving does not lay the figure out
-    again (at 300 dpi a fresh layout moves texts by fractions of a pixel the check never saw)."""
+    again (at 300 dpi a fresh layout moves texts by fractions of a pixel the check never saw).  Both widths
+    are drawn in this process, so that the test sees them."""
+    monkeypatch.setattr(export, "FORK_FIGURES", False)
     fig_seen = []
 
     @plotting.styled

@@ -288,3 +288,25 @@ def test_a_schema_2_run_without_any_counted_row_converts(tmp_path):
     out, sizes, _ = convert(m, pd.DataFrame({"schema_version": [2]}), None, 2)
     assert out["cycles_source"].tolist()[0] == "none" and pd.isna(out["cycles_source"].tolist()[1])
     assert set(out["schema_version"]) == set(sizes["schema_version"]) == {SCHEMA_VERSION}
+
+
+def test_the_recorder_types_only_new_rows_and_its_table_is_that_of_all_rows():
+    """Each checkpoint types the rows added since the last one and appends them.  The table equals typing all
+    rows at once, also where new rows bring a column or a dtype the table did not have (an extra column
+    appearing, then ints, then floats in it, then missing)."""
+    from pandas.testing import assert_frame_equal
+
+    from pqlab.schema import typed
+
+    rec = RunRecorder("t", save=False)
+    batches = [[{"algorithm": "A", "operation": "sign", "time_ns_median": 5.0, "samples": 3}],
+               [{"algorithm": "B", "operation": "verify", "time_ns_median": 7.5, "samples": 4, "verified": True}],
+               [{"algorithm": "C", "operation": "keygen", "note": 1}],            # a column not in the schema
+               [{"algorithm": "D", "operation": "keygen", "note": 2}],
+               [{"algorithm": "E", "operation": "keygen", "note": 2.5}],          # int then float
+               [{"algorithm": "F", "operation": "sign", "time_ns_median": None}]]  # the extra column missing
+    for rows in batches:
+        rec.add(measurements=rows)
+        rec.checkpoint()
+        assert_frame_equal(rec.run.measurements, typed(pd.DataFrame(rec.measurements), "measurements"))
+    assert list(rec.run.measurements["algorithm"]) == list("ABCDEF")
