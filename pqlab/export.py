@@ -28,6 +28,7 @@ import math
 import os
 import pickle
 import re
+import signal
 import sys
 import textwrap
 import warnings
@@ -247,8 +248,6 @@ class _Forked:
 
     def cancel(self) -> None:
         if self.pid is not None:
-            import signal
-
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
             self.pid = None

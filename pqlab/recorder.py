@@ -145,8 +145,7 @@ class RunRecorder:
                      "machine_id": self.meta["machine_id"], "study": study}
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
-        self._typed_sizes = None  # the sizes typed: they grow once per algorithm, checkpoints come every operation
-        self._typed_measurements = None  # the rows typed so far (rows are final once added: add() takes them)
+        self._typed: dict = {}  # part -> its rows typed so far (rows are final once added: add() takes them)
         self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
         # operation would otherwise concatenate hundreds of frames each time)
         self._sample_gz: list[bytes] | None = []  # the samples' encodings (gzip members), one per add()
@@ -226,7 +225,7 @@ class RunRecorder:
         try:
             self.meta["status"] = status
             samples = self._samples if self._samples is not None else typed(pd.DataFrame(), "samples")
-            self.run = Run(self.run_id, self._measurements_frame(), self._sizes_frame(), samples, self.meta)
+            self.run = Run(self.run_id, self._typed_part("measurements"), self._typed_part("sizes"), samples, self.meta)
             if self.save:
                 self._save()
         finally:
@@ -237,29 +236,19 @@ class RunRecorder:
                     signal.signal(s, _raise_interrupted)
         return pending
 
-    def _measurements_frame(self):
-        """The measurements table: the rows added since the last checkpoint typed and appended, so that a
-        checkpoint every operation does not type every row again (the table equals `typed` of all rows:
-        tests/test_results.py checks it where new rows bring other columns or dtypes)."""
+    def _typed_part(self, part: str):
+        """The table of `part` ("measurements" or "sizes"): the rows added since the last checkpoint typed and
+        appended, so that a checkpoint every operation does not type every row again (the table equals `typed`
+        of all rows: tests/test_results.py checks it where new rows bring other columns or dtypes)."""
         import pandas as pd
 
         from .schema import typed
 
-        done = self._typed_measurements
-        if done is None or len(done) < len(self.measurements):
-            new = typed(pd.DataFrame(self.measurements[0 if done is None else len(done):]), "measurements")
-            self._typed_measurements = new if done is None or done.empty else pd.concat([done, new], ignore_index=True)
-        return self._typed_measurements
-
-    def _sizes_frame(self):
-        """The sizes table, typed again only when rows were added since the last checkpoint."""
-        import pandas as pd
-
-        from .schema import typed
-
-        if self._typed_sizes is None or len(self._typed_sizes) != len(self.sizes):
-            self._typed_sizes = typed(pd.DataFrame(self.sizes), "sizes")
-        return self._typed_sizes
+        rows, done = getattr(self, part), self._typed.get(part)
+        if done is None or len(done) < len(rows):
+            new = typed(pd.DataFrame(rows[0 if done is None else len(done):]), part)
+            self._typed[part] = new if done is None or done.empty else pd.concat([done, new], ignore_index=True)
+        return self._typed[part]
 
     def _save(self) -> None:
         """Save in the run's folder, else in the first fallback folder that works (and stay there)."""
