@@ -117,6 +117,8 @@ def _cmd_paper(args) -> int:
                    out=Path(args.out) if args.out else None, twocolumn=args.twocolumn)
     for problem in result.problems:
         print(f"paper: {problem}", file=sys.stderr)
+    for number in result.unmeasured:  # typeset as not measured, and listed in the paper's run context
+        print(f"paper: note: {number}", file=sys.stderr)
     if result.problems:
         print(f"error: {len(result.problems)} problem(s) in {result.log}", file=sys.stderr)
         return 1

@@ -489,11 +489,19 @@ def format_number(value) -> str:
     return formatting._sig(x)
 
 
+#: what a text shows for a number its run did not give (save_numbers)
+NOT_MEASURED = "not measured"
+
+
 def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
     """Write the numbers a text quotes: data/tables/TOPIC/numbers.tex with one macro per key
     (``\\newcommand{\\pqlabKey}{value}``, no trailing space: write ``\\pqlabKey{}`` in running text), comments
     naming the profile and runs, one KEY.txt per number (the same text, no newline) for other tools, and
-    numbers.export.json."""
+    numbers.export.json.
+
+    A missing value (None or NaN: the runs did not give it on this machine) is still written, never
+    invented: its macro typesets :data:`NOT_MEASURED` in italics, its KEY.txt is empty and the sidecar lists
+    its key under ``not_measured``, so a text quoting it says so instead of failing on an undefined macro."""
     _check(topic, "numbers")
     prov = provenance(runs)
     folder = paths.TABLES / topic
@@ -506,13 +514,16 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         macros[key] = m
     lines = [f"% pqlab numbers of {topic}: {_stamp(prov)}", "% written by pqlab.export.save_numbers; "
              "use \\pqlabName{} in running text"]
-    out = []
+    out, unmeasured = [], []
     for key, value in numbers.items():
-        text = format_number(value)
+        missing = not isinstance(value, str) and formatting.is_missing(value)
+        text = "" if missing else format_number(value)
         _check(topic, formatting.slug(key))
         out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
-        lines.append(f"% {key} (runs {', '.join(prov['runs']) or 'none'})")
-        lines.append(f"\\newcommand{{\\{macros[key]}}}{{{tex(text).replace(' ', '~')}}}%")
+        lines.append(f"% {key} (runs {', '.join(prov['runs']) or 'none'})" + (": not measured" if missing else ""))
+        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else tex(text).replace(" ", "~")
+        lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
+        unmeasured += [key] if missing else []
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
-    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros)
+    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured)
     return out

@@ -11,9 +11,10 @@
 3. pdflatex runs twice (a third time when references changed); the log is checked: any LaTeX error, any
    Overfull \\hbox of more than :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure,
    macro, character, reference or citation is a problem.  The PDF and its log stay in OUT.
-
-`twocolumn=True` typesets the same paper in two columns (every table placed by pqlabtables.sty, the
-column-width figures): the test builds both.
+4. Every number the text quotes (``\\pqlabName{}``) must be an exported one: an undefined name is a problem
+   naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
+   two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.export.NOT_MEASURED`, and the
+   run context lists it with the line that quotes it (:attr:`Build.unmeasured`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import export, paths
 from .export import STYLE_FILE, read_sidecars, tex
 
 #: Debian packages that give pdflatex, the packages and fonts paper/pqlab.tex uses, and pdffonts/pdftoppm
@@ -43,6 +44,7 @@ class Build:
     pdf: Path
     log: Path
     problems: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)  # quoted numbers typeset as export.NOT_MEASURED
 
 
 def tree(profile: str, output: Path | None = None) -> tuple[Path, Path]:
@@ -75,18 +77,69 @@ def _used(paper: Path) -> set[str]:
     return set(re.findall(r"\\(?:input|pqlabfigure)\{([0-9]{2}_[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\}", text))
 
 
-def context_tex(sidecars: list[dict]) -> str:
+#: a number's macro (pqlab.export.macro_name: "pqlab" and a capital), and where a section loads its topic's numbers
+_NUMBER = re.compile(r"\\(pqlab[A-Z][A-Za-z]*)")
+_NUMBERS_INPUT = re.compile(r"\\input\{([0-9]{2}_[A-Za-z0-9_.-]+)/numbers\}")
+_COMMENT = re.compile(r"(?<!\\)%.*")
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """A number the text quotes: its macro, where it is first used (file:line under the paper's folder) and
+    the topic whose numbers that file loads ("" when it loads none)."""
+    macro: str
+    where: str
+    topic: str
+
+
+def quoted_numbers(paper: Path) -> list[Quoted]:
+    """Every number macro the .tex files under `paper` use, once each, in file and line order."""
+    out: dict[str, Quoted] = {}
+    for path in sorted(Path(paper).rglob("*.tex")):
+        text = path.read_text(encoding="utf-8")
+        topic = next(iter(_NUMBERS_INPUT.findall(text)), "")
+        for number, line in enumerate(text.splitlines(), 1):
+            for macro in _NUMBER.findall(_COMMENT.sub("", line)):
+                out.setdefault(macro, Quoted(macro, f"{path.relative_to(paper).as_posix()}:{number}", topic))
+    return list(out.values())
+
+
+def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[str], list[Quoted]]:
+    """The quoted numbers no export defines (problems: a misspelt name, or a number its notebook never
+    writes), and the quoted numbers their notebook wrote as not measured on this machine."""
+    defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
+    unmeasured = {s["macros"][k] for s in sidecars if s["export"] == "numbers" for k in s.get("not_measured", [])}
+    undefined = [f"{q.where}: \\{q.macro} is defined by no export"
+                 + (f" (not a number of {q.topic}/numbers.tex: check the name against it)" if q.topic
+                    else " (this file loads no \\input{NN_topic/numbers})") for q in quoted if q.macro not in defined]
+    return undefined, [q for q in quoted if q.macro in unmeasured]
+
+
+def undefined_tex(quoted: list[Quoted], sidecars: list[dict]) -> str:
+    """A placeholder for each quoted number no export defines, so that LaTeX goes on to report the rest (the
+    build lists them as problems)."""
+    defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
+    return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {q.where}" + "\n" for q in quoted if q.macro not in defined)
+
+
+def context_tex(sidecars: list[dict], unmeasured: list[Quoted] = ()) -> str:
     """The run context of every run the exports show, as a description list (values that differ between
-    runs are all listed)."""
+    runs are all listed), and the numbers the text quotes that the exports lack."""
     merged: dict[str, list[str]] = {}
     for s in sidecars:
         for what, value in s.get("context", []):
             for v in ([value] if what != "runs" else value.split(", ")):
                 if v and v not in merged.setdefault(what, []):
                     merged[what].append(v)
+    many = len(unmeasured) > 1
+    lacking = ("" if not unmeasured else
+               rf"{len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} not measured "
+               rf"in these runs and {'are' if many else 'is'} typeset \textit{{{export.NOT_MEASURED}}}: "
+               + "; ".join(rf"\texttt{{\textbackslash {q.macro}}} (\url{{{q.where}}})" for q in unmeasured)
+               + ". The notebooks' closing notes say what their runs gave.\n\n")
     if not merged:
-        return "No export shows a run: every number comes from published data.\n"
-    lines = [r"{\raggedright\begin{description}"]
+        return lacking + "No export shows a run: every number comes from published data.\n"
+    lines = [lacking + r"{\raggedright\begin{description}"]
     for what, values in merged.items():
         if what == "runs":
             shown, label = ", ".join(rf"\url{{{v}}}" for v in values), f"runs ({len(values)})"
@@ -170,8 +223,9 @@ def setup_tex(profile: str, figures: Path, cff: str) -> str:
                       rf"\newcommand\pqlabcommit{{{tex(commit)}}}", ""])
 
 
+_ERROR = re.compile(r"^(?:! |(.*?):(\d+): )(.*)$")  # -file-line-error: "FILE:LINE: message"
+_CONTEXT = re.compile(r"^l\.\d+ (.*)$")  # where TeX stopped: the line read so far ends with the culprit
 _PROBLEMS = [
-    (re.compile(r"^(?:! |.*:\d+: )(.*)$"), "LaTeX error: {}"),
     (re.compile(r"^LaTeX Warning: (Float too large for page.*)$"), "{}"),
     (re.compile(r"^LaTeX Warning: ((?:Reference|Citation) .* undefined.*)$"), "{}"),
     (re.compile(r"^(?:LaTeX|Package \w+) Warning: (File .* not found.*)$"), "{}"),
@@ -180,14 +234,27 @@ _PROBLEMS = [
 _OVERFULL = re.compile(r"^Overfull \\hbox \(([0-9.]+)pt too wide\) (.*)$")
 
 
+def _error(lines: list[str], i: int, m: re.Match) -> str:
+    """An error line with its file, line and the text TeX had read when it stopped (the next ``l.N`` line)."""
+    where = f"{Path(m.group(1)).name}:{m.group(2)}" if m.group(1) else ""
+    read = next((c.group(1).strip() for line in lines[i + 1:i + 12] if (c := _CONTEXT.match(line))), "")
+    detail = ", ".join(x for x in (where, f"after \"{read[-60:]}\"" if read else "") if x)
+    return f"LaTeX error: {m.group(3).strip()}" + (f" ({detail})" if detail else "")
+
+
 def log_problems(log: str) -> list[str]:
-    """What is wrong in a pdflatex log: errors, Overfull \\hbox over MAX_OVERFULL_PT, floats too large,
-    missing files, characters, references and citations."""
+    """What is wrong in a pdflatex log: errors (with their file, line and context), Overfull \\hbox over
+    MAX_OVERFULL_PT, floats too large, missing files, characters, references and citations."""
     out = []
-    for line in log.splitlines():
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
         m = _OVERFULL.match(line)
         if m and float(m.group(1)) > MAX_OVERFULL_PT:
             out.append(f"Overfull \\hbox ({m.group(1)} pt too wide) {m.group(2)}")
+            continue
+        m = _ERROR.match(line)
+        if m:
+            out.append(_error(lines, i, m))
             continue
         for pattern, text in _PROBLEMS:
             m = pattern.match(line)
@@ -221,7 +288,10 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     generated.mkdir(parents=True, exist_ok=True)
     cff = citation()
     (out / "CITATION.cff").write_text(cff, encoding="utf-8")
-    files = {"setup.tex": setup_tex(profile, figures, cff), "context.tex": context_tex(sidecars),
+    quoted = quoted_numbers(paper)
+    undefined, unmeasured = number_problems(quoted, sidecars)
+    files = {"setup.tex": setup_tex(profile, figures, cff) + undefined_tex(quoted, sidecars),
+             "context.tex": context_tex(sidecars, unmeasured),
              "studies.tex": studies_tex(), "appendix.tex": appendix_tex(sidecars, _used(paper))}
     for name, text in files.items():
         (generated / name).write_text(text, encoding="utf-8")
@@ -240,4 +310,5 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     problems = log_problems(text)
     if not pdf.exists() and not problems:
         problems = [f"pdflatex wrote no PDF; see {log}"]
-    return Build(pdf, log, problems)
+    return Build(pdf, log, undefined + problems, [f"{q.where}: \\{q.macro} was not measured in these runs"
+                                                  for q in unmeasured])

@@ -332,7 +332,11 @@ def test_save_numbers_writes_macros_without_trailing_space(out):
     tex = (folder / "numbers.tex").read_text()
     assert r"\newcommand{\pqlabSphincsSignOverVerify}{14.7}%" in tex
     assert r"\newcommand{\pqlabMlDsaFourFourSign}{49.1~\textmu{}s}%" in tex
-    assert r"\newcommand{\pqlabSignature}{17,088}%" in tex and r"\newcommand{\pqlabMissing}{--}%" in tex
+    assert r"\newcommand{\pqlabSignature}{17,088}%" in tex
+    # a value the run did not give is written as not measured, never as a number: empty .txt, listed in the sidecar
+    assert r"\newcommand{\pqlabMissing}{\textit{not measured}}%" in tex and f"% missing (runs {run.run_id}): not measured" in tex
+    assert (folder / "missing.txt").read_text() == ""
+    assert json.loads((folder / "numbers.export.json").read_text())["not_measured"] == ["missing"]
     assert tex.startswith("% pqlab numbers of 01_aes_rsa_sphincs") and "profile quick" in tex.splitlines()[0]
     assert f"% sphincs_sign_over_verify (runs {run.run_id})" in tex
     assert (folder / "sphincs_sign_over_verify.txt").read_text() == "14.7"  # no newline: \input adds no space

@@ -360,7 +360,7 @@ def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame | None = None, study_over:
     for r in ratios.itertuples():
         key = _key(f"{r.study_row}_{r.variant}_{r.ratio.replace(' / ', '_over_')}_{r.system}")
         out[key] = float(r.value)
-        if np.isfinite(r.ci_low):
+        if r.kind != "study":  # a published ratio has no interval; ours may lack one (NaN: not measured)
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(r.ci_low), float(r.ci_high)
     for r in (sizes.itertuples(index=False) if sizes is not None else []):
         for source, value in r._asdict().items():

@@ -706,9 +706,9 @@ def numbers(memory: pd.DataFrame, run=None, comparison: pd.DataFrame | None = No
     out: dict[str, float | int] = {}
     for name in focus:
         for col in ("heap_bytes", "stack_bytes", "heap_native_bytes", "heap_first_call_bytes"):
-            v = _get(memory, name, "sign", col) if name in set(memory["algorithm"]) else None
-            if v is not None and not is_missing(v):
-                out[_key(name, "sign", col)] = int(v)
+            if name in set(memory["algorithm"]) and col in memory:  # None: not measured here (e.g. no valgrind)
+                v = _get(memory, name, "sign", col)
+                out[_key(name, "sign", col)] = None if v is None or is_missing(v) else int(v)
     if "stack_bytes" in memory and memory["stack_bytes"].notna().any():
         out["deepest_stack_bytes"] = int(memory["stack_bytes"].max())
         out["shallowest_stack_bytes"] = int(memory["stack_bytes"].min())

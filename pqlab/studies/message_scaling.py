@@ -897,4 +897,4 @@ def numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, beside: pd.DataFrame | 
     for k, v in (evidence or {}).items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[_key(f"rsa_evidence_{k}")] = v
-    return {k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
+    return {k: float(v) if v is not None and np.isfinite(v) else None for k, v in out.items()}  # None: not measured

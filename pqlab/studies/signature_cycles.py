@@ -662,13 +662,11 @@ def numbers(closing: dict) -> dict[str, float]:
     portable_over_optimised_<algorithm>_<op>."""
     out = {}
     for name, value in closing.items():
-        if value is None:
-            continue
         kind, alg, op = name.split(" ")
         key = re.sub(r"[^a-z0-9]+", "_", "_".join(("python_over_native" if kind == "ratio" else
                                                    "portable_over_optimised", alg.replace("+", "plus"), op)).lower())
-        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = value
-    return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}
+        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = value if value is not None else (None,) * 3
+    return {k: None if v is None or np.isnan(v) else v for k, v in out.items()}  # None: not measured
 
 
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,
