@@ -436,7 +436,11 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     `runs`: the runs the table shows (``[]`` for published data only).  `caption`: required for a paper
     table.  `layout`: "auto" (a column float in a two-column document when it fits, else the page's width),
     "page" (always the page's width), "landscape" (a rotated float).  Tables of more than LONG_ROWS rows are
-    long tables (longtable, breaking across pages).  `paper=False`: the CSV only (data-only tables)."""
+    long tables (longtable, breaking across pages).  `paper=False`: the CSV only (data-only tables).
+
+    A table with no rows (nothing was measured for it here, e.g. no JDK for Bouncy Castle's rows) is never
+    exported as an empty paper table: its CSV holds the header only, the .md and .tex an earlier run left
+    are removed, its sidecar says ``paper: false, rows: 0``, and a warning names it."""
     _check(topic, name)
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
@@ -445,6 +449,12 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
                          "for a data-only CSV")
     prov = provenance(runs)
     base = paths.TABLES / topic / name
+    if paper and df.empty:
+        warnings.warn(f"table {topic}/{name} has no rows here: only its header is written ({name}.csv), "
+                      "no paper table", stacklevel=2)
+        paper = False
+        for ext in ("md", "tex"):
+            Path(f"{base}.{ext}").unlink(missing_ok=True)
     t = formatting.table(df, columns, show_flags=show_flags, notes=notes) if paper else None
     if t is not None and len(t.rows) > LONG_ROWS and layout == "landscape":
         raise ValueError(f"table {topic}/{name}: {len(t.rows)} rows do not fit one landscape page: split it "

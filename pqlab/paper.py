@@ -104,15 +104,17 @@ def quoted_numbers(paper: Path) -> list[Quoted]:
     return list(out.values())
 
 
-def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[str], list[Quoted]]:
+def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[str], list[tuple[Quoted, str, str]]]:
     """The quoted numbers no export defines (problems: a misspelt name, or a number its notebook never
-    writes), and the quoted numbers their notebook wrote as not measured on this machine."""
+    writes), and the quoted numbers their notebook wrote as not measured on this machine, each with its topic
+    and key."""
     defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
-    unmeasured = {s["macros"][k] for s in sidecars if s["export"] == "numbers" for k in s.get("not_measured", [])}
+    unmeasured = {s["macros"][k]: (s["topic"], k) for s in sidecars if s["export"] == "numbers"
+                  for k in s.get("not_measured", [])}
     undefined = [f"{q.where}: \\{q.macro} is defined by no export"
                  + (f" (not a number of {q.topic}/numbers.tex: check the name against it)" if q.topic
                     else " (this file loads no \\input{NN_topic/numbers})") for q in quoted if q.macro not in defined]
-    return undefined, [q for q in quoted if q.macro in unmeasured]
+    return undefined, [(q, *unmeasured[q.macro]) for q in quoted if q.macro in unmeasured]
 
 
 def undefined_tex(quoted: list[Quoted], sidecars: list[dict]) -> str:
@@ -122,7 +124,7 @@ def undefined_tex(quoted: list[Quoted], sidecars: list[dict]) -> str:
     return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {q.where}" + "\n" for q in quoted if q.macro not in defined)
 
 
-def context_tex(sidecars: list[dict], unmeasured: list[Quoted] = ()) -> str:
+def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] = ()) -> str:
     """The run context of every run the exports show, as a description list (values that differ between
     runs are all listed), and the numbers the text quotes that the exports lack."""
     merged: dict[str, list[str]] = {}
@@ -131,15 +133,18 @@ def context_tex(sidecars: list[dict], unmeasured: list[Quoted] = ()) -> str:
             for v in ([value] if what != "runs" else value.split(", ")):
                 if v and v not in merged.setdefault(what, []):
                     merged[what].append(v)
+    by_topic: dict[str, list[str]] = {}
+    for _, topic, key in unmeasured:
+        by_topic.setdefault(topic, []).append(tex(key.replace("_", " ")))
     many = len(unmeasured) > 1
     lacking = ("" if not unmeasured else
-               rf"{len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} not measured "
-               rf"in these runs and {'are' if many else 'is'} typeset \textit{{{export.NOT_MEASURED}}}: "
-               + "; ".join(rf"\texttt{{\textbackslash {q.macro}}} (\url{{{q.where}}})" for q in unmeasured)
-               + ". The notebooks' closing notes say what their runs gave.\n\n")
+               rf"{{\raggedright {len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} "
+               rf"not measured in these runs and {'are' if many else 'is'} typeset \textit{{{export.NOT_MEASURED}}}: "
+               + "; ".join(f"notebook {topic.split('_', 1)[0]}: " + ", ".join(keys) for topic, keys in by_topic.items())
+               + ". The notebooks' closing notes say what their runs gave." + r"\par}" + "\n")
     if not merged:
-        return lacking + "No export shows a run: every number comes from published data.\n"
-    lines = [lacking + r"{\raggedright\begin{description}"]
+        return "No export shows a run: every number comes from published data.\n\n" + lacking
+    lines = [r"{\raggedright\begin{description}"]
     for what, values in merged.items():
         if what == "runs":
             shown, label = ", ".join(rf"\url{{{v}}}" for v in values), f"runs ({len(values)})"
@@ -147,7 +152,7 @@ def context_tex(sidecars: list[dict], unmeasured: list[Quoted] = ()) -> str:
             shown, label = "; ".join(tex(v).replace("/", r"/\allowbreak{}") for v in values), what
         # the label in the item's text, not its optional argument: a long label then wraps like the value
         lines.append(rf"\item \textbf{{{tex(label[0].upper() + label[1:])}:}} {shown}")
-    return "\n".join(lines + [r"\end{description}\par}", ""])
+    return "\n".join(lines + [r"\end{description}\par}", "", lacking])
 
 
 def studies_tex() -> str:
@@ -192,10 +197,13 @@ def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
             if (i + 1) % FLOATS_PER_PAGE_BREAK == 0:
                 lines.append(r"\clearpage")
         lines.append(r"\clearpage")
-    data_only = sorted(f"{s['topic']}/{s['name']}.csv" for s in sidecars if s["export"] == "table" and not s.get("paper"))
+    data_only = sorted((f"{s['topic']}/{s['name']}.csv", s.get("rows") == 0) for s in sidecars
+                       if s["export"] == "table" and not s.get("paper"))
     if data_only:
         lines.append(r"\subsection{Data-only tables}" + "\n{\\raggedright These tables are exported as CSV files only, "
-                     "beside the tables: " + ", ".join(rf"\url{{{d}}}" for d in data_only) + ".\\par}")
+                     "beside the tables: " + ", ".join(rf"\url{{{d}}}" + (" (no rows: nothing measured for it in "
+                                                                             "these runs)" if empty else "")
+                                                      for d, empty in data_only) + ".\\par}")
     return "\n".join(lines + [""]) if lines else "Every export is shown in the sections above.\n"
 
 
@@ -310,5 +318,5 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     problems = log_problems(text)
     if not pdf.exists() and not problems:
         problems = [f"pdflatex wrote no PDF; see {log}"]
-    return Build(pdf, log, undefined + problems, [f"{q.where}: \\{q.macro} was not measured in these runs"
-                                                  for q in unmeasured])
+    return Build(pdf, log, undefined + problems, [f"{q.where}: \\{q.macro} ({topic} {key}) was not measured in "
+                                                  "these runs" for q, topic, key in unmeasured])

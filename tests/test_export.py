@@ -409,3 +409,22 @@ def test_a_wrapped_header_line_starting_with_a_bracket_is_braced():
     cell = _header_cell("Published [B]", "r")
     assert r"\\{[B]}" in cell and r"\\[" not in cell
     assert r"PKCS\#8" in _header_cell("PKCS#8 rather long label [B]", "r")  # escaped once
+
+
+def test_a_table_with_no_rows_is_never_exported_as_an_empty_paper_table(out):
+    """On a machine that could not measure a table's rows (no JDK, no valgrind) the paper gets no empty table:
+    the CSV keeps the header, the paper files an earlier run left go, and the appendix says why."""
+    from pqlab import paper
+
+    df = pd.DataFrame({"algorithm": ["ML-DSA-44"], "ratio": [1.2]})
+    export.save_table(df, "01_t", "x", runs=[], caption="X")
+    folder = out / "data" / "tables" / "01_t"
+    assert (folder / "x.tex").exists() and (folder / "x.md").exists()
+    with pytest.warns(UserWarning, match=r"table 01_t/x has no rows here: only its header is written \(x\.csv\), "
+                                         r"no paper table"):
+        files = export.save_table(df.iloc[:0], "01_t", "x", runs=[], caption="X")
+    assert [f.name for f in files] == ["x.csv"] and (folder / "x.csv").read_text() == "algorithm,ratio\n"
+    assert not (folder / "x.tex").exists() and not (folder / "x.md").exists()
+    sidecars = export.read_sidecars(folder.parent)
+    assert sidecars[0]["paper"] is False and sidecars[0]["rows"] == 0
+    assert r"\url{01_t/x.csv} (no rows: nothing measured for it in these runs)" in paper.appendix_tex(sidecars, set())

@@ -166,13 +166,13 @@ def test_a_number_not_measured_says_so_and_an_undefined_one_is_a_problem_naming_
     result = paper.build("quick", output=exports, out=tmp_path / "out", paper=source)
     assert result.problems == [r"pqlab.tex:5: \pqlabSignCiHihg is defined by no export (not a number of "
                                r"01_t/numbers.tex: check the name against it)"], result.problems
-    assert result.unmeasured == [r"pqlab.tex:4: \pqlabSignCiLow was not measured in these runs",
-                                 r"pqlab.tex:4: \pqlabSignCiHigh was not measured in these runs"]
+    assert result.unmeasured == [r"pqlab.tex:4: \pqlabSignCiLow (01_t sign_ci_low) was not measured in these runs",
+                                 r"pqlab.tex:4: \pqlabSignCiHigh (01_t sign_ci_high) was not measured in these runs"]
     text = " ".join(subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True,
                                    check=True).stdout.split())
     assert "Signing costs 1.50 (not measured to not measured)." in text
-    assert r"2 numbers the text quotes were not measured in these runs and are typeset not measured: " \
-           r"\pqlabSignCiLow (pqlab.tex:4); \pqlabSignCiHigh (pqlab.tex:4)." in text
+    assert "2 numbers the text quotes were not measured in these runs and are typeset not measured: " \
+           "notebook 01: sign ci low, sign ci high." in text
 
 
 def test_a_table_wider_than_the_page_fails_the_build(exports, tmp_path):

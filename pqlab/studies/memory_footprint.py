@@ -706,7 +706,7 @@ def numbers(memory: pd.DataFrame, run=None, comparison: pd.DataFrame | None = No
     out: dict[str, float | int] = {}
     for name in focus:
         for col in ("heap_bytes", "stack_bytes", "heap_native_bytes", "heap_first_call_bytes"):
-            if name in set(memory["algorithm"]) and col in memory:  # None: not measured here (e.g. no valgrind)
+            if name in set(memory["algorithm"]):  # None: not measured here (no valgrind, no first-call run)
                 v = _get(memory, name, "sign", col)
                 out[_key(name, "sign", col)] = None if v is None or is_missing(v) else int(v)
     if "stack_bytes" in memory and memory["stack_bytes"].notna().any():
