@@ -36,7 +36,7 @@ SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
 GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper lint clean FORCE
+.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper test-bare lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
@@ -130,14 +130,26 @@ NBVAL ?= build/nbval
 test-unit: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 	$(PY) -m pytest $(UNIT)
 
+TEST_OUTPUT ?= build/test-output
 test-notebooks: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
-	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax --nbval-current-env \
+	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(PY) -m pytest --nbval-lax --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider $(NBVAL)
 
-# The paper from the quick exports test-notebooks left in build/test-output (after it in `make test`).
+# The paper from the quick exports test-notebooks left in TEST_OUTPUT (after it in `make test`).
 test-paper: $(SETUP)
-	PQLAB_PAPER_FROM=$(CURDIR)/build/test-output $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
+	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
+
+# A machine without a JDK and without valgrind, forced on this one (after `make test`): notebooks 01 and 03
+# under nbval with java, javac and valgrind missing from PATH (tests/path_without.py), over a copy of the
+# quick exports, then the paper from them. Its memory cache is its own (build/bare-cache).
+BARE_NOTEBOOKS = build/nbval/01_aes_rsa_sphincs.ipynb build/nbval/03_memory_footprint.ipynb
+test-bare: $(SETUP)
+	rm -rf build/test-output-bare build/bare-cache
+	cp -r build/test-output build/test-output-bare
+	PATH="$$($(PY) tests/path_without.py build/path-bare java javac valgrind)" PQLAB_CACHE=$(CURDIR)/build/bare-cache \
+	    $(MAKE) test-notebooks TEST_OUTPUT=build/test-output-bare NBVAL="$(BARE_NOTEBOOKS)"
+	$(MAKE) test-paper TEST_OUTPUT=build/test-output-bare
 
 lint: $(STAMP)-python ## Check the code style with ruff
 	$(VENV)/bin/ruff check pqlab tests
