@@ -13,8 +13,8 @@
    macro, character, reference or citation is a problem.  The PDF and its log stay in OUT.
 4. Every number the text quotes (``\\pqlabName{}``) must be an exported one: an undefined name is a problem
    naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
-   two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.export.NOT_MEASURED`, and the
-   run context lists it with the line that quotes it (:attr:`Build.unmeasured`).
+   two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.export.NOT_MEASURED`, the
+   run context lists it by notebook and key, and :attr:`Build.unmeasured` names the line that quotes it.
 """
 from __future__ import annotations
 
@@ -104,24 +104,26 @@ def quoted_numbers(paper: Path) -> list[Quoted]:
     return list(out.values())
 
 
-def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[str], list[tuple[Quoted, str, str]]]:
-    """The quoted numbers no export defines (problems: a misspelt name, or a number its notebook never
-    writes), and the quoted numbers their notebook wrote as not measured on this machine, each with its topic
-    and key."""
+def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[Quoted], list[tuple[Quoted, str, str]]]:
+    """The quoted numbers no export defines (a misspelt name, or a number its notebook never writes: problems),
+    and the quoted numbers their notebook wrote as not measured on this machine, each with its topic and key."""
     defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
     unmeasured = {s["macros"][k]: (s["topic"], k) for s in sidecars if s["export"] == "numbers"
                   for k in s.get("not_measured", [])}
-    undefined = [f"{q.where}: \\{q.macro} is defined by no export"
-                 + (f" (not a number of {q.topic}/numbers.tex: check the name against it)" if q.topic
-                    else " (this file loads no \\input{NN_topic/numbers})") for q in quoted if q.macro not in defined]
-    return undefined, [(q, *unmeasured[q.macro]) for q in quoted if q.macro in unmeasured]
+    return ([q for q in quoted if q.macro not in defined],
+            [(q, *unmeasured[q.macro]) for q in quoted if q.macro in unmeasured])
 
 
-def undefined_tex(quoted: list[Quoted], sidecars: list[dict]) -> str:
+def undefined_problem(q: Quoted) -> str:
+    return f"{q.where}: \\{q.macro} is defined by no export" + (
+        f" (not a number of {q.topic}/numbers.tex: check the name against it)" if q.topic
+        else " (this file loads no \\input{NN_topic/numbers})")
+
+
+def undefined_tex(undefined: list[Quoted]) -> str:
     """A placeholder for each quoted number no export defines, so that LaTeX goes on to report the rest (the
     build lists them as problems)."""
-    defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
-    return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {q.where}" + "\n" for q in quoted if q.macro not in defined)
+    return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {q.where}" + "\n" for q in undefined)
 
 
 def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] = ()) -> str:
@@ -298,7 +300,7 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     (out / "CITATION.cff").write_text(cff, encoding="utf-8")
     quoted = quoted_numbers(paper)
     undefined, unmeasured = number_problems(quoted, sidecars)
-    files = {"setup.tex": setup_tex(profile, figures, cff) + undefined_tex(quoted, sidecars),
+    files = {"setup.tex": setup_tex(profile, figures, cff) + undefined_tex(undefined),
              "context.tex": context_tex(sidecars, unmeasured),
              "studies.tex": studies_tex(), "appendix.tex": appendix_tex(sidecars, _used(paper))}
     for name, text in files.items():
@@ -318,5 +320,5 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     problems = log_problems(text)
     if not pdf.exists() and not problems:
         problems = [f"pdflatex wrote no PDF; see {log}"]
-    return Build(pdf, log, undefined + problems, [f"{q.where}: \\{q.macro} ({topic} {key}) was not measured in "
-                                                  "these runs" for q, topic, key in unmeasured])
+    notes = [f"{q.where}: \\{q.macro} ({topic} {key}) was not measured in these runs" for q, topic, key in unmeasured]
+    return Build(pdf, log, [undefined_problem(q) for q in undefined] + problems, notes)
