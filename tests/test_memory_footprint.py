@@ -174,6 +174,9 @@ def test_describe_cache_every_case():
     assert "method version (2), valgrind-3.19.0, CPython 3.11.7" in text and "liboqs.so `aaaaaaaaaaaa`" in text
     assert "mod.py" not in text  # source files are counted, shared objects named
     assert "each of the 2 files" in text and "Times are never cached" in text
+    run = fake_run(2)  # a row whose heap and stack came from worker runs of two runs names each run once
+    run.measurements.loc[1, "flags"] = flags.make("from-cache", "key 0123456789abcdef, measured in run R1, R2")
+    assert "measured in runs R1, R2; 7 worker runs" in mf.describe_cache(run)
 
 
 def test_caveats_apply_where_they_should():

@@ -445,7 +445,8 @@ def describe_cache(run) -> str:
     if not info:
         return f"No cache was used: all {len(m)} memory rows were measured in this run."
     cached = flags.has(m["flags"], "from-cache") if len(m) else m["flags"].astype(bool)
-    origins = sorted({flags.detail(c, "from-cache").rsplit("measured in run ", 1)[-1] for c in m.loc[cached, "flags"]})
+    origins = sorted({run for c in m.loc[cached, "flags"]  # a row may combine worker runs of several runs
+                      for run in flags.detail(c, "from-cache").rsplit("measured in run ", 1)[-1].split(", ")})
     where = f"`{info['root']}`"
     if info["fresh"]:
         head = (f"**Measured afresh** (`PQLAB_FRESH` set, as `make reproduce FRESH=1` does): none of the {len(m)} "
@@ -455,7 +456,8 @@ def describe_cache(run) -> str:
                 f"stored; {info['stored']} worker runs were stored now.")
     else:
         head = (f"**{int(cached.sum())} of the {len(m)} memory rows came from the cache** ({where}), measured in "
-                f"run {', '.join(origins)}; {info['measured']} worker runs were measured now (their rows carry no "
+                f"run{'s' if len(origins) > 1 else ''} {', '.join(origins)}; {info['measured']} worker runs were "
+                "measured now (their rows carry no "
                 "`from-cache` flag).")
     files = info.get("files", {})
     objects = [f"{Path(p).name} `{d[:12]}`" for p, d in files.items() if ".so" in Path(p).name
