@@ -15,6 +15,9 @@
    naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
    two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.export.NOT_MEASURED`, the
    run context lists it by notebook and key, and :attr:`Build.unmeasured` names the line that quotes it.
+
+`twocolumn=True` typesets the same paper in two columns (every table placed by pqlabtables.sty, the
+column-width figures): the test builds both.
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import export, paths
-from .export import STYLE_FILE, read_sidecars, tex
+from . import paths
+from .export import NOT_MEASURED, STYLE_FILE, read_sidecars, tex
 
 #: Debian packages that give pdflatex, the packages and fonts paper/pqlab.tex uses, and pdffonts/pdftoppm
 TEX_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended", "poppler-utils")
@@ -44,7 +47,7 @@ class Build:
     pdf: Path
     log: Path
     problems: list[str] = field(default_factory=list)
-    unmeasured: list[str] = field(default_factory=list)  # quoted numbers typeset as export.NOT_MEASURED
+    unmeasured: list[str] = field(default_factory=list)  # quoted numbers typeset as NOT_MEASURED
 
 
 def tree(profile: str, output: Path | None = None) -> tuple[Path, Path]:
@@ -71,9 +74,14 @@ def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
     return sidecars
 
 
-def _used(paper: Path) -> set[str]:
+def _sources(paper: Path) -> dict[str, str]:
+    """The hand-written .tex files under `paper`: path relative to it -> text, in path order."""
+    return {p.relative_to(paper).as_posix(): p.read_text(encoding="utf-8") for p in sorted(Path(paper).rglob("*.tex"))}
+
+
+def _used(sources: dict[str, str]) -> set[str]:
     """The exports the hand-written sections show: \\input{TOPIC/NAME} and \\pqlabfigure{TOPIC/NAME}."""
-    text = "\n".join(p.read_text(encoding="utf-8") for p in paper.rglob("*.tex"))
+    text = "\n".join(sources.values())
     return set(re.findall(r"\\(?:input|pqlabfigure)\{([0-9]{2}_[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\}", text))
 
 
@@ -92,15 +100,14 @@ class Quoted:
     topic: str
 
 
-def quoted_numbers(paper: Path) -> list[Quoted]:
-    """Every number macro the .tex files under `paper` use, once each, in file and line order."""
+def quoted_numbers(sources: dict[str, str]) -> list[Quoted]:
+    """Every number macro the .tex `sources` (:func:`_sources`) use, once each, in file and line order."""
     out: dict[str, Quoted] = {}
-    for path in sorted(Path(paper).rglob("*.tex")):
-        text = path.read_text(encoding="utf-8")
+    for path, text in sources.items():
         topic = next(iter(_NUMBERS_INPUT.findall(text)), "")
         for number, line in enumerate(text.splitlines(), 1):
             for macro in _NUMBER.findall(_COMMENT.sub("", line)):
-                out.setdefault(macro, Quoted(macro, f"{path.relative_to(paper).as_posix()}:{number}", topic))
+                out.setdefault(macro, Quoted(macro, f"{path}:{number}", topic))
     return list(out.values())
 
 
@@ -141,7 +148,7 @@ def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] 
     many = len(unmeasured) > 1
     lacking = ("" if not unmeasured else
                rf"{{\raggedright {len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} "
-               rf"not measured in these runs and {'are' if many else 'is'} typeset \textit{{{export.NOT_MEASURED}}}: "
+               rf"not measured in these runs and {'are' if many else 'is'} typeset \textit{{{NOT_MEASURED}}}: "
                + "; ".join(f"notebook {topic.split('_', 1)[0]}: " + ", ".join(keys) for topic, keys in by_topic.items())
                + ". The notebooks' closing notes say what their runs gave." + r"\par}" + "\n")
     if not merged:
@@ -298,11 +305,11 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     generated.mkdir(parents=True, exist_ok=True)
     cff = citation()
     (out / "CITATION.cff").write_text(cff, encoding="utf-8")
-    quoted = quoted_numbers(paper)
-    undefined, unmeasured = number_problems(quoted, sidecars)
+    sources = _sources(paper)
+    undefined, unmeasured = number_problems(quoted_numbers(sources), sidecars)
     files = {"setup.tex": setup_tex(profile, figures, cff) + undefined_tex(undefined),
              "context.tex": context_tex(sidecars, unmeasured),
-             "studies.tex": studies_tex(), "appendix.tex": appendix_tex(sidecars, _used(paper))}
+             "studies.tex": studies_tex(), "appendix.tex": appendix_tex(sidecars, _used(sources))}
     for name, text in files.items():
         (generated / name).write_text(text, encoding="utf-8")
     job = "pqlab-twocolumn" if twocolumn else "pqlab"

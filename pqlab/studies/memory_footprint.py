@@ -703,9 +703,9 @@ def _key(*parts: str) -> str:
 
 
 def numbers(memory: pd.DataFrame, run=None, comparison: pd.DataFrame | None = None,
-            focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict[str, float | int]:
+            focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict[str, float | int | None]:
     """Every headline number the notebook quotes, under stable keys (for numbers.tex and the .txt exports)."""
-    out: dict[str, float | int] = {}
+    out: dict[str, float | int | None] = {}
     for name in focus:
         for col in ("heap_bytes", "stack_bytes", "heap_native_bytes", "heap_first_call_bytes"):
             if name in set(memory["algorithm"]):  # None: not measured here (no valgrind, no first-call run)

@@ -656,7 +656,7 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
     return out
 
 
-def numbers(closing: dict) -> dict[str, float]:
+def numbers(closing: dict) -> dict[str, float | None]:
     """Every number of the closing note under a stable key (letters, digits, "_"), interval bounds
     as ``<key>_ci_low`` and ``<key>_ci_high``: python_over_native_<algorithm>_<op> and
     portable_over_optimised_<algorithm>_<op>."""
