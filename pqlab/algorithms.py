@@ -175,17 +175,24 @@ class Algorithm:
         return {}
 
     # ----- operations -----
-    def trial(self, operation: str, message: bytes = b"", keys=None) -> Trial:
+    def trial(self, operation: str, message: bytes = b"", keys=None, signed: tuple[bytes, bytes] | None = None
+              ) -> Trial:
         """The timed callable and the output check for `operation` on `message`; with the algorithm's `keys`
         (from :meth:`generate`: a key pair, a cipher's key) instead of new ones, so that a run measuring every
         operation and size of an algorithm generates its keys once (an RSA key costs more than the operations
-        measured with it).  keygen makes its own keys."""
+        measured with it).  keygen makes its own keys.  `signed`: verify this (message, signature) made with
+        `keys` (checked here too) instead of signing `message` first: a SPHINCS+ s-set signature costs a
+        second or so."""
         if operation not in self.operations:
             raise ValueError(f"{self.name} ({self.kind}) has no operation {operation!r}; "
                              f"choose from {', '.join(self.operations)}")
+        if signed is not None:
+            if self.kind != "sig" or operation != "verify" or keys is None:
+                raise ValueError("signed= is a signature to verify: for verify of a signature scheme, with its keys")
+            return self._trial_sig(operation, signed[0], keys, signed[1])
         return getattr(self, f"_trial_{self.kind}")(operation, message, keys)
 
-    def _trial_sig(self, operation: str, message: bytes, keys=None) -> Trial:
+    def _trial_sig(self, operation: str, message: bytes, keys=None, signature: bytes | None = None) -> Trial:
         def checker(verify):
             def check_signature(sig: bytes, msg: bytes = message) -> None:
                 _require(verify(msg, sig) is True, "signature does not verify")
@@ -206,7 +213,7 @@ class Algorithm:
             fresh = fresh_messages(message)
             return Trial(sign, check_signature, fresh) if fresh else Trial(functools.partial(sign, message),
                                                                             check_signature)
-        sig = sign(message)
+        sig = sign(message) if signature is None else signature
         check_signature(sig)
 
         def check_verdict(ok) -> None:
@@ -281,9 +288,10 @@ class Algorithm:
 
         return Trial(functools.partial(decrypt, ct), check_plaintext)
 
-    def sizes(self, message: bytes = b"\x00" * 100, keys=None) -> dict:
+    def sizes(self, message: bytes = b"\x00" * 100, keys=None, signature: bytes | None = None) -> dict:
         """Every size in bytes, observed on real outputs (and declared maxima where given), with `keys` or new
-        ones."""
+        ones; `signature`: one already made with `keys` on a message of `message`'s length (a signature scheme:
+        not signed again)."""
         row = {"algorithm": self.name, "backend": self.backend, "family": self.family,
                "nist_level": self.nist_level, "key_encoding": self.key_encoding}
         keys = keys if keys is not None else self.generate()
@@ -295,7 +303,8 @@ class Algorithm:
         row.update(self.key_sizes(keys))
         pk, sk = keys
         if self.kind == "sig":
-            row["signature_bytes"] = row["signature_max_bytes"] = len(self.signer(sk)(message))
+            signature = self.signer(sk)(message) if signature is None else signature
+            row["signature_bytes"] = row["signature_max_bytes"] = len(signature)
         elif self.kind == "kem":
             ct, ss = self.encapsulator(pk)()
             row["ciphertext_bytes"], row["shared_secret_bytes"] = len(ct), len(ss)

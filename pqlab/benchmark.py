@@ -13,10 +13,14 @@ what it measured.  A failure (an exception, a wrong output) becomes a row with `
 and a ``failed`` flag; the run goes on.  A do-nothing call through the same path is measured first
 and its cost stored with every row (``overhead_ns``); sign and encrypt get a fresh message every call
 (:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that adds
-(``meta["harness_feed_ns"]``, :func:`describe_harness`).
+(``meta["harness_feed_ns"]``, :func:`describe_harness`).  Every operation and size of an algorithm uses
+one key pair; verify verifies the signature that sign's last checked call made at the same size, and
+the algorithm's sizes row is read from it, so a slow signer (a SPHINCS+ s-set signs for about a
+second) is not called again for either.
 """
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -129,18 +133,22 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
             rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
         bar = _progress(len(plan), progress, study or "pqlab bench")
         try:
-            current, keys = None, None
-            for algo, op, size in plan:
-                if algo is not current:
-                    current, keys = algo, _keys(algo)  # its sizes row needs keys too
-                    rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed), keys)])
-                if bar is not None:
-                    bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
-                rec.add(*_measure_one(rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns,
-                                      budget_s, min_samples, max_samples, target_rel_ci, keys))
+            for algo, steps in itertools.groupby(plan, key=lambda step: step[0]):
+                keys, signed = _keys(algo), {}
+                for _, op, size in steps:
+                    if bar is not None:
+                        bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
+                    rows, sample_rows, made = _measure_one(
+                        rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns, budget_s,
+                        min_samples, max_samples, target_rel_ci, keys, signed.get(size) if op == "verify" else None)
+                    rec.add(measurements=rows, samples=sample_rows)
+                    if made is not None:
+                        signed[size] = made
+                    rec.checkpoint()
+                    if bar is not None:
+                        bar.update(1)
+                rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed), keys, signed.get(sizes[0]))])
                 rec.checkpoint()
-                if bar is not None:
-                    bar.update(1)
         finally:
             if bar is not None:
                 bar.close()
@@ -158,24 +166,30 @@ def _keys(algo: Algorithm):
 
 def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
                  min_samples: int, max_samples: int, target_rel_ci: float | None,
-                 keys=None) -> tuple[list[dict], list, list[dict]]:
-    """(measurement rows, size rows, sample rows) of one operation at one size, with `keys` (None: new ones);
-    a failure is a row."""
+                 keys=None, signed: tuple[bytes, bytes] | None = None) -> tuple[list[dict], list[dict], tuple | None]:
+    """(measurement rows, sample rows, what sign made) of one operation at one size, with `keys` (None: new
+    ones); a failure is a row.  What sign made is the (message, signature) of its last checked call, which
+    verify at the same size is then given as `signed` instead of signing again (None for other operations)."""
     message = random_message(size or 0, seed)
     try:
-        t = algo.trial(op, message, keys)
+        t = algo.trial(op, message, keys, signed=signed)
         s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh,
                     target_rel_ci=target_rel_ci)
     except VerificationError as exc:
-        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], []
+        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], None
     except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run
-        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"{type(exc).__name__}: {exc}")], [], []
-    return [measurement_row(rec, algo, op, size, s, overhead_ns)], [], sample_rows(rec.run_id, algo, op, size, s)
+        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"{type(exc).__name__}: {exc}")], [], None
+    made = None
+    if op == "sign" and keys is not None:
+        made = (s.last[1] if len(s.last) == 2 else message, s.last[0])
+    return [measurement_row(rec, algo, op, size, s, overhead_ns)], sample_rows(rec.run_id, algo, op, size, s), made
 
 
-def _sizes_row(algo: Algorithm, message: bytes, keys=None) -> dict:
+def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple[bytes, bytes] | None = None) -> dict:
+    """`algo`'s sizes row, from `signed` (a (message, signature) of `message`'s length made with `keys`) where
+    given; a failure is a row with an error."""
     try:
-        return algo.sizes(message, keys)
+        return algo.sizes(message, keys, signature=None if signed is None else signed[1])
     except Exception as exc:  # noqa: BLE001
         return {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "error": str(exc)}
 

@@ -28,7 +28,9 @@ the samples).  A counter read that fails during sampling leaves that sample's cy
 (NaN) and flags ``cycles-dropped:<n> of <N> samples: <error>``; the times are kept.
 
 The output of the last call of every sample is checked outside the timed region; a wrong
-output stops the measurement with :class:`~pqlab.algorithms.VerificationError`.
+output stops the measurement with :class:`~pqlab.algorithms.VerificationError`.  The last checked
+call is kept (``Samples.last``): a verify measurement after sign verifies that signature instead of
+signing again (:func:`pqlab.benchmark.bench`).
 
 Operations that take a message (a :class:`~pqlab.algorithms.Trial` with ``fresh``) get a new one
 for every call: ``fresh(loops)`` makes a sample's inputs before its clock starts, the timed loop
@@ -73,6 +75,7 @@ class Samples:
     target_rel_ci: float | None = None
     rel_ci: float = float("nan")  # precision reached (relative half-width of the median's 95 % CI)
     stopped_by: str = ""  # precision | budget | max-samples
+    last: tuple = ()  # the last checked call: (output,) or, fed, (output, input)
 
     @property
     def n(self) -> int:
@@ -134,6 +137,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     checked = 1
     rng = range(loops)
     batch = None
+    last: tuple = ()
     stopped_by = "max-samples"
     while len(times) < max_samples:
         if len(times) >= min_samples and clock() >= deadline:
@@ -165,8 +169,9 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         except OSError as exc:
             c1 = None
             read_errors.append(str(exc))
+        last = (out,) if batch is None else (out, batch[-1])
         if check is not None:
-            check(out) if batch is None else check(out, batch[-1])  # outside the timed region
+            check(*last)  # outside the timed region
             checked += 1
         times.append((t1 - t0) / loops)
         if counting:
@@ -187,4 +192,5 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         marks.append(flags.make("cycles-dropped", f"{missing} of {len(times)} samples: {read_errors[0]}"))
     reached = precision(time_ns)
     marks += precision_marks(reached, target_rel_ci, stopped_by)
-    return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by)
+    return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by,
+                   last)

@@ -199,3 +199,10 @@ def test_closing_note_and_numbers_come_from_the_data():
     key = "study_over_sphincsplus_shake_256s_simple_liboqs_sign"
     assert values[key + "_ci_low"] < values[key] < values[key + "_ci_high"]
     assert all(k == k.lower() and k.replace("_", "").isalnum() for k in values)
+
+
+def test_describe_time_sizes_names_the_sizes_not_timed():
+    timed = SimpleNamespace(meta={"params": {"message_bytes": [32, 4096]}})
+    text = mf.describe_time_sizes(timed, [32, 256, 1024, 4096])
+    assert "at 32-byte and 4096-byte messages only" in text and "at 256, 1024 bytes the tables' `time_us` is empty" in text
+    assert mf.describe_time_sizes(timed, [4096, 32]) == ""  # every size timed: nothing to say

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pqlab import flags
-from pqlab.algorithms import fresh_messages, random_message
+from pqlab.algorithms import VerificationError, fresh_messages, random_message
 from pqlab.backends.cryptography import MLKEM, OpenSSLCipher, RawKeySignature
 from pqlab.benchmark import bench, describe_harness
 from pqlab.formatting import fmt_time_ns
@@ -118,6 +118,53 @@ def test_reliability_every_signature_is_of_a_new_message():
     seen = MemoSigner.seen
     assert len(seen) > 3 * r["loops"] and len(set(seen)) == len(seen)  # never the same message twice
     assert {len(m) for m in seen} == {100}
+
+
+def test_reliability_verify_and_the_sizes_row_use_what_sign_made_and_nothing_signs_again(monkeypatch):
+    """Verify at a size verifies the signature that sign's last checked call made there, and the sizes row is
+    read from it: outside the sign measurements the signer is never called (a SPHINCS+ s-set signs for about a
+    second; the old code signed once more per size for verify and once for the sizes row)."""
+    import pqlab.benchmark as benchmark
+
+    measuring, outside = [], []
+    real_measure = benchmark.measure
+
+    def watched(*args, **kwargs):
+        measuring.append(True)
+        try:
+            return real_measure(*args, **kwargs)
+        finally:
+            measuring.pop()
+
+    class Counted(Ed25519):
+        def signer(self, sk):
+            sign = super().signer(sk)
+
+            def counted(message):
+                if not measuring:
+                    outside.append(message)
+                return sign(message)
+            return counted
+
+    monkeypatch.setattr(benchmark, "measure", watched)
+    run = bench([Counted()], operations=["sign", "verify"], message_bytes=[32, 64], budget_s=0.01, min_samples=3,
+                save=False, progress=False)
+    m = run.measurements
+    assert m["verified"].all() and list(m["operation"]) == ["noop", "sign", "sign", "verify", "verify"]
+    assert outside == []
+    assert run.sizes["signature_bytes"].tolist() == [64]
+
+
+def test_reliability_a_signature_given_to_verify_is_checked_before_it_is_timed():
+    algo = Ed25519()
+    keys, message = algo.generate(), random_message(32, seed=0)
+    sig = algo.signer(keys[1])(message)
+    assert algo.trial("verify", keys=keys, signed=(message, sig)).run() is True
+    forged = sig[:10] + bytes([sig[10] ^ 1]) + sig[11:]
+    with pytest.raises(VerificationError, match="signature does not verify"):
+        algo.trial("verify", keys=keys, signed=(message, forged))
+    with pytest.raises(ValueError, match="signed= is a signature to verify"):
+        algo.trial("sign", message, keys, signed=(message, sig))
 
 
 def test_reliability_fresh_messages_never_repeat_and_keep_their_length():

@@ -198,7 +198,7 @@ def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, mo
 
     algo = get("Ed25519")
 
-    def ctrl_c(self, operation, message=b"", keys=None):  # as Ctrl-C in a notebook, while keygen is measured
+    def ctrl_c(self, operation, message=b"", keys=None, signed=None):  # as Ctrl-C in a notebook, while keygen is measured
         raise KeyboardInterrupt
 
     monkeypatch.setattr(type(algo), "trial", ctrl_c)

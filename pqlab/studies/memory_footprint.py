@@ -438,6 +438,17 @@ def describe_valgrind(status: dict, run=None) -> str:
     return text
 
 
+def describe_time_sizes(time_run, message_bytes: Sequence[int]) -> str:
+    """Which message sizes were timed, when not all of `message_bytes` (the memory run's): one sentence, or ""."""
+    timed = sorted(time_run.meta.get("params", {}).get("message_bytes", []))
+    untimed = sorted(n for n in message_bytes if n not in timed)
+    if not untimed:
+        return ""
+    return (f"Times were taken at {' and '.join(f'{n}-byte' for n in timed)} messages only (`time_message_bytes`), "
+            f"memory at every size: at {', '.join(str(n) for n in untimed)} bytes the tables' `time_us` is empty. "
+            "How time grows with the message is notebook 02's subject.")
+
+
 def describe_cache(run) -> str:
     """How many memory rows came from the cache, measured in which runs, and what their key covers."""
     info = run.meta.get("memory_cache")
