@@ -116,6 +116,8 @@ def test_findings_native_heap_both_ways():
     every = mf.describe_findings(fake_memory(native=(224, 832, 224)))
     assert "liboqs sign: 224 B to 832 B in SPHINCS+-SHAKE-128s-simple, ML-DSA-44, SPHINCS+-SHAKE-256s-simple (f)" in every
     assert "allocates nothing" not in some  # the old typed mechanism is gone
+    stripped = fake_memory(native=(0, 832, 0)).replace({"liboqs.so: f 832": "pqcrypto.abi3.so: ??? 832"})
+    assert "832 B in ML-DSA-44 (unnamed code in pqcrypto.abi3.so)" in mf.describe_findings(stripped)  # not "(???)"
 
 
 def test_findings_signature_fit_both_ways():

@@ -487,6 +487,14 @@ def _stack_extremes(m: pd.DataFrame) -> str:
             f"shallowest: {low['algorithm']} {low['operation']}, {fmt_bytes(low['stack_bytes'])}.")
 
 
+def _caller_name(caller: str) -> str:
+    """The function of a heap_native_callers entry ("object: function bytes"); valgrind's "???" (an object
+    without symbols, such as a stripped wheel's extension module) becomes "unnamed code in <object>"."""
+    obj, rest = caller.split(": ", 1)
+    function = rest.rsplit(" ", 1)[0]
+    return f"unnamed code in {obj}" if function == "???" else function
+
+
 def _native_sentence(m: pd.DataFrame) -> str:
     """Who called the allocator for the heap each operation adds (massif's allocation tree), per backend and
     operation: in how many sets code outside the interpreter allocated none of it, and what the others allocated."""
@@ -499,7 +507,7 @@ def _native_sentence(m: pd.DataFrame) -> str:
         if some.empty:
             parts.append(f"{backend} {op}: none, in all {len(part)} sets")
             continue
-        functions = sorted({c.split(": ", 1)[1].rsplit(" ", 1)[0] for cell in some["heap_native_callers"].dropna()
+        functions = sorted({_caller_name(c) for cell in some["heap_native_callers"].dropna()
                             for c in str(cell).split(", ") if ": " in c})
         head = f"{backend} {op}: none in {len(part) - len(some)} of {len(part)} sets, " if len(some) < len(part) else \
             f"{backend} {op}: "
