@@ -118,9 +118,12 @@ def _add_footer(fig, text: str):
     to_fraction = fig.transFigure.inverted()
     anchors = [to_fraction.transform_bbox(leg.get_bbox_to_anchor()) for leg in fig.legends]
     fig.set_layout_engine("none")  # keep the layout just computed
-    lines = _wrap_to_width(fig, text, fig.get_figwidth() * 72 - 4)
+    footer = fig.text(0.005, 0, "\n".join(_wrap_to_width(fig, text, fig.get_figwidth() * 72 - 4)), ha="left",
+                      va="bottom", fontsize=FOOTER_PT, color="0.35", linespacing=1.2)
+    # the band is the text's height as drawn (ten lines are taller than ten times the line spacing) and 2 pt
+    # above and below it, the text 2 pt above the bottom edge, whatever the figure's height
     old = fig.get_figheight()
-    fig.set_figheight(old + (len(lines) * 1.2 * FOOTER_PT + 4) / 72)
+    fig.set_figheight(old + footer.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 4 / 72)
     k = old / fig.get_figheight()
     for ax in fig.axes:
         p = ax.get_position()
@@ -129,8 +132,8 @@ def _add_footer(fig, text: str):
         leg.set_bbox_to_anchor((a.x0, 1 - k + a.y0 * k, a.width, a.height * k), transform=fig.transFigure)
     for t in fig.texts:
         t.set_y(1 - k + t.get_position()[1] * k)
-    return fig.text(0.005, 0.004, "\n".join(lines), ha="left", va="bottom", fontsize=FOOTER_PT, color="0.35",
-                    linespacing=1.2)
+    footer.set_y(2 / 72 / fig.get_figheight())
+    return footer
 
 
 def _texts(fig) -> list:

@@ -98,6 +98,30 @@ def test_the_footer_goes_under_a_legend_below_the_axes(export_tree):
     assert not footer.get_window_extent().overlaps(fig.legends[0].get_window_extent())
 
 
+@pytest.mark.parametrize("height_in, repeats", [(2.0, 8), (25.0, 60)])
+def test_a_footer_of_many_lines_keeps_off_the_legend_of_a_tall_figure(height_in, repeats):
+    """The footer's band is as tall as its text as drawn, and the text sits a fixed distance above the bottom
+    edge: the atlas's cross-platform figure (25 in tall, a context line of a dozen run ids wrapped into ten
+    lines at column width) had its legend 0.15 px into the footer, and the run stopped on it."""
+    @plotting.styled
+    def draw(width):
+        fig, ax = plt.subplots(figsize=(width, height_in))
+        ax.plot([1, 2], [1, 2], label="one")
+        ax.plot([1, 2], [2, 1], label="two")
+        plotting.figure_legend(fig, ax.get_legend_handles_labels(), 2)
+        return fig
+
+    fig = draw(plotting.COLUMN_WIDTH)
+    footer = export._add_footer(fig, "run 20261123T212200Z-07_atlas-default-4bea2b " * repeats)
+    fig.canvas.draw()
+    lines = footer.get_text().count("\n") + 1
+    assert lines >= (8 if repeats > 10 else 1)
+    box = footer.get_window_extent()
+    assert box.y0 >= 1 and not box.overlaps(fig.legends[0].get_window_extent())
+    export.check_layout(fig, "tall", footer)
+    plt.close(fig)
+
+
 def test_a_legend_label_wider_than_a_column_wraps_and_each_label_shows_once(export_tree):
     """A platform label of the atlas (CPU, build, host, machine id, counter) is wider than a column: it wraps at
     spaces instead of running off the figure, and a label drawn by several artists is listed once."""

@@ -49,6 +49,19 @@ def test_parameters_cell_holds_literal_values_only(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_reads_every_parameter(path):
+    """papermill parses each line of the parameters cell itself: a comment holding " = " made it skip the line
+    (07's local_builds and reference_platform), warn "Passed unknown parameter" when the full run set it, and
+    leave it out of `papermill --help-notebook`."""
+    import papermill
+
+    source = "".join(parameters_cell(load(path))["source"])
+    names = {n.targets[0].id for n in ast.parse(source).body}
+    missing = names - set(papermill.inspect_notebook(str(path)))
+    assert not missing, f"{path.name}: papermill cannot read the parameters {sorted(missing)}: reword their comments"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_full_parameters_exist_and_name_known_parameters(path):
     params = ROOT / "notebooks" / "params" / f"{path.stem}.yaml"
     assert params.exists(), f"{params} is missing: `make reproduce` (PROFILE=full) needs it"
