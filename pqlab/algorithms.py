@@ -431,9 +431,10 @@ def _post_quantum(name: str) -> bool:
 
 
 def resolve(items: Iterable) -> list[Algorithm]:
-    """Algorithms from names, "NAME@backend" strings, (name, backend) pairs or adapters."""
+    """Algorithms from names, "NAME@backend" strings, (name, backend) pairs or adapters (one name or adapter
+    may be given alone: a str is never read letter by letter)."""
     out = []
-    for item in items:
+    for item in [items] if isinstance(items, (str, Algorithm)) else items:
         if isinstance(item, Algorithm):
             out.append(item)
         elif isinstance(item, tuple):

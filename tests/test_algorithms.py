@@ -318,3 +318,9 @@ def test_a_trial_with_given_keys_uses_them():
     other = algo.generate()
     with pytest.raises(VerificationError):  # a signature made with the given key does not verify under another
         algo.trial("verify", MESSAGE, (other[0], keys[1]))
+
+
+def test_resolve_takes_one_name_alone():
+    """A str is one name, never read letter by letter (measure_memory("ML-DSA-4") refused 'M')."""
+    assert [a.name for a in resolve("ML-DSA-44")] == ["ML-DSA-44"]
+    assert [a.key for a in resolve(["ML-DSA-44", "Ed25519"])] == [a.key for a in resolve("ML-DSA-44") + resolve("Ed25519")]

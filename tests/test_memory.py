@@ -386,3 +386,11 @@ def test_every_pqlab_module_has_bytecode_before_workers_start():
     for source in package.rglob("*.py"):
         compiled = Path(importlib.util.cache_from_source(str(source)))
         assert compiled.exists() and compiled.stat().st_mtime >= source.stat().st_mtime - 1, source
+
+
+def test_measure_memory_takes_one_name_as_a_str_and_refuses_an_unknown_one_whole(tmp_path):
+    """One name may be a str, as for pqlab.bench: it is not read letter by letter (a papermill -p value is a str:
+    '["ML-DSA-4"]' was refused as "unknown algorithm '['")."""
+    with pytest.raises(A.UnknownAlgorithm, match=r"unknown algorithm 'ML-DSA-4'; close matches: .*ML-DSA-44"):
+        driver.measure_memory("ML-DSA-4", ["sign"], [32], folder=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())  # refused before anything was measured or saved

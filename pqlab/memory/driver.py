@@ -618,7 +618,7 @@ def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_O
     from ..errors import BadInput
     from ..recorder import RunRecorder
 
-    algos = inputs.unique(resolve(algorithms))
+    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
     not_signatures = [f"{a.name}@{a.backend} ({a.kind})" for a in algos if a.kind != "sig"]
     if not_signatures:
         raise BadInput(f"measure_memory measures signature schemes; {', '.join(not_signatures)} "
