@@ -108,10 +108,10 @@ build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RU
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
-	@mkdir -p $(@D)/failed && rm -f $(@D)/failed/$*.ipynb
+	@mkdir -p $(@D) && rm -f $(@D)/failed/$*.ipynb
 	PQLAB_PROFILE=$(PROFILE) PQLAB_FRESH=$(FRESH) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \
 	    $(if $(filter full,$(PROFILE)),-f notebooks/params/$*.yaml) $(NB_ARGS) $< $@ \
-	  || { mv -f $@ $(@D)/failed/$*.ipynb 2>/dev/null; echo "$* failed: its executed copy, with the error, is" \
+	  || { mkdir -p $(@D)/failed; mv -f $@ $(@D)/failed/$*.ipynb 2>/dev/null; echo "$* failed: its executed copy, with the error, is" \
 	       "$(@D)/failed/$*.ipynb; the runs it saved are in data/results/" >&2; exit 1; }
 
 readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv

@@ -536,7 +536,8 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         lines.append(f"% {key} (runs {', '.join(prov['runs']) or 'none'})" + (": not measured" if missing else ""))
         shown = rf"\textit{{{NOT_MEASURED}}}" if missing else tex(text).replace(" ", "~")
         lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
-        unmeasured += [key] if missing else []
+        if missing:
+            unmeasured.append(key)
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
     _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured)
     return out

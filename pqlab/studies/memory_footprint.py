@@ -468,8 +468,7 @@ def describe_cache(run) -> str:
     else:
         head = (f"**{int(cached.sum())} of the {len(m)} memory rows came from the cache** ({where}), measured in "
                 f"run{'s' if len(origins) > 1 else ''} {', '.join(origins)}; {info['measured']} worker runs were "
-                "measured now (their rows carry no "
-                "`from-cache` flag).")
+                "measured now (their rows carry no `from-cache` flag).")
     files = info.get("files", {})
     objects = [f"{Path(p).name} `{d[:12]}`" for p, d in files.items() if ".so" in Path(p).name
                and not p.startswith((sys.base_prefix, "/lib", "/usr/lib"))]
