@@ -77,7 +77,7 @@ $(STAMP)-kernel: $(STAMP)-python
 # Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
 # Bouncy Castle runner (when a JDK is there) and valgrind (for notebook 03; installed where
 # apt-get can). Each says what it skipped.
-$(STAMP)-runners: $(STAMP)-liboqs pqlab/tsc.c pqlab/tsc.h $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
+$(STAMP)-runners: $(STAMP)-liboqs pqlab/tsc.c pqlab/tsc.h pqlab/reference_loops.c $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
 	$(PY) -m pqlab.provision runners
 	touch $@
 

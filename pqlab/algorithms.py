@@ -468,7 +468,7 @@ def catalogue() -> pandas.DataFrame:  # noqa: F821
     return pd.DataFrame(rows).astype({"nist_level": "Int64"})
 
 
-def random_message(n: int, seed: int | None = None) -> bytes:
+def random_message(n: int, seed: int | str | None = None) -> bytes:
     """`n` random bytes (reproducible when `seed` is given)."""
     if seed is None:
         return os.urandom(n)

@@ -4,35 +4,46 @@
                 study="01_aes_rsa_sphincs")
 
 Every input is checked before anything is measured (:mod:`pqlab.inputs`: known operations that
-every algorithm has, budgets, sample counts, message sizes; an algorithm given twice is measured
-once).  Each operation is measured with :func:`pqlab.timing.measure` (outputs checked outside the
-timer), summarised with :func:`pqlab.stats.summarize`, and recorded through
-:class:`pqlab.recorder.RunRecorder`, which saves the plan before the first measurement and
-checkpoints the run after every operation and message size, so an interrupted or failing run keeps
-what it measured.  A failure (an exception, a wrong output) becomes a row with ``verified=False``
-and a ``failed`` flag; the run goes on.  A do-nothing call through the same path is measured first
-and its cost stored with every row (``overhead_ns``); sign and encrypt get a fresh message every call
-(:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that adds
-(``meta["harness_feed_ns"]``, :func:`describe_harness`).  Every operation and size of an algorithm uses
-one key pair; verify verifies the signature that sign's last checked call made at the same size, and
-the algorithm's sizes row is read from it, so a slow signer (a SPHINCS+ s-set signs for about a
-second) is not called again for either.
+every algorithm has, budgets, sample counts, rounds, message sizes; an algorithm given twice is measured
+once).  The measurement is made of rounds (:mod:`pqlab.rounds`): each round is a fresh worker process that
+measures every operation once, in an order shuffled per round, with :func:`pqlab.timing.measure` (outputs
+checked outside the timer) and records the machine's noise and the reference loops (:mod:`pqlab.noise`).  A
+row's estimate and 95 % interval are over rounds (:func:`pqlab.stats.round_interval`); its quartiles and spread
+are of all its samples (:func:`pqlab.stats.summarize`).  Rows are recorded through
+:class:`pqlab.recorder.RunRecorder`, which saves the plan before the first measurement and checkpoints the run
+after every round, so an interrupted or failing run keeps what it measured.  A failure (an exception, a wrong
+output) becomes a row with ``verified=False`` and a ``failed`` flag; the run goes on.  A do-nothing call through
+the same path is measured in every round and its cost stored with every row (``overhead_ns``); sign and encrypt
+get a fresh message every call (:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that
+adds (``meta["harness_feed_ns"]``, :func:`describe_harness`).  In a round every operation and size of an
+algorithm uses one key pair; verify verifies the signature that sign's last checked call made at the same size
+in that round, and the algorithm's sizes row is read from the first round's, so a slow signer (a SPHINCS+ s-set
+signs for about a second) is not called again for either.
 """
 from __future__ import annotations
 
-import itertools
+import math
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import cycles, flags, inputs, paths
-from .algorithms import Algorithm, Noop, VerificationError, random_message, resolve
+import numpy as np
+import pandas as pd
+
+from . import cycles, flags, inputs, noise, paths
+from .algorithms import Algorithm, Noop, resolve
+from .errors import BadInput
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
-from .stats import summarize
-from .timing import TARGET_REL_CI, measure
+from .rounds import MAX_ROUNDS, NOOP, NOOP_FED, ROUNDS, Item, registered, run_round, run_round_in_worker
+from .stats import MEDIAN_SE, MIN_ROUNDS, ROUND_LEVELS, relative_half_width, round_interval, summarize
+from .timing import TARGET_REL_CI
 
+#: _rounds_needed's answer where the machine's drift alone exceeds the precision target.
+DRIFT_BOUND = -1
+#: Where rounds run (bench's `isolation`).
+ISOLATIONS = ("process", "in-process")
 #: Operations that get a fresh message every call (Algorithm.trial); their overhead_ns is the fed no-op's.
 FED_OPERATIONS = ("sign", "encrypt")
 
@@ -59,33 +70,65 @@ def _progress(total: int, enabled: bool, desc: str):
 
 def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes, samples, overhead_ns=None,
                     error: str = "") -> dict:
-    """One tidy row from raw samples (or from a failure)."""
+    """One tidy row from raw samples of one process (a runner that cannot do rounds), or from a failure: the
+    median and quartiles of the samples, and no interval (an interval needs rounds: :func:`rounds_row`)."""
     row = rec.row(algo, operation=operation, message_bytes=message_bytes, overhead_ns=overhead_ns)
     if error:
         return dict(row, samples=0, verified=False, flags=flags.make("failed", error))
     t = summarize(samples.time_ns)
     row.update(samples=t["n"], loops=samples.loops, cycles_source=samples.cycles_source, verified=True,
-               target_rel_ci=samples.target_rel_ci, **summary_columns(t))
+               target_rel_ci=samples.target_rel_ci, rounds=1)
+    row.update({**summary_columns(t), "time_ns_ci_low": np.nan, "time_ns_ci_high": np.nan, "time_ns_rel_ci": np.nan})
     if samples.cycles is not None:
         row.update(summary_columns(summarize(samples.cycles), "cycles"))
-    row["flags"] = flags.join([*t["flags"], *samples.flags])
+    row["flags"] = flags.join([*t["flags"], *samples.flags, flags.make("no-rounds", "one process")])
     return row
 
 
-def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples) -> list[dict]:
+def rounds_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes, results: list, overhead_ns,
+               target_rel_ci, extra_flags=()) -> dict:
+    """One tidy row from an item's rounds (``[(round, ItemRound fields)]``): the estimate and its 95 % interval
+    over rounds (:func:`pqlab.stats.round_interval`), the quartiles, spread and cycles of all samples pooled."""
+    row = rec.row(algo, operation=operation, message_bytes=message_bytes, overhead_ns=overhead_ns)
+    failed = next((r["error"] for _, r in results if r.get("error")), "")
+    if failed:
+        return dict(row, samples=0, verified=False, rounds=len(results), flags=flags.make("failed", failed))
+    times = np.concatenate([np.asarray(r["time_ns"], float) for _, r in results])
+    value, low, high, k = round_interval(_labelled(rec.run_id, results, rec.meta.get("rounds")))
+    t = summarize(times)
+    row.update(samples=t["n"], loops=results[0][1]["loops"], cycles_source=results[0][1]["cycles_source"],
+               verified=True, target_rel_ci=target_rel_ci, rounds=k)
+    row.update({**summary_columns(t), "time_ns_median": value, "time_ns_ci_low": low, "time_ns_ci_high": high,
+                "time_ns_rel_ci": relative_half_width(value, low, high)})
+    counts = [(k, r["cycles"]) for k, r in results if r.get("cycles") is not None]
+    if counts:
+        cyc = [{"time_ns": [np.nan if c is None else c for c in cs]} for _, cs in counts]
+        row.update(summary_columns(summarize(np.concatenate([x["time_ns"] for x in cyc]).astype(float)), "cycles"))
+        # the same estimator as the time's, so that cycles / time is the counter's rate in every row
+        row["cycles_median"] = round_interval(_labelled(rec.run_id, list(zip([k for k, _ in counts], cyc))))[0]
+    marks = [*t["flags"], *(f for _, r in results for f in r["flags"]), *extra_flags]
+    if k < MIN_ROUNDS:
+        marks.append(flags.make("few-rounds", f"{k} of the {MIN_ROUNDS} an interval needs"))
+    row["flags"] = flags.join([m for m in marks if flags.parse(m)[0][0] != "few-samples"])
+    return row
+
+
+def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples, round_index=None) -> list[dict]:
     counts = samples.cycles if samples.cycles is not None else [None] * samples.n
     variant = algo.extra.get("variant", "")
     return [{"run_id": run_id, "backend": algo.backend, "variant": variant, "algorithm": algo.name,
-             "operation": operation, "message_bytes": message_bytes, "sample": i, "loops": samples.loops,
-             "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
+             "operation": operation, "message_bytes": message_bytes, "round": round_index, "sample": i,
+             "loops": samples.loops, "time_ns": t, "cycles": c}
+            for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
 
 
 def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=100, *,
           budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000,
-          target_rel_ci: float | None = TARGET_REL_CI, study: str = "", save: bool = True,
-          folder: Path | str | None = None, progress: bool = True, seed: int | None = 0,
-          params: dict | None = None, run_id: str | None = None) -> Run:
-    """Measure every operation of every algorithm; returns (and by default saves) the :class:`Run`.
+          target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS, max_rounds: int = MAX_ROUNDS,
+          quiet_only: bool = False, isolation: str = "process", study: str = "", save: bool = True,
+          folder: Path | str | None = None,
+          progress: bool = True, seed: int | None = 0, params: dict | None = None, run_id: str | None = None) -> Run:
+    """Measure every operation of every algorithm in rounds; returns (and by default saves) the :class:`Run`.
 
     `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
     (a single name may be given as a str); one given twice is measured once (with a warning).
@@ -94,10 +137,18 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     `operations`: None or "all" (each algorithm's own), or names every algorithm must have
     (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
     `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
-    `budget_s`: most sampling time per operation and size (warm-up and checks come on top), finite and > 0.
-    `target_rel_ci`: sampling stops earlier once the median is known to this precision (a fraction,
-    :func:`pqlab.timing.measure`; None: the whole budget).
-    `min_samples`, `max_samples`: 1 <= min <= max.  `run_id`: new in `folder`.
+    `rounds`, `max_rounds`: the first stage's rounds (at least :data:`pqlab.stats.MIN_ROUNDS`) and the most an
+    operation gets (:mod:`pqlab.rounds`: each round a fresh worker process, the operations interleaved in a
+    random order; the interval is over rounds).  `budget_s`: most sampling time per operation and size over
+    `max_rounds` rounds (each round samples for ``budget_s / max_rounds``; warm-up, keys and checks come on top),
+    finite and > 0.  `target_rel_ci`: more rounds than the first stage's are made for an operation until its
+    interval is expected to be within this fraction (Stein's rule), at most `max_rounds` (None: `max_rounds`).
+    `min_samples`: at least this many samples per operation over the first stage (``ceil(min_samples / rounds)``
+    per round); `max_samples`: at most this many per round.  `quiet_only`: refuse to start when the machine is busy
+    (:func:`pqlab.noise.quiet_now`).  `isolation`: "process" (each round a fresh worker process; adapters that are
+    not in the registry cannot be rebuilt there and run in this process, flagged ``rounds-in-process``) or
+    "in-process" (every round in this process: to show what fresh processes change, e.g. with ``pqlab calibrate
+    --isolation in-process``).  `run_id`: new in `folder`.
     Bad input, or a counter forced with PQLAB_COUNTER that is unavailable here, raises
     :class:`pqlab.errors.BadInput` before anything is measured.
     """
@@ -105,49 +156,56 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     budget_s = inputs.positive_number(budget_s, "budget_s")
     target_rel_ci = inputs.precision_target(target_rel_ci)
     min_samples, max_samples = inputs.sample_bounds(min_samples, max_samples)
+    rounds, max_rounds = inputs.round_counts(rounds, max_rounds)
+    isolation = inputs.choice(isolation, "isolation", ISOLATIONS)
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
     run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
     algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
     plan = inputs.plan(algos, operations, sizes)
+    if quiet_only:
+        quiet, why, _ = noise.quiet_now()
+        if not quiet:
+            raise BadInput(f"the machine is {why}: wait until it is quiet (python -m pqlab machine says when), "
+                           "or measure without quiet_only (--quiet-only)")
+    in_process = isolation == "in-process" or not all(registered(a) for a in algos)
     wanted = operations if operations is None or isinstance(operations, str) else list(operations)
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": wanted or [],
                   "message_bytes": sizes, "budget_s": budget_s, "min_samples": min_samples,
-                  "max_samples": max_samples, "target_rel_ci": target_rel_ci, "seed": seed, **(params or {})}
+                  "max_samples": max_samples, "target_rel_ci": target_rel_ci, "rounds": rounds,
+                  "max_rounds": max_rounds, "seed": seed, **(params or {})}
     planned = [f"{a.name}@{a.backend} {op}" + ("" if size is None else f" {size}") for a, op, size in plan]
+    index = {id(a): i for i, a in enumerate(algos)}
+    items = [Item(-1, NOOP, None)]
+    if any(op in FED_OPERATIONS for _, op, _ in plan):
+        items.append(Item(-1, NOOP_FED, None))
+    items += [Item(index[id(a)], op, size) for a, op, size in plan]
+    job = {"seed": seed, "round_budget_s": budget_s / max_rounds, "min_samples": math.ceil(min_samples / rounds),
+           "max_samples": max_samples, "loops": {}}
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
-        # The harness itself: a do-nothing call through the same path (and fed a fresh message per call,
-        # as sign and encrypt are: what that feeding adds).
-        noop = Noop()
-        trial = noop.trial()
-        overhead = measure(trial.run, trial.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
-                           target_rel_ci=target_rel_ci)
-        overhead_ns = summarize(overhead.time_ns)["median"]
-        rec.add(measurements=[measurement_row(rec, noop, "noop", None, overhead)])
-        rec.meta["harness_overhead_ns"] = overhead_ns
-        fed_ns = overhead_ns
-        if any(op in FED_OPERATIONS for _, op, _ in plan):
-            fed = noop.trial("noop", random_message(100, seed), fed=True)
-            fed_ns = summarize(measure(fed.run, fed.check, budget_s=min(0.2, budget_s), min_samples=min_samples,
-                                       fresh=fed.fresh, target_rel_ci=target_rel_ci).time_ns)["median"]
-            rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
-        bar = _progress(len(plan), progress, study or "pqlab bench")
+        rec.meta.update(rounds=[], isolation="in-process" if in_process else "process", isolation_asked=isolation)
+        results: dict[int, list] = {i: [] for i in range(len(items))}
+        needed: dict[int, int] = {}
+        bar = _progress(len(plan) * rounds, progress, study or "pqlab bench")
         try:
-            for algo, steps in itertools.groupby(plan, key=lambda step: step[0]):
-                keys, signed = _keys(algo), {}
-                for _, op, size in steps:
-                    if bar is not None:
-                        bar.set_postfix_str(f"{algo.name} {op}" + (f" {size} B" if size is not None else ""))
-                    rows, sample_rows, made = _measure_one(
-                        rec, algo, op, size, seed, fed_ns if op in FED_OPERATIONS else overhead_ns, budget_s,
-                        min_samples, max_samples, target_rel_ci, keys, signed.get(size) if op == "verify" else None)
-                    rec.add(measurements=rows, samples=sample_rows)
-                    if made is not None:
-                        signed[size] = made
-                    rec.checkpoint()
-                    if bar is not None:
-                        bar.update(1)
-                rec.add(sizes=[_sizes_row(algo, random_message(sizes[0], seed), keys, signed.get(sizes[0]))])
+            for r in range(max_rounds):
+                measured = _active(items, results, needed, r, rounds)
+                if not measured and r >= rounds:
+                    break
+                active = [i for i, it in enumerate(items) if it.algo < 0] + measured
+                record = _one_round(rec, algos, items, active, r, job, results, in_process, sizes[0], bar)
+                rec.meta["rounds"].append(record)
+                if r == rounds - 1:
+                    from .stats import machine_spread
+
+                    drift = machine_spread(_labelled(rec.run_id, [], rec.meta["rounds"]),
+                                           [(rec.run_id, x["round"]) for x in rec.meta["rounds"]])
+                    needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
+                if bar is not None and r == rounds - 1:
+                    bar.total = bar.n + sum(max(0, needed.get(i, 0) - rounds) for i in range(len(items))
+                                            if items[i].algo >= 0)
+                    bar.refresh()
+                _set_rows(rec, algos, items, results, needed, max_rounds, target_rel_ci, in_process)
                 rec.checkpoint()
         finally:
             if bar is not None:
@@ -155,49 +213,161 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     return rec.run
 
 
-def _keys(algo: Algorithm):
-    """The keys every operation and size of `algo` is measured with (one key pair per algorithm and run, as
-    SUPERCOP does); None where making them fails: each operation then tries itself and its failure is a row."""
-    try:
-        return algo.generate()
-    except Exception:  # noqa: BLE001 - recorded per operation
-        return None
+def _active(items: list[Item], results: dict, needed: dict, r: int, rounds: int) -> list[int]:
+    """The items measured in round `r`: every one in the first stage, then those Stein's rule asks more rounds of,
+    with the sign of any verify among them (verify verifies what sign made in the same round: nothing signs outside
+    a measurement); none that failed."""
+    ok = [i for i, it in enumerate(items) if it.algo >= 0 and not any(x.get("error") for _, x in results[i])]
+    chosen = {i for i in ok if r < rounds or needed.get(i, 0) > r}
+    index = {items[i].key(): i for i in ok}
+    for i in list(chosen):
+        it = items[i]
+        sign = index.get((it.algo, "sign", it.size)) if it.operation == "verify" else None
+        if sign is not None:
+            chosen.add(sign)
+    return sorted(chosen)
 
 
-def _measure_one(rec: RunRecorder, algo: Algorithm, op: str, size, seed, overhead_ns, budget_s: float,
-                 min_samples: int, max_samples: int, target_rel_ci: float | None,
-                 keys=None, signed: tuple[bytes, bytes] | None = None) -> tuple[list[dict], list[dict], tuple | None]:
-    """(measurement rows, sample rows, what sign made) of one operation at one size, with `keys` (None: new
-    ones); a failure is a row.  What sign made is the (message, signature) of its last checked call, which
-    verify at the same size is then given as `signed` instead of signing again (None for other operations)."""
-    message = random_message(size or 0, seed)
-    try:
-        t = algo.trial(op, message, keys, signed=signed)
-        s = measure(t.run, t.check, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, fresh=t.fresh,
-                    target_rel_ci=target_rel_ci)
-    except VerificationError as exc:
-        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"verification: {exc}")], [], None
-    except Exception as exc:  # noqa: BLE001 - a failing algorithm must not end the run
-        return [measurement_row(rec, algo, op, size, None, overhead_ns, f"{type(exc).__name__}: {exc}")], [], None
-    made = None
-    if op == "sign" and keys is not None:
-        made = (s.last[1] if len(s.last) == 2 else message, s.last[0])
-    return [measurement_row(rec, algo, op, size, s, overhead_ns)], sample_rows(rec.run_id, algo, op, size, s), made
+def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_process, sizes_at, bar) -> dict:
+    """Round `r` of the `active` items: their samples recorded, the round's record (noise, reference loops,
+    items lost to a worker that died) returned."""
+    sub = [items[i] for i in active]
+    seen: set[int] = set()
+    record: dict = {}
+
+    def emit(x: dict) -> None:
+        if "sizes" in x:
+            rec.add(sizes=[x["sizes"]])
+        elif "item" in x:
+            i = active[x["item"]]
+            x["item"] = i
+            results[i].append((r, x))
+            if i not in job["loops"] and x.get("loops"):
+                job["loops"][i] = x["loops"]
+            seen.add(i)
+            it = items[i]
+            algo = algos[it.algo] if it.algo >= 0 else Noop()
+            if not x.get("error"):
+                rec.add(samples=[{"run_id": rec.run_id, "backend": algo.backend, "variant": algo.extra.get("variant", ""),
+                                  "algorithm": algo.name, "operation": it.operation if it.algo >= 0 else "noop",
+                                  "message_bytes": it.size, "round": r, "sample": j, "loops": x["loops"],
+                                  "time_ns": t, "cycles": (x["cycles"] or [None] * len(x["time_ns"]))[j]}
+                                 for j, t in enumerate(x["time_ns"]) if it.operation != NOOP_FED])
+            if bar is not None and it.algo >= 0:
+                bar.set_postfix_str(f"round {r + 1}")
+                bar.update(1)
+        else:
+            record.update(x)
+
+    local = {k: v for k, v in job.items() if k != "loops"}
+    loops = {active.index(i): n for i, n in job["loops"].items() if i in active}
+    if in_process:
+        run_round(algos, sub, r, loops=loops, sizes_at=sizes_at if r == 0 else None, emit=emit, **local)
+        died = ""
+    else:
+        died = run_round_in_worker(algos, sub, r, emit, loops=loops, sizes_at=sizes_at if r == 0 else None, **local)
+    record = record or {"round": r}
+    lost = [i for i in active if i not in seen]
+    if lost or died:
+        record["lost"] = [_label(algos, items[i]) for i in lost]
+        record["error"] = died or "the round ended early"
+    return record
 
 
-def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple[bytes, bytes] | None = None) -> dict:
-    """`algo`'s sizes row, from `signed` (a (message, signature) of `message`'s length made with `keys`) where
-    given; a failure is a row with an error."""
-    try:
-        return algo.sizes(message, keys, signature=None if signed is None else signed[1])
-    except Exception as exc:  # noqa: BLE001
-        return {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "error": str(exc)}
+def _label(algos, it: Item) -> str:
+    name = "harness" if it.algo < 0 else f"{algos[it.algo].name}@{algos[it.algo].backend}"
+    return f"{name} {it.operation}" + ("" if it.size is None else f" {it.size}")
+
+
+def _round_medians(results: list) -> np.ndarray:
+    return np.asarray([np.median(x["time_ns"]) for _, x in results if x.get("time_ns")], float)
+
+
+def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: float | None,
+                   drift: float = 0.0) -> dict[int, int]:
+    """Per item, the rounds Stein's two-stage rule asks for after the first `rounds` (pqlab.rounds): the half-width
+    ``t sqrt(s0²/N + drift²)`` within ``log(1 + target)``, so ``N = t² s0² / (d² - t² drift²)``, where s0 is the
+    first stage's spread of log round values (times sqrt(pi/2): the estimate is their median) and `drift` the
+    machine's (:func:`pqlab.stats.machine_spread`).
+    Where the machine's drift alone exceeds the target no number of rounds reaches it: the first stage is kept
+    (:data:`DRIFT_BOUND`, more rounds would only cost time)."""
+    from .stats import t_quantile
+
+    out = {}
+    d = math.log1p(target_rel_ci) if target_rel_ci else 0.0
+    for i, res in results.items():
+        m = _round_medians(res)
+        m = m[m > 0]
+        if target_rel_ci is None:
+            out[i] = max_rounds
+        elif m.size >= 2:
+            t = t_quantile(m.size - 1)
+            room = d ** 2 - (t * drift) ** 2
+            s0 = MEDIAN_SE * float(np.std(np.log(m), ddof=1))  # the estimate is a median (pqlab.stats.round_interval)
+            out[i] = DRIFT_BOUND if room <= 0 else max(rounds, math.ceil((t * s0) ** 2 / room))
+        else:
+            out[i] = rounds
+    return out
+
+
+def _set_rows(rec: RunRecorder, algos, items, results, needed, max_rounds, target_rel_ci, in_process) -> None:
+    """Every item's row from its rounds so far (rows are rewritten after each round, so an interrupted run keeps
+    rows for what it measured), the harness's cost in the metadata."""
+    shifts = noise.reference_shifts([x for x in rec.meta["rounds"] if "round" in x])
+    busy = {x["round"] for x in rec.meta["rounds"] if x.get("busy")}
+    for x in rec.meta["rounds"]:
+        x["reference_shift"] = shifts.get(x["round"], "")
+
+    def estimate(i):
+        return round_interval(_labelled(rec.run_id, results[i], rec.meta["rounds"]))[0] if results[i] else math.nan
+
+    overhead_ns = estimate(0)
+    fed_ns = estimate(1) if len(items) > 1 and items[1].operation == NOOP_FED else overhead_ns
+    rec.meta["harness_overhead_ns"] = overhead_ns
+    if fed_ns is not overhead_ns:
+        rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
+    rows = []
+    for i, it in enumerate(items):
+        if it.operation == NOOP_FED or not results[i]:
+            continue
+        algo = algos[it.algo] if it.algo >= 0 else Noop()
+        op = it.operation if it.algo >= 0 else "noop"
+        mine = [r for r, _ in results[i]]
+        extra = []
+        if in_process:
+            extra.append(flags.make("rounds-in-process", "asked for" if rec.meta.get("isolation_asked") == "in-process"
+                                    else "an adapter not in the registry"))
+        if target_rel_ci is not None and needed.get(i, 0) > max_rounds:
+            extra.append(flags.make("precision-not-reached", f"max-rounds ({max_rounds})"))
+        elif target_rel_ci is not None and needed.get(i) == DRIFT_BOUND:
+            extra.append(flags.make("precision-not-reached", "machine drift (the reference loops moved more than "
+                                                             "the target allows)"))
+        if busy & set(mine):
+            extra.append(flags.make("busy", f"{len(busy & set(mine))} of {len(mine)} rounds"))
+        moved = [f"round {r} {shifts[r]}" for r in mine if r in shifts]
+        if moved:
+            extra.append(flags.make("reference-shift", ", ".join(moved)))
+        rows.append(rounds_row(rec, algo, op, it.size, results[i],
+                               fed_ns if it.operation in FED_OPERATIONS else overhead_ns, target_rel_ci, extra))
+    rec.set_measurements(rows)
+
+
+def _labelled(run_id: str, results: list, noise_rounds: list | None = None):
+    """An item's samples labelled with their run and round (as Run.sample_values gives them), with the run's
+    round records for the machine-drift term of the interval."""
+    times = [t for _, x in results for t in x.get("time_ns", [])]
+    rounds = [r for r, x in results for _ in x.get("time_ns", [])]
+    out = pd.Series(times, index=pd.MultiIndex.from_arrays([[run_id] * len(times), rounds], names=ROUND_LEVELS),
+                    dtype=float)
+    out.attrs["rounds"] = {run_id: noise_rounds or []}
+    return out
 
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
-                    target_rel_ci: float | None = TARGET_REL_CI) -> Run:
+                    target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
+                    max_rounds: int = MAX_ROUNDS) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
@@ -209,12 +379,13 @@ def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", oper
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.count(min_samples, "min_samples")
+    rounds, max_rounds = inputs.round_counts(rounds, max_rounds)
     study = inputs.file_label(study, "study", empty=True)
     env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
            "--study", study, "--no-progress", "--min-samples", str(min_samples),
-           "--target-rel-ci", str(target_rel_ci or 0)]
+           "--target-rel-ci", str(target_rel_ci or 0), "--rounds", str(rounds), "--max-rounds", str(max_rounds)]
     if operations:
         cmd += ["--operations", *operations]
     for size in inputs.message_sizes(message_bytes):

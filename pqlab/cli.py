@@ -1,4 +1,4 @@
-"""`python -m pqlab list | bench | compare | fidelity | bundle | merge | machine | paper | cite | lab`: measuring
+"""`python -m pqlab list | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | cite | lab`: measuring
 without a notebook, moving results between machines, the cycle counters here, building the paper and starting
 JupyterLab.
 
@@ -53,6 +53,7 @@ def _cmd_bench(args) -> int:
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
+                rounds=args.rounds, max_rounds=args.max_rounds, quiet_only=args.quiet_only, isolation=args.isolation,
                 study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
     written = False
     try:
@@ -171,8 +172,67 @@ def _cmd_lab(args) -> int:
         return proc.wait()
 def _cmd_machine(args) -> int:
     from .machine import counter_report
+    from .noise import quiet_now
 
     print(counter_report())
+    quiet, why, _ = quiet_now()
+    print(f"right now: {why}" + ("" if quiet else " (measurements made now carry the flag busy)"))
+    return 0
+
+
+def _cmd_calibrate(args) -> int:
+    import pandas as pd
+
+    from .benchmark import bench
+    from .calibration import analyse, describe
+    from .formatting import fmt_time_ns
+
+    if args.runs:
+        runs = args.runs
+    else:
+        if not args.algorithms:
+            raise BadInput("name the algorithms to calibrate (e.g. Ed25519 ML-KEM-768), or --runs RUN... to check "
+                           "runs already made")
+        target = None if args.target_rel_ci == 0 else args.target_rel_ci
+        kwargs = {} if target is None and args.target_rel_ci is None else {"target_rel_ci": target}
+        runs = []
+        for k in range(args.repeats):
+            print(f"run {k + 1} of {args.repeats} ...", file=sys.stderr, flush=True)
+            run = bench(args.algorithms, budget_s=args.budget, rounds=args.rounds, max_rounds=args.max_rounds,
+                        isolation=args.isolation, quiet_only=args.quiet_only, study="calibrate", folder=args.folder,
+                        progress=False, **kwargs)
+            print(f"  saved run {run.run_id}", file=sys.stderr)
+            runs.append(run)
+    result = analyse(runs)
+    rows = result["rows"]
+    if not rows.empty:
+        shown = pd.DataFrame({
+            "algorithm": rows["algorithm"] + "@" + rows["backend"].astype(str), "operation": rows["operation"],
+            "method": rows["method"], "pooled median": rows["pooled"].map(fmt_time_ns),
+            "± (median)": rows["half_width"].map(lambda v: f"{v:.1%}"),
+            "holds pooled": [f"{c:.0%}" for c in rows["cover_pooled"]],
+            "holds other": [f"{c:.0%}" for c in rows["cover_other"]],
+            "spread ratio": rows["spread_ratio"].map(lambda v: f"{v:.2f}")})
+        print(shown.to_string(index=False))
+    ratios = result["ratios"]
+    if not ratios.empty:
+        print()
+        shown = pd.DataFrame({
+            "ratio": ratios["numerator"] + " / " + ratios["denominator"], "operation": ratios["operation"],
+            "pooled": ratios["pooled"].map(lambda v: f"{v:.3g}"),
+            "± (median)": ratios["half_width"].map(lambda v: f"{v:.1%}"),
+            "holds pooled": [f"{c:.0%}" for c in ratios["cover_pooled"]],
+            "holds other": [f"{c:.0%}" for c in ratios["cover_other"]],
+            "spread ratio": ratios["spread_ratio"].map(lambda v: f"{v:.2f}")})
+        print(shown.to_string(index=False))
+    print()
+    print(describe(result))
+    if args.out:
+        from .files import atomic_write
+
+        atomic_write(Path(args.out), lambda tmp: pd.concat([rows.assign(what="measurement"),
+                                                             ratios.assign(what="ratio")]).to_csv(tmp, index=False))
+        print(f"written to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -223,6 +283,17 @@ def _checked(check, *args, **kwargs):
     return convert
 
 
+def _round_options(p: argparse.ArgumentParser) -> None:
+    from .rounds import MAX_ROUNDS, ROUNDS
+
+    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", 3), default=ROUNDS,
+                   help=f"first-stage rounds, each a fresh worker process (default {ROUNDS}; at least 3)")
+    p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"), default=MAX_ROUNDS,
+                   help=f"most rounds an operation gets (default {MAX_ROUNDS})")
+    p.add_argument("--isolation", choices=["process", "in-process"], default="process",
+                   help="where rounds run: each in a fresh worker process (default), or all in this one")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pqlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -238,12 +309,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--message-bytes", type=_checked(inputs.message_size), action="append",
                    help="message size in bytes (repeat for several; default 100)")
     b.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
-                   help="seconds of sampling per operation (default 1)")
+                   help="seconds of sampling per operation over --max-rounds rounds (default 1)")
     b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
     b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
     b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
-                   help="stop sampling once the median's 95%% CI is within ± this fraction of it (default "
-                        "pqlab.timing.TARGET_REL_CI; 0: use the whole budget)")
+                   help="make rounds until the 95%% interval is expected within ± this fraction (default "
+                        "pqlab.timing.TARGET_REL_CI; 0: always --max-rounds)")
+    _round_options(b)
+    b.add_argument("--quiet-only", action="store_true",
+                   help="refuse to measure when the machine is busy (other processes' CPU or steal: pqlab.noise)")
     b.add_argument("--study", default="", help="label stored with every row")
     b.add_argument("--out", help="also write the measurements table to this CSV file")
     b.add_argument("--folder", help="results folder (default data/results)")
@@ -278,7 +352,22 @@ def parser() -> argparse.ArgumentParser:
     me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
     me.add_argument("--folder", help="results folder (default data/results)")
     me.set_defaults(func=_cmd_merge)
-    m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), and whether to trust them")
+    cal = sub.add_parser("calibrate", help="run one benchmark K times and check that its 95%% intervals hold")
+    cal.add_argument("algorithms", nargs="*", help="names, as for bench (every operation of each is measured)")
+    cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", 2), default=6,
+                     help="separate runs of the benchmark (default 6)")
+    cal.add_argument("--runs", nargs="+", metavar="RUN", help="check these runs instead of making new ones")
+    cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
+                     help="as for bench (default 1)")
+    cal.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
+                     help="as for bench (default bench's)")
+    _round_options(cal)
+    cal.add_argument("--quiet-only", action="store_true", help="as for bench: refuse to start on a busy machine")
+    cal.add_argument("--folder", help="results folder for the runs (default data/results)")
+    cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file")
+    cal.set_defaults(func=_cmd_calibrate)
+    m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), whether to trust them, and "
+                                       "whether the machine is quiet right now")
     m.set_defaults(func=_cmd_machine)
     pp = sub.add_parser("paper", help="typeset paper/pqlab.tex from one profile's exports (make paper)")
     pp.add_argument("--profile", default=os.environ.get("PQLAB_PROFILE") or "full",

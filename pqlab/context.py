@@ -113,8 +113,25 @@ def run_context(runs) -> list[tuple[str, str]]:
         ("liboqs", joined(liboqs_text)),
         ("implementations (checked against the installed packages)", implementations()),
         ("git commit", joined(git_text)),
+        ("noise during the runs (rounds)", noise_text(runs)),
         ("runs", ", ".join(_run_ids(runs))),
     ]
+
+
+def noise_text(runs) -> str:
+    """Per run that measured in rounds, the noise its rounds saw (:func:`pqlab.noise.describe_noise`); runs
+    without rounds are counted, not described."""
+    from .noise import describe_noise
+
+    parts, without = [], 0
+    for r in _runs(runs):
+        if r.meta.get("rounds"):
+            parts.append(f"{r.run_id}: {describe_noise(r.meta)}")
+        else:
+            without += 1
+    if without:
+        parts.append(f"{without} run(s) without rounds (a runner that cannot do them, or made before rounds)")
+    return "; ".join(parts) or "not recorded"
 
 
 def context_markdown(runs, title: str = "Run context") -> str:

@@ -182,10 +182,10 @@ def cache_dir() -> Path:
     return Path(base) / "pqlab"
 
 
-def helper_path() -> Path:
-    """Where the TSC helper for these sources and this architecture lives (built or not)."""
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
-    return cache_dir() / f"tsc-{platform.machine()}-{digest}.so"
+def helper_path(sources: list[Path] | None = None, stem: str = "tsc") -> Path:
+    """Where a helper built from `sources` (default the TSC helper's) for this architecture lives (built or not)."""
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources or _SOURCES)).hexdigest()[:16]
+    return cache_dir() / f"{stem}-{platform.machine()}-{digest}.so"
 
 
 def build_helper() -> Path:
@@ -194,21 +194,27 @@ def build_helper() -> Path:
     if arch not in _TSC_ARCH:
         raise OSError(errno.ENOSYS, f"no reference-cycle counter known on {arch} (pqlab reads rdtsc on x86-64 "
                                     "and cntvct_el0 on aarch64)")
-    path = helper_path()
+    return compile_helper(_SOURCES, "tsc", "the TSC helper")
+
+
+def compile_helper(sources: list[Path], stem: str, what: str) -> Path:
+    """A shared library from C `sources` (the first is compiled, the rest are its headers), compiled with $CC
+    (default cc) into pqlab's cache unless already there; OSError says why not."""
+    path = helper_path(sources, stem)
     if path.exists():
         return path
     cc = os.environ.get("CC") or "cc"
     if shutil.which(cc) is None:
-        raise OSError(errno.ENOENT, f"no C compiler ({cc}) to build the TSC helper: install one "
+        raise OSError(errno.ENOENT, f"no C compiler ({cc}) to build {what}: install one "
                                     "(apt-get install gcc, or conda install -c conda-forge c-compiler)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(_SOURCES[0])],
+    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(sources[0])],
                           capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         why = " ".join((proc.stderr or proc.stdout).split())[:300]
-        raise OSError(errno.EINVAL, f"{cc} could not build the TSC helper: {why}")
+        raise OSError(errno.EINVAL, f"{cc} could not build {what}: {why}")
     os.replace(tmp, path)
     return path
 

@@ -23,6 +23,11 @@ FLAGS: dict[str, str] = {
     "few-samples": "fewer than 10 samples",
     "min-far-from-median": "the fastest sample is more than 20 % below the median",
     "no-samples": "no sample was taken",
+    "no-rounds": "measured in one process only: no interval is shown (an interval needs rounds; the detail says why)",
+    "few-rounds": "fewer rounds than an interval needs: none is shown",
+    "rounds-in-process": "the rounds ran in this process, not in fresh worker processes; the detail says why",
+    "busy": "the machine was busy during some rounds (other processes' CPU or steal); the detail says how many",
+    "reference-shift": "the reference loops' speed moved during some rounds; the detail gives the rounds and sizes",
     "precision-not-reached": "the time budget ended before the target precision of the median was reached",
     # counters
     "no-cycles": "no cycle counter was available; the detail says why",

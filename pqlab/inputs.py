@@ -167,3 +167,24 @@ def plan(algos: Sequence, wanted, sizes: Sequence[int]) -> list[tuple]:
     """(algorithm, operation, message size or None) for every measurement a run will make."""
     return [(algo, op, size) for algo, ops in zip(algos, operations(algos, wanted)) for op in ops
             for size in (sizes if op in MESSAGE_OPERATIONS else [None])]
+
+
+def round_counts(rounds, max_rounds) -> tuple[int, int]:
+    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.rounds: below the minimum no interval can be given)."""
+    from .stats import MIN_ROUNDS
+
+    low = _whole(rounds)
+    if low is None or low < MIN_ROUNDS:
+        raise BadInput(f"rounds must be a whole number >= {MIN_ROUNDS}, got {rounds!r}: an interval over fewer "
+                       f"rounds is not shown, so a run with fewer would have none")
+    high = count(max_rounds, "max_rounds")
+    if high < low:
+        raise BadInput(f"max_rounds ({high}) is below rounds ({low}): choose max_rounds >= rounds")
+    return low, high
+
+
+def choice(value, name: str, choices: Sequence[str]) -> str:
+    """One of `choices` (an enum-like argument); anything else is refused with the close matches."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise UnknownName(name, str(value), choices, f"{name} is one of {', '.join(choices)}")

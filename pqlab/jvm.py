@@ -212,12 +212,13 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
                 continue
             t = summarize(ns) if len(ns) else {}
             marks = ([flags.make("jvm-cold")] if phase == "cold" else []) + [flags.make("no-cycles", "jvm")] + failed
+            marks.append(flags.make("no-rounds", "one JVM process"))
             target = result.get("target_rel_ci") if phase == "warm" else None
             if phase == "warm":
                 marks += t.get("flags", [])
                 marks += precision_marks(t.get("rel_ci", float("nan")), target, op.get("stopped_by") or "budget")
             rows.append({**ident, "operation": op["operation"], "message_bytes": op["message_bytes"],
-                         "samples": len(ns), "loops": op.get("loops", 1), **summary_columns(t),
+                         "samples": len(ns), "loops": op.get("loops", 1), "rounds": 1, **summary_columns(t),
                          "target_rel_ci": target, "verified": bool(op["verified"]), "flags": flags.join(marks)})
     return typed(pd.DataFrame(rows), "measurements")
 

@@ -223,10 +223,10 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
                    library_version=result["liboqs_version"], variant=result["variant"],
                    algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
                    nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
-                   message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1,
+                   message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1, rounds=1,
                    overhead_ns=result.get("timer_overhead_ns"), cycles_source=result["cycles_source"],
                    verified=bool(op["verified"]))
-        marks = []
+        marks = [flags.make("no-rounds", "one process of the C runner")]
         if op["samples_ns"]:
             t = summarize(op["samples_ns"])
             marks += t["flags"]

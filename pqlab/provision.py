@@ -64,6 +64,17 @@ def tsc_helper() -> None:
               "else no cycles")
 
 
+def reference_loops() -> None:
+    from .noise import _library, _SOURCES
+    from .cycles import helper_path
+
+    try:
+        _library()
+        print(f"reference loops (pqlab.noise): {helper_path(_SOURCES, 'reference')}")
+    except OSError as exc:
+        print(f"reference loops: skipped ({exc.strerror or exc}); rounds record no reference and no machine drift")
+
+
 def bc_runner() -> None:
     from .jvm import build_bc_runner, jdk_available
 
@@ -114,6 +125,7 @@ def latex() -> bool:
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
         tsc_helper()
+        reference_loops()
         native_runners()
         bc_runner()
         valgrind()

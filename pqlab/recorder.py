@@ -42,8 +42,9 @@ from .errors import BadInput, warn
 from .files import atomic_write_set, process_identity, remove_orphans
 from .schema import SCHEMA_VERSION
 
-#: summarize() key -> column suffix, for times and for cycles
-TIME_STATS = ("median", "q1", "q3", "ci_low", "ci_high", "rel_ci", "min", "mean", "cv")
+#: summarize() key -> column suffix, for times and for cycles.  No interval: one process's samples cannot give an
+#: honest one (pqlab.rounds); rows measured in rounds get theirs from pqlab.stats.round_interval.
+TIME_STATS = ("median", "q1", "q3", "min", "mean", "cv")
 CYCLE_STATS = ("median", "q1", "q3", "mean")
 #: Free space a results folder needs before a run starts (a run's files are far smaller).
 FREE_SPACE_MARGIN = 32 << 20
@@ -189,6 +190,11 @@ class RunRecorder:
             else:
                 self._sample_gz = None  # other columns than before: the whole table is encoded at each save
             self._samples = frame if first else pd.concat([self._samples, frame], ignore_index=True)
+
+    def set_measurements(self, rows) -> None:
+        """Replace the measurement rows (a runner that refines its rows as rounds come in: pqlab.benchmark)."""
+        self.measurements = list(rows)
+        self._typed.pop("measurements", None)
 
     def measured(self) -> int:
         """How many measurement rows the run holds, the harness's own no-op rows not counted."""

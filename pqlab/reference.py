@@ -70,9 +70,12 @@ def published_ratios() -> pd.DataFrame:
     return df
 
 
-def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes) -> tuple[np.ndarray, object]:
-    """Raw per-call times of one operation across `runs`, at the measured message length closest to
-    `message_bytes` (any length when it is missing); returns (values, length used)."""
+def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes) -> tuple[object, object]:
+    """Raw per-call times of one operation across `runs` (labelled with their rounds where they have them), at the
+    measured message length closest to `message_bytes` (any length when it is missing); returns (values, length
+    used)."""
+    from .results import round_records, with_rounds
+
     frames = [r.samples for r in runs if r is not None and not r.samples.empty]
     if not frames:
         return np.array([]), None
@@ -86,7 +89,7 @@ def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes) 
         target = 0 if pd.isna(message_bytes) else float(message_bytes)
         used = int(min(sizes, key=lambda n: (abs(float(n) - target), float(n))))
         s = s[s["message_bytes"] == used]
-    return s["time_ns"].dropna().to_numpy(float), used
+    return with_rounds(s.dropna(subset=["time_ns"]), "time_ns", round_records(*runs)), used
 
 
 def check_published_ratios(runs, published: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -29,7 +29,8 @@ import pandas as pd
 from . import inputs, paths
 from .files import atomic_write_set, process_alive
 from .schema import SCHEMA_VERSION, convert, typed
-from .stats import mann_whitney, ratio_ci, welch_p
+from .noise import compare_references
+from .stats import mann_whitney, ratio_ci, round_interval, welch_p
 
 
 def verified_rows(measurements: pd.DataFrame, operations: bool = True) -> pd.DataFrame:
@@ -96,8 +97,10 @@ class Run:
         return table(raw, shown)
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
-                      variant: str | None = None, message_bytes=None, column: str = "time_ns") -> np.ndarray:
-        """The raw per-call values of one measurement (for intervals of ratios)."""
+                      variant: str | None = None, message_bytes=None, column: str = "time_ns"):
+        """The raw per-call values of one measurement, for intervals of ratios (:mod:`pqlab.stats`): a Series
+        indexed by (run_id, round) where the run measured in rounds, so that ratios are paired by round; a plain
+        array where it did not (a runner without rounds: no interval)."""
         s = self.samples
         sel = (s["algorithm"] == algorithm) & (s["operation"] == operation)
         if backend is not None:
@@ -106,7 +109,39 @@ class Run:
             sel &= s["variant"].fillna("") == variant
         if message_bytes is not None:
             sel &= s["message_bytes"] == message_bytes
-        return s.loc[sel, column].dropna().to_numpy(dtype=float)
+        return with_rounds(s.loc[sel].dropna(subset=[column]), column, {self.run_id: self.meta.get("rounds") or []})
+
+
+def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):
+    """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input of
+    :func:`pqlab.stats.round_interval` and :func:`pqlab.stats.ratio_ci`), else as a plain array.  `rounds`: run id
+    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the interval."""
+    values = samples[column].to_numpy(dtype=float)
+    if "round" not in samples.columns or samples.empty or samples["round"].isna().any():
+        return values
+    index = pd.MultiIndex.from_arrays([samples["run_id"].astype(str).to_numpy(),
+                                       samples["round"].astype(int).to_numpy()], names=["run_id", "round"])
+    out = pd.Series(values, index=index)
+    out.attrs["rounds"] = rounds or {}
+    return out
+
+
+def concat_values(parts: list):
+    """Per-call values of several runs as one: round-labelled Series stay labelled (their round records merged),
+    anything else becomes a plain array."""
+    parts = [p for p in parts if len(p)]
+    if parts and all(type(p).__name__ == "Series" for p in parts):
+        out = pd.concat(parts)
+        out.attrs["rounds"] = {k: v for p in parts for k, v in p.attrs.get("rounds", {}).items()}
+        return out
+    return np.concatenate([np.asarray(p, float) for p in parts]) if parts else np.array([])
+
+
+def round_records(*runs) -> dict:
+    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for :func:`with_rounds`
+    over samples of several runs."""
+    return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("rounds") or []
+            for r in runs if r is not None}
 
 
 def _base(ref: Path | str) -> Path:
@@ -322,9 +357,11 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
                  allow_different: bool = False, allow_partial: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its bootstrap interval and a test.
 
-    Like statistics: the ratio of medians with a Mann-Whitney test where both samples are means of the
-    same number of loops, else the ratio of means (a sample's value is a mean of its loops) with Welch's
-    test.  A difference is called only when p < `alpha`, the interval excludes 1 and the factor is at
+    Like statistics: the ratio of the estimates over rounds of medians where both samples are means of the
+    same number of loops, else of means (a sample's value is a mean of its loops); its interval is over rounds
+    (:func:`pqlab.stats.ratio_ci`: the runs' rounds are independent), with a Mann-Whitney or Welch test of the
+    pooled samples.  Where the runs' reference loops moved (:func:`pqlab.noise.compare_references`) each verdict
+    says so, with the size of the move (``attrs["reference_moved"]``).  A difference is called only when p < `alpha`, the interval excludes 1 and the factor is at
     least `min_factor` either way (asv's factor, pyperf's --min-speed).  Runs from different machines,
     parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names them.
     A run that did not finish (interrupted, failed, abandoned, still running) is refused unless
@@ -345,8 +382,9 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
     ma, mb = (_keyed(r.verified()) for r in (ra, rb))
     merged = ma.merge(mb, on=KEY, suffixes=("_a", "_b"))
     sa, sb = (_keyed(r.samples) for r in (ra, rb))
-    groups_a = {k: g["time_ns"].to_numpy(float) for k, g in sa.groupby(KEY, dropna=False)}
-    groups_b = {k: g["time_ns"].to_numpy(float) for k, g in sb.groupby(KEY, dropna=False)}
+    groups_a = {k: with_rounds(g, rounds={ra.run_id: ra.meta.get("rounds") or []}) for k, g in sa.groupby(KEY, dropna=False)}
+    groups_b = {k: with_rounds(g, rounds={rb.run_id: rb.meta.get("rounds") or []}) for k, g in sb.groupby(KEY, dropna=False)}
+    moved = compare_references(ra.meta, rb.meta)
     rows = []
     for _, r in merged.iterrows():
         key = tuple(r[k] for k in KEY)
@@ -354,19 +392,24 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
         same_loops = r["loops_a"] == r["loops_b"]
         stat = "median" if same_loops else "mean"
         factor, low, high = ratio_ci(xb, xa, stat)
-        p = mann_whitney(xa, xb)[1] if same_loops else welch_p(xa, xb)
-        excludes_one = not (low <= 1 <= high)
+        va, vb = np.asarray(xa, float), np.asarray(xb, float)
+        p = mann_whitney(va, vb)[1] if same_loops else welch_p(va, vb)
+        excludes_one = not (low <= 1 <= high)  # False without an interval (nan): no difference is called
         large = max(factor, 1 / factor) >= min_factor
         significant = bool(p < alpha and excludes_one and large)
         if significant:
             verdict = f"{'slower' if factor > 1 else 'faster'} by {max(factor, 1 / factor):.2f}x"
         elif p < alpha and excludes_one:
             verdict = f"differs by less than {min_factor:g}x"
+        elif not np.isfinite(low):
+            verdict = "no interval (fewer than 3 rounds on a side): not called"
         else:
             verdict = "no significant difference"
-        center = np.median if same_loops else np.mean
+        if moved:
+            verdict += f"; the reference loops moved between the runs ({moved})"
         rows.append({**{k: r[k] for k in KEY}, "statistic": stat,
-                     "a_ns": float(center(xa)) if xa.size else np.nan, "b_ns": float(center(xb)) if xb.size else np.nan,
+                     "a_ns": round_interval(xa, stat)[0] if va.size else np.nan,
+                     "b_ns": round_interval(xb, stat)[0] if vb.size else np.nan,
                      "factor_b_over_a": factor, "factor_ci_low": low, "factor_ci_high": high, "p_value": p,
                      "significant": significant, "verdict": verdict})
     out = pd.DataFrame(rows)
@@ -374,4 +417,5 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
         out["message_bytes"] = out["message_bytes"].replace(-1, pd.NA)
     out.attrs["differences"] = differences
     out.attrs["partial"] = partial
+    out.attrs["reference_moved"] = moved
     return out

@@ -15,10 +15,15 @@ Version history (results of an older version are converted on load by :func:`con
 - 3: the median's confidence interval from order statistics (binomial; was a bootstrap), the precision
   reached (``time_ns_rel_ci``) and the sampling's target (``target_rel_ci``); ``cycles_source`` is
   ``none`` (not empty) where no counter ran.  Older rows keep their intervals and get empty precision.
+- 4: rounds (pqlab.rounds).  Samples carry their ``round``; a row's ``rounds`` counts them; ``time_ns_median`` is
+  the estimate over rounds (the geometric mean of the rounds' medians) and ``time_ns_ci_low``/``high`` its 95 %
+  t-interval over rounds.  Older rows were measured in one process: they convert with ``rounds`` 1, their
+  samples in round 0, and no interval (their order-statistic interval over one process's consecutive samples was
+  about three times too narrow), flagged ``no-rounds``.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
 
@@ -41,11 +46,14 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "message_bytes": (INT, "message length for sign/verify/encrypt/decrypt, empty otherwise"),
     "samples": (INT, "number of samples (each the mean of `loops` back-to-back calls)"),
     "loops": (INT, "calls per sample"),
-    "time_ns_median": (FLOAT, "median time per call, ns"),
+    "rounds": (INT, "rounds the row's samples come from (pqlab.rounds: each a fresh worker process); 1: one process, "
+                    "no interval"),
+    "time_ns_median": (FLOAT, "time per call, ns: the geometric mean of the rounds' medians (the median of the "
+                              "samples where there is one round)"),
     "time_ns_q1": (FLOAT, "first quartile, ns"),
     "time_ns_q3": (FLOAT, "third quartile, ns"),
-    "time_ns_ci_low": (FLOAT, "95 % confidence interval of the median, low end, ns: order statistics "
-                              "(binomial, distribution-free; pqlab.stats.median_ci), empty below 6 samples"),
+    "time_ns_ci_low": (FLOAT, "95 % confidence interval of time_ns_median, low end, ns: a t-interval over the "
+                              "rounds' log medians (pqlab.stats.round_interval), empty below 3 rounds"),
     "time_ns_ci_high": (FLOAT, "high end, ns"),
     "time_ns_rel_ci": (FLOAT, "precision reached: (ci_high - ci_low) / 2 / median"),
     "target_rel_ci": (FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
@@ -94,6 +102,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "algorithm": (STR, "canonical name"),
     "operation": (STR, "operation"),
     "message_bytes": (INT, "message length"),
+    "round": (INT, "the round (a fresh worker process) the sample was taken in; empty: a runner without rounds"),
     "sample": (INT, "index of the sample"),
     "loops": (INT, "calls in the sample"),
     "time_ns": (FLOAT, "time per call, ns"),
@@ -240,6 +249,17 @@ def convert(measurements, sizes, samples, version: int):
         m["cycles_source"] = m["cycles_source"].astype("object")  # all empty (a JVM run) reads as float
         uncounted = m["cycles_source"].isna() | (m["cycles_source"] == "")
         m.loc[timed & uncounted, "cycles_source"] = "none"
+    if version < 4:
+        timed = pd.to_numeric(m["time_ns_median"], errors="coerce").notna()
+        m["rounds"] = pd.array([1 if t else pd.NA for t in timed], dtype="Int64")
+        for c in ("time_ns_ci_low", "time_ns_ci_high", "time_ns_rel_ci"):
+            if c in m.columns:
+                m.loc[timed, c] = float("nan")
+        cells = m["flags"] if "flags" in m.columns else pd.Series([""] * len(m), index=m.index)
+        m["flags"] = [flags.add(cell, "no-rounds", "measured before rounds (schema < 4)") if t else cell
+                      for cell, t in zip(cells, timed)]
+        if samples is not None and len(samples) and "round" not in samples.columns:
+            samples = samples.assign(round=0)
     m["schema_version"] = SCHEMA_VERSION
     s = sizes.copy()
     s["schema_version"] = SCHEMA_VERSION

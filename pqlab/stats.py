@@ -1,4 +1,6 @@
-"""Robust summaries of timing samples: median, quartiles, the CI of the median, MAD, instability flags."""
+"""Robust summaries of timing samples (median, quartiles, MAD, instability flags) and the intervals pqlab shows:
+over rounds (:func:`round_interval`, :func:`combined_ci`, :func:`ratio_ci`), never over one process's consecutive
+samples alone (:func:`median_ci` is kept for the within-round precision and the old schema)."""
 from __future__ import annotations
 
 import math
@@ -106,74 +108,210 @@ def mann_whitney(a, b) -> tuple[float, float]:
 
 
 _STATISTICS = {"median": np.median, "mean": np.mean}
+#: Fewest rounds with which an interval is shown (below it, rows and ratios have none and say why).
+MIN_ROUNDS = 3
+#: The index levels that mark values as samples of rounds (pqlab.results.Run.sample_values).
+ROUND_LEVELS = ("run_id", "round")
 
 
-def _parts(samples) -> list[np.ndarray]:
-    """Samples as a list of finite arrays: a tuple of arrays stands for the sum of their statistics."""
-    parts = samples if isinstance(samples, tuple) else (samples,)
-    out = [np.asarray(p, float) for p in parts]
-    return [p[np.isfinite(p)] for p in out]
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return h
 
 
-def bootstrap_ci(samples, combine, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float, float]:
-    """``combine([stat(x) for x in samples])`` with a percentile bootstrap confidence interval.
+def _t_cdf(t: float, df: float) -> float:
+    """P(T <= t) of Student's t with `df` degrees of freedom (through the incomplete beta function)."""
+    x = df / (df + t * t)
+    a, b = df / 2, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    ib = front * _betacf(a, b, x) / a if x < (a + 1) / (a + b + 2) else 1 - front * _betacf(b, a, 1 - x) / b
+    return 1 - ib / 2 if t >= 0 else ib / 2
 
-    Each sample (a separate measurement) is resampled independently; `combine` takes the list of
-    statistics (floats, or arrays of resampled statistics) and returns one value each, e.g.
+
+@lru_cache(maxsize=1024)
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The two-sided `confidence` quantile of Student's t with `df` degrees of freedom (t_{df, (1+c)/2})."""
+    p = (1 + confidence) / 2
+    lo, hi = 0.0, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def has_rounds(values) -> bool:
+    """Whether `values` are samples labelled with their run and round (a Series indexed by ROUND_LEVELS)."""
+    return type(values).__name__ == "Series" and tuple(getattr(values.index, "names", ())) == ROUND_LEVELS
+
+
+def round_values(values, stat: str = "median"):
+    """The per-round `stat` of samples labelled with their rounds (:func:`has_rounds`), positive values only,
+    indexed by (run_id, round); None for values that carry no rounds."""
+    if not has_rounds(values):
+        return None
+    v = values[np.isfinite(values.to_numpy(float))]
+    r = v.groupby(level=list(ROUND_LEVELS)).agg(stat)
+    return r[r > 0]
+
+
+def machine_spread(values, index, ratio: bool = False) -> float:
+    """How much the machine's own speed moved over the rounds in `index` ((run_id, round) pairs): the standard
+    deviation of the log times of the reference loops (:mod:`pqlab.noise`) over those rounds, the larger of the
+    scalar and the vector loop's (`ratio`: of the vector/scalar ratio, what moves a ratio of vector to scalar code);
+    0 where `values` carry no reference (``attrs["rounds"]``: run id -> the run's ``meta["rounds"]``)."""
+    noise = getattr(values, "attrs", {}).get("rounds") or {}
+    if not noise:
+        return 0.0
+    refs = {(run, int(r["round"])): r for run, rounds in noise.items() for r in rounds}
+    picked = [refs[k] for k in index if k in refs and refs[k].get("scalar_ns") and refs[k].get("vector_ns")]
+    if len(picked) < 2:
+        return 0.0
+    scalar = np.log([r["scalar_ns"] for r in picked])
+    vector = np.log([r["vector_ns"] for r in picked])
+    if ratio:
+        return float(np.std(vector - scalar, ddof=1))
+    return float(max(np.std(scalar, ddof=1), np.std(vector, ddof=1)))
+
+
+#: The standard error of a median of k normal values over that of their mean (sqrt(pi / 2), Fisher).
+MEDIAN_SE = math.sqrt(math.pi / 2)
+
+
+def _log_center_se(r) -> tuple[float, float, int]:
+    """(median, its standard error, k) of the log round values: the median, robust to a slow round (a host that
+    stalls a process), with the standard error of a median of normal values."""
+    logs = np.log(r.to_numpy(float))
+    k = logs.size
+    return float(np.median(logs)), (MEDIAN_SE * float(logs.std(ddof=1)) / math.sqrt(k) if k > 1 else math.nan), k
+
+
+def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
+                   spread: float | None = None) -> tuple[float, float, float, int]:
+    """The estimate of a measurement made in rounds and its `confidence` interval: ``(value, low, high, rounds)``.
+
+    Each round (a fresh worker process: pqlab.rounds) gives one value, the `stat` of its samples; the estimate is
+    their median, and the interval a t-interval on their logarithms widened by the machine's own drift:
+    ``exp(median ± t_{k-1} sqrt(se² + m²))``, where se is the standard error of the median log round value
+    (sqrt(pi/2) s / sqrt(k)) and m the spread of the machine's speed over those rounds, read from the reference
+    loops (:func:`machine_spread`; `spread` gives it instead).
+
+    Why these choices.  Rounds, because consecutive samples of one process are correlated and their interval is too
+    narrow.  A t-interval rather than a cluster bootstrap, because with the 3-20 rounds a run affords a percentile
+    bootstrap cannot widen for the few clusters it has, while the t quantile does.  Logarithms, because times are
+    positive and skewed and ratios are then symmetric.  The median of the rounds, because a shared host now and then
+    stalls a whole round (a round 40 % slow among quiet ones was seen here), which would drag a mean.  The
+    machine's drift, because the speed of a shared virtual
+    machine wanders over minutes: a run samples one stretch of it, so its rounds alone under-state how far another
+    run lands (six back-to-back runs held the pooled median in 70 % of their intervals without this term, 98 %
+    with it: README, "Do the intervals hold here?").  The reference loops measure that drift in the same rounds,
+    whatever is being measured.  Fewer than :data:`MIN_ROUNDS` rounds, or values without rounds: no interval."""
+    r = round_values(values, stat)
+    if r is None:
+        x = np.asarray(values, float)
+        x = x[np.isfinite(x)]
+        return (float(_STATISTICS[stat](x)) if x.size else math.nan), math.nan, math.nan, (1 if x.size else 0)
+    if r.empty:
+        return math.nan, math.nan, math.nan, 0
+    mean, se, k = _log_center_se(r)
+    if k < MIN_ROUNDS:
+        return math.exp(mean), math.nan, math.nan, k
+    m = machine_spread(values, r.index) if spread is None else spread
+    q = t_quantile(k - 1, confidence) * math.hypot(se, m)
+    return math.exp(mean), math.exp(mean - q), math.exp(mean + q), k
+
+
+def _parts(samples) -> list:
+    """Samples as a list: a tuple of them stands for the sum of their statistics."""
+    return list(samples) if isinstance(samples, tuple) else [samples]
+
+
+def combined_ci(samples, combine, stat: str = "median", confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``combine([estimate of x for x in samples])`` with a `confidence` interval over rounds.
+
+    `combine` takes a list of values (floats, or arrays of per-round values) and returns one value each, e.g.
     ``lambda s: (s[0] / s[1]) / (s[2] / s[3])`` for a ratio on one machine over the same ratio on another.
-    `stat` is "median" or "mean": compare like with like.  With fewer than two values in any sample the
-    interval is (nan, nan): one value says nothing about its spread.  Returns ``(value, low, high)``.
-    """
-    f = _STATISTICS[stat]
-    xs = [np.asarray(x, float) for x in samples]
-    xs = [x[np.isfinite(x)] for x in xs]
-    if any(x.size == 0 for x in xs):
-        return float("nan"), float("nan"), float("nan")
-    value = float(combine([f(x) for x in xs]))
-    if any(x.size < 2 for x in xs):
-        return value, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 4_000_000 // max(x.size for x in xs)))
-    values = []
-    for start in range(0, resamples, chunk):
-        n = min(chunk, resamples - start)
-        values.append(combine([f(x[rng.integers(0, x.size, size=(n, x.size))], axis=1) for x in xs]))
-    r = np.concatenate(values)
-    alpha = (1 - confidence) / 2
-    return value, float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+
+    * **Paired by round** where every sample has rounds and they share :data:`MIN_ROUNDS` or more (run, round)
+      pairs: one combined value per shared round, then the interval of :func:`round_interval` over them, widened
+      by how much the vector/scalar speed ratio of the machine moved over those rounds (drift that hits every side
+      of a round alike cancels; drift that hits vector code and not scalar code does not).
+    * **Independent** where they share fewer (different runs): each side's median log round value and its standard
+      error, its machine drift added, combined by the delta method with Welch-Satterthwaite degrees of freedom.
+    * No interval (nan, nan) where any side has no rounds (a runner that cannot do them) or fewer than
+      :data:`MIN_ROUNDS`.  Returns ``(value, low, high)``."""
+    parts = list(samples)
+    rounds = [round_values(x, stat) for x in parts]
+    if any(r is None for r in rounds):
+        xs = [np.asarray(x, float) for x in parts]
+        xs = [x[np.isfinite(x)] for x in xs]
+        if any(x.size == 0 for x in xs):
+            return math.nan, math.nan, math.nan
+        return float(combine([_STATISTICS[stat](x) for x in xs])), math.nan, math.nan
+    if any(r.empty for r in rounds):
+        return math.nan, math.nan, math.nan
+    shared = rounds[0].index
+    for r in rounds[1:]:
+        shared = shared.intersection(r.index)
+    if len(shared) >= MIN_ROUNDS:
+        import pandas as pd
+
+        per_round = np.asarray(combine([r.loc[shared].to_numpy(float) for r in rounds]), float)
+        spread = max(machine_spread(x, shared, ratio=True) for x in parts)
+        value, low, high, _ = round_interval(pd.Series(per_round, index=shared), spread=spread)
+        return value, low, high
+    stats = [_log_center_se(r) for r in rounds]
+    estimates = [math.exp(m) for m, _, _ in stats]
+    value = float(combine(estimates))
+    if any(k < MIN_ROUNDS for _, _, k in stats) or not value > 0:
+        return value, math.nan, math.nan
+    terms = []
+    for i, ((_, se, k), x, r) in enumerate(zip(stats, parts, rounds)):  # d log f / d log g_i, numerically
+        bumped = list(estimates)
+        bumped[i] *= math.exp(1e-6)
+        slope = (math.log(float(combine(bumped))) - math.log(value)) / 1e-6
+        terms.append(((slope * math.hypot(se, machine_spread(x, r.index))) ** 2, k - 1))
+    var = sum(t for t, _ in terms)
+    if var == 0:
+        return value, value, value
+    df = var ** 2 / sum(t ** 2 / d for t, d in terms if t > 0)
+    q = t_quantile(df, confidence) * math.sqrt(var)
+    return value, value * math.exp(-q), value * math.exp(q)
 
 
-def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE, resamples: int = 2000,
-             seed: int = 0) -> tuple[float, float, float]:
-    """``stat(numerator) / stat(denominator)`` with a percentile bootstrap confidence interval.
-
-    The samples are resampled independently (they come from separate measurements).  `stat` is
-    "median" or "mean": compare like with like (means where means are compared).  Either side may be a
-    tuple of samples, standing for the sum of their statistics (e.g. sign + verify).  With fewer than two
-    values in any sample the interval is (nan, nan): one value says nothing about its spread.
-    Returns ``(ratio, low, high)`` (:func:`bootstrap_ci` of the parts).
-    """
+def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``estimate(numerator) / estimate(denominator)`` with its interval over rounds (:func:`combined_ci`: paired
+    by round where both were measured in the same rounds).  Either side may be a tuple of samples, standing for
+    the sum of their estimates (e.g. sign + verify).  `stat` is each round's statistic, "median" or "mean":
+    compare like with like.  Returns ``(ratio, low, high)``; no interval without rounds."""
     a, b = _parts(numerator), _parts(denominator)
     k = len(a)
-    return bootstrap_ci(a + b, lambda s: sum(s[:k]) / sum(s[k:]), stat, confidence, resamples, seed)
+    return combined_ci(a + b, lambda s: sum(s[:k]) / sum(s[k:]), stat, confidence)
 
 
-def ratio_to_published(published: float, ours, stat: str = "median", confidence: float = CONFIDENCE,
-                       resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """``published / stat(ours)`` with an interval from our side only (a published single number has
-    none): ``(ratio, low, high)``."""
-    x = np.asarray(ours, float)
-    x = x[np.isfinite(x)]
-    if x.size == 0 or published is None or not np.isfinite(published):
-        return float("nan"), float("nan"), float("nan")
-    ratio = float(published / _STATISTICS[stat](x))
-    if x.size < 2:
-        return ratio, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boot = _STATISTICS[stat](x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
-    alpha = (1 - confidence) / 2
-    return ratio, float(published / np.quantile(boot, 1 - alpha)), float(published / np.quantile(boot, alpha))
+def ratio_to_published(published: float, ours, stat: str = "median",
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``published / estimate(ours)`` with an interval from our side only (a published single number has
+    none): ``(ratio, low, high)``; no interval where ours has no rounds (:func:`round_interval`)."""
+    if published is None or not np.isfinite(published):
+        return math.nan, math.nan, math.nan
+    value, low, high, k = round_interval(ours, stat, confidence)
+    if not k or not np.isfinite(value):
+        return math.nan, math.nan, math.nan
+    return float(published / value), float(published / high), float(published / low)
 
 
 def ratio_of_estimates(num: float, num_se: float, den: float, den_se: float,

@@ -492,11 +492,13 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                 row.update(summary_columns(wall))
                 for side in ("client", "server"):
                     s = summarize([h[f"{side}_cpu_ns"] for h in measured])
-                    row.update({f"{side}_cpu_ns_{k}": s[k] for k in ("median", "ci_low", "ci_high")})
+                    row[f"{side}_cpu_ns_median"] = s["median"]  # no interval: one process (no rounds)
                 first = measured[0]
                 row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
                 row["flags"] = flags.join([row["flags"], *wall["flags"], flags.make(
-                    "no-cycles", "thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead")])
+                    "no-cycles", "thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead"),
+                    flags.make("no-rounds", "one client and server process")])
+                row["rounds"] = 1
                 rec.meta["tls"]["messages"][key] = message_rows(result, first)
                 for i, h in enumerate(measured):
                     fb = flight_bytes(h)

@@ -60,3 +60,15 @@ def export_tree(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "TABLES", root / "data" / "tables")
     monkeypatch.setattr(paths, "PROFILE", "quick")
     return root
+
+
+def in_rounds(values, run_id: str = "r", rounds: int = 6):
+    """Synthetic per-call values labelled with a run and `rounds` rounds (in turn), as Run.sample_values gives the
+    samples of a run measured in rounds: the input of pqlab.stats's intervals."""
+    import numpy as np
+    import pandas as pd
+
+    values = np.asarray(values, float)
+    index = pd.MultiIndex.from_arrays([[run_id] * values.size, np.arange(values.size) % rounds],
+                                      names=["run_id", "round"])
+    return pd.Series(values, index=index)

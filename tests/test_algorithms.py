@@ -301,12 +301,13 @@ def test_bench_makes_an_algorithms_keys_once_for_every_operation_and_size(monkey
     real = type(algo).generate
     monkeypatch.setattr(type(algo), "generate", lambda self: made.append(1) or real(self))
     run = bench([algo], operations=["sign", "verify"], message_bytes=[0, 100, 1000], budget_s=0.01,
-                save=False, progress=False)
+                save=False, progress=False, isolation="in-process", rounds=3, max_rounds=4)
     m = run.measurements[run.measurements["operation"] != "noop"]
     assert len(m) == 6 and m["verified"].all()
-    assert len(made) == 1
+    assert len(made) == len(run.meta["rounds"])  # one key pair per round (each round its own process)
     made.clear()
-    bench([algo], operations=["keygen"], budget_s=0.01, min_samples=3, save=False, progress=False)
+    bench([algo], operations=["keygen"], budget_s=0.01, min_samples=3, save=False, progress=False,
+          isolation="in-process", rounds=3, max_rounds=3)
     assert len(made) >= 3 + 1  # every timed keygen (and the warm-up), each checked
 
 

@@ -81,7 +81,7 @@ def test_bench_exit_code_1_when_an_operation_fails(tmp_path, monkeypatch):
     from pqlab.backends import pycryptodome
 
     monkeypatch.setattr(pycryptodome.DomeCipher, "decryptor", lambda self, key: (lambda ct: b"wrong"))
-    assert bench_into(tmp_path) == 1
+    assert bench_into(tmp_path, "--isolation", "in-process") == 1  # the patch lives in this process
     m = load_run(tmp_path / only_run(tmp_path)).measurements
     assert m.iloc[1]["flags"].startswith("failed:verification")
 

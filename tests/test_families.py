@@ -337,7 +337,17 @@ class _FakeRun:
     def sample_values(self, algorithm, operation, *, backend=None, variant=None, message_bytes=None, column="cycles"):
         c = self.centers.get((backend, algorithm, operation))
         rng = np.random.default_rng(len(algorithm) + len(operation) + len(backend or ""))
-        return np.array([]) if c is None else c * (1 + 0.02 * rng.standard_normal(40))
+        if c is None:
+            return np.array([])
+        return _in_rounds(c * (1 + 0.02 * rng.standard_normal(40)), f"run-{id(self)}")
+
+
+def _in_rounds(values, run_id="r", rounds=8):
+    """Samples labelled with a run and rounds (as Run.sample_values gives them): `rounds` rounds, in turn."""
+    import pandas as pd
+
+    idx = pd.MultiIndex.from_arrays([[run_id] * len(values), np.arange(len(values)) % rounds], names=["run_id", "round"])
+    return pd.Series(np.asarray(values, float), index=idx)
 
 
 def test_every_ratio_gets_an_interval_from_both_sides_samples():

@@ -51,7 +51,9 @@ class FakeTimeRun:
     def sample_values(self, algorithm, operation, *, backend=None, message_bytes=None):
         center = self.centers.get((algorithm, operation))
         rng = np.random.default_rng(len(algorithm) + len(operation))
-        return np.array([]) if center is None else center * 1e6 * (1 + 0.01 * rng.standard_normal(30))
+        from conftest import in_rounds
+
+        return np.array([]) if center is None else in_rounds(center * 1e6 * (1 + 0.01 * rng.standard_normal(30)))
 
 
 def test_size_table_adds_the_signed_message():

@@ -16,7 +16,7 @@ def no_measuring(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("measured although the input was refused")
 
-    monkeypatch.setattr(benchmark, "measure", refuse)
+    monkeypatch.setattr(benchmark, "_one_round", refuse)
     monkeypatch.setattr(benchmark, "RunRecorder", refuse)
 
 

@@ -18,10 +18,10 @@ from pqlab.cli import main
 from pqlab.recorder import Interrupted, RunRecorder
 from pqlab.results import Run, load_run
 
-#: Runs `python -m pqlab bench ARGS` with a pause at the Nth measurement ("measure") or inside the Nth
-#: checkpoint, after its temporary files are written and before they are renamed ("write").  At the
-#: pause it writes MARKER and waits until RELEASE exists (a signal handler that raises ends the wait;
-#: a held-back signal does not).
+#: Runs `python -m pqlab bench ARGS` with a pause before the Nth round ("round": each round is a worker process
+#: that measures every operation once) or inside the Nth checkpoint, after its temporary files are written and
+#: before they are renamed ("write").  At the pause it writes MARKER and waits until RELEASE exists (a signal
+#: handler that raises ends the wait; a held-back signal does not).
 DRIVER = r"""
 import os, sys, time, pathlib
 marker, release, where, nth, *argv = sys.argv[1:]
@@ -35,13 +35,13 @@ def pause():
         while not pathlib.Path(release).exists() and time.monotonic() < deadline:
             time.sleep(0.01)
 
-if where == "measure":
+if where == "round":
     from pqlab import benchmark
-    real_measure = benchmark.measure
-    def measure(*a, **k):
+    real_round = benchmark._one_round
+    def one_round(*a, **k):
         pause()
-        return real_measure(*a, **k)
-    benchmark.measure = measure
+        return real_round(*a, **k)
+    benchmark._one_round = one_round
 else:
     real_replace = os.replace
     def replace(src, dst):
@@ -52,19 +52,19 @@ else:
 from pqlab.cli import main
 sys.exit(main(["bench", *argv]))
 """
-ARGS = ["Ed25519", "--operations", "keygen", "sign", "verify", "--budget", "0.02", "--min-samples", "3",
-        "--no-progress"]
-#: scenario -> (signal, where, nth, the operations kept)
+ARGS = ["Ed25519", "--operations", "keygen", "sign", "verify", "--budget", "0.06", "--min-samples", "3",
+        "--rounds", "3", "--max-rounds", "3", "--no-progress"]
+ALL = ["noop", "keygen", "sign", "verify"]
+#: scenario -> (signal, where, nth, the operations kept, the rounds they have)
 SCENARIOS = {
-    # measurements: the no-op, the no-op fed fresh messages, keygen, sign, verify
-    "term-before-first": (signal.SIGTERM, "measure", 1, []),  # while the no-op is measured: nothing measured yet
-    "term-mid-run": (signal.SIGTERM, "measure", 4, ["noop", "keygen"]),  # while sign is measured
-    "hup-mid-run": (signal.SIGHUP, "measure", 4, ["noop", "keygen"]),
-    "int-mid-run": (signal.SIGINT, "measure", 5, ["noop", "keygen", "sign"]),
-    "term-in-write": (signal.SIGTERM, "write", 3, ["noop", "keygen", "sign"]),  # that checkpoint completes
-    "kill-before-first": (signal.SIGKILL, "measure", 1, []),  # the plan is on disk
-    "kill-mid-run": (signal.SIGKILL, "measure", 4, ["noop", "keygen"]),  # every finished operation is on disk
-    "kill-in-write": (signal.SIGKILL, "write", 3, ["noop", "keygen"]),  # the previous checkpoint is intact
+    "term-before-first": (signal.SIGTERM, "round", 1, [], 0),  # before the first round: nothing measured yet
+    "term-mid-run": (signal.SIGTERM, "round", 2, ALL, 1),  # between rounds: the first round's rows are kept
+    "hup-mid-run": (signal.SIGHUP, "round", 2, ALL, 1),
+    "int-mid-run": (signal.SIGINT, "round", 3, ALL, 2),
+    "term-in-write": (signal.SIGTERM, "write", 3, ALL, 2),  # the checkpoint after round 2 completes
+    "kill-before-first": (signal.SIGKILL, "round", 1, [], 0),  # the plan is on disk
+    "kill-mid-run": (signal.SIGKILL, "round", 3, ALL, 2),  # every finished round is on disk
+    "kill-in-write": (signal.SIGKILL, "write", 3, ALL, 1),  # the previous checkpoint (round 1) is intact
 }
 
 
@@ -72,7 +72,7 @@ SCENARIOS = {
 def drivers(tmp_path_factory):
     """Every scenario's process, started at once (they spend most of their time starting up)."""
     started = {}
-    for name, (_, where, nth, _) in SCENARIOS.items():
+    for name, (_, where, nth, _, _) in SCENARIOS.items():
         work = tmp_path_factory.mktemp(name)
         env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
         cmd = [sys.executable, "-c", DRIVER, str(work / "marker"), str(work / "release"), where, str(nth), *ARGS,
@@ -107,7 +107,7 @@ def operations(run: Run) -> list[str]:
 
 @pytest.mark.parametrize("name", [n for n, (signum, *_) in SCENARIOS.items() if signum != signal.SIGKILL])
 def test_reliability_a_signal_saves_the_run_as_interrupted(drivers, name):
-    signum, where, nth, kept = SCENARIOS[name]
+    signum, where, nth, kept, rounds = SCENARIOS[name]
     proc, work = paused(drivers, name)
     proc.send_signal(signum)
     (work / "release").touch()  # a signal held back during a save: the save goes on
@@ -120,7 +120,7 @@ def test_reliability_a_signal_saves_the_run_as_interrupted(drivers, name):
     assert line == (f"interrupted by {signal.Signals(signum).name}: run {run.run_id} stopped with "
                     f"{len(kept) - ('noop' in kept)} measurements, saved in {run.path} (status interrupted)")
     assert run.meta["status"] == "interrupted" and run.meta["interrupted_by"] == signal.Signals(signum).name
-    assert operations(run) == kept
+    assert operations(run) == kept and (run.measurements["rounds"] == rounds).all()
     assert run.meta["plan"] == ["Ed25519@cryptography keygen", "Ed25519@cryptography sign 100",
                                 "Ed25519@cryptography verify 100"]
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
@@ -128,13 +128,14 @@ def test_reliability_a_signal_saves_the_run_as_interrupted(drivers, name):
 
 @pytest.mark.parametrize("name", [n for n, (signum, *_) in SCENARIOS.items() if signum == signal.SIGKILL])
 def test_reliability_sigkill_keeps_every_checkpoint_and_the_run_loads_as_abandoned(drivers, name):
-    _, where, nth, kept = SCENARIOS[name]
+    _, where, nth, kept, rounds = SCENARIOS[name]
     proc, work = paused(drivers, name)
     proc.kill()
     proc.communicate(timeout=60)
     folder = work / "results"
     run = the_run(folder)
     assert run.meta["status"] == "abandoned" and operations(run) == kept
+    assert (run.measurements["rounds"] == rounds).all()
     assert run.meta["plan"][0] == "Ed25519@cryptography keygen"
     orphans = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert bool(orphans) == (where == "write")
@@ -196,17 +197,24 @@ def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, mo
     from pqlab.algorithms import get
     from pqlab.benchmark import bench
 
+    from pqlab import benchmark
+
     algo = get("Ed25519")
+    real, calls = benchmark.run_round_in_worker, []
 
-    def ctrl_c(self, operation, message=b"", keys=None, signed=None):  # as Ctrl-C in a notebook, while keygen is measured
-        raise KeyboardInterrupt
+    def ctrl_c(*args, **kwargs):  # as Ctrl-C in a notebook, while the second round's worker measures
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(type(algo), "trial", ctrl_c)
+    monkeypatch.setattr(benchmark, "run_round_in_worker", ctrl_c)
     folder = tmp_path / "r"
-    with pytest.raises(KeyboardInterrupt, match=rf"^SIGINT: run x stopped with 0 measurements, saved in {folder}/x"):
-        bench([algo], budget_s=0.01, min_samples=3, progress=False, folder=folder, run_id="x")
+    with pytest.raises(KeyboardInterrupt, match=rf"^SIGINT: run x stopped with 3 measurements, saved in {folder}/x"):
+        bench([algo], budget_s=0.03, min_samples=3, progress=False, folder=folder, run_id="x", rounds=3, max_rounds=3)
     back = load_run(folder / "x")
-    assert back.meta["status"] == "interrupted" and operations(back) == ["noop"]
+    assert back.meta["status"] == "interrupted" and operations(back) == ["noop", "keygen", "sign", "verify"]
+    assert (back.measurements["rounds"] == 1).all() and len(back.meta["rounds"]) == 1
     assert files.process_alive(back.meta["process"]) is True
 
 

@@ -32,7 +32,9 @@ def make_run(run_id: str, scale: float = 1.0, seed: int = 0, hostname: str = "ho
         t = rng.normal(centre * scale, centre * 0.02, n)
         s = Samples(time_ns=t, cycles=t * 3.0, loops=4, warmup_calls=10, cycles_source="tsc")
         measurements.append(measurement_row(rec, algo, op, size, s, overhead_ns=40.0))
-        samples.extend(sample_rows(run_id, algo, op, size, s))
+        for r in range(8):  # the samples in 8 rounds, as bench stores them
+            part = Samples(time_ns=t[r::8], cycles=t[r::8] * 3.0, loops=4, warmup_calls=10, cycles_source="tsc")
+            samples.extend(sample_rows(run_id, algo, op, size, part, round_index=r))
     rec.add(measurements, [get("ML-KEM-768").sizes()], samples)
     return rec.finish()
 
@@ -194,8 +196,16 @@ def test_bench_saves_a_complete_run(tmp_path):
     fed = timed["operation"] == "encrypt"  # a fresh message every call: the no-op fed the same way
     assert (timed.loc[fed, "overhead_ns"] == back.meta["harness_fed_ns"]).all()
     assert (timed.loc[~fed, "overhead_ns"] == back.meta["harness_overhead_ns"]).all()
-    assert (timed["time_ns_q1"] <= timed["time_ns_median"]).all() and (timed["time_ns_median"] <= timed["time_ns_q3"]).all()
-    counts = back.samples.groupby(["operation", "message_bytes"]).size()
+    assert (timed["time_ns_q1"] <= timed["time_ns_q3"]).all()
+    # the estimate is the median of the rounds' medians, inside its interval over rounds
+    assert (timed["time_ns_ci_low"] <= timed["time_ns_median"]).all() and (timed["time_ns_median"] <= timed["time_ns_ci_high"]).all()
+    s = back.samples[back.samples["operation"] != "noop"]
+    per_round = s.groupby(["operation", "message_bytes", "round"])["time_ns"].median().groupby(["operation", "message_bytes"])
+    low, high = per_round.min(), per_round.max()
+    for r in timed.itertuples():
+        assert low[(r.operation, r.message_bytes)] <= r.time_ns_median <= high[(r.operation, r.message_bytes)]
+    assert (timed["rounds"] >= 6).all() and set(s["round"]) >= set(range(6))
+    counts = s.groupby(["operation", "message_bytes"]).size()
     assert dict(counts) == {(op, size): n for op, size, n in
                             zip(timed["operation"], timed["message_bytes"], timed["samples"])}
     assert set(back.meta) >= {"machine_id", "cpu", "packages", "git", "params_hash", "liboqs"}
@@ -249,7 +259,7 @@ def test_schema_1_runs_are_converted_on_load(tmp_path):
     assert back.meta["converted_from_schema"] == 1 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
     enc, keygen = back.measurements.iloc[0], back.measurements.iloc[1]
     assert pd.isna(enc["cycles_median"]) and enc["cycles_source"] == "none"  # an estimate is not kept as cycles
-    assert enc["flags"] == "no-cycles:no PMU" and enc["kind"] == "cipher"
+    assert enc["flags"] == "no-cycles:no PMU;no-rounds:measured before rounds (schema < 4)" and enc["kind"] == "cipher"
     assert keygen["cycles_source"] == "core-cycles" and keygen["kind"] == "kem"
 
 

@@ -193,8 +193,11 @@ def test_comparators_share_sphincs256s_hash_length():
 
 def fake_samples(rows):
     """samples_of-like dict from (algorithm, backend, operation, length, centre ns)."""
+    from conftest import in_rounds
+
     rng = np.random.default_rng(3)
-    return {(a, b, o, float(n if n is not None else -1)): c * (1 + 0.02 * rng.standard_normal(30)) for a, b, o, n, c in rows}
+    return {(a, b, o, float(n if n is not None else -1)): in_rounds(c * (1 + 0.02 * rng.standard_normal(30)), f"{a}@{b}")
+            for a, b, o, n, c in rows}
 
 
 def test_slowdown_and_study_ratios_carry_intervals():

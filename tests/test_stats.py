@@ -130,35 +130,98 @@ def test_ratio_of_estimates_is_the_delta_method():
     assert np.isnan(ratio_of_estimates(4.0, 0.1, 0.0, 0.2)[0])
 
 
-def test_ratio_ci_of_sums_of_statistics():
-    rng = np.random.default_rng(1)
-    sign, verify = 10 + rng.standard_normal(200), 2 + 0.1 * rng.standard_normal(200)
-    other = 6 + 0.1 * rng.standard_normal(200)
-    r, lo, hi = stats.ratio_ci((sign, verify), other)
-    assert r == pytest.approx((np.median(sign) + np.median(verify)) / np.median(other))
-    assert lo < r < hi and hi - lo < 0.2
-    assert np.isnan(stats.ratio_ci((sign, np.array([])), other)[0])
-    assert np.isnan(stats.ratio_ci((sign, np.array([1.0])), other)[1])
+def _rounds(values, run_id="r", per_round=None):
+    """Samples labelled with their run and round: `per_round` samples a round (default: one round per value)."""
+    import pandas as pd
+
+    values = np.asarray(values, float)
+    per_round = per_round or 1
+    idx = pd.MultiIndex.from_arrays([[run_id] * values.size, np.arange(values.size) // per_round],
+                                    names=["run_id", "round"])
+    return pd.Series(values, index=idx)
 
 
-def test_bootstrap_ci_of_any_combination_of_samples():
+def test_t_quantile_matches_the_tables():
+    for df, q in ((1, 12.7062), (2, 4.3027), (5, 2.5706), (10, 2.2281), (30, 2.0423), (1000, 1.9623)):
+        assert stats.t_quantile(df) == pytest.approx(q, abs=1e-4)
+    assert stats.t_quantile(4, 0.99) == pytest.approx(4.6041, abs=1e-4)
+
+
+def test_round_interval_is_a_t_interval_over_round_medians_and_none_below_three_rounds():
+    x = _rounds([10, 11, 12, 100, 101, 102, 20, 21, 22, 40, 41, 42], per_round=3)  # round medians 11, 101, 21, 41
+    value, low, high, k = stats.round_interval(x)
+    logs = np.log([11, 101, 21, 41])
+    half = stats.t_quantile(3) * np.sqrt(np.pi / 2) * logs.std(ddof=1) / 2  # the standard error of a median
+    centre = np.median(logs)
+    assert k == 4 and value == pytest.approx(np.exp(centre)) == pytest.approx(np.sqrt(21 * 41))
+    assert (low, high) == (pytest.approx(np.exp(centre - half)), pytest.approx(np.exp(centre + half)))
+    # the machine's drift (the reference loops' spread over those rounds) widens it in quadrature
+    _, low2, high2, _ = stats.round_interval(x, spread=0.1)
+    half2 = stats.t_quantile(3) * np.hypot(np.sqrt(np.pi / 2) * logs.std(ddof=1) / 2, 0.1)
+    assert low2 == pytest.approx(np.exp(centre - half2)) and high2 == pytest.approx(np.exp(centre + half2))
+    v, lo, hi, k = stats.round_interval(_rounds([1, 2, 3, 4], per_round=2))  # two rounds: no interval
+    assert k == 2 and v == pytest.approx(np.sqrt(1.5 * 3.5)) and math.isnan(lo) and math.isnan(hi)
+    # a round stalled by the host barely moves the estimate
+    stalled = _rounds([10, 10.1, 9.9, 10.05, 14.0], per_round=1)
+    assert stats.round_interval(stalled)[0] == pytest.approx(10.05)
+    v, lo, hi, k = stats.round_interval(np.array([1.0, 2.0, 3.0]))  # no rounds (one process): the median, no interval
+    assert (v, k) == (2.0, 1) and math.isnan(lo)
+
+
+def test_round_intervals_cover_when_rounds_differ_and_samples_within_them_mislead():
+    """Each round (process) has its own level; thousands of samples within a round say nothing about it.  The
+    interval over rounds covers the true level 95 % of the time; one over the pooled samples does not."""
+    rng = np.random.default_rng(7)
+    hits = hits_pooled = 0
+    trials = 400
+    for _ in range(trials):
+        levels = np.exp(rng.normal(0, 0.02, 6))  # between-round spread 2 %
+        x = np.concatenate([lv * (1 + 0.01 * rng.standard_normal(200)) for lv in levels])
+        _, lo, hi, _ = stats.round_interval(_rounds(x, per_round=200))
+        hits += lo <= 1.0 <= hi
+        plo, phi = stats.median_ci(x)
+        hits_pooled += plo <= 1.0 <= phi
+    assert 0.91 <= hits / trials <= 0.99
+    assert hits_pooled / trials < 0.6
+
+
+def test_ratio_ci_is_paired_by_round_and_drift_cancels():
+    rng = np.random.default_rng(3)
+    drift = np.exp(rng.normal(0, 0.05, 8))  # each round 5 % up or down, for both sides alike
+    a = np.concatenate([2 * d * (1 + 0.005 * rng.standard_normal(50)) for d in drift])
+    b = np.concatenate([d * (1 + 0.005 * rng.standard_normal(50)) for d in drift])
+    r, lo, hi = stats.ratio_ci(_rounds(a, per_round=50), _rounds(b, per_round=50))
+    assert r == pytest.approx(2, rel=0.01) and lo < 2 < hi and (hi - lo) / 2 < 0.012  # paired: the drift cancels
+    # from different runs the rounds are independent: the same data, far wider
+    r2, lo2, hi2 = stats.ratio_ci(_rounds(a, "x", 50), _rounds(b, "y", 50))
+    assert r2 == pytest.approx(r, rel=0.01) and (hi2 - lo2) > 5 * (hi - lo) and lo2 < 2 < hi2
+    # no rounds on a side: no interval
+    assert math.isnan(stats.ratio_ci(a, _rounds(b, per_round=50))[1])
+
+
+def test_ratio_ci_of_sums_and_combined_ci_of_any_combination():
     rng = np.random.default_rng(1)
-    enc, dec, base = rng.normal(30, 0.3, 500), rng.normal(30, 0.3, 500), rng.normal(40, 0.4, 500)
-    value, low, high = stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2])
-    assert value == pytest.approx((np.median(enc) + np.median(dec)) / np.median(base))
-    assert stats.ratio_ci((enc, dec), base) == (value, low, high)  # ratio_ci's sums are this combination
-    other = rng.normal(10, 0.1, 500)  # a ratio of ratios (one machine's over another's)
-    v2 = stats.bootstrap_ci([enc, base, dec, other], lambda s: (s[0] / s[1]) / (s[2] / s[3]))
-    assert v2[0] == pytest.approx((np.median(enc) / np.median(base)) / (np.median(dec) / np.median(other)))
+    sign, verify = 10 + 0.1 * rng.standard_normal(80), 2 + 0.01 * rng.standard_normal(80)
+    other = 6 + 0.06 * rng.standard_normal(80)
+    s, v, o = (_rounds(x, per_round=10) for x in (sign, verify, other))
+    r, lo, hi = stats.ratio_ci((s, v), o)
+    med = lambda x: np.median(x.reshape(8, 10), axis=1)  # noqa: E731
+    per_round = (med(sign) + med(verify)) / med(other)
+    assert r == pytest.approx(np.median(per_round))
+    assert lo < r < hi and hi - lo < 0.1
+    assert stats.ratio_ci((s, v), o) == stats.combined_ci([s, v, o], lambda x: (x[0] + x[1]) / x[2])
+    v2 = stats.combined_ci([s, o, v, o], lambda x: (x[0] / x[1]) / (x[2] / x[3]))
     assert v2[1] < v2[0] < v2[2]
-    assert low < value < high and high - low < 0.02
-    assert stats.bootstrap_ci([enc, dec, base], lambda s: (s[0] + s[1]) / s[2]) == (value, low, high)  # seeded
-    # ratio_ci is the two-sample case
-    assert stats.ratio_ci(enc, base) == stats.bootstrap_ci([enc, base], lambda s: s[0] / s[1])
-    # one value says nothing about its spread; an empty sample gives nothing
-    v, lo, hi = stats.bootstrap_ci([enc, [5.0]], lambda s: s[0] / s[1])
-    assert v == pytest.approx(np.median(enc) / 5) and math.isnan(lo) and math.isnan(hi)
-    assert all(math.isnan(x) for x in stats.bootstrap_ci([enc, []], lambda s: s[0] / s[1]))
+    assert np.isnan(stats.ratio_ci((s, _rounds([])), o)[0])  # an empty side gives nothing
+
+
+def test_ratio_to_published_inverts_our_interval():
+    ours = _rounds([9.0, 10.0, 11.0, 10.0, 10.5, 9.5], per_round=1)
+    value, low, high, _ = stats.round_interval(ours)
+    r, lo, hi = stats.ratio_to_published(20.0, ours)
+    assert (r, lo, hi) == (pytest.approx(20 / value), pytest.approx(20 / high), pytest.approx(20 / low))
+    assert math.isnan(stats.ratio_to_published(20.0, np.array([9.0, 10.0]))[1])  # no rounds: no interval
+    assert math.isnan(stats.ratio_to_published(float("nan"), ours)[0])
 
 
 def test_precision_summary_counts_rows_that_missed_their_target():

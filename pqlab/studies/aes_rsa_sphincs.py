@@ -26,7 +26,7 @@ import pandas as pd
 from .. import flags, plotting
 from ..formatting import fmt_bytes, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..reference import load_reference, reference_source
-from ..results import verified_rows
+from ..results import round_records, verified_rows, with_rounds
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_to_published
 
 TOPIC = "01_aes_rsa_sphincs"
@@ -65,12 +65,14 @@ def study_label(reference: pd.DataFrame | None = None) -> str:
 
 
 # ----- times per system -----
-def _values(run, algorithm: str, backend: str, operation: str, phase: str | None = None) -> np.ndarray:
+def _values(run, algorithm: str, backend: str, operation: str, phase: str | None = None):
+    """One operation's per-call times: labelled with their rounds where the run measured in rounds (ratios are
+    then paired by round), else a plain array (no interval)."""
     s = run.samples
     sel = (s["algorithm"] == algorithm) & (s["backend"] == backend) & (s["operation"] == operation)
     if phase is not None:
         sel &= s["phase"] == phase
-    return s.loc[sel, "time_ns"].dropna().to_numpy(float)
+    return with_rounds(s.loc[sel].dropna(subset=["time_ns"]), "time_ns", round_records(run))
 
 
 def bc_release(run) -> str:

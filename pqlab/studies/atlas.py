@@ -39,7 +39,7 @@ from ..context import counter_text, frequency_text
 from ..errors import UnknownName
 from ..formatting import fmt_factor_ci, slug
 from ..schema import MESSAGE_OPERATIONS
-from ..stats import CONFIDENCE, bootstrap_ci, ratio_ci
+from ..stats import CONFIDENCE, combined_ci, ratio_ci
 
 TOPIC = "07_atlas"
 #: one use of an algorithm: the operations whose costs are summed
@@ -428,11 +428,11 @@ def cross_platform(atlas: Atlas, reference: str) -> pd.DataFrame:
             ref_ratio = _sum_ratio(k_ref)
             mine = atlas.parts.get((platform, comp.comparison))
             if mine is None:  # published: one number
-                value, low, high = bootstrap_ci(ref_arrays, lambda s, v=comp.ratio, f=ref_ratio: v / f(s), STATISTIC)
+                value, low, high = combined_ci(ref_arrays, lambda s, v=comp.ratio, f=ref_ratio: v / f(s), STATISTIC)
             else:
                 arrays, k = mine
                 n = len(arrays)
-                value, low, high = bootstrap_ci(arrays + ref_arrays, lambda s, n=n, k=k, f=ref_ratio:
+                value, low, high = combined_ci(arrays + ref_arrays, lambda s, n=n, k=k, f=ref_ratio:
                                                 _sum_ratio(k)(s[:n]) / f(s[n:]), STATISTIC)
             verdict = ("loses" if low > 1 else "gains" if high < 1 else "no clear change") if np.isfinite(low) \
                 else "no interval"

@@ -327,11 +327,12 @@ def code_here(algorithm: str, backend: str, runs) -> str:
     return ", ".join(specific.get(liboqs_id(algorithm), [])) or "portable C"
 
 
-def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_bytes) -> np.ndarray:
-    """Our raw per-call times (ms) of one measurement, from whichever run holds them."""
+def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_bytes):
+    """Our raw per-call times (ms) of one measurement, from whichever run holds them (labelled with their rounds)."""
+    from ..results import concat_values
+
     size = None if pd.isna(message_bytes) else int(message_bytes)
-    parts = [r.sample_values(algorithm, operation, backend=backend, message_bytes=size) for r in runs]
-    return np.concatenate(parts) / 1e6 if parts else np.array([])
+    return concat_values([r.sample_values(algorithm, operation, backend=backend, message_bytes=size) for r in runs]) / 1e6
 
 
 def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.DataFrame:

@@ -366,7 +366,7 @@ def compare_gravity(memory: pd.DataFrame, time_run, sizes: pd.DataFrame,
                   if time_run is not None else np.array([]))
             row[f"{op}_ms"] = float(np.median(ns)) / 1e6 if len(ns) else None
             row[f"{op}_samples"] = len(ns)
-            r, lo, hi = ratio_to_published(g[f"{op}_ms"], np.asarray(ns, float) / 1e6)
+            r, lo, hi = ratio_to_published(g[f"{op}_ms"], ns / 1e6)
             row.update({f"study_over_ours_{op}": r, f"study_over_ours_{op}_ci_low": lo,
                         f"study_over_ours_{op}_ci_high": hi})
         for op in ("sign", "verify"):

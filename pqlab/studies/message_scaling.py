@@ -30,7 +30,7 @@ from .. import algorithms, flags, plotting
 from ..algorithms import resolve
 from ..formatting import fmt_bytes, fmt_bytes_binary, fmt_factor_ci, fmt_percent, fmt_span, fmt_time_ns
 from ..interop import PURE_BACKEND, round3_equivalent
-from ..results import verified_rows
+from ..results import round_records, verified_rows, with_rounds
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
 
 STUDY = "02_message_scaling"
@@ -128,8 +128,8 @@ def samples_of(*runs) -> dict:
     if not frames:
         return {}
     s = pd.concat(frames, ignore_index=True)
-    s = s.assign(n=pd.to_numeric(s["message_bytes"]).astype(float).fillna(-1.0))
-    return {key: g["time_ns"].to_numpy(float) for key, g in s.groupby(["algorithm", "backend", "operation", "n"])}
+    s, rec = s.assign(n=pd.to_numeric(s["message_bytes"]).astype(float).fillna(-1.0)), round_records(*runs)
+    return {key: with_rounds(g, "time_ns", rec) for key, g in s.groupby(["algorithm", "backend", "operation", "n"])}
 
 
 def _get(samples: dict | None, algorithm: str, backend: str, operation: str, n) -> np.ndarray:

@@ -1,0 +1,176 @@
+"""Calibration: do the 95 % intervals hold?  The same benchmark run K times as separate runs, and each run's
+intervals checked against the others (``python -m pqlab calibrate``).
+
+Per measurement (algorithm, backend, operation, size) and over all of them:
+
+* ``cover_pooled``: how often a run's interval contains the *pooled median*, the median of every sample of all
+  K runs (a 95 % interval should, about 95 % of the time);
+* ``cover_other``: how often a run's interval contains *another* run's estimate (pairs i != j; for two
+  estimates with the same spread a 95 % interval holds the other's about 83 % of the time, so this one runs lower);
+* ``spread_ratio``: the real spread of the estimates between runs (standard deviation of their logs) over the
+  spread the intervals imply (their half-width on the log scale over the quantile they used); 1 is honest, 3 means
+  the intervals are three times too narrow.
+
+The same for paired ratios within a run: every two algorithms of the run that share an operation and size, one
+ratio per round (:func:`pqlab.stats.ratio_ci`), against the ratio of the pooled medians.
+
+Runs measured before rounds (schema < 4, or any row with one round) are checked with the interval pqlab gave then,
+the order-statistic interval of the median over all of one process's samples (:func:`pqlab.stats.median_ci`), so
+the old method and the new can be compared on the same footing (``method``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .results import KEY, Run, _keyed, load_run, with_rounds
+from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, t_quantile
+
+#: Coverage from which `describe` calls the intervals calibrated (a 95 % interval, K runs of sampling error).
+GOOD_COVERAGE, GOOD_SPREAD = 0.90, 1.5
+
+
+def _interval(run: Run, row, samples: pd.DataFrame) -> tuple[float, float, float, float, str]:
+    """(estimate, low, high, quantile, method) of one row: over rounds where it has them (recomputed from the
+    samples, as the row's own), else the old method."""
+    values = with_rounds(samples, rounds={run.run_id: run.meta.get("rounds") or []})
+    if _has_rounds(values):
+        value, low, high, k = round_interval(values)
+        return value, low, high, t_quantile(k - 1), "rounds"
+    x = samples["time_ns"].to_numpy(float)
+    low, high = median_ci(x)
+    return float(np.median(x)) if x.size else math.nan, low, high, 1.96, "within-process"
+
+
+def _summarise(group: pd.DataFrame, pooled: float) -> dict:
+    est, low, high, q = (group[c].to_numpy(float) for c in ("estimate", "low", "high", "quantile"))
+    ok = np.isfinite(low) & np.isfinite(high)
+    pairs = [(i, j) for i in range(len(est)) for j in range(len(est)) if i != j and ok[i]]
+    logs = np.log(est[np.isfinite(est) & (est > 0)])
+    implied = np.log(high[ok] / low[ok]) / 2 / q[ok]
+    real = float(np.std(logs, ddof=1)) if logs.size > 1 else math.nan
+    return {"runs": len(group), "with_interval": int(ok.sum()), "pooled": pooled,
+            "estimate_min": float(np.nanmin(est)), "estimate_max": float(np.nanmax(est)),
+            "half_width": float(np.median((high[ok] - low[ok]) / 2 / est[ok])) if ok.any() else math.nan,
+            "cover_pooled": float(np.mean((low[ok] <= pooled) & (pooled <= high[ok]))) if ok.any() else math.nan,
+            "cover_other": (float(np.mean([low[i] <= est[j] <= high[i] for i, j in pairs])) if pairs else math.nan),
+            "spread_ratio": real / float(np.median(implied)) if implied.size and np.median(implied) > 0 else math.nan}
+
+
+def analyse(runs: Sequence[Run | str]) -> dict:
+    """``{"rows": per measurement, "ratios": per paired ratio, "overall": dict}`` of K runs of one benchmark."""
+    runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
+    if len(runs) < 2:
+        raise ValueError(f"calibration needs at least 2 runs of the same benchmark, got {len(runs)}")
+    per_run, pooled_samples, ratio_rows = [], {}, []
+    for run in runs:
+        m = _keyed(run.verified())
+        s = _keyed(run.samples)
+        groups = {k: g for k, g in s.groupby(KEY, dropna=False)}
+        values = {}
+        for _, row in m.iterrows():
+            key = tuple(row[k] for k in KEY)
+            g = groups.get(key)
+            if g is None or g.empty:
+                continue
+            est, low, high, q, method = _interval(run, row, g)
+            per_run.append({**dict(zip(KEY, key)), "run_id": run.run_id, "estimate": est, "low": low, "high": high,
+                            "quantile": q, "method": method})
+            pooled_samples.setdefault(key, []).append(g["time_ns"].to_numpy(float))
+            values[key] = with_rounds(g, rounds={run.run_id: run.meta.get("rounds") or []})
+        for a, b in itertools.combinations(sorted(values, key=str), 2):
+            if a[0] == b[0] or a[3:] != b[3:]:  # the same algorithm, or another operation or size
+                continue
+            if _has_rounds(values[a]) and _has_rounds(values[b]):
+                value, low, high = ratio_ci(values[a], values[b])
+                q, method = _ratio_quantile(values[a], values[b]), "rounds"
+            else:
+                value, low, high = within_process_ratio(values[a], values[b])
+                q, method = 1.96, "within-process"
+            ratio_rows.append({"numerator": f"{a[0]}@{a[1]}", "denominator": f"{b[0]}@{b[1]}", "operation": a[3],
+                               "message_bytes": a[4], "run_id": run.run_id, "estimate": value, "low": low,
+                               "high": high, "quantile": q, "method": method, "key": (a, b)})
+    table = pd.DataFrame(per_run)
+    pooled = {k: float(np.median(np.concatenate(v))) for k, v in pooled_samples.items()}
+    rows = []
+    for key, g in table.groupby(KEY, dropna=False):
+        rows.append({**dict(zip(KEY, key)), "method": "/".join(sorted(set(g["method"]))), **_summarise(g, pooled[key])})
+    ratios = []
+    if ratio_rows:
+        rt = pd.DataFrame(ratio_rows)
+        for (num, den, op, size), g in rt.groupby(["numerator", "denominator", "operation", "message_bytes"],
+                                                   dropna=False):
+            a, b = g["key"].iloc[0]
+            ratios.append({"numerator": num, "denominator": den, "operation": op, "message_bytes": size,
+                           "method": "/".join(sorted(set(g["method"]))), **_summarise(g, pooled[a] / pooled[b])})
+    rows, ratios = pd.DataFrame(rows), pd.DataFrame(ratios)
+    return {"rows": rows, "ratios": ratios, "overall": {
+        "runs": len(runs), "rows": _overall(rows), "ratios": _overall(ratios),
+        "methods": sorted(set(table["method"])) if not table.empty else []}}
+
+
+def _has_rounds(values) -> bool:
+    return hasattr(values, "index") and len(set(values.index.get_level_values("round"))) >= MIN_ROUNDS
+
+
+def within_process_ratio(a, b, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """The interval pqlab gave a ratio before rounds (schema < 4), recomputed to check it: the ratio of medians
+    with a percentile bootstrap that resamples each side's samples independently, as if consecutive samples of
+    one process were independent draws."""
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    if x.size < 2 or y.size < 2:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    bx = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
+    by = np.median(y[rng.integers(0, y.size, (resamples, y.size))], axis=1)
+    r = bx / by
+    alpha = (1 - CONFIDENCE) / 2
+    return float(np.median(x) / np.median(y)), float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+
+
+def _ratio_quantile(a, b) -> float:
+    """The t quantile a paired ratio's interval used (its shared rounds less one degree of freedom)."""
+    try:
+        shared = len(a.index.intersection(b.index))
+    except AttributeError:
+        return math.nan
+    return t_quantile(shared - 1) if shared >= MIN_ROUNDS else math.nan
+
+
+def _overall(df: pd.DataFrame) -> dict:
+    if df.empty or "cover_pooled" not in df:
+        return {"measurements": 0}
+    w = df["with_interval"].to_numpy(float)
+    def weighted(col):
+        v = df[col].to_numpy(float)
+        ok = np.isfinite(v) & (w > 0)
+        return float(np.average(v[ok], weights=w[ok])) if ok.any() else math.nan
+    return {"measurements": len(df), "cover_pooled": weighted("cover_pooled"), "cover_other": weighted("cover_other"),
+            "spread_ratio_median": float(df["spread_ratio"].median()), "spread_ratio_max": float(df["spread_ratio"].max()),
+            "half_width_median": float(df["half_width"].median())}
+
+
+def describe(result: dict) -> str:
+    """The verdict in a few lines: coverage and spread ratio of rows and ratios, and what to do when they fail."""
+    lines = []
+    for what in ("rows", "ratios"):
+        o = result["overall"][what]
+        if not o.get("measurements"):
+            continue
+        if not math.isfinite(o["cover_pooled"]):
+            lines.append(f"{what}: {o['measurements']} measurements over {result['overall']['runs']} runs; no run "
+                         "gave them an interval (fewer than 3 rounds)")
+            continue
+        good = o["cover_pooled"] >= GOOD_COVERAGE and o["spread_ratio_median"] <= GOOD_SPREAD
+        lines.append(f"{what}: {o['measurements']} measurements over {result['overall']['runs']} runs; a run's 95 % "
+                     f"interval held the pooled median {o['cover_pooled']:.0%} of the time and another run's estimate "
+                     f"{o['cover_other']:.0%}; real spread / implied spread: median {o['spread_ratio_median']:.2f}, "
+                     f"largest {o['spread_ratio_max']:.2f}; median half-width ±{o['half_width_median']:.1%} -> "
+                     + ("calibrated" if good else "NOT calibrated"))
+    lines.append(f"method: {', '.join(result['overall']['methods'])}; a 95 % interval should hold the pooled median "
+                 f">= {GOOD_COVERAGE:.0%} of the time (K runs: sampling error) with a spread ratio <= {GOOD_SPREAD}")
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+"""Rounds: a measurement made of independent rounds, each in a fresh worker process, with everything being
+compared interleaved in a random order inside each round.
+
+Why.  Consecutive samples in one process are not independent: memory layout, the frequency a core runs at,
+cache state and neighbours on a shared host change between processes and over minutes, not between samples.
+Six separate runs of one `pqlab bench` showed a between-run spread 3.3 times the one its within-process
+intervals implied; their 95 % intervals held the pooled median in 40 % of the rows.  So:
+
+* **A round is a fresh process** (``python -m pqlab.rounds``, :func:`run_round_in_worker`): it imports pqlab,
+  loads the libraries and makes its keys anew, so what changes between processes (address-space layout, the
+  heap's state, the library's lazily set-up tables, which core and neighbours it gets) is drawn again each
+  round.  Adapters that are not registered by name (a test's doubles) cannot be rebuilt in another process:
+  their rounds run in this process (:func:`run_round`), and their rows carry ``rounds-in-process``.
+* **Inside a round every item (algorithm x operation x size, and the harness's no-op) runs once, in an order
+  shuffled per round** (:func:`order`; sign is kept before the verify that uses its signature).  Drift within a
+  round then hits every item alike, and a ratio of two items is paired by round.
+* **Each round gives each item one value**, the median of its samples in that round; the estimate and its 95 %
+  interval are a t-interval over rounds (:func:`pqlab.stats.round_interval`), and a ratio of two items is one
+  ratio per round, then the same interval (:func:`pqlab.stats.ratio_ci`).
+* **How many rounds (a sequential rule that keeps coverage).**  A first stage of `rounds` rounds (default
+  :data:`ROUNDS`); then, per item, Stein's two-stage rule: the number of rounds needed for the target precision
+  ``N = ceil((t_{n0-1} s0 / log(1 + target))^2)`` from the first stage's spread ``s0`` of log round values, at most
+  `max_rounds`.  The number of rounds depends on the first stage's spread only, never on the estimate, so
+  stopping does not make the interval optimistic (Stein, 1945) as stopping at the first good look does.  An item
+  whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.
+* **The noise of every round is recorded** (:mod:`pqlab.noise`: steal, other processes' CPU, context switches,
+  load, frequency, and the reference loops at the start and end of the round) in ``meta["rounds"]``.
+
+A worker that crashes or is killed loses the items of its round that it had not reported; every other round is
+kept, and the row's ``rounds`` says how many it has (``meta["rounds"][i]["lost"]`` names the items lost).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import noise
+from .algorithms import Algorithm, Noop, random_message
+
+#: First-stage rounds, and the most rounds an item gets (defaults of bench).
+ROUNDS, MAX_ROUNDS = 6, 18
+#: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are).
+NOOP, NOOP_FED = "noop", "noop-fed"
+
+
+@dataclass
+class Item:
+    """One thing measured in every round: an algorithm (index into the round's algorithms; -1: the harness),
+    an operation and a message size (None where the operation takes none)."""
+
+    algo: int
+    operation: str
+    size: int | None
+
+    def key(self) -> tuple:
+        return (self.algo, self.operation, self.size)
+
+
+@dataclass
+class ItemRound:
+    """What one round measured of one item: raw per-call times (and cycles), or the error that stopped it."""
+
+    item: int
+    time_ns: list = field(default_factory=list)
+    cycles: list | None = None
+    loops: int = 1
+    warmup_calls: int = 0
+    cycles_source: str = "none"
+    flags: list = field(default_factory=list)
+    checked: int = 0
+    error: str = ""
+
+
+def order(items: list[Item], round_index: int, seed: int | None) -> list[int]:
+    """The indexes of `items` in this round's order: shuffled by (seed, round), then each verify moved behind
+    the sign of its algorithm and size where that came later (verify uses the signature sign made)."""
+    idx = list(range(len(items)))
+    random.Random(f"{seed}-{round_index}").shuffle(idx)
+    position = {items[i].key(): p for p, i in enumerate(idx)}
+    for p, i in enumerate(idx):
+        it = items[i]
+        if it.operation == "verify":
+            q = position.get((it.algo, "sign", it.size))
+            if q is not None and q > p:
+                idx[p], idx[q] = idx[q], idx[p]
+                position[items[idx[p]].key()], position[items[idx[q]].key()] = p, q
+    return idx
+
+
+def _keys(algo: Algorithm):
+    try:
+        return algo.generate()
+    except Exception:  # noqa: BLE001 - each operation then makes its own, and its failure is its row
+        return None
+
+
+def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, seed: int | None, round_budget_s: float,
+              min_samples: int, max_samples: int, loops: dict[int, int], sizes_at: int | None,
+              emit: Callable[[dict], None]) -> None:
+    """Measure every item once, in this round's order, in this process; `emit` gets one dict per item (an
+    :class:`ItemRound`'s fields), one per sizes row (``{"sizes": ...}``, when `sizes_at` is a size) and last the
+    round's own record (``{"round": ...}``: noise and reference loops).  `loops`: item -> loops fixed by an
+    earlier round (the first round calibrates them)."""
+    from .timing import WARMUP_S, measure
+
+    before, ref_start = noise.snapshot(), noise.reference_times()
+    keys: dict[int, object] = {}
+    signed: dict[tuple, tuple] = {}
+    noop = Noop()
+    warmup_s = min(WARMUP_S, round_budget_s / 2)
+    # each round its own messages (reproducible from the seed): fresh messages never repeat across rounds either,
+    # so an adapter that remembers (rounds in one process) cannot pass a cached result
+    message_seed = None if seed is None else f"{seed}-round-{round_index}"
+    for i in order(items, round_index, seed):
+        it = items[i]
+        message = random_message(it.size or 0, message_seed)
+        result = ItemRound(i)
+        try:
+            if it.operation == NOOP:
+                trial = noop.trial()
+            elif it.operation == NOOP_FED:
+                trial = noop.trial("noop", random_message(100, message_seed), fed=True)
+            else:
+                algo = algos[it.algo]
+                if it.algo not in keys:
+                    keys[it.algo] = _keys(algo)
+                k = keys[it.algo]
+                mine = signed.get((it.algo, it.size)) if it.operation == "verify" and k is not None else None
+                trial = algo.trial(it.operation, message, k, signed=mine)
+            s = measure(trial.run, trial.check, budget_s=round_budget_s, min_samples=min_samples,
+                        max_samples=max_samples, warmup_s=warmup_s, loops=loops.get(i), fresh=trial.fresh,
+                        target_rel_ci=None)
+        except Exception as exc:  # noqa: BLE001 - a failing item is a row with its error, the round goes on
+            from .algorithms import VerificationError
+
+            result.error = f"verification: {exc}" if isinstance(exc, VerificationError) else f"{type(exc).__name__}: {exc}"
+            emit(vars(result))
+            continue
+        if it.operation == "sign" and keys.get(it.algo) is not None:
+            signed[(it.algo, it.size)] = (s.last[1] if len(s.last) == 2 else message, s.last[0])
+        result.time_ns = [float(x) for x in s.time_ns]
+        result.cycles = None if s.cycles is None else [None if math.isnan(c) else float(c) for c in s.cycles]
+        result.loops, result.warmup_calls, result.cycles_source = s.loops, s.warmup_calls, s.cycles_source
+        result.flags, result.checked = list(s.flags), s.checked
+        emit(vars(result))
+    if sizes_at is not None:
+        for a, algo in enumerate(algos):
+            emit({"sizes": _sizes_row(algo, random_message(sizes_at, message_seed), keys.get(a),
+                                      signed.get((a, sizes_at)))})
+    ref_end = noise.reference_times()
+    record = {"round": round_index, "pid": os.getpid(), **noise.round_noise(before, noise.snapshot())}
+    for kind in noise.KINDS:  # the round's reading: the faster of its start and end (an interrupt only adds)
+        a, b = ref_start[f"{kind}_ns"], ref_end[f"{kind}_ns"]
+        record.update({f"{kind}_start_ns": a, f"{kind}_end_ns": b, f"{kind}_ns": min(a, b) if a and b else None})
+    record["busy"] = noise.busy_reason(record)
+    emit(record)
+
+
+def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple | None = None) -> dict:
+    """`algo`'s sizes row, from `signed` (a (message, signature) of `message`'s length made with `keys`) where
+    given; a failure is a row with an error."""
+    if keys is None:
+        keys = _keys(algo)
+    try:
+        return algo.sizes(message, keys, signature=None if signed is None else signed[1])
+    except Exception as exc:  # noqa: BLE001
+        return {"algorithm": algo.name, "backend": algo.backend, "family": algo.family, "error": str(exc)}
+
+
+def registered(algo: Algorithm) -> bool:
+    """Whether a worker process can rebuild `algo` from its name and backend: it is the registry's own object (the
+    registry gives one per name and backend)."""
+    from .algorithms import get
+
+    try:
+        return get(algo.name, algo.backend) is algo
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def run_round_in_worker(algos: list[Algorithm], items: list[Item], round_index: int, emit: Callable[[dict], None],
+                        timeout_s: float | None = None, **job) -> str:
+    """:func:`run_round` in a fresh ``python -m pqlab.rounds`` process, its results passed to `emit` as they come;
+    returns "" or, where the worker died before finishing, why (its last lines of stderr)."""
+    spec = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "items": [[i.algo, i.operation, i.size]
+                                                                              for i in items],
+            "round": round_index, **job, "loops": {str(k): v for k, v in job["loops"].items()}}
+    proc = subprocess.Popen([sys.executable, "-m", "pqlab.rounds"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:  # read when the worker is done: this process stays idle while it measures
+        out, err = proc.communicate(json.dumps(spec), timeout=timeout_s)
+        rc = proc.returncode
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for line in out.splitlines():
+        if line.strip():
+            try:
+                emit(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by the worker's death
+                break
+    if rc != 0:
+        lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+        return f"worker exit {rc}" + (f": {lines[-1]}" if lines else "")
+    return ""
+
+
+def main() -> int:
+    """The worker: a job (JSON) on stdin, one JSON line per result on stdout (anything else the libraries print
+    goes to stderr)."""
+    from .algorithms import resolve
+
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    job = json.load(sys.stdin)
+    algos = resolve(job["algorithms"])
+    items = [Item(a, op, size) for a, op, size in job["items"]]
+
+    def emit(record: dict) -> None:
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+
+    run_round(algos, items, job["round"], seed=job["seed"], round_budget_s=job["round_budget_s"],
+              min_samples=job["min_samples"], max_samples=job["max_samples"],
+              loops={int(k): v for k, v in job["loops"].items()}, sizes_at=job["sizes_at"], emit=emit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
