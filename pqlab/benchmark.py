@@ -253,9 +253,6 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
                                   "message_bytes": it.size, "round": r, "sample": j, "loops": x["loops"],
                                   "time_ns": t, "cycles": (x["cycles"] or [None] * len(x["time_ns"]))[j]}
                                  for j, t in enumerate(x["time_ns"]) if it.operation != NOOP_FED])
-            if bar is not None and it.algo >= 0:
-                bar.set_postfix_str(f"round {r + 1}")
-                bar.update(1)
         else:
             record.update(x)
 
@@ -266,6 +263,9 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
         died = ""
     else:
         died = run_round_in_worker(algos, sub, r, emit, loops=loops, sizes_at=sizes_at if r == 0 else None, **local)
+    if bar is not None:  # once a round: a notebook's progress widget is one message per refresh
+        bar.set_postfix_str(f"round {r + 1}", refresh=False)
+        bar.update(sum(1 for i in seen if items[i].algo >= 0))
     record = record or {"round": r}
     lost = [i for i in active if i not in seen]
     if lost or died:

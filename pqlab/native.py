@@ -248,32 +248,73 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     return typed(pd.DataFrame(rows), "measurements")
 
 
-def native_samples(result: dict, *, run_id: str = "") -> pd.DataFrame:
-    """Every raw sample of a :func:`run_native` result as sample rows (warm-up excluded)."""
+def native_samples(result: dict, *, run_id: str = "", round_index: int | None = None) -> pd.DataFrame:
+    """Every raw sample of a :func:`run_native` result as sample rows (warm-up excluded), in `round_index`."""
     rows = []
     for op in result["operations"]:
         n = len(op["samples_ns"])
         cycles = op["samples_cycles"] if len(op["samples_cycles"]) == n else [None] * n
         rows += [{"run_id": run_id, "backend": "native", "variant": result["variant"], "algorithm": result["algorithm"],
-                  "operation": op["operation"], "message_bytes": op.get("message_bytes"), "sample": i, "loops": 1,
-                  "time_ns": t, "cycles": c} for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]
+                  "operation": op["operation"], "message_bytes": op.get("message_bytes"), "round": round_index,
+                  "sample": i, "loops": 1, "time_ns": t, "cycles": c}
+                 for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]
     return typed(pd.DataFrame(rows), "samples")
+
+
+def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list[dict]:
+    """An algorithm's rows from its rounds (one :func:`run_native` process each): the samples of every round
+    summarised together (:func:`measurements_from_result`), the estimate and interval over rounds
+    (:func:`pqlab.stats.round_interval`, with the machine's drift from the rounds' reference loops)."""
+    from .results import with_rounds
+    from .stats import relative_half_width, round_interval
+
+    merged = dict(results[0][1], operations=[
+        dict(op, samples_ns=[t for _, r in results for t in r["operations"][i]["samples_ns"]],
+             samples_cycles=[c for _, r in results for c in r["operations"][i]["samples_cycles"]],
+             verified=all(r["operations"][i]["verified"] for _, r in results),
+             error=next((r["operations"][i].get("error") for _, r in results if not r["operations"][i]["verified"]), ""))
+        for i, op in enumerate(results[0][1]["operations"])])
+    samples = pd.concat([native_samples(r, run_id=rec.run_id, round_index=k) for k, r in results], ignore_index=True)
+    rows = measurements_from_result(merged, rec.base).to_dict("records")
+    for row in rows:
+        mine = samples[samples["operation"] == row["operation"]]
+        if not row["verified"] or mine.empty:
+            continue
+        value, low, high, k = round_interval(with_rounds(mine, "time_ns", {rec.run_id: rec.meta.get("rounds")}))
+        marks = [flags.make(c, d) for c, d in flags.parse(row["flags"]) if c != "no-rounds"]
+        busy = [x["round"] for x in rec.meta.get("rounds", []) if x.get("busy")]
+        if busy:
+            marks.append(flags.make("busy", f"{len(busy)} of {k} rounds"))
+        row.update(time_ns_median=value, time_ns_ci_low=low, time_ns_ci_high=high, rounds=k,
+                   time_ns_rel_ci=relative_half_width(value, low, high), flags=flags.join(marks))
+        counted = mine.dropna(subset=["cycles"])
+        if row["cycles_source"] != cycles.NONE and not counted.empty:
+            row["cycles_median"] = round_interval(with_rounds(counted, "cycles"))[0]
+    return rows
 
 
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
                variant: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
-               fixed_message: bool = True, params: dict | None = None, save: bool = True):
-    """Measure `algorithms` with the C runner (every operation of each) and record them as one run.
+               fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None):
+    """Measure `algorithms` with the C runner (every operation of each) in rounds and record them as one run.
 
-    Every input is checked first (names this liboqs build enables, with close matches; budget, sample
-    count and message size; a name given twice is measured once).  A failed output check is a row with
-    ``verified`` False and a ``failed`` flag, never an exception.  Raises :class:`NativeRunnerError` if
-    the runner did not load the `variant` build."""
-    from . import inputs
+    Each round runs the C runner once per algorithm, a fresh process each, the algorithms in an order shuffled
+    per round, with ``budget_s / rounds`` of sampling and ``ceil(min_samples / rounds)`` samples at least; the
+    estimate and its interval are over rounds, as for :func:`pqlab.benchmark.bench` (:mod:`pqlab.rounds`), and each
+    round records the machine's noise and reference loops (:mod:`pqlab.noise`).  Every input is checked first
+    (names this liboqs build enables, with close matches; budget, sample count, rounds and message size; a name
+    given twice is measured once).  A failed output check is a row with ``verified`` False and a ``failed`` flag,
+    never an exception.  Raises :class:`NativeRunnerError` if the runner did not load the `variant` build."""
+    import math
+    import random
+
+    from . import inputs, noise
     from .errors import UnknownName
+    from .rounds import ROUNDS
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
+    rounds = inputs.round_counts(ROUNDS if rounds is None else rounds, ROUNDS if rounds is None else rounds)[0]
     message_bytes = inputs.message_size(message_bytes)
     warmup = inputs.count(warmup, "warmup", 0)
     algorithms = inputs.unique(list(algorithms))
@@ -283,21 +324,30 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
         if name not in enabled:
             raise UnknownName(f"algorithm for the native runner ({variant} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
-                  "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, **(params or {})}
+                  "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, "rounds": rounds,
+                  **(params or {})}
     libraries = set()
+    results: dict[str, list] = {name: [] for name in algorithms}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
-                     save=save, liboqs=False, meta={"native": {"variant": variant, "fixed_message": fixed_message}}
-                     ) as rec:
-        for name in algorithms:
-            result = run_native(name, None, message_bytes, budget_s, variant, fixed_message=fixed_message,
-                                min_samples=min_samples, warmup=warmup, allow_failed=True)
-            expected = variant == "default"
-            if bool(result.get("oqs_dist_build")) is not expected and variant in ("default", "generic"):
-                raise NativeRunnerError(f"the native runner for {name} did not load the {variant} liboqs build: "
-                                        f"{result.get('liboqs_path')}")
-            libraries.add(result.get("liboqs_path", ""))
+                     save=save, liboqs=False, meta={"native": {"variant": variant, "fixed_message": fixed_message},
+                                                    "rounds": [], "isolation": "process"}) as rec:
+        for r in range(rounds):
+            before, start = noise.snapshot(), noise.reference_times()
+            order = list(algorithms)
+            random.Random(f"native-{r}").shuffle(order)
+            for name in order:
+                result = run_native(name, None, message_bytes, budget_s / rounds, variant, fixed_message=fixed_message,
+                                    min_samples=math.ceil(min_samples / rounds), warmup=warmup, allow_failed=True)
+                expected = variant == "default"
+                if bool(result.get("oqs_dist_build")) is not expected and variant in ("default", "generic"):
+                    raise NativeRunnerError(f"the native runner for {name} did not load the {variant} liboqs build: "
+                                            f"{result.get('liboqs_path')}")
+                libraries.add(result.get("liboqs_path", ""))
+                results[name].append((r, result))
+                rec.add(samples=native_samples(result, run_id=rec.run_id, round_index=r).to_dict("records"))
             rec.meta["native"]["liboqs_paths"] = sorted(libraries)
-            rec.add(measurements=measurements_from_result(result, rec.base).to_dict("records"),
-                    samples=native_samples(result, run_id=rec.run_id).to_dict("records"))
+            rec.meta["rounds"].append(noise.round_record(r, before, start))
+            rec.set_measurements([row for name in algorithms if results[name]
+                                  for row in _rows_over_rounds(results[name], rec)])
             rec.checkpoint()
     return rec.run

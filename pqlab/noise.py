@@ -196,6 +196,19 @@ def reference_times() -> dict:
 KINDS = ("scalar", "vector")
 
 
+def round_record(round_index: int, before: dict, start: dict) -> dict:
+    """A round's record at its end: the noise since `before` (:func:`snapshot`), the reference loops at its start
+    (`start`, :func:`reference_times`) and now (the round's reading is the faster of the two: an interrupt only
+    adds), and whether it was busy."""
+    end = reference_times()
+    record = {"round": round_index, "pid": os.getpid(), **round_noise(before, snapshot())}
+    for kind in KINDS:
+        a, b = start[f"{kind}_ns"], end[f"{kind}_ns"]
+        record.update({f"{kind}_start_ns": a, f"{kind}_end_ns": b, f"{kind}_ns": min(a, b) if a and b else None})
+    record["busy"] = busy_reason(record)
+    return record
+
+
 def reference_shifts(rounds: list[dict], limit: float = SHIFT_LIMIT) -> dict[int, str]:
     """{round: description} of the rounds whose reference moved by `limit` or more from the run's median.
 

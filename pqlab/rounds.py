@@ -153,13 +153,7 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
         for a, algo in enumerate(algos):
             emit({"sizes": _sizes_row(algo, random_message(sizes_at, message_seed), keys.get(a),
                                       signed.get((a, sizes_at)))})
-    ref_end = noise.reference_times()
-    record = {"round": round_index, "pid": os.getpid(), **noise.round_noise(before, noise.snapshot())}
-    for kind in noise.KINDS:  # the round's reading: the faster of its start and end (an interrupt only adds)
-        a, b = ref_start[f"{kind}_ns"], ref_end[f"{kind}_ns"]
-        record.update({f"{kind}_start_ns": a, f"{kind}_end_ns": b, f"{kind}_ns": min(a, b) if a and b else None})
-    record["busy"] = noise.busy_reason(record)
-    emit(record)
+    emit(noise.round_record(round_index, before, ref_start))
 
 
 def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple | None = None) -> dict:

@@ -492,7 +492,9 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                 row.update(summary_columns(wall))
                 for side in ("client", "server"):
                     s = summarize([h[f"{side}_cpu_ns"] for h in measured])
-                    row[f"{side}_cpu_ns_median"] = s["median"]  # no interval: one process (no rounds)
+                    # no interval: one client and one server process (no rounds)
+                    row.update({f"{side}_cpu_ns_median": s["median"], f"{side}_cpu_ns_ci_low": float("nan"),
+                                f"{side}_cpu_ns_ci_high": float("nan")})
                 first = measured[0]
                 row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
                 row["flags"] = flags.join([row["flags"], *wall["flags"], flags.make(

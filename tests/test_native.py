@@ -128,6 +128,14 @@ def test_native_run_records_a_run(runner, tmp_path):
     assert set(m["kind"]) == {"sig"} and set(m["family"]) == {"lattice"}
     assert list(m["message_bytes"].astype("float")[1:]) == [1000, 1000]
     assert len(back.samples) == m["samples"].sum()
+    # in rounds, each a fresh runner process: the estimate and its interval are over rounds, as bench's
+    from pqlab.stats import round_interval
+
+    assert (m["rounds"] == 6).all() and set(back.samples["round"]) == set(range(6)) and len(back.meta["rounds"]) == 6
+    assert not flags.has(m["flags"], "no-rounds").any() and (m["time_ns_ci_low"] < m["time_ns_ci_high"]).all()
+    sign = back.sample_values("ML-DSA-44", "sign", backend="native")
+    row = m[m["operation"] == "sign"].iloc[0]
+    assert round_interval(sign)[:3] == pytest.approx((row["time_ns_median"], row["time_ns_ci_low"], row["time_ns_ci_high"]))
 
 
 def test_unknown_algorithm_lists_close_matches(runner):
