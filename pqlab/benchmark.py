@@ -37,7 +37,7 @@ from .errors import BadInput
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .rounds import MAX_ROUNDS, NOOP, NOOP_FED, ROUNDS, Item, registered, run_round, run_round_in_worker
-from .stats import MEDIAN_SE, MIN_ROUNDS, ROUND_LEVELS, relative_half_width, round_interval, summarize
+from .stats import MIN_ROUNDS, ROUND_LEVELS, log_center_se, relative_half_width, round_interval, summarize
 from .timing import TARGET_REL_CI
 
 #: _rounds_needed's answer where the machine's drift alone exceeds the precision target.
@@ -287,8 +287,8 @@ def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: f
                    drift: float = 0.0) -> dict[int, int]:
     """Per item, the rounds Stein's two-stage rule asks for after the first `rounds` (pqlab.rounds): the half-width
     ``t sqrt(s0²/N + drift²)`` within ``log(1 + target)``, so ``N = t² s0² / (d² - t² drift²)``, where s0 is the
-    first stage's spread of log round values (times sqrt(pi/2): the estimate is their median) and `drift` the
-    machine's (:func:`pqlab.stats.machine_spread`).
+    first stage's spread of log round values (the robust one of :func:`pqlab.stats.log_center_se`: the estimate is
+    their median) and `drift` the machine's (:func:`pqlab.stats.machine_spread`).
     Where the machine's drift alone exceeds the target no number of rounds reaches it: the first stage is kept
     (:data:`DRIFT_BOUND`, more rounds would only cost time)."""
     from .stats import t_quantile
@@ -303,7 +303,7 @@ def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: f
         elif m.size >= 2:
             t = t_quantile(m.size - 1)
             room = d ** 2 - (t * drift) ** 2
-            s0 = MEDIAN_SE * float(np.std(np.log(m), ddof=1))  # the estimate is a median (pqlab.stats.round_interval)
+            s0 = log_center_se(m)[1] * math.sqrt(m.size)  # the spread behind the interval's (pqlab.stats)
             out[i] = DRIFT_BOUND if room <= 0 else max(rounds, math.ceil((t * s0) ** 2 / room))
         else:
             out[i] = rounds

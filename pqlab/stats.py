@@ -189,14 +189,19 @@ def machine_spread(values, index, ratio: bool = False) -> float:
 
 #: The standard error of a median of k normal values over that of their mean (sqrt(pi / 2), Fisher).
 MEDIAN_SE = math.sqrt(math.pi / 2)
+#: The median absolute deviation of normal values over their standard deviation's estimate (1 / 0.6745).
+MAD_SD = 1.4826
 
 
-def _log_center_se(r) -> tuple[float, float, int]:
-    """(median, its standard error, k) of the log round values: the median, robust to a slow round (a host that
-    stalls a process), with the standard error of a median of normal values."""
-    logs = np.log(r.to_numpy(float))
+def log_center_se(values) -> tuple[float, float, int]:
+    """(median, its standard error, k) of the logs of `values` (round values): the median, robust to a round the
+    host stalled, and its standard error from a robust scale, ``sqrt(pi/2) * 1.4826 * MAD / sqrt(k)`` (a stalled
+    round inflates a standard deviation as much as it would have dragged a mean)."""
+    logs = np.log(np.asarray(values, float))
     k = logs.size
-    return float(np.median(logs)), (MEDIAN_SE * float(logs.std(ddof=1)) / math.sqrt(k) if k > 1 else math.nan), k
+    centre = float(np.median(logs))
+    scale = MAD_SD * float(np.median(np.abs(logs - centre)))
+    return centre, (MEDIAN_SE * scale / math.sqrt(k) if k > 1 else math.nan), k
 
 
 def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
@@ -206,15 +211,15 @@ def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
     Each round (a fresh worker process: pqlab.rounds) gives one value, the `stat` of its samples; the estimate is
     their median, and the interval a t-interval on their logarithms widened by the machine's own drift:
     ``exp(median ± t_{k-1} sqrt(se² + m²))``, where se is the standard error of the median log round value
-    (sqrt(pi/2) s / sqrt(k)) and m the spread of the machine's speed over those rounds, read from the reference
-    loops (:func:`machine_spread`; `spread` gives it instead).
+    (:func:`log_center_se`, from the median absolute deviation) and m the spread of the machine's speed over those
+    rounds, read from the reference loops (:func:`machine_spread`; `spread` gives it instead).
 
     Why these choices.  Rounds, because consecutive samples of one process are correlated and their interval is too
     narrow.  A t-interval rather than a cluster bootstrap, because with the 3-20 rounds a run affords a percentile
     bootstrap cannot widen for the few clusters it has, while the t quantile does.  Logarithms, because times are
-    positive and skewed and ratios are then symmetric.  The median of the rounds, because a shared host now and then
-    stalls a whole round (a round 40 % slow among quiet ones was seen here), which would drag a mean.  The
-    machine's drift, because the speed of a shared virtual
+    positive and skewed and ratios are then symmetric.  The median of the rounds and a robust scale, because a shared
+    host now and then stalls a whole round (a round 40 % slow among quiet ones was seen here), which would drag a
+    mean and inflate a standard deviation.  The machine's drift, because the speed of a shared virtual
     machine wanders over minutes: a run samples one stretch of it, so its rounds alone under-state how far another
     run lands (six back-to-back runs held the pooled median in 70 % of their intervals without this term, 98 %
     with it: README, "Do the intervals hold here?").  The reference loops measure that drift in the same rounds,
@@ -226,7 +231,7 @@ def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
         return (float(_STATISTICS[stat](x)) if x.size else math.nan), math.nan, math.nan, (1 if x.size else 0)
     if r.empty:
         return math.nan, math.nan, math.nan, 0
-    mean, se, k = _log_center_se(r)
+    mean, se, k = log_center_se(r)
     if k < MIN_ROUNDS:
         return math.exp(mean), math.nan, math.nan, k
     m = machine_spread(values, r.index) if spread is None else spread
@@ -273,7 +278,7 @@ def combined_ci(samples, combine, stat: str = "median", confidence: float = CONF
         spread = max(machine_spread(x, shared, ratio=True) for x in parts)
         value, low, high, _ = round_interval(pd.Series(per_round, index=shared), spread=spread)
         return value, low, high
-    stats = [_log_center_se(r) for r in rounds]
+    stats = [log_center_se(r) for r in rounds]
     estimates = [math.exp(m) for m, _, _ in stats]
     value = float(combine(estimates))
     if any(k < MIN_ROUNDS for _, _, k in stats) or not value > 0:

@@ -178,7 +178,7 @@ def test_cross_platform_ratio_math(study):
     assert keygen["pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / ours)
     assert keygen["backend"] == "liboqs" and keygen["here_samples"] == 5  # liboqs preferred over other backends
     # the interval comes from our five rounds only: the t-interval of their log times (a median's error), inverted
-    half = stats.t_quantile(4) * np.sqrt(np.pi / 2) * np.log(SPREAD).std(ddof=1) / np.sqrt(5)
+    half = stats.t_quantile(4) * stats.log_center_se(SPREAD)[1]
     assert keygen["pi_over_here_ci_low"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / (ours * np.exp(half)))
     assert keygen["pi_over_here_ci_high"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / (ours * np.exp(-half)))
     assert keygen["code_here"] == "x86_64" and r.loc[("HQC-128", "decaps"), "code_here"] == "portable C"
