@@ -29,15 +29,30 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from . import cycles, flags, inputs, noise, paths
 from .algorithms import Algorithm, Noop, resolve
 from .errors import BadInput
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
-from .rounds import MAX_ROUNDS, NOOP, NOOP_FED, ROUNDS, Item, registered, run_round, run_round_in_worker
-from .stats import MIN_ROUNDS, ROUND_LEVELS, log_center_se, relative_half_width, round_interval, summarize
+from .rounds import (
+    MAX_ROUNDS_FACTOR,
+    NOOP,
+    NOOP_FED,
+    ROUNDS,
+    Item,
+    registered,
+    run_round,
+    run_round_in_worker,
+)
+from .stats import (
+    MIN_ROUNDS,
+    interval_over_rounds,
+    log_center_se,
+    reference_spread,
+    relative_half_width,
+    summarize,
+)
 from .timing import TARGET_REL_CI
 
 #: _rounds_needed's answer where the machine's drift alone exceeds the precision target.
@@ -94,7 +109,7 @@ def rounds_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes,
     if failed:
         return dict(row, samples=0, verified=False, rounds=len(results), flags=flags.make("failed", failed))
     times = np.concatenate([np.asarray(r["time_ns"], float) for _, r in results])
-    value, low, high, k = round_interval(_labelled(rec.run_id, results, rec.meta.get("rounds")))
+    value, low, high, k = _over_rounds(rec, results)
     t = summarize(times)
     row.update(samples=t["n"], loops=results[0][1]["loops"], cycles_source=results[0][1]["cycles_source"],
                verified=True, target_rel_ci=target_rel_ci, rounds=k)
@@ -105,7 +120,7 @@ def rounds_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes,
         cyc = [{"time_ns": [np.nan if c is None else c for c in cs]} for _, cs in counts]
         row.update(summary_columns(summarize(np.concatenate([x["time_ns"] for x in cyc]).astype(float)), "cycles"))
         # the same estimator as the time's, so that cycles / time is the counter's rate in every row
-        row["cycles_median"] = round_interval(_labelled(rec.run_id, list(zip([k for k, _ in counts], cyc))))[0]
+        row["cycles_median"] = _over_rounds(rec, list(zip([k for k, _ in counts], cyc)))[0]
     marks = [*t["flags"], *(f for _, r in results for f in r["flags"]), *extra_flags]
     if k < MIN_ROUNDS:
         marks.append(flags.make("few-rounds", f"{k} of the {MIN_ROUNDS} an interval needs"))
@@ -124,7 +139,7 @@ def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, sam
 
 def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=100, *,
           budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000,
-          target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS, max_rounds: int = MAX_ROUNDS,
+          target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS, max_rounds: int | None = None,
           quiet_only: bool = False, isolation: str = "process", study: str = "", save: bool = True,
           folder: Path | str | None = None,
           progress: bool = True, seed: int | None = 0, params: dict | None = None, run_id: str | None = None) -> Run:
@@ -138,7 +153,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
     `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
     `rounds`, `max_rounds`: the first stage's rounds (at least :data:`pqlab.stats.MIN_ROUNDS`) and the most an
-    operation gets (:mod:`pqlab.rounds`: each round a fresh worker process, the operations interleaved in a
+    operation gets (default three times `rounds`) (:mod:`pqlab.rounds`: each round a fresh worker process, the operations interleaved in a
     random order; the interval is over rounds).  `budget_s`: most sampling time per operation and size over
     `max_rounds` rounds (each round samples for ``budget_s / max_rounds``; warm-up, keys and checks come on top),
     finite and > 0.  `target_rel_ci`: more rounds than the first stage's are made for an operation until its
@@ -156,7 +171,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     budget_s = inputs.positive_number(budget_s, "budget_s")
     target_rel_ci = inputs.precision_target(target_rel_ci)
     min_samples, max_samples = inputs.sample_bounds(min_samples, max_samples)
-    rounds, max_rounds = inputs.round_counts(rounds, max_rounds)
+    rounds, max_rounds = inputs.round_counts(rounds, max_rounds, MAX_ROUNDS_FACTOR)
     isolation = inputs.choice(isolation, "isolation", ISOLATIONS)
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
@@ -167,7 +182,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
         quiet, why, _ = noise.quiet_now()
         if not quiet:
             raise BadInput(f"the machine is {why}: wait until it is quiet (python -m pqlab machine says when), "
-                           "or measure without quiet_only (--quiet-only)")
+                           "or measure anyway without --quiet-only (API: quiet_only=False)")
     in_process = isolation == "in-process" or not all(registered(a) for a in algos)
     wanted = operations if operations is None or isinstance(operations, str) else list(operations)
     run_params = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "operations": wanted or [],
@@ -196,10 +211,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                 record = _one_round(rec, algos, items, active, r, job, results, in_process, sizes[0], bar)
                 rec.meta["rounds"].append(record)
                 if r == rounds - 1:
-                    from .stats import machine_spread
-
-                    drift = machine_spread(_labelled(rec.run_id, [], rec.meta["rounds"]),
-                                           [(rec.run_id, x["round"]) for x in rec.meta["rounds"]])
+                    drift = reference_spread(rec.meta["rounds"])
                     needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
                 if bar is not None and r == rounds - 1:
                     bar.total = bar.n + sum(max(0, needed.get(i, 0) - rounds) for i in range(len(items))
@@ -234,6 +246,7 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
     sub = [items[i] for i in active]
     seen: set[int] = set()
     record: dict = {}
+    rows: list[dict] = []  # the round's samples, recorded at once (a typed frame per item cost seconds a run)
 
     def emit(x: dict) -> None:
         if "sizes" in x:
@@ -247,12 +260,12 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
             seen.add(i)
             it = items[i]
             algo = algos[it.algo] if it.algo >= 0 else Noop()
-            if not x.get("error"):
-                rec.add(samples=[{"run_id": rec.run_id, "backend": algo.backend, "variant": algo.extra.get("variant", ""),
-                                  "algorithm": algo.name, "operation": it.operation if it.algo >= 0 else "noop",
-                                  "message_bytes": it.size, "round": r, "sample": j, "loops": x["loops"],
-                                  "time_ns": t, "cycles": (x["cycles"] or [None] * len(x["time_ns"]))[j]}
-                                 for j, t in enumerate(x["time_ns"]) if it.operation != NOOP_FED])
+            if not x.get("error") and it.operation != NOOP_FED:
+                counts = x["cycles"] or [None] * len(x["time_ns"])
+                rows.extend({"run_id": rec.run_id, "backend": algo.backend, "variant": algo.extra.get("variant", ""),
+                             "algorithm": algo.name, "operation": it.operation if it.algo >= 0 else "noop",
+                             "message_bytes": it.size, "round": r, "sample": j, "loops": x["loops"], "time_ns": t,
+                             "cycles": counts[j]} for j, t in enumerate(x["time_ns"]))
         else:
             record.update(x)
 
@@ -263,6 +276,7 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
         died = ""
     else:
         died = run_round_in_worker(algos, sub, r, emit, loops=loops, sizes_at=sizes_at if r == 0 else None, **local)
+    rec.add(samples=rows)
     if bar is not None:  # once a round: a notebook's progress widget is one message per refresh
         bar.set_postfix_str(f"round {r + 1}", refresh=False)
         bar.update(sum(1 for i in seen if items[i].algo >= 0))
@@ -319,7 +333,7 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, max_rounds, targe
         x["reference_shift"] = shifts.get(x["round"], "")
 
     def estimate(i):
-        return round_interval(_labelled(rec.run_id, results[i], rec.meta["rounds"]))[0] if results[i] else math.nan
+        return _over_rounds(rec, results[i])[0] if results[i] else math.nan
 
     overhead_ns = estimate(0)
     fed_ns = estimate(1) if len(items) > 1 and items[1].operation == NOOP_FED else overhead_ns
@@ -352,22 +366,21 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, max_rounds, targe
     rec.set_measurements(rows)
 
 
-def _labelled(run_id: str, results: list, noise_rounds: list | None = None):
-    """An item's samples labelled with their run and round (as Run.sample_values gives them), with the run's
-    round records for the machine-drift term of the interval."""
-    times = [t for _, x in results for t in x.get("time_ns", [])]
-    rounds = [r for r, x in results for _ in x.get("time_ns", [])]
-    out = pd.Series(times, index=pd.MultiIndex.from_arrays([[run_id] * len(times), rounds], names=ROUND_LEVELS),
-                    dtype=float)
-    out.attrs["rounds"] = {run_id: noise_rounds or []}
-    return out
+def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, int]:
+    """:func:`pqlab.stats.round_interval` of an item's rounds (``[(round, {"time_ns": [...]})]``), from their
+    medians directly (a run rewrites its rows after every round), with the machine's drift over those rounds."""
+    medians = [(k, float(np.nanmedian(x["time_ns"]))) for k, x in results if len(x.get("time_ns", []))]
+    medians = [(k, m) for k, m in medians if m > 0]
+    records = {r["round"]: r for r in rec.meta.get("rounds", [])}
+    spread = reference_spread([records[k] for k, _ in medians if k in records])
+    return interval_over_rounds(np.asarray([m for _, m in medians], float), spread)
 
 
 def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
                     budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
                     target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
-                    max_rounds: int = MAX_ROUNDS) -> Run:
+                    max_rounds: int | None = None) -> Run:
     """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
@@ -379,7 +392,7 @@ def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", oper
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.count(min_samples, "min_samples")
-    rounds, max_rounds = inputs.round_counts(rounds, max_rounds)
+    rounds, max_rounds = inputs.round_counts(rounds, max_rounds, MAX_ROUNDS_FACTOR)
     study = inputs.file_label(study, "study", empty=True)
     env = {**variant_environment(variant), **(env or {})}
     run_id = new_run_id(f"{study}-{variant}" if study else variant)

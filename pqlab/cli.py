@@ -288,8 +288,8 @@ def _round_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", 3), default=ROUNDS,
                    help=f"first-stage rounds, each a fresh worker process (default {ROUNDS}; at least 3)")
-    p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"), default=MAX_ROUNDS,
-                   help=f"most rounds an operation gets (default {MAX_ROUNDS})")
+    p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"),
+                   help=f"most rounds an operation gets (default three times --rounds: {MAX_ROUNDS} for {ROUNDS})")
     p.add_argument("--isolation", choices=["process", "in-process"], default="process",
                    help="where rounds run: each in a fresh worker process (default), or all in this one")
 

@@ -169,15 +169,16 @@ def plan(algos: Sequence, wanted, sizes: Sequence[int]) -> list[tuple]:
             for size in (sizes if op in MESSAGE_OPERATIONS else [None])]
 
 
-def round_counts(rounds, max_rounds) -> tuple[int, int]:
-    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.rounds: below the minimum no interval can be given)."""
+def round_counts(rounds, max_rounds, factor: int = 3) -> tuple[int, int]:
+    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.rounds: below the minimum no interval can be given); `max_rounds`
+    None: `factor` times `rounds`."""
     from .stats import MIN_ROUNDS
 
     low = _whole(rounds)
     if low is None or low < MIN_ROUNDS:
         raise BadInput(f"rounds must be a whole number >= {MIN_ROUNDS}, got {rounds!r}: an interval over fewer "
                        f"rounds is not shown, so a run with fewer would have none")
-    high = count(max_rounds, "max_rounds")
+    high = low * factor if max_rounds is None else count(max_rounds, "max_rounds")
     if high < low:
         raise BadInput(f"max_rounds ({high}) is below rounds ({low}): choose max_rounds >= rounds")
     return low, high

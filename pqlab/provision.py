@@ -65,8 +65,8 @@ def tsc_helper() -> None:
 
 
 def reference_loops() -> None:
-    from .noise import _library, _SOURCES
     from .cycles import helper_path
+    from .noise import _SOURCES, _library
 
     try:
         _library()

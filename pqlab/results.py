@@ -28,8 +28,8 @@ import pandas as pd
 
 from . import inputs, paths
 from .files import atomic_write_set, process_alive
-from .schema import SCHEMA_VERSION, convert, typed
 from .noise import compare_references
+from .schema import SCHEMA_VERSION, convert, typed
 from .stats import mann_whitney, ratio_ci, round_interval, welch_p
 
 

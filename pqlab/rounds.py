@@ -43,8 +43,10 @@ from dataclasses import dataclass, field
 from . import noise
 from .algorithms import Algorithm, Noop, random_message
 
-#: First-stage rounds, and the most rounds an item gets (defaults of bench).
-ROUNDS, MAX_ROUNDS = 6, 18
+#: First-stage rounds (bench's default), and the most rounds an item gets as a multiple of the first stage's
+#: (bench's default max_rounds: 18 for 6).
+ROUNDS, MAX_ROUNDS_FACTOR = 6, 3
+MAX_ROUNDS = ROUNDS * MAX_ROUNDS_FACTOR
 #: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are).
 NOOP, NOOP_FED = "noop", "noop-fed"
 

@@ -177,7 +177,12 @@ def machine_spread(values, index, ratio: bool = False) -> float:
     if not noise:
         return 0.0
     refs = {(run, int(r["round"])): r for run, rounds in noise.items() for r in rounds}
-    picked = [refs[k] for k in index if k in refs and refs[k].get("scalar_ns") and refs[k].get("vector_ns")]
+    return reference_spread([refs[k] for k in index if k in refs], ratio)
+
+
+def reference_spread(records: list[dict], ratio: bool = False) -> float:
+    """:func:`machine_spread` of the round records given (each with ``scalar_ns`` and ``vector_ns``)."""
+    picked = [r for r in records if r.get("scalar_ns") and r.get("vector_ns")]
     if len(picked) < 2:
         return 0.0
     scalar = np.log([r["scalar_ns"] for r in picked])
@@ -231,12 +236,18 @@ def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
         return (float(_STATISTICS[stat](x)) if x.size else math.nan), math.nan, math.nan, (1 if x.size else 0)
     if r.empty:
         return math.nan, math.nan, math.nan, 0
-    mean, se, k = log_center_se(r)
+    return interval_over_rounds(r.to_numpy(float), machine_spread(values, r.index) if spread is None else spread,
+                                confidence)
+
+
+def interval_over_rounds(per_round, spread: float = 0.0,
+                         confidence: float = CONFIDENCE) -> tuple[float, float, float, int]:
+    """:func:`round_interval` of one value per round (positive), the machine's drift over them given."""
+    centre, se, k = log_center_se(per_round)
     if k < MIN_ROUNDS:
-        return math.exp(mean), math.nan, math.nan, k
-    m = machine_spread(values, r.index) if spread is None else spread
-    q = t_quantile(k - 1, confidence) * math.hypot(se, m)
-    return math.exp(mean), math.exp(mean - q), math.exp(mean + q), k
+        return (math.exp(centre) if k else math.nan), math.nan, math.nan, k
+    q = t_quantile(k - 1, confidence) * math.hypot(se, spread)
+    return math.exp(centre), math.exp(centre - q), math.exp(centre + q), k
 
 
 def _parts(samples) -> list:

@@ -8,9 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import stats
-
-from pqlab import energy
+from pqlab import energy, stats
 from pqlab.algorithms import get
 from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
 from pqlab.reference import load_reference

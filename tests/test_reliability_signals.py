@@ -194,10 +194,9 @@ def test_reliability_a_signal_during_the_final_write_of_a_complete_run_comes_aft
 
 
 def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, monkeypatch):
+    from pqlab import benchmark
     from pqlab.algorithms import get
     from pqlab.benchmark import bench
-
-    from pqlab import benchmark
 
     algo = get("Ed25519")
     real, calls = benchmark.run_round_in_worker, []

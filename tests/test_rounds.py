@@ -190,8 +190,8 @@ def test_old_runs_convert_with_one_round_and_no_interval():
 
 def _fake_runs(levels_per_run, per_round=20, rounds_per_run=6, seed=0):
     """Runs whose rounds scatter around each run's level (a Run-like object with what analyse reads)."""
-    from pqlab.recorder import RunRecorder
     from pqlab.benchmark import rounds_row
+    from pqlab.recorder import RunRecorder
 
     rng = np.random.default_rng(seed)
     out = []

@@ -37,6 +37,7 @@ from ..context import read_costs_text
 from ..cycles import per_call
 from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..results import verified_rows
+from ..rounds import ROUNDS
 from ..schema import KIND_OPERATIONS
 from ..stats import CONFIDENCE
 from . import round2_study
@@ -167,7 +168,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
                        variants: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
                        budget_s: float = 0.5, min_samples: int = 3, native_algorithms=None,
                        native_budget_s: float | None = None, target_rel_ci: float | None = 0.01,
-                       study: str = STUDY, folder=None, timeout_s: float | None = None) -> SignatureStudy:
+                       rounds: int = ROUNDS, study: str = STUDY, folder=None,
+                       timeout_s: float | None = None) -> SignatureStudy:
     """Measure keygen, sign and verify of every signature in each liboqs build, and natively.
 
     `algorithms`: liboqs names (or "all"); they run once per build in `variants`, each in its own
@@ -177,7 +179,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     signature, as pqlab signs.
     `budget_s` is the most sampling time per operation, `target_rel_ci` the precision that ends
     sampling earlier (pqlab.timing.measure; the C runner uses its budget); at least `min_samples`
-    are always taken.  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
+    are always taken.  Each measurement is made of at least `rounds` rounds (pqlab.rounds; the C runner: exactly
+    as many, one runner process each).  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
     """
     from ..benchmark import bench_in_worker
     from ..native import native_run as run_native_study
@@ -189,14 +192,14 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     params = {"algorithms": names, "classical": list(classical), "second": list(second),
               "variants": list(variants), "message_bytes": message_bytes, "budget_s": budget_s,
               "min_samples": min_samples, "target_rel_ci": target_rel_ci, "native_algorithms": native_names,
-              "native_budget_s": native_budget_s}
+              "native_budget_s": native_budget_s, "rounds": rounds}
     runs, durations = {}, {}
     for variant in variants:
         todo = names + (list(classical) + list(second) if variant == "default" else [])
         t0 = time.perf_counter()
         run = bench_in_worker(todo, variant=variant, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
-                              timeout_s=timeout_s)
+                              timeout_s=timeout_s, rounds=rounds)
         durations[variant] = time.perf_counter() - t0
         check_variant(run, variant)
         runs[variant] = run
@@ -204,7 +207,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     if native_names:
         t0 = time.perf_counter()
         native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
-                                      folder=folder, min_samples=min_samples, params=params, fixed_message=False)
+                                      folder=folder, min_samples=min_samples, params=params, fixed_message=False,
+                                      rounds=rounds)
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 

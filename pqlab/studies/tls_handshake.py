@@ -192,13 +192,15 @@ def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems
 
 
 def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0.2, min_samples: int = 5,
-                       target_rel_ci: float | None = 0.01, progress: bool = True):
-    """The KEM and signature operations behind the matrix, measured by pqlab (a saved run; sampling
-    stops at `target_rel_ci`, see :func:`pqlab.timing.measure`)."""
+                       target_rel_ci: float | None = 0.01, rounds: int | None = None, progress: bool = True):
+    """The KEM and signature operations behind the matrix, measured by pqlab in rounds (a saved run;
+    :func:`pqlab.benchmark.bench`: `rounds` first-stage rounds, default bench's; more until `target_rel_ci`)."""
     from ..benchmark import bench
+    from ..rounds import ROUNDS
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
-                 target_rel_ci=target_rel_ci, study=STUDY, progress=progress)
+                 target_rel_ci=target_rel_ci, rounds=ROUNDS if rounds is None else rounds, study=STUDY,
+                 progress=progress)
 
 
 def _size(ops, name: str, column: str) -> int:
