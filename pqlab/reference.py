@@ -96,8 +96,8 @@ def check_published_ratios(runs, published: pd.DataFrame | None = None) -> pd.Da
     """Our within-machine ratios beside the published ones, for every published ratio whose two operations
     the `runs` measured through the same backend.
 
-    Ours is the same statistic as the published one (the mean where a mean was published) with a bootstrap
-    interval (:func:`pqlab.stats.ratio_ci`); the published side has none.  ``status`` is "within band" or
+    Ours is the same statistic as the published one (the mean where a mean was published) with its
+    interval over rounds (:func:`pqlab.stats.ratio_ci`); the published side has none.  ``status`` is "within band" or
     "outside band" (our estimate against ``[band_low, band_high]``), with "(its interval reaches the band)"
     when only the estimate is outside.  An empty frame when nothing matches."""
     from .stats import ratio_ci
@@ -143,6 +143,6 @@ def describe_ratio_checks(checks: pd.DataFrame) -> str:
     head = (f"**Sanity check against published within-machine ratios** ({len(checks) - outside} of {len(checks)} "
             f"within their band). Published: {', '.join(src['sources'][s].split(' (')[0] for s in checks['source'].unique())}; "
             f"{src['machine'].split(':')[0]}; {src['method'].split(':')[0]}. The published ratios carry no interval "
-            f"(one mean per operation); ours carry a {fmt_percent(CONFIDENCE, 0)} bootstrap interval. A ratio outside its band is reported, "
-            "not failed: it points at noise on this machine, a different build, or the cost of calling from Python.")
+            f"(one mean per operation); ours carry a {fmt_percent(CONFIDENCE, 0)} interval over rounds (none where a "
+            "side was measured without rounds). A ratio outside its band is reported, not failed: it points at noise on this machine, a different build, or the cost of calling from Python.")
     return head + "\n\n" + "\n".join(lines)

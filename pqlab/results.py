@@ -355,7 +355,7 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
 
 def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, min_factor: float = 1.05,
                  allow_different: bool = False, allow_partial: bool = False) -> pd.DataFrame:
-    """Each measurement present in both runs: the factor b/a with its bootstrap interval and a test.
+    """Each measurement present in both runs: the factor b/a with its interval over rounds and a test.
 
     Like statistics: the ratio of the estimates over rounds of medians where both samples are means of the
     same number of loops, else of means (a sample's value is a mean of its loops); its interval is over rounds

@@ -450,7 +450,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     """Run every configuration (names checked first) and store the run in the results store.
 
     One measurement row per configuration: wall time (``time_ns_*``), client and server CPU time
-    with bootstrap confidence intervals of the median, wire bytes per flight; a refused or failed
+    with medians (no interval: one client and one server process, no rounds), wire bytes per flight; a refused or failed
     configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
     the matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
     breakdown of each configuration's first measured handshake.

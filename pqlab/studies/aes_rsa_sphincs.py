@@ -10,7 +10,7 @@ encodings are the same.  A *system* is one source of times:
   its *cold* first calls after JVM start, summarised like the study (mean of the first N), and its JIT-warmed
   *steady state* (median).
 
-Every ratio of ours comes with a percentile-bootstrap interval of the same statistic the system reports
+Every ratio of ours comes with a interval over rounds (pqlab.stats.round_interval) of the same statistic the system reports
 (:func:`pqlab.stats.ratio_ci`); a study value divided by ours uses :func:`pqlab.stats.ratio_to_published`
 (interval from our side only).  Every sentence that states a number, a version or a machine fact is built
 here from the data.  The study did not say whether its SPHINCS+ was the simple or the robust variant, so its
@@ -127,7 +127,7 @@ def times_by_system(values: pd.DataFrame) -> pd.DataFrame:
 # ----- ratios with intervals -----
 def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
     """Within-system ratios, long form: one row per (study row, variant, ratio, system) with the system's
-    statistic and its bootstrap interval (``ci_low``/``ci_high``; empty for the study's single numbers)."""
+    statistic and its interval over rounds (``ci_low``/``ci_high``; empty for the study's single numbers)."""
     rows = []
     for (row, variant, system), g in values.groupby(["study_row", "variant", "system"], sort=False):
         by_op = g.set_index("operation")
@@ -399,13 +399,13 @@ def plot_operation_times(runs, title: str, width: float = plotting.FULL_WIDTH):
 
 @plotting.styled
 def plot_ratios(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Each within-system ratio per system, with its bootstrap interval as error bars (none for the study)."""
+    """Each within-system ratio per system, with its interval over rounds as error bars (none for the study)."""
     df = ratios.assign(label=ratios["study_row"] + np.where(ratios["variant"] != "", " " + ratios["variant"], "")
                        + "\n" + ratios["ratio"])
     return plotting.grouped_bars(df, category="label", group="system", value="value", low="ci_low", high="ci_high",
                                  ylabel="ratio within a system (log)", height=3.0, width=width,
-                                 title=f"Ratios between operations (bars: {fmt_percent(CONFIDENCE, 0)} bootstrap "
-                                       "intervals; the study's single numbers have none)")
+                                 title=f"Ratios between operations (bars: {fmt_percent(CONFIDENCE, 0)} intervals "
+                                       "over rounds; none for the study's single numbers or one JVM)")
 
 
 def _sizes(runs) -> pd.DataFrame:
@@ -434,7 +434,7 @@ def plot_signature_sizes(runs, width: float = plotting.FULL_WIDTH):
 
 
 def results_table(runs) -> pd.DataFrame:
-    """Every measurement of `runs` in µs: median, quartiles and the bootstrap interval of the median."""
+    """Every measurement of `runs` in µs: median, quartiles and the interval over rounds of the median."""
     df = pd.concat([r.raw_summary().assign(time_ns_ci_low=r.measurements["time_ns_ci_low"],
                                        time_ns_ci_high=r.measurements["time_ns_ci_high"],
                                        library_version=r.measurements["library_version"])

@@ -337,7 +337,7 @@ def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_byte
 
 def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.DataFrame:
     """Pi 4 published time / our median time per (algorithm, operation) both have, largest first, with a
-    bootstrap interval from our samples in ``runs`` only (:func:`pqlab.stats.ratio_to_published`: the
+    interval over rounds from our samples in ``runs`` only (:func:`pqlab.stats.ratio_to_published`: the
     published time is one number, of an unstated statistic, with no interval); ``code_here`` names the
     code liboqs ran here (:func:`code_here`). A ratio of 10: ten times longer on the study's Pi 4."""
     ours = times[times["kind"].isin(["kem", "sig"])]
@@ -358,7 +358,7 @@ def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.Dat
 
 def cross_platform_caption() -> str:
     """The caption of the Pi/here table and figure: what the interval covers, and what it cannot."""
-    return (f"Pi 4 published time / median time here, with a {fmt_percent(CONFIDENCE, 0)} bootstrap interval from our "
+    return (f"Pi 4 published time / median time here, with a {fmt_percent(CONFIDENCE, 0)} interval over rounds from our "
             "samples only: the published time is a single number (its statistic unstated) with no interval")
 
 
@@ -377,7 +377,7 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
     slower = int((r["pi_over_here_ci_low"] > 1).sum())
     text = (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer on the Pi "
             f"(the whole interval above one); the median factor is {fmt_factor(r['pi_over_here'].median())}. Intervals "
-            f"({fmt_percent(CONFIDENCE, 0)}, bootstrap) come from our samples only: the published times are single "
+            f"({fmt_percent(CONFIDENCE, 0)}, over rounds) come from our samples only: the published times are single "
             f"numbers. **Largest losses on the Pi:** {items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. "
             "Median factor by family: " + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ".")
     rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"]) if len(r) >= 3 else float("nan")

@@ -4,12 +4,12 @@ what its RSA columns say about themselves, and generated text.
 
 Signature schemes hash the message and then do work independent of its length, so ``t(n) = fixed +
 per_byte * n``; :func:`fit_linear_cost` fits it per algorithm, backend and operation by weighted least
-squares on the medians (weights 1/se^2, se from the median's bootstrap interval, floored at 0.5% of the
+squares on the medians (weights 1/se^2, se from the median's interval over rounds, floored at 0.5% of the
 median; standard errors scaled by the Birge ratio when the points scatter more than their errors), or by
 ordinary least squares for tables without intervals (the study's).  The *crossover* ``fixed / per_byte`` is
 where hashing the message costs as much as everything else.
 
-Every ratio of two measured quantities carries an interval: bootstrap of the ratio of medians where
+Every ratio of two measured quantities carries an interval: an interval over rounds of the ratio of medians where
 samples exist (:func:`samples_of`), the delta method for ratios of fitted slopes; a ratio against the
 study's single numbers takes its interval from our side only.
 
@@ -138,7 +138,7 @@ def _get(samples: dict | None, algorithm: str, backend: str, operation: str, n) 
 
 
 def _ratio(samples: dict | None, num: tuple, den: tuple, num_ns: float, den_ns: float) -> tuple[float, float, float]:
-    """num / den of two measured medians with a bootstrap interval when both samples are known."""
+    """num / den of two measured medians with a interval over rounds when both samples are known."""
     a, b = _get(samples, *num), _get(samples, *den)
     return ratio_ci(a, b, "median") if a.size and b.size else (num_ns / den_ns, math.nan, math.nan)
 
@@ -361,7 +361,7 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
 
 # ----- pure Python beside native -----
 def slowdown(df: pd.DataFrame, samples: dict | None = None, pure_backend: str = PURE_BACKEND) -> pd.DataFrame:
-    """Pure-Python time over native time, per algorithm, operation and message length, with the bootstrap
+    """Pure-Python time over native time, per algorithm, operation and message length, with the interval over rounds
     interval of the ratio of medians when `samples` (:func:`samples_of`) are given.
 
     Each pure-Python row is paired with every other backend's row of the same algorithm
@@ -428,7 +428,7 @@ def describe_slowdown(table: pd.DataFrame, samples: dict | None = None) -> str:
         parts = [f"{_fci(r)} vs {r.native_backend}" for r in g[g["same_standard"]].itertuples()]
         parts += [f"{_fci(r)} vs liboqs's round-3 {r.native_algorithm}" for r in g[~g["same_standard"]].itertuples()]
         lines.append(f"- {algo} {op}" + (f" at {int(n):,} B" if n >= 0 else "") + ": " + ", ".join(parts))
-    text = "Pure-Python time divided by native time (ratio of medians, bootstrap interval):\n\n" + "\n".join(lines)
+    text = "Pure-Python time divided by native time (ratio of medians, interval over rounds):\n\n" + "\n".join(lines)
     summary = slowdown_summary(table)
     fam = summary.assign(family=np.where(summary["algorithm"].str.startswith("SLH-DSA"), "SLH-DSA",
                                          np.where(summary["algorithm"].str.startswith("ML-DSA"), "ML-DSA", "other")))
@@ -552,7 +552,7 @@ def rsa_evidence(native: pd.DataFrame, fits: pd.DataFrame, samples: dict | None 
     * the study's per-byte cost of RSA signing (ordinary least squares over its grid, with its standard error)
       against ours, which is what hashing the message costs here, and the rise over the grid each implies;
     * the study's sign/verify ratio at each size (single numbers) against ours at our shortest message, with
-      its bootstrap interval;
+      its interval over rounds;
     * the modulus length that ratio would imply if the private/public cost ratio grew linearly with the
       modulus at a fixed public exponent (a model, not a measurement)."""
     ref = load_study() if reference is None else reference
@@ -670,7 +670,7 @@ def _times(samples: dict | None, row, op: str, n):
 
 
 def _rank_ratio(samples: dict | None, a, b, op: str, n) -> str:
-    """a's time over b's at length n as "x× [low, high]" (bootstrap; a model value has no interval)."""
+    """a's time over b's at length n as "x× [low, high]" (over rounds; a model value has no interval)."""
     x, y = _times(samples, a, op, n), _times(samples, b, op, n)
     if x is None or y is None:
         return fmt_factor_ci(a.time_ns / b.time_ns, math.nan, math.nan) + (" (model)" if "model" in (a.source, b.source) else "")
@@ -681,7 +681,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
               message_bytes: Sequence[int] = (10_000, 100_000), reference: pd.DataFrame | None = None,
               samples: dict | None = None) -> str:
     """The closing recommendation, generated from the measurements (Markdown); every factor between two of
-    our measurements carries its bootstrap interval when `samples` are given."""
+    our measurements carries its interval over rounds when `samples` are given."""
     ranks = ranking(df, fits, message_bytes)
     if ranks.empty:
         return "Nothing was measured."
@@ -791,7 +791,7 @@ def plot_per_byte(fits: pd.DataFrame, width: float = plotting.FULL_WIDTH):
 
 @plotting.styled
 def plot_slowdown(table: pd.DataFrame, message_bytes: int | None = None, width: float = plotting.FULL_WIDTH):
-    """Pure-Python over native time per pair, with bootstrap intervals, at one length (default: the shortest)."""
+    """Pure-Python over native time per pair, with intervals over rounds, at one length (default: the shortest)."""
     n = message_bytes if message_bytes is not None else table["message_bytes"].min()
     out = table[table["message_bytes"].isna() | (table["message_bytes"] == n)].copy()
     out["label"] = [f"{a}\nvs {b}" + ("" if same else " (round 3)")
@@ -825,7 +825,7 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
         summary = slowdown_summary(slowdowns)
         sizes = sorted({int(n) for n in slowdowns["message_bytes"].dropna()})
         lines.append("**Pure-Python slowdown factors** (pure-Python time / native time, ratio of medians with its "
-                     "bootstrap interval; signing and verifying at " + ", ".join(f"{n:,}" for n in sizes)
+                     "interval over rounds; signing and verifying at " + ", ".join(f"{n:,}" for n in sizes)
                      + "-byte messages), against the fastest and the slowest native implementation of the same standard:\n")
         for r in summary.itertuples():
             same = (fmt_factor_ci(r.vs_fastest, r.vs_fastest_ci_low, r.vs_fastest_ci_high, 1) + f" ({r.fastest})"

@@ -488,7 +488,7 @@ def build_samples(study: SignatureStudy, build: str, algorithm: str, operation: 
 def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,
                    column: str = "cycles", stat: str = "mean") -> pd.DataFrame:
     """`table` (:func:`compute_speedups` and the like) with ``<name>_ci_low`` and ``<name>_ci_high``: the
-    bootstrap interval of `num` build's `stat` over `den` build's, from both builds' raw samples."""
+    interval over rounds of `num` build's `stat` over `den` build's, from both builds' raw samples."""
     from ..stats import ratio_ci
 
     bounds = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)[1:]
@@ -699,7 +699,8 @@ def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_i
     return (
         "### Closing note\n\n"
         f"- **Harness fidelity** (pqlab / native C runner, {per_call(counter)}, same counter, same liboqs build, "
-        f"a fresh message per signature on both sides; bootstrap intervals in brackets): {ratios}.\n"
+        f"a fresh message per signature on both sides; {fmt_percent(CONFIDENCE, 0)} intervals over rounds in "
+        f"brackets): {ratios}.\n"
         f"- **Optimised / portable** (portable liboqs / optimised, {per_call(counter)}): {'; '.join(sp)}.\n"
         f"- **Cycles**: {timing}. {read_costs_text(counter.get('availability') or {})}\n"
         f"- **Precision of the medians** ({fmt_percent(CONFIDENCE, 0)} CI half-width / median, pqlab's rows): {reached}.\n"
