@@ -14,8 +14,11 @@ means sits above the median of single calls.
 
 Sampling stops when the median is known to `target_rel_ci`: the 95 % confidence interval of
 the median time, half its width over the median, is at most the target.  The interval is the
-distribution-free order-statistic (binomial) one of :func:`pqlab.stats.median_ci`, the same one
-every row reports, so the precision that stopped sampling is the precision recorded.  It is
+distribution-free order-statistic (binomial) one of :func:`pqlab.stats.median_ci` over this
+process's samples.  It decides when one process stops sampling (a round of :mod:`pqlab.rounds`
+passes ``target_rel_ci=None`` and samples for its round's budget; the JVM runner mirrors this
+rule); it is never shown as a row's interval, which comes from rounds
+(:func:`pqlab.stats.round_interval`).  It is
 checked after `min_samples` and then every tenth more samples (a partial sort of the samples
 so far, outside the timed region), not after every sample.  Sampling also stops when the
 `budget_s` is spent or at `max_samples`; a sample set that stops before its target carries the
