@@ -34,7 +34,7 @@ from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, 
 GOOD_COVERAGE, GOOD_SPREAD = 0.90, 1.5
 
 
-def _interval(run: Run, row, samples: pd.DataFrame) -> tuple[float, float, float, float, str]:
+def _interval(run: Run, samples: pd.DataFrame) -> tuple[float, float, float, float, str]:
     """(estimate, low, high, quantile, method) of one row: over rounds where it has them (recomputed from the
     samples, as the row's own), else the old method."""
     values = with_rounds(samples, rounds={run.run_id: run.meta.get("rounds") or []})
@@ -77,7 +77,7 @@ def analyse(runs: Sequence[Run | str]) -> dict:
             g = groups.get(key)
             if g is None or g.empty:
                 continue
-            est, low, high, q, method = _interval(run, row, g)
+            est, low, high, q, method = _interval(run, g)
             per_run.append({**dict(zip(KEY, key)), "run_id": run.run_id, "estimate": est, "low": low, "high": high,
                             "quantile": q, "method": method})
             pooled_samples.setdefault(key, []).append(g["time_ns"].to_numpy(float))

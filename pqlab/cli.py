@@ -193,8 +193,7 @@ def _cmd_calibrate(args) -> int:
         if not args.algorithms:
             raise BadInput("name the algorithms to calibrate (e.g. Ed25519 ML-KEM-768), or --runs RUN... to check "
                            "runs already made")
-        target = None if args.target_rel_ci == 0 else args.target_rel_ci
-        kwargs = {} if target is None and args.target_rel_ci is None else {"target_rel_ci": target}
+        kwargs = {} if args.target_rel_ci is None else {"target_rel_ci": args.target_rel_ci or None}  # 0: none
         runs = []
         for k in range(args.repeats):
             print(f"run {k + 1} of {args.repeats} ...", file=sys.stderr, flush=True)
