@@ -36,6 +36,7 @@ from .errors import BadInput
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .rounds import (
+    BUDGET_FACTOR,
     MAX_ROUNDS_FACTOR,
     NOOP,
     NOOP_FED,
@@ -157,7 +158,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     random order; the interval is over rounds).  `budget_s`: most sampling time per operation and size over
     `max_rounds` rounds (each round samples for ``budget_s / max_rounds``; warm-up, keys and checks come on top),
     finite and > 0.  `target_rel_ci`: more rounds than the first stage's are made for an operation until its
-    interval is expected to be within this fraction (Stein's rule), at most `max_rounds` (None: `max_rounds`).
+    interval is expected to be within this fraction (Stein's rule), at most `max_rounds` (None: `max_rounds`),
+    and only while its time so far stays within ``BUDGET_FACTOR * budget_s`` (:mod:`pqlab.rounds`).
     `min_samples`: at least this many samples per operation over the first stage (``ceil(min_samples / rounds)``
     per round); `max_samples`: at most this many per round.  `quiet_only`: refuse to start when the machine is busy
     (:func:`pqlab.noise.quiet_now`).  `isolation`: "process" (each round a fresh worker process; adapters that are
@@ -201,10 +203,12 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
         rec.meta.update(rounds=[], isolation="in-process" if in_process else "process", isolation_asked=isolation)
         results: dict[int, list] = {i: [] for i in range(len(items))}
         needed: dict[int, int] = {}
+        allowed: dict[int, int] = {}
         bar = _progress(len(plan) * rounds, progress, study or "pqlab bench")
         try:
             for r in range(max_rounds):
-                measured = _active(items, results, needed, r, rounds)
+                measured = _active(items, results, {i: min(n, allowed.get(i, n)) for i, n in needed.items()},
+                                   r, rounds)
                 if not measured and r >= rounds:
                     break
                 active = [i for i, it in enumerate(items) if it.algo < 0] + measured
@@ -213,11 +217,12 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                 if r == rounds - 1:
                     drift = reference_spread(rec.meta["rounds"])
                     needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
+                    allowed = _rounds_allowed(results, rounds, BUDGET_FACTOR * budget_s)
                 if bar is not None and r == rounds - 1:
-                    bar.total = bar.n + sum(max(0, needed.get(i, 0) - rounds) for i in range(len(items))
-                                            if items[i].algo >= 0)
+                    bar.total = bar.n + sum(max(0, min(needed.get(i, 0), allowed.get(i, max_rounds)) - rounds)
+                                            for i in range(len(items)) if items[i].algo >= 0)
                     bar.refresh()
-                _set_rows(rec, algos, items, results, needed, max_rounds, target_rel_ci, in_process)
+                _set_rows(rec, algos, items, results, needed, allowed, max_rounds, target_rel_ci, in_process)
                 rec.checkpoint()
         finally:
             if bar is not None:
@@ -324,7 +329,19 @@ def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: f
     return out
 
 
-def _set_rows(rec: RunRecorder, algos, items, results, needed, max_rounds, target_rel_ci, in_process) -> None:
+def _rounds_allowed(results: dict, rounds: int, item_budget_s: float) -> dict[int, int]:
+    """Per item, the most rounds its time budget pays for: `item_budget_s` over the median time a round of it took
+    (warm-up, samples and output checks), never fewer than the first stage's `rounds`."""
+    out = {}
+    for i, res in results.items():
+        spent = [x.get("spent_s", 0.0) for _, x in res if x.get("spent_s")]
+        if spent:
+            out[i] = max(rounds, math.floor(item_budget_s / float(np.median(spent))))
+    return out
+
+
+def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_rounds, target_rel_ci,
+              in_process) -> None:
     """Every item's row from its rounds so far (rows are rewritten after each round, so an interrupted run keeps
     rows for what it measured), the harness's cost in the metadata."""
     shifts = noise.reference_shifts([x for x in rec.meta["rounds"] if "round" in x])
@@ -351,7 +368,10 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, max_rounds, targe
         if in_process:
             extra.append(flags.make("rounds-in-process", "asked for" if rec.meta.get("isolation_asked") == "in-process"
                                     else "an adapter not in the registry"))
-        if target_rel_ci is not None and needed.get(i, 0) > max_rounds:
+        cap = min(max_rounds, allowed.get(i, max_rounds))
+        if target_rel_ci is not None and needed.get(i, 0) > cap and cap < max_rounds:
+            extra.append(flags.make("precision-not-reached", f"budget ({cap} rounds of {needed[i]} wanted)"))
+        elif target_rel_ci is not None and needed.get(i, 0) > max_rounds:
             extra.append(flags.make("precision-not-reached", f"max-rounds ({max_rounds})"))
         elif target_rel_ci is not None and needed.get(i) == DRIFT_BOUND:
             extra.append(flags.make("precision-not-reached", "machine drift (the reference loops moved more than "

@@ -22,7 +22,9 @@ intervals implied; their 95 % intervals held the pooled median in 40 % of the ro
   ``N = ceil((t_{n0-1} s0 / log(1 + target))^2)`` from the first stage's spread ``s0`` of log round values, at most
   `max_rounds`.  The number of rounds depends on the first stage's spread only, never on the estimate, so
   stopping does not make the interval optimistic (Stein, 1945) as stopping at the first good look does.  An item
-  whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.
+  whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.  Extra rounds also stop at
+  the item's time budget (:data:`BUDGET_FACTOR` times `budget_s`, its warm-ups and output checks included): an
+  operation slower than a round's share of the budget keeps its first stage, ``precision-not-reached:budget``.
 * **The noise of every round is recorded** (:mod:`pqlab.noise`: steal, other processes' CPU, context switches,
   load, frequency, and the reference loops at the start and end of the round) in ``meta["rounds"]``.
 
@@ -37,6 +39,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,6 +49,9 @@ from .algorithms import Algorithm, Noop, random_message
 #: First-stage rounds (bench's default), and the most rounds an item gets as a multiple of the first stage's
 #: (bench's default max_rounds: 18 for 6).
 ROUNDS, MAX_ROUNDS_FACTOR = 6, 3
+#: An item's extra rounds stop where its time so far (warm-ups, samples, checks) would pass this times budget_s:
+#: its sampling is budget_s over max_rounds rounds, and each round's warm-up at most half its sampling.
+BUDGET_FACTOR = 2
 MAX_ROUNDS = ROUNDS * MAX_ROUNDS_FACTOR
 #: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are).
 NOOP, NOOP_FED = "noop", "noop-fed"
@@ -77,6 +83,7 @@ class ItemRound:
     flags: list = field(default_factory=list)
     checked: int = 0
     error: str = ""
+    spent_s: float = 0.0  # the item's wall time in this round: warm-up, samples and output checks
 
 
 def order(items: list[Item], round_index: int, seed: int | None) -> list[int]:
@@ -135,9 +142,11 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
                 k = keys[it.algo]
                 mine = signed.get((it.algo, it.size)) if it.operation == "verify" and k is not None else None
                 trial = algo.trial(it.operation, message, k, signed=mine)
+            started = time.perf_counter()
             s = measure(trial.run, trial.check, budget_s=round_budget_s, min_samples=min_samples,
                         max_samples=max_samples, warmup_s=warmup_s, loops=loops.get(i), fresh=trial.fresh,
                         target_rel_ci=None)
+            result.spent_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failing item is a row with its error, the round goes on
             from .algorithms import VerificationError
 

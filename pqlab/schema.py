@@ -16,7 +16,7 @@ Version history (results of an older version are converted on load by :func:`con
   reached (``time_ns_rel_ci``) and the sampling's target (``target_rel_ci``); ``cycles_source`` is
   ``none`` (not empty) where no counter ran.  Older rows keep their intervals and get empty precision.
 - 4: rounds (pqlab.rounds).  Samples carry their ``round``; a row's ``rounds`` counts them; ``time_ns_median`` is
-  the estimate over rounds (the geometric mean of the rounds' medians) and ``time_ns_ci_low``/``high`` its 95 %
+  the estimate over rounds (the median of the rounds' medians) and ``time_ns_ci_low``/``high`` its 95 %
   t-interval over rounds.  Older rows were measured in one process: they convert with ``rounds`` 1, their
   samples in round 0, and no interval (their order-statistic interval over one process's consecutive samples was
   about three times too narrow), flagged ``no-rounds``.
@@ -48,7 +48,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "loops": (INT, "calls per sample"),
     "rounds": (INT, "rounds the row's samples come from (pqlab.rounds: each a fresh worker process); 1: one process, "
                     "no interval"),
-    "time_ns_median": (FLOAT, "time per call, ns: the geometric mean of the rounds' medians (the median of the "
+    "time_ns_median": (FLOAT, "time per call, ns: the median of the rounds' medians (the median of the "
                               "samples where there is one round)"),
     "time_ns_q1": (FLOAT, "first quartile, ns"),
     "time_ns_q3": (FLOAT, "third quartile, ns"),

@@ -171,6 +171,12 @@ def test_stein_rule_adds_rounds_for_a_tight_target_only(monkeypatch):
                             **{**FAST, "max_rounds": 5, "target_rel_ci": 1e-6})
     row = tight.verified().iloc[0]
     assert row["rounds"] == 5 and "precision-not-reached:max-rounds (5)" in row["flags"]
+    # the same target, but a budget no round fits in (each round's keygens take far more than 2 µs): the
+    # first stage is kept and the row says the budget ended it
+    poor = benchmark.bench([_ed25519_copy()], operations=["keygen"], save=False,
+                           **{**FAST, "budget_s": 1e-6, "max_rounds": 5, "target_rel_ci": 1e-6})
+    row = poor.verified().iloc[0]
+    assert row["rounds"] == 3 and "precision-not-reached:budget (3 rounds of" in row["flags"]
 
 
 def test_old_runs_convert_with_one_round_and_no_interval():

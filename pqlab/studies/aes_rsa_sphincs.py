@@ -10,7 +10,7 @@ encodings are the same.  A *system* is one source of times:
   its *cold* first calls after JVM start, summarised like the study (mean of the first N), and its JIT-warmed
   *steady state* (median).
 
-Every ratio of ours comes with a interval over rounds (pqlab.stats.round_interval) of the same statistic the system reports
+Every ratio of ours comes with an interval over rounds (pqlab.stats.round_interval) of the same statistic the system reports
 (:func:`pqlab.stats.ratio_ci`); a study value divided by ours uses :func:`pqlab.stats.ratio_to_published`
 (interval from our side only).  Every sentence that states a number, a version or a machine fact is built
 here from the data.  The study did not say whether its SPHINCS+ was the simple or the robust variant, so its

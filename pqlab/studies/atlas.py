@@ -13,7 +13,7 @@ differ); a ratio against a baseline measured in the same run on the same machine
   ``python -m pqlab bundle``; :func:`merge` imports bundles as ``python -m pqlab merge`` does;
 * :func:`build_atlas` collects every platform of the results store (one per machine, liboqs build and
   cycle counter: runs that differ in any of them never share a ratio) and the published ones (study
-  004's Raspberry Pi 4, pqm4's Cortex-M4), and computes every ratio with a interval over rounds;
+  004's Raspberry Pi 4, pqm4's Cortex-M4), and computes every ratio with an interval over rounds;
 * :func:`cross_platform` divides each platform's ratios by a reference platform's: which algorithms
   lose or gain most, relative to their baseline, from one platform to the other;
 * ``describe_*`` write the sentences that state numbers, ``plot_*`` draw the figures and
@@ -412,7 +412,7 @@ def reference_platform(atlas: Atlas, wanted: str = "") -> str:
 
 
 def cross_platform(atlas: Atlas, reference: str) -> pd.DataFrame:
-    """Each platform's ratio over the reference platform's, per comparison, with a interval over rounds (for a
+    """Each platform's ratio over the reference platform's, per comparison, with an interval over rounds (for a
     published platform, from the reference's samples only).  A factor above 1: on that platform the
     algorithm costs more, relative to its baseline, than on the reference (it loses there)."""
     r = atlas.ratios

@@ -138,7 +138,7 @@ def _get(samples: dict | None, algorithm: str, backend: str, operation: str, n) 
 
 
 def _ratio(samples: dict | None, num: tuple, den: tuple, num_ns: float, den_ns: float) -> tuple[float, float, float]:
-    """num / den of two measured medians with a interval over rounds when both samples are known."""
+    """num / den of two measured medians with an interval over rounds when both samples are known."""
     a, b = _get(samples, *num), _get(samples, *den)
     return ratio_ci(a, b, "median") if a.size and b.size else (num_ns / den_ns, math.nan, math.nan)
 

@@ -168,7 +168,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
                        variants: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
                        budget_s: float = 0.5, min_samples: int = 3, native_algorithms=None,
                        native_budget_s: float | None = None, target_rel_ci: float | None = 0.01,
-                       rounds: int = ROUNDS, study: str = STUDY, folder=None,
+                       rounds: int = ROUNDS, max_rounds: int | None = None, study: str = STUDY, folder=None,
                        timeout_s: float | None = None) -> SignatureStudy:
     """Measure keygen, sign and verify of every signature in each liboqs build, and natively.
 
@@ -179,8 +179,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     signature, as pqlab signs.
     `budget_s` is the most sampling time per operation, `target_rel_ci` the precision that ends
     sampling earlier (pqlab.timing.measure; the C runner uses its budget); at least `min_samples`
-    are always taken.  Each measurement is made of at least `rounds` rounds (pqlab.rounds; the C runner: exactly
-    as many, one runner process each).  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
+    are always taken.  Each measurement is made of at least `rounds` rounds, at most `max_rounds` (pqlab.rounds;
+    the C runner: exactly `rounds`, one runner process each).  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
     """
     from ..benchmark import bench_in_worker
     from ..native import native_run as run_native_study
@@ -192,14 +192,14 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     params = {"algorithms": names, "classical": list(classical), "second": list(second),
               "variants": list(variants), "message_bytes": message_bytes, "budget_s": budget_s,
               "min_samples": min_samples, "target_rel_ci": target_rel_ci, "native_algorithms": native_names,
-              "native_budget_s": native_budget_s, "rounds": rounds}
+              "native_budget_s": native_budget_s, "rounds": rounds, "max_rounds": max_rounds}
     runs, durations = {}, {}
     for variant in variants:
         todo = names + (list(classical) + list(second) if variant == "default" else [])
         t0 = time.perf_counter()
         run = bench_in_worker(todo, variant=variant, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
-                              timeout_s=timeout_s, rounds=rounds)
+                              timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds)
         durations[variant] = time.perf_counter() - t0
         check_variant(run, variant)
         runs[variant] = run

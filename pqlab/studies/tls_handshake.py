@@ -192,15 +192,17 @@ def operation_names(groups: Iterable[str], signatures: Iterable[str], extra_kems
 
 
 def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0.2, min_samples: int = 5,
-                       target_rel_ci: float | None = 0.01, rounds: int | None = None, progress: bool = True):
+                       target_rel_ci: float | None = 0.01, rounds: int | None = None, max_rounds: int | None = None,
+                       progress: bool = True):
     """The KEM and signature operations behind the matrix, measured by pqlab in rounds (a saved run;
-    :func:`pqlab.benchmark.bench`: `rounds` first-stage rounds, default bench's; more until `target_rel_ci`)."""
+    :func:`pqlab.benchmark.bench`: `rounds` first-stage rounds, default bench's; more until `target_rel_ci`, at
+    most `max_rounds`)."""
     from ..benchmark import bench
     from ..rounds import ROUNDS
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
-                 target_rel_ci=target_rel_ci, rounds=ROUNDS if rounds is None else rounds, study=STUDY,
-                 progress=progress)
+                 target_rel_ci=target_rel_ci, rounds=ROUNDS if rounds is None else rounds, max_rounds=max_rounds,
+                 study=STUDY, progress=progress)
 
 
 def _size(ops, name: str, column: str) -> int:
@@ -413,7 +415,8 @@ def _samples_of(samples: pd.DataFrame, pair: str, operation: str, depth) -> pd.D
 
 def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFrame:
     """Handshakes per second one core sustains (server side: 1 s / server CPU per handshake), measured
-    and modelled, and relative to the baseline pair in the same mode and depth, with 95% intervals."""
+    and modelled, and relative to the baseline pair in the same mode and depth (intervals where both sides have rounds;
+    the TLS runner's handshakes have none)."""
     samples = run.samples
     base_pair = f"{baseline[0]} + {baseline[1]}"
     rows = []
@@ -434,7 +437,7 @@ def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFr
 
 def hybrid_cost(run, classical: str = "X25519") -> pd.DataFrame:
     """What each group adds over `classical` with the same chain, mode and depth: bytes of the first two
-    flights, and client and server CPU as ratios with 95% intervals."""
+    flights, and client and server CPU as ratios (intervals where both sides have rounds)."""
     m = run.measurements[run.measurements["verified"].astype(bool)]
     s = run.samples
     rows = []
@@ -571,7 +574,7 @@ def plot_first_flight(budget: pd.DataFrame, mode: str = "server-auth", width: fl
 
 @plotting.styled
 def plot_rates(rates: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Handshakes per second per core relative to the baseline, with 95% intervals."""
+    """Handshakes per second per core relative to the baseline, with intervals where the rows have them."""
     df = rates.assign(config=lambda d: d["mode"] + ", depth " + d["depth"].astype(str))
     fig = plotting.grouped_bars(df, category="pair", group="config", value="vs_baseline", low="vs_baseline_low",
                                 high="vs_baseline_high", log=False, width=width,
@@ -653,7 +656,8 @@ def write_closing_note(nums: dict, builds: Sequence[dict], pairs: Sequence[tuple
         r = rates[(rates["pair"] == f"{group} + {sig}") & (rates["mode"] == "server-auth") & (rates["depth"] == 1)]
         rate = (f"; {fmt_count(r['per_s'].iloc[0])} handshakes/s per core, "
                 f"{fmt_factor_ci(*r[['vs_baseline', 'vs_baseline_low', 'vs_baseline_high']].iloc[0])} the baseline's "
-                f"({CONFIDENCE:.0%} interval)") if len(r) else ""
+                + (f"({CONFIDENCE:.0%} interval)" if np.isfinite(r["vs_baseline_low"].iloc[0]) else "(no interval: one "
+                   "process, without rounds)")) if len(r) else ""
         lines.append(f"- {group} + {sig}: server's first flight **{fmt_bytes(s1) if s1 is not None else 'not measured'}**"
                      f" (depth 1){rate}")
     err = nums.get("model_byte_error_max")
