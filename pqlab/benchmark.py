@@ -217,7 +217,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                 if r == rounds - 1:
                     drift = reference_spread(rec.meta["rounds"])
                     needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
-                    allowed = _rounds_allowed(results, rounds, BUDGET_FACTOR * budget_s)
+                    allowed = _rounds_allowed(items, results, rounds, BUDGET_FACTOR * budget_s)
                 if bar is not None and r == rounds - 1:
                     bar.total = bar.n + sum(max(0, min(needed.get(i, 0), allowed.get(i, max_rounds)) - rounds)
                                             for i in range(len(items)) if items[i].algo >= 0)
@@ -329,14 +329,24 @@ def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: f
     return out
 
 
-def _rounds_allowed(results: dict, rounds: int, item_budget_s: float) -> dict[int, int]:
+def _rounds_allowed(items: list[Item], results: dict, rounds: int, item_budget_s: float) -> dict[int, int]:
     """Per item, the most rounds its time budget pays for: `item_budget_s` over the median time a round of it took
-    (warm-up, samples and output checks), never fewer than the first stage's `rounds`."""
+    (warm-up, samples and output checks), never fewer than the first stage's `rounds`.  A verify's round costs its
+    sign's too (a verify round signs afresh: :func:`_active`), so a slow sign cannot be pulled past its budget by
+    a fast verify that wants more rounds."""
+    def per_round(i: int) -> float:
+        spent = [x.get("spent_s", 0.0) for _, x in results[i] if x.get("spent_s")]
+        return float(np.median(spent)) if spent else 0.0
+
+    index = {it.key(): i for i, it in enumerate(items)}
     out = {}
-    for i, res in results.items():
-        spent = [x.get("spent_s", 0.0) for _, x in res if x.get("spent_s")]
-        if spent:
-            out[i] = max(rounds, math.floor(item_budget_s / float(np.median(spent))))
+    for i in results:
+        cost = per_round(i)
+        it = items[i]
+        sign = index.get((it.algo, "sign", it.size)) if it.operation == "verify" else None
+        cost += per_round(sign) if sign is not None else 0.0
+        if cost > 0:
+            out[i] = max(rounds, math.floor(item_budget_s / cost))
     return out
 
 

@@ -46,9 +46,8 @@ def _cmd_bench(args) -> int:
     from .recorder import Interrupted, check_folder
     from .timing import TARGET_REL_CI
 
-    if args.out:
-        if Path(args.out).is_dir():
-            raise BadInput(f"--out {args.out} is a folder: name a CSV file")
+    if args.out:  # refused before anything is measured: an existing file (without --force), a link, the results folder
+        inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
         check_folder(Path(args.out).resolve().parent, "folder of --out", fix="name an --out file in a writable folder")
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
@@ -62,7 +61,11 @@ def _cmd_bench(args) -> int:
         if args.out:
             from .files import atomic_write
 
-            atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False))
+            try:
+                atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False), replace=args.force)
+            except FileExistsError:
+                raise BadInput(f"--out {args.out} appeared while the run measured and was left alone: the run is "
+                               f"saved in {run.path}; pass --force to replace the file") from None
             written = True
             print(f"measurements also written to {args.out}", file=sys.stderr)
     except KeyboardInterrupt as exc:  # the run is complete on disk: say so, and what was not done
@@ -187,6 +190,8 @@ def _cmd_calibrate(args) -> int:
     from .calibration import analyse, describe
     from .formatting import fmt_time_ns
 
+    if args.out:
+        inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
     if args.runs:
         runs = args.runs
     else:
@@ -230,7 +235,8 @@ def _cmd_calibrate(args) -> int:
         from .files import atomic_write
 
         atomic_write(Path(args.out), lambda tmp: pd.concat([rows.assign(what="measurement"),
-                                                             ratios.assign(what="ratio")]).to_csv(tmp, index=False))
+                                                             ratios.assign(what="ratio")]).to_csv(tmp, index=False),
+                     replace=args.force)
         print(f"written to {args.out}", file=sys.stderr)
     return 0
 
@@ -238,7 +244,10 @@ def _cmd_calibrate(args) -> int:
 def _cmd_bundle(args) -> int:
     from .bundle import create_bundle
 
-    path = create_bundle(args.out, profile=args.profile, notebooks=not args.no_notebooks, folder=args.folder)
+    if args.out:  # never an existing file without --force, a link, or a file of the results folder
+        inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
+    path = create_bundle(args.out, profile=args.profile, notebooks=not args.no_notebooks, folder=args.folder,
+                         replace=args.out is None or args.force)
     print(path)
     return 0
 
@@ -246,7 +255,9 @@ def _cmd_bundle(args) -> int:
 def _cmd_merge(args) -> int:
     from .bundle import merge_bundles
 
-    for r in merge_bundles(args.bundles, folder=args.folder):
+    caps = {f"max_{k}_bytes": int(v * (1 << 20)) for k, v in (("member", args.max_member_mib),
+            ("manifest", args.max_manifest_mib), ("total", args.max_total_mib)) if v is not None}
+    for r in merge_bundles(args.bundles, folder=args.folder, override=args.override, **caps):
         who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})" if r["override"] else "")
         if r["status"] == "already imported":
             print(f"{r['bundle']}: already imported (machine {who}); nothing changed")
@@ -318,7 +329,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet-only", action="store_true",
                    help="refuse to measure when the machine is busy (other processes' CPU or steal: pqlab.noise)")
     b.add_argument("--study", default="", help="label stored with every row")
-    b.add_argument("--out", help="also write the measurements table to this CSV file")
+    b.add_argument("--out", help="also write the measurements table to this CSV file (a new one; not in the results "
+                                 "folder, not a symbolic link)")
+    b.add_argument("--force", action="store_true", help="let --out replace an existing file")
     b.add_argument("--folder", help="results folder (default data/results)")
     b.add_argument("--run-id", help="the run's id (default: a new unique one); must not exist in the folder")
     b.add_argument("--no-progress", action="store_true")
@@ -343,13 +356,22 @@ def parser() -> argparse.ArgumentParser:
     bu = sub.add_parser("bundle", help="pack this machine's runs, raw traces and executed notebooks into one archive")
     bu.add_argument("--profile", choices=["quick", "full"],
                     help="only the runs and notebooks of `make reproduce PROFILE=...` (default: every run)")
-    bu.add_argument("--out", help="the archive to write (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+    bu.add_argument("--out", help="the archive to write, a new file outside the results folder and not a symbolic link "
+                                  "(default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+    bu.add_argument("--force", action="store_true", help="let --out replace an existing file")
     bu.add_argument("--no-notebooks", action="store_true", help="leave the executed notebooks out")
     bu.add_argument("--folder", help="results folder (default data/results)")
     bu.set_defaults(func=_cmd_bundle)
     me = sub.add_parser("merge", help="verify bundles and import their runs under data/results/machines/<id>/")
     me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
     me.add_argument("--folder", help="results folder (default data/results)")
+    me.add_argument("--override", action="store_true",
+                    help="merge a bundle that carries this host's own machine id (only one made here: its runs "
+                         "count as this machine's)")
+    for what, default, text in (("member", 256, "one file in a bundle"), ("manifest", 16, "a bundle's manifest"),
+                                ("total", 2048, "all files of one bundle")):
+        me.add_argument(f"--max-{what}-mib", type=_checked(inputs.positive_number, f"--max-{what}-mib"),
+                        help=f"the cap on {text}, MiB (default {default})")
     me.set_defaults(func=_cmd_merge)
     cal = sub.add_parser("calibrate", help="run one benchmark K times and check that its 95%% intervals hold")
     cal.add_argument("algorithms", nargs="*", help="names, as for bench (every operation of each is measured)")
@@ -363,7 +385,8 @@ def parser() -> argparse.ArgumentParser:
     _round_options(cal)
     cal.add_argument("--quiet-only", action="store_true", help="as for bench: refuse to start on a busy machine")
     cal.add_argument("--folder", help="results folder for the runs (default data/results)")
-    cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file")
+    cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file (as for bench)")
+    cal.add_argument("--force", action="store_true", help="let --out replace an existing file")
     cal.set_defaults(func=_cmd_calibrate)
     m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), whether to trust them, and "
                                        "whether the machine is quiet right now")
@@ -394,6 +417,9 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     previous = {s: signal.signal(s, _raise_interrupted) for s in SIGNALS}
     try:
+        from .paths import check_environment
+
+        check_environment()  # PQLAB_OUTPUT, PQLAB_PROFILE: one line, before anything runs
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.func(args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .formatting import fmt_time_ns
+from .formatting import fmt_time_ns, markdown
 
 #: the libraries whose versions are shown (pqlab.machine records more)
 SHOWN_PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "numpy", "pandas")
@@ -135,17 +135,19 @@ def noise_text(runs) -> str:
 
 
 def context_markdown(runs, title: str = "Run context") -> str:
-    """A Markdown block with :func:`run_context` (for the top of a notebook's results)."""
+    """A Markdown block with :func:`run_context` (for the top of a notebook's results): a table of two columns,
+    every value from the metadata escaped (:func:`pqlab.formatting.markdown`), so it shows as written."""
     rows = run_context(runs)
     if not rows:
-        return f"**{title}:** no run."
-    lines = [f"**{title}** (from the runs' metadata)", "", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+        return f"**{markdown(title)}:** no run."
+    lines = [f"**{markdown(title)}** (from the runs' metadata)", "", "| | |", "|---|---|"]
+    lines += [f"| {markdown(k)} | {markdown(v)} |" for k, v in rows]
     return "\n".join(lines)
 
 
 def context_line(runs) -> str:
-    """One short line: CPU, hypervisor, counter, liboqs build and run ids (a figure's footer)."""
+    """One short line: CPU, hypervisor, counter, liboqs build and run ids (a figure's footer), as plain text
+    straight from the metadata: whoever writes it escapes it for its language (pqlab.formatting)."""
     metas = [r.meta for r in _runs(runs)]
     if not metas:
         return ""
@@ -167,12 +169,12 @@ def counter_markdown(counter: dict, availability: dict) -> str:
 
     label = counter.get("label")
     if label not in (CORE_CYCLES, TSC):
-        return (f"**No cycle counter ran** ({counter.get('reason') or counter.get('error')}): the tables show "
+        return (f"**No cycle counter ran** ({markdown(counter.get('reason') or counter.get('error'))}): the tables show "
                 "measured times, and ratios are ratios of mean times per call.")
     text = f"Cycles here are **{describe(label, counter.get('hz'))}** (`cycles_source` = `{label}`"
-    text += f"; rate from {counter['hz_source']})" if label == TSC else ")"
+    text += f"; rate from {markdown(counter['hz_source'])})" if label == TSC else ")"
     if counter.get("reason") and counter["reason"] != "auto":
-        text += f", chosen because: {counter['reason']}"
+        text += f", chosen because: {markdown(counter['reason'])}"
     return text + ". " + read_costs_text(availability) + " `python -m pqlab machine` shows the same on one screen."
 
 
@@ -184,13 +186,13 @@ def read_costs_text(availability: dict) -> str:
         parts.append(f"One TSC read costs {fmt_time_ns(tsc['read_cost_ns'])} ({tsc['read_cost_ticks']:.0f} ticks) "
                      f"from Python and {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
     else:
-        parts.append(f"No TSC here ({tsc.get('error', 'not recorded')})")
+        parts.append(f"No TSC here ({markdown(tsc.get('error', 'not recorded'))})")
     if perf.get("available"):
         parts.append(f"one perf_event read costs {fmt_time_ns(perf['read_cost_ns'])} "
                      f"({perf['read_cost_ticks']:.0f} core cycles) from Python")
     else:
         parts.append(f"a perf_event read could not be measured: core cycles are unavailable here "
-                     f"({perf.get('error', 'not recorded')})")
+                     f"({markdown(perf.get('error', 'not recorded'))})")
     return "; ".join(parts) + "."
 
 

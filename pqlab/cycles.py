@@ -22,7 +22,9 @@ works, else the TSC, else none).  A forced counter that is unavailable raises
 The TSC is read through a small C helper (``pqlab/tsc.c``, sharing ``pqlab/tsc.h`` with the
 native runner) that `make setup`, or the first use, compiles with the machine's C compiler into
 ``$XDG_CACHE_HOME/pqlab`` (default ``~/.cache/pqlab``) and ctypes loads: no Rust or liboqs build
-needed, so conda users get it too.  Its rate comes from the kernel where known (sysfs
+needed, so conda users get it too.  The sha256 recorded when it was compiled is checked before every load
+(:mod:`pqlab.integrity`): a helper that was truncated or replaced is compiled again, with one line saying so,
+and never reaches the loader.  Its rate comes from the kernel where known (sysfs
 ``tsc_freq_khz``, else the kernel log's "tsc: Detected/Refined ... MHz"), from CNTFRQ_EL0 on
 aarch64, else it is calibrated against ``time.perf_counter_ns`` over :data:`CALIBRATION_S`;
 ``hz_source`` says which.  Opening a counter measures what one read costs from Python
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import os
 import platform
@@ -199,29 +202,61 @@ def build_helper() -> Path:
 
 def compile_helper(sources: list[Path], stem: str, what: str) -> Path:
     """A shared library from C `sources` (the first is compiled, the rest are its headers), compiled with $CC
-    (default cc) into pqlab's cache unless already there; OSError says why not."""
+    (default cc) into pqlab's cache unless there already with the sha256 recorded when it was compiled (a
+    helper that does not match is compiled again, with a warning saying why, one without a record silently);
+    OSError says why not."""
+    from . import integrity
+
     path = helper_path(sources, stem)
-    if path.exists():
+    if not integrity.problem(path):
         return path
-    cc = os.environ.get("CC") or "cc"
-    if shutil.which(cc) is None:
-        raise OSError(errno.ENOENT, f"no C compiler ({cc}) to build {what}: install one "
-                                    "(apt-get install gcc, or conda install -c conda-forge c-compiler)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(sources[0])],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        why = " ".join((proc.stderr or proc.stdout).split())[:300]
-        raise OSError(errno.EINVAL, f"{cc} could not build {what}: {why}")
-    os.replace(tmp, path)
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one compile at a time: the helper and its sha256 stay a pair
+        bad = integrity.problem(path)
+        if not bad:  # another process compiled it while we waited
+            return path
+        # one compiled before sha256 records is compiled again without a word, unless it is not even a whole file
+        why = bad if integrity.recorded(path) else integrity.elf_problem(path) if path.exists() else ""
+        if why:
+            from .errors import warn
+
+            warn(f"{what} {path} {why}: compiling it again")
+        cc = os.environ.get("CC") or "cc"
+        if shutil.which(cc) is None:
+            raise OSError(errno.ENOENT, f"no C compiler ({cc}) to build {what}: install one "
+                                        "(apt-get install gcc, or conda install -c conda-forge c-compiler)")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(sources[0])],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            why = " ".join((proc.stderr or proc.stdout).split())[:300]
+            raise OSError(errno.EINVAL, f"{cc} could not build {what}: {why}")
+        os.replace(tmp, path)
+        integrity.record(path)
     return path
 
 
+def load_helper(path: Path, symbols: tuple[str, ...], what: str) -> ctypes.CDLL:
+    """ctypes' handle of a helper of :func:`compile_helper`, checked as a whole ELF file before it is loaded and
+    for its `symbols` after; OSError (one line) otherwise."""
+    from .integrity import elf_problem
+
+    bad = elf_problem(path)
+    if bad:
+        raise OSError(errno.EINVAL, f"{what} {path} {bad}: delete it and run again")
+    lib = ctypes.CDLL(str(path))
+    missing = [name for name in symbols if not hasattr(lib, name)]
+    if missing:
+        raise OSError(errno.EINVAL, f"{what} {path} lacks {', '.join(missing)}: delete it and run again")
+    return lib
+
+
 def _load_helper():
-    lib = ctypes.CDLL(str(build_helper()))
-    for name in ("pqlab_tsc_read", "pqlab_tsc_hz", "pqlab_tsc_span"):
+    names = ("pqlab_tsc_read", "pqlab_tsc_hz", "pqlab_tsc_span")
+    lib = load_helper(build_helper(), (*names, "pqlab_tsc_name"), "the TSC helper")
+    for name in names:
         getattr(lib, name).restype = ctypes.c_uint64
     lib.pqlab_tsc_span.argtypes = [ctypes.c_uint64]
     lib.pqlab_tsc_name.restype = ctypes.c_char_p

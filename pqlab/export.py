@@ -20,6 +20,10 @@ notebook display, the Markdown and the LaTeX, units and "–" included, and a pa
 longtable.  A .tex table is ``\\pqlabtable{...}`` of pqlabtables.sty (written beside the tables): in a
 two-column document a table that fits \\columnwidth is a column float and a wider one spans the page
 (table*); a table wider than the page is a LaTeX error naming the fix, never silently too wide.
+
+Strings from data or metadata (run ids, machine facts, names, captions, notes) may come from another machine's
+bundle: each export writes them through the escaping rule of its language (pqlab.formatting): ``latex()`` in
+.tex cells, captions and comments, ``markdown()`` in .md, and the figure footer as plain text, never mathtext.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from pathlib import Path
 
 from . import formatting, paths
 from .files import atomic_write, atomic_write_text
+from .formatting import latex, markdown
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: figure sizes: file-name suffix -> width attribute of pqlab.plotting
@@ -96,7 +101,7 @@ def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
     """`text` wrapped into lines no wider than `width_pt` at the footer's size, measured as drawn (run ids and
     capitals are wider than an average character)."""
     renderer = fig.canvas.get_renderer()
-    probe = fig.text(0, 0, "", fontsize=FOOTER_PT)
+    probe = fig.text(0, 0, "", fontsize=FOOTER_PT, parse_math=False)
     chars = max(20, int(width_pt / (0.5 * FOOTER_PT)))
     try:
         while True:
@@ -111,7 +116,8 @@ def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
 
 def _add_footer(fig, text: str):
     """`text` in small grey type in a band added under the figure, wrapped to its width.  The figure is laid
-    out first at its drawn size; then everything keeps its size and place above the band.  Returns the text."""
+    out first at its drawn size; then everything keeps its size and place above the band.  Returns the text.
+    The footer is plain text (``parse_math=False``): the machine facts and run ids it shows are never mathtext."""
     from .plotting import draw
 
     draw(fig)
@@ -119,7 +125,7 @@ def _add_footer(fig, text: str):
     anchors = [to_fraction.transform_bbox(leg.get_bbox_to_anchor()) for leg in fig.legends]
     fig.set_layout_engine("none")  # keep the layout just computed
     footer = fig.text(0.005, 0, "\n".join(_wrap_to_width(fig, text, fig.get_figwidth() * 72 - 4)), ha="left",
-                      va="bottom", fontsize=FOOTER_PT, color="0.35", linespacing=1.2)
+                      va="bottom", fontsize=FOOTER_PT, color="0.35", linespacing=1.2, parse_math=False)
     # the band is the text's height as drawn (ten lines are taller than ten times the line spacing) and 2 pt
     # above and below it, the text 2 pt above the bottom edge, whatever the figure's height
     old = fig.get_figheight()
@@ -355,32 +361,15 @@ def save_figure_or_note(draw, topic: str, name: str, missing: str, *, runs) -> s
         for ext in ("png", "svg", "pdf"):
             (paths.FIGURES / topic / f"{name}{suffix}.{ext}").unlink(missing_ok=True)
     (paths.FIGURES / topic / f"{name}.export.json").unlink(missing_ok=True)
-    return f"*Figure `{name}` is not written: {missing}.*"
+    return f"*Figure `{name}` is not written: {markdown(missing)}.*"
 
 
 # ----- tables ------------------------------------------------------------------------------------------------
 
-_TEX_CHARS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-              "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "µ": r"\textmu{}", "×": r"\ensuremath{\times}",
-              "–": "--", "—": "---", "−": r"\ensuremath{-}", "∞": r"\ensuremath{\infty}", "≥": r"\ensuremath{\geq}",
-              "≤": r"\ensuremath{\leq}", "±": r"\ensuremath{\pm}", "≈": r"\ensuremath{\approx}",
-              "→": r"\ensuremath{\rightarrow}", "·": r"\textperiodcentered{}", "‑": "-", "…": r"\dots{}",
-              "°": r"\textdegree{}", "\u00a0": "~", "’": "'", "<": r"\textless{}", ">": r"\textgreater{}",
-              "|": r"\textbar{}",
-              **{g: rf"\ensuremath{{\{n}}}" for g, n in zip("αβγδεηλμστω", ("alpha", "beta", "gamma", "delta", "epsilon",
-                                                                        "eta", "lambda", "mu", "sigma", "tau", "omega"))}}
-_TEX_RE = re.compile("|".join(re.escape(c) for c in _TEX_CHARS))
-
-
-def tex(text) -> str:
-    """`text` for LaTeX: specials escaped, the Unicode pqlab writes (µ × – ∞ ≥ ...) as commands."""
-    return _TEX_RE.sub(lambda m: _TEX_CHARS[m.group(0)], str(text))
-
-
 def _header_cell(label: str, align: str) -> str:
     """A header label, on two or three balanced lines when long (a nested tabular: no package needed)."""
     if len(label) <= HEADER_LINE or " " not in label:
-        return tex(label)
+        return latex(label)
     lines = min(3, math.ceil(len(label) / HEADER_LINE))
     parts = textwrap.wrap(label, math.ceil(len(label) / lines) + 2)
     # a line that starts with "[" is braced: \\ would take it for its optional argument
@@ -392,7 +381,7 @@ def _cell_tex(text: str, numeric: bool = False) -> str:
     optional argument."""
     if numeric and text.startswith("-"):
         text = "−" + text[1:]
-    return "{" + tex(text) + "}" if text.startswith("[") else tex(text)
+    return "{" + latex(text) + "}" if text.startswith("[") else latex(text)
 
 
 def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -> str:
@@ -408,16 +397,16 @@ def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -
         if mark and cells:
             cells[0] += rf"\textsuperscript{{{mark}}}"
         body.append(" & ".join(cells) + r" \\")
-    notes = "\n".join((rf"\textsuperscript{{{n.split(':', 1)[0]}}}\,{tex(n.split(':', 1)[1].strip())}"
-                       if re.match(r"^[a-z]:", n) else tex(n)) + r"\par" for n in t.notes)
+    notes = "\n".join((rf"\textsuperscript{{{n.split(':', 1)[0]}}}\,{latex(n.split(':', 1)[1].strip())}"
+                       if re.match(r"^[a-z]:", n) else latex(n)) + r"\par" for n in t.notes)
     long = len(t.rows) > LONG_ROWS
     macro = r"\pqlablongtable" if long else rf"\pqlabtable{{{layout}}}"
     return "\n".join([
-        f"% pqlab table {topic}/{name}: {_stamp(prov)}",
+        f"% pqlab table {topic}/{name}: {latex(_stamp(prov), 'comment')}",
         f"% written by pqlab.export.save_table; needs \\usepackage{{pqlabtables}} ({STYLE_FILE} beside the tables)",
         r"\ifdefined\pqlabtable\else\errmessage{pqlab table " + f"{topic}/{name}" + r": add \string\usepackage"
         r"{pqlabtables} to the preamble (" + STYLE_FILE + r" is in the exported tables folder)}\fi",
-        f"{macro}{{tab:{topic}:{name}}}{{{tex(caption)}}}{{{''.join(aligns)}}}{{%",
+        f"{macro}{{tab:{topic}:{name}}}{{{latex(caption)}}}{{{''.join(aligns)}}}{{%",
         head, "}{%", *body, "}{%", notes, "}", ""])
 
 
@@ -464,7 +453,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
                          "(e.g. one table per family or operation) or use layout='auto'")
     out = [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False))]
     if t is not None:
-        out.append(atomic_write_text(f"{base}.md", f"{caption}\n\n{t.to_markdown()}\n"))
+        out.append(atomic_write_text(f"{base}.md", f"{markdown(caption)}\n\n{t.to_markdown()}\n"))
         out.append(atomic_write_text(f"{base}.tex", table_tex(t, topic, name, caption, layout, prov)))
         _write_style()
     _sidecar(base, "table", topic, name, prov, out, caption=caption, paper=paper,
@@ -525,16 +514,17 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
             other = next(k for k, v in macros.items() if v == m)
             raise ValueError(f"numbers {other!r} and {key!r} of {topic} both become \\{m}: rename one")
         macros[key] = m
-    lines = [f"% pqlab numbers of {topic}: {_stamp(prov)}", "% written by pqlab.export.save_numbers; "
-             "use \\pqlabName{} in running text"]
+    lines = [f"% pqlab numbers of {topic}: {latex(_stamp(prov), 'comment')}",
+             "% written by pqlab.export.save_numbers; use \\pqlabName{} in running text"]
     out, unmeasured = [], []
     for key, value in numbers.items():
         missing = not isinstance(value, str) and formatting.is_missing(value)
         text = "" if missing else format_number(value)
         _check(topic, formatting.slug(key))
         out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
-        lines.append(f"% {key} (runs {', '.join(prov['runs']) or 'none'})" + (": not measured" if missing else ""))
-        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else tex(text).replace(" ", "~")
+        lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
+                     + (": not measured" if missing else ""))
+        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text).replace(" ", "~")
         lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
         if missing:
             unmeasured.append(key)

@@ -9,6 +9,7 @@ the same test for whole runs (a ``running`` run whose process is gone was abando
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
@@ -131,10 +132,29 @@ def _fsync_dir(folder: Path) -> None:
         os.close(dir_fd)
 
 
-def atomic_write(path: Path | str, write: Callable[[str], object], *, fsync: bool = False) -> Path:
+def _place(tmp: str, path: Path) -> None:
+    """Put `tmp` at `path` only if nothing is there: a hard link fails when the name exists, so two writers (or a
+    file made meanwhile) are never overwritten; FileExistsError then.  Where links are not supported, the last
+    check and the rename are two steps."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def atomic_write(path: Path | str, write: Callable[[str], object], *, fsync: bool = False,
+                 replace: bool = True) -> Path:
     """Call ``write(tmp_path)`` on a temporary file beside `path`, then rename it into place.
 
     `fsync`: flush the file (and the folder entry) to disk before returning, where durability matters.
+    `replace`: False refuses to replace anything at `path` (FileExistsError, the temporary file removed),
+    however late it appeared.  Either way a symbolic link at `path` is replaced, never written through.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +163,10 @@ def atomic_write(path: Path | str, write: Callable[[str], object], *, fsync: boo
         write(tmp)
         if fsync:
             _fsync_file(tmp)
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _place(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -11,12 +11,16 @@ import math
 import numbers
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from .errors import BadInput, UnknownName, warn
 from .schema import KIND_OPERATIONS, MESSAGE_OPERATIONS
 
 #: Message sizes above this get a warning with the memory they need.
 LARGE_MESSAGE_BYTES = 64 << 20
+#: The largest message size measured: a reproducible message is drawn as one random number of 8 bits per
+#: byte, and Python draws at most 2**31 - 1 bits at once (256 MiB less one byte).
+MAX_MESSAGE_BYTES = (2**31 - 1) // 8
 #: Every operation an algorithm can have.
 OPERATIONS = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops))
 
@@ -86,9 +90,11 @@ def _whole(value) -> int | None:
     return int(value) if math.isfinite(value) and float(value).is_integer() else None
 
 
-def count(value, name: str, minimum: int = 1) -> int:
-    """A whole number >= `minimum` (samples, blocks, repeats, jobs)."""
+def count(value, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number >= `minimum` (samples, blocks, repeats, jobs), and <= `maximum` where one is given."""
     n = _whole(value)
+    if maximum is not None and (n is None or not minimum <= n <= maximum):
+        raise BadInput(f"{name} must be a whole number from {minimum} to {maximum}, got {value!r}")
     if n is None or n < minimum:
         raise BadInput(f"{name} must be a whole number >= {minimum}, got {value!r}")
     return n
@@ -103,10 +109,14 @@ def sample_bounds(min_samples, max_samples) -> tuple[int, int]:
 
 
 def message_size(value) -> int:
-    """One message size: a whole number of bytes >= 0."""
+    """One message size: a whole number of bytes from 0 to :data:`MAX_MESSAGE_BYTES`."""
     n = _whole(value)
     if n is None or n < 0:
         raise BadInput(f"a message size must be a whole number of bytes >= 0, got {value!r}")
+    if n > MAX_MESSAGE_BYTES:
+        raise BadInput(f"message size {n} B is above the largest pqlab measures, {MAX_MESSAGE_BYTES} B (256 MiB less "
+                       "one byte: a reproducible message is drawn as one random number of at most 2**31 - 1 bits): "
+                       "choose a smaller size")
     return n
 
 
@@ -189,3 +199,32 @@ def choice(value, name: str, choices: Sequence[str]) -> str:
     if isinstance(value, str) and value in choices:
         return value
     raise UnknownName(name, str(value), choices, f"{name} is one of {', '.join(choices)}")
+
+
+def output_file(value, option: str = "--out", *, force: bool = False, stores=()) -> Path:
+    """A file the caller asked pqlab to write (``--out FILE``), checked before anything runs: never a symbolic link
+    (refused even with `force`: pqlab does not write through one), never inside the results store
+    (:data:`pqlab.paths.RESULTS` and its subfolders; for each folder of `stores`, a command's own results folder,
+    the folder and its ``machines/`` subfolders: their files belong to the runs), not a folder, and not an
+    existing file unless `force`.  Returns the path as given."""
+    import os
+
+    from . import paths
+
+    path = Path(os.fspath(value))
+    if path.is_symlink():
+        raise BadInput(f"{option} {path} is a symbolic link: pqlab never writes through one (not even with --force); "
+                       "name the file itself or another path")
+    if path.is_dir():
+        raise BadInput(f"{option} {path} is a folder: name a file")
+    where = path.parent.resolve() / path.name  # the folder's links resolved, the file's own name kept
+    results = Path(paths.RESULTS).resolve()
+    for store in [results, *(Path(f).resolve() for f in stores)]:
+        # RESULTS holds runs only, at any depth; another results folder holds them in itself and in machines/
+        tree = store if store == results else store / "machines"
+        if where.parent == store or where == tree or tree in where.parents:
+            raise BadInput(f"{option} {path} is inside the results folder {store}, whose files belong to its runs: "
+                           "write it somewhere else")
+    if path.exists() and not force:
+        raise BadInput(f"{option} {path} exists already: pass --force to replace it, or name another file")
+    return path

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import flags
+from . import flags, integrity
 from .inputs import precision_target
 from .paths import NATIVE
 from .recorder import RunRecorder, summary_columns
@@ -135,7 +135,12 @@ def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | 
     jar = jar_path(version)
     newest = max(p.stat().st_mtime for p in _sources())
     if not force and jar.exists() and jar.stat().st_mtime >= newest:
-        return jar
+        bad = _jar_problem(jar)
+        if not bad:
+            return jar
+        from .errors import warn
+
+        warn(f"the Bouncy Castle runner {jar} {bad}: building it again")
     options = [] if jar == JAR else [f"-Dbouncycastle.version={version}", f"-Dbc.build.dir={jar.parent}"]
     code, output = _maven(options, timeout_s)
     if code != 0 and jar != JAR and _only_hash_sigs_failed(output):
@@ -147,7 +152,25 @@ def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | 
         tail = "\n".join(output.splitlines()[-40:])
         raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {code}): mvn {' '.join(options)} "
                            f"package\n{tail}")
+    integrity.record(jar)
     return jar
+
+
+def _jar_problem(jar: Path) -> str:
+    """"" when `jar` has the sha256 recorded when Maven built it; a jar built before pqlab recorded them gets its
+    sha256 recorded once every member passes its CRC check.  Otherwise what is wrong with it."""
+    bad = integrity.problem(jar)
+    if bad and integrity.recorded(jar) is None:
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(jar) as archive:
+                if archive.testzip() is None:
+                    integrity.record(jar)
+                    return ""
+        except (OSError, zipfile.BadZipFile, EOFError):
+            pass
+    return bad
 
 
 def bc_algorithms(version: str | None = None) -> list[str]:

@@ -13,7 +13,11 @@ Each build lands in a per-user cache, ``$XDG_CACHE_HOME/pqlab/liboqs/<key>/`` (d
 and version script, the compiler and CMake versions, the CMake options and the variant.  A
 second clone on the same machine therefore copies the library instead of compiling it, and
 ``make clean`` never touches the cache.  Concurrent builds of one key wait on a lock, and an
-entry appears by an atomic rename only when complete.
+entry appears by an atomic rename only when complete.  Its ``build.json`` records the sha256 of every
+file in it (``files``), checked on every hit and again in the installed copy: an entry that was
+truncated or replaced is built again, an installed copy that was is copied again, each with one line
+saying so (:mod:`pqlab.integrity`).  An entry of an older pqlab (no ``files``) whose library loads in a
+child process gets its sha256 recorded then.
 
     build_key(variant) -> (key, inputs)     what a build of `variant` depends on
     cached_build(variant) -> Path           the cache entry, built first if missing
@@ -207,8 +211,47 @@ def _compile(variant: str, inputs: dict, work: Path, log: Path) -> Path:
     return out
 
 
-def _complete(entry: Path) -> bool:
-    return (entry / RECORD).exists() and (entry / "lib" / "liboqs.so").exists()
+def _read_record(folder: Path) -> dict:
+    try:
+        record = json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def entry_problem(entry: Path) -> str:
+    """"" when the cache entry (or installed copy) `entry` holds the files its build.json recorded, each with its
+    sha256; otherwise what is wrong, as a phrase that follows the folder's name."""
+    from .integrity import tree_problem
+
+    record = _read_record(entry)
+    if not record:
+        return "is incomplete (no readable build.json)" if entry.exists() else "is missing"
+    files = record.get("files")
+    if isinstance(files, dict) and "lib/liboqs.so" not in files:
+        return "records no sha256 of lib/liboqs.so"
+    return tree_problem(entry, files)
+
+
+def _adopt(entry: Path, announce) -> bool:
+    """Record the sha256 of an entry an older pqlab built (its build.json has no ``files``), when its library is a
+    whole ELF file that loads in a child process; whether it was adopted."""
+    from .files import atomic_write_text
+    from .integrity import elf_problem, tree_digests
+
+    record = _read_record(entry)
+    library = entry / "lib" / "liboqs.so"
+    if not record or "files" in record or not library.is_file() or elf_problem(library):
+        return False
+    try:
+        _check(library)
+    except LiboqsBuildError:
+        return False
+    record["files"] = tree_digests(entry, skip=(RECORD, "build.log"))
+    atomic_write_text(entry / RECORD, json.dumps(record, indent=1) + "\n")
+    announce(f"liboqs: the cache entry {entry} was built by an older pqlab without sha256 records; its library "
+             "loads, so its files' sha256 are recorded now")
+    return True
 
 
 def _check(library: Path) -> None:
@@ -225,11 +268,14 @@ def cached_build(variant: str, *, announce=print) -> Path:
     key, inputs = build_key(variant)
     root = cache_root()
     entry = root / key
-    if _complete(entry):
+    if not entry_problem(entry):
         return entry
     with _locked(root / f"{key}.lock"):
-        if _complete(entry):  # another process built it while we waited
+        bad = entry_problem(entry)
+        if not bad or _adopt(entry, announce):  # another process built it while we waited, or an old entry
             return entry
+        if entry.exists():
+            announce(f"liboqs ({variant}): the cache entry {entry} {bad}: building it again")
         announce(f"liboqs ({variant}): building from the crates.io sources of {inputs['crate']} "
                  f"(once per machine; cached in {entry})")
         for stale in [entry, *root.glob(f".tmp-{key}-*")]:  # left by an interrupted build (we hold the lock)
@@ -242,8 +288,11 @@ def cached_build(variant: str, *, announce=print) -> Path:
             start = time.monotonic()
             out = _compile(variant, inputs, work, log)
             _check(out / "lib" / "liboqs.so")
+            from .integrity import tree_digests
+
             record = {"key": key, "inputs": inputs, "build_seconds": round(time.monotonic() - start, 1),
-                      "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                      "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "files": tree_digests(out, skip=(RECORD, "build.log"))}
             (out / RECORD).write_text(json.dumps(record, indent=1) + "\n")
             os.replace(log, out / "build.log")
             os.rename(out, entry)  # the entry appears complete or not at all
@@ -261,12 +310,16 @@ def installed_key(variant: str) -> str:
 
 
 def provide(variant: str, *, announce=print) -> Path:
-    """Install the `variant` build (from the cache, built first if missing) as .venv/liboqs/<variant>/."""
+    """Install the `variant` build (from the cache, built first if missing or damaged) as .venv/liboqs/<variant>/;
+    an installed copy whose files do not match the sha256 recorded for them is installed again."""
     entry = cached_build(variant, announce=announce)
     dest = variant_prefix(variant)
     with _locked(dest.parent / f".{variant}.lock"):
         if installed_key(variant) == entry.name:
-            return dest
+            bad = entry_problem(dest)
+            if not bad:
+                return dest
+            announce(f"liboqs ({variant}): the installed copy {dest} {bad}: installing it again from {entry}")
         stage, old = dest.parent / f".{variant}.tmp", dest.parent / f".{variant}.old"
         for path in (stage, old):
             _remove(path)

@@ -17,11 +17,17 @@ therefore first does what liboqs-python's loader will do (:func:`search_order`, 
 that loads) and checks that library's symbols (:func:`library_problem`); only then is liboqs-python
 imported, so its download can never be reached.  Without a usable liboqs every other backend works
 (:mod:`pqlab.backends` records why liboqs is missing).
+
+No library is loaded before it is checked (:func:`load_problem`): it must be a whole ELF file (a truncated one
+kills the process with SIGBUS inside ``dlopen``) and, for pqlab's own builds, have the sha256 their
+``build.json`` recorded.  A damaged installed build of pqlab is installed again from the per-user cache (built
+again if that is damaged too) with one line on stderr, before liboqs-python is imported.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import logging
 import os
 import re
@@ -57,8 +63,34 @@ def _candidates() -> list[Path]:
     return search_order() + ([Path(conda) / "lib" / "liboqs.so"] if conda else [])
 
 
+def recorded_sha256(library: Path | str) -> str | None:
+    """The sha256 that the build.json of pqlab's build beside `library` (``<prefix>/lib/liboqs.so``) recorded for
+    it, or None (not pqlab's build, or built before pqlab recorded them)."""
+    library = Path(library)
+    try:
+        files = json.loads((library.parent.parent / "build.json").read_text()).get("files") or {}
+        return files.get(f"{library.parent.name}/{library.name}")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def load_problem(path: Path | str) -> str:
+    """"" when the library file at `path` may be handed to dlopen (a whole ELF file; for pqlab's builds, the
+    sha256 recorded when it was built); else why not, in one sentence naming it.  A name without a folder
+    (the loader's search) and a file that is not there are left to the loader (which fails safely)."""
+    from .integrity import library_problem
+
+    if "/" not in str(path) or not Path(path).exists():
+        return ""
+    why = library_problem(path, recorded_sha256(path))
+    return f"{path} {why}" if why else ""
+
+
 def check_library(path: Path | str) -> str:
     """Return "" when the library at `path` loads and has every symbol liboqs-python needs, else why not."""
+    why = load_problem(path)
+    if why:
+        return why
     try:
         lib = ctypes.CDLL(str(path))
     except OSError as exc:
@@ -72,6 +104,9 @@ def library_problem() -> str:
     every symbol it needs; else why not, in one sentence."""
     tried = []
     for path in search_order():
+        why = load_problem(path) if path.exists() else ""
+        if why:  # liboqs-python would load it, and die: not a step further
+            return f"{why}; {_fix_for(path)}"
         try:
             ctypes.CDLL(str(path))
         except OSError as exc:
@@ -79,6 +114,43 @@ def library_problem() -> str:
             continue
         return check_library(path)
     return "no liboqs loads (" + "; ".join(tried) + ")"
+
+
+def _fix_for(library: Path) -> str:
+    """How to replace a damaged `library`: pqlab's own build is installed again, any other one by whoever made it."""
+    for variant in VARIANTS:
+        if library.parent.parent == variant_prefix(variant):
+            return f"reinstall it: .venv/bin/python -m pqlab.provision liboqs {variant}"
+    return "reinstall that liboqs, or point OQS_INSTALL_PATH at another one"
+
+
+def _own_build_problem(variant: str) -> str:
+    """What is wrong with pqlab's installed `variant` build ("" when it is whole, or not installed)."""
+    from .integrity import tree_problem
+
+    prefix = variant_prefix(variant)
+    if not (prefix / "lib" / "liboqs.so").exists():
+        return ""
+    try:
+        files = json.loads((prefix / "build.json").read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        return ""  # not pqlab's build (a copy made by hand): load_problem still checks it is a whole ELF file
+    return tree_problem(prefix, files) if files else ""
+
+
+def repair_own_builds(paths: list[Path] | None = None) -> None:
+    """Install again, from the per-user cache, each of pqlab's own builds among `paths` (default: the libraries
+    liboqs-python would try) whose library is not a whole ELF file with its recorded sha256; one line on stderr
+    each."""
+    for path in search_order() if paths is None else paths:
+        for variant in VARIANTS:
+            if path.parent.parent == variant_prefix(variant) and path.exists() and load_problem(path):
+                from .liboqs_build import LiboqsBuildError, provide
+
+                try:
+                    provide(variant, announce=lambda line: print(line, file=sys.stderr))
+                except LiboqsBuildError as exc:
+                    print(f"liboqs ({variant}): the damaged build could not be replaced: {exc}", file=sys.stderr)
 
 
 def find_usable_liboqs() -> Path | None:
@@ -98,8 +170,9 @@ def variant_prefix(variant: str = "default") -> Path:
 
 
 def variant_environment(variant: str, base: dict | None = None) -> dict:
-    """Environment for a worker process that must load the `variant` build of native/."""
-    if not (variant_prefix(variant) / "lib" / "liboqs.so").exists():
+    """Environment for a worker process that must load the `variant` build of native/ (installed, or installed
+    again when its files do not match their recorded sha256, first)."""
+    if not (variant_prefix(variant) / "lib" / "liboqs.so").exists() or _own_build_problem(variant):
         from .liboqs_build import LiboqsBuildError, provide
 
         try:  # built on first need (seconds when the per-user cache has it)
@@ -116,6 +189,7 @@ def import_oqs():
     """Import liboqs-python without its stdout banner and version warning; a clear error if no liboqs."""
     if "oqs" in sys.modules:
         return sys.modules["oqs"]
+    repair_own_builds()
     problem = library_problem()
     if problem:
         raise LiboqsNotFound(f"liboqs not found: {problem}; {HOW_TO_GET}")

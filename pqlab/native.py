@@ -8,7 +8,9 @@ pqlab's own (``ratio = pqlab / native``) says what the Python harness adds per o
 
 One binary per liboqs build variant, ``native/bench/build/<variant>/pqbench``, compiled with
 that build's headers and linked to ``.venv/liboqs/<variant>/lib/liboqs.so`` through an RPATH
-(not ``LD_LIBRARY_PATH``); every result names the library actually loaded (``liboqs_path``).
+(not ``LD_LIBRARY_PATH``); every result names the library actually loaded (``liboqs_path``).  Each build
+records the binary's sha256 beside it (``pqbench.sha256``); a binary that does not match it (truncated or
+replaced) is built again, with one warning line saying so (one built before pqlab recorded it, silently).
 
     build_native_runner(variant="default") -> Path
     native_algorithms(variant="default") -> {"sig": [...], "kem": [...]}
@@ -30,8 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cycles, flags
-from .errors import close_matches
+from . import cycles, flags, integrity
+from .errors import close_matches, warn
 from .paths import LIBOQS_PREFIX, NATIVE
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
@@ -90,14 +92,33 @@ def build_native_runner(variant: str = "default") -> Path:
     # One build at a time per variant (parallel test workers would race on the output).
     with open(binary.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        before = _stamp(binary)
+        bad = integrity.problem(binary) if before else ""
+        if bad:  # make goes by dates only: a damaged binary newer than its sources would stay
+            why = bad if integrity.recorded(binary) else integrity.elf_problem(binary)  # unrecorded: quietly
+            if why:
+                warn(f"the native runner {binary} {why}: building it again")
+            binary.unlink()
+            before = None
         proc = subprocess.run(
             ["make", "-C", str(BENCH_DIR), f"VARIANT={variant}", f"LIBOQS={prefix}"],
             capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0 or not binary.exists():
-        raise NativeRunnerError(
-            f"building the native runner for liboqs ({variant}) failed (make exit {proc.returncode}):\n"
-            f"{(proc.stderr or proc.stdout).strip()[-3000:]}")
+        if proc.returncode != 0 or not binary.exists():
+            raise NativeRunnerError(
+                f"building the native runner for liboqs ({variant}) failed (make exit {proc.returncode}):\n"
+                f"{(proc.stderr or proc.stdout).strip()[-3000:]}")
+        if _stamp(binary) != before:  # make built it just now
+            integrity.record(binary)
     return binary
+
+
+def _stamp(path: Path) -> tuple | None:
+    """(inode, size, mtime) of `path`, None when it is missing: whether make replaced it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def native_algorithms(variant: str = "default") -> dict[str, list[str]]:

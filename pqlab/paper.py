@@ -8,9 +8,11 @@
 2. Generated inputs go to OUT/generated/: where the exports are, the run context (from the runs' metadata
    the sidecars carry), the studies' citations (data/reference/sources.yaml) and an appendix with every
    exported table and figure that the sections do not show.
-3. pdflatex runs twice (a third time when references changed); the log is checked: any LaTeX error, any
-   Overfull \\hbox of more than :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure,
-   macro, character, reference or citation is a problem.  The PDF and its log stay in OUT.
+3. pdflatex runs twice (a third time when references changed), never with shell escape
+   (:data:`PDFLATEX_OPTIONS`); every string from data in the generated inputs is escaped
+   (:func:`pqlab.formatting.latex`).  The log is checked: any LaTeX error, any Overfull \\hbox of more than
+   :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure, macro, character, reference or
+   citation is a problem.  The PDF and its log stay in OUT.
 4. Every number the text quotes (``\\pqlabName{}``) must be an exported one: an undefined name is a problem
    naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
    two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.export.NOT_MEASURED`, the
@@ -29,11 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths
-from .export import NOT_MEASURED, STYLE_FILE, read_sidecars, tex
+from .export import _NAME, NOT_MEASURED, STYLE_FILE, read_sidecars
+from .formatting import latex
 
 #: Debian packages that give pdflatex, the packages and fonts paper/pqlab.tex uses, and pdffonts/pdftoppm
 TEX_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended", "poppler-utils")
 MAX_OVERFULL_PT = 1.0
+#: how pdflatex runs: never a shell command (whatever the texmf.cnf allows: \write18 from a source is refused),
+#: never stopping for input, errors as FILE:LINE
+PDFLATEX_OPTIONS = ("-no-shell-escape", "-interaction=nonstopmode", "-file-line-error")
 #: floats between two \clearpage in the appendix (LaTeX holds a limited number of unplaced floats)
 FLOATS_PER_PAGE_BREAK = 6
 
@@ -57,7 +63,8 @@ def tree(profile: str, output: Path | None = None) -> tuple[Path, Path]:
 
 
 def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
-    """The sidecars of every export in the tree; refuses an empty tree and one that mixes profiles."""
+    """The sidecars of every export in the tree; refuses an empty tree, one that mixes profiles and a sidecar
+    whose topic or name is not a safe file name."""
     sidecars = read_sidecars(tables) + read_sidecars(figures)
     if not sidecars:
         raise PaperError(f"no exports in {tables.parent.parent}: run make paper PROFILE={profile}, which runs the "
@@ -71,6 +78,10 @@ def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
         raise PaperError(f"the {profile} exports in {root} are mixed with exports of profile {', '.join(found)} "
                          f"({where}{' ...' if len(other) > 3 else ''}): re-run make reproduce PROFILE={profile}; "
                          "a paper never mixes profiles")
+    unsafe = [s["path"] for s in sidecars if not all(_NAME.match(str(s.get(k, ""))) for k in ("topic", "name"))]
+    if unsafe:  # the appendix \input's them: a name is a file name, never LaTeX
+        raise PaperError(f"{unsafe[0]} names an export by no safe file name (letters, digits, '_', '-', '.'): "
+                         "delete it and re-run its notebook")
     return sidecars
 
 
@@ -130,7 +141,8 @@ def undefined_problem(q: Quoted) -> str:
 def undefined_tex(undefined: list[Quoted]) -> str:
     """A placeholder for each quoted number no export defines, so that LaTeX goes on to report the rest (the
     build lists them as problems)."""
-    return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {q.where}" + "\n" for q in undefined)
+    return "".join(rf"\newcommand\{q.macro}{{??}}% undefined: {latex(q.where, 'comment')}" + "\n"
+                   for q in undefined)
 
 
 def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] = ()) -> str:
@@ -144,23 +156,24 @@ def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] 
                     merged[what].append(v)
     by_topic: dict[str, list[str]] = {}
     for _, topic, key in unmeasured:
-        by_topic.setdefault(topic, []).append(tex(key.replace("_", " ")))
+        by_topic.setdefault(topic, []).append(latex(key.replace("_", " ")))
     many = len(unmeasured) > 1
     lacking = ("" if not unmeasured else
                rf"{{\raggedright {len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} "
                rf"not measured in these runs and {'are' if many else 'is'} typeset \textit{{{NOT_MEASURED}}}: "
-               + "; ".join(f"notebook {topic.split('_', 1)[0]}: " + ", ".join(keys) for topic, keys in by_topic.items())
+               + "; ".join(f"notebook {latex(topic.split('_', 1)[0])}: " + ", ".join(keys)
+                           for topic, keys in by_topic.items())
                + ". The notebooks' closing notes say what their runs gave." + r"\par}" + "\n")
     if not merged:
         return "No export shows a run: every number comes from published data.\n\n" + lacking
     lines = [r"{\raggedright\begin{description}"]
     for what, values in merged.items():
         if what == "runs":
-            shown, label = ", ".join(rf"\url{{{v}}}" for v in values), f"runs ({len(values)})"
+            shown, label = ", ".join(rf"\url{{{latex(v, 'url')}}}" for v in values), f"runs ({len(values)})"
         else:  # values may hold paths: they may break after a slash
-            shown, label = "; ".join(tex(v).replace("/", r"/\allowbreak{}") for v in values), what
+            shown, label = "; ".join(latex(v).replace("/", r"/\allowbreak{}") for v in values), what
         # the label in the item's text, not its optional argument: a long label then wraps like the value
-        lines.append(rf"\item \textbf{{{tex(label[0].upper() + label[1:])}:}} {shown}")
+        lines.append(rf"\item \textbf{{{latex(label[0].upper() + label[1:])}:}} {shown}")
     return "\n".join(lines + [r"\end{description}\par}", "", lacking])
 
 
@@ -179,10 +192,11 @@ def studies_tex() -> str:
             seed["stems"].append(stem)
         for key, text in (entry.get("sources") or {}).items():
             url, _, rest = str(text).partition(" ")
-            cited.append(rf"\bibitem{{{key}}} \url{{{url}}} {tex(rest)}. Transcribed in \url{{data/reference/{stem}.csv}}.")
-    studies = [rf"\bibitem{{study{seed[:3]}}} {tex(s['study'])}. Write-up \url{{{seed}}} (SHA-256 "
-               rf"\url{{{s['sha'][:16]}}}\dots). Machine: {tex(s['machine'])}. Transcribed in "
-               + ", ".join(rf"\url{{data/reference/{stem}.csv}}" for stem in s["stems"]) + "."
+            cited.append(rf"\bibitem{{{key}}} \url{{{latex(url, 'url')}}} {latex(rest)}. Transcribed in "
+                         rf"\url{{{latex(f'data/reference/{stem}.csv', 'url')}}}.")
+    studies = [rf"\bibitem{{study{seed[:3]}}} {latex(s['study'])}. Write-up \url{{{latex(seed, 'url')}}} (SHA-256 "
+               rf"\url{{{latex(s['sha'][:16], 'url')}}}\dots). Machine: {latex(s['machine'])}. Transcribed in "
+               + ", ".join(rf"\url{{{latex(f'data/reference/{stem}.csv', 'url')}}}" for stem in s["stems"]) + "."
                for seed, s in seeds.items()]
     return "\n".join([r"\begin{thebibliography}{9}", r"\raggedright", *studies, *cited, r"\end{thebibliography}", ""])
 
@@ -196,12 +210,12 @@ def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
             by_topic.setdefault(s["topic"], []).append(s)
     lines = []
     for topic in sorted(by_topic):
-        lines.append(rf"\subsection{{{tex(topic.replace('_', ' '))}}}")
+        lines.append(rf"\subsection{{{latex(topic.replace('_', ' '))}}}")
         for i, s in enumerate(sorted(by_topic[topic], key=lambda s: (s["export"], s["name"]))):
             if s["export"] == "table":
                 lines.append(rf"\input{{{topic}/{s['name']}}}")
             else:
-                caption = tex(f"{topic.split('_', 1)[0]}: {s['name'].replace('_', ' ')}")
+                caption = latex(f"{topic.split('_', 1)[0]}: {s['name'].replace('_', ' ')}")
                 lines.append(rf"\pqlabfigure{{{topic}/{s['name']}}}{{{caption}}}")
             if (i + 1) % FLOATS_PER_PAGE_BREAK == 0:
                 lines.append(r"\clearpage")
@@ -210,7 +224,7 @@ def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
                        if s["export"] == "table" and not s.get("paper"))
     if data_only:
         lines.append(r"\subsection{Data-only tables}" + "\n{\\raggedright These tables are exported as CSV files only, "
-                     "beside the tables: " + ", ".join(rf"\url{{{d}}}" + (" (no rows: nothing measured for it in "
+                     "beside the tables: " + ", ".join(rf"\url{{{latex(d, 'url')}}}" + (" (no rows: nothing measured for it in "
                                                                              "these runs)" if empty else "")
                                                       for d, empty in data_only) + ".\\par}")
     return "\n".join(lines + [""]) if lines else "Every export is shown in the sections above.\n"
@@ -233,11 +247,11 @@ def setup_tex(profile: str, figures: Path, cff: str) -> str:
     found = re.search(r"^commit: ([0-9a-f]+)(.*)$", cff, re.M)
     commit = (found.group(1)[:12] + (" with uncommitted changes" if found.group(2) else "") if found
               else "unknown (not a git checkout)")
-    return "\n".join([f"% generated by pqlab.paper for profile {profile}",
+    return "\n".join([f"% generated by pqlab.paper for profile {latex(profile, 'comment')}",
                       rf"\graphicspath{{{{{figures.as_posix()}/}}}}",
-                      rf"\newcommand\pqlabprofile{{{tex(profile)}}}",
-                      rf"\newcommand\pqlabversion{{{tex(version.group(1) if version else 'unknown')}}}",
-                      rf"\newcommand\pqlabcommit{{{tex(commit)}}}", ""])
+                      rf"\newcommand\pqlabprofile{{{latex(profile)}}}",
+                      rf"\newcommand\pqlabversion{{{latex(version.group(1) if version else 'unknown')}}}",
+                      rf"\newcommand\pqlabcommit{{{latex(commit)}}}", ""])
 
 
 _ERROR = re.compile(r"^(?:! |(.*?):(\d+): )(.*)$")  # -file-line-error: "FILE:LINE: message"
@@ -318,8 +332,8 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     source = (r"\def\pqlabtwocolumn{}" if twocolumn else "") + r"\input{pqlab.tex}"
     log = out / f"{job}.log"
     for _ in range(3):
-        subprocess.run([command, "-interaction=nonstopmode", "-file-line-error", f"-jobname={job}",
-                        f"-output-directory={out}", source], cwd=out, env=env, capture_output=True, timeout=600)
+        subprocess.run([command, *PDFLATEX_OPTIONS, f"-jobname={job}", f"-output-directory={out}", source],
+                       cwd=out, env=env, capture_output=True, timeout=600)
         text = log.read_text(encoding="latin-1") if log.exists() else ""
         if "Rerun to get" not in text and "undefined references" not in text:
             break

@@ -3,6 +3,9 @@ values span decades, units in axis labels, sizes that fit a paper column.
 
 The functions take tidy tables (as pqlab writes them) and return the matplotlib Figure;
 export it with :func:`pqlab.export.save_figure`.
+
+Names and labels from the data (categories, legend entries, panel titles, annotations) are drawn through
+:func:`pqlab.formatting.mpl_text`: a ``$`` in a name never starts mathtext.  No figure uses TeX.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator
+
+from .formatting import mpl_text
 
 FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
     "lattice": "#0072B2",
@@ -44,7 +49,7 @@ STYLE = {
     "font.family": "serif", "font.serif": [FONT, "DejaVu Serif"], "mathtext.fontset": "stix",
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
     "legend.frameon": False, "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "pqlab",
-    "figure.constrained_layout.use": True,
+    "figure.constrained_layout.use": True, "text.usetex": False,
 }
 #: the smallest text a helper writes (value labels, annotations), in points
 SMALL_PT = 6.5
@@ -137,7 +142,7 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
             err = np.vstack([y - sub[low].to_numpy(float) / scale, sub[high].to_numpy(float) / scale - y])
             err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
         offset = 0.0 if dots else (i - (len(groups) - 1) / 2) * w
-        style = {"label": str(g), "color": colors[g]}
+        style = {"label": mpl_text(g), "color": colors[g]}
         if dots:
             ax.errorbar(y, x, xerr=err, fmt=MARKERS[i % len(MARKERS)], ms=3.2, elinewidth=0.6, capsize=0,
                         mec="white", mew=0.3, alpha=0.9, **style)
@@ -146,7 +151,7 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
         else:
             ax.bar(x + offset, y, w, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5}, **style)
     if horizontal:
-        ax.set_yticks(x, cats)
+        ax.set_yticks(x, [mpl_text(c) for c in cats])
         if dots:
             ax.tick_params(axis="y", labelsize=SMALL_PT)
         ax.set_ylim(-0.6, len(cats) - 0.4)
@@ -157,7 +162,7 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
         else:
             ax.grid(axis="y", visible=False)
     else:
-        ax.set_xticks(x, cats)
+        ax.set_xticks(x, [mpl_text(c) for c in cats])
         ax.set_yscale("log" if log else "linear")
         ax.set_ylabel(ylabel)
     if title:
@@ -389,10 +394,11 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
     colors = colors or ({k: family_color(k) for k in keys} if hue == "family" else color_map(keys))
     for k in keys:
         sub = df[df[hue] == k]
-        ax.scatter(sub[x], sub[y], s=14, color=colors[k], label=str(k), alpha=0.85, edgecolors="none")
+        ax.scatter(sub[x], sub[y], s=14, color=colors[k], label=mpl_text(k), alpha=0.85, edgecolors="none")
         if annotate and label:
             for _, r in sub.iterrows():
-                ax.annotate(str(r[label]), (r[x], r[y]), fontsize=SMALL_PT, xytext=(2, 2), textcoords="offset points")
+                ax.annotate(mpl_text(r[label]), (r[x], r[y]), fontsize=SMALL_PT, xytext=(2, 2),
+                            textcoords="offset points")
     _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
     ax.legend(markerscale=1.2)
     return fig
@@ -408,7 +414,7 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
     colors = colors or color_map(keys)
     for k in keys:
         sub = df[df[hue] == k].sort_values(x)
-        ax.plot(sub[x], sub[y] / scale, marker="o", ms=2.5, lw=1, color=colors[k], label=str(k))
+        ax.plot(sub[x], sub[y] / scale, marker="o", ms=2.5, lw=1, color=colors[k], label=mpl_text(k))
         if low and high:
             ax.fill_between(sub[x], sub[low] / scale, sub[high] / scale, color=colors[k], alpha=0.2, lw=0)
     _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
@@ -471,7 +477,8 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
                 continue
             style = (linestyles or {}).get(k, "-") if connect else "none"
             ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=3 if connect else 3.5, lw=0.9, ls=style,
-                    color=colors[k], label=str(k), mec="white" if not connect else None, mew=0.3 if not connect else 1)
+                    color=colors[k], label=mpl_text(k), mec="white" if not connect else None,
+                    mew=0.3 if not connect else 1)
             if model is None:
                 continue
             m = model[(model[hue] == k) & (model[panel] == p)]
@@ -494,7 +501,7 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
         if eng_x:
             ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_yscale("log" if logy else "linear")
-        ax.set_title(str(p))
+        ax.set_title(mpl_text(p))
         if not narrow or ax is axes[0][-1]:
             ax.set_xlabel(xlabel or x)
         if narrow:
@@ -536,8 +543,8 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
     positive = values[np.isfinite(values) & (values > 0)]
     norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if log and positive.size else None
     im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap="viridis", norm=norm)
-    ax.set_xticks(range(matrix.shape[1]), matrix.columns)
-    ax.set_yticks(range(matrix.shape[0]), matrix.index)
+    ax.set_xticks(range(matrix.shape[1]), [mpl_text(c) for c in matrix.columns])
+    ax.set_yticks(range(matrix.shape[0]), [mpl_text(i) for i in matrix.index])
     ax.grid(False)
     cells = []
     if matrix.size <= 400 or annotations is not None:
@@ -591,7 +598,7 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     for yi, v, end in zip(y, vals, ends):
         if np.isfinite(v):
             ax.annotate(fmt(v), (end, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
-    ax.set_yticks(y, df[label].astype(str))
+    ax.set_yticks(y, [mpl_text(v) for v in df[label]])
     ax.tick_params(axis="y", labelsize=SMALL_PT if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)
     if log:
@@ -605,7 +612,7 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     if title:
         ax.set_title(title)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
-    ax.legend(handles, [str(k) for k in keys], loc="lower right")
+    ax.legend(handles, [mpl_text(k) for k in keys], loc="lower right")
     return fig
 
 
@@ -630,7 +637,7 @@ def place_labels(ax, xs, ys, texts, fontsize: float = SMALL_PT) -> None:
         placed.append((left, left + w, bottom, bottom + line))
         dx, dy = left - fx[i], bottom - fy[i]
         moved = abs(dy - 2) > 0.5
-        ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+        ax.annotate(mpl_text(texts[i]), (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                     va="bottom", ha="left",
                     arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
                     if moved else None)

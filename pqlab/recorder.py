@@ -13,7 +13,9 @@ Nothing measured is lost:
 
 * before anything is measured, the results folder must be creatable, writable and have
   :data:`FREE_SPACE_MARGIN` bytes free (:func:`check_folder`), else :class:`~pqlab.errors.BadInput`
-  names the folder and the fix; a `run_id` that exists there already is refused;
+  names the folder and the fix; a `run_id` that exists there already, or that another process is recording
+  there right now, is refused (:func:`reserve_run_id`: two processes started at once with one id cannot both
+  have it);
 * a save that fails mid-run (disk full, folder gone) goes to a fallback folder (:func:`fallback_folders`:
   the user's cache, then the temporary folder), said in a :class:`~pqlab.errors.PqlabWarning` and in
   ``meta["saved_to_fallback"]``; the run's older files in the first folder are removed;
@@ -29,6 +31,8 @@ Nothing measured is lost:
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+import json
 import os
 import shutil
 import signal
@@ -91,6 +95,82 @@ def check_folder(folder: Path | str, what: str = "results folder", margin: int =
     return folder
 
 
+#: The reservation of a run id while its run is recorded: ``<folder>/<run_id>.lock`` (readers of the results store
+#: look at ``*.meta.json`` only, so they never see it).
+LOCK_SUFFIX = ".lock"
+_RUN_ID_FIX = "choose a new one (or leave it out: pqlab makes a unique one)"
+
+
+def _run_files(folder: Path, run_id: str) -> list[Path]:
+    """The files of run `run_id` in `folder` (its reservation left out)."""
+    return [p for p in folder.glob(f"{run_id}.*") if p.name != f"{run_id}{LOCK_SUFFIX}"]
+
+
+def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
+    """Reserve `run_id` in `folder` for this process: an exclusive lock (flock) on ``<run_id>.lock`` that lasts
+    until :func:`release_run_id` (or until the process ends: a run killed outright never blocks its id, its
+    files alone say it exists).  Returns the lock's descriptor (None on a file system without locks, where only
+    the run's files are checked).
+
+    Two processes that start with one id at the same moment cannot both pass: the lock is taken first, and
+    only its holder checks that the run has no files yet.  Refused with one line (:class:`BadInput`) when
+    another process holds the id, or the run exists already."""
+    folder = Path(folder)
+    lock = folder / f"{run_id}{LOCK_SUFFIX}"
+    for _ in range(100):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise BadInput(f"cannot reserve run id {run_id!r} in {folder} ({exc.strerror or exc}): "
+                           f"{FOLDER_FIX}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise BadInput(f"run id {run_id!r} is being recorded right now in {folder} by another process"
+                           f"{holder}: {_RUN_ID_FIX}") from None
+        except OSError:  # no locks on this file system: the run's files are all there is to check
+            os.close(fd)
+            lock.unlink(missing_ok=True)
+            if _run_files(folder, run_id):
+                raise BadInput(f"run id {run_id!r} exists already in {folder}: {_RUN_ID_FIX}") from None
+            return None
+        try:  # the holder before us may have removed the name (its run done): lock the file that is there now
+            current = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            current = None
+        if current is None or not os.path.samestat(os.fstat(fd), current):
+            os.close(fd)
+            continue
+        if _run_files(folder, run_id):
+            release_run_id(fd, folder, run_id)
+            raise BadInput(f"run id {run_id!r} exists already in {folder}: {_RUN_ID_FIX}")
+        os.ftruncate(fd, 0)
+        os.write(fd, (json.dumps({"run_id": run_id, **process_identity()}) + "\n").encode())
+        return fd
+    raise BadInput(f"could not reserve run id {run_id!r} in {folder}: other processes keep taking and releasing it; "
+                   f"{_RUN_ID_FIX}")
+
+
+def _holder(fd: int) -> str:
+    """" (pid N on host H)" from a reservation's content, or "" when it does not say."""
+    try:
+        who = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f" (pid {who['pid']} on host {who['host']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def release_run_id(fd: int, folder: Path | str, run_id: str) -> None:
+    """End a reservation of :func:`reserve_run_id`: its file removed while still locked, then the lock released."""
+    try:
+        Path(folder, f"{run_id}{LOCK_SUFFIX}").unlink(missing_ok=True)
+    except OSError:
+        pass  # a folder gone or read-only: the lock still ends with the descriptor
+    os.close(fd)
+
+
 def fallback_folders() -> list[Path]:
     """Where a run goes when its folder fails mid-run: the user's cache, then the temporary folder."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -130,13 +210,19 @@ class RunRecorder:
         study = inputs.file_label(study, "study", empty=True)
         label = inputs.file_label(label, "label", empty=True) if label is not None else None
         run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
+        self.run_id = run_id or new_run_id(label or study)
+        self._reservation: int | None = None  # the lock on the run id while the run is recorded
         if save:
             check_folder(self.folder)
-            if run_id and any(self.folder.glob(f"{run_id}.*")):
-                raise BadInput(f"run id {run_id!r} exists already in {self.folder}: choose a new one "
-                               "(or leave it out: pqlab makes a unique one)")
+            self._reservation, self._reserved_in = reserve_run_id(self.folder, self.run_id), self.folder
+        try:
+            self._start(study, params, liboqs, meta)
+        except BaseException:
+            self._release()
+            raise
+
+    def _start(self, study: str, params: dict | None, liboqs: bool, meta: dict | None) -> None:
         self.study = study
-        self.run_id = run_id or new_run_id(label or study)
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.meta = machine.collect(params or {}, liboqs=liboqs)
         self.meta.update(meta or {})
@@ -211,10 +297,24 @@ class RunRecorder:
         return self.run
 
     def finish(self, status: str = "complete", **meta):
-        """The last checkpoint, with `status` and any final metadata."""
+        """The last checkpoint, with `status` and any final metadata; the run id's reservation ends."""
         self.meta.update(meta)
         self.meta["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        return self.checkpoint(status)
+        try:
+            return self.checkpoint(status)
+        finally:
+            if status != "running":
+                self._release()
+
+    def _release(self) -> None:
+        """End the reservation of the run id (once the run's last save is done, or when it never starts)."""
+        if self._reservation is not None:
+            fd, self._reservation = self._reservation, None
+            release_run_id(fd, self._reserved_in, self.run_id)
+
+    def __del__(self) -> None:
+        if getattr(self, "_reservation", None) is not None:
+            self._release()
 
     def _write(self, status: str, final: bool = False) -> list[int]:
         """Save with `status`; the signals that arrived meanwhile, held back until the save was complete.
@@ -276,7 +376,7 @@ class RunRecorder:
                 errors.append(f"{folder} ({exc.strerror or exc})")
                 continue
             if errors:
-                for old in self.folder.glob(f"{self.run_id}.*"):  # an older checkpoint: the run lives on in `folder`
+                for old in _run_files(self.folder, self.run_id):  # an older checkpoint: the run lives on in `folder`
                     try:
                         old.unlink()
                     except OSError:
@@ -315,10 +415,14 @@ class RunRecorder:
             status, extra = "failed", {"error": f"{exc_type.__name__}: {exc}"}
         if exc_type is None and self.meta.get("status") != "running":
             self._restore_signals()
+            self._release()
             return False
         self.meta.update(extra)
         self.meta["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        pending = self._write(status, final=True)
+        try:
+            pending = self._write(status, final=True)
+        finally:
+            self._release()
         if status == "interrupted":
             where = f"saved in {self.run.path}" if self.save else "kept in memory (save=False)"
             raise Interrupted(getattr(exc, "signum", signal.SIGINT),

@@ -7,7 +7,13 @@ thread CPU time (``CLOCK_THREAD_CPUTIME_ID``) and every record each side wrote, 
 handshake message it carried; it checks the negotiated group and signature scheme, the chain,
 resumption, and that application data round-trips.  ``make setup`` does not build it:
 :func:`build_tls_runner` does, on first use (incrementally, one build at a time), and records how
-long it took in ``native/tls-runner/target/build-record.json``.
+long it took in ``native/tls-runner/target/build-record.json`` and the binary's sha256 beside it
+(``tls-runner.sha256``, checked on every use: a binary that does not match is built again, with one line).
+
+The runner's numbers have bounds (:data:`MAX_HANDSHAKES`, :data:`MAX_WARMUP`, :data:`MAX_PAYLOAD`; the runner
+has the same ones) and ``pin`` names two CPUs this process may run on: :func:`check_run_options` refuses
+anything else in one line (:class:`~pqlab.errors.BadInput`) before anything runs.  A run reports the pinning
+the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back after pinning.
 
     build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "sigalgs": [...]}
     resolve_group("ML-KEM-768") -> "MLKEM768"       check_names(groups, signatures)   (before anything runs)
@@ -34,8 +40,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paths
-from .errors import UnknownName
+from . import integrity, paths
+from .errors import BadInput, UnknownName, warn
 from .files import atomic_write_text
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
@@ -74,6 +80,10 @@ HANDSHAKE_TYPES = {1: "client_hello", 2: "server_hello", 4: "new_session_ticket"
 #: Flights: C1 the ClientHello, S1 the server's first flight (ServerHello .. Finished), C2 the
 #: client's second flight (.. Finished), S2 what the server sends after the handshake (tickets).
 FLIGHTS = ("C1", "S1", "C2", "S2")
+#: Bounds of a run's numbers, the runner's own (native/tls-runner/src/main.rs): checked here first.
+MAX_HANDSHAKES = 100_000
+MAX_WARMUP = 10_000
+MAX_PAYLOAD = 16 << 20
 
 
 class TlsError(RuntimeError):
@@ -92,6 +102,11 @@ def _stale() -> bool:
         return True
     built = BINARY.stat().st_mtime
     return any(src.stat().st_mtime > built for src in SOURCES if src.exists())
+
+
+def _damaged() -> str:
+    """What is wrong with a current binary ("" when it has the sha256 recorded when it was built)."""
+    return integrity.problem(BINARY) if BINARY.exists() else ""
 
 
 def build_records() -> list[dict]:
@@ -116,7 +131,7 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
     """
     forced = cargo is not None
     cargo = cargo or shutil.which("cargo")
-    if not forced and not _stale():
+    if not forced and not _stale() and not _damaged():
         return BINARY
     if cargo is None:
         raise TlsRunnerBuildError("building the TLS runner failed at step `find cargo`: cargo is not on PATH; "
@@ -124,11 +139,18 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
     TARGET_DIR.mkdir(parents=True, exist_ok=True)
     with open(TARGET_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (make -j, parallel tests)
-        if not forced and not _stale():  # another process built it while we waited
+        stale = _stale()
+        bad = "" if stale else _damaged()  # a stale binary is linked again anyway
+        if not forced and not stale and not bad:  # another process built it while we waited
             return BINARY
+        env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET_DIR))
+        if bad:  # cargo goes by its fingerprints: the runner's own artifacts go, OpenSSL's build stays
+            warn(f"the TLS runner {BINARY} {bad}: building it again")
+            subprocess.run([cargo, "clean", "--release", "-p", "pqlab-tls-runner", "--manifest-path",
+                            str(RUNNER_DIR / "Cargo.toml")], env=env, capture_output=True, timeout=600)
+            BINARY.unlink(missing_ok=True)
         cold = not BINARY.exists()
         cmd = [cargo, "build", "--release", "--locked", "--manifest-path", str(RUNNER_DIR / "Cargo.toml")]
-        env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET_DIR))
         load = os.getloadavg()[0]  # other work on the machine slows the build: say how busy it was
         start = time.monotonic()
         with open(BUILD_LOG, "w") as log:
@@ -144,6 +166,7 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
             raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build` (exit {proc.returncode}): "
                                       f"see {BUILD_LOG}")
         BINARY.touch()  # make's prerequisite check sees the build as current
+        integrity.record(BINARY)
         version = _call(["version"]).get("openssl_version", "")
         builds = build_records() + [{
             "seconds": round(seconds, 1), "cold": cold, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -361,26 +384,50 @@ def default_pin() -> str | None:
     return f"{cpus[0]},{cpus[1]}" if len(cpus) >= 2 else None
 
 
+def check_pin(pin: str | None) -> str | None:
+    """`pin` ("CLIENT,SERVER", two CPUs this process may run on), or None (unpinned); BadInput otherwise."""
+    if pin is None:
+        return None
+    parts = str(pin).split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise BadInput(f"pin takes two CPU numbers, CLIENT,SERVER (e.g. 0,1), got {pin!r}")
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    for cpu in (int(p) for p in parts):
+        if allowed and cpu not in allowed:
+            raise BadInput(f"pin {pin}: CPU {cpu} is not one this process may run on (it may use "
+                           f"{', '.join(map(str, allowed))}): choose two of those, or leave pin out")
+    return ",".join(p.strip() for p in parts)
+
+
+def check_run_options(handshakes, warmup, payload=64, pin: str | None = None) -> tuple[int, int, int, str | None]:
+    """(handshakes, warmup, payload, pin) within the runner's bounds, checked before anything runs."""
+    from .inputs import count
+
+    return (count(handshakes, "handshakes", 1, MAX_HANDSHAKES), count(warmup, "warmup", 0, MAX_WARMUP),
+            count(payload, "payload", 1, MAX_PAYLOAD), check_pin(default_pin() if pin == "auto" else pin))
+
+
 def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin: str | None = "auto",
                    payload: int = 64, chains: Path | None = None, timeout_s: float = 600) -> dict:
     """Run `handshakes` checked handshakes of `config` (plus warm-up); the runner's JSON.
 
     A configuration the stack refuses comes back with ``setup_error``; a failed handshake as the
-    last row with ``ok`` false and OpenSSL's reasons in ``errors``.
+    last row with ``ok`` false and OpenSSL's reasons in ``errors``.  Numbers outside the runner's bounds
+    and a `pin` on CPUs this process may not use are refused first (:func:`check_run_options`).
     """
+    handshakes, warmup, payload, pin = check_run_options(handshakes, warmup, payload, pin)
     group = resolve_group(config.group)
     check_signature(config.signature)
     chain = build_chain(config.signature, chains)
     sigalg = SIGNATURES[config.signature][0]
     args = ["run", "--group", group, "--chain", str(chain), "--depth", str(config.depth),
-            "--handshakes", str(int(handshakes)), "--warmup", str(int(warmup)), "--payload", str(int(payload))]
+            "--handshakes", str(handshakes), "--warmup", str(warmup), "--payload", str(payload)]
     if sigalg:
         args += ["--sigalg", sigalg]
     if config.mutual:
         args.append("--mutual")
     if config.resume:
         args.append("--resume")
-    pin = default_pin() if pin == "auto" else pin
     if pin:
         args += ["--pin", pin]
     out = _call(args, timeout_s=timeout_s)
@@ -460,6 +507,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     from .schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
     from .stats import summarize
 
+    check_run_options(handshakes, warmup, pin=pin)
     check_names({c.group for c in configs}, {c.signature for c in configs})
     caps = capabilities()
     version = caps["openssl_version"]

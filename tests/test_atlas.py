@@ -10,6 +10,7 @@ from pqlab import machine
 from pqlab.algorithms import get
 from pqlab.benchmark import measurement_row, sample_rows
 from pqlab.errors import UnknownName
+from pqlab.formatting import markdown
 from pqlab.recorder import RunRecorder
 from pqlab.reference import load_reference
 from pqlab.studies import atlas
@@ -218,7 +219,7 @@ def test_cross_platform_factors_and_their_intervals(tmp_path):
     assert pub["factor"] == pytest.approx((12359056 / 7925955) / 1.5, rel=0.01) and pub["ci_low"] < pub["factor"]
     assert (atlas.PI4, "ML-DSA-44 sign / Ed25519 sign") not in cross.index  # no classical baseline there
     text = atlas.describe_cross_platform(cross.reset_index(), reference)
-    assert f"**{arm}**: 2 of 3 ratios changed beyond their 95% interval over rounds" in text
+    assert f"**{markdown(arm)}**: 2 of 3 ratios changed beyond their 95% interval over rounds" in text
     n = atlas.numbers(a, cross.reset_index(), reference)
     assert n["reference_ml-dsa-44_sign_over_ed25519_sign"][0] == pytest.approx(2, rel=0.01)
     assert n["platforms_measured"] == (2, "{}") and n["platforms_published"] == (3, "{}")

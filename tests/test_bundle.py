@@ -17,15 +17,21 @@ from pqlab.cli import main
 from pqlab.results import load_run
 from pqlab.schema import SCHEMA_VERSION
 
+#: the host that merges, in these tests: another machine than the one whose runs are bundled ("lab-a")
+RECEIVER = {"machine_id": "lab-z", "hostname": "receiver", "cpu": "Receiver CPU"}
+THIS_HOST = bundle.this_host
+
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    """A results folder with two runs recorded under the identity override "lab-a"; raw and build folders
-    of its own (nothing of the checkout is packed)."""
+    """A results folder with two runs recorded under the identity override "lab-a"; raw, build and export
+    folders of its own (nothing of the checkout is packed); merges happen on another host (RECEIVER)."""
     monkeypatch.setenv("PQLAB_MACHINE_ID", "lab-a")
     monkeypatch.delenv("PQLAB_PROFILE", raising=False)
     monkeypatch.setattr(paths, "RAW", tmp_path / "raw")
     monkeypatch.setattr(paths, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(paths, "OUTPUT", tmp_path / "output")
+    monkeypatch.setattr(bundle, "this_host", lambda: dict(RECEIVER))
     folder = tmp_path / "a"
     for i, run_id in enumerate(("r1", "r2")):
         make_run(run_id, seed=i).save(folder)
@@ -48,6 +54,21 @@ def write_tar(path, files: dict[str, bytes]) -> None:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+
+
+def executed_notebook(profile: str, stem: str, *, runs=None, finished: bool = True, size: int = 0):
+    """build/<profile>/<stem>.ipynb as papermill leaves it (finished: an end time; else still running), and, with
+    `runs`, an export of its topic that records those runs."""
+    path = paths.BUILD / profile / f"{stem}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    papermill = {"start_time": "2026-01-01T00:00:00+00:00", "end_time": "2026-01-01T00:01:00+00:00" if finished
+                 else None, "exception": None}
+    path.write_text(json.dumps({"cells": [], "metadata": {"papermill": papermill}, "padding": "x" * size}))
+    if runs is not None:
+        sidecar = paths.export_root(profile, paths.OUTPUT) / "data" / "tables" / stem / "t.export.json"
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        sidecar.write_text(json.dumps({"profile": profile, "runs": list(runs)}))
+    return path
 
 
 def assert_same_frames(a, b):
@@ -99,8 +120,7 @@ def test_bundle_packs_raw_traces_and_executed_notebooks_and_merge_imports_them(l
     (paths.RAW / "05_energy" / "r1" / "w0.csv").write_text("t_s,power_w\n0,1\n")
     (paths.RAW / "05_energy" / "other-run").mkdir(parents=True)  # another run's traces stay out
     (paths.RAW / "05_energy" / "other-run" / "w0.csv").write_text("t_s,power_w\n")
-    (paths.BUILD / "quick").mkdir(parents=True)
-    (paths.BUILD / "quick" / "01_x.ipynb").write_text("{}")
+    executed_notebook("quick", "01_x", runs=["r1"])
     out = create_bundle(tmp_path / "b.tar.gz", folder=lab)
     names = set(members(out))
     assert "pqlab-bundle/raw/05_energy/r1/w0.csv" in names and "pqlab-bundle/notebooks/quick/01_x.ipynb" in names

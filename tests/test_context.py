@@ -66,13 +66,14 @@ def test_counter_markdown_names_the_counter_its_rate_and_read_costs():
     assert text.startswith("Cycles here are **TSC reference cycles at 2.45 GHz** (`cycles_source` = `tsc`; rate from "
                            "kernel log (dmesg): tsc 2445.406 MHz), chosen because: no core cycles: ENOENT.")
     assert "One TSC read costs 154 ns (376 ticks) from Python and 27 ticks inside C" in text
-    assert "a perf_event read could not be measured: core cycles are unavailable here (perf_event_open" in text
+    # the error from the metadata as Markdown text (pqlab.formatting.markdown)
+    assert r"a perf_event read could not be measured: core cycles are unavailable here (perf\_event\_open" in text
     core = context.counter_markdown({"label": "core-cycles", "reason": "auto"},
                                     dict(AVAIL, perf={"available": True, "read_cost_ns": 400.0, "read_cost_ticks": 900.0}))
     assert core.startswith("Cycles here are **core cycles** (`cycles_source` = `core-cycles`).")
     assert "one perf_event read costs 400 ns (900 core cycles) from Python" in core
     none = context.counter_markdown({"label": "none", "reason": "PQLAB_COUNTER=none"}, AVAIL)
-    assert none.startswith("**No cycle counter ran** (PQLAB_COUNTER=none)")
+    assert none.startswith(r"**No cycle counter ran** (PQLAB\_COUNTER=none)")
 
 
 def test_precision_markdown_states_median_worst_and_misses():

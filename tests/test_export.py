@@ -259,11 +259,12 @@ def test_paper_tables_are_formatted_per_column_kind(out):
         assert "20260000" not in text and "r1" not in text  # no run ids
         assert "True" not in text and "False" not in text and "yes" in text and "no" in text
         assert "Errno" not in text and "unstable-cv" not in text  # flags become marks
-    assert "Signature [B] |" in md and "Time median [ms]" in md and "Median [ms]" in md  # labels with units
-    assert "Median [Mcycles]" in md
+    # labels with units; brackets, like every Markdown special, escaped (pqlab.formatting.markdown)
+    assert r"Signature \[B\] |" in md and r"Time median \[ms\]" in md and r"Median \[ms\]" in md
+    assert r"Median \[Mcycles\]" in md and r"RSA\_2048 &amp; co" in md
     assert "51.0" in md and "0.0491" in md  # the column's unit, three significant digits
     assert "83.3" in md and "0.00260" in md
-    assert "1.23× [1.20, 1.30]" in md and "∞" in md  # ratios: two decimals, ×, with their interval
+    assert r"1.23× \[1.20, 1.30\]" in md and "∞" in md  # ratios: two decimals, ×, with their interval
     assert re.search(r"\|\s+–\s+\|", md)  # missing values
     assert "All rows: no cycle counter was available." in md
     assert "a: coefficient of variation" in md and "b: fewer than 10 samples" in md
@@ -285,7 +286,8 @@ def test_columns_choose_what_the_paper_shows_and_the_csv_keeps_everything(out):
     export.save_table(TABLE, "t", "x", runs=[], caption="c",
                       columns={"algorithm": "Scheme", "signature_bytes": "Signature", "time_ns_median": "Sign"})
     md = (out / "data" / "tables" / "t" / "x.md").read_text()
-    assert md.splitlines()[2].split("|")[1:4] == [" Scheme                     ", "   Signature [B] ", "   Sign [ms] "]
+    assert md.splitlines()[2].split("|")[1:4] == [" Scheme                     ", "   Signature \\[B\\] ",
+                                                  "   Sign \\[ms\\] "]
     assert len(pd.read_csv(out / "data" / "tables" / "t" / "x.csv").columns) == len(TABLE.columns)
 
 
@@ -398,7 +400,9 @@ def test_a_figure_without_data_is_not_written_and_a_stale_one_is_removed(out):
 
 
 def test_greek_letters_in_cells_become_math():
-    assert export.tex("η 6 → 2, γ1") == r"\ensuremath{\eta} 6 \ensuremath{\rightarrow} 2, \ensuremath{\gamma}1"
+    from pqlab.formatting import latex
+
+    assert latex("η 6 → 2, γ1") == r"\ensuremath{\eta} 6 \ensuremath{\rightarrow} 2, \ensuremath{\gamma}1"
 
 
 def test_a_wrapped_header_line_starting_with_a_bracket_is_braced():

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -83,6 +84,26 @@ def test_pdflatex_missing_names_the_packages(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda _: None)
     with pytest.raises(paper.PaperError, match="pdflatex not found: install texlive-latex-base .*poppler-utils"):
         paper.pdflatex()
+
+
+def test_pdflatex_never_runs_with_shell_escape(exports, tmp_path, monkeypatch):
+    """Every pdflatex run of the paper says -no-shell-escape: whatever texmf.cnf allows, no \\write18 from an
+    export (or anything else) runs a command."""
+    export.save_numbers({"x": 1}, "01_t", runs=[])
+    export.save_table(pd.DataFrame({"algorithm": ["ML-DSA-44"], "signature_bytes": [2420]}), "01_t", "sizes",
+                      runs=[], caption="Sizes")
+    calls = []
+    monkeypatch.setattr(paper, "pdflatex", lambda: "/usr/bin/pdflatex")
+    monkeypatch.setattr(paper, "subprocess", SimpleNamespace(run=lambda command, **kw: calls.append(command)))
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "pqlab.tex").write_text(r"\input{preamble}\begin{document}x\end{document}")
+    result = paper.build("quick", output=exports, out=tmp_path / "out", paper=source)
+    assert calls and result.problems == [f"pdflatex wrote no PDF; see {result.log}"]
+    for command in calls:
+        assert command[0] == "/usr/bin/pdflatex" and command[1] == "-no-shell-escape", command
+        assert not any(re.match(r"-(shell-escape|shell-restricted|enable-write18)", c) for c in command), command
+    assert paper.PDFLATEX_OPTIONS[0] == "-no-shell-escape"
 
 
 def synthetic_exports():

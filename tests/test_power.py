@@ -11,6 +11,7 @@ import pytest
 from pqlab import energy, stats
 from pqlab.algorithms import get
 from pqlab.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
+from pqlab.formatting import markdown
 from pqlab.reference import load_reference
 from pqlab.studies import energy_pi4 as power
 from pqlab.studies import energy_pi4_figures as figures
@@ -445,7 +446,7 @@ def test_live_energy_rows_and_traces(tmp_path):
     long = power.energy_long(t, live)
     assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
     text = power.describe_energy_here(long, ConstantSource(3.0), runs)
-    assert "**measured (net)** (1 operations)" in text and f"run {runs[0].run_id}" in text
+    assert "**measured (net)** (1 operations)" in text and f"run {markdown(runs[0].run_id)}" in text  # a run id is data: escaped Markdown
     table = text.split("\n\n")[1]  # the energies themselves, one column per basis
     assert table.startswith("|") and "measured (gross)" in table and "Ed25519" in table
     assert power.energy_here_table(long).shape == (1, 2)

@@ -3,9 +3,13 @@ energy_run) and the CLI, with one line naming the problem and the fix, before th
 measured.  `pytest -k reliability` runs these."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from pqlab import benchmark, inputs
+from pqlab import benchmark, inputs, paths
 from pqlab.cli import main
 from pqlab.errors import BadInput, PqlabWarning, UnknownName
 
@@ -35,6 +39,8 @@ def no_measuring(monkeypatch):
     (["Ed25519", "--message-bytes", "-1"], "a message size must be a whole number of bytes >= 0, got -1"),
     (["Ed25519", "--message-bytes", "1.5"], "argument --message-bytes: '1.5' is not a whole number"),
     (["ML-DSA-45"], "unknown algorithm 'ML-DSA-45'; close matches: ML-DSA-65, ML-DSA-44"),
+    (["Ed25519", "--message-bytes", "268435457"], "message size 268435457 B is above the largest pqlab measures, "
+                                                  "268435455 B (256 MiB less one byte"),
 ])
 def test_reliability_bad_bench_arguments_get_one_line_and_nothing_runs(tmp_path, capsys, no_measuring, args, message):
     rc = exit_code(["bench", *args, "--folder", str(tmp_path), "--no-progress"])
@@ -85,6 +91,55 @@ def test_reliability_large_messages_warn_with_the_memory_they_need():
     with pytest.warns(PqlabWarning, match=r"message size 80 MiB is above 64 MiB: measuring it can hold up to 480 MiB"):
         assert inputs.message_sizes([100, 80 << 20, 80 << 20]) == [100, 80 << 20, 80 << 20]
     assert inputs.message_sizes(100.0) == [100]  # a whole number, even as a float
+
+
+def test_reliability_a_message_above_the_largest_is_refused_with_the_limit(tmp_path, no_measuring):
+    """Above MAX_MESSAGE_BYTES a reproducible message cannot be drawn (random.randbytes raised OverflowError)."""
+    from pqlab.algorithms import random_message
+
+    assert len(random_message(16, seed=1)) == 16  # the generator the limit protects
+    with pytest.raises(OverflowError):
+        random_message(inputs.MAX_MESSAGE_BYTES + 1, seed=1)
+    for size in (inputs.MAX_MESSAGE_BYTES + 1, 1 << 40):
+        with pytest.raises(BadInput, match=rf"message size {size} B is above the largest pqlab measures, "
+                                           rf"{inputs.MAX_MESSAGE_BYTES} B .*: choose a smaller size"):
+            benchmark.bench(["Ed25519"], ["sign"], size, folder=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+ENV_CHECK = "import pqlab.paths, pqlab.cli; print('imported')"
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("PQLAB_PROFILE", "Full", "error: PQLAB_PROFILE='Full' is not a profile name: use full or quick (lower case), "
+                              "or leave it unset (interactive)"),
+    ("PQLAB_PROFILE", "../x", "error: PQLAB_PROFILE='../x' is not a profile name"),
+    ("PQLAB_OUTPUT", "relative/out", "error: PQLAB_OUTPUT='relative/out' is a relative path, which would depend on "
+                                     "the working directory: set it to an absolute path"),
+])
+def test_reliability_a_bad_environment_variable_is_one_line_not_an_import_crash(tmp_path, variable, value, message):
+    env = dict(os.environ, **{variable: value})
+    imported = subprocess.run([sys.executable, "-c", ENV_CHECK], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+    assert imported.returncode == 0 and imported.stdout.strip() == "imported", imported.stderr  # before: ValueError
+    api = subprocess.run([sys.executable, "-c", "from pqlab import paths; paths.RESULTS; paths.FIGURES"], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "pqlab.errors.BadInput: " + message[len("error: "):] in api.stderr
+    for argv in (["list"], ["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--no-progress"]):
+        proc = subprocess.run([sys.executable, "-m", "pqlab", *argv], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(message), proc.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written under the working directory
+
+
+def test_reliability_an_empty_pqlab_output_counts_as_unset(tmp_path):
+    code = "from pqlab import paths; print(paths.OUTPUT, paths.RESULTS)"
+    for value, expected in (("", str(paths.ROOT)), (str(tmp_path / "out"), str(tmp_path / "out"))):
+        proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PQLAB_OUTPUT=value), cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.stdout.split() == [expected, f"{expected}/data/results"], proc.stderr
+
 
 
 def test_reliability_fidelity_refuses_zero_blocks(capsys):

@@ -312,15 +312,15 @@ def test_reliability_a_signal_after_the_save_says_the_run_is_complete(tmp_path, 
         raise Interrupted(signal.SIGINT if where == "summary" else signal.SIGTERM)
 
     monkeypatch.setattr(*(Run, "summary", stop) if where == "summary" else (files_module, "atomic_write", stop))
-    out = tmp_path / "out.csv"
+    out, folder = tmp_path / "out.csv", tmp_path / "runs"  # --out never goes into the results folder
     rc = main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--min-samples", "3", "--run-id", "r",
-               "--folder", str(tmp_path), "--out", str(out), "--no-progress"])
+               "--folder", str(folder), "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     name = "SIGINT" if where == "summary" else "SIGTERM"
     assert rc == 128 + getattr(signal, name)
     assert err[-1] == (f"interrupted by {name} after the run was saved: run r is complete in "
-                       f"{tmp_path / 'r.meta.json'} (status complete); --out {out} not written")
-    assert load_run(tmp_path / "r").meta["status"] == "complete" and not out.exists()
+                       f"{folder / 'r.meta.json'} (status complete); --out {out} not written")
+    assert load_run(folder / "r").meta["status"] == "complete" and not out.exists()
 
 
 def test_reliability_merge_says_which_runs_are_partial(tmp_path, monkeypatch, capsys):
@@ -333,7 +333,7 @@ def test_reliability_merge_says_which_runs_are_partial(tmp_path, monkeypatch, ca
         raise KeyboardInterrupt
     assert main(["bundle", "--folder", str(tmp_path / "lab"), "--no-notebooks", "--out", str(tmp_path / "b.tar.gz")]) == 0
     capsys.readouterr()
-    assert main(["merge", str(tmp_path / "b.tar.gz"), "--folder", str(tmp_path / "store")]) == 0
+    assert main(["merge", str(tmp_path / "b.tar.gz"), "--folder", str(tmp_path / "store"), "--override"]) == 0
     out = capsys.readouterr().out
     assert "note: run cut is interrupted: a partial run (it holds part of its plan only)" in out
     assert "run done" not in out

@@ -249,3 +249,13 @@ def test_calibration_checks_runs_without_rounds_with_the_old_within_process_inte
     assert rows["with_interval"].eq(2).all() and np.isfinite(low) and low < high
     with pytest.raises(ValueError, match="at least 2 runs"):
         analyse(runs[:1])
+
+
+def test_a_verify_that_wants_more_rounds_cannot_pull_its_slow_sign_past_the_budget():
+    # a verify round signs afresh (benchmark._active), so its cost is its own plus its sign's
+    items = [Item(-1, rounds.NOOP, None), Item(0, "sign", 100), Item(0, "verify", 100), Item(0, "keygen", None)]
+    spent = {0: 0.001, 1: 1.0, 2: 0.01, 3: 0.01}
+    results = {i: [(r, {"time_ns": [1.0], "spent_s": s}) for r in range(6)] for i, s in spent.items()}
+    allowed = benchmark._rounds_allowed(items, results, 6, 2.0)
+    assert allowed[1] == 6 and allowed[2] == 6  # 2 s of budget: a 1 s sign and its verify keep the first stage
+    assert allowed[3] == 200  # an operation without a sign: its own cost only

@@ -5,6 +5,8 @@ builds it on first use); the rest need nothing built.
 """
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import stat
 
@@ -231,3 +233,120 @@ def test_pinning_follows_the_cpus_the_process_may_use(monkeypatch, runner):
     assert result["pinned_cpus"] is None and result["handshakes"][0]["ok"]
     monkeypatch.setattr(tls.os, "sched_getaffinity", lambda pid: {5, 2, 7})
     assert tls.default_pin() == "2,5"
+
+
+# ----- bounds, pinning and the runner's sha256 (issue #27) -----
+
+
+def built_runner_or_skip():
+    """The runner as built by `make` (make test builds it first); a skip, with the reason, where it is not."""
+    if not tls.BINARY.exists():
+        pytest.skip(f"the TLS runner is not built ({tls.BINARY} is missing): `make {tls.BINARY.relative_to(tls.paths.ROOT)}` "
+                    "or `python -m pqlab.tls build` builds it")
+    return tls.BINARY
+
+
+BAD_RUNS = [
+    (["--payload", "100000000000"], "--payload takes a whole number from 1 to 16777216, got \"100000000000\""),
+    (["--payload", "0"], "--payload takes a whole number from 1 to 16777216, got \"0\""),
+    (["--warmup", "18446744073709551615"], "--warmup takes a whole number from 0 to 10000, got \"18446744073709551615\""),
+    (["--handshakes", str(10**12)], f"--handshakes takes a whole number from 1 to 100000, got \"{10**12}\""),
+    (["--depth", "3"], "--depth takes a whole number from 1 to 2, got \"3\""),
+    (["--pin", "0,99"], "--pin 0,99: CPU 99 is not one this process may run on"),
+    (["--pin", "0,100000"], "--pin 0,100000: CPU 100000 is not one this process may run on"),
+    (["--pin", "0,x"], "--pin takes two CPU numbers, CLIENT,SERVER, got \"0,x\""),
+]
+
+
+@pytest.mark.parametrize("extra, message", BAD_RUNS, ids=[" ".join(a) for a, _ in BAD_RUNS])
+def test_the_runner_refuses_out_of_bounds_arguments_in_one_line(tmp_path, extra, message):
+    """Before: --payload 1e11 aborted (allocation failure, backtrace), --warmup 2**64-1 wrapped to no handshake
+    with exit 0, --handshakes 1e12 ran on and grew without bound, --pin 0,99 claimed CPU 99."""
+    import subprocess
+
+    binary = built_runner_or_skip()
+    args = ["run", "--group", "x25519", "--chain", str(tmp_path / "no-chain"), "--handshakes", "1", *extra]
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tls-runner: error: ") and message in lines[0], proc.stderr
+    assert "panicked" not in proc.stderr and "backtrace" not in proc.stderr.lower()
+    assert message in json.loads(proc.stdout)["error"]
+
+
+def test_the_runner_reports_the_pinning_the_kernel_granted(runner):
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip(f"this process may use one CPU only ({cpus}): nothing to pin two threads to")
+    result = tls.run_handshakes(tls.Config("X25519", "Ed25519"), 1, warmup=0, pin=f"{cpus[1]},{cpus[0]}")
+    assert result["pinned_cpus"] == [cpus[1], cpus[0]] and result["handshakes"][0]["ok"]
+    assert result["affinity"] == {"client": [cpus[1]], "server": [cpus[0]]}  # read back from the kernel
+    unpinned = tls.run_handshakes(tls.Config("X25519", "Ed25519"), 1, warmup=0, pin=None)
+    assert unpinned["pinned_cpus"] is None and unpinned["affinity"]["client"] == cpus
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(payload=100_000_000_000), "payload must be a whole number from 1 to 16777216, got 100000000000"),
+    (dict(warmup=2**64 - 1), "warmup must be a whole number from 0 to 10000, got 18446744073709551615"),
+    (dict(handshakes=10**12), "handshakes must be a whole number from 1 to 100000, got 1000000000000"),
+    (dict(handshakes=0), "handshakes must be a whole number from 1 to 100000, got 0"),
+    (dict(pin="0,99"), "pin 0,99: CPU 99 is not one this process may run on (it may use "),
+    (dict(pin="0"), "pin takes two CPU numbers, CLIENT,SERVER (e.g. 0,1), got '0'"),
+])
+def test_bad_run_options_are_refused_before_anything_runs(monkeypatch, kwargs, message):
+    from pqlab.errors import BadInput
+
+    monkeypatch.setattr(tls.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(tls, "capabilities", lambda: pytest.fail("the runner was asked although the input was bad"))
+    monkeypatch.setattr(tls, "_call", lambda *a, **k: pytest.fail("the runner ran although the input was bad"))
+    options = {"handshakes": 1, "warmup": 0, **kwargs}
+    handshakes, warmup = options.pop("handshakes"), options.pop("warmup")
+    with pytest.raises(BadInput) as err:
+        tls.run_handshakes(tls.Config("X25519", "Ed25519"), handshakes, warmup=warmup, **options)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+    if "payload" not in kwargs:
+        with pytest.raises(BadInput, match="^" + re.escape(message)):
+            tls.measure_handshakes([tls.Config("X25519", "Ed25519")], handshakes, warmup=warmup,
+                                   pin=kwargs.get("pin", "auto"), save=False, progress=False)
+
+
+def test_the_bounds_are_the_runners_own():
+    source = (tls.RUNNER_DIR / "src" / "main.rs").read_text()
+    for name in ("MAX_HANDSHAKES", "MAX_WARMUP", "MAX_PAYLOAD"):
+        value = re.search(rf"const {name}: usize = ([0-9_<\s]+);", source).group(1)
+        assert eval(value.replace("_", "")) == getattr(tls, name), name  # noqa: S307 - a literal from our source
+
+
+def test_a_damaged_runner_binary_is_built_again_with_one_line(monkeypatch, tmp_path):
+    import warnings
+
+    from pqlab import integrity
+    from pqlab.errors import PqlabWarning
+
+    target = _isolated_target(monkeypatch, tmp_path)
+    fake_runner = tmp_path / "fake-runner"
+    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n" + "# padding\n" * 100)
+    cargo = tmp_path / "cargo"
+    cargo.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "cargo.log"}\n[ "$1" = clean ] && exit 0\n'
+                     f'mkdir -p "$CARGO_TARGET_DIR/release"\ncp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
+                     'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
+    cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(tls.shutil, "which", lambda name: str(cargo) if name == "cargo" else None)
+    monkeypatch.setattr(tls, "SOURCES", ())  # the binary is never older than its sources here
+    binary = tls.build_tls_runner()
+    assert binary == target / "release" / "tls-runner" and not integrity.problem(binary)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tls.build_tls_runner() == binary and len(tls.build_records()) == 1  # a hit, nothing said
+    data = binary.read_bytes()
+    binary.write_bytes(data[: len(data) // 2])  # truncated in place: newer than its sources, cargo's fingerprint fresh
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tls.build_tls_runner()
+    said = [str(w.message) for w in caught if issubclass(w.category, PqlabWarning)]
+    assert len(said) == 1 and said[0].startswith(f"the TLS runner {binary} does not match the sha256 recorded")
+    assert said[0].endswith(": building it again") and binary.read_bytes() == data
+    assert not integrity.problem(binary) and len(tls.build_records()) == 2
+    assert (tmp_path / "cargo.log").read_text().splitlines()[1].startswith("clean --release -p pqlab-tls-runner")

@@ -15,7 +15,9 @@ run with the same key reuses it instead of starting valgrind again.  The key is 
 
 A run is stored only when its output checked out and it loaded no file outside its key.  Entries live
 in ``$PQLAB_CACHE`` (default ``$XDG_CACHE_HOME/pqlab/memory``, i.e. ``~/.cache/pqlab/memory``), one
-JSON file per key; ``make clean`` leaves them.  ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures
+JSON file per key; ``make clean`` leaves them.  Each entry holds the sha256 of its own content, recorded when
+it was stored and checked on every hit: an entry that was cut or edited is measured again and replaced, with
+one warning line saying so (one stored by an older pqlab, without a sha256, is measured again quietly).  ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures
 everything again and replaces the entries.
 
 Timing is never cached: a time belongs to the moment and the machine state it was taken in (frequency,
@@ -86,16 +88,44 @@ class MemoryCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None."""
+        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None: none stored, or one that
+        does not check out (a warning says which and why; the caller measures again and replaces it)."""
         if self.fresh:
             return None
+        path = self._path(key)
         try:
-            entry = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
+            text = path.read_text()
+        except FileNotFoundError:
             return None
-        return entry if entry.get("key") == key else None
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._bad(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})")
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            return self._bad(path, "is not whole JSON (cut short or damaged)")
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return self._bad(path, "is not the entry of its key")
+        recorded = entry.pop("sha256", None)
+        if recorded is None:  # stored by an older pqlab: measured again and replaced, nothing wrong with it
+            return None
+        if recorded != entry_digest(entry):
+            return self._bad(path, "does not match the sha256 recorded when it was stored (edited or damaged)")
+        return entry
+
+    @staticmethod
+    def _bad(path: Path, why: str) -> None:
+        from ..errors import warn
+
+        warn(f"memory cache entry {path} {why}: measuring it again")
+        return None
 
     def put(self, key: str, parts: dict, value: dict, run_id: str) -> None:
         entry = {"key": key, "parts": parts, "value": value, "run_id": run_id,
                  "stored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        entry["sha256"] = entry_digest(entry)
         atomic_write_text(self._path(key), json.dumps(entry, sort_keys=True) + "\n")
+
+
+def entry_digest(entry: dict) -> str:
+    """sha256 of an entry's content (its ``sha256`` field left out), in the canonical form of :func:`cache_key`."""
+    return cache_key({k: v for k, v in entry.items() if k != "sha256"})

@@ -22,7 +22,6 @@ differ); a ratio against a baseline measured in the same run on the same machine
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
@@ -37,7 +36,7 @@ import pandas as pd
 from .. import bundle, inputs, machine, paths, plotting
 from ..context import counter_text, frequency_text
 from ..errors import UnknownName
-from ..formatting import fmt_factor_ci, slug
+from ..formatting import fmt_factor_ci, markdown, mpl_text, slug
 from ..schema import MESSAGE_OPERATIONS
 from ..stats import CONFIDENCE, combined_ci, ratio_ci
 
@@ -151,12 +150,24 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
             raise RuntimeError(f"bundling the {build} build's run failed: {proc.stderr.strip().splitlines()[-1:]}")
         out.append({"build": build, "machine_id": ident, "override": bool(env) or bool(run.meta.get("machine_id_override")),
                     "run_id": run.run_id, "bundle": target})
+        _PACKED_HERE.add(target.resolve())
     return out
 
 
+#: the bundles :func:`measure_local` packed in this process: this host's own runs (the default build's carries this
+#: machine's id, which a merge refuses from any other bundle)
+_PACKED_HERE: set[Path] = set()
+
+
 def merge(bundles, folder: Path | str | None = None) -> list[dict]:
-    """Import bundles into the results store, as ``python -m pqlab merge`` does (:func:`pqlab.bundle.merge_bundles`)."""
-    return bundle.merge_bundles(list(bundles), folder) if bundles else []
+    """Import bundles into the results store, as ``python -m pqlab merge`` does (:func:`pqlab.bundle.merge_bundles`):
+    those :func:`measure_local` packed here first, with ``override=True`` (they are this machine's own), then the
+    others, without it (a bundle from elsewhere that carries this machine's id is refused)."""
+    bundles = list(bundles)
+    own = [b for b in bundles if Path(b).resolve() in _PACKED_HERE]
+    others = [b for b in bundles if Path(b).resolve() not in _PACKED_HERE]
+    return ((bundle.merge_bundles(own, folder, override=True) if own else [])
+            + (bundle.merge_bundles(others, folder) if others else []))
 
 
 def describe_local(local: list[dict], reports: list[dict]) -> str:
@@ -219,7 +230,9 @@ def _measured_groups(folder) -> dict:
     """(machine id, liboqs version, liboqs build, counter) -> [(started_at, meta path, meta)], newest first."""
     groups: dict = {}
     for meta_path in bundle.stored_runs(folder):
-        meta = json.loads(meta_path.read_text())
+        meta = bundle.stored_meta(meta_path)  # an unreadable one: a warning naming it, left out
+        if meta is None:
+            continue
         info = meta.get("liboqs") or {}
         if not info:
             continue  # a run that loaded no liboqs has no post-quantum rows of its own build
@@ -496,9 +509,10 @@ def describe_platforms(atlas: Atlas) -> str:
     for what, col in (("cycle counter", "counter"), ("liboqs build", "liboqs"), ("frequency", "frequency"),
                       ("liboqs CPU code", "cpu_features")):
         values = list(dict.fromkeys(measured[col]))
-        text.append(f"Every measured platform has the same {what}: {values[0]}." if len(values) == 1 else
-                    f"The {what} differs: " + "; ".join(f"{v} ({', '.join(measured.loc[measured[col] == v, 'platform'])})"
-                                                       for v in values) + ".")
+        text.append(f"Every measured platform has the same {what}: {markdown(values[0])}." if len(values) == 1 else
+                    f"The {what} differs: " + "; ".join(
+                        f"{markdown(v)} ({', '.join(map(markdown, measured.loc[measured[col] == v, 'platform']))})"
+                        for v in values) + ".")
     text.append("Each ratio is taken within one run (one machine, one liboqs build, one counter): platforms that "
                 "differ in any of these are separate rows and never share a ratio.")
     return " ".join(text)
@@ -516,8 +530,9 @@ def describe_ratios(atlas: Atlas) -> str:
         for kind, h in g.groupby("algorithm_kind", sort=False):
             lo, hi = h.loc[h["ratio"].idxmin()], h.loc[h["ratio"].idxmax()]
             parts.append(f"{KIND_LABEL[kind]}s from {fmt_factor_ci(lo.ratio, lo.ci_low, lo.ci_high)} "
-                         f"({lo.comparison}) to {fmt_factor_ci(hi.ratio, hi.ci_low, hi.ci_high)} ({hi.comparison})")
-        lines.append(f"- **{platform}**: " + "; ".join(parts) + ".")
+                         f"({markdown(lo.comparison)}) to {fmt_factor_ci(hi.ratio, hi.ci_low, hi.ci_high)} "
+                         f"({markdown(hi.comparison)})")
+        lines.append(f"- **{markdown(platform)}**: " + "; ".join(parts) + ".")
     return "\n".join(lines)
 
 
@@ -526,17 +541,18 @@ def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> 
     if not reference:
         return "No measured platform to compare the others with."
     if cross.empty:
-        return f"No other platform shares a comparison with **{reference}**."
-    lines = [f"Factors are each platform's ratio over the same ratio on **{reference}** (above 1: the algorithm "
+        return f"No other platform shares a comparison with **{markdown(reference)}**."
+    lines = [f"Factors are each platform's ratio over the same ratio on **{markdown(reference)}** (above 1: the algorithm "
              "loses there, relative to its baseline; below 1: it gains)."]
     for platform, g in cross.groupby("platform", sort=False):
         g = g[np.isfinite(g["factor"])].sort_values("factor")
 
         def items(df) -> str:
-            return "; ".join(f"{x.comparison} {fmt_factor_ci(x.factor, x.ci_low, x.ci_high)}" for x in df.itertuples())
+            return "; ".join(f"{markdown(x.comparison)} {fmt_factor_ci(x.factor, x.ci_low, x.ci_high)}"
+                             for x in df.itertuples())
 
         changed = int(g["verdict"].isin(["loses", "gains"]).sum())
-        lines.append(f"- **{platform}**: {changed} of {len(g)} ratios changed beyond their {INTERVAL}. "
+        lines.append(f"- **{markdown(platform)}**: {changed} of {len(g)} ratios changed beyond their {INTERVAL}. "
                      f"Loses most: {items(g.tail(n).iloc[::-1])}. Gains most: {items(g.head(n))}.")
     return "\n".join(lines)
 
@@ -569,11 +585,11 @@ def _dot_rows(ax, df: pd.DataFrame, value: str, rows: list, hue: str, colors: di
         err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
         y = y0 + (len(keys) - 1) / 2 * step - i * step
         ax.errorbar(x, y, xerr=err, fmt="D" if k in hollow else "o", ms=3, lw=0.8, capsize=1.5, color=colors[k],
-                    mfc="white" if k in hollow else colors[k], label=str(k), ls="none")
+                    mfc="white" if k in hollow else colors[k], label=mpl_text(k), ls="none")
     ax.axvline(1, color="0.3", lw=0.8, ls=":")
     ax.set_xscale("log")
     narrow = ax.figure.get_figwidth() < plotting.FULL_WIDTH  # a column: each ratio's two terms on two lines
-    ax.set_yticks(y0, [r.replace(" / ", "\n/ ") if narrow else r for r in rows])
+    ax.set_yticks(y0, [mpl_text(r.replace(" / ", "\n/ ") if narrow else r) for r in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.grid(axis="y", visible=False)
 
@@ -618,7 +634,7 @@ def plot_cross_platform(cross: pd.DataFrame, atlas: Atlas, title: str = "", widt
         ax.set_title(f"against the {k} baseline")
     axes[-1, 0].set_xlabel(f"ratio on the platform / ratio on the reference ({INTERVAL})")
     fig.suptitle(title or "Which algorithms lose (right) or gain (left) from one platform to another; reference: "
-                 f"{df['reference'].iloc[0]}")
+                 f"{mpl_text(df['reference'].iloc[0])}")
     pairs = [pair for ax in axes[:, 0] for pair in zip(*ax.get_legend_handles_labels())]
     plotting.figure_legend(fig, tuple(zip(*pairs)), 2)
     return fig

@@ -47,6 +47,7 @@ from ..formatting import (
     fmt_factor_ci,
     fmt_percent,
     fmt_time_ms,
+    markdown,
     slug,
 )
 from ..paths import RAW
@@ -248,7 +249,7 @@ def describe_energy_here(ours: pd.DataFrame, live: PowerSource, runs) -> str:
                 "modelled either. The figures below use the study's published energies.")
     text = "Energies here, by basis: " + ", ".join(
         f"**{b}** ({n} operations)" for b, n in ours.groupby("basis", sort=False).size().items()) + "."
-    text += f" Energy run: {context_line(runs)}." if runs else ""
+    text += f" Energy run: {markdown(context_line(runs))}." if runs else ""
     return f"{text}\n\n{energy_here_table(ours).to_markdown(floatfmt='.4g')}"
 
 

@@ -19,7 +19,10 @@
 //! Bytes: every record each side writes (reported by OpenSSL's message callback) is attributed to
 //! the handshake message it carries; the sum per side must equal the bytes counted on its socket.
 //! A failed handshake (or a configuration OpenSSL refuses) is reported with OpenSSL's reason, exit 0.
-//! Exit 2: bad command line.
+//! Exit 2: bad command line, said in one line on stderr (and as {"error": ...} on stdout): every number has
+//! bounds (--handshakes 1..=100000, --warmup 0..=10000, --payload 1..=16 MiB, --depth 1 or 2; pqlab.tls
+//! checks the same ones first), and --pin takes two CPUs this process may run on.  `pinned_cpus` and
+//! `affinity` report the CPUs each thread may run on as read back from the kernel after pinning.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
@@ -47,6 +50,12 @@ use openssl_sys as ffi;
 use serde_json::{json, Value};
 
 const HOST: &str = "pqlab.test";
+/// Bounds of `run`'s numbers (pqlab.tls.MAX_HANDSHAKES, MAX_WARMUP and MAX_PAYLOAD are the same).
+const MAX_HANDSHAKES: usize = 100_000;
+const MAX_WARMUP: usize = 10_000;
+const MAX_PAYLOAD: usize = 16 << 20;
+/// CPUs a cpu_set_t can name.
+const CPU_SETSIZE: usize = 8 * std::mem::size_of::<libc::cpu_set_t>();
 const SSL_CTRL_SET_MSG_CALLBACK_ARG: c_int = 16;
 const SSL_CTRL_GET0_IMPLEMENTED_GROUPS: c_int = 139;
 const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
@@ -74,6 +83,7 @@ fn ticket_len(session: &SslSession) -> usize {
 
 fn fail_usage(msg: &str) -> ! {
     println!("{}", json!({"error": msg}));
+    eprintln!("tls-runner: error: {msg}");
     process::exit(2);
 }
 
@@ -225,16 +235,37 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn pin_thread(cpu: Option<usize>) -> Result<(), String> {
-    let Some(cpu) = cpu else { return Ok(()) };
+/// The CPUs the calling thread may run on, as the kernel says (sched_getaffinity).
+fn affinity() -> Result<Vec<usize>, String> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!("cannot pin a thread to CPU {cpu}: {}", std::io::Error::last_os_error()));
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(format!("sched_getaffinity: {}", std::io::Error::last_os_error()));
+        }
+        Ok((0..CPU_SETSIZE).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
+/// Pin the calling thread to `cpu` (if any); the CPUs it may run on afterwards, read back from the kernel
+/// (an error when that is not `cpu` alone).
+fn pin_thread(cpu: Option<usize>) -> Result<Vec<usize>, String> {
+    if let Some(cpu) = cpu {
+        if cpu >= CPU_SETSIZE {
+            return Err(format!("cannot pin a thread to CPU {cpu}: CPUs go up to {}", CPU_SETSIZE - 1));
+        }
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(format!("cannot pin a thread to CPU {cpu}: {}", std::io::Error::last_os_error()));
+            }
         }
     }
-    Ok(())
+    let got = affinity()?;
+    match cpu {
+        Some(cpu) if got != [cpu] => Err(format!("pinned a thread to CPU {cpu}, but the kernel lets it run on {got:?}")),
+        _ => Ok(got),
+    }
 }
 
 /// OpenSSL's error queue of this thread as one line (its reasons), then cleared.
@@ -561,9 +592,9 @@ fn serve_one(ctx: &SslContext, sock: TcpStream, payload: usize) -> ServerSide {
 
 fn run(o: &Options) -> Value {
     let version = openssl::version::version();
-    let base = json!({"openssl_version": version, "group": o.group, "sigalg": o.sigalg, "depth": o.depth,
-                      "mutual": o.mutual, "resume": o.resume, "payload_bytes": o.payload,
-                      "pinned_cpus": o.pin.map(|(a, b)| vec![a, b])});
+    let mut base = json!({"openssl_version": version, "group": o.group, "sigalg": o.sigalg, "depth": o.depth,
+                          "mutual": o.mutual, "resume": o.resume, "payload_bytes": o.payload,
+                          "pinned_cpus": null});
     let with = |mut v: Value, extra: Value| {
         for (k, x) in extra.as_object().unwrap() {
             v[k] = x.clone();
@@ -574,17 +605,22 @@ fn run(o: &Options) -> Value {
         (Ok(s), Ok(c)) => (s, c),
         (Err(e), _) | (_, Err(e)) => return with(base, json!({"setup_error": e, "handshakes": []})),
     };
-    if let Err(e) = pin_thread(o.pin.map(|p| p.0)) {
-        return with(base, json!({"setup_error": e, "handshakes": []}));
-    }
+    let client_cpus = match pin_thread(o.pin.map(|p| p.0)) {
+        Ok(cpus) => cpus,
+        Err(e) => return with(base, json!({"setup_error": e, "handshakes": []})),
+    };
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = mpsc::channel::<ServerSide>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<Vec<usize>, String>>();
     let payload = o.payload;
     let server_cpu = o.pin.map(|p| p.1);
     thread::spawn(move || {
-        if let Err(e) = pin_thread(server_cpu) {
-            eprintln!("{e}");
+        let pinned = pin_thread(server_cpu);
+        let ok = pinned.is_ok();
+        let _ = ready_tx.send(pinned);
+        if !ok {
+            return;
         }
         for sock in listener.incoming() {
             let Ok(sock) = sock else { continue };
@@ -593,6 +629,16 @@ fn run(o: &Options) -> Value {
             }
         }
     });
+
+    let server_cpus = match ready_rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(cpus)) => cpus,
+        Ok(Err(e)) => return with(base, json!({"setup_error": e, "handshakes": []})),
+        Err(_) => return with(base, json!({"setup_error": "the server thread did not start within 60 s",
+                                           "handshakes": []})),
+    };
+    // what the kernel granted, read back in each thread (pin_thread refuses anything but the CPU asked for)
+    base["pinned_cpus"] = json!(o.pin.map(|_| [client_cpus[0], server_cpus[0]]));
+    base["affinity"] = json!({"client": client_cpus, "server": server_cpus});
 
     // A resumption run does one full handshake first (to get a ticket), outside the samples.
     let first_resumed = if o.resume { o.warmup + 1 } else { usize::MAX };
@@ -728,25 +774,41 @@ fn parse_run(args: &[String]) -> Options {
     };
     let mut i = 0;
     let value = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| fail_usage(&format!("{} needs a value", args[i])));
-    let number = |i: usize| value(i).parse::<usize>().unwrap_or_else(|_| fail_usage(&format!("{} needs a number", args[i])));
+    // a whole number within bounds: nothing is allocated or counted from a value outside them
+    let number = |i: usize, low: usize, high: usize| {
+        let v = value(i);
+        match v.parse::<usize>() {
+            Ok(n) if (low..=high).contains(&n) => n,
+            _ => fail_usage(&format!("{} takes a whole number from {low} to {high}, got {v:?}", args[i])),
+        }
+    };
     while i < args.len() {
         match args[i].as_str() {
             "--group" => { o.group = value(i); i += 1; }
             "--sigalg" => { o.sigalg = Some(value(i)); i += 1; }
             "--chain" => { o.chain = value(i); i += 1; }
-            "--depth" => { o.depth = number(i); i += 1; }
-            "--handshakes" => { o.handshakes = number(i); i += 1; }
-            "--warmup" => { o.warmup = number(i); i += 1; }
-            "--payload" => { o.payload = number(i); i += 1; }
+            "--depth" => { o.depth = number(i, 1, 2); i += 1; }
+            "--handshakes" => { o.handshakes = number(i, 1, MAX_HANDSHAKES); i += 1; }
+            "--warmup" => { o.warmup = number(i, 0, MAX_WARMUP); i += 1; }
+            "--payload" => { o.payload = number(i, 1, MAX_PAYLOAD); i += 1; }
             "--mutual" => o.mutual = true,
             "--resume" => o.resume = true,
             "--pin" => {
                 let v = value(i);
-                let cpus: Vec<usize> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-                if cpus.len() != 2 {
-                    fail_usage("--pin takes two CPU numbers: CLIENT,SERVER");
+                let cpus: Vec<Option<usize>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+                let (a, b) = match cpus.as_slice() {
+                    [Some(a), Some(b)] => (*a, *b),
+                    _ => fail_usage(&format!("--pin takes two CPU numbers, CLIENT,SERVER, got {v:?}")),
+                };
+                let allowed = affinity().unwrap_or_else(|e| fail_usage(&e));
+                for cpu in [a, b] {
+                    if !allowed.contains(&cpu) {
+                        let may: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
+                        fail_usage(&format!("--pin {v}: CPU {cpu} is not one this process may run on (it may use {})",
+                                            may.join(", ")));
+                    }
                 }
-                o.pin = Some((cpus[0], cpus[1]));
+                o.pin = Some((a, b));
                 i += 1;
             }
             other => fail_usage(&format!("unknown option {other}")),
@@ -755,9 +817,6 @@ fn parse_run(args: &[String]) -> Options {
     }
     if o.group.is_empty() || o.chain.is_empty() {
         fail_usage("run needs --group and --chain");
-    }
-    if !(1..=2).contains(&o.depth) || o.payload == 0 {
-        fail_usage("--depth is 1 or 2 and --payload at least 1");
     }
     o
 }
