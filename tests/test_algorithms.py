@@ -325,3 +325,26 @@ def test_resolve_takes_one_name_alone():
     """A str is one name, never read letter by letter (measure_memory("ML-DSA-4") refused 'M')."""
     assert [a.name for a in resolve("ML-DSA-44")] == ["ML-DSA-44"]
     assert [a.key for a in resolve(["ML-DSA-44", "Ed25519"])] == [a.key for a in resolve("ML-DSA-44") + resolve("Ed25519")]
+
+
+def test_a_keygen_check_never_round_trips_the_empty_message():
+    # RSA PKCS#1 v1.5 with implicit rejection may "decrypt" a tampered ciphertext to a synthetic, sometimes empty,
+    # message: with an empty probe the tamper check would fail about once in 245 keygens
+    from pqlab.algorithms import KEYGEN_PROBE, Algorithm
+
+    def bind(key):
+        made = {}
+
+        def encrypt(m: bytes) -> bytes:
+            made[b"\x00" + m] = m
+            return b"\x00" + m
+
+        def decrypt(ct: bytes) -> bytes:  # a ciphertext it did not make "decrypts" to an empty synthetic message
+            return made.get(ct, b"")
+        return encrypt, decrypt
+
+    algo = Algorithm.__new__(Algorithm)
+    algo.generate = lambda: "key"
+    trial = algo._trial_encryption("keygen", b"", bind)
+    trial.check("key")  # an empty probe would raise: the tampered ciphertext "decrypts" to b"" == the message
+    assert len(KEYGEN_PROBE) >= 16
