@@ -66,19 +66,12 @@ from .bundle_checks import (
 )
 from .errors import BadInput, warn
 from .files import atomic_write, atomic_write_text
+from .integrity import sha256_file
 from .schema import SCHEMA_VERSION
 
 #: the results store's folder of imported runs, one subfolder per machine id
 MACHINES = "machines"
 _bundle_id = bundle_id
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _meta(path: Path) -> dict:

@@ -41,6 +41,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from .integrity import sha256_file
 from .liboqs_loader import variant_prefix
 from .paths import NATIVE
 
@@ -126,10 +127,6 @@ LINK_FLAGS = ["-shared", "-pthread", "-Wl,-soname,liboqs.so", "-Wl,--gc-sections
               "-Wl,-z,noexecstack"]
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def build_key(variant: str) -> tuple[str, dict]:
     """The cache key of a `variant` build here, and the inputs it hashes (stored in each entry)."""
     variant_prefix(variant)  # refuses unknown variants
@@ -137,7 +134,7 @@ def build_key(variant: str) -> tuple[str, dict]:
     cc = c_compiler()
     inputs = {
         "crate": f"{CRATE} {version}", "crate_sha256": checksum,
-        "shim_sha256": _sha256(SHIM), "version_script_sha256": _sha256(VERSION_SCRIPT),
+        "shim_sha256": sha256_file(SHIM), "version_script_sha256": sha256_file(VERSION_SCRIPT),
         "compiler": f"{os.path.realpath(cc)}: {_first_line([cc, '--version'])}",
         "compiler_target": _first_line([cc, "-dumpmachine"]),
         "cmake": _first_line([_tool("cmake", "the liboqs build system"), "--version"]),

@@ -6,8 +6,6 @@ the strings as escaped text and running none of them."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 
 import matplotlib
@@ -19,7 +17,7 @@ import pandas as pd  # noqa: E402
 import test_bundle  # noqa: E402
 from conftest import require_tools  # noqa: E402
 from test_bundle_hostile import forge, unpack  # noqa: E402
-from test_hostile_strings import DOCUMENT, TYPEOUT, check_tex  # noqa: E402
+from test_hostile_strings import DOCUMENT, TYPEOUT, check_tex, compile_hostile_document  # noqa: E402
 from test_results import make_run  # noqa: E402
 
 from pqlab import export, paper, plotting  # noqa: E402
@@ -93,16 +91,7 @@ def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_te
         check_tex(path.read_text(encoding="utf-8"))
     assert r"\textbackslash{}undefinedcs" in context_tex  # the merged CPU model reached the run context, escaped
 
-    env = dict(os.environ, TEXINPUTS=os.pathsep.join([str(folder), str(tables), ""]))
-    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
-                           "hostile.tex"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-    log = (folder / "hostile.log").read_text(encoding="latin-1")
-    assert done.returncode == 0 and (folder / "hostile.pdf").exists(), log[-3000:]
-    assert "PQLABMARKER: the document ran" in log  # \typeout reaches this log
-    assert "PQLABhostile" not in log  # ... and none of the data's ran
-    assert "Undefined control sequence" not in log
-    text = subprocess.run(["pdftotext", str(folder / "hostile.pdf"), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = compile_hostile_document(folder, tables)
     assert TYPEOUT in text and "<script>x</script>|" in text  # shown as written
 
     # the paper itself, from the same exports: pqlab.paper.build runs pdflatex with -no-shell-escape

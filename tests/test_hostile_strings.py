@@ -196,6 +196,21 @@ Quoted: \MACRO{} and \pqlabPlain{}.
 """
 
 
+def compile_hostile_document(folder, tables) -> str:
+    """pdflatex -no-shell-escape on `folder`/hostile.tex (inputs from `folder` and `tables`); asserts it compiled,
+    that its own marker ran and none of the data's did; returns the PDF's text."""
+    env = dict(os.environ, TEXINPUTS=os.pathsep.join([str(folder), str(tables), ""]))
+    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
+                           "hostile.tex"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    log = (folder / "hostile.log").read_text(encoding="latin-1")
+    assert done.returncode == 0 and (folder / "hostile.pdf").exists(), log[-3000:]
+    assert "PQLABMARKER: the document ran" in log  # \typeout reaches this log
+    assert "PQLABhostile" not in log  # ... and none of the data's ran
+    assert "Undefined control sequence" not in log
+    return subprocess.run(["pdftotext", str(folder / "hostile.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def test_a_document_with_the_hostile_exports_compiles_and_runs_none_of_them(export_tree, runs, tmp_path):
     require_tools("pdflatex", "pdftotext")
     key = f"sign\n{TYPEOUT}"
@@ -206,16 +221,7 @@ def test_a_document_with_the_hostile_exports_compiles_and_runs_none_of_them(expo
     folder.mkdir()
     (folder / "context.tex").write_text(paper.context_tex(export.read_sidecars(tables)), encoding="utf-8")
     (folder / "hostile.tex").write_text(DOCUMENT.replace("MACRO", export.macro_name(key)), encoding="utf-8")
-    env = dict(os.environ, TEXINPUTS=os.pathsep.join([str(folder), str(tables), ""]))
-    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
-                           "hostile.tex"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-    log = (folder / "hostile.log").read_text(encoding="latin-1")
-    assert done.returncode == 0 and (folder / "hostile.pdf").exists(), log[-3000:]
-    assert "PQLABMARKER: the document ran" in log  # \typeout reaches this log
-    assert "PQLABhostile" not in log  # ... and none of the data's ran
-    assert "Undefined control sequence" not in log
-    text = subprocess.run(["pdftotext", str(folder / "hostile.pdf"), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = compile_hostile_document(folder, tables)
     assert r"\typeout{PQLAB\jobname}" in text and "<script>alert(1)</script>|x" in text  # shown as written
 
 

@@ -32,9 +32,7 @@ import os
 from pathlib import Path
 
 from ..files import atomic_write_text
-
-#: (path, size, mtime_ns) -> sha256: a file is read once per process
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+from ..integrity import sha256_file
 
 
 def cache_root() -> Path:
@@ -53,17 +51,9 @@ def fresh_requested() -> bool:
 def file_digest(path: str | Path) -> str:
     """sha256 of a file's bytes ("missing" when it cannot be read)."""
     try:
-        st = os.stat(path)
+        return sha256_file(path)
     except OSError:
         return "missing"
-    memo = (str(path), st.st_size, st.st_mtime_ns)
-    if memo not in _DIGESTS:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        _DIGESTS[memo] = h.hexdigest()
-    return _DIGESTS[memo]
 
 
 def file_digests(paths) -> dict[str, str]:
