@@ -44,6 +44,7 @@ from .rounds import (
     Item,
     registered,
     run_round,
+    later_warmup,
     run_round_in_worker,
 )
 from .stats import (
@@ -198,7 +199,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
         items.append(Item(-1, NOOP_FED, None))
     items += [Item(index[id(a)], op, size) for a, op, size in plan]
     job = {"seed": seed, "round_budget_s": budget_s / max_rounds, "min_samples": math.ceil(min_samples / rounds),
-           "max_samples": max_samples, "loops": {}}
+           "max_samples": max_samples, "loops": {}, "warmups": {}}
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
         rec.meta.update(rounds=[], isolation="in-process" if in_process else "process", isolation_asked=isolation)
         results: dict[int, list] = {i: [] for i in range(len(items))}
@@ -214,6 +215,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                 active = [i for i, it in enumerate(items) if it.algo < 0] + measured
                 record = _one_round(rec, algos, items, active, r, job, results, in_process, sizes[0], bar)
                 rec.meta["rounds"].append(record)
+                if r == 0:
+                    rec.meta["warmup_skipped"] = [_label(algos, items[i]) for i, w in job["warmups"].items() if w == 0]
                 if r == rounds - 1:
                     drift = reference_spread(rec.meta["rounds"])
                     needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
@@ -262,6 +265,7 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
             results[i].append((r, x))
             if i not in job["loops"] and x.get("loops"):
                 job["loops"][i] = x["loops"]
+                job["warmups"][i] = later_warmup(x, job["round_budget_s"])
             seen.add(i)
             it = items[i]
             algo = algos[it.algo] if it.algo >= 0 else Noop()
@@ -274,13 +278,16 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
         else:
             record.update(x)
 
-    local = {k: v for k, v in job.items() if k != "loops"}
+    local = {k: v for k, v in job.items() if k not in ("loops", "warmups")}
     loops = {active.index(i): n for i, n in job["loops"].items() if i in active}
+    warmups = {active.index(i): w for i, w in job["warmups"].items() if i in active}
     if in_process:
-        run_round(algos, sub, r, loops=loops, sizes_at=sizes_at if r == 0 else None, emit=emit, **local)
+        run_round(algos, sub, r, loops=loops, warmups=warmups, sizes_at=sizes_at if r == 0 else None, emit=emit,
+                  **local)
         died = ""
     else:
-        died = run_round_in_worker(algos, sub, r, emit, loops=loops, sizes_at=sizes_at if r == 0 else None, **local)
+        died = run_round_in_worker(algos, sub, r, emit, loops=loops, warmups=warmups,
+                                   sizes_at=sizes_at if r == 0 else None, **local)
     rec.add(samples=rows)
     if bar is not None:  # once a round: a notebook's progress widget is one message per refresh
         bar.set_postfix_str(f"round {r + 1}", refresh=False)

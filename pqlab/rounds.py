@@ -25,6 +25,12 @@ intervals implied; their 95 % intervals held the pooled median in 40 % of the ro
   whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.  Extra rounds also stop at
   the item's time budget (:data:`BUDGET_FACTOR` times `budget_s`, its warm-ups and output checks included): an
   operation slower than a round's share of the budget keeps its first stage, ``precision-not-reached:budget``.
+* **Warm-up.**  The first round warms every item up for ``timing.WARMUP_S`` (capped at half its round's
+  sampling) and calibrates its loops from it.  Later rounds reuse the loops and warm up for :data:`LATER_WARMUP_S`
+  (fast calls settle within about ten calls, measured on ML-KEM-768 encaps and ML-DSA-44 verify), and a call of
+  at least :data:`COLD_CALL_S` none at all where the first round's cold call was within :data:`COLD_TOLERANCE`
+  of its sample (:func:`later_warmup`): one warm-up of a 1.5 s SPHINCS+ sign costs as much as its sample and
+  tells nothing the first round did not.  A run's ``meta["warmup_skipped"]`` names those items.
 * **The noise of every round is recorded** (:mod:`pqlab.noise`: steal, other processes' CPU, context switches,
   load, frequency, and the reference loops at the start and end of the round) in ``meta["rounds"]``.
 
@@ -53,6 +59,9 @@ ROUNDS, MAX_ROUNDS_FACTOR = 6, 3
 #: its sampling is budget_s over max_rounds rounds, and each round's warm-up at most half its sampling.
 BUDGET_FACTOR = 2
 MAX_ROUNDS = ROUNDS * MAX_ROUNDS_FACTOR
+#: Warm-up of later rounds (the first round's calibrated the loops), and the calls that skip it: at least
+#: COLD_CALL_S long, with a first-round cold call at most COLD_TOLERANCE slower than the sample.
+LATER_WARMUP_S, COLD_CALL_S, COLD_TOLERANCE = 0.01, 0.1, 0.01
 #: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are).
 NOOP, NOOP_FED = "noop", "noop-fed"
 
@@ -84,6 +93,18 @@ class ItemRound:
     checked: int = 0
     error: str = ""
     spent_s: float = 0.0  # the item's wall time in this round: warm-up, samples and output checks
+    first_call_ns: float | None = None  # the first warm-up call (cold), None without warm-up
+
+
+def later_warmup(first: dict, round_budget_s: float) -> float:
+    """Warm-up seconds of an item in rounds after the first, from `first` (its first round's
+    :class:`ItemRound` fields): none for a call of at least :data:`COLD_CALL_S` whose cold call was within
+    :data:`COLD_TOLERANCE` of its sample, else :data:`LATER_WARMUP_S` (capped at half the round's sampling)."""
+    times, cold = first.get("time_ns") or [], first.get("first_call_ns")
+    sample = sorted(times)[len(times) // 2] if times else 0.0
+    if cold and sample >= COLD_CALL_S * 1e9 and cold <= sample * (1 + COLD_TOLERANCE):
+        return 0.0
+    return min(LATER_WARMUP_S, round_budget_s / 2)
 
 
 def order(items: list[Item], round_index: int, seed: int | None) -> list[int]:
@@ -111,11 +132,12 @@ def _keys(algo: Algorithm):
 
 def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, seed: int | None, round_budget_s: float,
               min_samples: int, max_samples: int, loops: dict[int, int], sizes_at: int | None,
-              emit: Callable[[dict], None]) -> None:
+              emit: Callable[[dict], None], warmups: dict[int, float] | None = None) -> None:
     """Measure every item once, in this round's order, in this process; `emit` gets one dict per item (an
     :class:`ItemRound`'s fields), one per sizes row (``{"sizes": ...}``, when `sizes_at` is a size) and last the
     round's own record (``{"round": ...}``: noise and reference loops).  `loops`: item -> loops fixed by an
-    earlier round (the first round calibrates them)."""
+    earlier round (the first round calibrates them); `warmups`: item -> its warm-up seconds in this round
+    (:func:`later_warmup`; default the first round's)."""
     from .timing import WARMUP_S, measure
 
     before, ref_start = noise.snapshot(), noise.reference_times()
@@ -143,8 +165,10 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
                 mine = signed.get((it.algo, it.size)) if it.operation == "verify" and k is not None else None
                 trial = algo.trial(it.operation, message, k, signed=mine)
             started = time.perf_counter()
+            warm = (warmups or {}).get(i, warmup_s)
             s = measure(trial.run, trial.check, budget_s=round_budget_s, min_samples=min_samples,
-                        max_samples=max_samples, warmup_s=warmup_s, loops=loops.get(i), fresh=trial.fresh,
+                        max_samples=max_samples, warmup_s=warm, warm_up=warm > 0, loops=loops.get(i),
+                        fresh=trial.fresh,
                         target_rel_ci=None)
             result.spent_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failing item is a row with its error, the round goes on
@@ -159,6 +183,7 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
         result.cycles = None if s.cycles is None else [None if math.isnan(c) else float(c) for c in s.cycles]
         result.loops, result.warmup_calls, result.cycles_source = s.loops, s.warmup_calls, s.cycles_source
         result.flags, result.checked = list(s.flags), s.checked
+        result.first_call_ns = None if math.isnan(s.first_call_ns) else s.first_call_ns
         emit(vars(result))
     if sizes_at is not None:
         for a, algo in enumerate(algos):
@@ -195,7 +220,8 @@ def run_round_in_worker(algos: list[Algorithm], items: list[Item], round_index: 
     returns "" or, where the worker died before finishing, why (its last lines of stderr)."""
     spec = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "items": [[i.algo, i.operation, i.size]
                                                                               for i in items],
-            "round": round_index, **job, "loops": {str(k): v for k, v in job["loops"].items()}}
+            "round": round_index, **job, "loops": {str(k): v for k, v in job["loops"].items()},
+            "warmups": {str(k): v for k, v in (job.get("warmups") or {}).items()}}
     proc = subprocess.Popen([sys.executable, "-m", "pqlab.rounds"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:  # read when the worker is done: this process stays idle while it measures
@@ -234,7 +260,8 @@ def main() -> int:
 
     run_round(algos, items, job["round"], seed=job["seed"], round_budget_s=job["round_budget_s"],
               min_samples=job["min_samples"], max_samples=job["max_samples"],
-              loops={int(k): v for k, v in job["loops"].items()}, sizes_at=job["sizes_at"], emit=emit)
+              loops={int(k): v for k, v in job["loops"].items()}, sizes_at=job["sizes_at"], emit=emit,
+              warmups={int(k): v for k, v in job.get("warmups", {}).items()})
     return 0
 
 

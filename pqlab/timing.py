@@ -5,7 +5,9 @@ Vocabulary (as pyperf's): a *sample* is one timed stretch of `loops` back-to-bac
 value is the mean per call.  Warm-up calls run first and are never samples: at least one call, then
 more for `warmup_s` (default a tenth of the sampling budget, at most 50 ms: caches, lazily set-up
 state and Python's specialising interpreter are warm after a few calls; a short budget is not
-spent twice, once on warming up).  The number of
+spent twice, once on warming up); none where `loops` is given and ``warm_up=False`` (a later round of
+:mod:`pqlab.rounds` for a slow call whose first round showed no cold-call cost).  ``Samples.first_call_ns``
+is the first warm-up call, the cold one.  The number of
 loops is calibrated so one sample lasts at least `target_sample_ns` (well above the timer's
 resolution and the cost of reading the cycle counter: 20 µs keeps both under 1 %); operations
 slower than that get loops = 1.  Keep loops small: a sample is the *mean* of its loops, and for
@@ -79,6 +81,7 @@ class Samples:
     rel_ci: float = float("nan")  # precision reached (relative half-width of the median's 95 % CI)
     stopped_by: str = ""  # precision | budget | max-samples
     last: tuple = ()  # the last checked call: (output,) or, fed, (output, input)
+    first_call_ns: float = float("nan")  # the first warm-up call (a cold call; nan without warm-up)
 
     @property
     def n(self) -> int:
@@ -102,7 +105,8 @@ def precision_marks(reached: float, target_rel_ci: float | None, stopped_by: str
 def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *, budget_s: float = 1.0,
             min_samples: int = 5, max_samples: int = 10_000, warmup_s: float | None = None,
             target_sample_ns: int = 20_000, loops: int | None = None,
-            fresh: Callable[[int], list] | None = None, target_rel_ci: float | None = TARGET_REL_CI) -> Samples:
+            fresh: Callable[[int], list] | None = None, target_rel_ci: float | None = TARGET_REL_CI,
+            warm_up: bool = True) -> Samples:
     """Time `run()` (checking its outputs outside the timer) until the median is known to
     `target_rel_ci`, or `budget_s` seconds of sampling are spent, or `max_samples` are taken; with
     `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
@@ -116,10 +120,11 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     read = cc.read
 
     # Warm-up: at least one call, then more until warmup_s has passed.  The loop count comes
-    # from the median warm-up call, so one slow or fast call cannot set it.
+    # from the median warm-up call, so one slow or fast call cannot set it.  With `loops` given and
+    # warm_up=False, none (pqlab.rounds: a slow call whose cold call was shown to cost nothing extra).
     warm_start = clock()
     warm_times = []
-    while True:
+    while warm_up or loops is None:
         x = fresh(1) if fresh is not None else ()
         t0 = clock()
         out = run(*x)
@@ -127,7 +132,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         if clock() - warm_start >= warmup_s * 1e9 or len(warm_times) >= 10_000:
             break
     calls = len(warm_times)
-    if check is not None:
+    if check is not None and calls:
         check(out, *x)
     if loops is None:
         loops = max(1, math.ceil(target_sample_ns / max(float(np.median(warm_times)), 1.0)))
@@ -137,7 +142,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     read_errors: list[str] = []
     deadline = clock() + budget_s * 1e9
     next_look = max(min_samples, 1) if target_rel_ci else max_samples + 1
-    checked = 1
+    checked = 1 if calls else 0
     rng = range(loops)
     batch = None
     last: tuple = ()
@@ -196,4 +201,4 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     reached = precision(time_ns)
     marks += precision_marks(reached, target_rel_ci, stopped_by)
     return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by,
-                   last)
+                   last, float(warm_times[0]) if warm_times else math.nan)

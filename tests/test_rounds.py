@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqlab import benchmark, noise, rounds
+from pqlab import benchmark, noise, rounds, timing
 from pqlab.algorithms import get
 from pqlab.errors import BadInput
 from pqlab.rounds import Item
@@ -165,14 +165,17 @@ def test_stein_rule_adds_rounds_for_a_tight_target_only(monkeypatch):
                                **{**FAST, "max_rounds": 5, "target_rel_ci": 1e-3})
     row = drifting.verified().iloc[0]
     assert row["rounds"] == 3 and "precision-not-reached:machine drift" in row["flags"]
-    # a machine whose reference loops do not move: Stein asks for more rounds than the most allowed
+    # a machine whose reference loops do not move: Stein asks for more rounds than the most allowed (a budget
+    # that pays for them whatever the machine's load: the budget's own case is the next one)
     monkeypatch.setattr(noise, "reference_times", lambda: {"scalar_ns": 1e6, "vector_ns": 1e6})
+    monkeypatch.setattr(benchmark, "BUDGET_FACTOR", 100)
     tight = benchmark.bench([_ed25519_copy()], operations=["keygen"], save=False,
                             **{**FAST, "max_rounds": 5, "target_rel_ci": 1e-6})
     row = tight.verified().iloc[0]
     assert row["rounds"] == 5 and "precision-not-reached:max-rounds (5)" in row["flags"]
     # the same target, but a budget no round fits in (each round's keygens take far more than 2 µs): the
     # first stage is kept and the row says the budget ended it
+    monkeypatch.setattr(benchmark, "BUDGET_FACTOR", rounds.BUDGET_FACTOR)
     poor = benchmark.bench([_ed25519_copy()], operations=["keygen"], save=False,
                            **{**FAST, "budget_s": 1e-6, "max_rounds": 5, "target_rel_ci": 1e-6})
     row = poor.verified().iloc[0]
@@ -259,3 +262,24 @@ def test_a_verify_that_wants_more_rounds_cannot_pull_its_slow_sign_past_the_budg
     allowed = benchmark._rounds_allowed(items, results, 6, 2.0)
     assert allowed[1] == 6 and allowed[2] == 6  # 2 s of budget: a 1 s sign and its verify keep the first stage
     assert allowed[3] == 200  # an operation without a sign: its own cost only
+
+
+def test_later_rounds_skip_the_warm_up_of_a_slow_call_only_where_its_cold_call_cost_nothing():
+    slow = {"time_ns": [0.4e9, 0.41e9, 0.39e9], "first_call_ns": 0.402e9}
+    assert rounds.later_warmup(slow, round_budget_s=1.0) == 0.0
+    cold = dict(slow, first_call_ns=0.42e9)  # 5 % slower when cold: later rounds keep warming up
+    assert rounds.later_warmup(cold, round_budget_s=1.0) == rounds.LATER_WARMUP_S
+    fast = {"time_ns": [15e3] * 5, "first_call_ns": 15e3}  # fast calls always warm up, briefly
+    assert rounds.later_warmup(fast, round_budget_s=1.0) == rounds.LATER_WARMUP_S
+    assert rounds.later_warmup(fast, round_budget_s=0.004) == 0.002  # at most half the round's sampling
+    assert rounds.later_warmup({"time_ns": [0.5e9], "first_call_ns": None}, 1.0) == rounds.LATER_WARMUP_S
+
+
+def test_measure_makes_no_warm_up_call_with_fixed_loops_and_warm_up_off():
+    calls = []
+    s = timing.measure(lambda: calls.append(1), budget_s=0.01, min_samples=3, max_samples=3, loops=1,
+                       target_rel_ci=None, warm_up=False)
+    assert s.warmup_calls == 0 and len(calls) == 3 and math.isnan(s.first_call_ns)
+    s = timing.measure(lambda: calls.append(1), budget_s=0.01, min_samples=3, max_samples=3, warmup_s=0,
+                       target_rel_ci=None, warm_up=False)  # no loops yet: one call calibrates them
+    assert s.warmup_calls == 1 and s.first_call_ns > 0
