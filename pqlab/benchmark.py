@@ -42,9 +42,9 @@ from .rounds import (
     NOOP_FED,
     ROUNDS,
     Item,
+    later_warmup,
     registered,
     run_round,
-    later_warmup,
     run_round_in_worker,
 )
 from .stats import (
