@@ -30,13 +30,13 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
-CORE := $(filter-out pqlab/studies/%,$(wildcard pqlab/*.py pqlab/*/*.py))
+CORE := $(filter-out pqlab/studies/% pqlab/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
 LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
 GENERIC := $(STAMP)-liboqs-generic
 
-.PHONY: help setup lab reproduce paper readme-durations lock test test-unit test-notebooks test-paper test-bare lint clean FORCE
+.PHONY: help setup lab reproduce report paper readme-durations lock test test-unit test-notebooks test-paper test-report test-bare lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
@@ -90,9 +90,15 @@ $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/
 lab: $(SETUP) ## Start JupyterLab on the pqlab kernel and say where it listens (as root too)
 	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT)
 
-reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate its figures and tables, print the times
+reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate its figures and tables, print the times, write the report
 	@echo "executed notebooks: build/$(PROFILE)/; figures: $(EXPORTS)/figures/; tables: $(EXPORTS)/data/tables/"
 	@$(PY) -m pqlab.durations build/$(PROFILE)
+	@$(PY) -m pqlab.report build/$(PROFILE) --exports $(EXPORTS)
+
+# The executed notebooks as static HTML pages with an index (run context, exports): nbconvert, nothing executed,
+# opened or served; the folder works copied elsewhere (pqlab/report.py).
+report: $(STAMP)-python ## Render build/PROFILE/*.ipynb as executed (PROFILE=full|quick) and the exports to build/PROFILE/report/index.html
+	$(PY) -m pqlab.report build/$(PROFILE) --exports $(EXPORTS)
 
 paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing them first where missing or stale) into build/paper/pqlab.pdf
 	@$(PY) -m pqlab.provision latex
@@ -141,6 +147,12 @@ test-notebooks: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 # The paper from the quick exports test-notebooks left in TEST_OUTPUT (after it in `make test`).
 test-paper: $(SETUP)
 	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
+
+# The report's browser test alone (it also runs in test-unit): Debian's chromium, installed where apt-get can,
+# driven by Playwright; a missing browser fails it here instead of skipping it.
+test-report: $(STAMP)-python
+	$(PY) -m pqlab.provision browser
+	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/test_report.py -p no:cacheprovider
 
 # A machine without a JDK and without valgrind, forced on this one (after `make test`): notebooks 01 and 03
 # under nbval with java, javac and valgrind missing from PATH (tests/path_without.py), over a copy of the

@@ -63,6 +63,8 @@ DRIFT_BOUND = -1
 ISOLATIONS = ("process", "in-process")
 #: Operations that get a fresh message every call (Algorithm.trial); their overhead_ns is the fed no-op's.
 FED_OPERATIONS = ("sign", "encrypt")
+#: The message size measured where none is given (bench's `message_bytes`, the CLI's --message-bytes).
+MESSAGE_BYTES = 100
 
 
 def describe_harness(run: Run) -> str:
@@ -139,7 +141,7 @@ def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, sam
             for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
 
 
-def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=100, *,
+def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, message_bytes=MESSAGE_BYTES, *,
           budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 10_000,
           target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS, max_rounds: int | None = None,
           quiet_only: bool = False, isolation: str = "process", study: str = "", save: bool = True,
@@ -413,8 +415,8 @@ def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, 
     return interval_over_rounds(np.asarray([m for _, m in medians], float), spread)
 
 
-def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None, message_bytes=100,
-                    budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
+def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None,
+                    message_bytes=MESSAGE_BYTES, budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
                     target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
                     max_rounds: int | None = None) -> Run:

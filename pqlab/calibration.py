@@ -27,11 +27,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .formatting import fmt_percent
 from .results import KEY, Run, _keyed, load_run, with_rounds
 from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, t_quantile
 
 #: Coverage from which `describe` calls the intervals calibrated (a 95 % interval, K runs of sampling error).
 GOOD_COVERAGE, GOOD_SPREAD = 0.90, 1.5
+#: Fewest runs a calibration compares.
+MIN_RUNS = 2
 
 
 def _interval(run: Run, samples: pd.DataFrame) -> tuple[float, float, float, float, str]:
@@ -64,8 +67,8 @@ def _summarise(group: pd.DataFrame, pooled: float) -> dict:
 def analyse(runs: Sequence[Run | str]) -> dict:
     """``{"rows": per measurement, "ratios": per paired ratio, "overall": dict}`` of K runs of one benchmark."""
     runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
-    if len(runs) < 2:
-        raise ValueError(f"calibration needs at least 2 runs of the same benchmark, got {len(runs)}")
+    if len(runs) < MIN_RUNS:
+        raise ValueError(f"calibration needs at least {MIN_RUNS} runs of the same benchmark, got {len(runs)}")
     per_run, pooled_samples, ratio_rows = [], {}, []
     for run in runs:
         m = _keyed(run.verified())
@@ -163,14 +166,16 @@ def describe(result: dict) -> str:
             continue
         if not math.isfinite(o["cover_pooled"]):
             lines.append(f"{what}: {o['measurements']} measurements over {result['overall']['runs']} runs; no run "
-                         "gave them an interval (fewer than 3 rounds)")
+                         f"gave them an interval (fewer than {MIN_ROUNDS} rounds)")
             continue
         good = o["cover_pooled"] >= GOOD_COVERAGE and o["spread_ratio_median"] <= GOOD_SPREAD
-        lines.append(f"{what}: {o['measurements']} measurements over {result['overall']['runs']} runs; a run's 95 % "
-                     f"interval held the pooled median {o['cover_pooled']:.0%} of the time and another run's estimate "
-                     f"{o['cover_other']:.0%}; real spread / implied spread: median {o['spread_ratio_median']:.2f}, "
-                     f"largest {o['spread_ratio_max']:.2f}; median half-width ±{o['half_width_median']:.1%} -> "
+        lines.append(f"{what}: {o['measurements']} measurements over {result['overall']['runs']} runs; a run's "
+                     f"{fmt_percent(CONFIDENCE, 0)} interval held the pooled median {o['cover_pooled']:.0%} of the "
+                     f"time and another run's estimate {o['cover_other']:.0%}; real spread / implied spread: "
+                     f"median {o['spread_ratio_median']:.2f}, largest {o['spread_ratio_max']:.2f}; median "
+                     f"half-width ±{o['half_width_median']:.1%} -> "
                      + ("calibrated" if good else "NOT calibrated"))
-    lines.append(f"method: {', '.join(result['overall']['methods'])}; a 95 % interval should hold the pooled median "
-                 f">= {GOOD_COVERAGE:.0%} of the time (K runs: sampling error) with a spread ratio <= {GOOD_SPREAD}")
+    lines.append(f"method: {', '.join(result['overall']['methods'])}; a {fmt_percent(CONFIDENCE, 0)} interval "
+                 f"should hold the pooled median >= {GOOD_COVERAGE:.0%} of the time (K runs: sampling error) with a "
+                 f"spread ratio <= {GOOD_SPREAD}")
     return "\n".join(lines)

@@ -1,6 +1,6 @@
-"""`python -m pqlab list | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | cite | lab`: measuring
-without a notebook, moving results between machines, the cycle counters here, building the paper and starting
-JupyterLab.
+"""`python -m pqlab list | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | report | cite | lab`:
+measuring without a notebook, moving results between machines, the cycle counters here, building the paper, the
+executed notebooks as HTML pages and starting JupyterLab.
 
 Bad input is refused with one ``error:`` line (exit 2) before anything is measured; warnings are one
 ``warning:`` line each.  SIGINT, SIGTERM and SIGHUP stop a run with one line saying what was kept
@@ -42,7 +42,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .benchmark import bench
+    from .benchmark import MESSAGE_BYTES, bench
     from .recorder import Interrupted, check_folder
     from .timing import TARGET_REL_CI
 
@@ -50,7 +50,7 @@ def _cmd_bench(args) -> int:
         inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
         check_folder(Path(args.out).resolve().parent, "folder of --out", fix="name an --out file in a writable folder")
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
-    run = bench(args.algorithms, args.operations, args.message_bytes or [100], budget_s=args.budget,
+    run = bench(args.algorithms, args.operations, args.message_bytes or [MESSAGE_BYTES], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
                 rounds=args.rounds, max_rounds=args.max_rounds, quiet_only=args.quiet_only, isolation=args.isolation,
                 study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
@@ -81,6 +81,7 @@ def _cmd_compare(args) -> int:
 
     from .formatting import fmt_factor_ci, fmt_time_ns
     from .results import compare_runs
+    from .stats import CONFIDENCE
 
     df = compare_runs(args.a, args.b, alpha=args.alpha, min_factor=args.min_factor,
                       allow_different=args.allow_different, allow_partial=args.allow_partial)
@@ -89,13 +90,13 @@ def _cmd_compare(args) -> int:
     for partial in df.attrs.get("partial", []):
         print(f"note: {partial}: a partial run", file=sys.stderr)
     if df.empty:
-        print("the two runs have no measurement in common", file=sys.stderr)
+        print("runs A and B have no measurement in common", file=sys.stderr)
         return 1
     shown = pd.DataFrame({
         "algorithm": df["algorithm"], "backend": df["backend"], "operation": df["operation"],
         "message_bytes": df["message_bytes"], "statistic": df["statistic"],
         "a": df["a_ns"].map(fmt_time_ns), "b": df["b_ns"].map(fmt_time_ns),
-        "b/a [95% CI]": [fmt_factor_ci(f, lo, hi, 3) for f, lo, hi in
+        f"b/a [{CONFIDENCE:.0%} CI]": [fmt_factor_ci(f, lo, hi, 3) for f, lo, hi in
                          zip(df["factor_b_over_a"], df["factor_ci_low"], df["factor_ci_high"])],
         "p": df["p_value"].map(lambda p: f"{p:.2g}"), "verdict": df["verdict"]})
     print(shown.to_string(index=False, na_rep=""))
@@ -115,7 +116,7 @@ def _cmd_fidelity(args) -> int:
 
 
 def _cmd_paper(args) -> int:
-    from .paper import build
+    from .paper import MAX_OVERFULL_PT, build
 
     result = build(args.profile, output=Path(args.output) if args.output else None,
                    out=Path(args.out) if args.out else None, twocolumn=args.twocolumn)
@@ -126,8 +127,14 @@ def _cmd_paper(args) -> int:
     if result.problems:
         print(f"error: {len(result.problems)} problem(s) in {result.log}", file=sys.stderr)
         return 1
-    print(f"{result.pdf}: no LaTeX error, no Overfull \\hbox over 1 pt (log: {result.log})")
+    print(f"{result.pdf}: no LaTeX error, no Overfull \\hbox over {MAX_OVERFULL_PT:g} pt (log: {result.log})")
     return 0
+
+
+def _cmd_report(args) -> int:
+    from .report import run
+
+    return run(args)
 
 
 def _cmd_cite(args) -> int:
@@ -294,17 +301,24 @@ def _checked(check, *args, **kwargs):
 
 
 def _round_options(p: argparse.ArgumentParser) -> None:
-    from .rounds import MAX_ROUNDS, ROUNDS
+    from .rounds import MAX_ROUNDS, MAX_ROUNDS_FACTOR, ROUNDS
+    from .stats import MIN_ROUNDS
 
-    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", 3), default=ROUNDS,
-                   help=f"first-stage rounds, each a fresh worker process (default {ROUNDS}; at least 3)")
+    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS), default=ROUNDS,
+                   help=f"first-stage rounds, each a fresh worker process (default {ROUNDS}; at least {MIN_ROUNDS})")
     p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"),
-                   help=f"most rounds an operation gets (default three times --rounds: {MAX_ROUNDS} for {ROUNDS})")
+                   help=f"most rounds an operation gets (default {MAX_ROUNDS_FACTOR} times --rounds: {MAX_ROUNDS} for "
+                        f"{ROUNDS})")
     p.add_argument("--isolation", choices=["process", "in-process"], default="process",
                    help="where rounds run: each in a fresh worker process (default), or all in this one")
 
 
 def parser() -> argparse.ArgumentParser:
+    from .benchmark import MESSAGE_BYTES
+    from .calibration import MIN_RUNS
+    from .results import ALPHA, MIN_FACTOR
+    from .stats import CONFIDENCE
+
     p = _Parser(prog="python -m pqlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="print algorithms with backend, family, NIST level and operations")
@@ -317,13 +331,13 @@ def parser() -> argparse.ArgumentParser:
                    help="keygen sign verify encaps decaps encrypt decrypt, each of which every algorithm must have; "
                         "default all (each algorithm's own)")
     b.add_argument("--message-bytes", type=_checked(inputs.message_size), action="append",
-                   help="message size in bytes (repeat for several; default 100)")
+                   help=f"message size in bytes (repeat for several; default {MESSAGE_BYTES})")
     b.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
-                   help="seconds of sampling per operation over --max-rounds rounds (default 1)")
+                   help="seconds of sampling per operation over --max-rounds rounds (default %(default)g)")
     b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
     b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
     b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
-                   help="make rounds until the 95%% interval is expected within ± this fraction (default "
+                   help=f"make rounds until the {CONFIDENCE * 100:g}%% interval is expected within ± this fraction (default "
                         "pqlab.timing.TARGET_REL_CI; 0: always --max-rounds)")
     _round_options(b)
     b.add_argument("--quiet-only", action="store_true",
@@ -336,12 +350,13 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--run-id", help="the run's id (default: a new unique one); must not exist in the folder")
     b.add_argument("--no-progress", action="store_true")
     b.set_defaults(func=_cmd_bench)
-    c = sub.add_parser("compare", help="compare two runs: factor and significance per measurement")
+    c = sub.add_parser("compare", help="compare run B with run A: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
-    c.add_argument("--alpha", type=float, default=0.01, help="significance level, in (0, 1) (default 0.01)")
-    c.add_argument("--min-factor", type=float, default=1.05,
-                   help="smallest factor called slower or faster, >= 1 (default 1.05; 1: any significant difference)")
+    c.add_argument("--alpha", type=float, default=ALPHA, help="significance level, in (0, 1) (default %(default)g)")
+    c.add_argument("--min-factor", type=float, default=MIN_FACTOR,
+                   help="smallest factor called slower or faster, >= 1 (default %(default)g; 1: any significant "
+                        "difference)")
     c.add_argument("--allow-different", action="store_true",
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.add_argument("--allow-partial", action="store_true",
@@ -349,7 +364,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_compare)
     f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
     f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,
-                   help="seconds of sampling per operation and arm (default 2)")
+                   help="seconds of sampling per operation and arm (default %(default)g)")
     f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,
                    help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
@@ -373,13 +388,14 @@ def parser() -> argparse.ArgumentParser:
         me.add_argument(f"--max-{what}-mib", type=_checked(inputs.positive_number, f"--max-{what}-mib"),
                         help=f"the cap on {text}, MiB (default {default})")
     me.set_defaults(func=_cmd_merge)
-    cal = sub.add_parser("calibrate", help="run one benchmark K times and check that its 95%% intervals hold")
+    cal = sub.add_parser("calibrate", help=f"run one benchmark K times and check that its {CONFIDENCE * 100:g}%% "
+                                           "intervals hold")
     cal.add_argument("algorithms", nargs="*", help="names, as for bench (every operation of each is measured)")
-    cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", 2), default=6,
-                     help="separate runs of the benchmark (default 6)")
+    cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", MIN_RUNS), default=6,
+                     help="separate runs of the benchmark (default %(default)s)")
     cal.add_argument("--runs", nargs="+", metavar="RUN", help="check these runs instead of making new ones")
     cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
-                     help="as for bench (default 1)")
+                     help="as for bench (default %(default)g)")
     cal.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
                      help="as for bench (default bench's)")
     _round_options(cal)
@@ -398,6 +414,11 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--out", help="where the PDF and its log go (default build/paper)")
     pp.add_argument("--twocolumn", action="store_true", help="typeset it in two columns")
     pp.set_defaults(func=_cmd_paper)
+    from .report import add_arguments
+
+    rp = add_arguments(sub.add_parser("report", help="render a profile's executed notebooks and exports as static "
+                                                     "HTML pages: build/PROFILE/report/index.html (make report)"))
+    rp.set_defaults(func=_cmd_report)
     ci = sub.add_parser("cite", help="print CITATION.cff with the commit of this checkout")
     ci.set_defaults(func=_cmd_cite)
     la = sub.add_parser("lab", help="start JupyterLab on notebooks/ and say where it listens (make lab)")

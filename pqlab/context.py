@@ -199,13 +199,14 @@ def read_costs_text(availability: dict) -> str:
 def precision_markdown(measurements) -> str:
     """How precise the medians of a measurements table are (Markdown; :func:`pqlab.stats.precision_summary`)."""
     from .formatting import fmt_percent
-    from .stats import precision_summary
+    from .stats import CONFIDENCE, precision_summary
 
     s = precision_summary(measurements)
+    level = fmt_percent(CONFIDENCE, 0)
     if s["median"] is None:
-        return "**Precision of the medians**: not recorded (too few samples for a 95 % interval, or an older run)."
+        return f"**Precision of the medians**: not recorded (too few samples for a {level} interval, or an older run)."
     target = f" against a target of ±{fmt_percent(s['target'], 2)}" if s["target"] else ""
-    return (f"**Precision of the medians** (half the 95 % confidence interval over the median, from order "
+    return (f"**Precision of the medians** (half the {level} confidence interval over the median, from order "
             f"statistics): median ±{fmt_percent(s['median'], 2)}, worst ±{fmt_percent(s['worst'], 2)} over "
             f"{s['with_precision']} rows{target}; {s['missed']} of {s['targeted']} rows ran out of budget first "
             f"(flag `precision-not-reached`).")

@@ -35,7 +35,7 @@ Clock = Callable[[], float]
 POWERCAP = Path("/sys/class/powercap")
 TRACE_FORMAT = "pqlab power trace v1"
 RECONSTRUCTED = "replay:reconstructed"
-RECONSTRUCTED_NOTE = "reconstructed from published means, not a measurement"
+RECONSTRUCTED_NOTE = "reconstructed from published values (the study names no statistic), not a measurement"
 MIN_SAMPLE_PERIODS = 20  # an operation window spans at least this many sample periods
 
 
@@ -326,6 +326,8 @@ class ReplaySource(SampledSource):
 # INA219 registers (TI SBOS448) and PGA full-scale ranges (volts, PG bits)
 _CONFIG, _SHUNT, _BUS, _POWER, _CURRENT, _CALIBRATION = range(6)
 _PGA = ((0.04, 0b00), (0.08, 0b01), (0.16, 0b10), (0.32, 0b11))
+_REGISTER_BITS = 16
+_BUS_RANGES_V = (16, 32)
 
 
 def _swap16(word: int) -> int:
@@ -378,14 +380,16 @@ class INA219(SampledSource):
                              "register would overflow; choose a larger LSB")
         self.power_lsb = 20 * self.current_lsb
         self.calibration = math.floor(0.04096 / (self.current_lsb * shunt_ohms) + 1e-9)
-        if not 0 < self.calibration <= 0xFFFF:
-            raise ValueError(f"calibration {self.calibration} does not fit 16 bits: change current_lsb_a")
+        if not 0 < self.calibration < 1 << _REGISTER_BITS:
+            raise ValueError(f"calibration {self.calibration} does not fit {_REGISTER_BITS} bits: "
+                             "change current_lsb_a")
         vmax = max_expected_a * shunt_ohms * (1 - 1e-9)  # 3.2 A x 0.1 ohm fits 320 mV despite rounding
         pg = next((code for full, code in _PGA if vmax <= full), None)
-        if pg is None or bus_range_v not in (16, 32):
-            raise ValueError(f"{max_expected_a} A x {shunt_ohms} ohm exceeds the 320 mV shunt range "
-                             "(use a smaller shunt), or bus_range_v is not 16 or 32")
-        self.config = (bus_range_v == 32) << 13 | pg << 11 | adc << 7 | adc << 3 | 0b111
+        if pg is None or bus_range_v not in _BUS_RANGES_V:
+            raise ValueError(f"{max_expected_a} A x {shunt_ohms} ohm exceeds the {_PGA[-1][0] * 1000:g} mV shunt "
+                             f"range (use a smaller shunt), or bus_range_v is not "
+                             f"{' or '.join(map(str, _BUS_RANGES_V))}")
+        self.config = (bus_range_v == _BUS_RANGES_V[-1]) << 13 | pg << 11 | adc << 7 | adc << 3 | 0b111
         self.meta = {"sensor": self.where, "shunt_ohms": f"{shunt_ohms:g}",
                      "config": f"{self.config:#06x}", "calibration": str(self.calibration),
                      "current_lsb_a": f"{self.current_lsb:.9g}"}
@@ -395,7 +399,7 @@ class INA219(SampledSource):
             self._write(_CALIBRATION, self.calibration)
         except OSError as exc:
             raise PowerSourceError(f"no answer from {self.where} ({exc}): check wiring and "
-                                   "`i2cdetect -y 1`") from exc
+                                   f"`i2cdetect -y {bus if isinstance(bus, int) else 'BUS'}`") from exc
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._rows: list[tuple[float, float, float, float]] = []

@@ -15,13 +15,18 @@ from collections.abc import Iterable
 
 SEPARATOR = ";"
 MAX_DETAIL = 240
+#: Thresholds of the instability flags (pyperf-like; pqlab.stats applies them): raise them in a run's parameters
+#: if needed.
+CV_LIMIT = 0.10
+MIN_SAMPLES = 10
+MIN_FAR = 0.20  # (median - min) / median
 
 #: code -> what it means (the legend printed under tables).
 FLAGS: dict[str, str] = {
     # sampling (pqlab.stats, pqlab.timing)
-    "unstable-cv": "coefficient of variation of the samples is 10 % or more",
-    "few-samples": "fewer than 10 samples",
-    "min-far-from-median": "the fastest sample is more than 20 % below the median",
+    "unstable-cv": f"coefficient of variation of the samples is {CV_LIMIT * 100:g} % or more",
+    "few-samples": f"fewer than {MIN_SAMPLES} samples",
+    "min-far-from-median": f"the fastest sample is more than {MIN_FAR * 100:g} % below the median",
     "no-samples": "no sample was taken",
     "no-rounds": "measured in one process only: no interval is shown (an interval needs rounds; the detail says why)",
     "few-rounds": "fewer rounds than an interval needs: none is shown",

@@ -18,9 +18,11 @@ from .schema import KIND_OPERATIONS, MESSAGE_OPERATIONS
 
 #: Message sizes above this get a warning with the memory they need.
 LARGE_MESSAGE_BYTES = 64 << 20
+#: The most random bits Python draws at once (``random.getrandbits``).
+RANDOM_BITS = 2**31 - 1
 #: The largest message size measured: a reproducible message is drawn as one random number of 8 bits per
-#: byte, and Python draws at most 2**31 - 1 bits at once (256 MiB less one byte).
-MAX_MESSAGE_BYTES = (2**31 - 1) // 8
+#: byte, and Python draws at most :data:`RANDOM_BITS` at once (256 MiB less one byte).
+MAX_MESSAGE_BYTES = RANDOM_BITS // 8
 #: Every operation an algorithm can have.
 OPERATIONS = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops))
 
@@ -53,7 +55,9 @@ def factor(value, name: str) -> float:
     return number
 
 
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The longest name that becomes part of a file name (a study, a label, a run id).
+MAX_LABEL = 100
+_SAFE_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_LABEL - 1}}}")
 
 
 def file_label(value, name: str, *, empty: bool = False) -> str:
@@ -61,8 +65,8 @@ def file_label(value, name: str, *, empty: bool = False) -> str:
     '_' or '-', starting with a letter or digit (no path separator); "" too with `empty`."""
     if isinstance(value, str) and (_SAFE_NAME.fullmatch(value) or (empty and value == "")):
         return value
-    raise BadInput(f"{name} {value!r} cannot be part of a file name: use 1 to 100 letters, digits, '.', '_' or '-', "
-                   "starting with a letter or digit (for example 01_aes_rsa_sphincs)")
+    raise BadInput(f"{name} {value!r} cannot be part of a file name: use 1 to {MAX_LABEL} letters, digits, '.', '_' "
+                   "or '-', starting with a letter or digit (for example 01_aes_rsa_sphincs)")
 
 
 def names(value, what: str) -> list:
@@ -110,13 +114,15 @@ def sample_bounds(min_samples, max_samples) -> tuple[int, int]:
 
 def message_size(value) -> int:
     """One message size: a whole number of bytes from 0 to :data:`MAX_MESSAGE_BYTES`."""
+    from .formatting import fmt_bytes_binary
+
     n = _whole(value)
     if n is None or n < 0:
         raise BadInput(f"a message size must be a whole number of bytes >= 0, got {value!r}")
     if n > MAX_MESSAGE_BYTES:
-        raise BadInput(f"message size {n} B is above the largest pqlab measures, {MAX_MESSAGE_BYTES} B (256 MiB less "
-                       "one byte: a reproducible message is drawn as one random number of at most 2**31 - 1 bits): "
-                       "choose a smaller size")
+        raise BadInput(f"message size {n} B is above the largest pqlab measures, {MAX_MESSAGE_BYTES} B "
+                       f"({fmt_bytes_binary(MAX_MESSAGE_BYTES + 1)} less one byte: a reproducible message is drawn "
+                       f"as one random number of at most {RANDOM_BITS:,} bits): choose a smaller size")
     return n
 
 

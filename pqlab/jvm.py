@@ -39,7 +39,9 @@ RUNNER_DIR = NATIVE / "bc-runner"
 POM = RUNNER_DIR / "pom.xml"
 JAR = RUNNER_DIR / "target" / "bc-runner.jar"
 BACKEND = "bouncycastle"
-NO_JDK = "no JDK installed: install openjdk-17-jdk-headless and maven"
+#: The oldest Java the runner builds with (the POM's maven.compiler.release).
+MIN_JAVA = 17
+NO_JDK = f"no JDK installed: install openjdk-{MIN_JAVA}-jdk-headless and maven"
 #: the source to leave out for releases with the older hash-based API (pom.xml's bc.exclude)
 OLDER_API = "-Dbc.exclude=pqlab/HashSigs.java"
 
@@ -78,8 +80,8 @@ def jdk_available() -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as e:
         return False, f"cannot run java/javac/mvn: {e}"
     m = re.search(r'version "(\d+)', java)
-    if m and int(m.group(1)) < 17:
-        return False, f"Java 17 or newer needed, found: {java}"
+    if m and int(m.group(1)) < MIN_JAVA:
+        return False, f"Java {MIN_JAVA} or newer needed, found: {java}"
     return True, f"{java}; {javac}; {mvn}"
 
 

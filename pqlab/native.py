@@ -316,7 +316,8 @@ def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list
 
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
                variant: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
-               fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None):
+               fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None,
+               pool: int = 16):
     """Measure `algorithms` with the C runner (every operation of each) in rounds and record them as one run.
 
     Each round runs the C runner once per algorithm, a fresh process each, the algorithms in an order shuffled
@@ -325,7 +326,10 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
     round records the machine's noise and reference loops (:mod:`pqlab.noise`).  Every input is checked first
     (names this liboqs build enables, with close matches; budget, sample count, rounds and message size; a name
     given twice is measured once).  A failed output check is a row with ``verified`` False and a ``failed`` flag,
-    never an exception.  Raises :class:`NativeRunnerError` if the runner did not load the `variant` build."""
+    never an exception.  `pool`: the pre-made signatures / ciphertexts verify and decaps cycle through (1: one,
+    verified or decapsulated again and again, as pqlab's own verify and decaps do, so the two harnesses time the
+    same input and cache state).  Raises :class:`NativeRunnerError` if the runner did not load the `variant`
+    build."""
     import math
     import random
 
@@ -338,6 +342,7 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
     rounds = inputs.round_counts(ROUNDS if rounds is None else rounds, ROUNDS if rounds is None else rounds)[0]
     message_bytes = inputs.message_size(message_bytes)
     warmup = inputs.count(warmup, "warmup", 0)
+    pool = inputs.count(pool, "pool")
     algorithms = inputs.unique(list(algorithms))
     listing = native_algorithms(variant)
     enabled = listing["sig"] + listing["kem"]
@@ -346,6 +351,7 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
             raise UnknownName(f"algorithm for the native runner ({variant} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
                   "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, "rounds": rounds,
+                  "pool": pool,
                   **(params or {})}
     libraries = set()
     results: dict[str, list] = {name: [] for name in algorithms}
@@ -358,7 +364,8 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
             random.Random(f"native-{r}").shuffle(order)
             for name in order:
                 result = run_native(name, None, message_bytes, budget_s / rounds, variant, fixed_message=fixed_message,
-                                    min_samples=math.ceil(min_samples / rounds), warmup=warmup, allow_failed=True)
+                                    min_samples=math.ceil(min_samples / rounds), warmup=warmup, pool=pool,
+                                    allow_failed=True)
                 expected = variant == "default"
                 if bool(result.get("oqs_dist_build")) is not expected and variant in ("default", "generic"):
                     raise NativeRunnerError(f"the native runner for {name} did not load the {variant} liboqs build: "

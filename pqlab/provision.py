@@ -3,6 +3,7 @@
     python -m pqlab.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
     python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
     python -m pqlab.provision latex            # pdflatex for `make paper` (exit 1: not there)
+    python -m pqlab.provision browser          # chromium for the report's browser test (exit 1: not there)
     python -m pqlab.provision runners          # the measuring helpers outside Python:
 
 - the TSC helper (pqlab/tsc.c, reference cycles from Python) into the per-user cache;
@@ -122,6 +123,36 @@ def latex() -> bool:
     return False
 
 
+def browser() -> bool:
+    """Debian's chromium, which tests/test_report.py drives through Playwright (pqlab.report.check_pages), installed
+    where apt-get can.  Playwright itself comes from requirements.lock (make setup) and never downloads a browser
+    (`playwright install` is never run)."""
+    from .report import CHROMIUM_PACKAGE, browser_problem, browser_version, find_chromium
+
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    if find_chromium() is None and not os.environ.get("PQLAB_CHROMIUM"):
+        apt_install([CHROMIUM_PACKAGE], "chromium for the report's browser test")
+    problem = browser_problem()
+    if problem and os.environ.get("PQLAB_CHROMIUM"):
+        print(f"error: {problem}: name a Chromium binary there, or unset it to use Debian's {CHROMIUM_PACKAGE}",
+              file=sys.stderr)
+        return False
+    if problem and find_chromium() is None:
+        print(f"error: {problem} and could not be installed here (needs root and apt-get): install Debian's "
+              f"{CHROMIUM_PACKAGE} (sudo apt-get install {CHROMIUM_PACKAGE}) or set PQLAB_CHROMIUM to a Chromium "
+              "binary, and run the tests again", file=sys.stderr)
+        return False
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return False
+    try:
+        print(f"chromium: {find_chromium()}, version {browser_version()}, driven by Playwright")
+    except Exception as exc:  # Playwright's own errors: the pair does not work together
+        print(f"error: Playwright cannot launch {find_chromium()}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
         tsc_helper()
@@ -132,6 +163,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv == ["latex"]:
         return 0 if latex() else 1
+    if argv == ["browser"]:
+        return 0 if browser() else 1
     if len(argv) == 2 and argv[0] == "liboqs" and argv[1] in VARIANTS:
         try:
             liboqs(argv[1])

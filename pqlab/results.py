@@ -30,7 +30,7 @@ from . import inputs, paths
 from .files import atomic_write_set, process_alive
 from .noise import compare_references
 from .schema import SCHEMA_VERSION, convert, typed
-from .stats import mann_whitney, ratio_ci, round_interval, welch_p
+from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p
 
 
 def verified_rows(measurements: pd.DataFrame, operations: bool = True) -> pd.DataFrame:
@@ -353,7 +353,11 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
                      message_bytes=df["message_bytes"].astype(float).fillna(-1))
 
 
-def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, min_factor: float = 1.05,
+#: compare_runs' defaults: the significance level, and the smallest factor either way called a change.
+ALPHA, MIN_FACTOR = 0.01, 1.05
+
+
+def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA, min_factor: float = MIN_FACTOR,
                  allow_different: bool = False, allow_partial: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its interval over rounds and a test.
 
@@ -402,7 +406,7 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = 0.01, 
         elif p < alpha and excludes_one:
             verdict = f"differs by less than {min_factor:g}x"
         elif not np.isfinite(low):
-            verdict = "no interval (fewer than 3 rounds on a side): not called"
+            verdict = f"no interval (fewer than {MIN_ROUNDS} rounds on a side): not called"
         else:
             verdict = "no significant difference"
         if moved:

@@ -35,7 +35,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
     "study": (STR, "the notebook or label the run belongs to"),
     "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
-    "implementation": (STR, 'what ran, e.g. "liboqs 0.13.0 (default build)"'),
+    "implementation": (STR, 'what ran, e.g. "liboqs <version> (default build)"'),
     "library_version": (STR, "version of the library that ran"),
     "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
     "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
@@ -52,8 +52,9 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
                               "samples where there is one round)"),
     "time_ns_q1": (FLOAT, "first quartile, ns"),
     "time_ns_q3": (FLOAT, "third quartile, ns"),
-    "time_ns_ci_low": (FLOAT, "95 % confidence interval of time_ns_median, low end, ns: a t-interval over the "
-                              "rounds' log medians (pqlab.stats.round_interval), empty below 3 rounds"),
+    "time_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of time_ns_median, low end, ns: a "
+                              "t-interval over the rounds' log medians (pqlab.stats.round_interval), empty below "
+                              "pqlab.stats.MIN_ROUNDS rounds"),
     "time_ns_ci_high": (FLOAT, "high end, ns"),
     "time_ns_rel_ci": (FLOAT, "precision reached: (ci_high - ci_low) / 2 / median"),
     "target_rel_ci": (FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
@@ -120,10 +121,10 @@ TLS_MEASUREMENTS: dict[str, tuple[str, str]] = {
     "mutual": (BOOL, "the client authenticates too"),
     "resumed": (BOOL, "PSK resumption (psk_dhe_ke) from a ticket of the previous connection"),
     "client_cpu_ns_median": (FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns"),
-    "client_cpu_ns_ci_low": (FLOAT, "95 % confidence interval of that median, low end, ns"),
+    "client_cpu_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns"),
     "client_cpu_ns_ci_high": (FLOAT, "high end, ns"),
     "server_cpu_ns_median": (FLOAT, "server thread CPU time in SSL_accept (tickets included), ns"),
-    "server_cpu_ns_ci_low": (FLOAT, "95 % confidence interval of that median, low end, ns"),
+    "server_cpu_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns"),
     "server_cpu_ns_ci_high": (FLOAT, "high end, ns"),
     "bytes_c1": (INT, "wire bytes (records) of the client's first flight (ClientHello)"),
     "bytes_s1": (INT, "the server's first flight (ServerHello .. Finished)"),

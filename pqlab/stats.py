@@ -9,11 +9,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import flags
+from .flags import CV_LIMIT, MIN_FAR, MIN_SAMPLES  # the instability flags' thresholds, defined with the flags
 
-#: Thresholds of the instability flags (pyperf-like): raise them in a run's parameters if needed.
-CV_LIMIT = 0.10
-MIN_SAMPLES = 10
-MIN_FAR = 0.20  # (median - min) / median
 #: Confidence level of every interval pqlab computes (the median's order-statistic interval, bootstrap
 #: percentile intervals of ratios).
 CONFIDENCE = 0.95

@@ -491,6 +491,35 @@ def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
     return None
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the runner)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _window() -> dict:
+    """The start of one configuration's measurement window (:func:`window_noise`)."""
+    from . import noise
+
+    return {"snapshot": noise.snapshot(), "children": _children_cpu()}
+
+
+def window_noise(start: dict) -> dict:
+    """What the machine did while one configuration ran (:func:`pqlab.noise.round_noise`), the runner's own CPU
+    removed from other processes' (it is a child of this process), and whether that was busy
+    (:func:`pqlab.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
+    from . import noise
+
+    record = noise.round_noise(start["snapshot"], noise.snapshot())
+    if record.get("others_cores") is not None:
+        runner = _children_cpu() - start["children"]
+        record["others_cores"] = max(0.0, record["others_cores"] - runner / record["wall_s"])
+    record["busy"] = noise.busy_reason(record)
+    return record
+
+
 def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmup: int = 2, study: str = "",
                        pin: str | None = "auto", save: bool = True, folder: Path | None = None,
                        progress: bool = True):
@@ -500,7 +529,8 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     with medians (no interval: one client and one server process, no rounds), wire bytes per flight; a refused or failed
     configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
     the matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
-    breakdown of each configuration's first measured handshake.
+    breakdown of each configuration's first measured handshake; ``meta["tls"]["noise"]`` what the machine did
+    while each configuration ran (:func:`window_noise`), and a busy one's row carries the flag ``busy``.
     """
     from . import flags
     from .recorder import RunRecorder, summary_columns
@@ -513,7 +543,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     version = caps["openssl_version"]
     params = {"configs": [vars(c) for c in configs], "handshakes": handshakes, "warmup": warmup,
               "pin": default_pin() if pin == "auto" else pin}
-    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {}}}
+    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {}, "noise": {}}}
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -523,7 +553,9 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
         for config in configs:
             if bar is not None:
                 bar.set_postfix_str(f"{config.pair} {config.mode} d{config.depth}")
+            window = _window()
             result = run_handshakes(config, handshakes, warmup=warmup, pin=pin)
+            machine = window_noise(window)
             measured = [h for h in result["handshakes"] if not h["warmup"] and h["ok"]]
             reason = failure_reason(result)
             row = rec.row(backend="openssl-tls", implementation=f"{version} (pqlab tls-runner)",
@@ -534,6 +566,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                           chain_depth=config.depth, mutual=config.mutual, resumed=config.resume,
                           verified=not reason, flags=flags.make("failed", reason) if reason else "")
             key = f"{config.pair} | {config.mode} | depth {config.depth}"
+            rec.meta["tls"]["noise"][key] = machine
             samples = []
             if measured:
                 wall = summarize([h["wall_ns"] for h in measured])
@@ -547,7 +580,8 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                 row.update({f"bytes_{f.lower()}": b for f, b in flight_bytes(first).items()})
                 row["flags"] = flags.join([row["flags"], *wall["flags"], flags.make(
                     "no-cycles", "thread CPU time (CLOCK_THREAD_CPUTIME_ID) per side instead"),
-                    flags.make("no-rounds", "one client and server process")])
+                    flags.make("no-rounds", "one client and server process"),
+                    flags.make("busy", f"while it ran: {machine['busy']}") if machine["busy"] else ""])
                 row["rounds"] = 1
                 rec.meta["tls"]["messages"][key] = message_rows(result, first)
                 for i, h in enumerate(measured):

@@ -13,6 +13,7 @@ from pqlab.errors import UnknownName
 from pqlab.formatting import markdown
 from pqlab.recorder import RunRecorder
 from pqlab.reference import load_reference
+from pqlab.stats import ratio_ci
 from pqlab.studies import atlas
 from pqlab.timing import Samples
 
@@ -134,21 +135,21 @@ def test_ratios_have_the_known_value_and_an_interval(tmp_path):
     assert np.isnan(missing["ratio"]) and "not measured" in missing["reason"]
 
 
-def test_builds_and_counters_are_separate_platforms_never_mixed(tmp_path):
-    synthetic_run(tmp_path, "d", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0})
+def test_builds_are_separate_platforms_and_counters_of_one_build_are_not(tmp_path):
+    synthetic_run(tmp_path, "d", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path, "g", {SIG: 1_000_000.0, ("Ed25519", "sign"): 50_000.0}, variant="generic")
-    synthetic_run(tmp_path, "c", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0}, counter="core-cycles")
+    synthetic_run(tmp_path, "c", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0}, counter="core-cycles",
+                  started_at="2026-02-01T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
-    assert len(a.platforms) == 3
+    assert len(a.platforms) == 2  # default (two runs, two counters) and generic
     comparison = "ML-DSA-44 sign / Ed25519 sign"
     by_run = a.ratios[a.ratios["comparison"] == comparison].set_index("run_id")["ratio"]
-    assert by_run["d"] == pytest.approx(2, rel=0.01) and by_run["g"] == pytest.approx(20, rel=0.01)
-    assert by_run["c"] == pytest.approx(6, rel=0.01)
+    assert set(by_run.index) == {"c", "g"}  # the default build's newest run gives its ratio: never a mix of runs
+    assert by_run["g"] == pytest.approx(20, rel=0.01) and by_run["c"] == pytest.approx(6, rel=0.01)
     labels = list(a.platforms["platform"])
-    assert any("liboqs generic" in p for p in labels)
-    assert any(p.endswith("· tsc") for p in labels) and any(p.endswith("· core-cycles") for p in labels)
+    assert any("liboqs generic" in p for p in labels) and any("liboqs default" in p for p in labels)
     text = atlas.describe_platforms(a)
-    assert "The cycle counter differs: " in text and "The liboqs build differs: " in text and "never share a ratio" in text
+    assert "The liboqs build differs: " in text and "never combines runs, hosts or builds" in text
 
 
 def test_the_newest_run_of_a_platform_is_used(tmp_path):
@@ -168,12 +169,16 @@ def test_merged_machines_and_overrides_are_platforms_labelled_as_what_they_are(t
                   machine_id="arm-box")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     p = a.platforms.set_index("machine_id")
-    assert p.loc[host, "this_host"] and p.loc[host, "identity"] == "the host's own"
-    assert p.loc[f"{host}+generic-build", "platform"].endswith("this host (identity override)")
-    assert p.loc[f"{host}+generic-build", "identity"].startswith(f"override PQLAB_MACHINE_ID={host}+generic-build")
+    assert len(a.platforms) == 3 and list(p.index).count(host) == 2  # the override is this host, another build
+    own = a.platforms[a.platforms["platform"].str.contains("liboqs default")].iloc[0]
+    over = a.platforms[a.platforms["platform"].str.contains("liboqs generic")].iloc[0]
+    assert own["this_host"] and own["identity"] == "the host's own" and own["machine_id"] == host
+    assert over["this_host"] and over["platform"].endswith("this host") and over["machine_id"] == host
+    assert over["identity"].startswith(f"override PQLAB_MACHINE_ID={host}+generic-build")
     assert not p.loc["arm-box", "this_host"] and "this host" not in p.loc["arm-box", "platform"]
-    assert a.platforms["machine_id"].iloc[0] == host  # this host's own identity first: the default reference
-    assert atlas.reference_platform(a) == p.loc[host, "platform"]
+    assert a.platforms["platform"].iloc[0] == own["platform"]  # this host's default build first: the default reference
+    assert atlas.reference_platform(a) == own["platform"]
+    assert atlas.reference_platform(a, f"{host}+generic-build") == over["platform"]  # an identity names its platform
     with pytest.raises(UnknownName, match="unknown reference platform 'sparc'"):
         atlas.reference_platform(a, "sparc")
     assert atlas.reference_platform(a, "arm-box") == p.loc["arm-box", "platform"]
@@ -219,7 +224,7 @@ def test_cross_platform_factors_and_their_intervals(tmp_path):
     assert pub["factor"] == pytest.approx((12359056 / 7925955) / 1.5, rel=0.01) and pub["ci_low"] < pub["factor"]
     assert (atlas.PI4, "ML-DSA-44 sign / Ed25519 sign") not in cross.index  # no classical baseline there
     text = atlas.describe_cross_platform(cross.reset_index(), reference)
-    assert f"**{markdown(arm)}**: 2 of 3 ratios changed beyond their 95% interval over rounds" in text
+    assert f"**{markdown(arm)}** (" in text and "2 of 3 ratios changed beyond their interval (95% interval over rounds)" in text
     n = atlas.numbers(a, cross.reset_index(), reference)
     assert n["reference_ml-dsa-44_sign_over_ed25519_sign"][0] == pytest.approx(2, rel=0.01)
     assert n["platforms_measured"] == (2, "{}") and n["platforms_published"] == (3, "{}")
@@ -249,14 +254,201 @@ def test_cpu_features_text_covers_every_kind_of_build():
     assert atlas.short_cpu("Intel(R) Xeon(R) Platinum 8370C CPU @ 2.80GHz") == "Intel Xeon Platinum 8370C"
 
 
-def test_the_default_reference_is_this_hosts_newest_platform(tmp_path):
-    """One host with runs of two counters (yesterday's, recorded before the counter was, and today's TSC) is
-    two platforms; the default reference is the newer one, whatever the labels' order."""
+def test_the_default_reference_is_this_hosts_default_build_and_its_newest_run(tmp_path):
+    """One host with runs of two counters (yesterday's, recorded before the counter was, and today's TSC) is one
+    platform (one host, one build): its ratio comes from the newer run, and it is the default reference."""
     host = machine.host_id()
     synthetic_run(tmp_path, "old", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
                   counter="aaa-old", started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path, "new", {SIG: 120_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
                   counter="tsc", started_at="2026-02-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "gen", {SIG: 900_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  variant="generic", started_at="2026-03-01T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     assert len(a.platforms) == 2 and a.platforms["this_host"].all()
-    assert atlas.reference_platform(a).endswith("tsc") and a.platforms["platform"].iloc[0].endswith("tsc")
+    default = a.platforms["platform"].iloc[0]
+    assert "liboqs default" in default and atlas.reference_platform(a) == default  # default build, though older
+    assert value(a, "liboqs default", "ML-DSA-44 sign / Ed25519 sign")["run_id"] == "new"
+    assert a.platforms.set_index("platform").loc[default, "counter"] == "tsc"  # the counter of the run it uses
+
+
+# ----- one host and build is one platform; the reader chooses what is drawn -----
+def duplicated_store(tmp_path):
+    """This host's default build, and its generic build measured three times: by notebook 04 under its own identity
+    (twice) and by notebook 07 under the identity override; plus another machine.  Two hosts, three (host, build)."""
+    host = machine.host_id()
+    centres = {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0}
+    synthetic_run(tmp_path, "own-default", centres, machine_id=host, started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "nb04-generic-old", {SIG: 400_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  variant="generic", started_at="2026-01-01T00:01:00+00:00")
+    synthetic_run(tmp_path, "nb04-generic", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  variant="generic", started_at="2026-01-01T00:02:00+00:00", counter="core-cycles")
+    synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07-generic",
+                  {**centres, SIG: 600_000.0}, machine_id=f"{host}+generic-build", variant="generic", host_id=host,
+                  started_at="2026-01-01T00:03:00+00:00")
+    synthetic_run(tmp_path / "machines" / "arm-box", "arm", centres, machine_id="arm-box")
+    return host, {(host, "default"), (host, "generic"), ("arm-box", "default")}
+
+
+def drawn_count(text: str) -> int:
+    import re
+
+    return int(re.search(r"\*\*(\d+) measured platform", text).group(1))
+
+
+def test_each_host_and_build_is_one_platform_whatever_identity_counter_or_repeat(tmp_path):
+    host, expected = duplicated_store(tmp_path)
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
+    measured = a.platforms[a.platforms["kind"] == atlas.MEASURED]
+    pairs = list(zip(measured["machine_id"], measured["liboqs"].str.split().str[1]))
+    assert sorted(pairs) == sorted(expected)  # each (machine, build) once
+    assert not a.platforms["platform"].duplicated().any()
+    generic = measured[measured["liboqs"].str.contains("generic")].iloc[0]
+    assert generic["this_host"] and generic["platform"].endswith("this host")
+    # every ratio from one run: the newest that measured both sides (notebook 07's here), never a mix
+    sign = value(a, "liboqs generic", "ML-DSA-44 sign / Ed25519 sign")
+    assert sign["run_id"] == "nb07-generic" and sign["ratio"] == pytest.approx(12, rel=0.01)
+    text = atlas.describe_platforms(a)
+    assert drawn_count(text) == len(expected)  # the text counts (machine, build), not identities or runs
+    assert "2 of the measured platforms are this host" in text
+    n = atlas.numbers(a, atlas.cross_platform(a, atlas.reference_platform(a)), atlas.reference_platform(a))
+    assert n["platforms_measured"] == (len(expected), "{}")
+    assert sum(k.startswith("largest_loss_") and "generic" in k for k in n) == 1  # one largest loss per platform
+
+
+def test_a_platform_that_merges_identities_says_so(tmp_path):
+    host = machine.host_id()
+    synthetic_run(tmp_path, "nb04", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host, variant="generic",
+                  started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07",
+                  {("ML-DSA-65", "sign"): 150_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=f"{host}+generic-build",
+                  variant="generic", host_id=host, started_at="2026-01-02T00:00:00+00:00")
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
+    assert len(a.platforms) == 1 and a.platforms["runs"].iloc[0] == 2
+    assert set(a.ratios["run_id"].dropna()) == {"nb04", "nb07"}  # each comparison from the one run that has it
+    text = atlas.describe_platforms(a)
+    assert drawn_count(text) == 1 and "holds runs recorded under 2 identities" in text
+
+
+def test_platforms_selects_what_is_drawn(tmp_path):
+    host, expected = duplicated_store(tmp_path)
+    full = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
+    generic = full.platforms[full.platforms["liboqs"].str.contains("generic", na=False)]["platform"].iloc[0]
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["liboqs generic"])
+    assert list(a.platforms["platform"]) == [generic]
+    assert set(a.ratios["platform"]) == {generic} and {k[0] for k in a.parts} == {generic}
+    assert {r.run_id for r in a.runs} == {"nb07-generic"}
+    assert drawn_count(atlas.describe_platforms(a)) == 1 and "Left out by `platforms`" in atlas.describe_platforms(a)
+    by_identity = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=[f"{host}+generic-build"])
+    assert list(by_identity.platforms["platform"]) == [generic]  # an identity selects its host and build
+    pub = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["published"])
+    assert list(pub.platforms["platform"]) == [atlas.PI4, atlas.PQM4_CLEAN, atlas.PQM4_FASTEST]
+    assert atlas.reference_platform(pub) == "" and "**No measured platform** is drawn" in atlas.describe_platforms(pub)
+    both = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["arm-box", "pqm4 clean"])
+    assert len(both.platforms) == 2 and atlas.PQM4_CLEAN in set(both.platforms["platform"])
+    with pytest.raises(UnknownName, match="unknown platform 'sparc'"):
+        atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["sparc"])
+
+
+# ----- every cell names its statistic; intervals only where rounds give them -----
+def test_every_ratio_names_its_statistic_like_with_like_and_intervals_only_from_rounds(tmp_path):
+    duplicated_store(tmp_path)
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
+    r = a.ratios[a.ratios["ratio"].notna()]
+    measured = r[r["kind"] == atlas.MEASURED]
+    assert set(measured.loc[measured["baseline_kind"] == atlas.CLASSICAL, "statistic"]) == {"median"}
+    assert set(measured.loc[measured["baseline_kind"] == atlas.ANCHOR, "statistic"]) == {"mean"}  # as pqm4's
+    by_platform = r[r["kind"] == atlas.PUBLISHED].groupby("platform")["statistic"].agg(set)
+    assert by_platform[atlas.PQM4_CLEAN] == {"mean"} and by_platform[atlas.PI4] == {atlas.UNSTATED}
+    published = r[r["kind"] == atlas.PUBLISHED]
+    assert published["ci_low"].isna().all() and (published["interval"] == atlas.NO_INTERVAL).all()
+    assert measured["ci_low"].notna().all() and (measured["interval"] == atlas.INTERVAL).all()
+    # the anchor's mean: the ratio of per-round means of the samples, not of their medians
+    run = next(x for x in a.runs if x.run_id == "nb07-generic")
+    num, den = (run.sample_values(n, "sign", backend="liboqs", variant="generic", message_bytes=100)
+                for n in ("ML-DSA-65", "ML-DSA-44"))
+    assert value(a, "liboqs generic", "ML-DSA-65 sign / ML-DSA-44 sign")["ratio"] == pytest.approx(
+        ratio_ci(num, den, "mean")[0])
+    # the tables and the figures' legends name each platform's statistic
+    for kind in (atlas.CLASSICAL, atlas.ANCHOR):
+        wide = atlas.ratio_table(a, kind)
+        for header in wide.columns[1:]:
+            platform, words = header.rsplit(": ", 1)
+            stats = set(r.loc[(r["platform"] == platform) & (r["baseline_kind"] == kind), "statistic"])
+            assert words == atlas.statistic_words(stats.pop()) and not stats
+    assert f"{atlas.PI4}: statistic unstated" in atlas.ratio_table(a, atlas.ANCHOR).columns
+    fig = atlas.plot_ratios(a, atlas.ANCHOR)
+    legend = [" ".join(t.get_text().split()) for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("Raspberry Pi 4") and t.endswith("statistic unstated") for t in legend)
+    assert all("ratio of means" in t for t in legend if "Raspberry Pi 4" not in t)
+    platforms, pub_ratios = atlas.published_platforms(comps())
+    assert "unstated" in atlas.published_ratio_text(pub_ratios)
+    assert a.platforms.set_index("platform").loc[atlas.PI4, "statistic"] == "statistic unstated"
+
+
+def test_the_published_statistics_are_what_the_sources_state():
+    """Study 004's table gives one time per operation and its method names no statistic; pqm4 averages its
+    executions: the atlas labels them "unstated" and "mean"."""
+    from pqlab.reference import reference_source
+
+    pi = reference_source("05_energy_pi4")["method"].lower()
+    assert not any(w in pi for w in ("mean", "median", "average")) and atlas.published_statistic("time_ms") == atlas.UNSTATED
+    assert "average" in reference_source("07_pqm4")["method"] and atlas.published_statistic("cycles_mean") == "mean"
+
+
+def statistics_of(df: pd.DataFrame) -> dict:
+    return df.groupby("platform")["statistic"].agg(lambda s: set(" / ".join(s).split(" / "))).to_dict()
+
+
+def test_no_sentence_claims_medians_or_bootstrap_for_a_mean_or_unstated_cell(tmp_path):
+    duplicated_store(tmp_path)
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
+    reference = atlas.reference_platform(a)
+    cross = atlas.cross_platform(a, reference)
+    classical = a.ratios[(a.ratios["baseline_kind"] == atlas.CLASSICAL) & a.ratios["ratio"].notna()]
+    for text, stats in ((atlas.describe_ratios(a), lambda: statistics_of(classical)),
+                        (atlas.describe_cross_platform(cross, reference), lambda: statistics_of(cross))):
+        stats = stats()
+        lines = [line for line in text.splitlines() if line.startswith("- **")]
+        assert len(lines) == len(stats)  # one line per platform
+        for line in lines:
+            platform = next(p for p in stats if line.startswith(f"- **{markdown(p)}**"))
+            assert "bootstrap" not in line
+            for stat in ("median", "mean"):
+                assert (f"of {stat}s" in line) == (stat in stats[platform]), (stat, line)
+            assert ("unstated" in line) == (atlas.UNSTATED in stats[platform]), line
+    # the statistics paragraph: per kind of baseline, each platform under its own statistic
+    text = atlas.describe_statistics(a)
+    anchor = next(line for line in text.splitlines() if "post-quantum anchor" in line)
+    assert "median" not in anchor and "bootstrap" not in text
+    unstated = anchor[anchor.index("statistic unstated"):].split(";")[0]
+    assert markdown(atlas.PI4) in unstated and "no interval" in unstated
+    classical = next(line for line in text.splitlines() if "**classical**" in line)
+    assert "ratio of medians, with a 95% interval over rounds" in classical and "mean" not in classical
+
+
+def test_the_notebook_claims_no_statistic_for_study_004_and_no_medians_for_every_ratio():
+    import json
+    import re
+
+    from pqlab import paths
+
+    nb = json.loads((paths.ROOT / "notebooks" / "07_atlas.ipynb").read_text())
+    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    sentences = re.split(r"(?<=[.;:])\s+", " ".join(prose.split()))
+    for s in sentences:
+        low = s.lower()
+        assert "bootstrap" not in low, s
+        assert not re.search(r"every ratio[^.]* of medians", low), s
+        if "study 004" in low and re.search(r"\b(mean|median)s?\b", low):
+            assert re.search(r"not name|without naming|unstated", low), s
+        assert not re.search(r"\bas two \"?platforms", low), s  # a count typed, not one per host and build
+
+
+def test_describe_local_says_which_identity_and_that_a_host_and_build_is_one_platform():
+    local = [{"build": "default", "machine_id": "pi4-lab", "override": True, "run_id": "r1", "bundle": "pi4-lab.tar.gz"},
+             {"build": "generic", "machine_id": "pi4-lab+generic-build", "override": True, "run_id": "r2",
+              "bundle": "pi4-lab+generic-build.tar.gz"}]
+    lines = atlas.describe_local(local, []).splitlines()
+    assert "another liboqs build" not in lines[0] and "the default build" in lines[0]  # a user's identity, same build
+    assert "the same host with the generic build" in lines[1] and "as one platform" in lines[1]

@@ -310,7 +310,7 @@ def test_reconstructed_trace_reproduces_time_times_power(tmp_path):
     path = write_trace(trace, tmp_path / "reconstructed.csv")
     src = ReplaySource(path)
     assert src.label == "replay:reconstructed"
-    assert "# note: reconstructed from published means, not a measurement" in path.read_text()
+    assert f"# note: {energy.RECONSTRUCTED_NOTE}" in path.read_text() and "means" not in energy.RECONSTRUCTED_NOTE
     res = src.trace.results()
     ms, w = REFERENCE_ROWS["time_ms"].to_numpy(), REFERENCE_ROWS["power_w"].to_numpy()
     assert list(res["label"]) == ["ML-KEM-512/keygen", "HQC-128/keygen", "Falcon-512/sign"]

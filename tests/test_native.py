@@ -119,8 +119,9 @@ def test_measurement_rows(ml_dsa, ml_kem):
 
 
 def test_native_run_records_a_run(runner, tmp_path):
-    run = native.native_run(["ML-DSA-44"], message_bytes=1000, study="test", folder=tmp_path, **TINY_RUN)
+    run = native.native_run(["ML-DSA-44"], message_bytes=1000, study="test", folder=tmp_path, pool=1, **TINY_RUN)
     back = load_run(tmp_path / run.run_id)
+    assert back.meta["params"]["pool"] == 1  # verify one signature again and again, as pqlab's verify does
     assert back.meta["status"] == "complete" and back.meta["study"] == "test" and back.meta["started_at"]
     m = back.measurements
     assert list(m["operation"]) == ["keygen", "sign", "verify"] and m["verified"].all()

@@ -370,7 +370,7 @@ def test_replay_reproduces_time_times_power(study, tmp_path):
     assert low["replay_net_uj"].to_numpy() == pytest.approx(
         (study["time_ms"] * (study["power_w"] - 2.0) * 1e3).to_numpy(), rel=1e-9)
     saved = read_trace(traces["path"].iloc[1])
-    assert saved.meta["note"] == "reconstructed from published means, not a measurement"
+    assert saved.meta["note"] == energy.RECONSTRUCTED_NOTE and "means" not in saved.meta["note"]
     assert saved.meta["idle_w"] == "3.2"
     long = published.replay_long(table)
     assert set(long["basis"]) == {"replay (gross)", "replay (net of assumed idle 2 W)",

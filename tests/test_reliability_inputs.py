@@ -161,6 +161,8 @@ def test_reliability_native_run_refuses_bad_input_before_running(tmp_path):
         native.native_run(["ML-DSA-44"], budget_s=0, folder=tmp_path)
     with pytest.raises(BadInput, match="min_samples must be a whole number >= 1"):
         native.native_run(["ML-DSA-44"], min_samples=0, folder=tmp_path)
+    with pytest.raises(BadInput, match="pool must be a whole number >= 1"):
+        native.native_run(["ML-DSA-44"], pool=0, folder=tmp_path)
     with pytest.raises(UnknownName, match=r"unknown algorithm for the native runner \(default build\) 'ML-DSA-45'; "
                                           "close matches: ML-DSA-65, ML-DSA-44"):
         native.native_run(["ML-DSA-44", "ML-DSA-45"], folder=tmp_path)

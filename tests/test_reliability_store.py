@@ -236,7 +236,7 @@ def test_reliability_unrelated_runs_have_no_measurement_in_common(tmp_path, caps
     other = bench(["AES-256-GCM"], operations=["encrypt"], budget_s=0.01, min_samples=3, progress=False,
                   folder=tmp_path, run_id="b")
     assert main(["compare", str(a), str(tmp_path / other.run_id), "--allow-different"]) == 1
-    assert "the two runs have no measurement in common" in capsys.readouterr().err
+    assert "runs A and B have no measurement in common" in capsys.readouterr().err
 
 
 def test_reliability_samples_with_other_columns_are_saved_whole(tmp_path):

@@ -283,3 +283,16 @@ def test_measure_makes_no_warm_up_call_with_fixed_loops_and_warm_up_off():
     s = timing.measure(lambda: calls.append(1), budget_s=0.01, min_samples=3, max_samples=3, warmup_s=0,
                        target_rel_ci=None, warm_up=False)  # no loops yet: one call calibrates them
     assert s.warmup_calls == 1 and s.first_call_ns > 0
+
+
+def test_a_runner_this_process_waited_for_is_not_another_process():
+    import subprocess
+    import sys
+
+    before = noise.snapshot()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"],
+                   check=True)
+    after = noise.snapshot()
+    # the child's CPU time (about 0.4 s) is this process's own: before the fix it counted as another process's
+    # (0.98 cores in every round of notebook 04's native run, each flagged busy)
+    assert after["own_cpu"] - before["own_cpu"] >= 0.35

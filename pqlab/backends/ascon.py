@@ -36,9 +36,9 @@ class Ascon128a(Algorithm):
 
         v = version("ascon")
         super().__init__(VARIANT, "cipher", "symmetric", "ascon", f"ascon {v} (pure Python, PyPI)", v, 1,
-                         "raw key (16 bytes)",
-                         "Ascon v1.2 (NIST LWC submission), not SP 800-232 Ascon-AEAD128; random 128-bit "
-                         "nonce per message, prepended; 128-bit tag appended")
+                         f"raw key ({KEY_BYTES} bytes)",
+                         "Ascon v1.2 (NIST LWC submission), not SP 800-232 Ascon-AEAD128; random "
+                         f"{NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES * 8}-bit tag appended")
 
     def generate(self) -> bytes:
         return os.urandom(KEY_BYTES)

@@ -6,6 +6,11 @@ import os
 
 from ..algorithms import Algorithm, register
 
+#: The raw secret keys cryptography stores: FIPS 204's ML-DSA seed (xi) and FIPS 203's ML-KEM seed (d || z).
+MLDSA_SEED_BYTES, MLKEM_SEED_BYTES = 32, 64
+#: The AEADs' nonce, drawn at random per message and prepended to it.
+NONCE_BYTES = 12
+
 
 def _versions() -> tuple[str, str]:
     import cryptography
@@ -103,7 +108,8 @@ class RawKeySignature(_OpenSSL):
 
     def __init__(self, name: str, module: str, cls: str, family: str, level=None, context: bool = False):
         self.module, self.cls = module, cls
-        encoding = "raw (secret key: the 32-byte seed of FIPS 204)" if name.startswith("ML-DSA") else "raw"
+        encoding = f"raw (secret key: the {MLDSA_SEED_BYTES}-byte seed of FIPS 204)" if name.startswith("ML-DSA") \
+            else "raw"
         super().__init__(name, "sig", family, level, encoding)
 
     def generate(self):
@@ -153,7 +159,7 @@ class MLKEM(_OpenSSL):
     def __init__(self, level_name: str, level: int):
         self.cls = f"MLKEM{level_name}PrivateKey"
         super().__init__(f"ML-KEM-{level_name}", "kem", "lattice", level,
-                         "raw (secret key: the 64-byte seed of FIPS 203)")
+                         f"raw (secret key: the {MLKEM_SEED_BYTES}-byte seed of FIPS 203)")
 
     def generate(self):
         from cryptography.hazmat.primitives.asymmetric import mlkem
@@ -285,7 +291,7 @@ class RSAEncryption(_OpenSSL):
 class OpenSSLCipher(_OpenSSL):
     def __init__(self, name: str):
         super().__init__(name, "cipher", "symmetric", 5, "raw key",
-                         notes="random 96-bit nonce per message, prepended" if "CBC" not in name
+                         notes=f"random {NONCE_BYTES * 8}-bit nonce per message, prepended" if "CBC" not in name
                          else "random IV per message, prepended; PKCS#7 padding")
 
     def generate(self):
@@ -301,7 +307,7 @@ class OpenSSLCipher(_OpenSSL):
         if self.name == "AES-256-CBC":
             return functools.partial(_cbc_decrypt, key)
         aead = self._aead(key)
-        return lambda c: aead.decrypt(c[:12], c[12:], None)
+        return lambda c: aead.decrypt(c[:NONCE_BYTES], c[NONCE_BYTES:], None)
 
     def _aead(self, key):
         from cryptography.hazmat.primitives.ciphers import aead
@@ -310,7 +316,7 @@ class OpenSSLCipher(_OpenSSL):
 
 
 def _nonce_then(aead, message: bytes) -> bytes:
-    nonce = os.urandom(12)
+    nonce = os.urandom(NONCE_BYTES)
     return nonce + aead.encrypt(nonce, message, None)
 
 

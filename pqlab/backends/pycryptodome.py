@@ -5,6 +5,9 @@ import functools
 
 from ..algorithms import Algorithm, register
 
+#: The AEADs' nonce (drawn at random per message, prepended) and tag (appended).
+NONCE_BYTES, TAG_BYTES = 12, 16
+
 
 def engine(name: str) -> str:
     """What PyCryptodome runs for `name`, read from the installed package: AES through the AES-NI
@@ -33,7 +36,8 @@ class DomeCipher(_Dome):
     def __init__(self, name: str):
         super().__init__(name, "cipher", "symmetric", 5, "raw key",
                          "random IV per message, prepended; PKCS#7 padding" if "CBC" in name
-                         else "random 96-bit nonce per message, prepended; 16-byte tag appended")
+                         else f"random {NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES}-byte tag "
+                              "appended")
 
     def generate(self):
         from Crypto.Random import get_random_bytes
@@ -65,13 +69,13 @@ def _cbc_decrypt(key, data):
 def _aead_encrypt(new, key, message):
     from Crypto.Random import get_random_bytes
 
-    nonce = get_random_bytes(12)
+    nonce = get_random_bytes(NONCE_BYTES)
     ct, tag = new(key, nonce).encrypt_and_digest(message)
     return nonce + ct + tag
 
 
 def _aead_decrypt(new, key, data):
-    return new(key, data[:12]).decrypt_and_verify(data[12:-16], data[-16:])
+    return new(key, data[:NONCE_BYTES]).decrypt_and_verify(data[NONCE_BYTES:-TAG_BYTES], data[-TAG_BYTES:])
 
 
 def _gcm(key, nonce):

@@ -4,30 +4,42 @@ Absolute times from another machine, language and year do not compare; ratios be
 one system do (signing over verifying, key generation over decryption ...), and so do sizes where the
 encodings are the same.  A *system* is one source of times:
 
-* the study: its published means of five cold calls (no samples, so its ratios carry no interval);
-* each Python backend here: medians of many calls (:func:`pqlab.bench`);
+* the study: its published means ("averaged over" its runs, printed with "≈"; the study says nothing more about
+  those runs), so its ratios carry no interval and are shown to the digits it printed;
+* each Python backend here: medians and means of many calls (:func:`pqlab.bench`);
 * each Bouncy Castle release run here (the current one, and the study's own release when Maven provides it):
-  its *cold* first calls after JVM start, summarised like the study (mean of the first N), and its JIT-warmed
-  *steady state* (median).
+  its *cold* first calls after JVM start (mean of as many first calls as the study had runs: one reading of
+  the study's runs), and its JIT-warmed *steady state* (median and mean).
 
-Every ratio of ours comes with an interval over rounds (pqlab.stats.round_interval) of the same statistic the system reports
-(:func:`pqlab.stats.ratio_ci`); a study value divided by ours uses :func:`pqlab.stats.ratio_to_published`
-(interval from our side only).  Every sentence that states a number, a version or a machine fact is built
-here from the data.  The study did not say whether its SPHINCS+ was the simple or the robust variant, so its
-SPHINCS+ row is compared with both.
+Every ratio of ours is a ratio of means (the study's statistic) and, for systems that report medians, also a ratio
+of medians, with an interval over rounds paired by round where both operations were measured in rounds
+(:func:`pqlab.stats.ratio_ci`; a Bouncy Castle run is one JVM process: no interval); a study value divided by ours
+uses :func:`pqlab.stats.ratio_to_published` (interval from our side only).  Every sentence that states a number, a
+version or a machine fact is built here from the data.  The study did not say whether its SPHINCS+ was the simple
+or the robust variant, so its SPHINCS+ row is compared with both.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 import pandas as pd
 
 from .. import flags, plotting
-from ..formatting import fmt_bytes, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
+from ..formatting import (
+    MISSING,
+    Column,
+    fmt_bytes,
+    fmt_factor,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_time_ns,
+    is_missing,
+)
 from ..reference import load_reference, reference_source
 from ..results import round_records, verified_rows, with_rounds
-from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_to_published
+from ..stats import CONFIDENCE, MIN_ROUNDS, MIN_SAMPLES, ratio_ci, ratio_to_published
 
 TOPIC = "01_aes_rsa_sphincs"
 #: our algorithm -> the study's row it is compared with (the study's SPHINCS+ variant is not stated)
@@ -60,8 +72,44 @@ def study_platform() -> dict:
 
 def study_label(reference: pd.DataFrame | None = None) -> str:
     """E.g. "study (BC 1.72, mean of 5)", from the transcribed platform and method."""
-    ref = load_reference(TOPIC) if reference is None else reference
-    return f"{STUDY} (BC {study_platform()['bouncycastle']}, mean of {int(ref['runs'].iloc[0])})"
+    return f"{STUDY} (BC {study_platform()['bouncycastle']}, mean of {study_runs(reference)})"
+
+
+def study_runs(reference: pd.DataFrame | None = None) -> int:
+    """How many runs the study says it averaged each operation over (its Methodology, as transcribed)."""
+    return int((load_reference(TOPIC) if reference is None else reference)["runs"].iloc[0])
+
+
+def describe_study_method(reference: pd.DataFrame | None = None) -> str:
+    """Markdown: what the study says about how it timed, and what it leaves open (so that which of our phases
+    matches its runs is labelled as a reading, not stated as its method)."""
+    return (f"The study says that each operation was timed with `System.nanoTime()` and averaged over "
+            f"{study_runs(reference)} runs, and prints each mean with \"≈\". It does not say whether a run was a fresh "
+            "JVM, a first call or a call after others, and it mentions no warm-up. Our *cold* calls (the first calls "
+            "in a fresh JVM, averaged over as many calls) are therefore one reading of its runs; our *steady state* "
+            "is the other end.")
+
+
+def digits(published) -> int:
+    """Significant digits of a number as printed ("≈2.0" -> 2, "≈0.7" -> 1, "≈211.5" -> 4)."""
+    return max(1, len(re.sub(r"\D", "", str(published)).lstrip("0")))
+
+
+def round_sig(x: float, n: int) -> float:
+    """`x` to `n` significant digits (missing and zero values unchanged)."""
+    return float(f"{x:.{n}g}") if not is_missing(x) and np.isfinite(x) and x else x
+
+
+def approx(x, n: int, low=math.nan, high=math.nan) -> str:
+    """A factor known to `n` significant digits, as such: "≈3×", "≈18.2×", with its interval to the same digits
+    where it has one ("≈19× [17, 21]")."""
+    def one(v):
+        r = round_sig(float(v), n)
+        return f"{r:,.{max(0, n - 1 - math.floor(math.log10(abs(r))))}f}" if r else "0"
+    if is_missing(x):
+        return MISSING
+    ci = "" if is_missing(low) or is_missing(high) else f" [{one(low)}, {one(high)}]"
+    return f"≈{one(x)}×{ci}"
 
 
 # ----- times per system -----
@@ -81,9 +129,10 @@ def bc_release(run) -> str:
 
 
 def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per system, algorithm and operation: the value the system reports (ms), its statistic and its raw
-    samples (ns; empty for the study).  Columns: system, kind, statistic, study_row, variant, algorithm,
-    operation, value_ms, n, values."""
+    """One row per system, algorithm and operation: the value the system reports (ms), its statistic, the mean
+    (``mean_ms``: the study's statistic) and its raw samples (ns; empty for the study).  Columns: system, kind,
+    statistic, study_row, variant, algorithm, operation, value_ms, mean_ms, n, values; for the study also
+    ``published`` (the cell as printed, "≈" included) and ``digits`` (its significant digits)."""
     ref = load_reference(TOPIC) if reference is None else reference
     rows = []
     label = study_label(ref)
@@ -92,14 +141,16 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
         for variant in variants(row):
             rows.append({"system": label, "kind": STUDY, "statistic": "mean", "study_row": row, "variant": variant,
                          "algorithm": r.study_label, "operation": r.operation, "value_ms": float(r.time_ms),
-                         "n": int(r.runs), "values": np.array([])})
+                         "mean_ms": float(r.time_ms), "n": int(r.runs), "values": np.array([]),
+                         "published": r.published_text, "digits": digits(r.published_text)})
     if study_run is not None:
         for r in verified_rows(study_run.measurements).itertuples():
             v = _values(study_run, r.algorithm, r.backend, r.operation)
             rows.append({"system": r.backend, "kind": PYTHON, "statistic": "median",
                          "study_row": STUDY_ROW.get(r.algorithm, r.algorithm), "variant": variant_of(r.algorithm),
                          "algorithm": r.algorithm, "operation": r.operation,
-                         "value_ms": float(np.median(v)) / 1e6 if v.size else np.nan, "n": v.size, "values": v})
+                         "value_ms": float(np.median(v)) / 1e6 if v.size else np.nan,
+                         "mean_ms": float(np.mean(v)) / 1e6 if v.size else np.nan, "n": v.size, "values": v})
     for run in (r for r in bc_runs if r is not None):
         release, first = bc_release(run), int(run.meta.get("params", {}).get("cold", MIN_SAMPLES))
         ok = verified_rows(run.measurements).drop_duplicates(["algorithm", "operation"])
@@ -110,24 +161,49 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
                     "algorithm": r.algorithm, "operation": r.operation}
             rows.append({"system": f"BC {release} cold (mean of first {cold.size})", "kind": COLD,
                          "statistic": "mean", **base, "value_ms": cold.mean() / 1e6 if cold.size else np.nan,
-                         "n": cold.size, "values": cold})
+                         "mean_ms": cold.mean() / 1e6 if cold.size else np.nan, "n": cold.size, "values": cold})
             rows.append({"system": f"BC {release} steady state", "kind": STEADY, "statistic": "median", **base,
-                         "value_ms": float(np.median(warm)) / 1e6 if warm.size else np.nan, "n": warm.size,
+                         "value_ms": float(np.median(warm)) / 1e6 if warm.size else np.nan,
+                         "mean_ms": float(np.mean(warm)) / 1e6 if warm.size else np.nan, "n": warm.size,
                          "values": warm})
     return pd.DataFrame(rows)
 
 
 def times_by_system(values: pd.DataFrame) -> pd.DataFrame:
-    """Wide table of times (ms): one row per study row, variant and operation, one column per system."""
-    wide = values.pivot_table(index=["study_row", "variant", "operation"], columns="system", values="value_ms",
-                              aggfunc="first", sort=False)
-    return wide[list(dict.fromkeys(values["system"]))].reset_index()
+    """Wide table of times (ms): one row per study row, variant and operation, one column per system and statistic,
+    named by both: the study's means as printed ("≈" included), each of our systems' median and mean (its cold
+    calls: their mean, the study's statistic, over as many calls as the study had runs)."""
+    keys = ["study_row", "variant", "operation"]
+    out = values[keys].drop_duplicates().reset_index(drop=True)
+    index = pd.MultiIndex.from_frame(out)
+    for system, g in values.groupby("system", sort=False):
+        g = g.drop_duplicates(keys).set_index(keys)
+        if g["kind"].iloc[0] == STUDY:
+            out[f"{system}: as printed"] = g["published"].reindex(index).to_numpy()
+        elif g["kind"].iloc[0] == COLD:
+            out[system] = g["value_ms"].reindex(index).to_numpy()
+        else:
+            out[f"{system}: median"] = g["value_ms"].reindex(index).to_numpy()
+            out[f"{system}: mean"] = g["mean_ms"].reindex(index).to_numpy()
+    return out
+
+
+def time_columns(table: pd.DataFrame) -> list:
+    """The display columns of :func:`times_by_system`: the study's cells as printed, every time of ours in ms."""
+    keys = ["study_row", "variant", "operation"]
+    return keys + [Column(c, c, "text") if c.endswith(": as printed") else Column(c, c, "time", "ms", 1e6)
+                   for c in table.columns if c not in keys]
 
 
 # ----- ratios with intervals -----
 def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
-    """Within-system ratios, long form: one row per (study row, variant, ratio, system) with the system's
-    statistic and its interval over rounds (``ci_low``/``ci_high``; empty for the study's single numbers)."""
+    """Within-system ratios, long form: one row per (study row, variant, ratio, system, statistic).
+
+    The study's is the ratio of its printed means, rounded to the significant digits of the less precise of the
+    two (``digits``; ``published``: both cells as printed), without interval.  Each of ours is a ratio of means (the
+    study's statistic: like for like) and, for a system that reports medians, also a ratio of medians (``own``:
+    the system's own statistic), with its interval over rounds, paired by round (``value_ci_low`` /
+    ``value_ci_high``; none for a system measured in one process)."""
     rows = []
     for (row, variant, system), g in values.groupby(["study_row", "variant", "system"], sort=False):
         by_op = g.set_index("operation")
@@ -135,14 +211,105 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
             if study_row != row or num not in by_op.index or den not in by_op.index:
                 continue
             a, b = by_op.loc[num], by_op.loc[den]
+            base = {"study_row": row, "variant": variant, "algorithm": a.algorithm, "ratio": f"{num} / {den}",
+                    "system": system, "kind": a.kind, "samples": f"{a.n} / {b.n}"}
             if a.kind == STUDY:
-                ratio, low, high = a.value_ms / b.value_ms, np.nan, np.nan
-            else:
-                ratio, low, high = ratio_ci(a["values"], b["values"], a.statistic)
-            rows.append({"study_row": row, "variant": variant, "algorithm": a.algorithm, "ratio": f"{num} / {den}",
-                         "system": system, "kind": a.kind, "statistic": a.statistic, "value": ratio,
-                         "ci_low": low, "ci_high": high, "samples": f"{a.n} / {b.n}"})
+                n = min(int(a.digits), int(b.digits))
+                rows.append({**base, "statistic": "mean", "own": True, "value": round_sig(a.value_ms / b.value_ms, n),
+                             "value_ci_low": np.nan, "value_ci_high": np.nan, "digits": n,
+                             "published": f"{a.published} / {b.published}"})
+                continue
+            for stat in dict.fromkeys([a.statistic, "mean"]):
+                ratio, low, high = ratio_ci(a["values"], b["values"], stat)
+                rows.append({**base, "statistic": stat, "own": stat == a.statistic, "value": ratio,
+                             "value_ci_low": low, "value_ci_high": high})
     return pd.DataFrame(rows)
+
+
+def _study_ratios(ratios: pd.DataFrame) -> pd.DataFrame:
+    return ratios[ratios["kind"] == STUDY].set_index(["study_row", "variant", "ratio"])
+
+
+def ratio_pairs(ratios: pd.DataFrame) -> pd.DataFrame:
+    """The ratios as a reader compares them: one row per ratio and system of ours, the study's beside it
+    (``study_ratio``: to the digits it printed, "≈3×"), ours as a ratio of means (``ours_mean``: the study's statistic)
+    and, where the system reports medians, of medians (``ours_median``), each with its interval where it has one."""
+    study, ours = _study_ratios(ratios), ratios[ratios["kind"] != STUDY]
+    order = {k: i for i, k in enumerate(dict.fromkeys(zip(ratios["study_row"], ratios["variant"], ratios["ratio"])))}
+    keys = ["study_row", "variant", "ratio", "system"]
+    rows = []
+    for key, g in ours.groupby(keys, sort=False):
+        s = study.loc[key[:3]] if key[:3] in study.index else None
+        row = {**dict(zip(keys, key)), "study_ratio": approx(s.value, int(s.digits)) if s is not None else None,
+               "study_published": s.published if s is not None else None}
+        for stat in ("mean", "median"):
+            r = g[g["statistic"] == stat]
+            for suffix in ("", "_ci_low", "_ci_high"):
+                row[f"ours_{stat}{suffix}"] = float(r[f"value{suffix}"].iloc[0]) if len(r) else np.nan
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=[*keys, "study_ratio", "study_published", "ours_mean", "ours_mean_ci_low",
+                                      "ours_mean_ci_high", "ours_median", "ours_median_ci_low", "ours_median_ci_high"])
+    rank = [order[k] for k in zip(out["study_row"], out["variant"], out["ratio"])]
+    return out.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+
+def ratio_columns(pairs: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
+                  medians: bool = True) -> list:
+    """The columns a reader sees of :func:`ratio_pairs`, each header naming its statistic (`medians`: also our
+    ratios of medians; a paper page has room for the like-for-like ratios of means only)."""
+    return ["study_row", "variant", "ratio", Column("study_ratio", f"Study, of ≈ means of {study_runs(reference)} runs",
+                                                    "text"), "system", Column("ours_mean", "Ours, of means", "ratio"),
+            *([Column("ours_median", "Ours, of medians", "ratio")] if medians else [])]
+
+
+def _interval_reasons(ratios: pd.DataFrame) -> str:
+    """Which of our systems' ratios carry an interval over rounds and why the others carry none."""
+    ours = ratios[ratios["kind"] != STUDY]
+    with_ci = list(dict.fromkeys(ours.loc[ours["value_ci_low"].notna(), "system"]))
+    jvm = [s for s in dict.fromkeys(ours.loc[ours["kind"].isin([COLD, STEADY]), "system"]) if s not in with_ci]
+    few = [s for s in dict.fromkeys(ours["system"]) if s not in with_ci and s not in jvm]
+    parts = [f"{fmt_percent(CONFIDENCE, 0)} intervals over rounds, paired by round, for {', '.join(with_ci)}"] if with_ci \
+        else []
+    parts += [f"none for {', '.join(jvm)} (one JVM process each: no rounds)"] if jvm else []
+    parts += [f"none for {', '.join(few)} (fewer than {MIN_ROUNDS} rounds in common)"] if few else []
+    return "; ".join(parts) or "no ratio of ours"
+
+
+def ratio_caption(ratios: pd.DataFrame) -> str:
+    """The caption of the exported ratio table, from the data: which ratios carry an interval, and why not."""
+    return ("Ratios between operations within each system, the study's beside ours, as ratios of means (its "
+            "statistic; our ratios of medians are in the CSV and the notebook). "
+            f"Ours: {_interval_reasons(ratios)}. The study's: ratios of its printed means, shown to "
+            "the significant digits of the less precise of the two, without interval (single published numbers).")
+
+
+def describe_ratio_spread(ratios: pd.DataFrame, statistic: str = "mean", carries: float = 1.5) -> str:
+    """Markdown: how far the same ratio moves between our systems in this run (ratios of the same `statistic`),
+    per ratio its smallest and largest value and the systems that gave them; whether a ratio within one system
+    carries to another (implementation, release, first calls or warmed-up) is read from this spread, not assumed.
+    A spread of `carries` or more is called one that does not carry."""
+    ours = ratios[(ratios["kind"] != STUDY) & (ratios["statistic"] == statistic) & (ratios["value"] > 0)]
+    lines, spreads = [], []
+    for (row, variant, ratio), g in ours.groupby(["study_row", "variant", "ratio"], sort=False):
+        if len(g) < 2:
+            continue
+        lo, hi = g.loc[g["value"].idxmin()], g.loc[g["value"].idxmax()]
+        name = f"{row}{' ' + variant if variant else ''} {ratio}"
+        spreads.append((hi.value / lo.value, name))
+        lines.append(f"- {name}: {fmt_factor(lo.value)} ({lo.system}) to {fmt_factor(hi.value)} ({hi.system}) over "
+                     f"{len(g)} systems, a spread of {fmt_factor(hi.value / lo.value)}.")
+    if not lines:
+        return "No ratio was measured by two of our systems, so how far a ratio moves between systems is not known here."
+    (wide, wide_name), (narrow, narrow_name) = max(spreads), min(spreads)
+    text = (f"The same ratio between two operations, from each of our systems in this run (ratios of {statistic}s; "
+            "intervals in the table below):\n\n" + "\n".join(lines) + "\n\n")
+    if wide >= carries:
+        return text + (f"A ratio within one system does not carry unchanged to another: between our systems the same "
+                       f"ratio moves by up to {fmt_factor(wide)} ({wide_name}) and by at least {fmt_factor(narrow)} "
+                       f"({narrow_name}), with the implementation, its release and whether calls are first calls or "
+                       "warmed-up. The study's ratios are therefore set beside each of our systems separately.")
+    return text + (f"Here the same ratio agrees between our systems within {fmt_factor(wide)} ({wide_name}), less than "
+                   f"{fmt_factor(carries)}.")
 
 
 def _agrees(value: float, low: float, high: float, ref: float, factor: float) -> bool:
@@ -152,72 +319,109 @@ def _agrees(value: float, low: float, high: float, ref: float, factor: float) ->
 
 
 def agreement(ratios: pd.DataFrame, factor: float = 2.0) -> pd.DataFrame:
-    """Each of our ratios against the study's: ``study`` (its ratio), ``agrees`` (our interval meets the band
+    """Each of our ratios of means (the study's statistic: like for like) against the study's: ``study`` (its
+    ratio, to the digits it printed), ``agrees`` (our interval, or our value without one, meets the band
     ``study / factor .. study * factor``)."""
-    ref = ratios[ratios["kind"] == STUDY].set_index(["study_row", "variant", "ratio"])["value"]
-    ours = ratios[ratios["kind"] != STUDY].copy()
+    ref = _study_ratios(ratios)["value"]
+    ours = ratios[(ratios["kind"] != STUDY) & (ratios["statistic"] == "mean")].copy()
     ours["study"] = [ref.get((r.study_row, r.variant, r.ratio), np.nan) for r in ours.itertuples()]
     ours = ours[np.isfinite(ours["study"])]
-    ours["agrees"] = [_agrees(r.value, r.ci_low, r.ci_high, r.study, factor) for r in ours.itertuples()]
+    ours["agrees"] = [_agrees(r.value, r.value_ci_low, r.value_ci_high, r.study, factor) for r in ours.itertuples()]
     ours.attrs["factor"] = factor
     return ours
 
 
 def describe_ratios(ratios: pd.DataFrame, factor: float = 2.0) -> str:
-    """Markdown: per ratio, the study's value beside each of ours (with its interval) and whether ours is
-    consistent with it within `factor`; then which kind of system is consistent most often (a conclusion only
-    where the data give one)."""
+    """Markdown: per ratio, the study's (to the digits it printed) beside each of our ratios of means (the same
+    statistic, with its interval) and whether ours is consistent with it within `factor`; then which kind of
+    system is consistent most often (a conclusion only where the data give one)."""
     agree = agreement(ratios, factor)
     if agree.empty:
         return "No ratio of ours can be set beside one of the study's."
+    shown = _study_ratios(ratios)["digits"]
     lines = []
     for (row, variant, ratio), g in agree.groupby(["study_row", "variant", "ratio"], sort=False):
         label = f"{row}" + (f" ({variant}; the study's variant is not stated)" if variant else "")
-        parts = [f"{r.system} {fmt_factor_ci(r.value, r.ci_low, r.ci_high)}" + ("" if r.agrees else " ✗")
+        parts = [f"{r.system} {fmt_factor_ci(r.value, r.value_ci_low, r.value_ci_high)}" + ("" if r.agrees else " ✗")
                  for r in g.itertuples()]
-        lines.append(f"- **{label}, {ratio}**: study {g['study'].iloc[0]:.3g}; ours: " + "; ".join(parts)
-                     + f" — {int(g['agrees'].sum())} of {len(g)} consistent with it within a factor of {factor:g}.")
+        lines.append(f"- **{label}, {ratio}**: study {approx(g['study'].iloc[0], int(shown[(row, variant, ratio)]))}; "
+                     "ours: " + "; ".join(parts) + f" — {int(g['agrees'].sum())} of {len(g)} consistent with it "
+                     f"within a factor of {factor:g}.")
     by_kind = agree.groupby("kind")["agrees"].mean().sort_values(ascending=False)
-    text = ("Ratios within each system (✗: our interval lies wholly outside a factor of "
-            f"{factor:g} around the study's ratio; the study's ratios are single numbers):\n\n" + "\n".join(lines))
+    text = ("Ratios of means within each system, like for like with the study's (its ratios are of its printed means, "
+            "shown to the digits printed; ours of medians are in the table above; ✗: our interval, or our value where "
+            f"it has none, lies wholly outside a factor of {factor:g} around the study's ratio):\n\n" + "\n".join(lines))
     if len(by_kind) > 1 and by_kind.iloc[0] > by_kind.iloc[1]:
         text += (f"\n\nThe {by_kind.index[0]} systems are consistent with the study most often "
                  f"({by_kind.iloc[0]:.0%} of their ratios, against {by_kind.iloc[1]:.0%} for the {by_kind.index[1]} "
                  "systems).")
         if by_kind.index[0] == COLD:
-            text += (" That fits the study's method (a mean of first calls in a fresh JVM, no warm-up mentioned): its "
-                     "ratios describe first calls (class loading, interpreter, JIT compilation), not the "
-                     "algorithms' steady state.")
+            text += (" That is what the study's ratios would show if its runs were first calls in a fresh JVM (class "
+                     "loading, interpreter, JIT compilation) rather than the algorithms' steady state; the study does "
+                     "not say what its runs were, and mentions no warm-up.")
     return text
 
 
+STUDY_OVER_COLUMNS = ["study_row", "variant", "operation", "system", "study_published", "study_ms", "ours_ms",
+                      "study_over_ours", "study_over_ours_ci_low", "study_over_ours_ci_high", "study_over_ours_shown",
+                      "digits", "ours_calls"]
+
+
 def study_over_ours(values: pd.DataFrame) -> pd.DataFrame:
-    """The study's time over ours, like for like only: its mean of five cold calls over each of our Bouncy Castle
-    cold means (same statistic), interval from our side (:func:`pqlab.stats.ratio_to_published`)."""
-    study = values[values["kind"] == STUDY].set_index(["study_row", "variant", "operation"])["value_ms"]
+    """The study's time over ours, like for like only: its printed means over each of our Bouncy Castle cold means
+    (the same statistic), interval from our side (:func:`pqlab.stats.ratio_to_published`; none where our side was
+    one process), shown to the study's printed digits, at most three (``study_over_ours_shown``)."""
+    study = values[values["kind"] == STUDY].set_index(["study_row", "variant", "operation"])
     rows = []
     for r in values[values["kind"] == COLD].itertuples():
-        published = study.get((r.study_row, r.variant, r.operation))
-        if published is None or r.n == 0:
+        key = (r.study_row, r.variant, r.operation)
+        if key not in study.index or r.n == 0:
             continue
-        ratio, low, high = ratio_to_published(published * 1e6, r.values, "mean")
+        s = study.loc[key]
+        ratio, low, high = ratio_to_published(s.value_ms * 1e6, r.values, "mean")
+        n = min(int(s.digits), 3)  # the study's printed digits, at most the three we show of ours
         rows.append({"study_row": r.study_row, "variant": r.variant, "operation": r.operation, "system": r.system,
-                     "study_ms": published, "ours_ms": r.value_ms, "study_over_ours": ratio, "ci_low": low,
-                     "ci_high": high, "ours_calls": r.n})
-    return pd.DataFrame(rows)
+                     "study_published": s.published, "study_ms": s.value_ms, "ours_ms": r.value_ms,
+                     "study_over_ours": round_sig(ratio, n), "study_over_ours_ci_low": low, "study_over_ours_ci_high": high,
+                     "study_over_ours_shown": approx(ratio, n, low, high), "digits": n, "ours_calls": r.n})
+    return pd.DataFrame(rows, columns=STUDY_OVER_COLUMNS)
+
+
+def study_over_columns(table: pd.DataFrame | None = None, reference: pd.DataFrame | None = None) -> list:
+    """The columns a reader sees of :func:`study_over_ours`, each naming what it holds."""
+    return ["study_row", "variant", "operation", "system",
+            Column("study_published", f"Study, ≈ mean of {study_runs(reference)} runs (ms)", "text"),
+            Column("ours_ms", "Ours, mean", "time", "ms", 1e6), Column("study_over_ours_shown", "Study over ours", "text")]
+
+
+def _study_over_interval(table: pd.DataFrame) -> str:
+    if table["study_over_ours_ci_low"].notna().any():
+        return "each with its interval from our side only (the study's numbers are single values)"
+    return ("without interval: our first calls come from one JVM process per release, and the study's numbers are "
+            "single values")
+
+
+def study_over_caption(table: pd.DataFrame) -> str:
+    """The caption of the exported study-over-ours table, from the data (whether any factor has an interval)."""
+    return ("The study's printed means over the means of our first calls in a fresh JVM on each Bouncy Castle release "
+            f"(the same statistic; what the study's runs were it does not say), to the study's printed digits, "
+            f"{_study_over_interval(table)}.")
 
 
 def describe_study_over_ours(table: pd.DataFrame) -> str:
-    """Markdown: how much slower or faster the study's machine ran the same cold calls (a machine factor)."""
+    """Markdown: how much slower or faster the study's machine ran the same operations (a machine factor)."""
     if table.empty:
         return "No Bouncy Castle cold calls were measured here, so no time of the study's can be set beside ours."
     parts = []
     for system, g in table.groupby("system", sort=False):
-        lo, hi = g["study_over_ours"].min(), g["study_over_ours"].max()
-        parts.append(f"against {system}: {fmt_factor(lo)} to {fmt_factor(hi)} over {len(g)} operations")
-    return ("The study's mean of its first calls over ours (same statistic, same calls in a fresh JVM; the interval "
-            "of each is in the table, from our side only): " + "; ".join(parts) + ". Such factors mix the two "
-            "machines and JVMs; only the ratios within a system say something about the algorithms.")
+        lo, hi = g.loc[g["study_over_ours"].idxmin()], g.loc[g["study_over_ours"].idxmax()]
+        parts.append(f"against {system}: {approx(lo.study_over_ours, int(lo.digits))} to "
+                     f"{approx(hi.study_over_ours, int(hi.digits))} over {len(g)} operations")
+    return ("The study's printed means over the means of our first calls (the same statistic; the study says only that "
+            "it averaged each operation over its runs, not whether they were first calls), "
+            f"{_study_over_interval(table)}: " + "; ".join(parts) + ". Such factors mix the two machines and JVMs "
+            "(and, if the study's runs were not first calls, two phases); only the ratios within a system say "
+            "something about the algorithms.")
 
 
 # ----- Bouncy Castle runs and sizes -----
@@ -357,13 +561,15 @@ def _key(text: str) -> str:
 
 
 def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame | None = None, study_over: pd.DataFrame | None = None) -> dict:
-    """Every number the notebook quotes, under stable keys (for numbers.tex)."""
+    """Every number the notebook quotes, under stable keys (for numbers.tex): each ratio in its system's own
+    statistic (the study's to the digits it printed), and ours also as a ratio of means where the system reports
+    medians (key suffix ``_mean``), with intervals."""
     out = {}
     for r in ratios.itertuples():
-        key = _key(f"{r.study_row}_{r.variant}_{r.ratio.replace(' / ', '_over_')}_{r.system}")
+        key = _key(f"{r.study_row}_{r.variant}_{r.ratio.replace(' / ', '_over_')}_{r.system}") + ("" if r.own else "_mean")
         out[key] = float(r.value)
         if r.kind != "study":  # a published ratio has no interval; ours may lack one (NaN: not measured)
-            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(r.ci_low), float(r.ci_high)
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(r.value_ci_low), float(r.value_ci_high)
     for r in (sizes.itertuples(index=False) if sizes is not None else []):
         for source, value in r._asdict().items():
             if (source in ("published", "ours") or source.startswith("BC ")) and value is not None and not pd.isna(value):
@@ -399,13 +605,15 @@ def plot_operation_times(runs, title: str, width: float = plotting.FULL_WIDTH):
 
 @plotting.styled
 def plot_ratios(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Each within-system ratio per system, with its interval over rounds as error bars (none for the study)."""
-    df = ratios.assign(label=ratios["study_row"] + np.where(ratios["variant"] != "", " " + ratios["variant"], "")
-                       + "\n" + ratios["ratio"])
-    return plotting.grouped_bars(df, category="label", group="system", value="value", low="ci_low", high="ci_high",
-                                 ylabel="ratio within a system (log)", height=3.0, width=width,
-                                 title=f"Ratios between operations (bars: {fmt_percent(CONFIDENCE, 0)} intervals "
-                                       "over rounds; none for the study's single numbers or one JVM)")
+    """Each within-system ratio of means (the study's statistic) per system, with its interval over rounds as error
+    bars (none for the study's single numbers or a one-process run)."""
+    df = ratios[ratios["statistic"] == "mean"]
+    df = df.assign(label=df["study_row"] + np.where(df["variant"] != "", " " + df["variant"], "") + "\n" + df["ratio"])
+    return plotting.grouped_bars(df, category="label", group="system", value="value", low="value_ci_low",
+                                 high="value_ci_high", ylabel="ratio of means within a system (log)", height=3.0,
+                                 width=width, title=f"Ratios of means between operations (bars: "
+                                                    f"{fmt_percent(CONFIDENCE, 0)} intervals over rounds; none for the "
+                                                    "study's single numbers or one JVM)")
 
 
 def _sizes(runs) -> pd.DataFrame:

@@ -9,8 +9,9 @@ energy labelled by its *basis*:
 =================================  ==========================================================
 basis                              meaning
 =================================  ==========================================================
-``published (gross)``              the study's table: time x whole-board power, idle included
-``replay (gross)``                 a step trace reconstructed from those means, integrated
+``published (gross)``              the study's table: whole-board energy, idle included (near, not equal to,
+                                   time x power: :func:`~pqlab.studies.energy_pi4_published.time_power_check`)
+``replay (gross)``                 a step trace reconstructed from its times and powers, integrated
 ``replay (net of assumed idle)``   the same minus an *assumed* idle power (the study gives none)
 ``measured (net)``                 a live source here, minus the idle baseline around the window
 ``measured (gross)``               the same, baseline included (comparable with the study)
@@ -139,17 +140,54 @@ def describe_measured(times: pd.DataFrame, reference: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: The liboqs release that left HQC off by default (liboqs pull request 2122: a flaw in its IND-CCA2 security)
+HQC_OFF_SINCE = (0, 13, 0)
+
+
+def liboqs_origin(info: dict) -> str:
+    """Where the liboqs a run loaded came from, from the path it recorded (``meta["liboqs"]["liboqs_path"]``):
+    pqlab's own build (installed by ``make setup`` under ``.venv/liboqs/<variant>/``, CMake over the sources
+    of the ``oqs-sys`` crate) or a liboqs pqlab found already loadable (system, conda, OQS_INSTALL_PATH)."""
+    from ..liboqs_loader import VARIANTS
+    from ..paths import LIBOQS_PREFIX
+
+    path = str(info.get("liboqs_path") or "")
+    if not path:
+        return "a liboqs whose file the run did not record"
+    parts = Path(path).parts
+    own = (Path(path).is_relative_to(LIBOQS_PREFIX)
+           or (len(parts) >= 5 and parts[-5:-3] == (".venv", "liboqs") and parts[-3] in VARIANTS and parts[-2] == "lib"))
+    if own:
+        return (f"pqlab's own build (`make setup`: CMake over the sources of the `oqs-sys` crate, with that crate's "
+                f"options, HQC on), loaded from {markdown(path)}")
+    return (f"a liboqs that pqlab did not build (one already loadable here: system, conda or OQS_INSTALL_PATH), "
+            f"loaded from {markdown(path)}, whose build switched HQC on")
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", str(text or ""))
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
 def describe_hqc(runs) -> str:
-    """HQC's status, when HQC ran here through liboqs: which liboqs, and that upstream switched it off."""
+    """HQC's status, when HQC ran here through liboqs: which liboqs and where it came from (the run's record),
+    and that upstream switched HQC off."""
     ran = any(((r.measurements["algorithm"].str.startswith("HQC")) & (r.measurements["backend"] == "liboqs")).any()
               for r in runs)
     meta = _liboqs_meta(runs)
     if not ran or not meta:
         return ""
-    return (f"HQC ran here through liboqs {meta['liboqs'].get('liboqs_version', 'of unknown version')}, built by the "
-            "`oqs-sys` crate, which switches HQC back on: upstream liboqs leaves it off by default since a flaw in its "
-            "IND-CCA2 security was announced (liboqs pull request 2122). These are the costs of that pre-fix HQC: fine "
-            "for measuring cost, not for deployment.")
+    info = meta["liboqs"]
+    version = info.get("liboqs_version")
+    text = (f"HQC ran here through liboqs {version or 'of unknown version'}, {liboqs_origin(info)}. Upstream liboqs "
+            "leaves HQC off by default since a flaw in its IND-CCA2 security was announced (liboqs pull request "
+            "2122)")
+    v = _version(version)
+    if v is not None and v <= HQC_OFF_SINCE:
+        return text + ("; this release's HQC predates the fix. These are the costs of that pre-fix HQC: fine for "
+                       "measuring cost, not for deployment.")
+    return text + ("; whether this release's HQC has the fix is not recorded by the run: check its release notes "
+                   "before deploying it.")
 
 
 def describe_implementations(times: pd.DataFrame, run) -> str:
@@ -266,7 +304,7 @@ def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
     """Our energies in long form (one row per operation and basis): measured net and gross when
     ``live`` rows exist, modelled when ``model`` is given; empty when neither (nothing invented)."""
     keys = ["algorithm", "backend", "operation", "message_bytes"]
-    base = times[["kind", "family", "nist_level", *keys, "time_ms"]]
+    base = times[["kind", "family", "nist_level", *keys, "time_ms", *[c for c in ("implementation",) if c in times]]]
     parts = []
     if live is not None and len(live):
         m = base.merge(live, on=keys, how="inner")
@@ -276,7 +314,8 @@ def energy_long(times: pd.DataFrame, live: pd.DataFrame | None = None,
         e = [model.energy(t * 1e6).energy_uj for t in base["time_ms"]]
         parts.append(base.assign(energy_uj=e, power_w=model.watts, basis=modelled_basis(model.watts),
                                  source=model.label))
-    cols = ["kind", "family", "nist_level", *keys, "time_ms", "energy_uj", "basis", "source"]
+    cols = ["kind", "family", "nist_level", *keys, "time_ms", "energy_uj", "basis", "source",
+            *[c for c in ("implementation",) if c in times]]
     if not parts:
         return pd.DataFrame(columns=cols)
     return pd.concat([p[cols] for p in parts], ignore_index=True)
@@ -443,20 +482,58 @@ def rank_correlation(a: pd.Series, b: pd.Series) -> float:
 
 def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
     """Per algorithm (and message size for AEADs): the sum of ``value`` over the operations of one
-    use (:data:`USE`); algorithms missing one of them are left out."""
+    use (:data:`USE`), with the row's ``implementation`` where the table has one; algorithms missing one of
+    the operations are left out."""
     rows = []
-    keys = ["kind", "algorithm", "backend", "family", "nist_level"]
+    keys = ["kind", "algorithm", "backend", "family", "nist_level", "implementation"]
     df = times.copy()
+    if "implementation" not in df:
+        df["implementation"] = None
     df["size"] = df["message_bytes"].where(df["kind"] == "cipher")
-    for (kind, algorithm, backend, family, level), g in df.groupby(keys, dropna=False, sort=False):
+    for (kind, algorithm, backend, family, level, implementation), g in df.groupby(keys, dropna=False, sort=False):
         ops = USE.get(kind, ())
         per_size = g[g["operation"].isin(ops)].groupby("size", dropna=False)
         for size, h in per_size:
             if set(ops) <= set(h["operation"]):
                 rows.append({"kind": kind, "algorithm": algorithm, "backend": backend, "family": family,
-                             "nist_level": level, "message_bytes": size,
+                             "nist_level": level, "implementation": implementation, "message_bytes": size,
                              value: h.drop_duplicates("operation")[value].sum()})
     return pd.DataFrame(rows)
+
+
+#: The language of the code that does the work behind each backend (every call here is made from Python; this is
+#: what runs under it), and the Python binding where the implementation's name does not say it.
+LANGUAGE = {"liboqs": "C", "cryptography": "C and assembly", "pycryptodome": "C", "pqcrypto": "Rust",
+            "ascon": "pure Python", "pure-python": "pure Python"}
+BINDING = {"liboqs": "liboqs-python"}
+PURE_PYTHON = "pure Python"
+
+
+def implementation_label(backend, implementation=None) -> str:
+    """What ran for a row, for prose (Markdown): the language of the code doing the work (:data:`LANGUAGE`)
+    and the implementation the run recorded, e.g. "C (liboqs 0.13.0 (default build), through liboqs-python)"."""
+    impl = markdown(implementation) if isinstance(implementation, str) and implementation else markdown(backend)
+    if str(backend) in BINDING:
+        impl += f", through {BINDING[str(backend)]}"
+    return f"{LANGUAGE.get(str(backend), 'language not recorded')} ({impl})"
+
+
+def what_ran(rows) -> str:
+    """" What ran: A and B in C (liboqs ...); X in C and assembly (cryptography ...)." for the rows a sentence
+    compares (each with ``algorithm``, ``backend`` and, where recorded, ``implementation``), and a warning
+    where pure Python stands beside compiled code."""
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        label = implementation_label(r.backend, getattr(r, "implementation", None))
+        groups.setdefault(label, [])
+        if r.algorithm not in groups[label]:
+            groups[label].append(r.algorithm)
+    text = " What ran: " + "; ".join(f"{' and '.join(names)} in {label}" for label, names in groups.items()) + "."
+    python = [r.algorithm for r in rows if LANGUAGE.get(str(r.backend)) == PURE_PYTHON]
+    if python and len(python) < len(rows):
+        text += (f" {' and '.join(dict.fromkeys(python))} {'runs' if len(set(python)) == 1 else 'run'} in "
+                 f"{PURE_PYTHON} beside compiled code: the gap measures the interpreter as much as the algorithm.")
+    return text
 
 
 def _is_pq(family) -> bool:
@@ -475,29 +552,33 @@ def _latency(t: pd.DataFrame) -> list[str]:
         if pq.empty:
             continue
         best = pq.iloc[0]
+        named = [best]
         text = f"- **{KIND_LABEL[kind]}:** {best.algorithm} ({_ops(kind)} {fmt_time_ms(best.time_ms)} here"
         if len(pq) > 1:
             text += f"; next {pq.iloc[1].algorithm} {fmt_time_ms(pq.iloc[1].time_ms)}"
+            named.append(pq.iloc[1])
         classical = k[~k["family"].map(_is_pq)]
         if not classical.empty:
             c = classical.iloc[0]
-            text += f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes {fmt_time_ms(c.time_ms)}"
-        out.append(text + ").")
+            text += (f"; the fastest classical one, {c.algorithm}, not quantum-resistant, takes "
+                     f"{fmt_time_ms(c.time_ms)}")
+            named.append(c)
+        out.append(text + ")." + what_ran(named))
     a = t[t["kind"] == "cipher"]
     if not a.empty:
-        parts = []
-        for size in sorted(a["message_bytes"].dropna().unique()):
-            s = a[a["message_bytes"] == size].sort_values("time_ms")
-            parts.append(f"{s.iloc[0].algorithm} at {fmt_bytes_binary(size)} ({fmt_time_ms(s.iloc[0].time_ms)})")
         sizes = sorted(a["message_bytes"].dropna().unique())
-        picks = [parts[0]] if len(parts) == 1 else [parts[0], parts[-1]]
+        fastest = [a[a["message_bytes"] == size].sort_values("time_ms").iloc[0] for size in sizes]
+        picks = [fastest[0]] if len(fastest) == 1 else [fastest[0], fastest[-1]]
+        text = (f"- **AEAD** ({_ops('cipher')}, {fmt_bytes_binary(sizes[0])} to {fmt_bytes_binary(sizes[-1])}): fastest "
+                + " and ".join(f"{r.algorithm} at {fmt_bytes_binary(r.message_bytes)} ({fmt_time_ms(r.time_ms)})"
+                               for r in picks))
+        named = list(picks)
         big = a[a["message_bytes"] == sizes[-1]].sort_values("time_ms")
-        slow = ""
         if len(big) > 1:
-            slow = (f"; the slowest at {fmt_bytes_binary(sizes[-1])}, {big.iloc[-1].algorithm} (backend {big.iloc[-1].backend}), "
-                    f"takes {fmt_time_ms(big.iloc[-1].time_ms)}")
-        out.append(f"- **AEAD** ({_ops('cipher')}, {fmt_bytes_binary(sizes[0])} to {fmt_bytes_binary(sizes[-1])}): fastest "
-                   + " and ".join(picks) + slow + ".")
+            slow = big.iloc[-1]
+            text += f"; the slowest at {fmt_bytes_binary(sizes[-1])}, {slow.algorithm}, takes {fmt_time_ms(slow.time_ms)}"
+            named.append(slow)
+        out.append(text + "." + what_ran(named))
     return out
 
 
@@ -516,15 +597,16 @@ def _energy_lines(e: pd.DataFrame, where: str, published: bool = False) -> list[
             text += f"; avoid {worst.algorithm} for frequent use: {fmt_energy_uj(worst.energy_uj)}"
             if published:
                 text += f", {fmt_factor(worst.energy_uj / best.energy_uj)} as much (published numbers, no interval)"
-        out.append(text + ".")
+        out.append(text + "." + ("" if published else what_ran([best, worst] if len(k) > 1 else [best])))
     a = e[e["kind"] == "cipher"]
     if not a.empty:
         sizes = sorted(a["message_bytes"].dropna().unique())
-        picks = []
+        picks, named = [], []
         for size in ([sizes[0], sizes[-1]] if len(sizes) > 1 else sizes):
             s = a[a["message_bytes"] == size].sort_values("energy_uj")
             picks.append(f"{s.iloc[0].algorithm} at {fmt_bytes_binary(size)} ({fmt_energy_uj(s.iloc[0].energy_uj)})")
-        out.append(f"- **AEAD**, {where}: lowest energy " + " and ".join(picks) + ".")
+            named.append(s.iloc[0])
+        out.append(f"- **AEAD**, {where}: lowest energy " + " and ".join(picks) + "." + what_ran(named))
     return out
 
 
@@ -559,12 +641,13 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
         if kind != "cipher" and not other.empty:
             text += (f"; the fastest resting on a different assumption than {at.iloc[0].family} is "
                      f"**{other.iloc[0].algorithm}** ({other.iloc[0].family}, {fmt_time_ms(other.iloc[0].time_ms)})")
-        out.append(text + ".")
+        shown = list(at.itertuples()) + ([other.iloc[0]] if kind != "cipher" and not other.empty else [])
+        out.append(text + "." + what_ran(shown))
     return out
 
 
 def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None = None,
-                             ours: pd.DataFrame | None = None) -> str:
+                             ours: pd.DataFrame | None = None, setup: pd.DataFrame | None = None) -> str:
     """Recommendations per use case, generated from the data.
 
     ``times``: :func:`timing_table` (ours); ``reference``: the study's table (published, gross
@@ -572,15 +655,22 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     Latency-critical: the fastest post-quantum algorithm per kind here (sum over one use).
     Energy-constrained: the lowest published energy, and ours when there is any (labelled).
     Maximum security: the highest NIST level measured, its algorithms with their cost.
+    Every item comparing algorithms of ours says what ran them (:func:`what_ran`: language and
+    implementation, from the rows), and where pure Python stands beside compiled code; ``setup``: the study's set-up
+    table, for what ran its rows.
     """
     t = use_totals(times)
-    lines = ["### Latency-critical", "", "By the time of one use here (median, summed over its operations):", ""]
+    lines = ["### Latency-critical", "", "By the time of one use here (median, summed over its operations; every call is "
+             "made from Python, and each item says what code did the work):", ""]
     lines += _latency(t)
     lines += ["", "### Energy-constrained", ""]
     pub = None
     if reference is not None and len(reference):
         pub = use_totals(reference_long(reference).assign(backend="Pi 4 study"), "energy_uj")
-        lines += ["From the study's published energies (Raspberry Pi 4, gross: whole-board power x time):", ""]
+        ran = (f"liboqs '{markdown(setup_text(setup, 'liboqs'))}' from Python {markdown(setup_text(setup, 'python'))}"
+               if setup is not None else "liboqs from Python")
+        lines += [f"From the study's published energies (Raspberry Pi 4, gross: whole-board energy, the board's idle draw "
+                  f"included; one implementation for every row, the study's {ran}):", ""]
         lines += _energy_lines(pub, "Pi 4, published", published=True)
     if ours is not None and len(ours):
         groups = dict(list(ours.groupby("basis", sort=False)))

@@ -1,7 +1,8 @@
 """The Pi 4 study's published table, checked (notebook 05, study 004): is its energy time x power
 within the rounding of the printed values, how much of it an idle board would have drawn (over a range of
 assumed idle powers: the study states none), which rows a sensor at its sample rate cannot resolve per
-call, whether its prose envelope can produce its powers, and a replay of its means through the same
+call, whether its prose envelope can produce its powers, and a replay of its published values (a time of an
+unstated statistic, a power its prose calls mean power) through the same
 integration a live trace goes through.  Everything here is computed from the transcription in
 ``data/reference/`` (:data:`REFERENCE_NAME` and its set-up table); nothing is measured.
 """
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms import get
-from ..energy import MIN_SAMPLE_PERIODS, RECONSTRUCTED_NOTE, ReplaySource, trace_from_reference, write_trace
+from ..energy import MIN_SAMPLE_PERIODS, ReplaySource, trace_from_reference, write_trace
 from ..formatting import fmt_percent, fmt_span, fmt_time_ms, slug
 from ..paths import REFERENCE, ROOT
 
@@ -22,6 +23,8 @@ REFERENCE_NAME = "05_energy_pi4"
 #: energy bases of the study's numbers (the bases of ours are in :mod:`pqlab.studies.energy_pi4`)
 PUBLISHED = "published (gross)"
 REPLAY_GROSS = "replay (gross)"
+#: What the replay is (the study names no statistic for its times: pqlab.energy.RECONSTRUCTED_NOTE says so too)
+REPLAY_NOTE = "reconstructed from the published table, not a measurement"
 
 
 def replay_net_basis(idle_w: float) -> str:
@@ -204,7 +207,8 @@ def _rows_by_algorithm(rows: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 def replay_reference(reference: pd.DataFrame, assumed_idle_w, folder: str | Path | None = None,
                      gap_s: float = 0.1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Reconstruct step traces from the published means (NOT measurements) at the lowest and highest
+    """Reconstruct step traces from the published times and powers (NOT measurements; the study names no
+    statistic for its times, its prose calls its powers mean power) at the lowest and highest
     assumed idle power, replay them through :class:`pqlab.energy.ReplaySource` and compare:
     ``(table, traces)``.
 
@@ -272,11 +276,11 @@ def replay_markdown(table: pd.DataFrame, traces: pd.DataFrame) -> str:
     files = "; ".join(f"idle {r.idle_w:g} W: {r.points} points, {r.windows} windows"
                       + (where(r.path) if r.path is not None else "") for r in traces.itertuples())
     rows = int((table["idle_w"] == table["idle_w"].iloc[0]).sum())
-    return (f"The replay is **{RECONSTRUCTED_NOTE}** (source label `{traces['source'].iloc[0]}`): one rectangle of "
+    return (f"The replay is **{REPLAY_NOTE}** (source label `{traces['source'].iloc[0]}`): one rectangle of "
             "published power per row, for the published time, between idle stretches at the lowest and the highest "
             f"**assumed** idle power ({files}). Integrating it reproduces time × power for all {rows} rows, so the "
-            "integration a live sensor's trace goes through is right; it cannot add information the means did not "
-            "have.")
+            "integration a live sensor's trace goes through is right; it cannot add information the published values "
+            "did not have (the study names no statistic for its times; its prose calls its powers mean power).")
 
 
 def describe_study(reference: pd.DataFrame, setup: pd.DataFrame) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import flags, plotting
-from ..formatting import fmt_bytes, fmt_span, is_missing, slug
+from ..formatting import fmt_bytes, fmt_span, is_missing, markdown, slug
 from ..memory.driver import (
     HEAP_MARKER_BYTES,
     SOURCE_MASSIF,
@@ -132,8 +132,8 @@ def time_table(run) -> pd.DataFrame:
 
 def footprint_table(memory: pd.DataFrame, times: pd.DataFrame | None = None) -> pd.DataFrame:
     """The reader's table: time and memory per algorithm, operation and message size."""
-    cols = [c for c in ("algorithm", "backend", "family", "operation", "message_bytes", "heap_bytes", "stack_bytes",
-                        "heap_plus_stack_bytes", "heap_native_bytes", "heap_first_call_bytes", "python_heap_bytes",
+    cols = [c for c in ("algorithm", "backend", "family", "operation", "message_bytes", "heap_bytes", "heap_native_bytes",
+                        "stack_bytes", "heap_plus_stack_bytes", "heap_first_call_bytes", "python_heap_bytes",
                         "max_rss_delta_bytes", "verified") if c in memory]
     out = memory[cols].copy()
     if times is not None and not times.empty:
@@ -141,6 +141,64 @@ def footprint_table(memory: pd.DataFrame, times: pd.DataFrame | None = None) -> 
         out = out.merge(t, on=["algorithm", "backend", "operation", "message_bytes"], how="left")
         out.insert(5, "time_us", out.pop("time_us_median").round(2))
     return out
+
+
+#: What each column of the reader's footprint table counts: column -> header (the caption and heap_note say more).
+FOOTPRINT_LABELS = {"time_us": "Time, median", "heap_bytes": "Heap, all callers", "heap_native_bytes": "Heap by native code",
+                    "stack_bytes": "Stack", "heap_plus_stack_bytes": "Heap (all) + stack",
+                    "heap_first_call_bytes": "Heap, all callers, first call", "python_heap_bytes": "Python objects",
+                    "max_rss_delta_bytes": "Max RSS rise"}
+
+
+def footprint_columns(footprint: pd.DataFrame, shown: Sequence[str] | None = None) -> list:
+    """The reader's columns of :func:`footprint_table` (those of `shown` present in it, default all), each header
+    saying what it counts: the heap of every caller (the Python binding's objects and buffers included) apart from
+    the part native code allocated, the stack, Python objects (tracemalloc), the max-RSS rise."""
+    from ..formatting import Column
+
+    names = [c for c in (shown or footprint.columns) if c in footprint]
+    return [Column(c, FOOTPRINT_LABELS[c], "time" if c == "time_us" else "size") if c in FOOTPRINT_LABELS else c
+            for c in names]
+
+
+def heap_note(footprint: pd.DataFrame) -> str:
+    """Plain text (a table note, or Markdown): what the memory columns count, from how pqlab.memory measures, and
+    from the data how much of each operation's heap native code allocated."""
+    if "heap_bytes" not in footprint or footprint["heap_bytes"].dropna().empty:
+        return ("valgrind was not available: Python objects (tracemalloc, Python-level allocations only) and the "
+                "maximum resident set size (whole pages of the whole process) are all that was measured.")
+    said = {"heap_bytes": "Heap, all callers: every block allocated during the operation and live at its peak "
+                          "(valgrind massif, the level before the operation subtracted), whoever asked for it: the "
+                          "library, the binding's extension module and the interpreter (the binding's Python objects "
+                          "and ctypes buffers, a returned signature included).",
+            "heap_native_bytes": "Heap by native code: the part that code outside the Python interpreter allocated, "
+                                 "by massif's allocation tree.",
+            "stack_bytes": "Stack: the deepest stack during the operation, less that of a worker calling nothing.",
+            "python_heap_bytes": "Python objects: tracemalloc, in a worker without valgrind.",
+            "max_rss_delta_bytes": "Max RSS rise: whole pages of the whole process."}
+    text = " ".join(t for c, t in said.items() if c in footprint)
+    if "heap_native_bytes" not in footprint:
+        return text
+    both = footprint.dropna(subset=["heap_bytes", "heap_native_bytes"])
+    both = both[both["heap_bytes"].astype(float) > 0]
+    if both.empty:
+        return text
+    mostly = both[both["heap_native_bytes"].astype(float) < both["heap_bytes"].astype(float) / 2]
+    none = mostly[mostly["heap_native_bytes"].astype(float) <= 0]
+    text += (f" Native code allocated less than half of the heap in {len(mostly)} of {len(both)} rows"
+             + (f" (nothing at all in {', '.join(dict.fromkeys(none['algorithm'] + ' ' + none['operation']))})" if len(none) else "")
+             + (": there the heap is mostly the binding's and the interpreter's, not the library's." if len(mostly)
+                else "."))
+    return text
+
+
+def footprint_caption(operation: str, footprint: pd.DataFrame | None = None) -> str:
+    """The caption of one operation's exported footprint table (`footprint`: the table, to say what it holds)."""
+    head = f"Time and memory one {operation} adds, at the smallest message size"
+    if footprint is not None and ("heap_bytes" not in footprint or footprint["heap_bytes"].dropna().empty):
+        return head + ": without valgrind, Python objects (tracemalloc) and the maximum resident set size only."
+    return (head + ". The heap counts every caller, the Python binding's objects and buffers included; the part "
+            "native code allocated is shown apart (the note under the table says more).")
 
 
 def _panels(memory: pd.DataFrame) -> list[tuple[str, str]]:
@@ -313,8 +371,10 @@ def load_gravity() -> dict:
         v = sel["value"].dropna()
         return float(v.iloc[0]) if len(v) else None
 
-    params = load_reference(PARAMETERS_TABLE).set_index("constant")["value"]
-    out = {"scheme": bench["scheme"].iloc[0], "backend": bench["backend"].iloc[0],
+    parameters = load_reference(PARAMETERS_TABLE)
+    params = parameters.set_index("constant")["value"]
+    repository = str(parameters.attrs["source"].get("sources", {}).get("gravity-rs", "")).split(" ")[0]
+    out = {"repository": repository or None, "scheme": bench["scheme"].iloc[0], "backend": bench["backend"].iloc[0],
            "machine": bench["machine"].iloc[0], "public_key_bytes": value("public_key_size"),
            "secret_key_bytes": value("secret_key_size"), "signature_bytes": value("signature_size"),
            "signed_message_bytes": value("signed_message_size"), "hash_bytes": int(params["HASH_SIZE"])}
@@ -512,7 +572,8 @@ def _native_sentence(m: pd.DataFrame) -> str:
             f"{backend} {op}: "
         parts.append(head + f"{fmt_span(some['heap_native_bytes'])} in "
                      + (", ".join(some["algorithm"]) if len(some) <= 3 else f"{len(some)} sets")
-                     + (f" ({', '.join(functions[:4])}{', …' if len(functions) > 4 else ''})" if functions else ""))
+                     + (f" ({', '.join(markdown(f) for f in functions[:4])}{', …' if len(functions) > 4 else ''})"
+                        if functions else ""))
     return ("Massif's allocation tree names the code that asked for the heap each operation adds. Code outside "
             "the Python interpreter (the library, or the binding's extension module) allocated: " + "; ".join(parts)
             + ". The rest was allocated by the interpreter: Python objects and ctypes buffers.")
@@ -615,9 +676,10 @@ def describe_gravity(comparison: pd.DataFrame, sizes: pd.DataFrame | None = None
     g = load_gravity()
     ours = comparison[comparison["source"] == "measured here"]
     n = g["hash_bytes"]
-    text = [f"**Gravity-SPHINCS has no implementation in any registry we reach** (PyPI and npm have no such "
-            f"package, crates.io's `gravity` crate is unrelated, Debian has none; the study built gravity-rs from "
-            f"its source repository), so its published figures stay the reference row. Of the study's "
+    source = f" ({g['repository']})" if g.get("repository") else ""
+    text = [f"**Gravity-SPHINCS is not measured here.** The study's crate uses gravity-rs{source}, which cargo built "
+            "from source for it; this project does not fetch or build gravity-rs, so the study's published figures "
+            "stay the reference row. Of the study's "
             f"{g['rows']} published values {g['placeholders']} are placeholders (signature and signed-message "
             "sizes, every Divan figure); its machine attribution (an arm64 Apple M1 Pro, which the crate's own "
             "README says it does not support) is doubtful.",

@@ -2,20 +2,19 @@
 study's table beside ours (its SPHINCS-256 beside the SPHINCS+/SLH-DSA sets with the same hash length),
 what its RSA columns say about themselves, and generated text.
 
-Signature schemes hash the message and then do work independent of its length, so ``t(n) = fixed +
-per_byte * n``; :func:`fit_linear_cost` fits it per algorithm, backend and operation by weighted least
-squares on the medians (weights 1/se^2, se from the median's interval over rounds, floored at 0.5% of the
-median; standard errors scaled by the Birge ratio when the points scatter more than their errors), or by
-ordinary least squares for tables without intervals (the study's).  The *crossover* ``fixed / per_byte`` is
-where hashing the message costs as much as everything else.
+Signature schemes hash the message and then do work independent of its length, so ``t(n) = fixed + per_byte * n``;
+:func:`fit_linear_cost` fits it per algorithm, backend and operation by weighted least squares on the medians
+(weights 1/se^2, se from the median's interval over rounds, floored at 0.5% of the median; standard errors scaled
+by the Birge ratio when the points scatter more than their errors), or by ordinary least squares for tables
+without intervals (the study's).  The *crossover* ``fixed / per_byte`` is where hashing the message costs as much
+as everything else.
 
-Every ratio of two measured quantities carries an interval: an interval over rounds of the ratio of medians where
-samples exist (:func:`samples_of`), the delta method for ratios of fitted slopes; a ratio against the
-study's single numbers takes its interval from our side only.
+Every ratio of two measured quantities carries an interval in the tables: over rounds for a ratio of medians where
+samples exist (:func:`samples_of`), the delta method for ratios of fitted slopes; a ratio against the study's single
+numbers takes its interval from our side only; ratios among the study's own numbers have none (and say so).
 
-Message lengths: :func:`sweep_lengths` follows SUPERCOP's ``crypto_sign`` measurement loop
-(``mlen += 1 + mlen / 4``: 0, 1, 2, 3, 4, 6, 8, 11, ... each about 1.25 times the last) up to 1 MiB;
-:func:`study_lengths` is the study's grid, read from its table (10 000 .. 100 000 bytes).
+Message lengths: :func:`sweep_lengths` follows SUPERCOP's ``crypto_sign`` loop (``mlen += 1 + mlen / 4``: 0, 1, 2,
+3, 4, 6, 8, 11, ... each about 1.25 times the last) up to 1 MiB; :func:`study_lengths` is the study's grid.
 """
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ STUDY_NOTES = {"RSA": "MIRACL RSA; modulus size, padding and hash not stated",
 
 # ----- message lengths -----
 def sweep_lengths(max_bytes: int = MIB, stride: int = 1) -> list[int]:
-    """SUPERCOP's message lengths 0, 1, 2, 3, 4, 6, 8, 11, 14, ... (``n + 1 + n // 4``) up to
-    `max_bytes`, with `max_bytes` itself last.  `stride` keeps every stride-th length (a quick
-    run); 0 and `max_bytes` are always kept."""
+    """SUPERCOP's message lengths 0, 1, 2, 3, 4, 6, 8, 11, 14, ... (``n + 1 + n // 4``) up to `max_bytes`, which is
+    last; `stride` keeps every stride-th length (a quick run); 0 and `max_bytes` are always kept."""
     if max_bytes < 0 or stride < 1:
         raise ValueError("max_bytes must be >= 0 and stride >= 1")
     out, n = [], 0
@@ -153,8 +151,7 @@ def measured(*runs_or_frames) -> pd.DataFrame:
 
 
 def comparison_set(names: Iterable[str]) -> list[str]:
-    """Every implementation ("NAME@backend") of each name, plus liboqs's round-3 SPHINCS+ set doing the
-    same work as each SLH-DSA set: what the pure-Python implementations are compared with."""
+    """Every implementation ("NAME@backend") of each name, and liboqs's round-3 SPHINCS+ set doing each SLH-DSA set's work."""
     out = []
     for name in names:
         out += [f"{name}@{b}" for b in algorithms.backends_of(name)]
@@ -173,8 +170,7 @@ def median_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def study_as_measurements(reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The study's table in pqlab's column names (time_ns_median, backend 'study'), so that the
-    same functions fit and plot it."""
+    """The study's table in pqlab's column names (time_ns_median, backend 'study'): the same functions fit it."""
     ref = load_study() if reference is None else reference
     return pd.DataFrame({"algorithm": ref["algorithm"], "backend": "study", "implementation": ref["implementation"],
                          "operation": ref["operation"], "message_bytes": ref["message_bytes"],
@@ -182,9 +178,8 @@ def study_as_measurements(reference: pd.DataFrame | None = None) -> pd.DataFrame
 
 
 def signature_sizes(names: Iterable, signatures: int = 64, message: bytes = b"\x00" * 100) -> pd.DataFrame:
-    """Per algorithm: family, NIST level, public key bytes and the maximum signature length (the
-    declared maximum where the library states one, else the longest of `signatures` signatures,
-    e.g. 72 bytes for DER-encoded ECDSA P-256, which varies from 70 to 72)."""
+    """Per algorithm: family, NIST level, public key bytes and the maximum signature length (the declared maximum
+    where the library states one, else the longest of `signatures` signatures, e.g. DER-encoded ECDSA's)."""
     rows = []
     unique = {a.key: a for a in resolve(names)}  # "ML-DSA-44" and "ML-DSA-44@liboqs" are one adapter
     for algo in unique.values():
@@ -223,13 +218,9 @@ def _wls(x: np.ndarray, y: np.ndarray, se: np.ndarray | None) -> dict:
 
 def fit_linear_cost(df: pd.DataFrame, by: Sequence[str] = ("algorithm", "backend", "operation"),
                     min_sizes: int = 3, se_floor: float = 0.005) -> pd.DataFrame:
-    """Fit t(n) = fixed + per_byte * n per group (see the module docstring for the method).
-
-    Returns one row per group: fixed_ns, fixed_ns_se, per_byte_ns, per_byte_ns_se, crossover_bytes
-    (fixed / per_byte; inf when per_byte <= 0), per_byte_significant (per_byte > 2 se), r2,
-    chi2_red, n_sizes, min_bytes, max_bytes, method.  Groups with fewer than `min_sizes`
-    distinct lengths are skipped.
-    """
+    """Fit t(n) = fixed + per_byte * n per group (the module docstring says how).  One row per group: fixed_ns(_se),
+    per_byte_ns(_se), crossover_bytes (fixed / per_byte; inf when per_byte <= 0), per_byte_significant (per_byte >
+    2 se), r2, chi2_red, n_sizes, min_bytes, max_bytes, method; groups with fewer than `min_sizes` lengths skipped."""
     by = list(by)
     rows = []
     have_ci = {"time_ns_ci_low", "time_ns_ci_high"} <= set(df.columns)
@@ -273,10 +264,9 @@ def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
 
 
 def hashing_passes(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm and backend: per-byte cost of signing over that of verifying with its (delta-method)
-    interval, and what it says: "twice" (the interval lies above 4/3 and the ratio is within 1.6 to 2.5:
-    signing reads the message twice, as Ed25519's nonce and challenge or SLH-DSA's PRF_msg and H_msg do),
-    "same" (the ratio is within 0.75 to 1.33 and its interval within 2/3 to 1.5), else "other"."""
+    """Per algorithm and backend: per-byte cost of signing over verifying with its (delta-method) interval, and what
+    it says: "twice" (interval above 4/3, ratio within 1.6 to 2.5: signing reads the message twice, as Ed25519's nonce
+    and challenge or SLH-DSA's PRF_msg and H_msg do), "same" (0.75 to 1.33, interval within 2/3 to 1.5), "other"."""
     cols = ["algorithm", "backend", "sign_over_verify", "ci_low", "ci_high", "passes"]
     rows = []
     for (algo, backend), g in fits.groupby(["algorithm", "backend"], sort=False):
@@ -361,12 +351,9 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
 
 # ----- pure Python beside native -----
 def slowdown(df: pd.DataFrame, samples: dict | None = None, pure_backend: str = PURE_BACKEND) -> pd.DataFrame:
-    """Pure-Python time over native time, per algorithm, operation and message length, with the interval over rounds
-    interval of the ratio of medians when `samples` (:func:`samples_of`) are given.
-
-    Each pure-Python row is paired with every other backend's row of the same algorithm
-    (same standard) and, for SLH-DSA, with liboqs's round-3 SPHINCS+ of the same set (the same
-    work, a different standard: ``same_standard`` False)."""
+    """Pure-Python time over native time per algorithm, operation and length, with the interval over rounds of the
+    ratio of medians when `samples` (:func:`samples_of`) are given: each pure-Python row against every other
+    backend's row of the same algorithm and, for SLH-DSA, liboqs's round-3 SPHINCS+ set (``same_standard`` False)."""
     df = df.copy()
     df["message_bytes"] = df["message_bytes"].fillna(-1)
     pure = df[df["backend"] == pure_backend]
@@ -390,9 +377,8 @@ def slowdown(df: pd.DataFrame, samples: dict | None = None, pure_backend: str = 
 
 
 def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm and operation: the slowdown against the fastest and the slowest native implementation
-    of the same standard, and against the fastest native code doing the same work (for SLH-DSA that
-    includes liboqs's round-3 SPHINCS+)."""
+    """Per algorithm and operation: the slowdown against the fastest and the slowest native implementation of the
+    same standard, and against the fastest native code doing the same work (SLH-DSA: also round-3 SPHINCS+)."""
     rows = []
     for (algo, op, n), g in table.groupby(["algorithm", "operation", table["message_bytes"].fillna(-1)], sort=False):
         same = g[g["same_standard"]]
@@ -417,9 +403,8 @@ def describe_implementations(df: pd.DataFrame) -> str:
 
 
 def describe_slowdown(table: pd.DataFrame, samples: dict | None = None) -> str:
-    """Markdown: the pure-Python slowdown factors with their intervals, per algorithm and operation; where two
-    native implementations of one standard differ by a large factor, that factor (with its interval) and what
-    each runs (labels read from the installed packages)."""
+    """Markdown: the pure-Python slowdown factors with their intervals, per algorithm and operation; where two native
+    implementations of one standard differ by a large factor, that factor (with its interval) and what each runs."""
     if table.empty:
         return "No pure-Python implementation was measured."
     lines = []
@@ -468,9 +453,8 @@ def _fci(r) -> str:
 # ----- the study beside us -----
 def compare_with_study(df: pd.DataFrame, samples: dict | None = None, reference: pd.DataFrame | None = None,
                        mapping: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """The study's table beside our medians at the same lengths: one row per study label, our algorithm,
-    backend, operation and length, with ``study_over_ours`` (the study's time / ours) and its interval from
-    our side only (the study's numbers are single values; :func:`pqlab.stats.ratio_to_published`).
+    """The study's table beside our medians at the same lengths, one row per study label, algorithm, backend,
+    operation and length: ``study_over_ours`` with its interval from our side only (:func:`pqlab.stats.ratio_to_published`).
     `mapping`: study label -> our names ("NAME" or "NAME@backend"); default :func:`study_comparators`."""
     ref = load_study() if reference is None else reference
     mapping = mapping or study_comparators()
@@ -492,11 +476,18 @@ def compare_with_study(df: pd.DataFrame, samples: dict | None = None, reference:
 
 
 def study_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per study label, our algorithm and operation: the range of study/ours ratios over the grid."""
+    """Per study label, algorithm and operation: the smallest and largest study/ours ratio over the grid, each with
+    its interval from our side only (``ratio_min_ci_low`` ...) and the length it was at."""
     if table.empty:
         return table
-    g = table.groupby(["study_label", "algorithm", "backend", "operation"], sort=False)["study_over_ours"]
-    return g.agg(ratio_min="min", ratio_median="median", ratio_max="max", sizes="count").reset_index()
+    keys, rows = ["study_label", "algorithm", "backend", "operation"], []
+    for key, g in table.groupby(keys, sort=False):
+        row = dict(zip(keys, key))
+        for end, r in (("min", g.loc[g["study_over_ours"].idxmin()]), ("max", g.loc[g["study_over_ours"].idxmax()])):
+            row.update({f"ratio_{end}": r.study_over_ours, f"ratio_{end}_ci_low": r.ci_low,
+                        f"ratio_{end}_ci_high": r.ci_high, f"{end}_at_bytes": int(r.message_bytes)})
+        rows.append({**row, "sizes": len(g)})
+    return pd.DataFrame(rows)
 
 
 def study_findings(reference: pd.DataFrame | None = None) -> dict:
@@ -514,6 +505,11 @@ def study_findings(reference: pd.DataFrame | None = None) -> dict:
         out[f"sphincs_{op}_max_ms"] = float(w["SPHINCS"].max())
     both = wide.loc["sign"] + wide.loc["verify"]
     out["rsa_faster_than_ecdsa_both"] = int((both["RSA"] < both["ECDSA"]).sum())
+    # the mean of k readings of a 1 µs timer times k is whole µs: the smallest k that makes most RSA/ECDSA cells so
+    us = ref.loc[ref["algorithm"].isin(CLASSICAL_MAP), "time_ms"].to_numpy(float) * 1e3
+    whole = {k: int((np.abs(us * k - np.round(us * k)) < 0.01).sum()) for k in range(1, 11)}
+    k = next((k for k, n in whole.items() if n >= 0.9 * us.size), None)
+    out.update(runs_inferred=k, runs_inferred_cells=whole.get(k, 0), runs_cells=int(us.size))
     return out
 
 
@@ -535,11 +531,11 @@ def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None, l
         f"over the grid) while its verification grows ({f['sphincs_verify_min_ms']:.3f} to "
         f"{f['sphincs_verify_max_ms']:.3f} ms).",
     ]
-    summary = study_summary(table)
-    for label, g in summary.groupby("study_label", sort=False):
-        parts = [f"{r.algorithm} ({r.backend}) {r.operation} {r.ratio_min:.3g}× to {r.ratio_max:.3g}×"
-                 for r in g.itertuples()]
-        lines.append(f"- **{label}** ({labels.get(label, '')}): the study's time over ours, " + "; ".join(parts) + ".")
+    for label, g in study_summary(table).groupby("study_label", sort=False):
+        parts = [f"{r.algorithm} ({r.backend}) {r.operation} {fmt_factor_ci(r.ratio_min, r.ratio_min_ci_low, r.ratio_min_ci_high)}"
+                 f" to {fmt_factor_ci(r.ratio_max, r.ratio_max_ci_low, r.ratio_max_ci_high)}" for r in g.itertuples()]
+        lines.append(f"- **{label}** ({labels.get(label, '')}): the study's time over ours (smallest to largest over the "
+                     "grid, each with its interval from our side only), " + "; ".join(parts) + ".")
     return "\n".join(lines)
 
 
@@ -547,14 +543,11 @@ def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None, l
 def rsa_evidence(native: pd.DataFrame, fits: pd.DataFrame, samples: dict | None = None,
                  reference: pd.DataFrame | None = None, ours: tuple[str, str] = ("RSA-2048-PKCS1v15-sig", "cryptography"),
                  modulus_bits: int = 2048) -> dict:
-    """Computed from the study's own RSA columns, beside our RSA-2048 (`ours`: algorithm, backend):
-
-    * the study's per-byte cost of RSA signing (ordinary least squares over its grid, with its standard error)
-      against ours, which is what hashing the message costs here, and the rise over the grid each implies;
-    * the study's sign/verify ratio at each size (single numbers) against ours at our shortest message, with
-      its interval over rounds;
-    * the modulus length that ratio would imply if the private/public cost ratio grew linearly with the
-      modulus at a fixed public exponent (a model, not a measurement)."""
+    """Computed from the study's own RSA columns, beside our RSA-2048 (`ours`: algorithm, backend): the study's
+    per-byte cost of RSA signing (OLS over its grid, with its standard error) against ours (what hashing the message
+    costs here) and the rise over the grid each implies; its sign/verify ratio at each size (single numbers) against
+    ours at our shortest message (interval over rounds); the modulus that ratio would imply if the private/public
+    cost ratio grew linearly with the modulus at a fixed public exponent (a model, not a measurement)."""
     ref = load_study() if reference is None else reference
     rsa = ref[ref["algorithm"] == "RSA"]
     study_fit = fit_linear_cost(study_as_measurements(rsa)).set_index("operation")
@@ -863,6 +856,13 @@ def caveats(native: pd.DataFrame, reference: pd.DataFrame | None = None, run=Non
            f"{STUDY_NOTES['RSA']}; {STUDY_NOTES['ECDSA']}: our RSA-2048 and ECDSA-P256 stand in for them.",
            f"Its SPHINCS is SPHINCS-256, not SPHINCS+: ours are the sets with the same hash length "
            f"({8 * sphincs256()['hash_bytes']} bits), a like-for-like hash length, not a like-for-like scheme."]
+    f = study_findings(ref)  # the study states no repetition count: what its table suggests (an inference)
+    k = f["runs_inferred"]
+    out.append("The study states no repetition count, and its times do not reveal one." if k is None else
+               f"The study states no repetition count. {f['runs_inferred_cells']} of its {f['runs_cells']} RSA and ECDSA "
+               f"times become whole microseconds once multiplied by {k}, and fewer for any smaller factor: consistent "
+               f"with {f'means of {k} runs' if k > 1 else 'single readings'} of a microsecond timer (an inference, not "
+               "the study's statement).")
     few = native[flags.has(native["flags"].fillna(""), "few-samples")]
     if len(few):
         out.append(f"{len(few)} of {len(native)} of our measurements have fewer than {MIN_SAMPLES} samples: their "

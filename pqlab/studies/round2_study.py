@@ -3,8 +3,8 @@ its cycles and clock), and which of today's parameter sets each of its ancestors
 basis, against which of our builds.  Companion of :mod:`pqlab.studies.signature_cycles` (our measurements,
 tables and ratios).
 
-* :func:`recompute_reference`, :func:`count_reference_matches`, :func:`describe_reference`: the study's time
-  columns against its cycles and stated clock;
+* :func:`recompute_reference`, :func:`count_reference_matches`, :func:`reference_verdict`,
+  :func:`describe_reference`: the study's time columns against its cycles and stated clock (which follow);
 * :func:`sphincs_round2_sizes`: the round-2 SPHINCS+ sets as their reference code defines them, with the
   key and signature lengths that follow (``data/reference/04_study_sphincs_round2_params.csv``);
 * :func:`dilithium_parameters`: round-2 Dilithium and FIPS 204 (ML-DSA) constants, evaluated, with each
@@ -77,17 +77,40 @@ def count_reference_matches(recomputed: pd.DataFrame) -> dict:
             "clock_hz": float(recomputed.attrs["source"]["clock_hz"]), "per_family": per_family}
 
 
+def reference_verdict(counts: dict) -> str:
+    """Which of the study's time columns follow from its cycle columns and stated clock, from the counts
+    (Markdown): each column as a whole, then how many rows match."""
+    n = counts["rows"]
+    follow = [op for op in ("sign", "verify") if counts[f"{op}_matches"] == n]
+    fail = [op for op in ("sign", "verify") if counts[f"{op}_matches"] < n]
+
+    def cols(ops) -> str:
+        return " and ".join(f"**{op}**" for op in ops) + (" time columns" if len(ops) > 1 else " time column")
+
+    if not fail:
+        return f"Both of the study's time columns follow from its cycle columns and its stated clock, in all {n} rows."
+    parts = []
+    if follow:
+        parts.append(f"The study's {cols(follow)} {'follow' if len(follow) > 1 else 'follows'} from its cycles and "
+                     f"its stated clock in all {n} rows")
+    parts.append(("the" if follow else "The study's") + f" {cols(fail)} {'do' if len(fail) > 1 else 'does'} not: "
+                 + ", ".join(f"{op} time matches in {counts[f'{op}_matches']} of {n} rows" for op in fail))
+    return "; ".join(parts) + "."
+
+
 def describe_reference(counts: dict) -> str:
     """The study's time columns against its cycles and clock (Markdown)."""
     ghz = counts["clock_hz"] / 1e9
+    n, mismatched = counts["rows"], counts["rows"] - counts["verify_matches"]
     perm = ("a permutation of the values recomputed from the verify cycles: the right numbers, attached "
             "to the wrong rows" if counts["verify_is_permutation"] else "not a permutation of the recomputed values")
-    return (f"Recomputing the study's times as cycles / {ghz:.3f} GHz (its stated clock), rounded to its "
-            f"six decimals: the **sign** time matches in **{counts['sign_matches']} of {counts['rows']}** rows, "
-            f"the **verify** time in only **{counts['verify_matches']} of {counts['rows']}**. The published verify "
-            f"column is {perm}; {counts['verify_from_other_rows']} of the "
-            f"{counts['rows'] - counts['verify_matches']} mismatching rows carry exactly the recomputed verify time "
-            f"of another row. Below, times are only ever measured, never derived from cycles with an assumed clock.")
+    text = (f"{reference_verdict(counts)} Recomputing the study's times as cycles / {ghz:.3f} GHz (its stated clock), "
+            f"rounded to its six decimals: the **sign** time matches in **{counts['sign_matches']} of {n}** rows, "
+            f"the **verify** time in **{counts['verify_matches']} of {n}**.")
+    if mismatched:
+        text += (f" The published verify column is {perm}; {counts['verify_from_other_rows']} of the {mismatched} "
+                 "mismatching rows carry exactly the recomputed verify time of another row.")
+    return text + " Below, times are only ever measured, never derived from cycles with an assumed clock."
 
 
 def sphincs_heir(parameter: str) -> str | None:

@@ -35,6 +35,7 @@ import pandas as pd
 from .. import cycles, plotting
 from ..context import read_costs_text
 from ..cycles import per_call
+from ..fidelity import SLOW_ROUND
 from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..results import verified_rows
 from ..rounds import ROUNDS
@@ -208,7 +209,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
         t0 = time.perf_counter()
         native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
                                       folder=folder, min_samples=min_samples, params=params, fixed_message=False,
-                                      rounds=rounds)
+                                      rounds=rounds, pool=1)  # one signature, as pqlab's verify
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 
@@ -488,15 +489,41 @@ def build_samples(study: SignatureStudy, build: str, algorithm: str, operation: 
 def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,
                    column: str = "cycles", stat: str = "mean") -> pd.DataFrame:
     """`table` (:func:`compute_speedups` and the like) with ``<name>_ci_low`` and ``<name>_ci_high``: the
-    interval over rounds of `num` build's `stat` over `den` build's, from both builds' raw samples."""
+    interval over rounds of `num` build's `stat` over `den` build's, from both builds' raw samples; `name` becomes the
+    estimate it is about (each round's `stat` per call: :func:`pqlab.stats.ratio_ci`), so a ratio lies inside its
+    interval; the ratio of the means pooled over all samples, which a slow round drags, stays in ``<name>_pooled``."""
     from ..stats import ratio_ci
 
-    bounds = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)[1:]
-              for a, o in zip(table["algorithm"], table["operation"], strict=True)]
+    found = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)
+             for a, o in zip(table["algorithm"], table["operation"], strict=True)]
     out = table.copy()
     at = out.columns.get_loc(name) + 1
-    out.insert(at, f"{name}_ci_low", [lo for lo, _ in bounds])
-    out.insert(at + 1, f"{name}_ci_high", [hi for _, hi in bounds])
+    out.insert(at, f"{name}_ci_low", [lo for _, lo, _ in found])
+    out.insert(at + 1, f"{name}_ci_high", [hi for _, _, hi in found])
+    pooled = out[name].to_numpy(float)
+    value = np.array([v for v, _, _ in found], dtype=float)
+    has_ci = np.isfinite(out[f"{name}_ci_low"].to_numpy(float)) & np.isfinite(value)
+    out[name] = np.where(has_ci, value, pooled)
+    out[f"{name}_pooled"] = pooled
+    return out
+
+
+def with_round_checks(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,
+                      sides: tuple[str, str], column: str = "cycles") -> pd.DataFrame:
+    """`table` with how each side's rounds ran (:func:`pqlab.fidelity.fastest_rounds`): ``<name>_fastest_rounds``
+    (`num`'s fastest round over `den`'s) and per side (`sides` = names of num and den) its rounds, its slow rounds
+    and how far its slowest round lay above its fastest (``<side>_rounds``, ``_slow_rounds``, ``_worst_round``)."""
+    from ..fidelity import fastest_rounds
+
+    found = pd.DataFrame([fastest_rounds(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column))
+                          for a, o in zip(table["algorithm"], table["operation"], strict=True)], index=table.index,
+                         columns=["fastest_ratio", *(f"{k}_{x}" for k in ("num", "den") for x in ("rounds", "slow", "worst"))])
+    out = table.copy()
+    out[f"{name}_fastest_rounds"] = found["fastest_ratio"]
+    for side, key in zip(sides, ("num", "den"), strict=True):
+        out[f"{side}_rounds"] = found[f"{key}_rounds"]
+        out[f"{side}_slow_rounds"] = found[f"{key}_slow"]
+        out[f"{side}_worst_round"] = found[f"{key}_worst"]
     return out
 
 
@@ -620,6 +647,46 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
                  f"({len(fast)} operations); over {fmt_time_ns(LONG_NS)}: {slow['ratio'].median():.2f} ({len(slow)}).")
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
+    return text + describe_below_one(f)
+
+
+def describe_below_one(f: pd.DataFrame) -> str:
+    """The pqlab / native ratios below 1 with their intervals, and why (from the rounds: :func:`with_round_checks`)."""
+    below = f[f["ratio"] < 1].sort_values("ratio")
+    if below.empty:
+        return " No ratio lies below 1."
+    ci = "ratio_ci_low" in below
+
+    def shown(r) -> str:
+        return (f"{r['algorithm']} {r['operation']} "
+                + (fmt_factor_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]) if ci else fmt_factor(r["ratio"])))
+
+    clear = below[below["ratio_ci_high"] < 1] if ci else below.iloc[:0]
+    text = (f" **Below 1** ({len(below)} of {len(f)} operations, {len(clear)} of them with the whole interval below 1): "
+            + "; ".join(shown(r) for _, r in below.iterrows()) + ". The Python path runs the same C code and more, so a "
+            "ratio below 1 says that the two sides ran under different conditions, not that Python is faster.")
+    if "ratio_fastest_rounds" not in below:
+        return text + " This run did not record its rounds, so which conditions is not known."
+    n_rounds, p_rounds = int(f["native_rounds"].sum()), int(f["pqlab_rounds"].sum())
+    n_slow, p_slow = int(f["native_slow_rounds"].sum()), int(f["pqlab_slow_rounds"].sum())
+    text += (f" They are separate runs, measured one after the other, each round a fresh process: over the {len(f)} "
+             f"operations, {n_slow} of the native runner's {n_rounds} rounds ran {fmt_percent(SLOW_ROUND, 0)} or more "
+             f"above that operation's fastest native round, against {p_slow} of pqlab's {p_rounds}.")
+    explained = below[below["ratio_fastest_rounds"] >= 1]
+    if len(explained):
+        text += (" On the fastest round of each side, pqlab / native is at or above 1 for "
+                 + "; ".join(f"{r['algorithm']} {r['operation']} ({r['ratio_fastest_rounds']:.2f}; native: "
+                             f"{int(r['native_slow_rounds'])} slow of {int(r['native_rounds'])} rounds, the slowest "
+                             f"{fmt_percent(r['native_worst_round'], 0)} above its fastest)"
+                             for _, r in explained.iterrows())
+                 + ": slow rounds of the machine, not the harness, put the ratio below 1.")
+    rest = below[~(below["ratio_fastest_rounds"] >= 1)]
+    if len(rest):
+        text += (" On their fastest rounds too, pqlab / native stays below 1 for "
+                 + "; ".join(f"{r['algorithm']} {r['operation']} ({r['ratio_fastest_rounds']:.2f})"
+                             for _, r in rest.iterrows())
+                 + f": slow rounds do not explain {'it' if len(rest) == 1 else 'them'}, and this run records nothing "
+                 "else that would (both harnesses verify one signature again and again).")
     return text
 
 

@@ -19,14 +19,15 @@ ClientHello's prediction), not predicted.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .. import plotting, tls
+from .. import formatting, plotting, tls
 from ..errors import UnknownName
-from ..formatting import fmt_bytes, fmt_count, fmt_factor_ci, slug
+from ..formatting import fmt_bytes, fmt_count, fmt_factor, fmt_factor_ci, fmt_span, slug
 from ..stats import CONFIDENCE, ratio_ci
 
 STUDY = "06_tls_handshake"
@@ -354,21 +355,27 @@ def compare_bytes(run, ops, certs: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- CPU
 
 
-def _op(ops, name: str, operation: str) -> tuple[float, float, float]:
-    """(median, ci_low, ci_high) in ns of one measured operation, the harness's do-nothing call removed."""
+def _op_row(ops, name: str, operation: str):
+    """The measurement row of one verified operation (``name@backend``), or None."""
     algorithm, backend = name.split("@")
     m = ops.measurements
     row = m[(m["algorithm"] == algorithm) & (m["backend"] == backend) & (m["operation"] == operation)]
-    if row.empty or not bool(row["verified"].iloc[0]):
+    return None if row.empty or not bool(row["verified"].iloc[0]) else row.iloc[0]
+
+
+def _op(ops, name: str, operation: str) -> tuple[float, float, float]:
+    """(median, ci_low, ci_high) in ns of one measured operation, the harness's do-nothing call removed."""
+    r = _op_row(ops, name, operation)
+    if r is None:
         return (float("nan"),) * 3
-    r = row.iloc[0]
     overhead = 0.0 if pd.isna(r["overhead_ns"]) else float(r["overhead_ns"])
     return tuple(max(0.0, float(r[c]) - overhead) for c in ("time_ns_median", "time_ns_ci_low", "time_ns_ci_high"))
 
 
-def predict_cpu(config: tls.Config, ops) -> dict:
-    """Client and server CPU per handshake (ns) as the sum of the measured operations, with the sum of
-    the operations' interval ends (a conservative interval)."""
+def cpu_steps(config: tls.Config) -> dict[str, list[tuple[str, str]]]:
+    """The public-key operations each side does in one handshake of `config`, as (``name@backend``, operation):
+    the group's parts (client keygen and decaps, server encaps), and unless it resumes one CertificateVerify
+    signature and the chain's verifications (one per certificate sent, plus the CertificateVerify's)."""
     parts = [f"{p}@{KEM_BACKENDS[p]}" for p in GROUP_PARTS[tls.display_group(config.group)]]
     cv_op, chain_op = SIGNATURE_OPS[config.signature]
     client = [(n, "keygen") for n in parts] + [(n, "decaps") for n in parts]
@@ -380,32 +387,175 @@ def predict_cpu(config: tls.Config, ops) -> dict:
         if config.mutual:
             server += verify
             client.append((cv_op, "sign"))
-    out = {}
-    for side, steps in (("client", client), ("server", server)):
-        values = np.array([_op(ops, n, o) for n, o in steps])
-        out.update({f"{side}_model_ns": values[:, 0].sum(), f"{side}_model_low_ns": values[:, 1].sum(),
-                    f"{side}_model_high_ns": values[:, 2].sum()})
-    return out
+    return {"client": client, "server": server}
+
+
+def operations_ns(ops, steps: Sequence[tuple[str, str]]) -> tuple[float, float, float]:
+    """The sum of `steps` (ns, each operation's do-nothing call removed) with its interval over the operations
+    run's rounds (:func:`pqlab.stats.combined_ci`, paired by round); (0, 0, 0) for no steps; no interval where the
+    samples carry no rounds (then the sum of the medians)."""
+    from ..stats import combined_ci
+
+    if not steps:
+        return 0.0, 0.0, 0.0
+    rows = [_op_row(ops, name, operation) for name, operation in steps]
+    if any(r is None for r in rows):
+        return (float("nan"),) * 3
+    overheads = [0.0 if pd.isna(r["overhead_ns"]) else float(r["overhead_ns"]) for r in rows]
+    values = [ops.sample_values(r["algorithm"], r["operation"], backend=r["backend"]) for r in rows]
+    if any(len(v) == 0 for v in values):
+        return float(sum(_op(ops, n, o)[0] for n, o in steps)), float("nan"), float("nan")
+
+    def total(estimates):
+        return sum(np.maximum(np.asarray(e, float) - o, 0.0) for e, o in zip(estimates, overheads))
+
+    value, low, high = combined_ci(values, total)
+    return float(value), float(low), float(high)
+
+
+def _config_of(m) -> tls.Config:
+    return tls.Config(m.tls_group, m.tls_signature, int(m.chain_depth), bool(m.mutual), bool(m.resumed))
+
+
+def _step_label(steps: Sequence[tuple[str, str]]) -> str:
+    counts: dict[tuple[str, str], int] = {}
+    for step in steps:
+        counts[step] = counts.get(step, 0) + 1
+    return " + ".join(f"{n}× " * (n > 1) + f"{name.split('@')[0]} {op}" for (name, op), n in counts.items())
 
 
 def compare_cpu(run, ops) -> pd.DataFrame:
-    """Measured CPU per handshake and side beside the model; the residual (the TLS stack's own work)
-    with an interval: measured interval minus the model's interval (widest combination)."""
+    """Each side's measured CPU per handshake beside two models, one row per configuration and side.
+
+    * ``model_us`` [``model_low_us``, ``model_high_us``]: the public-key operations alone (:func:`cpu_steps`), timed
+      by pqlab in the operations run, with the interval over its rounds; ``stack_us`` is what the measurement adds
+      to them (the TLS stack's own work), ``measured_over_model`` the factor between them.
+    * ``same_run_model_us``: the same pair's resumed handshake at the same depth, measured by the runner in the same
+      run (its key exchange and the stack's work), plus the operations a full handshake adds (``same_run_basis``
+      names them); empty for the resumed rows themselves and where the pair was not measured resumed.
+
+    The handshakes are measured in one process without rounds: the measured values, and the same-run model that
+    adds one, have no interval."""
+    m = run.measurements[run.measurements["verified"].astype(bool)]
+    resumed = {(r.algorithm, int(r.chain_depth)): r for r in m.itertuples() if bool(r.resumed)}
     rows = []
-    for m in run.measurements.itertuples():
-        if not m.verified:
-            continue
-        config = tls.Config(m.tls_group, m.tls_signature, int(m.chain_depth), bool(m.mutual), bool(m.resumed))
-        model = predict_cpu(config, ops)
-        row = {"pair": config.pair, "mode": config.mode, "depth": config.depth}
-        for side in ("client", "server"):
-            med, lo, hi = (getattr(m, f"{side}_cpu_ns_{k}") for k in ("median", "ci_low", "ci_high"))
-            row.update({f"{side}_measured_us": med / 1e3, f"{side}_model_us": model[f"{side}_model_ns"] / 1e3,
-                        f"{side}_residual_us": (med - model[f"{side}_model_ns"]) / 1e3,
-                        f"{side}_residual_low_us": (lo - model[f"{side}_model_high_ns"]) / 1e3,
-                        f"{side}_residual_high_us": (hi - model[f"{side}_model_low_ns"]) / 1e3})
-        rows.append(row)
+    for r in m.itertuples():
+        config = _config_of(r)
+        anchor = None if config.resume else resumed.get((r.algorithm, config.depth))
+        kem = {f"{p}@{KEM_BACKENDS[p]}" for p in GROUP_PARTS[tls.display_group(config.group)]}
+        for side, steps in cpu_steps(config).items():
+            measured = float(getattr(r, f"{side}_cpu_ns_median"))
+            value, low, high = operations_ns(ops, steps)
+            auth = [step for step in steps if step[0] not in kem]  # what a full handshake adds to a resumed one
+            same, basis = float("nan"), ""
+            if anchor is not None:
+                same = float(getattr(anchor, f"{side}_cpu_ns_median")) + operations_ns(ops, auth)[0]
+                basis = " + ".join(x for x in ("resumed handshake", _step_label(auth)) if x)
+            rows.append({"pair": config.pair, "mode": config.mode, "depth": config.depth, "side": side,
+                         "measured_us": measured / 1e3, "model_us": value / 1e3, "model_low_us": low / 1e3,
+                         "model_high_us": high / 1e3,
+                         "stack_us": (measured - value) / 1e3,
+                         "measured_over_model": measured / value if value > 0 else float("nan"),
+                         "same_run_model_us": same / 1e3, "same_run_basis": basis,
+                         "measured_over_same_run": measured / same if same > 0 else float("nan")})
     return pd.DataFrame(rows)
+
+
+def cpu_notes(cpu: pd.DataFrame, run) -> list[str]:
+    """The lines under the model-vs-measured table: which values carry intervals and why the others do not."""
+    samples = run.measurements.loc[run.measurements["verified"].astype(bool), "samples"]
+    counts = fmt_span(samples.dropna().astype(int), fmt=fmt_count)
+    has_ci = cpu["model_low_us"].notna().any() if len(cpu) else False
+    return [f"measured: the median over {counts} handshakes per configuration, each side's thread clock; one process "
+            "without rounds, so no interval.",
+            "model: the public-key operations as pqlab timed them, "
+            + (f"with the {CONFIDENCE:.0%} interval over the operations run's rounds (model_low, model_high)."
+               if has_ci else "without interval (the operations run has no rounds)."),
+            "same-run model: the same pair's resumed handshake from this run plus the operations in its basis; no "
+            "interval, since its handshake term was measured in one process."]
+
+
+def _busy_configs(run) -> tuple[list[str], int]:
+    """Configurations the machine was busy while measuring (:func:`pqlab.tls.window_noise`), of how many watched."""
+    noise = run.meta.get("tls", {}).get("noise") or {}
+    return [key for key, rec in noise.items() if rec.get("busy")], len(noise)
+
+
+def describe_cpu_model(cpu: pd.DataFrame, run, ops) -> str:
+    """Why the operations-only model predicts more handshakes per second than were measured, from the data: the
+    factor per mode, the stack's own work it leaves out, when and how the operations were timed, whether the
+    machine was busy, and how close the same-run model comes."""
+    server = cpu[cpu["side"] == "server"] if len(cpu) else cpu
+    if server.empty:
+        return "No handshake was measured: there is no model to set beside a measurement."
+    span = fmt_span(server["measured_over_model"], fmt=fmt_factor)
+    per_mode = "; ".join(f"{mode}: {fmt_span(g['measured_over_model'], fmt=fmt_factor)}"
+                         for mode, g in server.groupby("mode", sort=False))
+    text = [f"Summing only the public-key operations, the model predicts {span} as many handshakes per second as "
+            f"one server core sustained ({per_mode}). The model leaves out the TLS stack's own work (key schedule, "
+            "transcript hashing, record protection, certificate encoding and parsing, tickets): measured minus the "
+            f"operations is {fmt_span(server['stack_us'] * 1e3, fmt=formatting.fmt_time_ns)} per server handshake "
+            "(that work, plus whatever separates pqlab's timing of the operations from the runner's)."]
+    res = server[server["mode"] == "resumed"]
+    if len(res):
+        share = res["stack_us"] / res["measured_us"]
+        text.append(f"In the resumed handshakes, whose only public-key operation is the key exchange, it is "
+                    f"{fmt_span(res['stack_us'] * 1e3, fmt=formatting.fmt_time_ns)}, {fmt_span(share, fmt=formatting.fmt_percent)} of "
+                    "the server's CPU" + (": the work the model leaves out is larger than the work it counts."
+                                          if share.min() > 0.5 else "."))
+    md = formatting.markdown
+    used = {name for r in run.measurements.itertuples() if r.verified
+            for steps in cpu_steps(_config_of(r)).values() for name, _ in steps}
+    impls = sorted({str(v) for k, v in ((ops.meta.get("implementations") or {}) if hasattr(ops, "meta") else {}).items()
+                    if k in used})
+    text.append("The operations were timed by pqlab from Python (the do-nothing call removed) through "
+                + (md("; ".join(impls)) if impls else "cryptography, liboqs or pqcrypto")
+                + f" in run {md(ops.run_id)}{_run_gap(ops, run)}; the handshakes by the runner's "
+                + md(run.meta.get("tls", {}).get("openssl_version", "OpenSSL")) + f" in run {md(run.run_id)}: "
+                "another build, another process and another stretch of time.")
+    busy, watched = _busy_configs(run)
+    rounds = (ops.meta.get("rounds") or []) if hasattr(ops, "meta") else []
+    if watched or busy:
+        text.append(f"The machine was busy while {len(busy)} of {watched or len(run.measurements)} configurations "
+                    f"were measured" + (f" ({md('; '.join(busy))})" if busy else "") + ".")
+    else:
+        text.append("This run did not record whether the machine was busy while each configuration was measured.")
+    if rounds:
+        text.append(f"Busy rounds of the operations run: {sum(bool(r.get('busy')) for r in rounds)} of {len(rounds)}.")
+    same_work = [(key[0], d["measured_us"].max() / d["measured_us"].min()) for key, d in
+                 res.assign(group=res["pair"].str.split(" + ", regex=False).str[0]).groupby(["group", "depth"])
+                 if len(d) > 1] if len(res) else []
+    if same_work:
+        group, worst = max(same_work, key=lambda x: x[1])
+        text.append(f"A resumed handshake does the same work whatever the chain, yet those of one group differ by up "
+                    f"to {fmt_factor(worst)} in server CPU here ({md(group)}): a spread that is not the handshakes' work, "
+                    "and which one process without rounds cannot put an interval on.")
+    same = cpu.dropna(subset=["measured_over_same_run"])
+    if len(same):
+        text.append("The same-run model takes the key exchange and the stack's work from the same pair's resumed "
+                    "handshake in this run (the same runner, build and minutes) and adds only the operations a full "
+                    "handshake adds: measured over it is "
+                    + "; ".join(f"{side} {fmt_span(g['measured_over_same_run'], fmt=fmt_factor)}"
+                                for side, g in same.groupby("side", sort=False))
+                    + ". What remains is work a resumed handshake does not do (certificates and the CertificateVerify "
+                    "transcript) less what only resumption does (the ticket and its binder), and the difference "
+                    "between pqlab's timing of the added operations and the runner's.")
+    else:
+        text.append("No pair was measured resumed as well: there is no same-run model here.")
+    text.append(f"Intervals: the operations carry {CONFIDENCE:.0%} intervals over pqlab's rounds; the handshakes were "
+                "measured in one process without rounds, so the measured values, the factors and the same-run model "
+                "have none.")
+    return " ".join(text)
+
+
+def _run_gap(ops, run) -> str:
+    """", which ended N before the handshakes started", from the runs' times ("" where unknown)."""
+    try:
+        gap = (pd.Timestamp(run.meta["started_at"])
+               - pd.Timestamp(ops.meta.get("finished_at") or ops.meta["started_at"])).total_seconds()
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return ""
+    return f", which ended {formatting.fmt_duration(abs(gap))} {'before' if gap >= 0 else 'after'} the handshakes started"
 
 
 def _samples_of(samples: pd.DataFrame, pair: str, operation: str, depth) -> pd.DataFrame:
@@ -413,24 +563,36 @@ def _samples_of(samples: pd.DataFrame, pair: str, operation: str, depth) -> pd.D
                    & (samples["chain_depth"] == depth)]
 
 
-def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE) -> pd.DataFrame:
-    """Handshakes per second one core sustains (server side: 1 s / server CPU per handshake), measured
-    and modelled, and relative to the baseline pair in the same mode and depth (intervals where both sides have rounds;
-    the TLS runner's handshakes have none)."""
+def handshake_rates(run, ops, baseline: tuple[str, str] = BASELINE, cpu: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Handshakes per second one core sustains (server side: 1 s / server CPU per handshake): measured (no
+    interval: one process), the operations-only model with its interval over the operations' rounds, the same-run
+    model (:func:`compare_cpu`), each model over the measurement, and the measurement relative to the baseline pair
+    in the same mode and depth (intervals where both sides have rounds; the TLS runner's handshakes have none)."""
     samples = run.samples
     base_pair = f"{baseline[0]} + {baseline[1]}"
+    cpu = compare_cpu(run, ops) if cpu is None else cpu
+    server = cpu[cpu["side"] == "server"].set_index(["pair", "mode", "depth"]) if len(cpu) else None
     rows = []
     for m in run.measurements.itertuples():
         if not m.verified:
             continue
         mine = _samples_of(samples, m.algorithm, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
         base = _samples_of(samples, base_pair, m.operation, m.chain_depth)["server_cpu_ns"].to_numpy(float)
-        config = tls.Config(m.tls_group, m.tls_signature, int(m.chain_depth), bool(m.mutual), bool(m.resumed))
+        config = _config_of(m)
         ratio, lo, hi = ratio_ci(base, mine)  # rate ratio = baseline CPU / this CPU
-        model = predict_cpu(config, ops)["server_model_ns"]
+        s = server.loc[(config.pair, config.mode, config.depth)]
+        rate = 1e9 / m.server_cpu_ns_median
+
+        def per_s(us):
+            return 1e6 / us if us > 0 else np.nan
+
         rows.append({"pair": config.pair, "mode": config.mode, "depth": config.depth,
-                     "per_s": 1e9 / m.server_cpu_ns_median, "per_s_low": 1e9 / m.server_cpu_ns_ci_high,
-                     "per_s_high": 1e9 / m.server_cpu_ns_ci_low, "model_per_s": 1e9 / model if model else np.nan,
+                     "per_s": rate, "per_s_low": 1e9 / m.server_cpu_ns_ci_high,
+                     "per_s_high": 1e9 / m.server_cpu_ns_ci_low,
+                     "model_per_s": per_s(s["model_us"]), "model_per_s_low": per_s(s["model_high_us"]),
+                     "model_per_s_high": per_s(s["model_low_us"]), "model_over_measured": per_s(s["model_us"]) / rate,
+                     "same_run_model_per_s": per_s(s["same_run_model_us"]),
+                     "same_run_over_measured": per_s(s["same_run_model_us"]) / rate,
                      "vs_baseline": ratio, "vs_baseline_low": lo, "vs_baseline_high": hi})
     return pd.DataFrame(rows)
 
@@ -519,12 +681,79 @@ def kem_table(ops, groups: Iterable[str] = ()) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def kem_families(names: Iterable[str]) -> list[str]:
+    """Scheme families of algorithm names, in order: the name without its parameter set (HQC-128 -> HQC)."""
+    return list(dict.fromkeys(re.split(r"-(?=\d)", str(n))[0] for n in names))
+
+
+def describe_extra_kems(extra_kems: Iterable[str]) -> str:
+    """Which other notebooks' parameters (the notebook's parameters cell and its ``notebooks/params`` file) name a
+    member of each family of `extra_kems` beyond ML-KEM, read from those files."""
+    import ast
+    import json
+
+    import yaml
+
+    from .. import paths
+
+    def strings(x):
+        return [x] if isinstance(x, str) else [s for v in (x.values() if isinstance(x, dict) else x) for s in strings(v)] \
+            if isinstance(x, (dict, list)) else []
+
+    families = [f for f in kem_families(extra_kems) if f != "ML-KEM"]
+    seen: dict[str, list[str]] = {f: [] for f in families}
+    for nb in sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        cells = [c for c in json.loads(nb.read_text())["cells"] if "parameters" in c["metadata"].get("tags", [])]
+        names = {n.value for c in cells for n in ast.walk(ast.parse("".join(c["source"])))
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        full = paths.NOTEBOOKS / "params" / f"{nb.stem}.yaml"
+        names |= set(strings(yaml.safe_load(full.read_text()))) if full.exists() else set()
+        for f in set(kem_families(names)) & set(seen) if nb.stem != STUDY else ():
+            seen[f].append(nb.stem)
+    return ("KEMs beyond ML-KEM here: " + formatting.markdown("; ".join(
+        f"{f} ({'also in ' + ', '.join(seen[f]) if seen[f] else 'in no other notebook'})" for f in families))
+            + "." if families else "No KEM beyond ML-KEM is measured here (`extra_kems`).")
+
+
 # --------------------------------------------------------------------------- published evidence
 
 
+#: What our number set beside a published one is (the reference's ``ours`` key, before any ``:mode``).
+OURS = {"quic_s1": "the model's QUIC server flight (CRYPTO bytes)", "quic_c2": "the model's QUIC client flight "
+        "(CRYPTO bytes)", "signature_bytes": "a signature as measured", "root_der": "our root certificate (DER)"}
+#: The chain depth of our handshakes set beside published ones.
+PUBLISHED_DEPTH = 1
+#: Back references in the reference's notes ("as above"), replaced by the note they point at.
+_ABOVE = re.compile(r"^\s*(?:as above|same setting as the row above)\W*", re.IGNORECASE)
+
+
+def recorded_differences(reference: pd.DataFrame) -> list[str]:
+    """Each published row's recorded difference from our setting (its ``note`` in ``data/reference``), a note
+    that points at the row above replaced by that row's note (a table's rows stand alone)."""
+    out: list[str] = []
+    for note in reference["note"]:
+        text = "" if pd.isna(note) else str(note).strip()
+        if out and _ABOVE.match(text):
+            rest = _ABOVE.sub("", text).strip(" ()")
+            text = out[-1] + (f" ({rest})" if rest and rest.lower() not in out[-1].lower() else "")
+        out.append(text)
+    return out
+
+
+def authentication(key, difference: str) -> str:
+    """How each side authenticates, for a row whose number of ours is a handshake (``key`` ``quic_*:mode``): the
+    source's, as its recorded difference names it, against our X.509 chains; "" for other rows."""
+    if not isinstance(key, str) or ":" not in key:
+        return ""
+    theirs = "raw public keys" if "raw public key" in difference.lower() else (
+        "X.509 chain" if "x.509" in difference.lower() else "not stated")
+    return f"theirs: {theirs}; ours: X.509 chain of depth {PUBLISHED_DEPTH} ({key.split(':')[1]})"
+
+
 def published_beside_ours(reference: pd.DataFrame, budget: pd.DataFrame, certs: pd.DataFrame, ops) -> pd.DataFrame:
-    """Each published number as a ratio to its source's own baseline, beside ours for the same question
-    (``ours`` names which: the model's QUIC flights at depth 1, a measured signature size, our root's DER)."""
+    """Each published number as a ratio to its source's own baseline, beside ours for the same question, each row
+    labelled with what our number is (``ours_is``), how each side authenticates (``authentication``, handshake
+    rows) and every other recorded difference (``differs``, from the reference's notes)."""
     model = budget.set_index(["pair", "mode", "depth"])
     der = certs.set_index("signature")
 
@@ -536,15 +765,18 @@ def published_beside_ours(reference: pd.DataFrame, budget: pd.DataFrame, certs: 
         if key == "signature_bytes":
             return float(signature_bytes(ops, subject)) if subject in SIGNATURE_OPS else np.nan
         column, mode = key.split(":")
-        return float(model.loc[(subject, mode, 1), column]) if (subject, mode, 1) in model.index else np.nan
+        at = (subject, mode, PUBLISHED_DEPTH)
+        return float(model.loc[at, column]) if at in model.index else np.nan
 
     rows = []
-    for r in reference.itertuples():
+    for r, differs in zip(reference.itertuples(), recorded_differences(reference)):
         mine, base = ours(r.ours, r.subject), ours(r.ours, r.baseline)
         rows.append({"source": r.source, "quantity": r.quantity, "subject": r.subject, "baseline": r.baseline,
                      "published": r.value, "published_baseline": r.baseline_value,
                      "published_ratio": r.value / r.baseline_value, "ours": mine, "ours_baseline": base,
-                     "our_ratio": mine / base, "ours_over_published": mine / r.value})
+                     "our_ratio": mine / base, "ours_over_published": mine / r.value,
+                     "ours_is": OURS.get(str(r.ours).split(":")[0], "none of ours") if isinstance(r.ours, str)
+                     else "none of ours", "authentication": authentication(r.ours, differs), "differs": differs})
     return pd.DataFrame(rows)
 
 
