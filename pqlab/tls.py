@@ -491,31 +491,20 @@ def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
     return None
 
 
-def _children_cpu() -> float:
-    """CPU seconds of this process's finished children (the runner)."""
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _window() -> dict:
     """The start of one configuration's measurement window (:func:`window_noise`)."""
     from . import noise
 
-    return {"snapshot": noise.snapshot(), "children": _children_cpu()}
+    return noise.snapshot()
 
 
 def window_noise(start: dict) -> dict:
-    """What the machine did while one configuration ran (:func:`pqlab.noise.round_noise`), the runner's own CPU
-    removed from other processes' (it is a child of this process), and whether that was busy
+    """What the machine did while one configuration ran (:func:`pqlab.noise.round_noise`: the runner, a finished
+    child of this process, counts as this process's own CPU, not another's), and whether that was busy
     (:func:`pqlab.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
     from . import noise
 
-    record = noise.round_noise(start["snapshot"], noise.snapshot())
-    if record.get("others_cores") is not None:
-        runner = _children_cpu() - start["children"]
-        record["others_cores"] = max(0.0, record["others_cores"] - runner / record["wall_s"])
+    record = noise.round_noise(start, noise.snapshot())
     record["busy"] = noise.busy_reason(record)
     return record
 

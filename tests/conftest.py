@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
@@ -72,3 +74,24 @@ def in_rounds(values, run_id: str = "r", rounds: int = 6):
     index = pd.MultiIndex.from_arrays([[run_id] * values.size, np.arange(values.size) % rounds],
                                       names=["run_id", "round"])
     return pd.Series(values, index=index)
+
+
+def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: float = 0.0) -> list:
+    """Replace liboqs_build's compile (and its check of the result) by a quick fake that writes `library(variant)`
+    as liboqs.so and a 0.13.0 header, after `delay_s`; returns the list of variants it was called for."""
+    calls = []
+
+    def compile_(variant, inputs, work, log):
+        calls.append(variant)
+        time.sleep(delay_s)
+        log.write_text("fake build\n")
+        out = work / "out"
+        (out / "lib").mkdir(parents=True)
+        (out / "include" / "oqs").mkdir(parents=True)
+        (out / "lib" / "liboqs.so").write_bytes(library(variant))
+        (out / "include" / "oqs" / "oqsconfig.h").write_text("#define OQS_VERSION_TEXT \"0.13.0\"\n")
+        return out
+
+    monkeypatch.setattr(liboqs_build, "_compile", compile_)
+    monkeypatch.setattr(liboqs_build, "_check", lambda library: None)
+    return calls

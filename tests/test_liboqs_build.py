@@ -7,10 +7,10 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from conftest import fake_liboqs_compile
 
 from pqlab import liboqs_build, liboqs_loader
 from pqlab.liboqs_build import BuildToolMissing, LiboqsBuildError
@@ -92,22 +92,8 @@ def test_crate_sources_come_from_cargo_and_hold_liboqs():
 def fake_compile(monkeypatch, tmp_path):
     """Point the cache at tmp_path and replace the compile by a quick fake that counts its calls."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    calls = []
-
-    def compile_(variant, inputs, work, log):
-        calls.append(variant)
-        time.sleep(0.2)  # long enough for a concurrent caller to queue on the lock
-        log.write_text("fake build\n")
-        out = work / "out"
-        (out / "lib").mkdir(parents=True)
-        (out / "include" / "oqs").mkdir(parents=True)
-        (out / "lib" / "liboqs.so").write_text(f"fake {variant}")
-        (out / "include" / "oqs" / "oqsconfig.h").write_text("#define OQS_VERSION_TEXT \"0.13.0\"\n")
-        return out
-
-    monkeypatch.setattr(liboqs_build, "_compile", compile_)
-    monkeypatch.setattr(liboqs_build, "_check", lambda library: None)
-    return calls
+    # long enough for a concurrent caller to queue on the lock
+    return fake_liboqs_compile(monkeypatch, lambda variant: f"fake {variant}".encode(), delay_s=0.2)
 
 
 def test_a_miss_builds_once_and_a_hit_reuses(fake_compile):

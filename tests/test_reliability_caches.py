@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import fake_liboqs_compile
 
 from pqlab import cycles, integrity, jvm, liboqs_build, liboqs_loader, native
 from pqlab.errors import PqlabWarning
@@ -125,21 +126,7 @@ def fake_builds(monkeypatch, tmp_path):
     shared object and counts its calls (no real liboqs build ever runs here)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(liboqs_loader, "LIBOQS_PREFIX", tmp_path / "venv-liboqs")
-    calls = []
-
-    def compile_(variant, inputs, work, log):
-        calls.append(variant)
-        log.write_text("fake build\n")
-        out = work / "out"
-        (out / "lib").mkdir(parents=True)
-        (out / "include" / "oqs").mkdir(parents=True)
-        (out / "lib" / "liboqs.so").write_bytes(LIBRARY)
-        (out / "include" / "oqs" / "oqsconfig.h").write_text("#define OQS_VERSION_TEXT \"0.13.0\"\n")
-        return out
-
-    monkeypatch.setattr(liboqs_build, "_compile", compile_)
-    monkeypatch.setattr(liboqs_build, "_check", lambda library: None)
-    return calls
+    return fake_liboqs_compile(monkeypatch, lambda variant: LIBRARY)
 
 
 def test_reliability_a_truncated_cache_entry_is_built_again_never_installed(fake_builds):
