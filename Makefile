@@ -14,9 +14,10 @@ PROFILE ?= full
 CELL_TIMEOUT ?= 900
 # extra papermill arguments, e.g. NB_ARGS="-p power_source ina219" (notebook 05 on a Raspberry Pi)
 NB_ARGS ?=
-# where `make lab` listens
+# where `make lab` listens, and the folder it opens (default: the checkout, with my-notebooks/ for your own)
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
+LAB_DIR ?=
 ifeq ($(filter $(PROFILE),full quick),)
 $(error PROFILE=$(PROFILE) is not a profile: use PROFILE=full or PROFILE=quick)
 endif
@@ -41,7 +42,7 @@ GENERIC := $(STAMP)-liboqs-generic
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce, paper), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT (lab)"
+	@echo "Variables: PROFILE=full|quick (reproduce, paper), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT, LAB_DIR (lab)"
 
 setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
 
@@ -70,8 +71,11 @@ $(GENERIC): $(STAMP)-python $(LIBOQS_SRC)
 	$(PY) -m pqlab.provision liboqs generic
 	touch $@
 
+# The kernel, and git's nbstripout filter (.gitattributes): a notebook run and saved in JupyterLab is stored
+# without outputs (make lab configures the filter again, in case this checkout's .git/config lost it).
 $(STAMP)-kernel: $(STAMP)-python
 	$(PY) -m ipykernel install --sys-prefix --name pqlab --display-name "Python (pqlab)" >/dev/null
+	$(PY) -m pqlab.provision notebook-filter
 	touch $@
 
 # Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
@@ -87,8 +91,8 @@ TLS_RUNNER := native/tls-runner/target/release/tls-runner
 $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
 	$(PY) -m pqlab.tls build
 
-lab: $(SETUP) ## Start JupyterLab on the pqlab kernel and say where it listens (as root too)
-	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT)
+lab: $(SETUP) ## Start JupyterLab on the checkout (or LAB_DIR), pqlab kernel; say where it listens (as root too)
+	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT) --dir "$(LAB_DIR)"
 
 reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate its figures and tables, print the times, write the report
 	@echo "executed notebooks: build/$(PROFILE)/; figures: $(EXPORTS)/figures/; tables: $(EXPORTS)/data/tables/"
@@ -139,14 +143,23 @@ test-unit: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 	$(PY) -m pytest $(UNIT)
 
 TEST_OUTPUT ?= build/test-output
+# README's recipe (notebooks/own_comparison.ipynb) runs under nbval too, into its own folder as a user's notebook
+# would (RECIPE= leaves it out); test-paper compiles its exports in a two-column document (tests/test_recipe.py).
+RECIPE ?= build/nbval-recipe/own_comparison.ipynb
+RECIPE_OUTPUT ?= build/test-recipe
+NBVAL_RUN = $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	    --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider
 test-notebooks: $(SETUP) $(GENERIC) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
-	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(PY) -m pytest --nbval-lax --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider $(NBVAL)
+	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(NBVAL_RUN) $(NBVAL)
+	$(if $(RECIPE),$(PY) tests/nbval_prepare.py $(dir $(RECIPE)) --pattern $(notdir $(RECIPE)))
+	$(if $(RECIPE),PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(RECIPE_OUTPUT) $(NBVAL_RUN) $(RECIPE))
 
-# The paper from the quick exports test-notebooks left in TEST_OUTPUT (after it in `make test`).
+# The paper from the quick exports test-notebooks left in TEST_OUTPUT, and the recipe's exports in a two-column
+# document (after it in `make test`).
 test-paper: $(SETUP)
-	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) $(PY) -m pytest tests/test_paper.py -k quick_exports -p no:cacheprovider
+	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) PQLAB_RECIPE_FROM=$(CURDIR)/$(RECIPE_OUTPUT) \
+	    $(PY) -m pytest tests/test_paper.py tests/test_recipe.py -k quick_exports -p no:cacheprovider
 
 # The report's browser test alone (it also runs in test-unit): Debian's chromium, installed where apt-get can,
 # driven by Playwright; a missing browser fails it here instead of skipping it.
@@ -162,7 +175,7 @@ test-bare: $(SETUP)
 	rm -rf build/test-output-bare build/bare-cache
 	cp -r build/test-output build/test-output-bare
 	PATH="$$($(PY) tests/path_without.py build/path-bare java javac valgrind)" PQLAB_CACHE=$(CURDIR)/build/bare-cache \
-	    $(MAKE) test-notebooks TEST_OUTPUT=build/test-output-bare NBVAL="$(BARE_NOTEBOOKS)"
+	    $(MAKE) test-notebooks TEST_OUTPUT=build/test-output-bare NBVAL="$(BARE_NOTEBOOKS)" RECIPE=
 	$(MAKE) test-paper TEST_OUTPUT=build/test-output-bare
 
 lint: $(STAMP)-python ## Check the code style with ruff

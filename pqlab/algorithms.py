@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import LiboqsNotFound, UnknownName, warn
+from .errors import LiboqsNotFound, UnknownName, shell_command, warn
 from .schema import KIND_OPERATIONS
 
 
@@ -381,9 +381,29 @@ def _liboqs_missing() -> str:
     return UNAVAILABLE.get("liboqs", "")
 
 
-def names(kind: str | None = None, backend: str | None = None) -> list[str]:
-    """Canonical names, sorted, optionally only of one kind or backend."""
+#: the kinds of algorithm (:func:`names`, ``python -m pqlab list --kind``): signatures, KEMs, public-key encryption,
+#: symmetric ciphers
+KINDS = tuple(KIND_OPERATIONS)
+
+
+def known_backends() -> list[str]:
+    """Every backend pqlab knows here: those that registered algorithms and those unavailable (with a reason)."""
+    from .backends import UNAVAILABLE
+
     _load_backends()
+    return sorted({b for _, b in _REGISTRY} | set(UNAVAILABLE))
+
+
+def names(kind: str | None = None, backend: str | None = None) -> list[str]:
+    """Canonical names, sorted, optionally only of one `kind` (one of :data:`KINDS`: "sig", "kem", "pke",
+    "cipher") or `backend` (:func:`known_backends`); an unknown kind or backend is refused with close matches."""
+    from .inputs import choice
+
+    _load_backends()
+    if kind is not None:
+        choice(kind, "kind", KINDS)
+    if backend is not None:
+        choice(backend, "backend", known_backends())
     keys = [k for k in _REGISTRY if backend is None or k[1] == backend]
     out = sorted({n for n, _ in keys})
     if kind:
@@ -418,8 +438,9 @@ def get(name: str, backend: str | None = None) -> Algorithm:
         raise LiboqsNotFound(f"{name}: {missing}")
     if not available:
         raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY},
-                               "`python -m pqlab list` prints every registered name"
-                               + (" (liboqs is not usable here: `python -m pqlab list` says why)." if missing else "."))
+                               "pqlab.names() lists every registered name (shell: "
+                               f"{shell_command('pqlab list')})"
+                               + (f"; liboqs is not usable here: {missing}" if missing else ""))
     if backend is None:
         backend = available[0]
         if missing and _post_quantum(name):
@@ -437,9 +458,30 @@ def _post_quantum(name: str) -> bool:
     return family_of(name) != "other"
 
 
-def resolve(items: Iterable) -> list[Algorithm]:
+#: names whose default backend :func:`resolve` has announced in this process (once each)
+_ANNOUNCED: set[str] = set()
+
+
+def announce_default(name: str) -> str:
+    """Once per name and process, the sentence saying which backend `name` runs on when none is named and several
+    implement it, and why; "" otherwise (one backend, or said already).  It is also warned
+    (:func:`pqlab.errors.warn`)."""
+    found = backends_of(name)
+    if len(found) < 2 or name in _ANNOUNCED:
+        return ""
+    _ANNOUNCED.add(name)
+    order = [b for b in BACKEND_PREFERENCE if b in found] + [b for b in found if b not in BACKEND_PREFERENCE]
+    text = (f"{name} runs on {found[0]}, the first of pqlab's backend order ({', '.join(order)}) that implements it "
+            f"(liboqs first for post-quantum algorithms, OpenSSL through cryptography for classical ones); name "
+            f"another to measure it there, e.g. '{name}@{found[1]}'")
+    warn(text)
+    return text
+
+
+def resolve(items: Iterable, announce: bool = False) -> list[Algorithm]:
     """Algorithms from names, "NAME@backend" strings, (name, backend) pairs or adapters (one name or adapter
-    may be given alone: a str is never read letter by letter)."""
+    may be given alone: a str is never read letter by letter).  `announce`: say once which backend a name
+    without one runs on, where several implement it (:func:`announce_default`)."""
     out = []
     for item in [items] if isinstance(items, (str, Algorithm)) else items:
         if isinstance(item, Algorithm):
@@ -449,6 +491,8 @@ def resolve(items: Iterable) -> list[Algorithm]:
         else:
             name, _, backend = str(item).partition("@")
             out.append(get(name, backend or None))
+            if announce and not backend:
+                announce_default(name)
     return out
 
 

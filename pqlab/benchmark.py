@@ -32,7 +32,7 @@ import numpy as np
 
 from . import cycles, flags, inputs, noise, paths
 from .algorithms import Algorithm, Noop, resolve
-from .errors import BadInput
+from .errors import BadInput, shell_command
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .rounds import (
@@ -150,7 +150,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     """Measure every operation of every algorithm in rounds; returns (and by default saves) the :class:`Run`.
 
     `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
-    (a single name may be given as a str); one given twice is measured once (with a warning).
+    (a single name may be given as a str); one given twice is measured once (with a warning).  A name without a
+    backend that several backends implement runs on the preferred one, and bench says which, once per name.
     `study` (and `run_id`) become part of file names: letters, digits, '.', '_' and '-' only
     (:func:`pqlab.inputs.file_label`).
     `operations`: None or "all" (each algorithm's own), or names every algorithm must have
@@ -181,12 +182,13 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
     run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
-    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
+    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm"), announce=True))
     plan = inputs.plan(algos, operations, sizes)
     if quiet_only:
         quiet, why, _ = noise.quiet_now()
         if not quiet:
-            raise BadInput(f"the machine is {why}: wait until it is quiet (python -m pqlab machine says when), "
+            raise BadInput(f"the machine is {why}: wait until it is quiet (pqlab.noise.quiet_now() says when; shell: "
+                           f"{shell_command('pqlab machine')}), "
                            "or measure anyway without --quiet-only (API: quiet_only=False)")
     in_process = isolation == "in-process" or not all(registered(a) for a in algos)
     wanted = operations if operations is None or isinstance(operations, str) else list(operations)

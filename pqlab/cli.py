@@ -20,14 +20,11 @@ from .errors import BadInput
 
 
 def _cmd_list(args) -> int:
-    from .algorithms import catalogue
+    from .algorithms import catalogue, names
     from .backends import UNAVAILABLE
-    from .errors import UnknownName
 
+    names(args.kind or None, args.backend or None)  # an unknown kind or backend: refused with close matches
     df = catalogue()
-    known = sorted({*df["backend"], *UNAVAILABLE})
-    if args.backend and args.backend not in known:
-        raise UnknownName("backend", args.backend, known, f"backends are {', '.join(known)}")
     if args.kind:
         df = df[df["kind"] == args.kind]
     if args.backend:
@@ -144,42 +141,12 @@ def _cmd_cite(args) -> int:
     return 0
 
 
-def lab_command(ip: str, port: int, token: str, euid: int) -> list[str]:
-    """The JupyterLab command of `make lab`: notebooks/, no browser, a fixed port (an error when taken, so the
-    address printed is the one), and --allow-root when run as root (common in containers)."""
-    from .paths import NOTEBOOKS
-
-    argv = [str(Path(sys.executable).with_name("jupyter")), "lab", f"--notebook-dir={NOTEBOOKS}", "--no-browser",
-            f"--ip={ip}", f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-            "--log-level=WARN", "--LabApp.log_level=WARN"]
-    return argv + (["--allow-root"] if euid == 0 else [])
-
-
 def _cmd_lab(args) -> int:
-    import secrets
-    import socket
-    import subprocess
-    import time
+    from .lab import run
 
-    token = secrets.token_hex(16)
-    proc = subprocess.Popen(lab_command(args.ip, args.port, token, os.geteuid()))
-    try:
-        while proc.poll() is None:
-            try:
-                socket.create_connection((args.ip, args.port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            print(f"error: JupyterLab stopped (exit {proc.returncode}) before listening on {args.ip}:{args.port}; "
-                  "if the port is taken, choose another: make lab LAB_PORT=8890", file=sys.stderr)
-            return 1
-        print(f"JupyterLab is listening on http://{args.ip}:{args.port}/lab?token={token} "
-              "(notebooks/, kernel pqlab; Ctrl-C stops it)", flush=True)
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return proc.wait()
+    return run(args.ip, args.port, args.dir)
+
+
 def _cmd_machine(args) -> int:
     from .machine import counter_report
     from .noise import quiet_now
@@ -421,9 +388,11 @@ def parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=_cmd_report)
     ci = sub.add_parser("cite", help="print CITATION.cff with the commit of this checkout")
     ci.set_defaults(func=_cmd_cite)
-    la = sub.add_parser("lab", help="start JupyterLab on notebooks/ and say where it listens (make lab)")
+    la = sub.add_parser("lab", help="start JupyterLab on the checkout (or --dir) and say where it listens (make lab)")
     la.add_argument("--ip", default="127.0.0.1")
     la.add_argument("--port", type=int, default=8888)
+    la.add_argument("--dir", default="", help="the folder to open (make lab LAB_DIR=...; default: the checkout, with "
+                    "my-notebooks/ for your own notebooks)")
     la.set_defaults(func=_cmd_lab)
     return p
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .errors import shell_command
 from .formatting import fmt_time_ns, markdown
 
 #: the libraries whose versions are shown (pqlab.machine records more)
@@ -56,7 +57,7 @@ def frequency_text(meta: dict) -> str:
 def liboqs_text(meta: dict) -> str:
     info = meta.get("liboqs") or {}
     if not info:
-        return "not loaded by this run"
+        return "not loaded"
     config = info.get("build_config") or {}
     options = ", ".join(f"{k.removeprefix('OQS_')}={v}" for k, v in config.items() if k != "OQS_VERSION_TEXT")
     return f"{info.get('liboqs_version', '?')} ({info.get('variant', '?')} build; {options or 'options unknown'})"
@@ -75,14 +76,23 @@ def _run_ids(runs) -> list[str]:
 
 
 def run_context(runs) -> list[tuple[str, str]]:
-    """(what, value) pairs describing where the runs measured; a value that differs between runs lists
-    every variant."""
-    metas = [r.meta for r in _runs(runs)]
+    """(what, value) pairs describing where the runs measured; a value that differs between runs lists every
+    variant with the runs it belongs to ("0.14.0 (default build; ...) (runs A, B); not loaded (run C)")."""
+    listed = _runs(runs)
+    metas = [r.meta for r in listed]
     if not metas:
         return []
+    ids = [getattr(r, "run_id", None) or r.meta.get("run_id") or "?" for r in listed]
 
     def joined(get) -> str:
-        return "; ".join(str(v) for v in _unique(get(m) for m in metas)) or "not recorded"
+        by_value: dict[str, list[str]] = {}
+        for run_id, m in zip(ids, metas):
+            value = get(m)
+            by_value.setdefault(str(value) if value not in (None, "", {}) else "not recorded", []).append(run_id)
+        if len(by_value) == 1:
+            return next(iter(by_value))
+        return "; ".join(f"{v} ({'run' if len(r) == 1 else 'runs'} {', '.join(dict.fromkeys(r))})"
+                         for v, r in by_value.items())
 
     def cpu(m) -> str:
         c = m.get("cpu") or {}
@@ -175,7 +185,7 @@ def counter_markdown(counter: dict, availability: dict) -> str:
     text += f"; rate from {markdown(counter['hz_source'])})" if label == TSC else ")"
     if counter.get("reason") and counter["reason"] != "auto":
         text += f", chosen because: {markdown(counter['reason'])}"
-    return text + ". " + read_costs_text(availability) + " `python -m pqlab machine` shows the same on one screen."
+    return text + ". " + read_costs_text(availability) + f" `{shell_command('pqlab machine')}` shows the same on one screen."
 
 
 def read_costs_text(availability: dict) -> str:

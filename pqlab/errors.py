@@ -4,7 +4,20 @@ names with their close matches (:class:`UnknownName`, :func:`close_matches`), an
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
+import sys
 from collections.abc import Iterable
+
+
+def shell_command(args: str) -> str:
+    """A command to suggest in a message that works wherever it is typed, a terminal or a notebook's ``!`` line:
+    ``python -m ARGS`` when ``python`` on PATH is this interpreter (an activated venv, ``make lab``), else this
+    interpreter's full path (a kernel whose PATH is not the venv's)."""
+    found = shutil.which("python")
+    same = found is not None and os.path.realpath(found) == os.path.realpath(sys.executable) and \
+        os.path.dirname(os.path.abspath(found)) == os.path.dirname(os.path.abspath(sys.executable))
+    return f"{'python' if same else sys.executable} -m {args}"
 
 
 def close_matches(name: str, candidates: Iterable[str], n: int = 6, cutoff: float = 0.5) -> list[str]:

@@ -11,7 +11,9 @@
            and one .txt per number for other tools
 
 Where: the profile's export tree (:func:`pqlab.paths.export_root`): the full profile's in figures/ and
-data/tables/, the quick profile's in build/quick/.  Every export records its profile and the runs it shows:
+data/tables/, the quick profile's in build/quick/, and a notebook run by hand (the "interactive" profile: JupyterLab,
+your own notebooks) in build/interactive/figures/ and build/interactive/data/tables/.  Each function returns the
+files it wrote as :class:`Written`, which a notebook shows as where they went (:func:`written`).  Every export records its profile and the runs it shows:
 in a sidecar NAME.export.json, in the PDF/SVG/PNG metadata and in numbers.tex comments.  Every file is
 written atomically.
 
@@ -39,7 +41,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from . import formatting, paths
+from . import formatting, inputs, paths
 from .files import atomic_write, atomic_write_text
 from .formatting import latex, markdown
 
@@ -56,6 +58,44 @@ FOOTER_PT = 6.0
 FORK_FIGURES: bool | None = None
 #: characters of a header line in a .tex table: a longer label wraps onto two or three lines
 HEADER_LINE = 11
+
+
+class Written(list):
+    """The paths an export wrote (a list); a notebook shows it as :func:`written` says, not as a list of paths."""
+
+    def __repr__(self) -> str:
+        return written(self)
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(written(self))
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the checkout (as a user finds it), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(paths.ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def written(files) -> str:
+    """Where files went, in one line: "3 files written in build/interactive/data/tables/x/: a.csv, a.md, a.tex",
+    or, over several folders, their count per folder under the folder they share."""
+    files = [Path(f) for f in files]
+    if not files:
+        return "no files written"
+    folders = list(dict.fromkeys(f.parent for f in files))
+    noun = "file" if len(files) == 1 else "files"
+    if len(folders) == 1:
+        names = [f.name for f in files]
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        return f"{len(files)} {noun} written in {_shown(folders[0])}/: {shown}"
+    common = Path(os.path.commonpath([str(f) for f in folders]))
+    counts = {d: sum(f.parent == d for f in files) for d in folders}
+    if common == Path(common.anchor):  # nothing shared but the root: each folder as a user finds it
+        return f"{len(files)} {noun} written: " + ", ".join(f"{_shown(d)}/ ({n})" for d, n in counts.items())
+    parts = ", ".join(f"{d.relative_to(common)}/ ({n})" for d, n in counts.items())
+    return f"{len(files)} {noun} written under {_shown(common)}/: {parts}"
 
 
 def _check(topic: str, name: str) -> None:
@@ -279,11 +319,13 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     """Draw and write a figure at both widths: ``draw(width_in_inches)`` returns a matplotlib Figure laid
     out for that width (a study's plot function with ``width=``).
 
-    Written: figures/TOPIC/NAME.{pdf,svg,png} (plotting.FULL_WIDTH) and NAME.col.* (plotting.COLUMN_WIDTH),
+    Written: FIGURES/TOPIC/NAME.{pdf,svg,png} (plotting.FULL_WIDTH) and NAME.col.* (plotting.COLUMN_WIDTH),
     each checked by :func:`check_layout`, with the runs' context line (machine, counter, run ids) as a
-    footer when `footer` and `runs` are given, and NAME.export.json.  `runs`: the runs the figure shows
-    (``[]`` for published data only).  In a notebook the full-width figure stays open, so it is shown."""
-    import matplotlib
+    footer when `footer` and `runs` are given, and NAME.export.json.  FIGURES is :data:`pqlab.paths.FIGURES`:
+    figures/ for ``make reproduce``, build/quick/figures/ for the quick profile, and build/interactive/figures/
+    for a notebook run by hand.  `runs`: the runs the figure shows (``[]`` for published data only).  In a
+    notebook the full-width figure is shown each time and then closed (no figure stays open).  Returns the
+    files as :class:`Written` (a notebook shows where they went)."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
@@ -321,8 +363,9 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
                 files.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
                     tmp, format=e, dpi=dpi, metadata=m)))
         size = {"width_in": width, "height_in": round(fig.get_figheight(), 3), "smallest_text_pt": smallest}
-        if suffix or "inline" not in matplotlib.get_backend():  # in a notebook the full width stays, shown
-            plt.close(fig)
+        if not suffix:
+            show_in_notebook(fig)
+        plt.close(fig)
         return files, size
 
     # The narrow figure is drawn in a forked process while this one draws the full width (figures are
@@ -339,7 +382,19 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
         for job in pending.values():
             job.cancel()
     _sidecar(base, "figure", topic, name, prov, out, sizes=sizes)
-    return out
+    return Written(out)
+
+
+def show_in_notebook(fig) -> bool:
+    """Show `fig` in the cell's output when this process is a Jupyter kernel (whatever the matplotlib backend);
+    returns whether it did.  The caller closes the figure: none piles up."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+    from IPython.display import display
+
+    display(fig)
+    return True
 
 
 def save_figure_or_note(draw, topic: str, name: str, missing: str, *, runs) -> str:
@@ -420,10 +475,12 @@ def _write_style() -> Path:
 
 def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=None, paper: bool = True,
                layout: str = "auto", show_flags=None, notes=()) -> list[Path]:
-    """Write `df` as data/tables/TOPIC/NAME.csv (every column, full precision) and, when `paper`, a table a
+    """Write `df` as TABLES/TOPIC/NAME.csv (every column, full precision) and, when `paper`, a table a
     paper can use unedited: NAME.md and NAME.tex with `columns` only (see :func:`pqlab.formatting.table`:
     human headers with units, numbers formatted per column kind, "–" for missing values, flags as marks
-    with a legend, run ids never), plus NAME.export.json (profile, runs).
+    with a legend, run ids never), plus NAME.export.json (profile, runs).  TABLES is :data:`pqlab.paths.TABLES`:
+    data/tables/ for ``make reproduce``, build/quick/data/tables/ for the quick profile, and
+    build/interactive/data/tables/ for a notebook run by hand.  Returns the files as :class:`Written`.
 
     `runs`: the runs the table shows (``[]`` for published data only).  `caption`: required for a paper
     table.  `layout`: "auto" (a column float in a two-column document when it fits, else the page's width),
@@ -434,8 +491,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     exported as an empty paper table: its CSV holds the header only, the .md and .tex an earlier run left
     are removed, its sidecar says ``paper: false, rows: 0``, and a warning names it."""
     _check(topic, name)
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    inputs.choice(layout, "layout", LAYOUTS)
     if paper and not caption:
         raise ValueError(f"table {topic}/{name}: a paper table needs a caption (caption=...), or paper=False "
                          "for a data-only CSV")
@@ -458,7 +514,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
         _write_style()
     _sidecar(base, "table", topic, name, prov, out, caption=caption, paper=paper,
              rows=len(df), long=bool(t is not None and len(t.rows) > LONG_ROWS), layout=layout)
-    return out
+    return Written(out)
 
 
 # ----- numbers -----------------------------------------------------------------------------------------------
@@ -496,7 +552,7 @@ NOT_MEASURED = "not measured"
 
 
 def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
-    """Write the numbers a text quotes: data/tables/TOPIC/numbers.tex with one macro per key
+    """Write the numbers a text quotes: TABLES/TOPIC/numbers.tex (as :func:`save_table`) with one macro per key
     (``\\newcommand{\\pqlabKey}{value}``, no trailing space: write ``\\pqlabKey{}`` in running text), comments
     naming the profile and runs, one KEY.txt per number (the same text, no newline) for other tools, and
     numbers.export.json.
@@ -530,4 +586,4 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
             unmeasured.append(key)
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
     _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured)
-    return out
+    return Written(out)

@@ -274,7 +274,8 @@ _DISPLAY_UNITS = {"time": (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0)),
 _RATIO_WORDS = {"ratio", "factor", "over", "speedup", "slowdown", "vs"}
 _WORDS = {"nist": "NIST", "cv": "CV", "ci": "CI", "q1": "Q1", "q3": "Q3", "bc": "BC", "id": "ID", "rsa": "RSA",
           "aes": "AES", "jvm": "JVM", "wls": "WLS", "ols": "OLS", "se": "SE", "r2": "R²", "rss": "RSS", "tls": "TLS",
-          "cpu": "CPU", "der": "DER", "kem": "KEM"}
+          "cpu": "CPU", "der": "DER", "kem": "KEM", "tcp": "TCP", "quic": "QUIC", "rtt": "RTT", "openssl": "OpenSSL",
+          "slh": "SLH", "dsa": "DSA", "fors": "FORS"}
 _MARKS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -286,12 +287,28 @@ def kind_from_name(name) -> tuple[str, float]:
     """(kind, the stored values' unit in the kind's base unit) as a column name says, ("", 1.0) when it
     says nothing: "time_ns_median" -> ("time", 1), "median_ms" -> ("time", 1e6), "speedup" -> ("ratio", 1)."""
     tokens = _tokens(name)
-    if "cv" in tokens or "rel" in tokens:  # a coefficient of variation, a relative interval: fractions
+    if {"cv", "rel", "fraction"} & set(tokens):  # a coefficient of variation, a relative interval: fractions
         return "percent", 1.0
     for i in range(len(tokens) - 1, -1, -1):
         if tokens[i] in _SOURCE_UNITS and (i == 0 or tokens[i - 1] != "per"):  # "per_s" is a rate, not seconds
             return _SOURCE_UNITS[tokens[i]]
     return ("ratio", 1.0) if _RATIO_WORDS & set(tokens) else ("", 1.0)
+
+
+def unit_divisor(column, unit: str) -> float:
+    """What divides the values of `column` to show them in `unit` (e.g. "µs"), the column's own unit read from its
+    name (:func:`kind_from_name`: "time_ns_median" holds ns, "median_ms" ms, "idle_fraction" a fraction); a unit
+    that does not suit the column, or a column whose name says no unit, is refused in one line."""
+    from .errors import BadInput
+    from .inputs import choice
+
+    kind, source = kind_from_name(column)
+    units = dict(_DISPLAY_UNITS.get(kind, ()))
+    if not units:
+        raise BadInput(f"column {str(column)!r} does not say its unit in its name (like time_ns_median, median_ms, "
+                       f"public_key_bytes, sign_cycles), so unit={unit!r} cannot convert it: rename the column, or "
+                       "leave unit unset and name the axis's unit in ylabel")
+    return units[choice(unit, f"unit of {kind} column {str(column)!r}", tuple(units))] / source
 
 
 def label_from_name(name) -> str:
@@ -308,17 +325,26 @@ def label_from_name(name) -> str:
 @dataclass(frozen=True)
 class Column:
     """How one column is shown: `label` (header), `kind` (a key of :data:`KINDS`), `unit` (the display
-    unit of a time, cycles or energy column, e.g. "µs"; chosen from the values when empty) and `scale` (the
-    stored values' unit in the kind's base unit ns, cycles or µJ, e.g. 1e3 for µs; read from the name when 0).
-    Empty fields are inferred by :func:`resolve_column`."""
+    unit of a time, cycles or energy column, e.g. "µs"; chosen from the values when empty) and `stored` (the unit
+    the values are stored in, e.g. "ms", when the column's name does not say it).  `scale` is that unit in the
+    kind's base unit (ns, cycles or µJ), set from `stored` or read from the name.  Empty fields are inferred by
+    :func:`resolve_column`."""
 
     name: str
     label: str = ""
     kind: str = ""
     unit: str = ""
     scale: float = 0.0
+    stored: str = ""
 
     def __post_init__(self):
+        if self.stored:
+            from .inputs import choice
+
+            choice(self.stored, f"stored unit of column {str(self.name)!r}", tuple(_SOURCE_UNITS))
+            kind, scale = _SOURCE_UNITS[self.stored]
+            object.__setattr__(self, "scale", scale)
+            object.__setattr__(self, "kind", self.kind or kind)
         if self.kind and self.kind not in KINDS:
             from .errors import close_matches
 
@@ -454,7 +480,7 @@ class Table:
         return sep.join(self.notes)
 
     def to_string(self) -> str:
-        text = self.frame.to_string(index=False)
+        text = self.frame.to_string(index=False) if self.rows else f"(no rows; columns: {', '.join(self.headers)})"
         return text + ("\n" + self._legend() if self.notes else "")
 
     def _escaped(self, escape):

@@ -35,7 +35,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import LiboqsNotFound  # raised here, defined there: catching it loads nothing
+from .errors import LiboqsNotFound, shell_command  # raised here, defined there: catching it loads nothing
 from .files import atomic_write_text
 from .paths import LIBOQS_PREFIX
 
@@ -120,7 +120,7 @@ def _fix_for(library: Path) -> str:
     """How to replace a damaged `library`: pqlab's own build is installed again, any other one by whoever made it."""
     for variant in VARIANTS:
         if library.parent.parent == variant_prefix(variant):
-            return f"reinstall it: .venv/bin/python -m pqlab.provision liboqs {variant}"
+            return f"reinstall it: {shell_command(f'pqlab.provision liboqs {variant}')}"
     return "reinstall that liboqs, or point OQS_INSTALL_PATH at another one"
 
 

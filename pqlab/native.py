@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import cycles, flags, integrity
-from .errors import close_matches, warn
+from .errors import close_matches, shell_command, warn
 from .paths import LIBOQS_PREFIX, NATIVE
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
@@ -82,7 +82,7 @@ def build_native_runner(variant: str = "default") -> Path:
     if missing:
         raise LiboqsBuildMissing(
             f"the {variant} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root, or `.venv/bin/python -m pqlab.provision liboqs {variant}`")
+            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.provision liboqs {variant}')}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator
 
-from .formatting import mpl_text
+from .formatting import label_from_name, mpl_text, unit_divisor
 
 FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
     "lattice": "#0072B2",
@@ -110,7 +110,7 @@ def category_rows(cats, groups: int, dots: bool = False) -> float:
 
 @styled
 def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low: str | None = None,
-                 high: str | None = None, scale: float = 1.0, ylabel: str = "", log: bool = True,
+                 high: str | None = None, unit: str = "", ylabel: str = "", log: bool = True,
                  title: str = "", colors: dict | None = None, width: float = FULL_WIDTH, height: float = 2.6,
                  ax=None, horizontal: bool | None = None, dots: bool | None = None, legend: bool = True):
     """Bars of `value` per `category`, side by side per `group` (e.g. operations), with whiskers
@@ -120,7 +120,12 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     vertical bars of a figure this wide; the figure then grows to fit its categories).  `dots`: one marker
     per group on a row per category instead of bars (None: when horizontal bars would make the figure taller
     than MAX_BARS_HEIGHT_IN).  `ylabel` names the value axis either way.  `legend=False`: no legend (the caller
-    makes one)."""
+    makes one).  `unit`: show the values in this unit ("µs", "ms", "kcycles", "B" ...), converted from the unit
+    the `value` column's name says (time_ns_median holds ns: :func:`pqlab.formatting.unit_divisor`); `low` and
+    `high` are in the same unit.  Empty: the values as they are.  The axis label is `ylabel`, or the value's name
+    with the unit."""
+    scale = unit_divisor(value, unit) if unit else 1.0
+    ylabel = ylabel or (f"{label_from_name(value)} ({unit})" if unit else "")
     cats = list(dict.fromkeys(df[category]))
     groups = list(dict.fromkeys(df[group]))
     colors = colors or color_map(groups)
@@ -406,9 +411,11 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
 
 @styled
 def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None, high: str | None = None,
-          scale: float = 1.0, xlabel: str = "", ylabel: str = "", logx: bool = False, logy: bool = True,
+          unit: str = "", xlabel: str = "", ylabel: str = "", logx: bool = False, logy: bool = True,
           title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.4, height: float = 2.8, ax=None):
-    """One line per `hue` of `y` against `x`, with a band from `low` to `high` when given."""
+    """One line per `hue` of `y` against `x`, with a band from `low` to `high` when given.  `unit`: show `y` (and
+    the band) in this unit, converted from the unit the column's name says (as :func:`grouped_bars`)."""
+    scale = unit_divisor(y, unit) if unit else 1.0
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or color_map(keys)
@@ -442,7 +449,7 @@ def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str =
 @styled
 def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panels: list | None = None,
                 model: pd.DataFrame | None = None, mark: str | None = None, colors: dict | None = None,
-                linestyles: dict | None = None, connect: bool = True, scale: float = 1.0, xlabel: str = "",
+                linestyles: dict | None = None, connect: bool = True, unit: str = "", xlabel: str = "",
                 ylabel: str = "", logx: bool = True, logy: bool = True, symlog_x: bool = False, eng_x: bool = False,
                 model_label: str = "fitted model", mark_label: str = "", width: float = FULL_WIDTH,
                 height: float = 3.0, legend_cols: int = 4, title: str = ""):
@@ -455,10 +462,12 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
     `symlog_x` puts x = 0 on a log-like axis (linear below 1), ticked at 0 and at powers of ten;
     `eng_x` labels x with SI prefixes (10k, 1M).  One legend below the panels.  In a narrow figure (a column)
     the panels stand one above the other, each `height` high less the legend's share.  The legend has as many
-    columns (up to `legend_cols`) as fit the width."""
+    columns (up to `legend_cols`) as fit the width.  `unit`: show `y` and the model in this unit, converted from
+    the unit the column's name says (as :func:`grouped_bars`)."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import EngFormatter, NullLocator
 
+    scale = unit_divisor(y, unit) if unit else 1.0
     panels = panels or list(dict.fromkeys(df[panel]))
     keys = list(dict.fromkeys(df[hue]))
     colors = colors or color_map(keys)

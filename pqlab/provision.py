@@ -4,6 +4,7 @@
     python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
     python -m pqlab.provision latex            # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.provision browser          # chromium for the report's browser test (exit 1: not there)
+    python -m pqlab.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git filter)
     python -m pqlab.provision runners          # the measuring helpers outside Python:
 
 - the TSC helper (pqlab/tsc.c, reference cycles from Python) into the per-user cache;
@@ -153,6 +154,32 @@ def browser() -> bool:
     return True
 
 
+#: nbstripout's command as the git filter of .gitattributes: cell ids kept (tests/nbval_expected is keyed by them),
+#: and the kernel's language_info (the Python version of whoever saved) dropped with the outputs
+NBSTRIPOUT_ARGS = ("--keep-id", "--extra-keys", "metadata.language_info")
+
+
+def notebook_filter(root: Path | None = None) -> bool:
+    """Configure this checkout's git so that a notebook run and saved in JupyterLab (or anywhere) is stored
+    without outputs: .gitattributes (committed) names the filter ``nbstripout`` for ``*.ipynb``; this sets its
+    command in .git/config, with this venv's Python (nbstripout comes from requirements.lock).  The working file
+    keeps its outputs for its user; ``git status`` and ``git diff`` see the stripped notebook.  Idempotent; a
+    folder that is not a git checkout needs nothing (returns True)."""
+    from .paths import ROOT
+
+    root = root or ROOT
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"],
+                                                     capture_output=True).returncode:
+        print("notebook filter: not a git checkout (or no git): nothing to configure")
+        return True
+    strip = " ".join([f"'{sys.executable}'", "-m", "nbstripout", *NBSTRIPOUT_ARGS])
+    for key, value in (("filter.nbstripout.clean", strip), ("filter.nbstripout.smudge", "cat"),
+                       ("filter.nbstripout.required", "true"), ("diff.ipynb.textconv", f"{strip} -t")):
+        subprocess.run(["git", "-C", str(root), "config", key, value], check=True)
+    print("notebook filter: git stores notebooks without outputs (nbstripout, .gitattributes)")
+    return True
+
+
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
         tsc_helper()
@@ -165,6 +192,8 @@ def main(argv: list[str]) -> int:
         return 0 if latex() else 1
     if argv == ["browser"]:
         return 0 if browser() else 1
+    if argv == ["notebook-filter"]:
+        return 0 if notebook_filter() else 1
     if len(argv) == 2 and argv[0] == "liboqs" and argv[1] in VARIANTS:
         try:
             liboqs(argv[1])

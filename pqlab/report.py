@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from .errors import shell_command
 from .formatting import fmt_duration, html
 
 REPORT = "report"
@@ -573,7 +574,7 @@ def check_pages(report: Path | str, chromium: str | None = None, timeout_s: floa
     os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     problem = browser_problem() if chromium is None else ""
     if problem:
-        raise ReportError(f"{problem}: run python -m pqlab.provision browser")
+        raise ReportError(f"{problem}: run {shell_command('pqlab.provision browser')}")
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 

@@ -29,6 +29,7 @@ import pandas as pd
 from . import inputs, paths
 from .files import atomic_write_set, process_alive
 from .noise import compare_references
+from .ratio import like_statistic
 from .schema import SCHEMA_VERSION, convert, typed
 from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p
 
@@ -95,6 +96,38 @@ class Run:
         optional = ("variant", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
         shown = [c for c in raw.columns if c != "flags" and not (c in optional and raw[c].isna().all())]
         return table(raw, shown)
+
+    def ratio(self, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
+              variant: str | None = None, message_bytes=None):
+        """`numerator`'s `operation` over `denominator`'s (each "NAME" or "NAME@backend"), with its interval over
+        rounds, paired by round, and what the two sides ran in: a :class:`pqlab.ratio.Ratio` (shown as one
+        sentence; ``.value``, ``.low``, ``.high``, ``.flags``, ``.text``).  Sides from different implementations or
+        releases are flagged and said; where a side did not name its backend, also warned.
+        `denominator_operation`: another operation for the denominator (e.g. sign over verify).  `variant`,
+        `message_bytes`: required where the run measured several."""
+        from .ratio import run_ratio
+
+        return run_ratio(self, numerator, denominator, operation, denominator_operation=denominator_operation,
+                         variant=variant, message_bytes=message_bytes)
+
+    def __repr__(self) -> str:
+        return f"{self.headline()}\n{self.summary().to_string()}"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from .formatting import html
+
+        return f"<p>{html(self.headline())}</p>{self.summary()._repr_html_()}"
+
+    def headline(self) -> str:
+        """One line: the run's id, status, how many measurements of how many algorithms, and where it is saved."""
+        rows = self.verified()
+        where = f"saved in {self.path.parent}" if self.path else "not saved"
+        return (f"Run {self.run_id} ({self.meta.get('status', 'in memory')}): {len(rows)} verified measurements of "
+                f"{rows['algorithm'].nunique()} algorithms; {where}. .summary() is the table below, "
+                ".raw_summary() its numbers, .ratio(a, b, operation=...) a ratio with its interval")
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
                       variant: str | None = None, message_bytes=None, column: str = "time_ns"):
@@ -393,8 +426,8 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
     for _, r in merged.iterrows():
         key = tuple(r[k] for k in KEY)
         xa, xb = groups_a.get(key, np.array([])), groups_b.get(key, np.array([]))
-        same_loops = r["loops_a"] == r["loops_b"]
-        stat = "median" if same_loops else "mean"
+        stat = like_statistic(r["loops_a"], r["loops_b"])
+        same_loops = stat == "median"
         factor, low, high = ratio_ci(xb, xa, stat)
         va, vb = np.asarray(xa, float), np.asarray(xb, float)
         p = mann_whitney(va, vb)[1] if same_loops else welch_p(va, vb)

@@ -155,9 +155,18 @@ def has_rounds(values) -> bool:
     return type(values).__name__ == "Series" and tuple(getattr(values.index, "names", ())) == ROUND_LEVELS
 
 
+def statistic(stat) -> str:
+    """`stat` when it is one of the statistics of a round ("median", "mean"); anything else refused with close
+    matches."""
+    from .inputs import choice
+
+    return choice(stat, "stat", tuple(_STATISTICS))
+
+
 def round_values(values, stat: str = "median"):
     """The per-round `stat` of samples labelled with their rounds (:func:`has_rounds`), positive values only,
     indexed by (run_id, round); None for values that carry no rounds."""
+    statistic(stat)
     if not has_rounds(values):
         return None
     v = values[np.isfinite(values.to_numpy(float))]

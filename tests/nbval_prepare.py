@@ -26,10 +26,14 @@ def checked_cells(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code" and TAG in c.get("metadata", {}).get("tags", [])]
 
 
-def prepare(out_dir: Path) -> list[Path]:
+#: the numbered study notebooks; the README's recipe (own_comparison.ipynb) is prepared on its own (make test-notebooks)
+STUDIES = "[0-9][0-9]_*.ipynb"
+
+
+def prepare(out_dir: Path, pattern: str = STUDIES) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(NOTEBOOKS.glob(pattern)):
         nb = json.loads(path.read_text())
         expected_file = EXPECTED / f"{path.stem}.json"
         expected = json.loads(expected_file.read_text()) if expected_file.exists() else {}
@@ -67,12 +71,13 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir", nargs="?", type=Path)
     ap.add_argument("--update", type=Path, nargs="+", metavar="EXECUTED")
+    ap.add_argument("--pattern", default=STUDIES, help="the notebooks/ files to prepare (default: %(default)s)")
     args = ap.parse_args()
     if args.update:
         for p in args.update:
             print(f"stored expected outputs: {update(p)}")
     elif args.out_dir:
-        for p in prepare(args.out_dir):
+        for p in prepare(args.out_dir, args.pattern):
             print(f"prepared {p.relative_to(ROOT) if ROOT in p.parents else p}")
     else:
         ap.error("give OUT_DIR or --update EXECUTED.ipynb")

@@ -203,7 +203,7 @@ def test_published_ratios_come_from_the_reference_tables():
                                                        / one(pq, algorithm="ML-DSA-44", operation="sign", implementation="m4f"))
     classical = ratios[ratios["baseline_kind"] == atlas.CLASSICAL]
     assert classical["ratio"].isna().all() and classical["reason"].str.startswith("no classical baseline").all()
-    assert "ML-DSA-65 sign / ML-DSA-44 sign" in atlas.published_ratio_text(ratios)
+    assert "ML-DSA-65 sign / ML-DSA-44 sign" in atlas.published_ratio_table(ratios).to_string()
 
 
 def test_cross_platform_factors_and_their_intervals(tmp_path):
@@ -382,7 +382,7 @@ def test_every_ratio_names_its_statistic_like_with_like_and_intervals_only_from_
     assert any(t.startswith("Raspberry Pi 4") and t.endswith("statistic unstated") for t in legend)
     assert all("ratio of means" in t for t in legend if "Raspberry Pi 4" not in t)
     platforms, pub_ratios = atlas.published_platforms(comps())
-    assert "unstated" in atlas.published_ratio_text(pub_ratios)
+    assert "unstated" in atlas.published_ratio_table(pub_ratios).to_string()
     assert a.platforms.set_index("platform").loc[atlas.PI4, "statistic"] == "statistic unstated"
 
 

@@ -1,8 +1,10 @@
 """`python -m pqlab list | bench | compare | fidelity`: exit codes, output, files."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -128,13 +130,44 @@ def test_fidelity_measures_both_arms():
 
 
 def test_lab_passes_allow_root_only_as_root():
-    from pqlab.cli import lab_command
+    from pqlab.lab import lab_command
 
-    as_root = lab_command("127.0.0.1", 8890, "t0k", euid=0)
-    as_user = lab_command("127.0.0.1", 8890, "t0k", euid=1000)
+    as_root = lab_command("127.0.0.1", 8890, "t0k", euid=0, folder=Path("/x/y"))
+    as_user = lab_command("127.0.0.1", 8890, "t0k", euid=1000, folder=Path("/x/y"))
     assert "--allow-root" in as_root and "--allow-root" not in as_user
     assert as_root[1] == "lab" and "--port=8890" in as_root and "--ServerApp.port_retries=0" in as_root
-    assert "--IdentityProvider.token=t0k" in as_root and any(a.endswith("/notebooks") for a in as_root)
+    assert "--IdentityProvider.token=t0k" in as_root and "--notebook-dir=/x/y" in as_root
+
+
+def test_lab_opens_the_checkout_with_a_home_for_own_notebooks_or_lab_dir(tmp_path, monkeypatch):
+    from pqlab import lab as cli
+    from pqlab import paths
+    from pqlab.errors import BadInput
+
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    assert cli.lab_dir("") == tmp_path and (tmp_path / cli.MY_NOTEBOOKS).is_dir()
+    assert cli.lab_dir(str(tmp_path / cli.MY_NOTEBOOKS)) == tmp_path / cli.MY_NOTEBOOKS
+    with pytest.raises(BadInput, match="LAB_DIR='/no/such' is not a folder"):
+        cli.lab_dir("/no/such")
+
+
+def test_my_notebooks_are_ignored_by_git():
+    from pqlab import lab as cli
+    from pqlab import paths
+
+    probe = f"{cli.MY_NOTEBOOKS}/question.ipynb"
+    assert subprocess.run(["git", "-C", str(paths.ROOT), "check-ignore", "-q", probe]).returncode == 0
+
+
+def test_lab_kernels_find_this_venv_first_on_path():
+    from pqlab.lab import lab_environment
+
+    env = lab_environment({"PATH": "/usr/bin:/bin"})
+    first = env["PATH"].split(os.pathsep)[0]
+    assert Path(first, "python").exists() and Path(first) == Path(sys.executable).parent
+    assert env["PATH"].endswith("/usr/bin:/bin")
+    out = subprocess.run(["python", "-m", "pqlab", "list", "--kind", "kem"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "ML-KEM-768" in out.stdout
 
 
 @pytest.mark.counter

@@ -21,7 +21,17 @@ def test_values_that_differ_between_runs_are_all_listed():
     a = fake_run("a", hypervisor="kvm")
     b = fake_run("b", hypervisor="none")
     rows = dict(context.run_context([a, b]))
-    assert rows["hypervisor"] == "kvm; none" and rows["runs"] == "a, b"
+    assert rows["hypervisor"] == "kvm (run a); none (run b)" and rows["runs"] == "a, b"
+    assert rows["kernel"] == a.meta["kernel"]  # the same in every run: said once, without run ids
+
+
+def test_the_liboqs_row_says_which_runs_loaded_which_liboqs():
+    """A notebook's runs beside Bouncy Castle's: the row must not read "0.13.0 (...); not loaded by this run"."""
+    loaded = {"liboqs_version": "0.13.0", "variant": "default", "build_config": {}}
+    rows = dict(context.run_context([fake_run("oqs1", liboqs=loaded), fake_run("oqs2", liboqs=loaded),
+                                     fake_run("bc", liboqs={})]))
+    assert rows["liboqs"] == ("0.13.0 (default build; options unknown) (runs oqs1, oqs2); "
+                              "not loaded (run bc)")
 
 
 def test_unknown_frequency_says_why_and_counter_dicts_are_read():

@@ -21,6 +21,7 @@ import pytest  # noqa: E402
 from conftest import fake_run, require_tools  # noqa: E402
 
 from pqlab import export, flags, paths, plotting  # noqa: E402
+from pqlab.errors import UnknownName  # noqa: E402
 
 
 @pytest.fixture
@@ -305,7 +306,8 @@ def test_data_only_tables_are_csv_only(out):
 def test_a_paper_table_needs_a_caption_and_a_known_layout(out):
     with pytest.raises(ValueError, match="needs a caption"):
         export.save_table(TABLE, "t", "x", runs=[])
-    with pytest.raises(ValueError, match="layout 'wide' is not one of auto, page, landscape"):
+    with pytest.raises(UnknownName, match="unknown layout 'wide'; close matches: .*layout is one of auto, page, "
+                       "landscape"):
         export.save_table(TABLE, "t", "x", runs=[], caption="c", layout="wide")
     assert all_files(out) == []
 

@@ -106,11 +106,6 @@ def algorithms_to_measure(comps: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys([*comps["algorithm"], *comps["baseline"]]))
 
 
-def comparisons_text(comps: pd.DataFrame) -> str:
-    """The comparisons as plain text (a deterministic notebook output)."""
-    return comps[["kind", "baseline_kind", "comparison"]].to_string(index=False)
-
-
 # --------------------------------------------------------------------------- measuring here
 def local_identity(build: str) -> str:
     """The machine id a local liboqs build is recorded under: this machine's own for the default build,
@@ -605,12 +600,12 @@ def ratio_view(atlas: Atlas, baseline_kind: str):
     return table(df, [Column(c, label=str(c), kind="text") for c in df.columns], notes=notes)
 
 
-def published_ratio_text(ratios: pd.DataFrame) -> str:
-    """Published ratios (:func:`published_platforms`) as plain text: deterministic, a checked notebook output."""
+def published_ratio_table(ratios: pd.DataFrame):
+    """Published ratios (:func:`published_platforms`) as a reader sees them (:func:`pqlab.formatting.table`):
+    deterministic, a checked notebook output."""
     r = ratios[ratios["ratio"].notna()]
-    shown = r.assign(ratio=r["ratio"].map(lambda v: f"{v:.3f}"))[["platform", "comparison", "statistic", "ratio",
-                                                                  "source"]]
-    return shown.to_string(index=False) if len(shown) else "no published ratio for these comparisons"
+    return table(r, ["platform", "comparison", "statistic", "ratio", "source"],
+                 notes=[] if len(r) else ["No published ratio for these comparisons."])
 
 
 def pqm4_table(comps: pd.DataFrame) -> pd.DataFrame:

@@ -42,6 +42,7 @@ from ..energy import (
     read_trace,
 )
 from ..formatting import (
+    Column,
     fmt_bytes_binary,
     fmt_energy_uj,
     fmt_factor,
@@ -50,6 +51,7 @@ from ..formatting import (
     fmt_time_ms,
     markdown,
     slug,
+    table,
 )
 from ..paths import RAW
 from ..results import verified_rows
@@ -288,7 +290,10 @@ def describe_energy_here(ours: pd.DataFrame, live: PowerSource, runs) -> str:
     text = "Energies here, by basis: " + ", ".join(
         f"**{b}** ({n} operations)" for b, n in ours.groupby("basis", sort=False).size().items()) + "."
     text += f" Energy run: {markdown(context_line(runs))}." if runs else ""
-    return f"{text}\n\n{energy_here_table(ours).to_markdown(floatfmt='.4g')}"
+    shown = energy_here_table(ours).reset_index()  # one energy column per basis, in µJ
+    keys = ["algorithm", "operation", "message_bytes"]
+    columns = keys + [Column(c, str(c), "energy") for c in shown.columns if c not in keys]
+    return f"{text}\n\n{table(shown, columns).to_markdown()}"
 
 
 def energy_here_table(ours: pd.DataFrame) -> pd.DataFrame:

@@ -258,9 +258,10 @@ def plot_idle_sensitivity(sensitivity, width: float = plotting.FULL_WIDTH):
     """The share of the published energies an idle board would have drawn, against the assumed idle
     power: median over the published rows, band from the smallest to the largest share; the line where
     idle draw becomes the majority."""
-    df = sensitivity.assign(series="published rows: median share (band: smallest to largest)")
-    fig = plotting.lines(df, x="assumed_idle_w", y="idle_share_median", hue="series", low="idle_share_min",
-                         high="idle_share_max", scale=0.01, logy=False, xlabel="assumed idle power of the board (W)",
+    df = sensitivity.assign(series="published rows: median share (band: smallest to largest)").rename(
+        columns=lambda c: c.replace("idle_share", "idle_fraction"))  # a fraction: unit="%" converts it
+    fig = plotting.lines(df, x="assumed_idle_w", y="idle_fraction_median", hue="series", low="idle_fraction_min",
+                         high="idle_fraction_max", unit="%", logy=False, xlabel="assumed idle power of the board (W)",
                          ylabel="idle draw / published energy (%)",
                          title="Pi 4 study: how much of each published energy is idle draw", width=width)
     ax = fig.axes[0]

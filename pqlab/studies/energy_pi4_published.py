@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import formatting
 from ..algorithms import get
 from ..energy import MIN_SAMPLE_PERIODS, ReplaySource, trace_from_reference, write_trace
-from ..formatting import fmt_percent, fmt_span, fmt_time_ms, slug
+from ..formatting import Column, fmt_percent, fmt_span, fmt_time_ms, slug
 from ..paths import REFERENCE, ROOT
 
 #: the study's table in data/reference/
@@ -85,6 +86,17 @@ def time_power_check(reference: pd.DataFrame, printed: pd.DataFrame | None = Non
         "operation": reference["operation"].to_numpy(), "time_ms": t, "power_w": p, "energy_uj": e,
         "time_x_power_uj": tp, "deviation_pct": 100 * dev, "rounding_low_pct": 100 * low,
         "rounding_high_pct": 100 * high, "beyond_rounding": (dev < low) | (dev > high)})
+
+
+def time_power_table(check: pd.DataFrame):
+    """:func:`time_power_check` as a reader sees it (:func:`pqlab.formatting.table`): the deviations and the range
+    rounding allows in percent with three significant digits (the percent kind's one decimal would show the
+    rounding range as 0.0)."""
+    pct = [Column(c, label, "number") for c, label in (("deviation_pct", "Deviation (%)"),
+                                                       ("rounding_low_pct", "Rounding allows from (%)"),
+                                                       ("rounding_high_pct", "Rounding allows to (%)"))]
+    return formatting.table(check, ["algorithm", "operation", "time_ms", "power_w", Column("energy_uj", "Energy"),
+                                    Column("time_x_power_uj", "Time × power"), *pct, "beyond_rounding"])
 
 
 def describe_time_power(check: pd.DataFrame, close: float = 0.05) -> str:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import flags, plotting
-from ..formatting import fmt_bytes, fmt_span, is_missing, markdown, slug
+from .. import flags, formatting, plotting
+from ..formatting import Column, fmt_bytes, fmt_span, is_missing, markdown, slug
 from ..memory.driver import (
     HEAP_MARKER_BYTES,
     SOURCE_MASSIF,
@@ -355,6 +355,14 @@ def describe_method(first_call: bool = True) -> str:
 REFERENCE_TABLE = "03_memory_gravity_sphincs"
 #: gravity-rs's constants (hash length, GravitySmall's parameters), read from the code the study names
 PARAMETERS_TABLE = "03_study_gravity_params"
+
+
+def published_table(reference: pd.DataFrame):
+    """The study's published values (:data:`REFERENCE_TABLE`, rows with a value) as a reader sees them: each value
+    exactly as published (its unit beside it differs per row, so no column unit rounds it)."""
+    shown = reference[reference["value"].notna()]
+    shown = shown.assign(value=shown["value"].map(lambda v: format(v, ".10g")))
+    return formatting.table(shown, ["source_block", "metric", "operation", Column("value", kind="text"), "unit"])
 
 
 def load_gravity() -> dict:

@@ -766,7 +766,7 @@ def plot_time_vs_message(native: pd.DataFrame, fits: pd.DataFrame, width: float 
     return plotting.panel_lines(native, x="message_bytes", y="time_ns_median", hue="algorithm", panel="operation",
                                 panels=["sign", "verify"], model=model, connect=False, mark="crossover",
                                 model_label="fit: fixed + per-byte × length", mark_label="crossover: hashing = fixed part",
-                                colors=plotting.shaded_family_colors(native), scale=1e3, symlog_x=True,
+                                colors=plotting.shaded_family_colors(native), unit="µs", symlog_x=True,
                                 xlabel="message length (bytes)", ylabel="median time (µs, log)", height=3.2, width=width)
 
 

@@ -5,6 +5,7 @@ tables and ratios).
 
 * :func:`recompute_reference`, :func:`count_reference_matches`, :func:`reference_verdict`,
   :func:`describe_reference`: the study's time columns against its cycles and stated clock (which follow);
+  :func:`counts_markdown` and :func:`recomputed_table` show them;
 * :func:`sphincs_round2_sizes`: the round-2 SPHINCS+ sets as their reference code defines them, with the
   key and signature lengths that follow (``data/reference/04_study_sphincs_round2_params.csv``);
 * :func:`dilithium_parameters`: round-2 Dilithium and FIPS 204 (ML-DSA) constants, evaluated, with each
@@ -29,7 +30,7 @@ import pandas as pd
 
 from .. import cycles
 from ..cycles import per_call
-from ..formatting import fmt_bytes, fmt_count, fmt_percent
+from ..formatting import Column, fmt_bytes, fmt_count, fmt_percent, markdown, table
 
 REFERENCE_TABLE = "04_round2_signatures"
 SPHINCS_TABLE = "04_study_sphincs_round2_params"
@@ -69,12 +70,38 @@ def count_reference_matches(recomputed: pd.DataFrame) -> dict:
     per_family = (recomputed.groupby("family", sort=False)[["sign_time_matches", "verify_time_matches"]]
                   .sum().astype(int))
     per_family.insert(0, "rows", recomputed.groupby("family", sort=False).size())
+    per_family = per_family.reset_index()  # a column, so that tables show it
     return {"rows": int(len(recomputed)), "sign_matches": int(recomputed["sign_time_matches"].sum()),
             "verify_matches": int(recomputed["verify_time_matches"].sum()),
             "verify_is_permutation": bool(len(pub) == len(rec) and np.allclose(pub, rec, rtol=0, atol=1e-9)),
             "verify_from_other_rows": int((~recomputed["verify_time_matches"]
                                            & (recomputed["verify_time_belongs_to"] != "none")).sum()),
             "clock_hz": float(recomputed.attrs["source"]["clock_hz"]), "per_family": per_family}
+
+
+def counts_markdown(counts: dict) -> str:
+    """The counts of :func:`count_reference_matches` as a Markdown list (a deterministic, checked output)."""
+    facts = [("rows", counts["rows"]), ("rows whose sign time = sign cycles / clock", counts["sign_matches"]),
+             ("rows whose verify time = verify cycles / clock", counts["verify_matches"]),
+             ("published verify times are a permutation of the recomputed ones",
+              "yes" if counts["verify_is_permutation"] else "no"),
+             ("mismatching rows holding another row's recomputed verify time", counts["verify_from_other_rows"])]
+    return "\n".join(f"- {markdown(label)}: {value if isinstance(value, str) else fmt_count(value)}"
+                     for label, value in facts)
+
+
+#: the columns :func:`recomputed_table` shows: both verify times in one unit, so that they compare at a glance
+RECOMPUTED_COLUMNS = ["row", "family", "scheme", "version", "verify_cycles",
+                      Column("verify_time_s", "Verify time, published", "time", "ms"),
+                      Column("verify_time_recomputed_s", "Verify time, recomputed", "time", "ms"),
+                      Column("verify_time_belongs_to", "Recomputed in rows", "text")]
+
+
+def recomputed_table(recomputed: pd.DataFrame, matching: bool, rows: int | None = None):
+    """The study's rows whose published verify time matches the one recomputed from its cycles (`matching`), or
+    those that do not (the first `rows`), as a reader sees them (:func:`pqlab.formatting.table`)."""
+    part = recomputed.loc[recomputed["verify_time_matches"] == matching]
+    return table(part if rows is None else part.head(rows), RECOMPUTED_COLUMNS)
 
 
 def reference_verdict(counts: dict) -> str:

@@ -1,0 +1,190 @@
+"""One operation of one algorithm over one of another, from one run: the ratio with its interval, and what it compares.
+
+    run = pqlab.bench(["ML-DSA-65", "ECDSA-P384"], operations=["sign", "verify"])
+    run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
+    -> ML-DSA-65 sign / ECDSA-P384 sign: 0.49× [0.48, 0.49] (...), and a warning: liboqs against OpenSSL
+
+A number belongs to an implementation and a release, not to an algorithm name: a ratio whose two sides ran in
+different implementations (liboqs against OpenSSL through ``cryptography``) or different releases or builds of one
+says so in its text and its flags, every time.  Where a side did not name its backend (``"ML-DSA-65"`` rather than
+``"ML-DSA-65@liboqs"``) and the sides differ, it also warns (:func:`pqlab.errors.warn`): the conclusion then rests
+on a default the caller never chose.
+
+The interval is over rounds, paired by round (both operations were measured in the same rounds of the run:
+:func:`pqlab.stats.ratio_ci`).  The statistic is the median of each round where both sides' samples are means of
+the same number of calls, else the mean (:func:`like_statistic`), and the ratio names it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import BadInput, UnknownName, warn
+from .formatting import fmt_factor_ci, html, markdown
+
+#: ratio flags: code -> meaning
+FLAGS = {
+    "cross-implementation": "the two sides ran in different implementations (libraries)",
+    "cross-release": "the two sides ran in different releases or builds of one implementation",
+    "no-interval": "no interval: fewer shared rounds than an interval needs",
+}
+
+
+def like_statistic(loops_a, loops_b) -> str:
+    """The per-round statistic that compares two measurements like for like: "median" where both samples are
+    means of the same number of calls (loops), else "mean" (a median of means of different sizes is not a
+    median of calls)."""
+    return "median" if loops_a == loops_b else "mean"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a ratio: what ran, and whether the caller named its backend."""
+
+    algorithm: str
+    backend: str
+    variant: str
+    operation: str
+    implementation: str
+    library_version: str
+    named: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.algorithm} {self.operation}"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``numerator / denominator`` of one run, with its interval over rounds and what differs between the sides.
+    ``str()`` and a notebook's display give the sentence; ``flags`` the codes of :data:`FLAGS`."""
+
+    numerator: Side
+    denominator: Side
+    value: float
+    low: float
+    high: float
+    statistic: str
+    rounds: int
+    run_id: str
+    flags: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The value with its interval: "0.49× [0.48, 0.49]" (no interval: the value alone)."""
+        return fmt_factor_ci(self.value, self.low, self.high)
+
+    @property
+    def differs(self) -> str:
+        """What differs between the sides' implementations, in words ("" when they ran in the same one)."""
+        a, b = self.numerator, self.denominator
+        if a.implementation == b.implementation and a.variant == b.variant:
+            return ""
+        what = "implementations" if "cross-implementation" in self.flags else "releases or builds"
+        return f"different {what}: {_ran(a)} against {_ran(b)}"
+
+    def lines(self) -> list[str]:
+        a, b = self.numerator, self.denominator
+        from .formatting import fmt_percent
+        from .stats import CONFIDENCE
+
+        interval = (f"{self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval over rounds, "
+                    "paired by round"
+                    if "no-interval" not in self.flags else f"{self.statistic}s; no interval: {FLAGS['no-interval']}")
+        out = [f"{a.label} / {b.label}: {self.text} ({interval}; run {self.run_id})"]
+        if self.differs:
+            out.append(f"⚠ {self.differs}." + ("" if a.named and b.named else
+                                                " Name both backends (e.g. " + ", ".join(_alternatives(self))
+                                                + ") to say which comparison you mean."))
+        else:
+            out.append(f"Both sides ran in {_ran(a)}.")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        return "<br>".join(html(line) for line in self.lines())
+
+    def _repr_markdown_(self) -> str:
+        return "  \n".join(markdown(line) for line in self.lines())
+
+
+def _ran(side: Side) -> str:
+    return side.implementation + (f", {side.variant} build" if side.variant and side.variant not in
+                                  side.implementation else "")
+
+
+def _alternatives(r: Ratio) -> list[str]:
+    return [f"'{s.algorithm}@{s.backend}'" for s in (r.numerator, r.denominator)]
+
+
+def _side(run, spec: str, operation: str, variant: str | None, message_bytes) -> tuple[Side, object, int]:
+    """The verified measurement row `spec` ("NAME" or "NAME@backend") names in `run`, with its samples and loops."""
+    name, _, backend = str(spec).partition("@")
+    m = run.verified()
+    if name not in set(m["algorithm"]):
+        raise UnknownName("algorithm in this run", name, sorted(set(m["algorithm"])),
+                          f"run {run.run_id} measured: {', '.join(sorted(set(m['algorithm'])))}")
+    rows = m[m["algorithm"] == name]
+    if backend:
+        if backend not in set(rows["backend"]):
+            raise UnknownName(f"backend of {name} in this run", backend, sorted(set(rows["backend"])),
+                              f"{name} ran here on: {', '.join(sorted(set(rows['backend'])))}")
+        rows = rows[rows["backend"] == backend]
+    elif rows["backend"].nunique() > 1:
+        raise BadInput(f"{name} ran on several backends in run {run.run_id}: name one, e.g. "
+                       + " or ".join(f"'{name}@{b}'" for b in sorted(set(rows["backend"]))))
+    if operation not in set(rows["operation"]):
+        raise UnknownName(f"operation of {spec}", operation, sorted(set(rows["operation"])),
+                          f"{spec} has: {', '.join(sorted(set(rows['operation'])))}")
+    rows = rows[rows["operation"] == operation]
+    if variant is not None:
+        rows = rows[rows["variant"].fillna("") == variant]
+    if rows["variant"].fillna("").nunique() > 1:
+        raise BadInput(f"{spec} {operation} ran in several builds here: choose one with variant= "
+                       f"({', '.join(sorted(set(rows['variant'].fillna(''))))})")
+    sizes = sorted(set(rows["message_bytes"].dropna().astype(int)))
+    if message_bytes is not None:
+        rows = rows[rows["message_bytes"] == message_bytes]
+    elif len(sizes) > 1:
+        raise BadInput(f"{spec} {operation} was measured at several message sizes: choose one with message_bytes= "
+                       f"({', '.join(map(str, sizes))})")
+    if rows.empty:
+        raise BadInput(f"run {run.run_id} has no verified {spec} {operation} row"
+                       + (f" for {message_bytes} bytes (sizes: {', '.join(map(str, sizes))})" if sizes else ""))
+    row = rows.iloc[0]
+    side = Side(name, str(row["backend"]), str(row["variant"]) if isinstance(row["variant"], str) else "",
+                operation, str(row.get("implementation") or row["backend"]), str(row.get("library_version") or ""),
+                bool(backend))
+    mb = None if row["message_bytes"] != row["message_bytes"] else row["message_bytes"]  # NaN: no message
+    values = run.sample_values(name, operation, backend=side.backend, variant=side.variant or None, message_bytes=mb)
+    return side, values, row["loops"]
+
+
+def run_ratio(run, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
+              variant: str | None = None, message_bytes=None) -> Ratio:
+    """:meth:`pqlab.results.Run.ratio`: `numerator` over `denominator` ("NAME" or "NAME@backend") for `operation`
+    (and `denominator_operation` for the denominator, e.g. sign over verify of one algorithm)."""
+    from .stats import MIN_ROUNDS, has_rounds, ratio_ci
+
+    a, xa, loops_a = _side(run, numerator, operation, variant, message_bytes)
+    b, xb, loops_b = _side(run, denominator, denominator_operation or operation, variant, message_bytes)
+    statistic = like_statistic(loops_a, loops_b)
+    value, low, high = ratio_ci(xa, xb, statistic)
+    shared = (len(set(xa.index).intersection(xb.index)) if has_rounds(xa) and has_rounds(xb) else 0)
+    flags = []
+    if a.backend != b.backend:
+        flags.append("cross-implementation")
+    elif a.implementation != b.implementation or a.variant != b.variant:
+        flags.append("cross-release")
+    if not (math.isfinite(low) and math.isfinite(high)) or shared < MIN_ROUNDS:
+        flags.append("no-interval")
+    r = Ratio(a, b, value, low, high, statistic, shared, run.run_id, tuple(flags))
+    if r.differs and not (a.named and b.named):
+        warn(f"{a.label} / {b.label} compares {r.differs}; name both backends "
+             f"({', '.join(_alternatives(r))}) to choose the comparison")
+    return r
