@@ -161,11 +161,12 @@ test-paper: $(SETUP)
 	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) PQLAB_RECIPE_FROM=$(CURDIR)/$(RECIPE_OUTPUT) \
 	    $(PY) -m pytest tests/test_paper.py tests/test_recipe.py -k quick_exports -p no:cacheprovider
 
-# The report's browser test alone (it also runs in test-unit): Debian's chromium, installed where apt-get can,
-# driven by Playwright; a missing browser fails it here instead of skipping it.
-test-report: $(STAMP)-python
+# The browser tests alone (they also run in test-unit): the report's pages, and notebook 01 run and saved in
+# `make lab` with git status clean after (tests/test_lab_browser.py). Debian's chromium, installed where apt-get
+# can, driven by Playwright; a missing browser fails them here instead of skipping them.
+test-report: $(SETUP)
 	$(PY) -m pqlab.provision browser
-	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/test_report.py -p no:cacheprovider
+	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/test_report.py tests/test_lab_browser.py -p no:cacheprovider
 
 # A machine without a JDK and without valgrind, forced on this one (after `make test`): notebooks 01 and 03
 # under nbval with java, javac and valgrind missing from PATH (tests/path_without.py), over a copy of the

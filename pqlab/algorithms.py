@@ -458,30 +458,31 @@ def _post_quantum(name: str) -> bool:
     return family_of(name) != "other"
 
 
-#: names whose default backend :func:`resolve` has announced in this process (once each)
+#: names whose default backend :func:`announce_defaults` has announced in this process (once each)
 _ANNOUNCED: set[str] = set()
 
 
-def announce_default(name: str) -> str:
-    """Once per name and process, the sentence saying which backend `name` runs on when none is named and several
-    implement it, and why; "" otherwise (one backend, or said already).  It is also warned
-    (:func:`pqlab.errors.warn`)."""
-    found = backends_of(name)
-    if len(found) < 2 or name in _ANNOUNCED:
-        return ""
-    _ANNOUNCED.add(name)
-    order = [b for b in BACKEND_PREFERENCE if b in found] + [b for b in found if b not in BACKEND_PREFERENCE]
-    text = (f"{name} runs on {found[0]}, the first of pqlab's backend order ({', '.join(order)}) that implements it "
-            f"(liboqs first for post-quantum algorithms, OpenSSL through cryptography for classical ones); name "
-            f"another to measure it there, e.g. '{name}@{found[1]}'")
-    warn(text)
-    return text
+def announce_defaults(items) -> list[str]:
+    """Once per name and process, say which backend each name given without one (a str without "@") runs on,
+    where several implement it, and why (:func:`pqlab.errors.warn`); returns the sentences said."""
+    said = []
+    for item in [items] if isinstance(items, str) else items:
+        name, at, _ = str(item).partition("@") if isinstance(item, str) else ("", "@", "")
+        found = backends_of(name) if name and not at else []
+        if len(found) < 2 or name in _ANNOUNCED:
+            continue
+        _ANNOUNCED.add(name)
+        order = [b for b in BACKEND_PREFERENCE if b in found] + [b for b in found if b not in BACKEND_PREFERENCE]
+        said.append(f"{name} runs on {found[0]}, the first of pqlab's backend order ({', '.join(order)}) that "
+                    f"implements it (liboqs first for post-quantum algorithms, OpenSSL through cryptography for "
+                    f"classical ones); name another to measure it there, e.g. '{name}@{found[1]}'")
+        warn(said[-1])
+    return said
 
 
-def resolve(items: Iterable, announce: bool = False) -> list[Algorithm]:
+def resolve(items: Iterable) -> list[Algorithm]:
     """Algorithms from names, "NAME@backend" strings, (name, backend) pairs or adapters (one name or adapter
-    may be given alone: a str is never read letter by letter).  `announce`: say once which backend a name
-    without one runs on, where several implement it (:func:`announce_default`)."""
+    may be given alone: a str is never read letter by letter)."""
     out = []
     for item in [items] if isinstance(items, (str, Algorithm)) else items:
         if isinstance(item, Algorithm):
@@ -491,8 +492,6 @@ def resolve(items: Iterable, announce: bool = False) -> list[Algorithm]:
         else:
             name, _, backend = str(item).partition("@")
             out.append(get(name, backend or None))
-            if announce and not backend:
-                announce_default(name)
     return out
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cycles, flags, inputs, noise, paths
-from .algorithms import Algorithm, Noop, resolve
+from .algorithms import Algorithm, Noop, announce_defaults, resolve
 from .errors import BadInput, shell_command
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
@@ -182,8 +182,9 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
     run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
-    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm"), announce=True))
+    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
     plan = inputs.plan(algos, operations, sizes)
+    announce_defaults(algorithms)  # after every check: bad input is refused alone
     if quiet_only:
         quiet, why, _ = noise.quiet_now()
         if not quiet:

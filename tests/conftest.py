@@ -95,3 +95,16 @@ def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: f
     monkeypatch.setattr(liboqs_build, "_compile", compile_)
     monkeypatch.setattr(liboqs_build, "_check", lambda library: None)
     return calls
+
+
+def require_browser() -> None:
+    """Skip a browser test when chromium or Playwright is missing; fail it instead under PQLAB_REQUIRE_BROWSER=1
+    (CI), naming the command that installs the browser."""
+    from pqlab import report
+
+    problem = report.browser_problem()
+    if problem:
+        why = f"{problem}: run python -m pqlab.provision browser"
+        if os.environ.get("PQLAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{why} (PQLAB_REQUIRE_BROWSER=1)", pytrace=False)
+        pytest.skip(why)

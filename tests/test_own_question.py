@@ -120,12 +120,21 @@ def test_bench_says_once_which_backend_a_name_runs_on_and_why(monkeypatch):
         pytest.skip("ML-DSA-65 has one backend here")
     monkeypatch.setattr(algorithms, "_ANNOUNCED", set())
     with pytest.warns(PqlabWarning, match=r"ML-DSA-65 runs on liboqs, the first of pqlab's backend order") as seen:
-        algorithms.resolve(["ML-DSA-65", "ML-DSA-65@cryptography"], announce=True)
-    assert len([w for w in seen if "ML-DSA-65 runs on" in str(w.message)]) == 1
+        said = algorithms.announce_defaults(["ML-DSA-65", "ML-DSA-65@cryptography", ("Ed25519", "cryptography")])
+    assert len(said) == 1 and len([w for w in seen if "ML-DSA-65 runs on" in str(w.message)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        algorithms.resolve(["ML-DSA-65"], announce=True)  # once per name and process
-        algorithms.resolve(["Ed25519@cryptography"], announce=True)  # named: nothing to say
+        assert algorithms.announce_defaults("ML-DSA-65") == []  # once per name and process
+        assert algorithms.announce_defaults(["Ed25519@cryptography"]) == []  # named: nothing to say
+
+
+def test_bench_announces_after_refusing_bad_input(monkeypatch):
+    monkeypatch.setattr(algorithms, "_ANNOUNCED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the refusal comes alone, before any announcement
+        with pytest.raises(BadInput, match="has no operation 'sign'"):
+            pqlab.bench(["ML-KEM-768"], operations=["sign"], save=False, progress=False)
+    assert "ML-KEM-768" not in algorithms._ANNOUNCED
 
 
 @pytest.mark.parametrize("call, match", [

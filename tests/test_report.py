@@ -19,24 +19,14 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from conftest import require_browser
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from pqlab import paths, report
 
-REQUIRE_BROWSER = os.environ.get("PQLAB_REQUIRE_BROWSER") == "1"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(2)>&amp;'
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 STEM = "01_tiny"
-
-
-def require_browser() -> None:
-    """Skip when chromium or Playwright is missing; fail instead under PQLAB_REQUIRE_BROWSER=1."""
-    problem = report.browser_problem()
-    if problem:
-        why = f"{problem}: run python -m pqlab.provision browser"
-        if REQUIRE_BROWSER:
-            pytest.fail(f"{why} (PQLAB_REQUIRE_BROWSER=1)", pytrace=False)
-        pytest.skip(why)
 
 
 def tiny_notebook() -> nbformat.NotebookNode:
@@ -222,7 +212,7 @@ def test_a_missing_browser_skips_here_and_fails_in_ci(monkeypatch):
     monkeypatch.setattr(report, "find_chromium", lambda: None)
     monkeypatch.delenv("PQLAB_CHROMIUM", raising=False)
     for required, outcome in ((False, pytest.skip.Exception), (True, pytest.fail.Exception)):
-        monkeypatch.setitem(globals(), "REQUIRE_BROWSER", required)
+        monkeypatch.setenv("PQLAB_REQUIRE_BROWSER", "1" if required else "0")
         with pytest.raises(outcome) as caught:
             require_browser()
         message = str(caught.value)
