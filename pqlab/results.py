@@ -125,8 +125,9 @@ class Run:
         """One line: the run's id, status, how many measurements of how many algorithms, and where it is saved."""
         rows = self.verified()
         where = f"saved in {self.path.parent}" if self.path else "not saved"
+        pairs = len(rows[["algorithm", "backend"]].drop_duplicates())
         return (f"Run {self.run_id} ({self.meta.get('status', 'in memory')}): {len(rows)} verified measurements of "
-                f"{rows['algorithm'].nunique()} algorithms; {where}. .summary() is the table below, "
+                f"{pairs} algorithm/backend pairs; {where}. .summary() is the table below, "
                 ".raw_summary() its numbers, .ratio(a, b, operation=...) a ratio with its interval")
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
