@@ -497,9 +497,14 @@ def resolve(items: Iterable) -> list[Algorithm]:
 
 def implementations(names: Iterable[str], backends: Iterable[str] | None = None) -> list[str]:
     """"NAME@backend" for every backend of `backends` that implements each name (all backends when
-    None); a name none of them implements gets its preferred backend."""
+    None); a name none of them implements gets its preferred backend.  An unknown backend is refused with close
+    matches (:func:`known_backends`)."""
+    from .inputs import choice
+
     _load_backends()
     wanted = list(backends) if backends is not None else None
+    for b in wanted or []:
+        choice(b, "backend", known_backends())
     out = []
     for name in names:
         get(name)  # an unknown name raises here, with close matches

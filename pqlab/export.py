@@ -51,6 +51,8 @@ SIZES = {"": "FULL_WIDTH", ".col": "COLUMN_WIDTH"}
 #: tables with more rows than this are long tables (longtable: they break across pages)
 LONG_ROWS = 40
 LAYOUTS = ("auto", "page", "landscape")
+#: the formats save_figure writes (each with its metadata: _metadata)
+FORMATS = ("pdf", "svg", "png")
 STYLE_FILE = "pqlabtables.sty"
 FOOTER_PT = 6.0
 #: draw a figure's narrow width in a forked process while the full width is drawn: None decides by the
@@ -333,6 +335,7 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     from .context import context_line
 
     _check(topic, name)
+    formats = tuple(inputs.choice(f, "figure format", FORMATS) for f in formats)
     if not callable(draw) or isinstance(draw, Figure):
         raise TypeError(f"save_figure({topic}/{name}): pass a function of the width in inches that returns the "
                         "figure, e.g. lambda w: plot(df, width=w), not a drawn Figure")

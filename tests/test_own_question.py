@@ -141,6 +141,9 @@ def test_bench_announces_after_refusing_bad_input(monkeypatch):
     (lambda: pqlab.names(kind="signature"), "unknown kind 'signature'; close matches: sig"),
     (lambda: pqlab.names(backend="openssl"), "unknown backend 'openssl'"),
     (lambda: stats.round_interval(np.ones(5), stat="medain"), "unknown stat 'medain'; close matches: median"),
+    (lambda: algorithms.implementations(["ML-DSA-44"], ["liboq"]), "unknown backend 'liboq'; close matches: liboqs"),
+    (lambda: export.save_figure(lambda w: None, "own", "x", runs=[], formats=("pdf", "jpg")),
+     "unknown figure format 'jpg'"),
 ])
 def test_enum_arguments_refuse_unknown_values_with_close_matches(call, match):
     with pytest.raises(UnknownName, match=match):
