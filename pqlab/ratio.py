@@ -2,7 +2,8 @@
 
     run = pqlab.bench(["ML-DSA-65", "ECDSA-P384"], operations=["sign", "verify"])
     run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
-    -> ML-DSA-65 sign / ECDSA-P384 sign: 0.49× [0.48, 0.49] (...), and a warning: liboqs against OpenSSL
+    -> ML-DSA-65@liboqs sign / ECDSA-P384@cryptography sign: 0.49× [0.48, 0.49] (...), and a warning: liboqs
+       against OpenSSL
 
 A number belongs to an implementation and a release, not to an algorithm name: a ratio whose two sides ran in
 different implementations (liboqs against OpenSSL through ``cryptography``) or different releases or builds of one
@@ -51,7 +52,8 @@ class Side:
 
     @property
     def label(self) -> str:
-        return f"{self.algorithm} {self.operation}"
+        """What ran, as the ratio names it: "ML-DSA-65@liboqs sign" (a number belongs to an implementation)."""
+        return f"{self.algorithm}@{self.backend} {self.operation}"
 
 
 @dataclass(frozen=True)
