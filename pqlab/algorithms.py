@@ -436,6 +436,8 @@ def get(name: str, backend: str | None = None) -> Algorithm:
     missing = _liboqs_missing()
     if missing and (backend == "liboqs" or (not available and backend is None and _post_quantum(name))):
         raise LiboqsNotFound(f"{name}: {missing}")
+    if not available and not missing and (elsewhere := _in_another_liboqs(name)):
+        raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY}, elsewhere)
     if not available:
         raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY},
                                "pqlab.names() lists every registered name (shell: "
@@ -449,6 +451,15 @@ def get(name: str, backend: str | None = None) -> Algorithm:
         raise UnknownAlgorithm(f"backend for {name}", backend, available,
                                f"{name} is implemented by: {', '.join(available)}")
     return _instance(name, backend)
+
+
+def _in_another_liboqs(name: str) -> str:
+    """Why the loaded liboqs lacks `name` where another liboqs release has it (:func:`pqlab.liboqs_names.missing_in`:
+    renamed there, or what it has instead); "" otherwise."""
+    from .backends.liboqs import loaded_release
+    from .liboqs_names import missing_in
+
+    return missing_in(name, loaded_release())
 
 
 def _post_quantum(name: str) -> bool:

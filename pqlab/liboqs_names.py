@@ -196,3 +196,17 @@ def resolve(names_asked: Sequence[str], release: str, baseline: str) -> dict[str
     """Each of `names_asked` (liboqs names as of release `baseline`) resolved on `release` through what it
     means: name -> the release's name for the same algorithm.  Raises the first refusal (:class:`BadInput`)."""
     return {name: name_for(meaning(name, baseline), release) for name in names_asked}
+
+
+def missing_in(name: str, release: str) -> str:
+    """Why liboqs `release` has no algorithm called `name` although another listed release does, in one line:
+    the name it has there for the same algorithm, or what it has instead (:func:`name_for`); "" where `release`
+    lists `name`, where no listed release does, or where `release` itself is not listed."""
+    if release not in RELEASES or name in names(release) or not history(name):
+        return ""
+    latest = max(history(name), key=lambda m: _version(m.last_release))
+    try:
+        renamed = name_for(latest.algorithm, release)
+    except BadInput as refusal:
+        return str(refusal)
+    return f"liboqs {release} names {latest.algorithm} '{renamed}' (it was '{name}' in liboqs {latest.releases})"

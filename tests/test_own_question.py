@@ -3,6 +3,7 @@ which backend it picked, arguments that refuse what they do not know, units inst
 a figure and an export that display as a reader expects."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import matplotlib
@@ -239,3 +240,19 @@ def test_an_empty_table_says_so_and_files_in_unrelated_folders_are_each_named():
     assert formatting.table(pd.DataFrame({"a_bytes": []}), ["a_bytes"]).to_string() == "(no rows; columns: A [B])"
     text = export.written(["/tmp/pqlab-a/x.csv", "/var/tmp/pqlab-b/y.csv"])
     assert text == "2 files written: /tmp/pqlab-a/ (1), /var/tmp/pqlab-b/ (1)" and "//" not in text
+
+
+@pytest.mark.parametrize("name, release, says", [
+    ("SPHINCS+-SHA2-128f-simple", "0.16.0", "is not in liboqs 0.16.0; there: SLH-DSA-SHA2-128f"),
+    ("HQC-128", "0.16.0", "HQC-2023-128 is not in liboqs 0.16.0; there: HQC-2025-1 as HQC-1 (related, not the same"),
+    ("Dilithium2", "0.15.0", "is not in liboqs 0.15.0"),
+])
+def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch, name, release, says):
+    """A machine whose liboqs is newer than the name a notebook asks for (issue 30): the error says what that
+    release has instead, not only close matches."""
+    from pqlab.backends import liboqs
+
+    monkeypatch.setattr(liboqs, "loaded_release", lambda: release)
+    monkeypatch.setattr(algorithms, "_REGISTRY", {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
+    with pytest.raises(UnknownName, match=re.escape(says)):
+        algorithms.get(name)

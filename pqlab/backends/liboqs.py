@@ -31,6 +31,11 @@ def _info() -> tuple[str, str]:
     return info["liboqs_version"], info["variant"]
 
 
+def loaded_release() -> str:
+    """The release of the liboqs this process loaded (e.g. "0.13.0")."""
+    return _info()[0]
+
+
 class OqsSignature(Algorithm):
     def __init__(self, name: str) -> None:
         oqs = import_oqs()
