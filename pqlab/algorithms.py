@@ -397,7 +397,7 @@ def known_backends() -> list[str]:
 def names(kind: str | None = None, backend: str | None = None) -> list[str]:
     """Canonical names, sorted, optionally only of one `kind` (one of :data:`KINDS`: "sig", "kem", "pke",
     "cipher") or `backend` (:func:`known_backends`); an unknown kind or backend is refused with close matches."""
-    from .inputs import choice
+    from .errors import choice
 
     _load_backends()
     if kind is not None:
@@ -456,15 +456,21 @@ def get(name: str, backend: str | None = None) -> Algorithm:
 def _in_another_liboqs(name: str) -> str:
     """Why the loaded liboqs lacks `name` where another liboqs release has it (:func:`pqlab.liboqs_names.missing_in`:
     renamed there, or what it has instead); "" otherwise."""
-    from .backends.liboqs import loaded_release
     from .liboqs_names import missing_in
 
-    return missing_in(name, loaded_release())
+    return missing_in(name, _loaded_release())
+
+
+def _loaded_release() -> str:
+    """The release of the liboqs this process loaded (e.g. "0.13.0")."""
+    from .liboqs_loader import liboqs_info
+
+    return str(liboqs_info()["liboqs_version"])
 
 
 def _post_quantum(name: str) -> bool:
     """Whether `name` belongs to a post-quantum family liboqs implements (by its prefix)."""
-    from .backends.liboqs import family_of
+    from .schema import family_of
 
     return family_of(name) != "other"
 
@@ -510,7 +516,7 @@ def implementations(names: Iterable[str], backends: Iterable[str] | None = None)
     """"NAME@backend" for every backend of `backends` that implements each name (all backends when
     None); a name none of them implements gets its preferred backend.  An unknown backend is refused with close
     matches (:func:`known_backends`)."""
-    from .inputs import choice
+    from .errors import choice
 
     _load_backends()
     wanted = list(backends) if backends is not None else None

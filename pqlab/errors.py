@@ -7,7 +7,7 @@ import difflib
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def shell_command(args: str) -> str:
@@ -43,6 +43,15 @@ class UnknownName(KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
+
+
+def choice(value, name: str, choices: Sequence[str]) -> str:
+    """One of `choices` (an enum-like argument); anything else is refused with the close matches
+    (:class:`UnknownName`).  Here, beside the errors, so that any module can check an argument without importing
+    more (``pqlab.inputs`` hands it on)."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise UnknownName(name, str(value), choices, f"{name} is one of {', '.join(choices)}")
 
 
 class BadInput(ValueError):

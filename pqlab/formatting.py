@@ -299,8 +299,7 @@ def unit_divisor(column, unit: str) -> float:
     """What divides the values of `column` to show them in `unit` (e.g. "µs"), the column's own unit read from its
     name (:func:`kind_from_name`: "time_ns_median" holds ns, "median_ms" ms, "idle_fraction" a fraction); a unit
     that does not suit the column, or a column whose name says no unit, is refused in one line."""
-    from .errors import BadInput
-    from .inputs import choice
+    from .errors import BadInput, choice
 
     kind, source = kind_from_name(column)
     units = dict(_DISPLAY_UNITS.get(kind, ()))
@@ -339,7 +338,7 @@ class Column:
 
     def __post_init__(self):
         if self.stored:
-            from .inputs import choice
+            from .errors import choice
 
             choice(self.stored, f"stored unit of column {str(self.name)!r}", tuple(_SOURCE_UNITS))
             kind, scale = _SOURCE_UNITS[self.stored]

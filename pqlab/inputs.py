@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .errors import BadInput, UnknownName, warn
+from .errors import BadInput, UnknownName, choice, warn  # noqa: F401 (choice: inputs.choice, as every check here)
 from .schema import KIND_OPERATIONS, MESSAGE_OPERATIONS
 
 #: Message sizes above this get a warning with the memory they need.
@@ -198,13 +198,6 @@ def round_counts(rounds, max_rounds, factor: int = 3) -> tuple[int, int]:
     if high < low:
         raise BadInput(f"max_rounds ({high}) is below rounds ({low}): choose max_rounds >= rounds")
     return low, high
-
-
-def choice(value, name: str, choices: Sequence[str]) -> str:
-    """One of `choices` (an enum-like argument); anything else is refused with the close matches."""
-    if isinstance(value, str) and value in choices:
-        return value
-    raise UnknownName(name, str(value), choices, f"{name} is one of {', '.join(choices)}")
 
 
 def output_file(value, option: str = "--out", *, force: bool = False, stores=()) -> Path:

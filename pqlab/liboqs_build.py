@@ -42,8 +42,8 @@ import tomllib
 from pathlib import Path
 
 from .integrity import sha256_file
-from .liboqs_loader import variant_prefix
 from .paths import NATIVE
+from .paths import liboqs_prefix as variant_prefix
 
 CRATE = "oqs-sys"
 SHIM = NATIVE / "liboqs_shim.c"

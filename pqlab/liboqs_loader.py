@@ -35,11 +35,12 @@ import sys
 import warnings
 from pathlib import Path
 
+from . import paths
 from .errors import LiboqsNotFound, shell_command  # raised here, defined there: catching it loads nothing
 from .files import atomic_write_text
-from .paths import LIBOQS_PREFIX
+from .paths import LIBOQS_VARIANTS as VARIANTS  # noqa: F401 (liboqs_loader.VARIANTS: the builds it can load)
+from .paths import liboqs_prefix as variant_prefix
 
-VARIANTS = ("default", "generic")
 #: liboqs-python 0.16 calls these (OQS_init when imported); liboqs 0.13 gets the last from native/'s shim.
 REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
 HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
@@ -156,17 +157,11 @@ def repair_own_builds(paths: list[Path] | None = None) -> None:
 def find_usable_liboqs() -> Path | None:
     """A liboqs already loadable without pqlab's build (system, conda, OQS_INSTALL_PATH), if any."""
     for path in _candidates():
-        if LIBOQS_PREFIX in path.parents:
+        if paths.LIBOQS_PREFIX in path.parents:
             continue  # pqlab's own build: not "already there"
         if (path.exists() or "/" not in str(path)) and not check_library(path):
             return path
     return None
-
-
-def variant_prefix(variant: str = "default") -> Path:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown liboqs variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-    return LIBOQS_PREFIX / variant
 
 
 def variant_environment(variant: str, base: dict | None = None) -> dict:

@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .errors import BadInput, UnknownName, close_matches
-from .inputs import choice
+from .errors import BadInput, UnknownName, choice, close_matches
 from .reference import load_reference
 
 #: the reference tables (``data/reference/<stem>.csv``)

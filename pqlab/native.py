@@ -34,12 +34,12 @@ import pandas as pd
 
 from . import cycles, flags, integrity
 from .errors import close_matches, shell_command, warn
-from .paths import LIBOQS_PREFIX, NATIVE
+from .paths import LIBOQS_VARIANTS, NATIVE, liboqs_prefix
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
 from .stats import summarize
 
-VARIANTS = ("default", "generic")
+VARIANTS = LIBOQS_VARIANTS  # the liboqs builds a runner can be built against
 BENCH_DIR = NATIVE / "bench"
 #: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
 RUNNER_VERSION = "2"
@@ -63,21 +63,15 @@ class UnknownNativeAlgorithm(NativeRunnerError):
         self.close_matches = list(close_matches)
 
 
-def _prefix(variant: str) -> Path:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown liboqs variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-    return LIBOQS_PREFIX / variant
-
-
 def runner_path(variant: str = "default") -> Path:
     """Where the runner for `variant` is built (it may not exist yet)."""
-    _prefix(variant)
+    liboqs_prefix(variant)  # refuses an unknown build
     return BENCH_DIR / "build" / variant / "pqbench"
 
 
 def build_native_runner(variant: str = "default") -> Path:
     """Build (incrementally, with make) the runner for the `variant` liboqs build; its path."""
-    prefix = _prefix(variant)
+    prefix = liboqs_prefix(variant)
     missing = [p for p in (prefix / "lib" / "liboqs.so", prefix / "include" / "oqs" / "oqs.h") if not p.exists()]
     if missing:
         raise LiboqsBuildMissing(
@@ -236,7 +230,7 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     ``cycles_source`` is the runner's counter label (pqlab's vocabulary); samples whose count is
     missing (a perf counter multiplexed away during the call) are flagged ``cycles-dropped``.
     """
-    from .backends.liboqs import family_of
+    from .schema import family_of
 
     rows = []
     for op in result["operations"]:

@@ -99,3 +99,13 @@ BUILD = ROOT / "build"  # executed notebooks and other build products
 NATIVE = ROOT / "native"
 #: Where `make setup` installs the liboqs builds of native/: LIBOQS_PREFIX/<variant>/lib/liboqs.so
 LIBOQS_PREFIX = ROOT / ".venv" / "liboqs"
+#: pqlab's own liboqs builds: the optimised one and the portable one
+LIBOQS_VARIANTS = ("default", "generic")
+
+
+def liboqs_prefix(variant: str = "default") -> Path:
+    """Where pqlab installs its `variant` build of liboqs (LIBOQS_PREFIX/<variant>); an unknown one is refused with
+    close matches.  The one place that knows it (the loader, the build, the native runner and setup ask here)."""
+    from .errors import choice
+
+    return LIBOQS_PREFIX / choice(variant, "liboqs build", LIBOQS_VARIANTS)

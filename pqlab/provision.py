@@ -176,6 +176,8 @@ def notebook_filter(root: Path | None = None) -> bool:
     for key, value in (("filter.nbstripout.clean", strip), ("filter.nbstripout.smudge", "cat"),
                        ("filter.nbstripout.required", "true"), ("diff.ipynb.textconv", f"{strip} -t")):
         subprocess.run(["git", "-C", str(root), "config", key, value], check=True)
+    # git's stat cache, refreshed once now through the filter: else the first status after a clone runs it per notebook
+    subprocess.run(["git", "-C", str(root), "update-index", "-q", "--refresh"], capture_output=True)
     print("notebook filter: git stores notebooks without outputs (nbstripout, .gitattributes)")
     return True
 

@@ -166,6 +166,25 @@ KIND_OPERATIONS = {
 #: algorithm families (the family column's vocabulary; pqlab.plotting gives each a colour)
 FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "isogeny", "RSA", "elliptic-curve", "symmetric",
             "other")
+#: name prefix -> family, for the post-quantum algorithms liboqs implements (first match wins)
+LIBOQS_FAMILIES = (
+    ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
+    ("Kyber", "lattice"), ("FrodoKEM", "lattice"), ("sntrup", "lattice"), ("NTRU", "lattice"),
+    ("SPHINCS+", "hash-based"), ("SLH-DSA", "hash-based"),
+    ("MAYO", "multivariate"), ("OV-", "multivariate"), ("UOV", "multivariate"),
+    ("cross", "code-based"), ("CROSS", "code-based"), ("HQC", "code-based"), ("BIKE", "code-based"),
+    ("Classic-McEliece", "code-based"),
+)
+
+
+def family_of(name: str) -> str:
+    """The family of a liboqs algorithm `name`, by its prefix (:data:`LIBOQS_FAMILIES`); "other" when none matches."""
+    for prefix, family in LIBOQS_FAMILIES:
+        if name.startswith(prefix):
+            return family
+    return "other"
+
+
 #: every operation name
 OPERATION_NAMES = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops)) + ("noop",)
 #: operations whose cost depends on the message; the others are measured once per algorithm
@@ -213,13 +232,18 @@ def kind_of(operations) -> str:
     return "noop" if ops == {"noop"} else ""
 
 
-def _registered_kind(algorithm, backend) -> str:
-    from .algorithms import get
+#: a size column a run stored -> the kind of algorithm that has it (what an old run's keygen-only rows were)
+_SIZE_KINDS = (("signature_bytes", "sig"), ("signature_max_bytes", "sig"), ("shared_secret_bytes", "kem"),
+               ("symmetric_key_bytes", "cipher"))
 
-    try:
-        return get(str(algorithm), None if backend in ("native", "bouncycastle") else str(backend)).kind
-    except Exception:  # noqa: BLE001 - not registered here (another backend, no liboqs): unknown
+
+def _stored_kind(algorithm, sizes) -> str:
+    """The kind of `algorithm` as the run's own sizes table says it ("" when it does not): a conversion reads what
+    the run stored, never today's registry (whose answer would depend on what is installed)."""
+    if sizes is None or "algorithm" not in getattr(sizes, "columns", ()):
         return ""
+    rows = sizes[sizes["algorithm"] == algorithm]
+    return next((kind for column, kind in _SIZE_KINDS if column in rows and rows[column].notna().any()), "")
 
 
 def convert(measurements, sizes, samples, version: int):
@@ -236,9 +260,8 @@ def convert(measurements, sizes, samples, version: int):
             m["kind"] = m["algorithm"].map(kinds)
             rsa = m["family"].astype("object") == "RSA"
             m.loc[rsa & (m["kind"] == "cipher"), "kind"] = "pke"
-            unknown = m["kind"] == ""  # keygen alone: ask the registry
-            m.loc[unknown, "kind"] = [_registered_kind(a, b) for a, b in zip(m.loc[unknown, "algorithm"],
-                                                                             m.loc[unknown, "backend"])]
+            unknown = m["kind"] == ""  # keygen alone: what the run's sizes say
+            m.loc[unknown, "kind"] = [_stored_kind(a, sizes) for a in m.loc[unknown, "algorithm"]]
         source = m["cycles_source"].astype("object").fillna("")
         estimated = source.str.startswith("estimate:")
         m.loc[estimated, ["cycles_median", "cycles_q1", "cycles_q3"]] = float("nan")

@@ -158,7 +158,7 @@ def has_rounds(values) -> bool:
 def statistic(stat) -> str:
     """`stat` when it is one of the statistics of a round ("median", "mean"); anything else refused with close
     matches."""
-    from .inputs import choice
+    from .errors import choice
 
     return choice(stat, "stat", tuple(_STATISTICS))
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import fake_liboqs_compile
 
-from pqlab import liboqs_build, liboqs_loader
+from pqlab import liboqs_build, liboqs_loader, paths
+from pqlab.errors import UnknownName
 from pqlab.liboqs_build import BuildToolMissing, LiboqsBuildError
 
 # --------------------------------------------------------------------------- key and options
@@ -66,7 +67,7 @@ def test_the_key_covers_source_compiler_options_and_variant(monkeypatch):
 
 
 def test_unknown_variant_is_refused_with_the_choices():
-    with pytest.raises(ValueError, match="default, generic"):
+    with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*one of default, generic"):
         liboqs_build.build_key("turbo")
 
 
@@ -148,7 +149,7 @@ def test_provide_installs_a_copy_and_replaces_a_symlink_without_touching_its_tar
     (elsewhere / "lib" / "liboqs.so").write_text("another build")
     prefix.mkdir()
     (prefix / "generic").symlink_to(elsewhere)
-    monkeypatch.setattr(liboqs_loader, "LIBOQS_PREFIX", prefix)
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", prefix)
     dest = liboqs_build.provide("generic", announce=lambda line: None)
     assert dest == prefix / "generic" and not dest.is_symlink()
     assert (dest / "lib" / "liboqs.so").read_text() == "fake generic"
@@ -236,7 +237,7 @@ def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
 
 
 def test_a_worker_environment_builds_a_missing_variant_on_first_need(monkeypatch, tmp_path):
-    monkeypatch.setattr(liboqs_loader, "LIBOQS_PREFIX", tmp_path)
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path)
     asked = []
 
     def fake_provide(variant, announce):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pqlab import liboqs_loader
+from pqlab.errors import UnknownName
 from pqlab.paths import ROOT
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -68,7 +69,7 @@ def test_variant_environment_worker_loads_the_generic_build(tmp_path, generic_li
 
 
 def test_variant_environment_refuses_unknown_variants():
-    with pytest.raises(ValueError, match="generic"):
+    with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*generic"):
         liboqs_loader.variant_environment("turbo")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pqlab import cycles, flags, native
+from pqlab import cycles, flags, native, paths
 from pqlab.paths import LIBOQS_PREFIX
 from pqlab.results import load_run
 from pqlab.schema import MEASUREMENT_COLUMNS
@@ -155,7 +155,7 @@ def test_wrong_operation_for_kind_is_a_clear_error(runner):
 
 
 def test_missing_liboqs_build_names_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(native, "LIBOQS_PREFIX", tmp_path)
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path)
     with pytest.raises(native.LiboqsBuildMissing, match="make setup"):
         native.build_native_runner("generic")
 

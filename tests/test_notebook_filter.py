@@ -103,3 +103,23 @@ def test_outside_make_lab_the_git_filter_keeps_outputs_out_of_diffs_and_commits(
 def test_outside_a_git_checkout_there_is_nothing_to_configure(tmp_path, capsys):
     assert provision.notebook_filter(tmp_path)
     assert "not a git checkout" in capsys.readouterr().out
+
+
+def test_run_metadata_reads_the_git_state_without_running_the_filter(monkeypatch):
+    """Every run records the commit and whether the checkout is dirty; through the filter a `git status` ran
+    nbstripout per notebook and, on a busy machine, passed its timeout (commit unknown)."""
+    import subprocess as sp
+
+    from pqlab import machine
+
+    calls = []
+    real = sp.run
+
+    def spy(argv, *args, **kwargs):
+        calls.append(list(argv))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(sp, "run", spy)
+    state = machine.git_state()
+    status = [c for c in calls if "status" in c]
+    assert state["commit"] and status and all("filter.nbstripout.clean=cat" in c for c in status)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_liboqs_compile
 
-from pqlab import cycles, integrity, jvm, liboqs_build, liboqs_loader, native
+from pqlab import cycles, integrity, jvm, liboqs_build, liboqs_loader, native, paths
 from pqlab.errors import PqlabWarning
 from pqlab.memory import cache
 
@@ -125,7 +125,7 @@ def fake_builds(monkeypatch, tmp_path):
     """The liboqs cache and install under tmp_path; the build replaced by a quick fake that "links" a real ELF
     shared object and counts its calls (no real liboqs build ever runs here)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(liboqs_loader, "LIBOQS_PREFIX", tmp_path / "venv-liboqs")
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path / "venv-liboqs")
     return fake_liboqs_compile(monkeypatch, lambda variant: LIBRARY)
 
 
@@ -193,7 +193,7 @@ print("problem:", library_problem())
 
 def test_reliability_a_truncated_liboqs_never_reaches_the_loader(tmp_path):
     """In a child process: before, dlopen of the truncated file killed it with SIGBUS (exit -7), no message."""
-    real = Path(liboqs_loader.LIBOQS_PREFIX / "default" / "lib" / "liboqs.so")
+    real = Path(paths.LIBOQS_PREFIX / "default" / "lib" / "liboqs.so")
     install = tmp_path / "oqs" / "lib"
     install.mkdir(parents=True)
     library = install / "liboqs.so"
@@ -222,7 +222,7 @@ def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_pat
     (prefix / "include" / "oqs").mkdir(parents=True)
     (prefix / "include" / "oqs" / "oqs.h").write_text("")
     binary = tmp_path / "build" / "default" / "pqbench"
-    monkeypatch.setattr(native, "_prefix", lambda variant: prefix)
+    monkeypatch.setattr(native, "liboqs_prefix", lambda variant: prefix)
     monkeypatch.setattr(native, "runner_path", lambda variant="default": binary)
     makes = []
 

@@ -5,22 +5,7 @@ import functools
 
 from ..algorithms import Algorithm, register
 from ..liboqs_loader import import_oqs
-
-_FAMILIES = (
-    ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
-    ("Kyber", "lattice"), ("FrodoKEM", "lattice"), ("sntrup", "lattice"), ("NTRU", "lattice"),
-    ("SPHINCS+", "hash-based"), ("SLH-DSA", "hash-based"),
-    ("MAYO", "multivariate"), ("OV-", "multivariate"), ("UOV", "multivariate"),
-    ("cross", "code-based"), ("CROSS", "code-based"), ("HQC", "code-based"), ("BIKE", "code-based"),
-    ("Classic-McEliece", "code-based"),
-)
-
-
-def family_of(name: str) -> str:
-    for prefix, family in _FAMILIES:
-        if name.startswith(prefix):
-            return family
-    return "other"
+from ..schema import family_of
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,11 +14,6 @@ def _info() -> tuple[str, str]:
 
     info = liboqs_info()
     return info["liboqs_version"], info["variant"]
-
-
-def loaded_release() -> str:
-    """The release of the liboqs this process loaded (e.g. "0.13.0")."""
-    return _info()[0]
 
 
 class OqsSignature(Algorithm):

@@ -87,8 +87,8 @@ def resolve_signatures(algorithms) -> list[str]:
 
 def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
     """Public key, secret key and (maximum) signature bytes that liboqs declares per parameter set."""
-    from ..backends.liboqs import family_of
     from ..liboqs_loader import import_oqs
+    from ..schema import family_of
 
     oqs = import_oqs()
     rows = []
@@ -293,7 +293,7 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         by_backend.loc[native_rows.to_numpy(), cols] = filled[cols].to_numpy()
         rows = by_backend
     if "family" in rows:
-        from ..backends.liboqs import family_of
+        from ..schema import family_of
 
         missing = rows["family"].isna()
         rows.loc[missing, "family"] = rows.loc[missing, "algorithm"].map(family_of)
