@@ -11,11 +11,11 @@
            and one .txt per number for other tools
 
 Where: the profile's export tree (:func:`pqlab.paths.export_root`): the full profile's in figures/ and
-data/tables/, the quick profile's in build/quick/, and a notebook run by hand (the "interactive" profile: JupyterLab,
-your own notebooks) in build/interactive/figures/ and build/interactive/data/tables/.  Each function returns the
-files it wrote as :class:`Written`, which a notebook shows as where they went (:func:`written`).  Every export records its profile and the runs it shows:
-in a sidecar NAME.export.json, in the PDF/SVG/PNG metadata and in numbers.tex comments.  Every file is
-written atomically.
+data/tables/, the quick profile's in build/quick/, and a notebook run by hand (the "interactive" profile:
+JupyterLab, your own notebooks) in build/interactive/figures/ and build/interactive/data/tables/.  Each function
+returns the files it wrote as :class:`Written`, which a notebook shows as where they went (:func:`written`).
+Every export records its profile and the runs it shows: in a sidecar NAME.export.json, in the PDF/SVG/PNG
+metadata and in numbers.tex comments.  Every file is written atomically.
 
 Tables are pre-formatted text, not siunitx S columns: the same rules (pqlab.formatting) then give the
 notebook display, the Markdown and the LaTeX, units and "–" included, and a paper needs only booktabs and
