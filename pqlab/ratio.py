@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
+
 from .errors import BadInput, UnknownName, warn
 from .formatting import fmt_factor_ci, html, markdown
 
@@ -151,7 +153,7 @@ def _side(run, spec: str, operation: str, variant: str | None, message_bytes) ->
                        f"({', '.join(sorted(set(rows['variant'].fillna(''))))})")
     sizes = sorted(set(rows["message_bytes"].dropna().astype(int)))
     if message_bytes is not None:
-        rows = rows[rows["message_bytes"] == message_bytes]
+        rows = rows[rows["message_bytes"].eq(message_bytes).fillna(False).astype(bool)]
     elif len(sizes) > 1:
         raise BadInput(f"{spec} {operation} was measured at several message sizes: choose one with message_bytes= "
                        f"({', '.join(map(str, sizes))})")
@@ -162,7 +164,7 @@ def _side(run, spec: str, operation: str, variant: str | None, message_bytes) ->
     side = Side(name, str(row["backend"]), str(row["variant"]) if isinstance(row["variant"], str) else "",
                 operation, str(row.get("implementation") or row["backend"]), str(row.get("library_version") or ""),
                 bool(backend))
-    mb = None if row["message_bytes"] != row["message_bytes"] else row["message_bytes"]  # NaN: no message
+    mb = None if pd.isna(row["message_bytes"]) else int(row["message_bytes"])  # keygen, encaps ...: no message
     values = run.sample_values(name, operation, backend=side.backend, variant=side.variant or None, message_bytes=mb)
     return side, values, row["loops"]
 

@@ -25,7 +25,7 @@ LIBOQS = "liboqs 0.13.0 (default build)"
 OPENSSL = "cryptography 50.0.2 (OpenSSL 4.0.3)"
 
 
-def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123"):
+def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operation="sign", message_bytes=100):
     """A run of one operation per (algorithm, backend, implementation, loops, ns per call, variant), measured in
     `rounds` rounds of a few samples each, with per-round noise shared by every side (as a real round shares
     its machine)."""
@@ -34,13 +34,14 @@ def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123"):
     measurements, samples = [], []
     for algorithm, backend, implementation, loops, ns, variant in sides:
         measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "variant": variant,
-                             "operation": "sign", "message_bytes": 100, "loops": loops, "verified": True,
+                             "operation": operation, "message_bytes": message_bytes, "loops": loops, "verified": True,
                              "implementation": implementation, "library_version": implementation.split()[1],
                              "time_ns_median": ns, "samples": rounds * 4})
         for r in range(rounds):
             for i in range(4):
                 samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "variant": variant,
-                                "operation": "sign", "message_bytes": 100, "round": r, "sample": i, "loops": loops,
+                                "operation": operation, "message_bytes": message_bytes, "round": r, "sample": i,
+                                "loops": loops,
                                 "time_ns": ns * shared[r] * (1 + 0.01 * i)})
     return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
 
@@ -254,3 +255,11 @@ def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch,
     monkeypatch.setattr(algorithms, "_REGISTRY", {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
     with pytest.raises(UnknownName, match=re.escape(says)):
         algorithms.get(name)
+
+
+def test_a_ratio_of_operations_without_a_message_works():
+    """keygen, encaps, decaps have no message size (a missing value in the results): a ratio of them works."""
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "default"),
+                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "default")], operation="keygen", message_bytes=None)
+    r = run.ratio("ML-KEM-768", "X25519", operation="keygen")
+    assert r.value == pytest.approx(0.5, rel=0.01) and r.rounds == 6
