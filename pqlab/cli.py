@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import inputs
 from .errors import BadInput
+from .schema import KIND_OPERATIONS
 
 
 def _cmd_list(args) -> int:
@@ -289,7 +290,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pqlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="print algorithms with backend, family, NIST level and operations")
-    ls.add_argument("--kind", choices=["sig", "kem", "pke", "cipher"])
+    ls.add_argument("--kind", choices=list(KIND_OPERATIONS))
     ls.add_argument("--backend")
     ls.set_defaults(func=_cmd_list)
     b = sub.add_parser("bench", help="measure algorithms and write a results file")

@@ -70,9 +70,14 @@ def git_text(meta: dict) -> str:
     return f"{g['commit'][:12]}" + (" (uncommitted changes)" if g.get("dirty") else "")
 
 
+def _run_id(run) -> str | None:
+    """A run's id (a run in memory carries it as an attribute; a loaded one in its metadata too)."""
+    return getattr(run, "run_id", None) or run.meta.get("run_id")
+
+
 def _run_ids(runs) -> list[str]:
-    """The runs' ids (a run in memory carries it as an attribute; a loaded one in its metadata too)."""
-    return _unique(getattr(r, "run_id", None) or r.meta.get("run_id") for r in _runs(runs))
+    """The runs' ids, each once."""
+    return _unique(_run_id(r) for r in _runs(runs))
 
 
 def run_context(runs) -> list[tuple[str, str]]:
@@ -82,7 +87,7 @@ def run_context(runs) -> list[tuple[str, str]]:
     metas = [r.meta for r in listed]
     if not metas:
         return []
-    ids = [getattr(r, "run_id", None) or r.meta.get("run_id") or "?" for r in listed]
+    ids = [_run_id(r) or "?" for r in listed]
 
     def joined(get) -> str:
         by_value: dict[str, list[str]] = {}

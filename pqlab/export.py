@@ -65,11 +65,8 @@ HEADER_LINE = 11
 class Written(list):
     """The paths an export wrote (a list); a notebook shows it as :func:`written` says, not as a list of paths."""
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # IPython's pretty printer uses it too: a subclass's own __repr__ comes first
         return written(self)
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(written(self))
 
 
 def _shown(path: Path) -> str:

@@ -66,13 +66,13 @@ def tracked(os_path: Path) -> bool:
 
 def stripped(content: dict) -> dict:
     """A notebook (its JSON as a dict) as git's filter stores it: the same nbstripout command
-    (:data:`pqlab.provision.NBSTRIPOUT_ARGS`), so that the file a save writes is the committed one."""
+    (:func:`pqlab.provision.nbstripout_command`), so that the file a save writes is the committed one."""
     import json
 
-    from .provision import NBSTRIPOUT_ARGS
+    from .provision import nbstripout_command
 
-    done = subprocess.run([sys.executable, "-m", "nbstripout", *NBSTRIPOUT_ARGS, "-t"], input=json.dumps(content),
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([*nbstripout_command(), "-t"], input=json.dumps(content), capture_output=True, text=True,
+                          check=True)
     return json.loads(done.stdout)
 
 

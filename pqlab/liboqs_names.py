@@ -37,7 +37,8 @@ NAMES_TABLE, MEANINGS_TABLE = "liboqs_names", "liboqs_meanings"
 #: the kinds of algorithm a name can be: key encapsulation or signature (stateful signatures are not listed)
 KINDS = ("kem", "sig")
 
-__all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "name_for", "names", "resolve"]
+__all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "missing_in", "name_for", "names",
+           "resolve"]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ worked stops setup.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -159,6 +160,12 @@ def browser() -> bool:
 NBSTRIPOUT_ARGS = ("--keep-id", "--extra-keys", "metadata.language_info")
 
 
+def nbstripout_command() -> list[str]:
+    """The one command that strips a notebook (add ``-t`` to filter standard input to standard output): git's filter
+    runs it, and so does `make lab`'s pre-save hook (:func:`pqlab.lab.stripped`), so they agree byte for byte."""
+    return [sys.executable, "-m", "nbstripout", *NBSTRIPOUT_ARGS]
+
+
 def notebook_filter(root: Path | None = None) -> bool:
     """Configure this checkout's git so that a notebook run and saved in JupyterLab (or anywhere) is stored
     without outputs: .gitattributes (committed) names the filter ``nbstripout`` for ``*.ipynb``; this sets its
@@ -172,7 +179,7 @@ def notebook_filter(root: Path | None = None) -> bool:
                                                      capture_output=True).returncode:
         print("notebook filter: not a git checkout (or no git): nothing to configure")
         return True
-    strip = " ".join([f"'{sys.executable}'", "-m", "nbstripout", *NBSTRIPOUT_ARGS])
+    strip = shlex.join(nbstripout_command())
     for key, value in (("filter.nbstripout.clean", strip), ("filter.nbstripout.smudge", "cat"),
                        ("filter.nbstripout.required", "true"), ("diff.ipynb.textconv", f"{strip} -t")):
         subprocess.run(["git", "-C", str(root), "config", key, value], check=True)

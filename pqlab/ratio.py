@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .errors import BadInput, UnknownName, warn
-from .formatting import fmt_factor_ci, html, markdown
+from .formatting import fmt_factor_ci, fmt_percent, html, markdown
+from .stats import CONFIDENCE, MIN_ROUNDS, has_rounds, ratio_ci
 
 #: ratio flags: code -> meaning
 FLAGS = {
@@ -89,9 +90,6 @@ class Ratio:
 
     def lines(self) -> list[str]:
         a, b = self.numerator, self.denominator
-        from .formatting import fmt_percent
-        from .stats import CONFIDENCE
-
         interval = (f"{self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval over rounds, "
                     "paired by round"
                     if "no-interval" not in self.flags else f"{self.statistic}s; no interval: {FLAGS['no-interval']}")
@@ -104,11 +102,8 @@ class Ratio:
             out.append(f"Both sides ran in {_ran(a)}.")
         return out
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:  # the sentence, in a terminal and in IPython's text display (not the fields)
         return "\n".join(self.lines())
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(str(self))
 
     def _repr_html_(self) -> str:
         return "<br>".join(html(line) for line in self.lines())
@@ -173,8 +168,6 @@ def run_ratio(run, numerator: str, denominator: str, operation: str, *, denomina
               variant: str | None = None, message_bytes=None) -> Ratio:
     """:meth:`pqlab.results.Run.ratio`: `numerator` over `denominator` ("NAME" or "NAME@backend") for `operation`
     (and `denominator_operation` for the denominator, e.g. sign over verify of one algorithm)."""
-    from .stats import MIN_ROUNDS, has_rounds, ratio_ci
-
     a, xa, loops_a = _side(run, numerator, operation, variant, message_bytes)
     b, xb, loops_b = _side(run, denominator, denominator_operation or operation, variant, message_bytes)
     statistic = like_statistic(loops_a, loops_b)

@@ -110,11 +110,8 @@ class Run:
         return run_ratio(self, numerator, denominator, operation, denominator_operation=denominator_operation,
                          variant=variant, message_bytes=message_bytes)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # IPython's text display too (a class's own __repr__)
         return f"{self.headline()}\n{self.summary().to_string()}"
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(repr(self))
 
     def _repr_html_(self) -> str:
         from .formatting import html

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def strip(path: Path) -> bytes:
-    return subprocess.run([sys.executable, "-m", "nbstripout", *provision.NBSTRIPOUT_ARGS, "-t"], input=path.read_bytes(),
-                          capture_output=True, check=True).stdout
+    return subprocess.run([*provision.nbstripout_command(), "-t"], input=path.read_bytes(), capture_output=True,
+                          check=True).stdout
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -27,7 +26,7 @@ def test_every_committed_notebook_is_what_the_filter_makes_of_it(path):
     """Else a save in JupyterLab (which rewrites the JSON) would show as a change even without outputs: write
     notebooks with nbformat (sorted keys) or pass them through the filter's command."""
     assert strip(path) == path.read_bytes(), (f"{path.name} is not in nbstripout's form: run "
-                                              f"{sys.executable} -m nbstripout {' '.join(provision.NBSTRIPOUT_ARGS)} "
+                                              f"{' '.join(provision.nbstripout_command())} "
                                               f"{path.relative_to(ROOT)}")
 
 
