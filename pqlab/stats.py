@@ -207,11 +207,17 @@ MAD_SD = 1.4826
 def log_center_se(values) -> tuple[float, float, int]:
     """(median, its standard error, k) of the logs of `values` (round values): the median, robust to a round the
     host stalled, and its standard error from a robust scale, ``sqrt(pi/2) * 1.4826 * MAD / sqrt(k)`` (a stalled
-    round inflates a standard deviation as much as it would have dragged a mean)."""
+    round inflates a standard deviation as much as it would have dragged a mean).  Where rounds tie (round values
+    are medians of whole nanoseconds, so two of three rounds now and then agree to the nanosecond) the MAD is 0
+    although the rounds differ: the scale is then the mean absolute deviation's, ``sqrt(pi/2) * mean|dev|``, zero
+    only where every round agrees."""
     logs = np.log(np.asarray(values, float))
     k = logs.size
     centre = float(np.median(logs))
-    scale = MAD_SD * float(np.median(np.abs(logs - centre)))
+    deviations = np.abs(logs - centre)
+    scale = MAD_SD * float(np.median(deviations))
+    if scale == 0.0:
+        scale = math.sqrt(math.pi / 2) * float(np.mean(deviations))  # a normal's SD over its mean |dev|
     return centre, (MEDIAN_SE * scale / math.sqrt(k) if k > 1 else math.nan), k
 
 

@@ -169,6 +169,17 @@ def test_round_interval_is_a_t_interval_over_round_medians_and_none_below_three_
     assert (v, k) == (2.0, 1) and math.isnan(lo)
 
 
+def test_rounds_that_tie_to_the_nanosecond_still_give_an_interval_and_only_identical_rounds_none():
+    # two of three round medians equal (whole nanoseconds): the MAD is 0, the rounds are not; the scale is then
+    # sqrt(pi/2) mean|dev|, and a median's standard error sqrt(pi/2) scale / sqrt(k)
+    centre, se, k = stats.log_center_se([35132.0, 35132.0, 34842.0])
+    logs = np.log([35132.0, 35132.0, 34842.0])
+    assert k == 3 and se > 0 and se == pytest.approx(np.pi / 2 * np.mean(np.abs(logs - centre)) / np.sqrt(3))
+    _, low, high, _ = stats.round_interval(_rounds([35132, 35132, 34842], per_round=1))
+    assert low < 34842 < 35132 < high
+    assert stats.log_center_se([5.0, 5.0, 5.0])[1] == 0.0  # rounds that all agree: nothing to widen
+
+
 def test_round_intervals_cover_when_rounds_differ_and_samples_within_them_mislead():
     """Each round (process) has its own level; thousands of samples within a round say nothing about it.  The
     interval over rounds covers the true level 95 % of the time; one over the pooled samples does not."""
