@@ -32,10 +32,12 @@ EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
 CORE := $(filter-out pqlab/studies/% pqlab/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
-LIBOQS_SRC := native/Cargo.toml native/Cargo.lock native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
+LIBOQS_SRC := native/liboqs/0.13.0/Cargo.toml native/liboqs/0.13.0/Cargo.lock pqlab/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
-# The portable liboqs build: not part of setup, built on first need by what uses it (notebook 04, the tests).
+# The portable liboqs build and the older liboqs releases (pqlab.builds): not part of setup, built on first
+# need by what uses them (notebook 04, the tests); here as prerequisites so that their build is not inside a run.
 GENERIC := $(STAMP)-liboqs-generic
+RELEASES := $(STAMP)-liboqs-releases
 
 .PHONY: help setup lab reproduce report paper readme-durations lock test test-unit test-notebooks test-paper test-report test-bare lint clean FORCE
 
@@ -69,6 +71,11 @@ $(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC)
 
 $(GENERIC): $(STAMP)-python $(LIBOQS_SRC)
 	$(PY) -m pqlab.provision liboqs generic
+	touch $@
+
+$(RELEASES): $(STAMP)-python $(LIBOQS_SRC) $(wildcard native/liboqs/*/Cargo.lock)
+	$(PY) -m pqlab.provision liboqs liboqs-0.12.0
+	$(PY) -m pqlab.provision liboqs liboqs-0.9.0
 	touch $@
 
 # The kernel, and git's nbstripout filter (.gitattributes): a notebook run and saved in JupyterLab is stored
@@ -111,8 +118,9 @@ paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing the
 build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
 build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
 build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
-# notebook 04 also compares the portable liboqs build with the default one
-build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py pqlab/studies/round2_study.py $(GENERIC)
+# notebook 04 also compares the portable liboqs build with the default one, and liboqs releases
+build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py pqlab/studies/round2_study.py \
+    pqlab/studies/liboqs_releases.py $(GENERIC) $(RELEASES)
 build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
@@ -139,7 +147,7 @@ test: test-unit test-notebooks test-paper ## Run the unit tests, execute every n
 # (e.g. UNIT="-m counter"), NBVAL the notebooks (e.g. NBVAL=build/nbval/04_signature_cycles.ipynb).
 UNIT ?= tests
 NBVAL ?= build/nbval
-test-unit: $(SETUP) $(GENERIC) $(TLS_RUNNER)
+test-unit: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 	$(PY) -m pytest $(UNIT)
 
 TEST_OUTPUT ?= build/test-output
@@ -149,7 +157,7 @@ RECIPE ?= build/nbval-recipe/own_comparison.ipynb
 RECIPE_OUTPUT ?= build/test-recipe
 NBVAL_RUN = $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	    --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider
-test-notebooks: $(SETUP) $(GENERIC) $(TLS_RUNNER)
+test-notebooks: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
 	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(NBVAL_RUN) $(NBVAL)
 	$(if $(RECIPE),$(PY) tests/nbval_prepare.py $(dir $(RECIPE)) --pattern $(notdir $(RECIPE)))

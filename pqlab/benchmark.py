@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cycles, flags, inputs, noise, paths
+from . import builds, cycles, flags, inputs, noise, paths
 from .algorithms import Algorithm, Noop, announce_defaults, resolve
-from .errors import BadInput, shell_command
+from .errors import BadInput, LiboqsNotFound, UnknownName, shell_command
 from .recorder import RunRecorder, new_run_id, summary_columns
 from .results import Run, load_run
 from .rounds import (
@@ -150,7 +150,10 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     """Measure every operation of every algorithm in rounds; returns (and by default saves) the :class:`Run`.
 
     `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
-    (a single name may be given as a str); one given twice is measured once (with a warning).  A name without a
+    (a single name may be given as a str); one given twice is measured once (with a warning).  A name may ask for
+    a liboqs build, ``ML-DSA-44@liboqs-0.12.0`` (:mod:`pqlab.builds`); all that do must ask for the same one
+    (one process loads one liboqs), and where it is not the loaded one the whole run is made by a worker process
+    that loads it (:func:`bench_in_worker`), after every name is checked against that release's name list.  A name without a
     backend that several backends implement runs on the preferred one, and bench says which, once per name.
     `study` (and `run_id`) become part of file names: letters, digits, '.', '_' and '-' only
     (:func:`pqlab.inputs.file_label`).
@@ -182,7 +185,14 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
     run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
-    algos = inputs.unique(resolve(inputs.names(algorithms, "algorithm")))
+    algorithms, build = _asked_build(inputs.names(algorithms, "algorithm"))
+    if build is not None:
+        isolation_args = {"isolation": isolation} if isolation != "process" else {}
+        return _bench_elsewhere(algorithms, build, save, operations=operations, message_bytes=sizes,
+                                budget_s=budget_s, study=study, folder=folder, min_samples=min_samples,
+                                max_samples=max_samples, target_rel_ci=target_rel_ci, rounds=rounds,
+                                max_rounds=max_rounds, quiet_only=quiet_only, run_id=run_id, **isolation_args)
+    algos = inputs.unique(resolve(algorithms))
     plan = inputs.plan(algos, operations, sizes)
     announce_defaults(algorithms)  # after every check: bad input is refused alone
     if quiet_only:
@@ -418,36 +428,84 @@ def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, 
     return interval_over_rounds(np.asarray([m for _, m in medians], float), spread)
 
 
-def bench_in_worker(algorithms: Sequence[str], *, variant: str = "default", operations=None,
+def _asked_build(algorithms: list) -> tuple[list, builds.Build | None]:
+    """`algorithms` with the liboqs build their names ask for taken off (``X@liboqs-0.12.0`` -> ``X@liboqs``),
+    and that build where it is not the one this process loaded (else None).  Names asking for two builds, an
+    unknown build, or a name the build's release does not list (:mod:`pqlab.liboqs_names`) are refused."""
+    out, asked = [], {}
+    for a in algorithms:
+        name, spec = builds.split(a) if isinstance(a, str) else (a, "")
+        out.append(name)
+        if spec:
+            asked.setdefault(spec, []).append(name.rpartition("@")[0])
+    if not asked:
+        return out, None
+    if len(asked) > 1:
+        raise BadInput(f"these names ask for {len(asked)} liboqs builds ({', '.join(asked)}), and one run measures "
+                       "one (a process loads one liboqs): bench each build on its own and compare the runs "
+                       f"({shell_command('pqlab compare RUN_A RUN_B')})")
+    from .liboqs_loader import given_builds, liboqs_info
+    from .liboqs_names import RELEASES, missing_in, names
+
+    spec, wanted = next(iter(asked.items()))
+    build = builds.parse(spec, given_builds())
+    for name in wanted if build.release in RELEASES else ():
+        if name not in names(build.release):
+            raise UnknownName(f"algorithm in liboqs {build.release}", name, names(build.release),
+                              missing_in(name, build.release) or f"{shell_command('pqlab builds')} lists the builds")
+    try:
+        loaded = liboqs_info()["build"]
+    except LiboqsNotFound:  # no liboqs in this process: the worker loads the one asked for
+        loaded = ""
+    return out, (None if build.id == loaded else build)
+
+
+def _bench_elsewhere(algorithms: list, build: builds.Build, save: bool, *, folder, **options) -> Run:
+    """:func:`bench_in_worker` for :func:`bench`, into `folder`, or a folder removed afterwards when not `save`."""
+    if save:
+        return bench_in_worker(algorithms, build=build, folder=folder, **options)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pqlab-worker-") as scratch:
+        return bench_in_worker(algorithms, build=build, folder=scratch, **options)
+
+
+def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=None,
                     message_bytes=MESSAGE_BYTES, budget_s: float = 1.0, study: str = "", timeout_s: float | None = None,
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
                     target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
-                    max_rounds: int | None = None) -> Run:
-    """Run :func:`bench` in a fresh process that loads the `variant` build of liboqs.
+                    max_rounds: int | None = None, max_samples: int | None = None, quiet_only: bool = False,
+                    isolation: str | None = None, run_id: str | None = None) -> Run:
+    """Run :func:`bench` in a fresh process that loads liboqs `build` (:mod:`pqlab.builds`: ``default``,
+    ``generic``, ``liboqs-0.12.0``..., or a :class:`pqlab.builds.Build`), built first on first need.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
     The worker writes its run to `folder` (default data/results) and this returns it.  `env`: more
     environment variables for the worker (e.g. PQLAB_MACHINE_ID).
     """
-    from .liboqs_loader import variant_environment
+    from .liboqs_loader import build_environment
 
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.count(min_samples, "min_samples")
     rounds, max_rounds = inputs.round_counts(rounds, max_rounds, MAX_ROUNDS_FACTOR)
     study = inputs.file_label(study, "study", empty=True)
-    env = {**variant_environment(variant), **(env or {})}
-    run_id = new_run_id(f"{study}-{variant}" if study else variant)
+    build = builds.parse(build)
+    env = {**build_environment(build), **(env or {})}
+    label = build.id.replace("+", "-")
+    run_id = run_id or new_run_id(f"{study}-{label}" if study else label)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
            "--study", study, "--no-progress", "--min-samples", str(min_samples),
            "--target-rel-ci", str(target_rel_ci or 0), "--rounds", str(rounds), "--max-rounds", str(max_rounds)]
-    if operations:
-        cmd += ["--operations", *operations]
+    cmd += (["--max-samples", str(max_samples)] if max_samples else []) + (["--quiet-only"] if quiet_only else [])
+    cmd += ["--isolation", isolation] if isolation else []
+    if operations and operations != "all":
+        cmd += ["--operations", *([operations] if isinstance(operations, str) else operations)]
     for size in inputs.message_sizes(message_bytes):
         cmd += ["--message-bytes", str(size)]
     if folder:
         cmd += ["--folder", str(folder)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
-        raise RuntimeError(f"the {variant} worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"the {build.id} worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return load_run(Path(folder or paths.RESULTS) / run_id)

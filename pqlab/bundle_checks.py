@@ -306,8 +306,8 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
     import pandas as pd
 
     from .flags import has
-    from .results import PARTIAL, with_rounds
-    from .stats import round_interval
+    from .results import PARTIAL
+    from .stats import round_interval, with_rounds
 
     m, s = run.measurements, run.samples
     if m.empty or s.empty or "time_ns_median" not in m.columns or "time_ns" not in s.columns:

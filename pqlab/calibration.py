@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from .formatting import fmt_percent
-from .results import KEY, Run, _keyed, load_run, with_rounds
-from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, t_quantile
+from .results import KEY, Run, _keyed, load_run
+from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, t_quantile, with_rounds
 
 #: Coverage from which `describe` calls the intervals calibrated (a 95 % interval, K runs of sampling error).
 GOOD_COVERAGE, GOOD_SPREAD = 0.90, 1.5

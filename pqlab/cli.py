@@ -1,4 +1,4 @@
-"""`python -m pqlab list | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | report | cite | lab`:
+"""`python -m pqlab list | builds | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | report | cite | lab`:
 measuring without a notebook, moving results between machines, the cycle counters here, building the paper, the
 executed notebooks as HTML pages and starting JupyterLab.
 
@@ -36,6 +36,19 @@ def _cmd_list(args) -> int:
     print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
     for backend, why in UNAVAILABLE.items():
         print(f"not available: {backend}: {why}", file=sys.stderr)
+    return 0
+
+
+def _cmd_builds(args) -> int:
+    import pandas as pd
+
+    from .liboqs_loader import catalogue
+
+    df = pd.DataFrame(catalogue())
+    df["loaded"] = df["loaded"].map({True: "yes", False: ""})
+    print(df[["build", "release", "options", "state", "loaded", "source"]].to_string(index=False))
+    print("\nmeasure one with NAME@BUILD, e.g. ML-KEM-768@liboqs-0.12.0 (a worker process loads it); "
+          "python -m pqlab.provision liboqs BUILD installs one now", file=sys.stderr)
     return 0
 
 
@@ -82,7 +95,8 @@ def _cmd_compare(args) -> int:
     from .stats import CONFIDENCE
 
     df = compare_runs(args.a, args.b, alpha=args.alpha, min_factor=args.min_factor,
-                      allow_different=args.allow_different, allow_partial=args.allow_partial)
+                      allow_different=args.allow_different, allow_partial=args.allow_partial,
+                      allow_changed_meaning=args.allow_changed_meaning)
     for difference in df.attrs.get("differences", []):
         print(f"note: the runs differ in {difference}", file=sys.stderr)
     for partial in df.attrs.get("partial", []):
@@ -293,8 +307,11 @@ def parser() -> argparse.ArgumentParser:
     ls.add_argument("--kind", choices=list(KIND_OPERATIONS))
     ls.add_argument("--backend")
     ls.set_defaults(func=_cmd_list)
+    bl = sub.add_parser("builds", help="list the liboqs builds: pqlab's own (each release, each option) and any given")
+    bl.set_defaults(func=_cmd_builds)
     b = sub.add_parser("bench", help="measure algorithms and write a results file")
-    b.add_argument("algorithms", nargs="+", help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography)")
+    b.add_argument("algorithms", nargs="+", help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography), "
+                                                 "NAME@liboqs-0.12.0 a liboqs build (python -m pqlab builds)")
     b.add_argument("--operations", nargs="+",
                    help="keygen sign verify encaps decaps encrypt decrypt, each of which every algorithm must have; "
                         "default all (each algorithm's own)")
@@ -329,6 +346,9 @@ def parser() -> argparse.ArgumentParser:
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.add_argument("--allow-partial", action="store_true",
                    help="compare runs that did not finish (interrupted, failed, abandoned; they are named)")
+    c.add_argument("--allow-changed-meaning", action="store_true",
+                   help="runs of two liboqs releases: compare names that mean different algorithms in them too "
+                        "(a name liboqs re-used for another algorithm; each such row says so)")
     c.set_defaults(func=_cmd_compare)
     f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
     f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,

@@ -1,8 +1,8 @@
-"""Building liboqs once per machine: CMake over the crates.io sources of oqs-sys, cached per user.
+"""Building liboqs once per machine and release: CMake over the crates.io sources of oqs-sys, cached per user.
 
-liboqs-python needs the C library liboqs as a shared ``liboqs.so``.  Where none is installed,
-pqlab builds liboqs 0.13.0 from the sources that the crates.io crate ``oqs-sys`` (pinned with
-its checksum in ``native/Cargo.lock``) carries: cargo only downloads and unpacks the crate
+liboqs-python needs the C library liboqs as a shared ``liboqs.so``.  pqlab builds each liboqs release that
+crates.io carries (0.9.0, 0.12.0, 0.13.0: :mod:`pqlab.builds`) from the sources its ``oqs-sys`` crate bundles,
+pinned with its checksum in ``native/liboqs/<release>/Cargo.lock``: cargo only downloads and unpacks the crate
 (``cargo metadata`` names where), CMake builds the static library with the options oqs-sys
 uses, and the C compiler links it whole, with the one function liboqs-python 0.16 adds
 (``native/liboqs_shim.c``), into ``liboqs.so`` exporting every ``OQS_*`` symbol
@@ -10,7 +10,7 @@ uses, and the C compiler links it whole, with the one function liboqs-python 0.1
 
 Each build lands in a per-user cache, ``$XDG_CACHE_HOME/pqlab/liboqs/<key>/`` (default
 ``~/.cache``), keyed by everything that decides the library: the crate's checksum, the shim
-and version script, the compiler and CMake versions, the CMake options and the variant.  A
+and version script, the compiler and CMake versions, the CMake options and the build's options.  A
 second clone on the same machine therefore copies the library instead of compiling it, and
 ``make clean`` never touches the cache.  Concurrent builds of one key wait on a lock, and an
 entry appears by an atomic rename only when complete.  Its ``build.json`` records the sha256 of every
@@ -19,11 +19,11 @@ truncated or replaced is built again, an installed copy that was is copied again
 saying so (:mod:`pqlab.integrity`).  An entry of an older pqlab (no ``files``) whose library loads in a
 child process gets its sha256 recorded then.
 
-    build_key(variant) -> (key, inputs)     what a build of `variant` depends on
-    cached_build(variant) -> Path           the cache entry, built first if missing
-    provide(variant) -> Path                the build installed as .venv/liboqs/<variant>/
+    build_key(build) -> (key, inputs)     what a build depends on (build: a pqlab.builds.Build or its id)
+    cached_build(build) -> Path           the cache entry, built first if missing
+    provide(build) -> Path                the build installed as .venv/liboqs/<build id>/
 
-Variants: ``default`` (``OQS_DIST_BUILD``: every CPU-specific implementation, chosen at run
+Options: ``default`` (``OQS_DIST_BUILD``: every CPU-specific implementation, chosen at run
 time) and ``generic`` (portable C only: ``OQS_DIST_BUILD=OFF``, ``OQS_OPT_TARGET=generic``).
 """
 from __future__ import annotations
@@ -41,15 +41,13 @@ import time
 import tomllib
 from pathlib import Path
 
+from .builds import Build, parse
 from .integrity import sha256_file
 from .paths import NATIVE
-from .paths import liboqs_prefix as variant_prefix
 
 CRATE = "oqs-sys"
 SHIM = NATIVE / "liboqs_shim.c"
 VERSION_SCRIPT = NATIVE / "liboqs.map"
-MANIFEST = NATIVE / "Cargo.toml"
-LOCKFILE = NATIVE / "Cargo.lock"
 #: The file in each cache entry and installed build that records what it was built from.
 RECORD = "build.json"
 
@@ -87,15 +85,15 @@ def _first_line(cmd: list[str]) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else ""
 
 
-def crate_checksum() -> tuple[str, str]:
-    """(version, sha256 of the .crate archive) of oqs-sys as native/Cargo.lock pins it.
-
-    cargo checks the downloaded archive against this checksum, so it identifies the sources."""
-    lock = tomllib.loads(LOCKFILE.read_text())
+def crate_checksum(build: Build) -> tuple[str, str]:
+    """(version, sha256 of the .crate archive) of oqs-sys as the build's native/liboqs/<release>/Cargo.lock pins
+    it.  cargo checks the downloaded archive against this checksum, so it identifies the sources."""
+    lockfile = build.manifest.with_name("Cargo.lock")
+    lock = tomllib.loads(lockfile.read_text())
     for package in lock.get("package", []):
         if package["name"] == CRATE:
             return package["version"], package["checksum"]
-    raise LiboqsBuildError(f"{LOCKFILE} does not pin {CRATE}: restore it from git")
+    raise LiboqsBuildError(f"{lockfile} does not pin {CRATE}: restore it from git")
 
 
 def c_flags() -> list[str]:
@@ -106,31 +104,40 @@ def c_flags() -> list[str]:
     return flags + ["-w"]
 
 
-def cmake_options(variant: str) -> dict[str, str]:
-    """The liboqs CMake options of oqs-sys 0.11 with features ``kems`` and ``sigs`` (HQC included:
-    liboqs 0.13 switches it off by default, oqs-sys switches it on), and the variant's target."""
+def cmake_options(options: str) -> dict[str, str]:
+    """The liboqs CMake options of oqs-sys with features ``kems`` and ``sigs`` (HQC included: liboqs 0.13
+    switches it off by default, oqs-sys switches it on), and the target of the build's `options`.  The families
+    an older release lacks (ML-KEM, ML-DSA, CROSS, MAYO, UOV before 0.12/0.13) are options its CMake ignores."""
     enabled = ["KEM_CLASSIC_MCELIECE", "KEM_FRODOKEM", "KEM_HQC", "KEM_KYBER", "KEM_ML_KEM", "KEM_NTRUPRIME",
                "SIG_CROSS", "SIG_DILITHIUM", "SIG_FALCON", "SIG_MAYO", "SIG_ML_DSA", "SIG_SPHINCS", "SIG_UOV"]
-    options = {"CMAKE_BUILD_TYPE": "Release", "OQS_BUILD_ONLY_LIB": "Yes", "OQS_USE_OPENSSL": "No",
-               # oqs-sys leaves BIKE out on 32-bit ARM, where liboqs does not support it
-               "OQS_ENABLE_KEM_BIKE": "No" if platform.machine().startswith("armv") else "Yes"}
-    options |= {f"OQS_ENABLE_{name}": "Yes" for name in enabled}
-    if variant == "default":
-        options["OQS_DIST_BUILD"] = "Yes"
+    chosen = {f"OQS_ENABLE_{name}": "Yes" for name in enabled} | {
+        "CMAKE_BUILD_TYPE": "Release", "OQS_BUILD_ONLY_LIB": "Yes", "OQS_USE_OPENSSL": "No",
+        # oqs-sys leaves BIKE out on 32-bit ARM, where liboqs does not support it
+        "OQS_ENABLE_KEM_BIKE": "No" if platform.machine().startswith("armv") else "Yes"}
+    if options == "default":
+        chosen["OQS_DIST_BUILD"] = "Yes"
     else:
-        options |= {"OQS_DIST_BUILD": "OFF", "OQS_OPT_TARGET": "generic"}
+        chosen |= {"OQS_DIST_BUILD": "OFF", "OQS_OPT_TARGET": "generic"}
     flags = " ".join(c_flags())
-    return options | {"CMAKE_C_FLAGS": flags, "CMAKE_ASM_FLAGS": flags}
+    return chosen | {"CMAKE_C_FLAGS": flags, "CMAKE_ASM_FLAGS": flags}
 
 
 LINK_FLAGS = ["-shared", "-pthread", "-Wl,-soname,liboqs.so", "-Wl,--gc-sections", "-Wl,-z,relro,-z,now",
               "-Wl,-z,noexecstack"]
 
 
-def build_key(variant: str) -> tuple[str, dict]:
-    """The cache key of a `variant` build here, and the inputs it hashes (stored in each entry)."""
-    variant_prefix(variant)  # refuses unknown variants
-    version, checksum = crate_checksum()
+def _own(build) -> Build:
+    build = parse(build)  # refuses unknown releases and options
+    if not build.own:
+        raise LiboqsBuildError(f"{build.id} is a liboqs pqlab was given ({build.library}), not one it builds")
+    return build
+
+
+def build_key(build) -> tuple[str, dict]:
+    """The cache key of `build` (a :class:`pqlab.builds.Build` or its id) here, and the inputs it hashes (stored in
+    each entry: the build's record of where it came from)."""
+    build = _own(build)
+    version, checksum = crate_checksum(build)
     cc = c_compiler()
     inputs = {
         "crate": f"{CRATE} {version}", "crate_sha256": checksum,
@@ -138,20 +145,21 @@ def build_key(variant: str) -> tuple[str, dict]:
         "compiler": f"{os.path.realpath(cc)}: {_first_line([cc, '--version'])}",
         "compiler_target": _first_line([cc, "-dumpmachine"]),
         "cmake": _first_line([_tool("cmake", "the liboqs build system"), "--version"]),
-        "cmake_options": cmake_options(variant), "link_flags": LINK_FLAGS, "variant": variant,
+        "cmake_options": cmake_options(build.options), "link_flags": LINK_FLAGS,
+        "build": build.id, "release": build.release, "options": build.options,
     }
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-    return f"{variant}-{digest[:20]}", inputs
+    return f"{build.id}-{digest[:20]}", inputs
 
 
-def crate_sources() -> Path:
-    """The liboqs sources inside the oqs-sys crate; cargo downloads and unpacks it if needed."""
+def crate_sources(build: Build) -> Path:
+    """The liboqs sources inside the build's oqs-sys crate; cargo downloads and unpacks it if needed."""
     cargo = _tool("cargo", "it fetches the liboqs sources from crates.io; install Rust from https://rustup.rs")
-    proc = subprocess.run([cargo, "metadata", "--locked", "--format-version", "1", "--manifest-path", str(MANIFEST)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([cargo, "metadata", "--locked", "--format-version", "1", "--manifest-path",
+                           str(build.manifest)], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise LiboqsBuildError(f"cargo could not fetch {CRATE} from crates.io: {proc.stderr.strip()[-500:]}")
-    version, _ = crate_checksum()
+    version, _ = crate_checksum(build)
     for package in json.loads(proc.stdout)["packages"]:
         if package["name"] == CRATE and package["version"] == version:
             sources = Path(package["manifest_path"]).parent / "liboqs"
@@ -159,7 +167,7 @@ def crate_sources() -> Path:
                 return sources
             raise LiboqsBuildError(f"{sources} has no CMakeLists.txt: the unpacked crate is incomplete; "
                                    f"delete {Path(package['manifest_path']).parent} and run again")
-    raise LiboqsBuildError(f"cargo metadata does not list {CRATE} {version} for {MANIFEST}")
+    raise LiboqsBuildError(f"cargo metadata does not list {CRATE} {version} for {build.manifest}")
 
 
 @contextlib.contextmanager
@@ -185,10 +193,10 @@ def _run(cmd: list[str], log: Path, step: str) -> None:
                                f"last lines of {log}:\n{tail}")
 
 
-def _compile(variant: str, inputs: dict, work: Path, log: Path) -> Path:
+def _compile(build: Build, inputs: dict, work: Path, log: Path) -> Path:
     """Build into `work`/out (lib/liboqs.so, include/oqs/, build.json); return that folder."""
     cmake, cc = _tool("cmake", "the liboqs build system"), c_compiler()
-    sources = crate_sources()
+    sources = crate_sources(build)
     build, staged, out = work / "build", work / "install", work / "out"
     generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]
     defines = [f"-D{k}={v}" for k, v in inputs["cmake_options"].items()]
@@ -260,9 +268,10 @@ def _check(library: Path) -> None:
         raise LiboqsBuildError(f"the freshly built {library} is not usable: {why}")
 
 
-def cached_build(variant: str, *, announce=print) -> Path:
-    """The cache entry of the `variant` build (lib/liboqs.so, include/oqs/, build.json), built if missing."""
-    key, inputs = build_key(variant)
+def cached_build(build, *, announce=print) -> Path:
+    """The cache entry of `build` (lib/liboqs.so, include/oqs/, build.json), built if missing."""
+    build = _own(build)
+    key, inputs = build_key(build)
     root = cache_root()
     entry = root / key
     if not entry_problem(entry):
@@ -272,8 +281,8 @@ def cached_build(variant: str, *, announce=print) -> Path:
         if not bad or _adopt(entry, announce):  # another process built it while we waited, or an old entry
             return entry
         if entry.exists():
-            announce(f"liboqs ({variant}): the cache entry {entry} {bad}: building it again")
-        announce(f"liboqs ({variant}): building from the crates.io sources of {inputs['crate']} "
+            announce(f"{build.id}: the cache entry {entry} {bad}: building it again")
+        announce(f"{build.id}: building from the crates.io sources of {inputs['crate']} "
                  f"(once per machine; cached in {entry})")
         for stale in [entry, *root.glob(f".tmp-{key}-*")]:  # left by an interrupted build (we hold the lock)
             _remove(stale)
@@ -283,7 +292,7 @@ def cached_build(variant: str, *, announce=print) -> Path:
         log.unlink(missing_ok=True)
         try:
             start = time.monotonic()
-            out = _compile(variant, inputs, work, log)
+            out = _compile(build, inputs, work, log)
             _check(out / "lib" / "liboqs.so")
             from .integrity import tree_digests
 
@@ -298,26 +307,27 @@ def cached_build(variant: str, *, announce=print) -> Path:
     return entry
 
 
-def installed_key(variant: str) -> str:
-    """The cache key of the build installed as .venv/liboqs/<variant>, or "" if none (or not pqlab's)."""
+def installed_key(build) -> str:
+    """The cache key of the build installed as .venv/liboqs/<build id>, or "" if none (or not pqlab's)."""
     try:
-        return json.loads((variant_prefix(variant) / RECORD).read_text())["key"]
+        return json.loads((parse(build).prefix / RECORD).read_text())["key"]
     except (OSError, ValueError, KeyError):
         return ""
 
 
-def provide(variant: str, *, announce=print) -> Path:
-    """Install the `variant` build (from the cache, built first if missing or damaged) as .venv/liboqs/<variant>/;
-    an installed copy whose files do not match the sha256 recorded for them is installed again."""
-    entry = cached_build(variant, announce=announce)
-    dest = variant_prefix(variant)
-    with _locked(dest.parent / f".{variant}.lock"):
-        if installed_key(variant) == entry.name:
+def provide(build, *, announce=print) -> Path:
+    """Install `build` (from the cache, built first if missing or damaged) as .venv/liboqs/<build id>/; an
+    installed copy whose files do not match the sha256 recorded for them is installed again."""
+    build = _own(build)
+    entry = cached_build(build, announce=announce)
+    dest = build.prefix
+    with _locked(dest.parent / f".{build.id}.lock"):
+        if installed_key(build) == entry.name:
             bad = entry_problem(dest)
             if not bad:
                 return dest
-            announce(f"liboqs ({variant}): the installed copy {dest} {bad}: installing it again from {entry}")
-        stage, old = dest.parent / f".{variant}.tmp", dest.parent / f".{variant}.old"
+            announce(f"{build.id}: the installed copy {dest} {bad}: installing it again from {entry}")
+        stage, old = dest.parent / f".{build.id}.tmp", dest.parent / f".{build.id}.old"
         for path in (stage, old):
             _remove(path)
         shutil.copytree(entry, stage, ignore=shutil.ignore_patterns("build.log"))

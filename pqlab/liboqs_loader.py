@@ -2,10 +2,11 @@
 
 Order of preference (the setup issue): a liboqs that is already loadable (``OQS_INSTALL_PATH``,
 a conda environment, the system's loader path) is used as it is; otherwise the build of
-``native/`` installed by ``make setup`` under ``.venv/liboqs/<variant>/``.  ``make setup``
-writes a ``.pth`` file into the virtual environment that points ``OQS_INSTALL_PATH`` at the
-default build, so the shell, Jupyter kernels, papermill and pytest all find it with nothing
-exported.  A worker process picks another build variant through :func:`variant_environment`.
+``native/`` installed by ``make setup`` under ``.venv/liboqs/liboqs-0.13.0/`` (:mod:`pqlab.builds`).
+``make setup`` writes a ``.pth`` file into the virtual environment that points ``OQS_INSTALL_PATH`` at that
+build, so the shell, Jupyter kernels, papermill and pytest all find it with nothing exported.  A worker
+process loads another build (another release, the portable options, a liboqs pqlab was given) through
+:func:`build_environment`; :func:`liboqs_info` then refuses to measure if it loaded any other.
 
 liboqs-python prints a line to stdout when imported and warns when liboqs and liboqs-python
 versions differ; :func:`import_oqs` keeps both out of notebook outputs and pqlab records
@@ -31,18 +32,23 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import warnings
 from pathlib import Path
 
-from . import paths
+from . import builds, paths
 from .errors import LiboqsNotFound, shell_command  # raised here, defined there: catching it loads nothing
 from .files import atomic_write_text
-from .paths import LIBOQS_VARIANTS as VARIANTS  # noqa: F401 (liboqs_loader.VARIANTS: the builds it can load)
-from .paths import liboqs_prefix as variant_prefix
 
-#: liboqs-python 0.16 calls these (OQS_init when imported); liboqs 0.13 gets the last from native/'s shim.
-REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str")
+#: liboqs-python 0.16 looks these up when imported; liboqs 0.9-0.13 get OQS_SIG_supports_ctx_str from native/'s shim,
+#: and liboqs 0.9 (no stateful signatures) the OQS_SIG_STFL_* ones too.  A liboqs lacking one is refused, never loaded.
+REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str",
+                    "OQS_SIG_STFL_alg_count", "OQS_SIG_STFL_alg_identifier", "OQS_SIG_STFL_new",
+                    "OQS_SIG_STFL_SECRET_KEY_new", "OQS_SIG_STFL_SECRET_KEY_serialize",
+                    "OQS_SIG_STFL_SECRET_KEY_deserialize", "OQS_SIG_STFL_SECRET_KEY_SET_store_cb",
+                    "OQS_SIG_STFL_keypair", "OQS_SIG_STFL_sign", "OQS_SIG_STFL_verify", "OQS_SIG_STFL_sigs_remaining",
+                    "OQS_SIG_STFL_sigs_total")
 HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
 
 
@@ -119,24 +125,10 @@ def library_problem() -> str:
 
 def _fix_for(library: Path) -> str:
     """How to replace a damaged `library`: pqlab's own build is installed again, any other one by whoever made it."""
-    for variant in VARIANTS:
-        if library.parent.parent == variant_prefix(variant):
-            return f"reinstall it: {shell_command(f'pqlab.provision liboqs {variant}')}"
+    own = builds.own_build_at(library.parent.parent)
+    if own is not None:
+        return f"reinstall it: {shell_command(f'pqlab.provision liboqs {own.id}')}"
     return "reinstall that liboqs, or point OQS_INSTALL_PATH at another one"
-
-
-def _own_build_problem(variant: str) -> str:
-    """What is wrong with pqlab's installed `variant` build ("" when it is whole, or not installed)."""
-    from .integrity import tree_problem
-
-    prefix = variant_prefix(variant)
-    if not (prefix / "lib" / "liboqs.so").exists():
-        return ""
-    try:
-        files = json.loads((prefix / "build.json").read_text()).get("files")
-    except (OSError, ValueError, AttributeError):
-        return ""  # not pqlab's build (a copy made by hand): load_problem still checks it is a whole ELF file
-    return tree_problem(prefix, files) if files else ""
 
 
 def repair_own_builds(paths: list[Path] | None = None) -> None:
@@ -144,14 +136,14 @@ def repair_own_builds(paths: list[Path] | None = None) -> None:
     liboqs-python would try) whose library is not a whole ELF file with its recorded sha256; one line on stderr
     each."""
     for path in search_order() if paths is None else paths:
-        for variant in VARIANTS:
-            if path.parent.parent == variant_prefix(variant) and path.exists() and load_problem(path):
-                from .liboqs_build import LiboqsBuildError, provide
+        own = builds.own_build_at(path.parent.parent)
+        if own is not None and path.exists() and load_problem(path):
+            from .liboqs_build import LiboqsBuildError, provide
 
-                try:
-                    provide(variant, announce=lambda line: print(line, file=sys.stderr))
-                except LiboqsBuildError as exc:
-                    print(f"liboqs ({variant}): the damaged build could not be replaced: {exc}", file=sys.stderr)
+            try:
+                provide(own, announce=lambda line: print(line, file=sys.stderr))
+            except LiboqsBuildError as exc:
+                print(f"{own.id}: the damaged build could not be replaced: {exc}", file=sys.stderr)
 
 
 def find_usable_liboqs() -> Path | None:
@@ -164,19 +156,73 @@ def find_usable_liboqs() -> Path | None:
     return None
 
 
-def variant_environment(variant: str, base: dict | None = None) -> dict:
-    """Environment for a worker process that must load the `variant` build of native/ (installed, or installed
-    again when its files do not match their recorded sha256, first)."""
-    if not (variant_prefix(variant) / "lib" / "liboqs.so").exists() or _own_build_problem(variant):
+def given_builds() -> tuple[builds.Build, ...]:
+    """The liboqs pqlab was given rather than built (system, conda, OQS_INSTALL_PATH) and could use, as a build
+    named by its own ``OQS_version()`` (read in a child process: this one keeps the liboqs it has)."""
+    found = []
+    for path in _candidates():
+        if paths.LIBOQS_PREFIX in path.parents or not (path.exists() or "/" not in str(path)) or check_library(path):
+            continue
+        code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.OQS_version.restype = ctypes.c_char_p; "
+                "print(lib.OQS_version().decode())")
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+        release = proc.stdout.strip()
+        if proc.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+", release):
+            found.append(builds.Build(release, builds.GIVEN, str(path)))
+    return tuple(dict.fromkeys(found))
+
+
+def catalogue() -> list[dict]:
+    """Every liboqs build pqlab knows here (``python -m pqlab builds``): its own builds of each release in
+    native/liboqs/ and each option (installed, in the per-user cache, or built on first use), then the liboqs it
+    was given.  Each a dict: build, release, options, source, state, prefix, loaded (this process's liboqs)."""
+    from .liboqs_build import LiboqsBuildError, build_key, cache_root, entry_problem, installed_key
+
+    try:
+        loaded = liboqs_info()["build"]
+    except LiboqsNotFound:
+        loaded = ""
+    rows = []
+    for release in builds.own_releases():
+        for options in builds.OPTIONS:
+            build = builds.Build(release, options)
+            try:
+                key, inputs = build_key(build)
+            except LiboqsBuildError as exc:
+                rows.append({"build": build.id, "release": release, "options": options, "source": "",
+                             "state": f"cannot be built here: {exc}", "prefix": str(build.prefix)})
+                continue
+            if installed_key(build) == key and not entry_problem(build.prefix):
+                state = "installed"
+            elif not entry_problem(cache_root() / key):
+                state = "in the per-user cache (installed on first use)"
+            else:
+                state = "built on first use"
+            rows.append({"build": build.id, "release": release, "options": options,
+                         "source": f"crates.io {inputs['crate']} (sha256 {inputs['crate_sha256'][:16]}...)",
+                         "state": state, "prefix": str(build.prefix)})
+    for build in given_builds():
+        rows.append({"build": build.id, "release": build.release, "options": build.options,
+                     "source": build.library, "state": "given (system, conda or OQS_INSTALL_PATH)",
+                     "prefix": str(build.prefix)})
+    return [r | {"loaded": r["build"] == loaded} for r in rows]
+
+
+def build_environment(build, base: dict | None = None) -> dict:
+    """Environment for a worker process that must load `build` (a :class:`pqlab.builds.Build` or its id): pqlab's
+    own builds are installed first when missing, damaged or built from other inputs than today's (built on first
+    need: the per-user cache makes that a copy), a given liboqs is used where it is."""
+    build = builds.parse(build, given_builds() if isinstance(build, str) and "given" in build else ())
+    if build.own:
         from .liboqs_build import LiboqsBuildError, provide
 
-        try:  # built on first need (seconds when the per-user cache has it)
-            provide(variant, announce=lambda line: print(line, file=sys.stderr))
+        try:
+            provide(build, announce=lambda line: print(line, file=sys.stderr))
         except LiboqsBuildError as exc:
-            raise LiboqsNotFound(f"the {variant} build of liboqs is not installed and cannot be built: {exc}") from exc
+            raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc
     env = dict(os.environ if base is None else base)
-    env["OQS_INSTALL_PATH"] = str(variant_prefix(variant))
-    env["PQLAB_LIBOQS_VARIANT"] = variant
+    env["OQS_INSTALL_PATH"] = str(build.prefix)
+    env["PQLAB_LIBOQS_BUILD"] = build.id
     return env
 
 
@@ -277,23 +323,32 @@ def liboqs_info() -> dict:
         "liboqs_python_version": oqs.oqs_python_version(),
         "liboqs_path": path,
         "variant": variant_of(config),
+        "build": _build_id(oqs.oqs_version(), path, variant_of(config)),
         "build_config": {k: v for k, v in config.items() if k in (
             "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
             or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
         "cpu_extensions": cpu_extensions(path) if path else None,
         "cpu_specific": cpu_specific_code(config),
     }
-    requested = os.environ.get("PQLAB_LIBOQS_VARIANT")
-    if requested and info["variant"] != requested:
+    requested = os.environ.get("PQLAB_LIBOQS_BUILD")
+    if requested and info["build"] != requested:
         raise LiboqsNotFound(
-            f"asked for the {requested} build of liboqs but loaded {path} ({info['variant']}); "
-            "a liboqs on the system loader path takes precedence in liboqs-python: remove it from "
-            "the loader path to compare build variants")
+            f"asked for {requested} but loaded {path} ({info['build']}); a liboqs on the system loader path takes "
+            "precedence in liboqs-python: remove it from the loader path to compare builds")
     return info
 
 
-def write_pth(site_packages: Path, variant: str = "default") -> Path:
+def _build_id(release: str, path: str, options: str) -> str:
+    """The id of the build loaded from `path` (:class:`pqlab.builds.Build`): pqlab's own under .venv/liboqs, else
+    a given one."""
+    own = builds.own_build_at(Path(path).parent.parent) if path else None
+    if own is not None:
+        return builds.Build(release, options).id
+    return builds.Build(release, builds.GIVEN, path).id
+
+
+def write_pth(site_packages: Path, build="default") -> Path:
     """Write the .pth that makes the venv's interpreter find native/'s liboqs with nothing exported."""
     pth = Path(site_packages) / "pqlab_liboqs.pth"
-    line = f"import os; os.environ.setdefault('OQS_INSTALL_PATH', {str(variant_prefix(variant))!r})\n"
+    line = f"import os; os.environ.setdefault('OQS_INSTALL_PATH', {str(builds.prefix(build))!r})\n"
     return atomic_write_text(pth, line)

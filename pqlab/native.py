@@ -33,13 +33,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import cycles, flags, integrity
+from .builds import OPTIONS, prefix
 from .errors import close_matches, shell_command, warn
-from .paths import LIBOQS_VARIANTS, NATIVE, liboqs_prefix
+from .paths import NATIVE
 from .recorder import RunRecorder, summary_columns
 from .schema import typed
 from .stats import summarize
 
-VARIANTS = LIBOQS_VARIANTS  # the liboqs builds a runner can be built against
+VARIANTS = OPTIONS  # the options of the setup release's liboqs builds a runner can be built against
 BENCH_DIR = NATIVE / "bench"
 #: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
 RUNNER_VERSION = "2"
@@ -65,14 +66,13 @@ class UnknownNativeAlgorithm(NativeRunnerError):
 
 def runner_path(variant: str = "default") -> Path:
     """Where the runner for `variant` is built (it may not exist yet)."""
-    liboqs_prefix(variant)  # refuses an unknown build
-    return BENCH_DIR / "build" / variant / "pqbench"
+    return BENCH_DIR / "build" / prefix(variant).name / "pqbench"  # one folder per build id (refuses unknown ones)
 
 
 def build_native_runner(variant: str = "default") -> Path:
     """Build (incrementally, with make) the runner for the `variant` liboqs build; its path."""
-    prefix = liboqs_prefix(variant)
-    missing = [p for p in (prefix / "lib" / "liboqs.so", prefix / "include" / "oqs" / "oqs.h") if not p.exists()]
+    where = prefix(variant)
+    missing = [p for p in (where / "lib" / "liboqs.so", where / "include" / "oqs" / "oqs.h") if not p.exists()]
     if missing:
         raise LiboqsBuildMissing(
             f"the {variant} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
@@ -95,7 +95,7 @@ def build_native_runner(variant: str = "default") -> Path:
             binary.unlink()
             before = None
         proc = subprocess.run(
-            ["make", "-C", str(BENCH_DIR), f"VARIANT={variant}", f"LIBOQS={prefix}"],
+            ["make", "-C", str(BENCH_DIR), f"VARIANT={variant}", f"LIBOQS={where}"],
             capture_output=True, text=True, timeout=300)
         if proc.returncode != 0 or not binary.exists():
             raise NativeRunnerError(
@@ -131,7 +131,7 @@ def check_version(result: dict, binary) -> None:
     got = result.get("runner_version")
     if got != RUNNER_VERSION:
         raise NativeRunnerError(f"{binary} is runner version {got}, pqlab reads version {RUNNER_VERSION}: "
-                                f"rebuild it with `make -C native/bench VARIANT={result.get('variant') or 'default'}`")
+                                f"remove it and run again (pqlab builds the runner on first use)")
 
 
 def run_native(
@@ -280,8 +280,7 @@ def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list
     """An algorithm's rows from its rounds (one :func:`run_native` process each): the samples of every round
     summarised together (:func:`measurements_from_result`), the estimate and interval over rounds
     (:func:`pqlab.stats.round_interval`, with the machine's drift from the rounds' reference loops)."""
-    from .results import with_rounds
-    from .stats import relative_half_width, round_interval
+    from .stats import relative_half_width, round_interval, with_rounds
 
     merged = dict(results[0][1], operations=[
         dict(op, samples_ns=[t for _, r in results for t in r["operations"][i]["samples_ns"]],

@@ -97,15 +97,5 @@ PAPER = ROOT / "paper"  # the LaTeX article that `make paper` builds from the ex
 NOTEBOOKS = ROOT / "notebooks"
 BUILD = ROOT / "build"  # executed notebooks and other build products
 NATIVE = ROOT / "native"
-#: Where `make setup` installs the liboqs builds of native/: LIBOQS_PREFIX/<variant>/lib/liboqs.so
+#: Where pqlab installs its own liboqs builds: LIBOQS_PREFIX/<build id>/lib/liboqs.so (pqlab.builds)
 LIBOQS_PREFIX = ROOT / ".venv" / "liboqs"
-#: pqlab's own liboqs builds: the optimised one and the portable one
-LIBOQS_VARIANTS = ("default", "generic")
-
-
-def liboqs_prefix(variant: str = "default") -> Path:
-    """Where pqlab installs its `variant` build of liboqs (LIBOQS_PREFIX/<variant>); an unknown one is refused with
-    close matches.  The one place that knows it (the loader, the build, the native runner and setup ask here)."""
-    from .errors import choice
-
-    return LIBOQS_PREFIX / choice(variant, "liboqs build", LIBOQS_VARIANTS)

@@ -2,6 +2,7 @@
 
     python -m pqlab.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
     python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
+    python -m pqlab.provision liboqs liboqs-0.12.0   # another release (pqlab.builds; also built on first need)
     python -m pqlab.provision latex            # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.provision browser          # chromium for the report's browser test (exit 1: not there)
     python -m pqlab.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git filter)
@@ -26,30 +27,33 @@ import sysconfig
 import time
 from pathlib import Path
 
+from .builds import SETUP_RELEASE, Build, parse
 from .liboqs_build import LiboqsBuildError, provide
-from .liboqs_loader import VARIANTS, find_usable_liboqs, variant_prefix, write_pth
+from .liboqs_loader import find_usable_liboqs, write_pth
 
 
-def liboqs(variant: str) -> None:
-    """Provide the `variant` build.  For the default one, a liboqs that is already loadable (system,
-    conda, OQS_INSTALL_PATH) wins; otherwise pqlab's build, found by the venv through a .pth file."""
+def liboqs(spec: str) -> None:
+    """Provide the build `spec` names (pqlab.builds: ``default``, ``generic``, ``liboqs-0.12.0``...).  For the
+    default one, a liboqs that is already loadable (system, conda, OQS_INSTALL_PATH) wins; otherwise pqlab's
+    build, found by the venv through a .pth file."""
+    build = parse(spec)
     site = Path(sysconfig.get_paths()["purelib"])
-    if variant == "default" and (existing := find_usable_liboqs()):
+    if build == Build(SETUP_RELEASE) and (existing := find_usable_liboqs()):
         (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
         print(f"liboqs: using the one already installed at {existing}")
         return
     start = time.monotonic()
-    where = provide(variant)
-    if variant == "default":
-        write_pth(site)
-    print(f"liboqs ({variant}): {where} ready in {time.monotonic() - start:.1f} s")
+    where = provide(build)
+    if build == Build(SETUP_RELEASE):
+        write_pth(site, build)
+    print(f"{build.id}: {where} ready in {time.monotonic() - start:.1f} s")
 
 
 def native_runners() -> None:
     from .native import build_native_runner
 
-    for variant in VARIANTS:
-        if not (variant_prefix(variant) / "lib" / "liboqs.so").exists():
+    for variant in ("default", "generic"):
+        if not (parse(variant).prefix / "lib" / "liboqs.so").exists():
             why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
                    if variant == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
             print(f"native runner ({variant}): not built now: {why}")
@@ -203,10 +207,10 @@ def main(argv: list[str]) -> int:
         return 0 if browser() else 1
     if argv == ["notebook-filter"]:
         return 0 if notebook_filter() else 1
-    if len(argv) == 2 and argv[0] == "liboqs" and argv[1] in VARIANTS:
+    if len(argv) == 2 and argv[0] == "liboqs":
         try:
             liboqs(argv[1])
-        except LiboqsBuildError as exc:
+        except (LiboqsBuildError, ValueError) as exc:  # BadInput: an unknown build, in one line
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

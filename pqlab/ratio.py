@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from . import builds
 from .errors import BadInput, UnknownName, warn
 from .formatting import fmt_factor_ci, fmt_percent, html, markdown
 from .stats import CONFIDENCE, MIN_ROUNDS, has_rounds, ratio_ci
@@ -122,8 +123,14 @@ def _alternatives(r: Ratio) -> list[str]:
 
 
 def _side(run, spec: str, operation: str, variant: str | None, message_bytes) -> tuple[Side, object, int]:
-    """The verified measurement row `spec` ("NAME" or "NAME@backend") names in `run`, with its samples and loops."""
-    name, _, backend = str(spec).partition("@")
+    """The verified measurement row `spec` ("NAME", "NAME@backend" or "NAME@liboqs-0.12.0": a liboqs build, which
+    must be the one the run loaded) names in `run`, with its samples and loops."""
+    spec, asked = builds.split(str(spec))
+    loaded = (run.meta.get("liboqs") or {}).get("build", "")
+    if asked and asked not in (loaded, loaded.removesuffix(f"+{builds.GIVEN}")):
+        raise BadInput(f"run {run.run_id} loaded {loaded or 'no liboqs build pqlab knows'}, not {asked} (one run "
+                       "loads one liboqs): compare runs of two builds with pqlab.results.compare_runs")
+    name, _, backend = spec.partition("@")
     m = run.verified()
     if name not in set(m["algorithm"]):
         raise UnknownName("algorithm in this run", name, sorted(set(m["algorithm"])),

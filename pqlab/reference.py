@@ -140,7 +140,7 @@ def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes, 
     """Raw per-call times of one operation across `runs` (labelled with their rounds where they have them), at the
     measured message length closest to `message_bytes` (any length when it is missing); returns (values, length
     used)."""
-    from .results import round_records, with_rounds
+    from .stats import round_records, with_rounds
 
     s = _rows(runs, "samples", algorithm, backend, [operation], variant)
     if s.empty:
@@ -156,8 +156,7 @@ def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes, 
 
 def _by_length(runs, algorithm: str, backend: str, operation: str, variant: str, stat: str) -> dict[int, float]:
     """Our estimate (`stat` per round, over rounds) of one operation at every message length `runs` measured."""
-    from .results import round_records, with_rounds
-    from .stats import round_interval
+    from .stats import round_interval, round_records, with_rounds
 
     s = _rows(runs, "samples", algorithm, backend, [operation], variant)
     if s.empty:

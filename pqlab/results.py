@@ -31,7 +31,7 @@ from .files import atomic_write_set, process_alive
 from .noise import compare_references
 from .ratio import like_statistic
 from .schema import SCHEMA_VERSION, convert, typed
-from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p
+from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p, with_rounds
 
 
 def verified_rows(measurements: pd.DataFrame, operations: bool = True) -> pd.DataFrame:
@@ -143,20 +143,6 @@ class Run:
         return with_rounds(s.loc[sel].dropna(subset=[column]), column, {self.run_id: self.meta.get("rounds") or []})
 
 
-def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):
-    """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input of
-    :func:`pqlab.stats.round_interval` and :func:`pqlab.stats.ratio_ci`), else as a plain array.  `rounds`: run id
-    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the interval."""
-    values = samples[column].to_numpy(dtype=float)
-    if "round" not in samples.columns or samples.empty or samples["round"].isna().any():
-        return values
-    index = pd.MultiIndex.from_arrays([samples["run_id"].astype(str).to_numpy(),
-                                       samples["round"].astype(int).to_numpy()], names=["run_id", "round"])
-    out = pd.Series(values, index=index)
-    out.attrs["rounds"] = rounds or {}
-    return out
-
-
 def concat_values(parts: list):
     """Per-call values of several runs as one: round-labelled Series stay labelled (their round records merged),
     anything else becomes a plain array."""
@@ -166,13 +152,6 @@ def concat_values(parts: list):
         out.attrs["rounds"] = {k: v for p in parts for k, v in p.attrs.get("rounds", {}).items()}
         return out
     return np.concatenate([np.asarray(p, float) for p in parts]) if parts else np.array([])
-
-
-def round_records(*runs) -> dict:
-    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for :func:`with_rounds`
-    over samples of several runs."""
-    return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("rounds") or []
-            for r in runs if r is not None}
 
 
 def _base(ref: Path | str) -> Path:
@@ -389,7 +368,8 @@ ALPHA, MIN_FACTOR = 0.01, 1.05
 
 
 def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA, min_factor: float = MIN_FACTOR,
-                 allow_different: bool = False, allow_partial: bool = False) -> pd.DataFrame:
+                 allow_different: bool = False, allow_partial: bool = False,
+                 allow_changed_meaning: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its interval over rounds and a test.
 
     Like statistics: the ratio of the estimates over rounds of medians where both samples are means of the
@@ -401,7 +381,10 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
     parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names them.
     A run that did not finish (interrupted, failed, abandoned, still running) is refused unless
     `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement
-    in common.
+    in common.  Runs of two liboqs releases compare a liboqs name only where it means the same algorithm in both
+    (:func:`pqlab.liboqs_names.changed_between`: ``HQC-128`` or ``FrodoKEM-640-AES`` do not); such names are
+    refused unless `allow_changed_meaning`, and then their verdicts say what each side measured
+    (``attrs["changed_meaning"]``).
     """
     alpha, min_factor = inputs.fraction(alpha, "alpha"), inputs.factor(min_factor, "min_factor")
     ra = a if isinstance(a, Run) else load_run(a)
@@ -416,6 +399,11 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
                          + ": compare them anyway with allow_different=True (CLI: --allow-different)")
     ma, mb = (_keyed(r.verified()) for r in (ra, rb))
     merged = ma.merge(mb, on=KEY, suffixes=("_a", "_b"))
+    changed = _changed_meaning(ra, rb, merged)
+    if changed and not allow_changed_meaning:
+        raise ValueError(f"runs {ra.run_id} and {rb.run_id} load different liboqs releases, and there "
+                         + "; ".join(changed.values()) + ": compare them anyway with allow_changed_meaning=True "
+                         "(CLI: --allow-changed-meaning), and each such row says so")
     sa, sb = (_keyed(r.samples) for r in (ra, rb))
     groups_a = {k: with_rounds(g, rounds={ra.run_id: ra.meta.get("rounds") or []}) for k, g in sa.groupby(KEY, dropna=False)}
     groups_b = {k: with_rounds(g, rounds={rb.run_id: rb.meta.get("rounds") or []}) for k, g in sb.groupby(KEY, dropna=False)}
@@ -442,6 +430,8 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
             verdict = "no significant difference"
         if moved:
             verdict += f"; the reference loops moved between the runs ({moved})"
+        if r["algorithm"] in changed and r["backend"] == "liboqs":
+            verdict += f"; ⚠ different algorithms: {changed[r['algorithm']]}"
         rows.append({**{k: r[k] for k in KEY}, "statistic": stat,
                      "a_ns": round_interval(xa, stat)[0] if va.size else np.nan,
                      "b_ns": round_interval(xb, stat)[0] if vb.size else np.nan,
@@ -453,4 +443,24 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
     out.attrs["differences"] = differences
     out.attrs["partial"] = partial
     out.attrs["reference_moved"] = moved
+    out.attrs["changed_meaning"] = changed
+    return out
+
+
+def _changed_meaning(ra: Run, rb: Run, merged: pd.DataFrame) -> dict[str, str]:
+    """The liboqs names in common that mean different algorithms in the two runs' liboqs releases: name -> what
+    each means ("HQC-128 is HQC-2023-128 in liboqs 0.13.0 and HQC-2025-1 in 0.16.0"); {} for one release."""
+    from .liboqs_names import RELEASES, meaning
+
+    a, b = ((r.meta.get("liboqs") or {}).get("liboqs_version") for r in (ra, rb))
+    if not a or not b or a == b or a not in RELEASES or b not in RELEASES:
+        return {}
+    out = {}
+    for name in sorted(set(merged.loc[merged["backend"] == "liboqs", "algorithm"])):
+        try:
+            ma, mb = meaning(name, a), meaning(name, b)
+        except (KeyError, ValueError):  # a name one release does not list: not comparable by meaning
+            continue
+        if ma != mb:
+            out[name] = f"{name} is {ma} in liboqs {a} and {mb} in {b}"
     return out

@@ -7,6 +7,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 
 from . import flags
 from .flags import CV_LIMIT, MIN_FAR, MIN_SAMPLES  # the instability flags' thresholds, defined with the flags
@@ -387,3 +388,24 @@ def precision_summary(measurements) -> dict:
     return {"rows": int(len(measurements)), "with_precision": int(rel.notna().sum()),
             "median": float(rel.median()), "worst": float(rel.max()), "targeted": int(targets.notna().sum()),
             "missed": int(missed.sum()), "target": float(known[0]) if len(known) == 1 else None}
+
+
+def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):
+    """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input of
+    :func:`pqlab.stats.round_interval` and :func:`pqlab.stats.ratio_ci`), else as a plain array.  `rounds`: run id
+    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the interval."""
+    values = samples[column].to_numpy(dtype=float)
+    if "round" not in samples.columns or samples.empty or samples["round"].isna().any():
+        return values
+    index = pd.MultiIndex.from_arrays([samples["run_id"].astype(str).to_numpy(),
+                                       samples["round"].astype(int).to_numpy()], names=["run_id", "round"])
+    out = pd.Series(values, index=index)
+    out.attrs["rounds"] = rounds or {}
+    return out
+
+
+def round_records(*runs) -> dict:
+    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for :func:`with_rounds`
+    over samples of several runs."""
+    return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("rounds") or []
+            for r in runs if r is not None}

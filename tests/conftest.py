@@ -77,11 +77,12 @@ def in_rounds(values, run_id: str = "r", rounds: int = 6):
 
 
 def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: float = 0.0) -> list:
-    """Replace liboqs_build's compile (and its check of the result) by a quick fake that writes `library(variant)`
-    as liboqs.so and a 0.13.0 header, after `delay_s`; returns the list of variants it was called for."""
+    """Replace liboqs_build's compile (and its check of the result) by a quick fake that writes `library(options)`
+    as liboqs.so and a 0.13.0 header, after `delay_s`; returns the list of build options it was called for."""
     calls = []
 
-    def compile_(variant, inputs, work, log):
+    def compile_(build, inputs, work, log):
+        variant = build.options
         calls.append(variant)
         time.sleep(delay_s)
         log.write_text("fake build\n")

@@ -101,14 +101,14 @@ def test_local_builds_are_checked_before_anything_is_measured(monkeypatch):
     with pytest.raises(UnknownName, match="unknown liboqs build 'portable'; close matches"):
         atlas.measure_local(["default", "portable"], ["Ed25519"], message_bytes=100, budget_s=0.01, min_samples=1)
 
-    real = pqlab.liboqs_loader.variant_environment
+    real = pqlab.liboqs_loader.build_environment
 
-    def missing(variant, base=None):  # the machine has no portable build (setup without cargo)
-        if variant == "generic":
-            raise pqlab.liboqs_loader.LiboqsNotFound(f"the {variant} build of liboqs is not installed: run `make setup`")
-        return real(variant, base)
+    def missing(build, base=None):  # the machine has no portable build (setup without cargo)
+        if build == "generic":
+            raise pqlab.liboqs_loader.LiboqsNotFound(f"the {build} build of liboqs is not installed: run `make setup`")
+        return real(build, base)
 
-    monkeypatch.setattr(pqlab.liboqs_loader, "variant_environment", missing)
+    monkeypatch.setattr(pqlab.liboqs_loader, "build_environment", missing)
     with pytest.raises(pqlab.liboqs_loader.LiboqsNotFound, match="generic build .* not installed"):
         atlas.measure_local(["default", "generic"], ["Ed25519"], message_bytes=100, budget_s=0.01, min_samples=1)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_liboqs_compile
 
-from pqlab import liboqs_build, liboqs_loader, paths
+from pqlab import builds, liboqs_build, liboqs_loader, paths
 from pqlab.errors import UnknownName
 from pqlab.liboqs_build import BuildToolMissing, LiboqsBuildError
 
@@ -47,13 +47,13 @@ def test_options_are_those_of_oqs_sys_per_variant(monkeypatch):
     assert liboqs_build.cmake_options("default")["OQS_ENABLE_KEM_BIKE"] == "No"
 
 
-def test_the_key_covers_source_compiler_options_and_variant(monkeypatch):
+def test_the_key_covers_source_compiler_options_and_build(monkeypatch):
     key, inputs = liboqs_build.build_key("default")
-    assert key.startswith("default-") and liboqs_build.build_key("default")[0] == key
+    assert key.startswith("liboqs-0.13.0-") and liboqs_build.build_key("liboqs-0.13.0")[0] == key
     assert inputs["crate"] == "oqs-sys 0.11.0+liboqs-0.13.0" and len(inputs["crate_sha256"]) == 64
     assert inputs["compiler"] and inputs["cmake"].startswith("cmake version")
-    assert liboqs_build.build_key("generic")[0].startswith("generic-")
-    assert liboqs_build.build_key("generic")[0][8:] != key[8:]
+    assert liboqs_build.build_key("generic")[0].startswith("liboqs-0.13.0+generic-")
+    assert liboqs_build.build_key("generic")[0][-20:] != key[-20:]
     real = liboqs_build._first_line
     monkeypatch.setattr(liboqs_build, "_first_line", lambda cmd: "cc (Other) 99.1" if "--version" in cmd
                         and "cmake" not in cmd[0] else real(cmd))
@@ -61,13 +61,13 @@ def test_the_key_covers_source_compiler_options_and_variant(monkeypatch):
     monkeypatch.setattr(liboqs_build, "_first_line", real)
     monkeypatch.setattr(liboqs_build, "LINK_FLAGS", [*liboqs_build.LINK_FLAGS, "-Wl,-O1"])
     assert liboqs_build.build_key("default")[0] != key  # another option, another entry
-    monkeypatch.setattr(liboqs_build, "crate_checksum", lambda: ("0.11.0+liboqs-0.13.0", "0" * 64))
+    monkeypatch.setattr(liboqs_build, "crate_checksum", lambda build: ("0.11.0+liboqs-0.13.0", "0" * 64))
     monkeypatch.setattr(liboqs_build, "LINK_FLAGS", liboqs_build.LINK_FLAGS[:-1])
     assert liboqs_build.build_key("default")[0] != key  # other sources, another entry
 
 
-def test_unknown_variant_is_refused_with_the_choices():
-    with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*one of default, generic"):
+def test_unknown_build_is_refused_with_the_choices():
+    with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*one of liboqs-0.9.0, .*liboqs-0.13.0"):
         liboqs_build.build_key("turbo")
 
 
@@ -77,12 +77,13 @@ def test_missing_tools_name_the_tool_and_the_way_out(monkeypatch):
         monkeypatch.setattr(liboqs_build.shutil, "which", lambda name, tool=tool: None if name == tool else real(name))
         monkeypatch.delenv("CC", raising=False)
         with pytest.raises(BuildToolMissing, match=rf"needs `{tool}`.*conda route"):
-            liboqs_build.build_key("default") if tool != "cargo" else liboqs_build.crate_sources()
+            liboqs_build.build_key("default") if tool != "cargo" else liboqs_build.crate_sources(builds.SETUP)
 
 
-def test_crate_sources_come_from_cargo_and_hold_liboqs():
-    sources = liboqs_build.crate_sources()
-    assert sources.name == "liboqs" and "oqs-sys-0.11.0+liboqs-0.13.0" in str(sources)
+@pytest.mark.parametrize("release, crate", [("0.9.0", "0.9.1"), ("0.12.0", "0.10.1"), ("0.13.0", "0.11.0")])
+def test_crate_sources_come_from_cargo_and_hold_that_liboqs_release(release, crate):
+    sources = liboqs_build.crate_sources(builds.Build(release))
+    assert sources.name == "liboqs" and f"oqs-sys-{crate}+liboqs-{release}" in str(sources)
     assert (sources / "src" / "kem" / "hqc").is_dir()
 
 
@@ -101,7 +102,8 @@ def test_a_miss_builds_once_and_a_hit_reuses(fake_compile):
     entry = liboqs_build.cached_build("default", announce=lambda line: None)
     assert fake_compile == ["default"]
     record = json.loads((entry / "build.json").read_text())
-    assert record["key"] == entry.name and record["inputs"]["variant"] == "default"
+    assert record["key"] == entry.name and record["inputs"]["build"] == "liboqs-0.13.0"
+    assert record["inputs"]["release"] == "0.13.0" and record["inputs"]["options"] == "default"
     assert (entry / "build.log").read_text() == "fake build\n"
     assert liboqs_build.cached_build("default") == entry and fake_compile == ["default"]
     assert not list(entry.parent.glob(".tmp-*"))
@@ -148,15 +150,15 @@ def test_provide_installs_a_copy_and_replaces_a_symlink_without_touching_its_tar
     (elsewhere / "lib").mkdir(parents=True)
     (elsewhere / "lib" / "liboqs.so").write_text("another build")
     prefix.mkdir()
-    (prefix / "generic").symlink_to(elsewhere)
+    (prefix / "liboqs-0.13.0+generic").symlink_to(elsewhere)
     monkeypatch.setattr(paths, "LIBOQS_PREFIX", prefix)
     dest = liboqs_build.provide("generic", announce=lambda line: None)
-    assert dest == prefix / "generic" and not dest.is_symlink()
+    assert dest == prefix / "liboqs-0.13.0+generic" and not dest.is_symlink()
     assert (dest / "lib" / "liboqs.so").read_text() == "fake generic"
     assert (elsewhere / "lib" / "liboqs.so").read_text() == "another build"
     assert liboqs_build.installed_key("generic") == liboqs_build.build_key("generic")[0]
-    assert not (dest / "build.log").exists() and sorted(p.name for p in prefix.iterdir()) == [".generic.lock",
-                                                                                               "generic"]
+    assert not (dest / "build.log").exists() and sorted(p.name for p in prefix.iterdir()) == [
+        ".liboqs-0.13.0+generic.lock", "liboqs-0.13.0+generic"]
     copies = []
     monkeypatch.setattr(liboqs_build.shutil, "copytree", lambda *a, **k: copies.append(a))
     liboqs_build.provide("generic")
@@ -214,7 +216,7 @@ def test_setup_prefers_a_liboqs_already_installed_and_otherwise_builds(monkeypat
 
     built = []
     monkeypatch.setattr(provision, "find_usable_liboqs", lambda: None)
-    monkeypatch.setattr(provision, "provide", lambda variant: built.append(variant) or tmp_path / variant)
+    monkeypatch.setattr(provision, "provide", lambda build: built.append(build.options) or build.prefix)
     provision.liboqs("default")
     assert built == ["default"] and "OQS_INSTALL_PATH" in (site / "pqlab_liboqs.pth").read_text()
     (site / "pqlab_liboqs.pth").unlink()
@@ -233,28 +235,28 @@ def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
     assert provision.main(["liboqs", "generic"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: building liboqs needs `cmake`") and err.count("\n") == 1
-    assert provision.main(["liboqs", "turbo"]) == 2  # not a variant: the usage
+    assert provision.main(["liboqs", "turbo"]) == 1  # not a build: one line naming those there are
 
 
 def test_a_worker_environment_builds_a_missing_variant_on_first_need(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path)
     asked = []
 
-    def fake_provide(variant, announce):
-        asked.append(variant)
-        (tmp_path / variant / "lib").mkdir(parents=True)
-        (tmp_path / variant / "lib" / "liboqs.so").write_text("built")
-        return tmp_path / variant
+    def fake_provide(build, announce):
+        asked.append(build.id)
+        (build.prefix / "lib").mkdir(parents=True, exist_ok=True)
+        (build.prefix / "lib" / "liboqs.so").write_text("built")
+        return build.prefix
 
     monkeypatch.setattr(liboqs_build, "provide", fake_provide)
-    env = liboqs_loader.variant_environment("generic", base={})
-    assert asked == ["generic"] and env["OQS_INSTALL_PATH"] == str(tmp_path / "generic")
-    liboqs_loader.variant_environment("generic", base={})
-    assert asked == ["generic"]  # installed now: not asked again
+    env = liboqs_loader.build_environment("generic", base={})
+    assert asked == ["liboqs-0.13.0+generic"] and env["OQS_INSTALL_PATH"] == str(tmp_path / "liboqs-0.13.0+generic")
+    liboqs_loader.build_environment("generic", base={})  # provide() itself finds it installed, from today's inputs
+    assert asked == ["liboqs-0.13.0+generic"] * 2
 
-    def no_cmake(variant, announce):
+    def no_cmake(build, announce):
         raise BuildToolMissing("building liboqs needs `cmake`")
 
     monkeypatch.setattr(liboqs_build, "provide", no_cmake)
     with pytest.raises(liboqs_loader.LiboqsNotFound, match="cannot be built: building liboqs needs `cmake`"):
-        liboqs_loader.variant_environment("default", base={})
+        liboqs_loader.build_environment("liboqs-0.9.0", base={})

@@ -31,9 +31,9 @@ SIMULATED = ("0.14.0", "0.15.0", "0.16.0")
 
 
 def _baseline() -> str:
-    """The liboqs release pqlab builds (native/Cargo.lock's oqs-sys ``0.11.0+liboqs-0.13.0``): the notebooks'
+    """The liboqs release pqlab builds (native/liboqs/0.13.0/Cargo.lock's oqs-sys ``0.11.0+liboqs-0.13.0``): the notebooks'
     names mean what they mean there."""
-    lock = (ROOT / "native" / "Cargo.lock").read_text(encoding="utf-8")
+    lock = (ROOT / "native" / "liboqs" / "0.13.0" / "Cargo.lock").read_text(encoding="utf-8")
     version = re.search(r'name = "oqs-sys"\nversion = "([^"]+)"', lock)[1]
     return version.split("+liboqs-")[1]
 

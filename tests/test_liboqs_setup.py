@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pqlab import liboqs_loader
+from pqlab import builds, liboqs_loader
 from pqlab.errors import UnknownName
 from pqlab.paths import ROOT
 
@@ -54,23 +54,24 @@ def test_liboqs_info_reports_versions_path_and_variant():
     assert info["build_config"].get("OQS_VERSION_TEXT") == "0.13.0"
 
 
-def test_variant_environment_worker_loads_the_generic_build(tmp_path, generic_liboqs):
-    env = liboqs_loader.variant_environment("generic", base=clean_env(tmp_path))
-    assert env["OQS_INSTALL_PATH"].endswith("generic") and env["PQLAB_LIBOQS_VARIANT"] == "generic"
+def test_build_environment_worker_loads_the_generic_build(tmp_path, generic_liboqs):
+    env = liboqs_loader.build_environment("generic", base=clean_env(tmp_path))
+    assert env["OQS_INSTALL_PATH"].endswith("liboqs-0.13.0+generic")
+    assert env["PQLAB_LIBOQS_BUILD"] == "liboqs-0.13.0+generic"
     code = ("import json, pqlab.liboqs_loader as l; i = l.liboqs_info(); "
             "print(json.dumps({k: i[k] for k in ('variant', 'liboqs_path', 'liboqs_version')}))")
     proc = run(code, env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["variant"] == "generic"
-    assert "/generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
-    default = json.loads(run(code, liboqs_loader.variant_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
+    assert "/liboqs-0.13.0+generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
+    default = json.loads(run(code, liboqs_loader.build_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
     assert default["variant"] == "default" and default["liboqs_path"] != info["liboqs_path"]
 
 
-def test_variant_environment_refuses_unknown_variants():
+def test_build_environment_refuses_unknown_builds():
     with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*generic"):
-        liboqs_loader.variant_environment("turbo")
+        liboqs_loader.build_environment("turbo")
 
 
 def test_check_library_names_missing_symbols(tmp_path):
@@ -98,7 +99,7 @@ def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_p
     if info["variant"] == "generic":
         assert ext == []  # a build without CPU-specific code detects nothing
     # the portable build never reports extensions; where the header or the symbol is missing: None
-    generic = liboqs_loader.variant_prefix("generic") / "lib" / "liboqs.so"
+    generic = builds.prefix("generic") / "lib" / "liboqs.so"
     if generic.exists():
         assert liboqs_loader.cpu_extensions(generic) == []
     (tmp_path / "lib").mkdir()
@@ -123,9 +124,9 @@ def test_cpu_specific_code_reads_the_build_config():
 def test_generic_build_records_no_cpu_specific_code(tmp_path):
     """What each installed build compiled in, as recorded in a run's metadata (liboqs_info)."""
     code = "import json, pqlab.liboqs_loader as l; print(json.dumps(l.liboqs_info()['cpu_specific']))"
-    generic = json.loads(run(code, liboqs_loader.variant_environment("generic", base=clean_env(tmp_path)),
+    generic = json.loads(run(code, liboqs_loader.build_environment("generic", base=clean_env(tmp_path)),
                              tmp_path).stdout)
-    default = json.loads(run(code, liboqs_loader.variant_environment("default", base=clean_env(tmp_path)),
+    default = json.loads(run(code, liboqs_loader.build_environment("default", base=clean_env(tmp_path)),
                              tmp_path).stdout)
     assert generic == {}
     assert default, "the default (dist) build compiled in no CPU-specific code"

@@ -9,7 +9,7 @@ from pqlab.paths import LIBOQS_PREFIX
 from pqlab.results import load_run
 from pqlab.schema import MEASUREMENT_COLUMNS
 
-DEFAULT = LIBOQS_PREFIX / "default"
+DEFAULT = LIBOQS_PREFIX / "liboqs-0.13.0"
 if not (DEFAULT / "lib" / "liboqs.so").exists() or not (DEFAULT / "include" / "oqs" / "oqs.h").exists():
     pytest.skip(f"liboqs (default build) is not installed at {DEFAULT}: run `make setup`",
                 allow_module_level=True)
@@ -207,6 +207,6 @@ def test_the_runner_follows_pqlab_counter(runner, monkeypatch):
 
 def test_a_runner_of_another_version_is_refused(runner, monkeypatch):
     monkeypatch.setattr(native, "RUNNER_VERSION", "99")
-    with pytest.raises(native.NativeRunnerError, match=r"runner version 2, pqlab reads version 99: rebuild it with "
-                                                       r"`make -C native/bench VARIANT=default`"):
+    with pytest.raises(native.NativeRunnerError, match=r"runner version 2, pqlab reads version 99: remove it and "
+                                                       r"run again \(pqlab builds the runner on first use\)"):
         native.native_algorithms("default")

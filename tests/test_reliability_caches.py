@@ -139,7 +139,7 @@ def test_reliability_a_truncated_cache_entry_is_built_again_never_installed(fake
     lines.clear()
     dest = liboqs_build.provide("default", announce=lines.append)
     assert fake_builds == ["default", "default"]
-    assert lines[0].startswith(f"liboqs (default): the cache entry {entry} holds lib/liboqs.so, which does not match "
+    assert lines[0].startswith(f"liboqs-0.13.0: the cache entry {entry} holds lib/liboqs.so, which does not match "
                                "the sha256 recorded when it was made")
     assert lines[0].endswith("truncated or replaced: building it again") and "\n" not in lines[0]
     assert (dest / "lib" / "liboqs.so").read_bytes() == LIBRARY and not liboqs_build.entry_problem(dest)
@@ -150,7 +150,7 @@ def test_reliability_a_damaged_installed_copy_is_installed_again(fake_builds):
     truncate(dest / "lib" / "liboqs.so")
     lines = []
     assert liboqs_build.provide("default", announce=lines.append) == dest
-    assert len(lines) == 1 and lines[0].startswith(f"liboqs (default): the installed copy {dest} holds lib/liboqs.so")
+    assert len(lines) == 1 and lines[0].startswith(f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
     assert lines[0].endswith(f": installing it again from {liboqs_build.cache_root() / liboqs_build.installed_key('default')}")
     assert (dest / "lib" / "liboqs.so").read_bytes() == LIBRARY and fake_builds == ["default"]
 
@@ -178,7 +178,7 @@ def test_reliability_a_damaged_installed_build_is_repaired_before_liboqs_is_load
     assert liboqs_loader.load_problem(library).startswith(f"{library} is a truncated ELF file")
     liboqs_loader.repair_own_builds([library])
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"liboqs (default): the installed copy {dest} holds lib/liboqs.so")
+    assert len(err) == 1 and err[0].startswith(f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
     assert library.read_bytes() == LIBRARY and not liboqs_loader.load_problem(library)
 
 
@@ -222,7 +222,7 @@ def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_pat
     (prefix / "include" / "oqs").mkdir(parents=True)
     (prefix / "include" / "oqs" / "oqs.h").write_text("")
     binary = tmp_path / "build" / "default" / "pqbench"
-    monkeypatch.setattr(native, "liboqs_prefix", lambda variant: prefix)
+    monkeypatch.setattr(native, "prefix", lambda variant: prefix)
     monkeypatch.setattr(native, "runner_path", lambda variant="default": binary)
     makes = []
 

@@ -184,9 +184,9 @@ def worker_environment(variant: str = "") -> dict:
     env = {k: os.environ[k] for k in WORKER_ENVIRONMENT if k in os.environ}
     env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
     if variant and variant != "default":
-        from ..liboqs_loader import variant_environment
+        from ..liboqs_loader import build_environment
 
-        env = variant_environment(variant, env)
+        env = build_environment(variant, env)
     return env
 
 

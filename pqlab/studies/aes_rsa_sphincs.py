@@ -38,8 +38,16 @@ from ..formatting import (
     is_missing,
 )
 from ..reference import load_reference, reference_source
-from ..results import round_records, verified_rows, with_rounds
-from ..stats import CONFIDENCE, MIN_ROUNDS, MIN_SAMPLES, ratio_ci, ratio_to_published
+from ..results import verified_rows
+from ..stats import (
+    CONFIDENCE,
+    MIN_ROUNDS,
+    MIN_SAMPLES,
+    ratio_ci,
+    ratio_to_published,
+    round_records,
+    with_rounds,
+)
 
 TOPIC = "01_aes_rsa_sphincs"
 #: our algorithm -> the study's row it is compared with (the study's SPHINCS+ variant is not stated)

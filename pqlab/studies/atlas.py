@@ -134,13 +134,14 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
     is checked before anything is measured.  Returns ``[{"build", "machine_id", "override", "run_id",
     "bundle"}]``."""
     from ..benchmark import bench_in_worker
-    from ..liboqs_loader import VARIANTS, variant_environment
+    from ..builds import parse
+    from ..liboqs_loader import build_environment
 
     budget_s, min_samples = inputs.positive_number(budget_s, "budget_s"), inputs.count(min_samples, "min_samples")
     for build in builds:
-        if build not in VARIANTS:
-            raise UnknownName("liboqs build", build, VARIANTS)
-        variant_environment(build)  # not installed: a one-line error naming `make setup`
+        parse(build)  # an unknown build: one line naming those there are
+    for build in builds:
+        build_environment(build)  # built on first need; cannot be: a one-line error
     staging = Path(staging or paths.OUTPUT / "build" / TOPIC / "local")
     out = []
     for build in builds:
@@ -148,7 +149,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
         env = {} if build == "default" else {machine.ID_OVERRIDE: ident}
         folder = staging / ident
         shutil.rmtree(folder, ignore_errors=True)
-        run = bench_in_worker(algorithms, variant=build, message_bytes=message_bytes, budget_s=budget_s,
+        run = bench_in_worker(algorithms, build=build, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, study=TOPIC, folder=folder, env=env)
         target = staging / f"{ident}.tar.gz"
         target.unlink(missing_ok=True)  # the staging folder's bundle of an earlier run (`bundle --out` never replaces)

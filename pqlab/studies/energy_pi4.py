@@ -148,17 +148,16 @@ HQC_OFF_SINCE = (0, 13, 0)
 
 def liboqs_origin(info: dict) -> str:
     """Where the liboqs a run loaded came from, from the path it recorded (``meta["liboqs"]["liboqs_path"]``):
-    pqlab's own build (installed by ``make setup`` under ``.venv/liboqs/<variant>/``, CMake over the sources
+    pqlab's own build (installed by ``make setup`` under ``.venv/liboqs/<build id>/``, CMake over the sources
     of the ``oqs-sys`` crate) or a liboqs pqlab found already loadable (system, conda, OQS_INSTALL_PATH)."""
-    from ..liboqs_loader import VARIANTS
     from ..paths import LIBOQS_PREFIX
 
     path = str(info.get("liboqs_path") or "")
     if not path:
         return "a liboqs whose file the run did not record"
     parts = Path(path).parts
-    own = (Path(path).is_relative_to(LIBOQS_PREFIX)
-           or (len(parts) >= 5 and parts[-5:-3] == (".venv", "liboqs") and parts[-3] in VARIANTS and parts[-2] == "lib"))
+    own = Path(path).is_relative_to(LIBOQS_PREFIX) or (len(parts) >= 5 and parts[-5:-3] == (".venv", "liboqs")
+                                                       and parts[-2] == "lib")  # another clone's own build
     if own:
         return (f"pqlab's own build (`make setup`: CMake over the sources of the `oqs-sys` crate, with that crate's "
                 f"options, HQC on), loaded from {markdown(path)}")

@@ -25,11 +25,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import algorithms, flags, plotting
+from .. import algorithms, flags, plotting, stats
 from ..algorithms import resolve
 from ..formatting import fmt_bytes, fmt_bytes_binary, fmt_factor_ci, fmt_percent, fmt_span, fmt_time_ns
 from ..interop import PURE_BACKEND, round3_equivalent
-from ..results import round_records, verified_rows, with_rounds
+from ..results import verified_rows
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
 
 STUDY = "02_message_scaling"
@@ -126,8 +126,8 @@ def samples_of(*runs) -> dict:
     if not frames:
         return {}
     s = pd.concat(frames, ignore_index=True)
-    s, rec = s.assign(n=pd.to_numeric(s["message_bytes"]).astype(float).fillna(-1.0)), round_records(*runs)
-    return {key: with_rounds(g, "time_ns", rec) for key, g in s.groupby(["algorithm", "backend", "operation", "n"])}
+    s, rec = s.assign(n=pd.to_numeric(s["message_bytes"]).astype(float).fillna(-1.0)), stats.round_records(*runs)
+    return {key: stats.with_rounds(g, "time_ns", rec) for key, g in s.groupby(["algorithm", "backend", "operation", "n"])}
 
 
 def _get(samples: dict | None, algorithm: str, backend: str, operation: str, n) -> np.ndarray:

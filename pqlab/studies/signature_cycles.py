@@ -198,7 +198,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     for variant in variants:
         todo = names + (list(classical) + list(second) if variant == "default" else [])
         t0 = time.perf_counter()
-        run = bench_in_worker(todo, variant=variant, message_bytes=message_bytes, budget_s=budget_s,
+        run = bench_in_worker(todo, build=variant, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
                               timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds)
         durations[variant] = time.perf_counter() - t0

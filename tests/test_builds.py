@@ -1,0 +1,112 @@
+"""liboqs builds as records (pqlab.builds): several releases side by side, each from its crates.io crate, named
+in measurements, and refused up front when unknown or lacking a name."""
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from pqlab import benchmark, builds, liboqs_build, liboqs_loader, paths
+from pqlab.errors import BadInput, UnknownName
+from pqlab.results import Run, _changed_meaning
+
+FAST = {"budget_s": 0.02, "min_samples": 3, "progress": False, "rounds": 3, "max_rounds": 3}
+
+
+def test_every_release_folder_pins_the_oqs_sys_crate_that_carries_that_release():
+    assert builds.own_releases() == ("0.9.0", "0.12.0", "0.13.0")
+    for release in builds.own_releases():
+        build = builds.Build(release)
+        lock = tomllib.loads(build.manifest.with_name("Cargo.lock").read_text())
+        crate = [p for p in lock["package"] if p["name"] == "oqs-sys"]
+        assert len(crate) == 1 and crate[0]["version"].endswith(f"+liboqs-{release}") and len(crate[0]["checksum"]) == 64
+        assert liboqs_build.crate_checksum(build) == (crate[0]["version"], crate[0]["checksum"])
+
+
+def test_build_ids_parse_and_unknown_ones_are_refused_in_one_line_naming_those_there_are():
+    assert builds.parse("default") == builds.Build(builds.SETUP_RELEASE) == builds.SETUP
+    assert builds.parse("generic").id == f"liboqs-{builds.SETUP_RELEASE}+generic"
+    assert builds.parse("liboqs-0.12.0") == builds.Build("0.12.0", "default")
+    assert builds.parse("liboqs-0.9.0+generic").options == "generic"
+    assert builds.parse(" liboqs-0.12.0 ").prefix == paths.LIBOQS_PREFIX / "liboqs-0.12.0"
+    with pytest.raises(BadInput) as refused:
+        builds.parse("liboqs-0.16.0")
+    message = str(refused.value)
+    assert "\n" not in message and "0.9.0, 0.12.0, 0.13.0" in message and "liboqs-0.12.0+generic" in message
+    with pytest.raises(UnknownName, match="close matches: liboqs-0.12.0"):
+        builds.parse("libOQS-0.12.0")
+    with pytest.raises(UnknownName, match="option"):
+        builds.parse("liboqs-0.12.0+fast")
+    # a liboqs pqlab was given (found on the system) is a build too, named by its own OQS_version()
+    given = builds.Build("0.16.0", builds.GIVEN, "/opt/oqs/lib/liboqs.so")
+    assert builds.parse("liboqs-0.16.0", (given,)) is given and given.id == "liboqs-0.16.0+given"
+    assert given.prefix.as_posix() == "/opt/oqs" and not given.own
+
+
+def test_names_split_off_their_build_and_own_builds_are_found_by_their_folder():
+    assert builds.split("ML-KEM-768@liboqs-0.12.0") == ("ML-KEM-768@liboqs", "liboqs-0.12.0")
+    assert builds.split("ML-KEM-768@liboqs") == ("ML-KEM-768@liboqs", "")
+    assert builds.split("Ed25519") == ("Ed25519", "")
+    assert builds.own_build_at(paths.LIBOQS_PREFIX / "liboqs-0.9.0+generic") == builds.Build("0.9.0", "generic")
+    assert builds.own_build_at(paths.LIBOQS_PREFIX.parent / "elsewhere") is None
+
+
+def test_each_release_and_option_has_its_own_cache_key_and_record():
+    keys = {}
+    for release in builds.own_releases():
+        for options in builds.OPTIONS:
+            key, inputs = liboqs_build.build_key(builds.Build(release, options))
+            assert key.startswith(builds.Build(release, options).id + "-")
+            assert inputs["release"] == release and inputs["options"] == options
+            assert inputs["crate"].endswith(f"+liboqs-{release}")
+            keys[key] = release
+    assert len(keys) == 2 * len(builds.own_releases())
+
+
+def test_bench_refuses_two_builds_an_unknown_one_and_a_name_the_release_lacks_before_measuring(tmp_path):
+    with pytest.raises(BadInput, match="2 liboqs builds"):
+        benchmark.bench(["ML-DSA-44@liboqs-0.12.0", "ML-DSA-44@liboqs-0.13.0"], folder=tmp_path, **FAST)
+    with pytest.raises(BadInput, match="not a build here"):
+        benchmark.bench(["ML-DSA-44@liboqs-0.15.0"], folder=tmp_path, **FAST)
+    with pytest.raises(UnknownName, match="algorithm in liboqs 0.9.0 'ML-KEM-768'"):
+        benchmark.bench(["ML-KEM-768@liboqs-0.9.0"], folder=tmp_path, **FAST)
+    assert not list(tmp_path.iterdir())  # nothing was measured or written
+
+
+@pytest.mark.parametrize("name, release, ciphertext", [("Kyber768", "0.9.0", 1088), ("ML-KEM-768", "0.12.0", 1088)])
+def test_a_name_at_another_release_is_measured_there_in_a_worker_and_the_run_names_its_build(name, release,
+                                                                                                ciphertext):
+    run = benchmark.bench([f"{name}@liboqs-{release}"], operations=["encaps"], save=False, **FAST)
+    info = run.meta["liboqs"]
+    assert info["liboqs_version"] == release and info["build"] == f"liboqs-{release}"
+    assert info["liboqs_path"].startswith(str(builds.parse(f"liboqs-{release}").prefix.resolve()))
+    row = run.verified().iloc[0]
+    assert (row["algorithm"], row["backend"], row["library_version"]) == (name, "liboqs", release)
+    assert row["rounds"] == 3 and row["time_ns_ci_low"] < row["time_ns_median"] < row["time_ns_ci_high"]
+    assert run.sizes["ciphertext_bytes"].iloc[0] == ciphertext  # liboqs-python's struct read right on this release
+    with pytest.raises(BadInput, match=f"loaded liboqs-{release}, not liboqs-0.13.0"):
+        run.ratio(f"{name}@liboqs-0.13.0", name, "encaps")
+
+
+def test_the_loaded_build_is_measured_here_and_the_worker_environment_names_the_build(monkeypatch):
+    loaded = liboqs_loader.liboqs_info()["build"]
+    names, build = benchmark._asked_build([f"ML-DSA-44@{loaded}", "Ed25519"])
+    assert names == ["ML-DSA-44@liboqs", "Ed25519"] and build is None
+    env = liboqs_loader.build_environment("liboqs-0.12.0", base={})
+    assert env == {"OQS_INSTALL_PATH": str(builds.Build("0.12.0").prefix), "PQLAB_LIBOQS_BUILD": "liboqs-0.12.0"}
+
+
+class _Run(Run):
+    def __init__(self, release):  # only what _changed_meaning reads
+        self.meta = {"liboqs": {"liboqs_version": release}}
+
+
+def test_compare_across_releases_finds_names_whose_meaning_changed():
+    import pandas as pd
+
+    merged = pd.DataFrame({"algorithm": ["HQC-128", "ML-KEM-768", "FrodoKEM-640-AES", "Ed25519"],
+                           "backend": ["liboqs", "liboqs", "liboqs", "cryptography"]})
+    changed = _changed_meaning(_Run("0.15.0"), _Run("0.16.0"), merged)
+    assert set(changed) == {"FrodoKEM-640-AES"} and "0.15.0" in changed["FrodoKEM-640-AES"]
+    assert _changed_meaning(_Run("0.13.0"), _Run("0.13.0"), merged) == {}
+    assert _changed_meaning(_Run("0.12.0"), _Run("0.13.0"), merged) == {}
