@@ -32,7 +32,7 @@ EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
 CORE := $(filter-out pqlab/studies/% pqlab/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
-LIBOQS_SRC := native/liboqs/0.13.0/Cargo.toml native/liboqs/0.13.0/Cargo.lock pqlab/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
+LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build and the older liboqs releases (pqlab.builds): not part of setup, built on first
 # need by what uses them (notebook 04, the tests); here as prerequisites so that their build is not inside a run.
@@ -74,8 +74,7 @@ $(GENERIC): $(STAMP)-python $(LIBOQS_SRC)
 	touch $@
 
 $(RELEASES): $(STAMP)-python $(LIBOQS_SRC) $(wildcard native/liboqs/*/Cargo.lock)
-	$(PY) -m pqlab.provision liboqs liboqs-0.12.0
-	$(PY) -m pqlab.provision liboqs liboqs-0.9.0
+	$(PY) -m pqlab.provision liboqs releases
 	touch $@
 
 # The kernel, and git's nbstripout filter (.gitattributes): a notebook run and saved in JupyterLab is stored
@@ -93,10 +92,10 @@ $(STAMP)-runners: $(STAMP)-liboqs pqlab/tsc.c pqlab/tsc.h pqlab/reference_loops.
 	touch $@
 
 # Notebook 06's TLS runner (OpenSSL 3.6 from crates.io, a few minutes' build): built on first use by the
-# notebook's target and by `make test`, never by `make setup`; pqlab.tls records how long the build took.
+# notebook's target and by `make test`, never by `make setup`; pqlab.runners.tls records how long the build took.
 TLS_RUNNER := native/tls-runner/target/release/tls-runner
 $(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
-	$(PY) -m pqlab.tls build
+	$(PY) -m pqlab.runners.tls build
 
 lab: $(SETUP) ## Start JupyterLab on the checkout (or LAB_DIR), pqlab kernel; say where it listens (as root too)
 	@$(PY) -m pqlab lab --ip $(LAB_IP) --port $(LAB_PORT) --dir "$(LAB_DIR)"

@@ -3,6 +3,7 @@
     python -m pqlab.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
     python -m pqlab.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
     python -m pqlab.provision liboqs liboqs-0.12.0   # another release (pqlab.builds; also built on first need)
+    python -m pqlab.provision liboqs releases  # every release in native/liboqs/ but setup's (notebook 04, the tests)
     python -m pqlab.provision latex            # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.provision browser          # chromium for the report's browser test (exit 1: not there)
     python -m pqlab.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git filter)
@@ -27,7 +28,8 @@ import sysconfig
 import time
 from pathlib import Path
 
-from .builds import SETUP_RELEASE, Build, parse
+from .builds import SETUP_RELEASE, Build, own_releases, parse
+from .errors import BadInput, UnknownName
 from .liboqs_build import LiboqsBuildError, provide
 from .liboqs_loader import find_usable_liboqs, write_pth
 
@@ -50,7 +52,7 @@ def liboqs(spec: str) -> None:
 
 
 def native_runners() -> None:
-    from .native import build_native_runner
+    from .runners.native import build_native_runner
 
     for variant in ("default", "generic"):
         if not (parse(variant).prefix / "lib" / "liboqs.so").exists():
@@ -83,7 +85,7 @@ def reference_loops() -> None:
 
 
 def bc_runner() -> None:
-    from .jvm import build_bc_runner, jdk_available
+    from .runners.jvm import build_bc_runner, jdk_available
 
     ok, why = jdk_available()
     if not ok:
@@ -209,8 +211,10 @@ def main(argv: list[str]) -> int:
         return 0 if notebook_filter() else 1
     if len(argv) == 2 and argv[0] == "liboqs":
         try:
-            liboqs(argv[1])
-        except (LiboqsBuildError, ValueError) as exc:  # BadInput: an unknown build, in one line
+            others = [f"liboqs-{release}" for release in own_releases() if release != SETUP_RELEASE]
+            for spec in others if argv[1] == "releases" else [argv[1]]:
+                liboqs(spec)
+        except (LiboqsBuildError, BadInput, UnknownName) as exc:  # an unknown build: one line naming those there are
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

@@ -39,7 +39,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "library_version": (STR, "version of the library that ran"),
     "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
     "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
-    "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.tls)"),
+    "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
     "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
     "nist_level": (INT, "1..5 where defined"),
     "operation": (STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),
@@ -110,7 +110,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "cycles": (FLOAT, "cycles per call"),
 }
 
-# ----- TLS handshakes (notebook 06, pqlab.tls) ------------------------------------------------
+# ----- TLS handshakes (notebook 06, pqlab.runners.tls) ------------------------------------------------
 # A handshake run stores one measurement row per configuration (backend "openssl-tls", algorithm
 # "<group> + <signature>", operation "handshake:<server-auth|mutual|resumed>", the time_ns_* columns =
 # wall time of the client's SSL_connect) with these columns after the schema's:

@@ -178,7 +178,7 @@ def test_describe_bc_names_releases_or_the_recorded_reason(runs):
 
 
 def test_run_bouncycastle_asks_for_the_studys_release(monkeypatch):
-    from pqlab import jvm
+    from pqlab.runners import jvm
 
     calls = []
 

@@ -110,3 +110,53 @@ def test_compare_across_releases_finds_names_whose_meaning_changed():
     assert set(changed) == {"FrodoKEM-640-AES"} and "0.15.0" in changed["FrodoKEM-640-AES"]
     assert _changed_meaning(_Run("0.13.0"), _Run("0.13.0"), merged) == {}
     assert _changed_meaning(_Run("0.12.0"), _Run("0.13.0"), merged) == {}
+
+
+def test_a_liboqs_pqlab_was_given_is_one_more_build_named_by_its_own_version(tmp_path, monkeypatch):
+    import shutil
+
+    given = tmp_path / "conda-env"  # a liboqs pqlab did not install (here: a copy of its 0.12.0, elsewhere)
+    shutil.copytree(builds.Build("0.12.0").prefix, given)
+    monkeypatch.setenv("CONDA_PREFIX", str(given))
+    found = [b for b in liboqs_loader.given_builds() if b.library == str(given / "lib" / "liboqs.so")]
+    assert [b.id for b in found] == ["liboqs-0.12.0+given"] and found[0].prefix == given
+    listed = {r["build"]: r for r in liboqs_loader.catalogue()}
+    assert listed["liboqs-0.12.0+given"]["source"] == str(given / "lib" / "liboqs.so")
+    assert listed["liboqs-0.9.0"]["source"].startswith("crates.io oqs-sys 0.9.1+liboqs-0.9.0 (sha256 ")
+    run = benchmark.bench(["ML-KEM-768@liboqs-0.12.0+given"], operations=["keygen"], save=False, **FAST)
+    info = run.meta["liboqs"]
+    assert info["build"] == "liboqs-0.12.0+given" and info["liboqs_path"] == str((given / "lib" / "liboqs.so").resolve())
+
+
+def test_compare_runs_of_two_releases_refuses_a_name_whose_meaning_changed_unless_told(tmp_path):
+    from pqlab.results import compare_runs
+
+    runs = [benchmark.bench(["FrodoKEM-640-AES"], operations=["keygen"], save=False, **FAST) for _ in range(2)]
+    runs[0].meta["liboqs"]["liboqs_version"], runs[1].meta["liboqs"]["liboqs_version"] = "0.15.0", "0.16.0"
+    with pytest.raises(ValueError, match="FrodoKEM-640-AES is FrodoKEM-640-AES \\(unsalted\\) in liboqs 0.15.0 and "
+                                         "FrodoKEM-640-AES \\(salted\\) in 0.16.0.*allow_changed_meaning=True"):
+        compare_runs(runs[0], runs[1], allow_different=True)
+    told = compare_runs(runs[0], runs[1], allow_different=True, allow_changed_meaning=True)
+    assert "⚠ different algorithms: FrodoKEM-640-AES is" in told.iloc[0]["verdict"]
+    assert list(told.attrs["changed_meaning"]) == ["FrodoKEM-640-AES"]
+
+
+def test_the_builds_command_lists_every_release_and_option(capsys):
+    from pqlab.cli import main
+
+    assert main(["builds"]) == 0
+    out = capsys.readouterr().out
+    for release in builds.own_releases():
+        assert f"liboqs-{release} " in out and f"liboqs-{release}+generic" in out
+    assert out.count(" yes ") == 1  # the build this process loaded
+
+
+def test_provision_refuses_an_unknown_build_in_one_line_and_knows_every_other_release(capsys):
+    from pqlab import provision
+
+    assert provision.main(["liboqs", "turbo"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown liboqs build 'turbo'") and err.count("\n") == 1 and "liboqs-0.9.0" in err
+    assert provision.main(["liboqs", "releases"]) == 0  # installed already (make's prerequisite): found, not built
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines()] == ["liboqs-0.9.0", "liboqs-0.12.0"]

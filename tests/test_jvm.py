@@ -1,4 +1,4 @@
-"""The Bouncy Castle runner (native/bc-runner) and its Python driver pqlab/jvm.py."""
+"""The Bouncy Castle runner (native/bc-runner) and its Python driver pqlab/runners/jvm.py."""
 from __future__ import annotations
 
 import subprocess
@@ -6,7 +6,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from pqlab import flags, jvm
+from pqlab import flags
+from pqlab.runners import jvm
 from pqlab.schema import MEASUREMENT_COLUMNS, SIZE_COLUMNS
 
 OK, WHY = jvm.jdk_available()
@@ -163,7 +164,7 @@ def test_no_jdk_reason(monkeypatch):
 
 def test_bc_run_reports_why_nothing_ran(monkeypatch):
     """Where no JDK is installed (or the runs are switched off) notebook 01 gets the reason, not a crash."""
-    from pqlab import jvm
+    from pqlab.runners import jvm
 
     run, summary, reason = jvm.bc_run(["AES-256-CBC"], enabled=False)
     assert run is None and summary.empty and "switched off" in reason

@@ -1,10 +1,10 @@
-"""pqlab.jvm's build and run decisions, each branch forced (no JDK, Maven refusing a release, the older
+"""pqlab.runners.jvm's build and run decisions, each branch forced (no JDK, Maven refusing a release, the older
 hash-based API, a release without some algorithms): no JDK or network needed."""
 from __future__ import annotations
 
 import pytest
 
-from pqlab import jvm
+from pqlab.runners import jvm
 
 REFUSED = """[ERROR] Failed to execute goal on project bc-runner: Could not resolve dependencies for project pqlab:bc-runner:jar:0.1.0
 [ERROR] dependency: org.bouncycastle:bcprov-jdk18on:jar:1.72 (compile)

@@ -36,7 +36,7 @@ def test_core_never_imports_a_study(path):
 
 def test_the_import_check_sees_study_imports(tmp_path):
     fake = PACKAGE / "studies" / "signature_cycles.py"
-    assert "pqlab.benchmark" in imported_modules(fake) or "pqlab.native" in imported_modules(fake)
+    assert "pqlab.benchmark" in imported_modules(fake) or "pqlab.runners.native" in imported_modules(fake)
 
 
 def test_import_pqlab_is_light():

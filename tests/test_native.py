@@ -1,12 +1,13 @@
-"""The native C runner (native/bench/pqbench) and its Python driver pqlab.native."""
+"""The native C runner (native/bench/pqbench) and its Python driver pqlab.runners.native."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from pqlab import cycles, flags, native, paths
+from pqlab import cycles, flags, paths
 from pqlab.paths import LIBOQS_PREFIX
 from pqlab.results import load_run
+from pqlab.runners import native
 from pqlab.schema import MEASUREMENT_COLUMNS
 
 DEFAULT = LIBOQS_PREFIX / "liboqs-0.13.0"

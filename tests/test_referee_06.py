@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from pqlab import paths, tls
+from pqlab import paths
 from pqlab.formatting import fmt_factor, fmt_span
 from pqlab.reference import load_reference
 from pqlab.results import Run
+from pqlab.runners import tls
 from pqlab.studies import tls_handshake as th
 
 ROOT = Path(__file__).resolve().parent.parent

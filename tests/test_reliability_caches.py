@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import fake_liboqs_compile
 
-from pqlab import cycles, integrity, jvm, liboqs_build, liboqs_loader, native, paths
+from pqlab import cycles, integrity, liboqs_build, liboqs_loader, paths
 from pqlab.errors import PqlabWarning
 from pqlab.memory import cache
+from pqlab.runners import jvm, native
 
 #: A real ELF shared object (not liboqs): what a fake liboqs build "links".
 LIBRARY = Path(_ctypes.__file__).read_bytes()

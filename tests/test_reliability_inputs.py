@@ -155,7 +155,7 @@ def test_reliability_fidelity_refuses_zero_blocks(capsys):
 
 
 def test_reliability_native_run_refuses_bad_input_before_running(tmp_path):
-    from pqlab import native
+    from pqlab.runners import native
 
     with pytest.raises(BadInput, match="budget_s must be a finite number > 0, got 0"):
         native.native_run(["ML-DSA-44"], budget_s=0, folder=tmp_path)

@@ -1,4 +1,4 @@
-"""The TLS runner (pqlab.tls) and notebook 06's budget model (pqlab.studies.tls_handshake).
+"""The TLS runner (pqlab.runners.tls) and notebook 06's budget model (pqlab.studies.tls_handshake).
 
 Tests that run handshakes use the real runner (``make test`` builds it first; alone, the fixture
 builds it on first use); the rest need nothing built.
@@ -13,10 +13,10 @@ import stat
 import pandas as pd
 import pytest
 
-from pqlab import tls
 from pqlab.benchmark import bench
 from pqlab.errors import UnknownName
 from pqlab.results import load_run
+from pqlab.runners import tls
 from pqlab.studies import tls_handshake as th
 
 STACK = {"openssl_version": "OpenSSL 3.6.3", "groups": ["x25519", "secp256r1", "MLKEM768", "X25519MLKEM768"],
@@ -242,7 +242,7 @@ def built_runner_or_skip():
     """The runner as built by `make` (make test builds it first); a skip, with the reason, where it is not."""
     if not tls.BINARY.exists():
         pytest.skip(f"the TLS runner is not built ({tls.BINARY} is missing): `make {tls.BINARY.relative_to(tls.paths.ROOT)}` "
-                    "or `python -m pqlab.tls build` builds it")
+                    "or `python -m pqlab.runners.tls build` builds it")
     return tls.BINARY
 
 

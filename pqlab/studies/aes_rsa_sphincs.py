@@ -440,8 +440,8 @@ def run_bouncycastle(algorithms, *, study_release: bool = True, **kwargs) -> dic
     """The study's platform again: `algorithms` on the runner's Bouncy Castle release and, with
     `study_release`, on the release the study used (read from the reference data).  Returns
     ``{label: (run or None, reason)}``; the reason is what did not run and why, as recorded (e.g. Maven's
-    message when the registry does not provide the release).  `kwargs` go to :func:`pqlab.jvm.bc_run`."""
-    from .. import jvm
+    message when the registry does not provide the release).  `kwargs` go to :func:`pqlab.runners.jvm.bc_run`."""
+    from ..runners import jvm
 
     out = {CURRENT: jvm.bc_run(algorithms, **kwargs)[::2]}
     if study_release:

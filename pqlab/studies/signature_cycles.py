@@ -184,7 +184,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     the C runner: exactly `rounds`, one runner process each).  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
     """
     from ..benchmark import bench_in_worker
-    from ..native import native_run as run_native_study
+    from ..runners.native import native_run as run_native_study
 
     cycles.counter()
     names = resolve_signatures(algorithms)

@@ -1,6 +1,6 @@
 """Notebook 06: what post-quantum costs a real TLS 1.3 handshake.
 
-The measurement is :mod:`pqlab.tls` (OpenSSL 3.6 in a Rust runner, real certificate chains); this
+The measurement is :mod:`pqlab.runners.tls` (OpenSSL 3.6 in a Rust runner, real certificate chains); this
 module plans the matrix, measures the primitives with :func:`pqlab.bench.bench`, and holds the
 **budget model**: from measured sizes (key shares, ciphertexts, DER certificates, signatures) and the
 TLS 1.3 framing of RFC 8446 it predicts every handshake message and record, hence the bytes per
@@ -25,9 +25,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import formatting, plotting, tls
+from .. import formatting, plotting
 from ..errors import UnknownName
 from ..formatting import fmt_bytes, fmt_count, fmt_factor, fmt_factor_ci, fmt_span, slug
+from ..runners import tls
 from ..stats import CONFIDENCE, ratio_ci
 
 STUDY = "06_tls_handshake"
@@ -476,7 +477,7 @@ def cpu_notes(cpu: pd.DataFrame, run) -> list[str]:
 
 
 def _busy_configs(run) -> tuple[list[str], int]:
-    """Configurations the machine was busy while measuring (:func:`pqlab.tls.window_noise`), of how many watched."""
+    """Configurations the machine was busy while measuring (:func:`pqlab.runners.tls.window_noise`), of how many watched."""
     noise = run.meta.get("tls", {}).get("noise") or {}
     return [key for key, rec in noise.items() if rec.get("busy")], len(noise)
 

@@ -18,7 +18,6 @@ the release, :class:`BouncyCastleUnavailable` carries Maven's own message.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shutil
 import subprocess
@@ -27,13 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import flags, integrity
-from .inputs import precision_target
-from .paths import NATIVE
-from .recorder import RunRecorder, summary_columns
-from .schema import typed
-from .stats import summarize
-from .timing import precision_marks
+from .. import flags, integrity
+from ..inputs import precision_target
+from ..paths import NATIVE
+from ..recorder import RunRecorder, summary_columns
+from ..schema import typed
+from ..stats import summarize
+from ..timing import precision_marks
+from .base import RunnerError, call_json, failure
 
 RUNNER_DIR = NATIVE / "bc-runner"
 POM = RUNNER_DIR / "pom.xml"
@@ -140,7 +140,7 @@ def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | 
         bad = _jar_problem(jar)
         if not bad:
             return jar
-        from .errors import warn
+        from ..errors import warn
 
         warn(f"the Bouncy Castle runner {jar} {bad}: building it again")
     options = [] if jar == JAR else [f"-Dbouncycastle.version={version}", f"-Dbc.build.dir={jar.parent}"]
@@ -205,14 +205,12 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
         cmd += ["--ops", ",".join(operations)]
     if timeout_s is None:  # generous: RSA keygen and SPHINCS+ signing take up to a few hundred ms per call
         timeout_s = 300 + 10 * cold + 3 * ((warmup_s if warmup_s is not None else warm_budget_s) + 3 * warm_budget_s)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    err = proc.stderr.strip()
+    proc, result = call_json(cmd, what="bc-runner", timeout_s=timeout_s)
     if proc.returncode == 2:
-        raise ValueError(err.removeprefix("bc-runner: "))
-    if proc.returncode != 0:
-        raise RuntimeError(f"bc-runner failed (exit {proc.returncode}): {' '.join(cmd)}\n"
-                           + "\n".join(err.splitlines()[-20:]))
-    return json.loads(proc.stdout)
+        raise ValueError(proc.stderr.strip().removeprefix("bc-runner: "))
+    if proc.returncode != 0 or result is None:
+        raise RunnerError(f"bc-runner failed ({failure(proc)}): {' '.join(cmd)}")
+    return result
 
 
 def implementation(result: dict) -> str:

@@ -40,9 +40,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import integrity, paths
-from .errors import BadInput, UnknownName, warn
-from .files import atomic_write_text
+from .. import integrity, paths
+from ..errors import BadInput, UnknownName, warn
+from ..files import atomic_write_text
+from .base import RunnerError, call_json, failure
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
 TARGET_DIR = RUNNER_DIR / "target"
@@ -86,7 +87,7 @@ MAX_WARMUP = 10_000
 MAX_PAYLOAD = 16 << 20
 
 
-class TlsError(RuntimeError):
+class TlsError(RunnerError):
     """The TLS runner could not be built or run."""
 
 
@@ -177,15 +178,9 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
 
 
 def _call(args: Sequence[str], timeout_s: float = 600) -> dict:
-    try:
-        proc = subprocess.run([str(BINARY), *args], capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise TlsError(f"the TLS runner timed out after {timeout_s:.0f} s: tls-runner {' '.join(args)}") from exc
-    try:
-        out = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise TlsError(f"the TLS runner failed (exit {proc.returncode}) for `tls-runner {' '.join(args)}`: "
-                       f"{(proc.stderr or proc.stdout).strip()[-1500:] or 'no output'}") from None
+    proc, out = call_json([BINARY, *args], what="the TLS runner", timeout_s=timeout_s, error=TlsError)
+    if out is None:
+        raise TlsError(f"the TLS runner failed ({failure(proc, tail=1500)}) for `tls-runner {' '.join(args)}`")
     if proc.returncode != 0:
         raise TlsError(f"the TLS runner refused `tls-runner {' '.join(args)}`: {out.get('error', out)}")
     return out
@@ -401,7 +396,7 @@ def check_pin(pin: str | None) -> str | None:
 
 def check_run_options(handshakes, warmup, payload=64, pin: str | None = None) -> tuple[int, int, int, str | None]:
     """(handshakes, warmup, payload, pin) within the runner's bounds, checked before anything runs."""
-    from .inputs import count
+    from ..inputs import count
 
     return (count(handshakes, "handshakes", 1, MAX_HANDSHAKES), count(warmup, "warmup", 0, MAX_WARMUP),
             count(payload, "payload", 1, MAX_PAYLOAD), check_pin(default_pin() if pin == "auto" else pin))
@@ -493,7 +488,7 @@ def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
 
 def _window() -> dict:
     """The start of one configuration's measurement window (:func:`window_noise`)."""
-    from . import noise
+    from .. import noise
 
     return noise.snapshot()
 
@@ -502,7 +497,7 @@ def window_noise(start: dict) -> dict:
     """What the machine did while one configuration ran (:func:`pqlab.noise.round_noise`: the runner, a finished
     child of this process, counts as this process's own CPU, not another's), and whether that was busy
     (:func:`pqlab.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
-    from . import noise
+    from .. import noise
 
     record = noise.round_noise(start, noise.snapshot())
     record["busy"] = noise.busy_reason(record)
@@ -521,10 +516,10 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     breakdown of each configuration's first measured handshake; ``meta["tls"]["noise"]`` what the machine did
     while each configuration ran (:func:`window_noise`), and a busy one's row carries the flag ``busy``.
     """
-    from . import flags
-    from .recorder import RunRecorder, summary_columns
-    from .schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
-    from .stats import summarize
+    from .. import flags
+    from ..recorder import RunRecorder, summary_columns
+    from ..schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
+    from ..stats import summarize
 
     check_run_options(handshakes, warmup, pin=pin)
     check_names({c.group for c in configs}, {c.signature for c in configs})
@@ -595,11 +590,11 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     return rec.run
 
 
-if __name__ == "__main__":  # `python -m pqlab.tls build`: what the Makefile's runner target calls
+if __name__ == "__main__":  # `python -m pqlab.runners.tls build`: what the Makefile's runner target calls
     import sys
 
     if sys.argv[1:] != ["build"]:
-        sys.exit("usage: python -m pqlab.tls build")
+        sys.exit("usage: python -m pqlab.runners.tls build")
     try:
         path = build_tls_runner()
     except TlsError as exc:

@@ -32,13 +32,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cycles, flags, integrity
-from .builds import OPTIONS, prefix
-from .errors import close_matches, shell_command, warn
-from .paths import NATIVE
-from .recorder import RunRecorder, summary_columns
-from .schema import typed
-from .stats import summarize
+from .. import cycles, flags, integrity
+from ..builds import OPTIONS, prefix
+from ..errors import close_matches, shell_command, warn
+from ..paths import NATIVE
+from ..recorder import RunRecorder, summary_columns
+from ..schema import typed
+from ..stats import summarize
+from .base import RunnerError, call_json, failure
 
 VARIANTS = OPTIONS  # the options of the setup release's liboqs builds a runner can be built against
 BENCH_DIR = NATIVE / "bench"
@@ -48,7 +49,7 @@ RUNNER_VERSION = "2"
 COUNTER_MODE = {cycles.CORE_CYCLES: "perf", cycles.TSC: "tsc", cycles.NONE: "none"}
 
 
-class NativeRunnerError(RuntimeError):
+class NativeRunnerError(RunnerError):
     """The native runner could not be built or run, or an operation failed its check."""
 
 
@@ -180,15 +181,7 @@ def run_native(
         # The budget bounds the sampling loop; set-up, warm-up and min-samples of a slow
         # algorithm (SPHINCS+-s, Classic McEliece keygen) can add tens of seconds.
         timeout_s = 120 + n_ops * (2 * budget_s + 60)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise NativeRunnerError(f"the native runner timed out after {timeout_s:.0f} s: {' '.join(cmd)}") from exc
-    result = None
-    try:
-        result = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        pass
+    proc, result = call_json(cmd, what="the native runner", timeout_s=timeout_s, error=NativeRunnerError)
     if result is None or proc.returncode not in (0, 1):
         if result is not None and proc.returncode == 2 and "unknown algorithm" in result.get("error", ""):
             listing = native_algorithms(variant)
@@ -197,9 +190,7 @@ def run_native(
             raise UnknownNativeAlgorithm(
                 f"{algorithm!r} is not a signature or KEM enabled in liboqs "
                 f"{result.get('liboqs_version', '')} ({variant} build){hint}", near)
-        why = (result or {}).get("error") or proc.stderr.strip()[-2000:] or "no output"
-        status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        raise NativeRunnerError(f"the native runner failed ({status}) for {algorithm}: {why}\n"
+        raise NativeRunnerError(f"the native runner failed ({failure(proc, result)}) for {algorithm}\n"
                                 f"command: {' '.join(cmd)}")
     check_version(result, binary)
     if result.get("cycles_source") != label:
@@ -230,7 +221,7 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     ``cycles_source`` is the runner's counter label (pqlab's vocabulary); samples whose count is
     missing (a perf counter multiplexed away during the call) are flagged ``cycles-dropped``.
     """
-    from .schema import family_of
+    from ..schema import family_of
 
     rows = []
     for op in result["operations"]:
@@ -280,7 +271,7 @@ def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list
     """An algorithm's rows from its rounds (one :func:`run_native` process each): the samples of every round
     summarised together (:func:`measurements_from_result`), the estimate and interval over rounds
     (:func:`pqlab.stats.round_interval`, with the machine's drift from the rounds' reference loops)."""
-    from .stats import relative_half_width, round_interval, with_rounds
+    from ..stats import relative_half_width, round_interval, with_rounds
 
     merged = dict(results[0][1], operations=[
         dict(op, samples_ns=[t for _, r in results for t in r["operations"][i]["samples_ns"]],
@@ -326,9 +317,9 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
     import math
     import random
 
-    from . import inputs, noise
-    from .errors import UnknownName
-    from .rounds import ROUNDS
+    from .. import inputs, noise
+    from ..errors import UnknownName
+    from ..rounds import ROUNDS
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
