@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from pqlab import flags
+from pqlab.errors import BadInput
 from pqlab.runners import jvm
 from pqlab.schema import MEASUREMENT_COLUMNS, SIZE_COLUMNS
 
@@ -166,11 +167,13 @@ def test_bc_run_reports_why_nothing_ran(monkeypatch):
     """Where no JDK is installed (or the runs are switched off) notebook 01 gets the reason, not a crash."""
     from pqlab.runners import jvm
 
-    run, summary, reason = jvm.bc_run(["AES-256-CBC"], enabled=False)
-    assert run is None and summary.empty and "switched off" in reason
+    run = jvm.bc_run(["AES-256-CBC"], enabled=False)
+    assert run.measurements.empty and not run.run_id and "switched off" in run.meta["not_run"]
     monkeypatch.setattr(jvm, "jdk_available", lambda: (False, "no JDK installed: install openjdk-17-jdk-headless"))
-    run, summary, reason = jvm.bc_run(["AES-256-CBC"])
-    assert run is None and summary.empty and reason.startswith("no JDK")
+    run = jvm.bc_run(["AES-256-CBC"])
+    assert run.measurements.empty and run.meta["not_run"].startswith("no JDK")
+    with pytest.raises(BadInput, match="cold"):  # checked before anything runs, a JDK or not
+        jvm.bc_run(["AES-256-CBC"], cold=-1)
 
 
 def test_bc_run_records_every_row_with_the_run_start(jar, tmp_path, monkeypatch):
@@ -179,8 +182,8 @@ def test_bc_run_records_every_row_with_the_run_start(jar, tmp_path, monkeypatch)
     from pqlab.results import load_run
 
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
-    run, summary, reason = jvm.bc_run(["AES-256-CBC"], cold=2, warm_budget_s=0.05, study="t01")
-    assert reason == "" and not summary.empty
+    run = jvm.bc_run(["AES-256-CBC"], cold=2, warm_budget_s=0.05, study="t01")
+    assert run.meta["not_run"] == "" and not run.measurements.empty
     back = load_run(tmp_path / run.run_id)
     m = back.measurements
     assert back.meta["status"] == "complete" and back.meta["started_at"]

@@ -73,18 +73,18 @@ def test_another_compile_error_is_not_retried(fake_maven):
 
 def test_bc_run_reports_why_nothing_or_not_everything_ran(monkeypatch):
     monkeypatch.setattr(jvm, "jdk_available", lambda: (False, jvm.NO_JDK))
-    run, summary, reason = jvm.bc_run(["RSA-2048"])
-    assert run is None and summary.empty and reason == jvm.NO_JDK
-    assert jvm.bc_run(["RSA-2048"], enabled=False)[2].startswith("the Bouncy Castle runs were switched off")
+    run = jvm.bc_run(["RSA-2048"])
+    assert run.measurements.empty and run.meta["not_run"] == jvm.NO_JDK
+    assert jvm.bc_run(["RSA-2048"], enabled=False).meta["not_run"].startswith("the Bouncy Castle runs were switched off")
 
     monkeypatch.setattr(jvm, "jdk_available", lambda: (True, "ok"))
 
     def refused(version=None):
         raise jvm.BouncyCastleUnavailable(f"Maven could not provide org.bouncycastle:bcprov-jdk18on:{version}: Could not ...")
     monkeypatch.setattr(jvm, "bc_algorithms", refused)
-    run, summary, reason = jvm.bc_run(["RSA-2048"], version="1.72")
-    assert run is None and reason.startswith("Maven could not provide org.bouncycastle:bcprov-jdk18on:1.72")
+    run = jvm.bc_run(["RSA-2048"], version="1.72")
+    assert run.measurements.empty and run.meta["not_run"].startswith("Maven could not provide org.bouncycastle:bcprov-jdk18on:1.72")
 
     monkeypatch.setattr(jvm, "bc_algorithms", lambda version=None: ["AES-256-CBC", "RSA-2048"])
-    run, summary, reason = jvm.bc_run(["SLH-DSA-SHAKE-128f"], version="1.72")
-    assert run is None and reason == "not in Bouncy Castle 1.72: SLH-DSA-SHAKE-128f"
+    run = jvm.bc_run(["SLH-DSA-SHAKE-128f"], version="1.72")
+    assert run.measurements.empty and run.meta["not_run"] == "not in Bouncy Castle 1.72: SLH-DSA-SHAKE-128f"

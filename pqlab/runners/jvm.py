@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import flags, integrity
+from .. import flags, inputs, integrity
 from ..inputs import precision_target
 from ..paths import NATIVE
 from ..recorder import RunRecorder, summary_columns
+from ..results import Run
 from ..schema import typed
 from ..stats import summarize
 from ..timing import precision_marks
@@ -39,6 +40,8 @@ RUNNER_DIR = NATIVE / "bc-runner"
 POM = RUNNER_DIR / "pom.xml"
 JAR = RUNNER_DIR / "target" / "bc-runner.jar"
 BACKEND = "bouncycastle"
+#: The metadata key of what a Bouncy Castle run did not run, and why ("" when everything ran).
+NOT_RUN = "not_run"
 #: The oldest Java the runner builds with (the POM's maven.compiler.release).
 MIN_JAVA = 17
 NO_JDK = f"no JDK installed: install openjdk-{MIN_JAVA}-jdk-headless and maven"
@@ -281,39 +284,47 @@ def bc_summary(result: dict) -> pd.DataFrame:
                          for op in result["operations"]])
 
 
+def not_run(reason: str) -> Run:
+    """A run of nothing (unsaved, no rows) that says why: what :func:`bc_run` returns when no algorithm ran."""
+    return Run.from_rows("", [], [], [], {NOT_RUN: reason})
+
+
 def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0, study: str = "",
-           enabled: bool = True, save: bool = True, version: str | None = None, target_rel_ci: float | None = None):
+           enabled: bool = True, save: bool = True, version: str | None = None,
+           target_rel_ci: float | None = None) -> Run:
     """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
-    Returns ``(run, summary, reason)``: the :class:`pqlab.results.Run` (or None), the study's view
-    (:func:`bc_summary` of every algorithm) and what did not run and why: the whole release (no JDK, switched
-    off, Maven could not provide it: Maven's message) or the algorithms that release does not have.
+    Always returns a :class:`pqlab.results.Run`; ``run.meta["not_run"]`` says what did not run and why: the whole
+    release (no JDK, switched off, Maven could not provide it: Maven's message; the run then has no rows and is
+    not saved) or the algorithms that release does not have ("" when everything ran).
     """
+    inputs.names(algorithms, "algorithm")
+    message_bytes = inputs.message_size(message_bytes)
+    cold, warm_budget_s = inputs.count(cold, "cold"), inputs.positive_number(warm_budget_s, "warm_budget_s")
+    study, target_rel_ci = inputs.file_label(study, "study", empty=True), inputs.precision_target(target_rel_ci)
     ok, why = jdk_available()
     if not enabled:
-        return None, pd.DataFrame(), "the Bouncy Castle runs were switched off (parameter)"
+        return not_run("the Bouncy Castle runs were switched off (parameter)")
     if not ok:
-        return None, pd.DataFrame(), why
+        return not_run(why)
     try:
         supported = bc_algorithms(version)
     except BouncyCastleUnavailable as e:
-        return None, pd.DataFrame(), str(e)
+        return not_run(str(e))
     release = version or default_version()
     runnable = [a for a in algorithms if a in supported]
     skipped = [a for a in algorithms if a not in supported]
     reason = f"not in Bouncy Castle {release}: {', '.join(skipped)}" if skipped else ""
     if not runnable:
-        return None, pd.DataFrame(), reason
-    target_rel_ci = precision_target(target_rel_ci)
+        return not_run(reason)
     params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
               "warm_budget_s": warm_budget_s, "target_rel_ci": target_rel_ci, "bouncycastle_version": release}
     label = f"{study}-bouncycastle-{release}" if study else f"bouncycastle-{release}"
-    results = []
     with RunRecorder(study, params, label=label, save=save, liboqs=False) as rec:
+        rec.meta[NOT_RUN] = reason
         for algorithm in runnable:
             result = run_bc(algorithm, message_bytes=message_bytes, cold=cold, warm_budget_s=warm_budget_s,
                             version=version, target_rel_ci=target_rel_ci)
-            results.append(result)
             rec.meta.update(jvm=result.get("jvm", ""), java_version=result.get("java_version", ""),
                             bouncycastle_version=result["bouncycastle_version"])
             rec.record_implementation(algorithm, BACKEND, implementation(result))
@@ -321,5 +332,4 @@ def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s
                     sizes=bc_sizes(result).to_dict("records"),
                     samples=bc_samples(result, rec.run_id).to_dict("records"))
             rec.checkpoint()
-    run = rec.run
-    return run, pd.concat([bc_summary(r) for r in results], ignore_index=True), reason
+    return rec.run

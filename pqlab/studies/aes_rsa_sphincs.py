@@ -439,24 +439,30 @@ CURRENT, STUDYS = "current release", "the study's release"
 def run_bouncycastle(algorithms, *, study_release: bool = True, **kwargs) -> dict:
     """The study's platform again: `algorithms` on the runner's Bouncy Castle release and, with
     `study_release`, on the release the study used (read from the reference data).  Returns
-    ``{label: (run or None, reason)}``; the reason is what did not run and why, as recorded (e.g. Maven's
+    ``{label: run}``; each run's ``meta["not_run"]`` is what did not run and why, as recorded (e.g. Maven's
     message when the registry does not provide the release).  `kwargs` go to :func:`pqlab.runners.jvm.bc_run`."""
     from ..runners import jvm
 
-    out = {CURRENT: jvm.bc_run(algorithms, **kwargs)[::2]}
+    out = {CURRENT: jvm.bc_run(algorithms, **kwargs)}
     if study_release:
         release = study_platform()["bouncycastle"]
-        out[STUDYS] = (jvm.bc_run(algorithms, version=release, **kwargs)[::2] if release != jvm.default_version()
-                       else (None, f"the runner's release is the study's ({release})"))
+        out[STUDYS] = (jvm.bc_run(algorithms, version=release, **kwargs) if release != jvm.default_version()
+                       else jvm.not_run(f"the runner's release is the study's ({release})"))
     return out
+
+
+def measured(releases: dict) -> list:
+    """The runs of :func:`run_bouncycastle` that measured something."""
+    return [run for run in releases.values() if not run.measurements.empty]
 
 
 def describe_bc(releases: dict) -> str:
     """Markdown: what ran on each Bouncy Castle release, or why not (the recorded reason, e.g. Maven's message).
-    `releases`: label -> (run or None, reason)."""
+    `releases`: label -> run (:func:`run_bouncycastle`)."""
     lines = []
-    for label, (run, reason) in releases.items():
-        if run is None:
+    for label, run in releases.items():
+        reason = run.meta.get("not_run", "")
+        if run.measurements.empty:
             lines.append(f"- **{label}: not run.** {reason}")
             continue
         apis = "; ".join(sorted(set(run.measurements["implementation"])))
