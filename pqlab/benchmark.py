@@ -27,6 +27,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from .rounds import (
     run_round,
     run_round_in_worker,
 )
+from .schema import KIND_OPERATIONS
 from .stats import (
     MIN_ROUNDS,
     interval_over_rounds,
@@ -185,13 +187,14 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     sizes = inputs.message_sizes(message_bytes)
     study = inputs.file_label(study, "study", empty=True)
     run_id = inputs.file_label(run_id, "run id") if run_id is not None else None
-    algorithms, build = _asked_build(inputs.names(algorithms, "algorithm"))
+    algorithms, build = _asked_build(inputs.names(algorithms, "algorithm"), operations)
     if build is not None:
         isolation_args = {"isolation": isolation} if isolation != "process" else {}
         return _bench_elsewhere(algorithms, build, save, operations=operations, message_bytes=sizes,
                                 budget_s=budget_s, study=study, folder=folder, min_samples=min_samples,
                                 max_samples=max_samples, target_rel_ci=target_rel_ci, rounds=rounds,
-                                max_rounds=max_rounds, quiet_only=quiet_only, run_id=run_id, **isolation_args)
+                                max_rounds=max_rounds, quiet_only=quiet_only, run_id=run_id, progress=progress,
+                                **isolation_args)
     algos = inputs.unique(resolve(algorithms))
     plan = inputs.plan(algos, operations, sizes)
     announce_defaults(algorithms)  # after every check: bad input is refused alone
@@ -428,16 +431,19 @@ def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, 
     return interval_over_rounds(np.asarray([m for _, m in medians], float), spread)
 
 
-def _asked_build(algorithms: list) -> tuple[list, builds.Build | None]:
+def _asked_build(algorithms: list, operations=None) -> tuple[list, builds.Build | None]:
     """`algorithms` with the liboqs build their names ask for taken off (``X@liboqs-0.12.0`` -> ``X@liboqs``),
     and that build where it is not the one this process loaded (else None).  Names asking for two builds, an
-    unknown build, or a name the build's release does not list (:mod:`pqlab.liboqs_names`) are refused."""
-    out, asked = [], {}
+    unknown build, a name the build's release does not list (:mod:`pqlab.liboqs_names`), or `operations` one of
+    the algorithms lacks are refused here, before a worker starts."""
+    out, asked, others = [], {}, []
     for a in algorithms:
         name, spec = builds.split(a) if isinstance(a, str) else (a, "")
         out.append(name)
         if spec:
             asked.setdefault(spec, []).append(name.rpartition("@")[0])
+        else:
+            others.append(a)
     if not asked:
         return out, None
     if len(asked) > 1:
@@ -453,6 +459,11 @@ def _asked_build(algorithms: list) -> tuple[list, builds.Build | None]:
         if name not in names(build.release):
             raise UnknownName(f"algorithm in liboqs {build.release}", name, names(build.release),
                               missing_in(name, build.release) or f"{shell_command('pqlab builds')} lists the builds")
+    if operations is not None and build.release in RELEASES:  # the release's kinds stand in for its adapters
+        kind = {n: k for k in ("kem", "sig") for n in names(build.release, k)}
+        there = [SimpleNamespace(name=n, backend=builds.LIBRARY, kind=kind[n], operations=KIND_OPERATIONS[kind[n]])
+                 for n in wanted]
+        inputs.operations([*resolve(others), *there], operations)
     try:
         loaded = liboqs_info()["build"]
     except LiboqsNotFound:  # no liboqs in this process: the worker loads the one asked for
@@ -475,13 +486,14 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
                     target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
                     max_rounds: int | None = None, max_samples: int | None = None, quiet_only: bool = False,
-                    isolation: str | None = None, run_id: str | None = None) -> Run:
+                    isolation: str | None = None, run_id: str | None = None, progress: bool = False) -> Run:
     """Run :func:`bench` in a fresh process that loads liboqs `build` (:mod:`pqlab.builds`: ``default``,
     ``generic``, ``liboqs-0.12.0``..., or a :class:`pqlab.builds.Build`), built first on first need.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
     The worker writes its run to `folder` (default data/results) and this returns it.  `env`: more
-    environment variables for the worker (e.g. PQLAB_MACHINE_ID).
+    environment variables for the worker (e.g. PQLAB_MACHINE_ID).  `progress`: the worker's progress bar and
+    messages go to this process's stderr (a terminal) instead of being kept for an error message.
     """
     from .liboqs_loader import build_environment
 
@@ -495,7 +507,7 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
     label = build.id.replace("+", "-")
     run_id = run_id or new_run_id(f"{study}-{label}" if study else label)
     cmd = [sys.executable, "-m", "pqlab", "bench", *algorithms, "--budget", str(budget_s), "--run-id", run_id,
-           "--study", study, "--no-progress", "--min-samples", str(min_samples),
+           "--study", study, "--min-samples", str(min_samples), *([] if progress else ["--no-progress"]),
            "--target-rel-ci", str(target_rel_ci or 0), "--rounds", str(rounds), "--max-rounds", str(max_rounds)]
     cmd += (["--max-samples", str(max_samples)] if max_samples else []) + (["--quiet-only"] if quiet_only else [])
     cmd += ["--isolation", isolation] if isolation else []
@@ -505,7 +517,11 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
         cmd += ["--message-bytes", str(size)]
     if folder:
         cmd += ["--folder", str(folder)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    if progress:
+        print(f"{build.id}: measuring in a worker process that loads it", file=sys.stderr)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
+                          text=True, timeout=timeout_s)
     if proc.returncode != 0:
-        raise RuntimeError(f"the {build.id} worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        said = "its message is above" if progress else proc.stderr[-3000:]
+        raise RuntimeError(f"the {build.id} worker failed (exit {proc.returncode}):\n{said}")
     return load_run(Path(folder or paths.RESULTS) / run_id)

@@ -78,8 +78,9 @@ class Run:
         return verified_rows(self.measurements, operations)
 
     #: the columns of :meth:`raw_summary`, in order
-    SUMMARY_COLUMNS = ("algorithm", "backend", "variant", "operation", "message_bytes", "samples", "time_ns_median",
-                       "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source", "verified", "flags")
+    SUMMARY_COLUMNS = ("algorithm", "backend", "library_version", "variant", "operation", "message_bytes", "samples",
+                       "time_ns_median", "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source",
+                       "verified", "flags")
 
     def raw_summary(self) -> pd.DataFrame:
         """The measurements a reader looks at first, raw (ns, cycles, flags cells): one row per algorithm,

@@ -70,6 +70,8 @@ def test_bench_refuses_two_builds_an_unknown_one_and_a_name_the_release_lacks_be
         benchmark.bench(["ML-DSA-44@liboqs-0.15.0"], folder=tmp_path, **FAST)
     with pytest.raises(UnknownName, match="algorithm in liboqs 0.9.0 'ML-KEM-768'"):
         benchmark.bench(["ML-KEM-768@liboqs-0.9.0"], folder=tmp_path, **FAST)
+    with pytest.raises(BadInput, match="Kyber768@liboqs \\(kem: keygen, encaps, decaps\\) has no operation 'sign'"):
+        benchmark.bench(["Kyber768@liboqs-0.9.0"], operations=["sign"], folder=tmp_path, **FAST)
     assert not list(tmp_path.iterdir())  # nothing was measured or written
 
 
