@@ -452,3 +452,13 @@ def test_describe_local_says_which_identity_and_that_a_host_and_build_is_one_pla
     lines = atlas.describe_local(local, []).splitlines()
     assert "another liboqs build" not in lines[0] and "the default build" in lines[0]  # a user's identity, same build
     assert "the same host with the generic build" in lines[1] and "as one platform" in lines[1]
+
+
+def test_platform_labels_are_told_apart_by_what_differs_only():
+    import pandas as pd
+
+    p = pd.DataFrame({"platform": ["EPYC · liboqs default · this host"] * 2 + ["Xeon · liboqs default"] * 2,
+                      "machine_id": ["h1", "h1", "h2", "h3"], "liboqs_version": ["0.13.0", "0.12.0", "0.13.0", "0.13.0"]})
+    labels = list(atlas._unique_labels(p)["platform"])
+    assert labels == ["EPYC · liboqs default · this host · 0.13.0", "EPYC · liboqs default · this host · 0.12.0",
+                      "Xeon · liboqs default · h2", "Xeon · liboqs default · h3"]

@@ -290,7 +290,7 @@ def _platform_row(key, metas: list[dict], host: str) -> dict:
             "cores": cpu.get("usable_cores") or cpu.get("logical_cores"), "counter": _joined(map(counter_text, metas)),
             "frequency": _joined(map(frequency_text, metas)),
             "hypervisor": _joined(m.get("hypervisor") or "none detected" for m in metas),
-            "liboqs": f"{version} {variant} build",
+            "liboqs": f"{version} {variant} build", "liboqs_version": version,
             "cpu_features": _joined(cpu_features_text(m.get("liboqs") or {}) for m in metas),
             "runs": len(metas), "_key": key, "_variant": variant,
             "_own": any(not m.get("machine_id_override") for m in metas),
@@ -504,12 +504,14 @@ def statistic_text(ratios: pd.DataFrame, value: str = "ratio") -> str:
 
 
 def _unique_labels(platforms: pd.DataFrame) -> pd.DataFrame:
-    """Platform labels made unique: two hosts with the same CPU get their machine id, one host with two liboqs
-    versions of one build its version."""
+    """Platform labels made unique with what tells them apart, and only that: two hosts with the same CPU get
+    their machine id, one host with two liboqs releases of one build option (notebook 04 measures several) the
+    release."""
     p = platforms.copy()
-    for extra in ("machine_id", "liboqs"):
-        dup = p["platform"].duplicated(keep=False)
-        p.loc[dup, "platform"] = p.loc[dup, "platform"] + " · " + p.loc[dup, extra].astype(str)
+    for _, same in p[p["platform"].duplicated(keep=False)].groupby("platform"):
+        differ = [c for c in ("machine_id", "liboqs_version") if c in same and same[c].astype(str).nunique() > 1]
+        for i in same.index:
+            p.at[i, "platform"] += "".join(f" · {p.at[i, c]}" for c in differ)
     return p
 
 
