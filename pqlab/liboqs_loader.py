@@ -214,10 +214,13 @@ def build_environment(build, base: dict | None = None) -> dict:
     need: the per-user cache makes that a copy), a given liboqs is used where it is."""
     build = builds.parse(build, given_builds() if isinstance(build, str) and "given" in build else ())
     if build.own:
-        from .liboqs_build import LiboqsBuildError, provide
+        from .liboqs_build import BuildToolMissing, LiboqsBuildError, entry_problem, provide
 
         try:
             provide(build, announce=lambda line: print(line, file=sys.stderr))
+        except BuildToolMissing as exc:  # no compiler here now: a whole installed copy is still that build
+            if entry_problem(build.prefix):
+                raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc
         except LiboqsBuildError as exc:
             raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc
     env = dict(os.environ if base is None else base)
