@@ -158,15 +158,19 @@ def find_usable_liboqs() -> Path | None:
 
 def given_builds() -> tuple[builds.Build, ...]:
     """The liboqs pqlab was given rather than built (system, conda, OQS_INSTALL_PATH) and could use, as a build
-    named by its own ``OQS_version()`` (read in a child process: this one keeps the liboqs it has)."""
+    named by its own ``OQS_version()``.  Each is checked and read in a child process: a liboqs loaded here, even
+    to look at it, would be the one a later ``import oqs`` binds to (the loader matches the bare name liboqs.so
+    against the libraries already loaded)."""
+    code = ("import sys; from pqlab.liboqs_loader import check_library; why = check_library(sys.argv[1]); "
+            "import ctypes; lib = None if why else ctypes.CDLL(sys.argv[1]); "
+            "lib is None or setattr(lib.OQS_version, 'restype', ctypes.c_char_p); "
+            "print(why or 'version ' + lib.OQS_version().decode())")
     found = []
     for path in _candidates():
-        if paths.LIBOQS_PREFIX in path.parents or not (path.exists() or "/" not in str(path)) or check_library(path):
+        if paths.LIBOQS_PREFIX in path.parents or not (path.exists() or "/" not in str(path)) or load_problem(path):
             continue
-        code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.OQS_version.restype = ctypes.c_char_p; "
-                "print(lib.OQS_version().decode())")
         proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
-        release = proc.stdout.strip()
+        release = proc.stdout.strip().removeprefix("version ")
         if proc.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+", release):
             found.append(builds.Build(release, builds.GIVEN, str(path)))
     return tuple(dict.fromkeys(found))
@@ -250,7 +254,12 @@ def import_oqs():
 
 
 def loaded_library_path() -> str:
-    """The liboqs shared object this process has mapped (from /proc/self/maps), or ""."""
+    """The liboqs shared object liboqs-python loaded in this process (the path it opened, resolved), else the first
+    one this process has mapped (/proc/self/maps), or ""."""
+    module = sys.modules.get("oqs.oqs")
+    opened = getattr(module.native(), "_name", "") if module is not None and hasattr(module, "native") else ""
+    if opened and os.path.isabs(opened):
+        return os.path.realpath(opened)
     try:
         with open("/proc/self/maps") as fh:
             for line in fh:

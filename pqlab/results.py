@@ -94,7 +94,7 @@ class Run:
         from .formatting import table
 
         raw = self.raw_summary()
-        optional = ("variant", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
+        optional = ("library_version", "variant", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
         shown = [c for c in raw.columns if c != "flags" and not (c in optional and raw[c].isna().all())]
         return table(raw, shown)
 

@@ -128,6 +128,19 @@ def test_a_liboqs_pqlab_was_given_is_one_more_build_named_by_its_own_version(tmp
     run = benchmark.bench(["ML-KEM-768@liboqs-0.12.0+given"], operations=["keygen"], save=False, **FAST)
     info = run.meta["liboqs"]
     assert info["build"] == "liboqs-0.12.0+given" and info["liboqs_path"] == str((given / "lib" / "liboqs.so").resolve())
+    # looking for given builds loads none of them here: a fresh process still imports its own liboqs afterwards
+    import ctypes
+    import subprocess
+    import sys
+
+    ctypes.CDLL(str(given / "lib" / "liboqs.so"))  # another liboqs mapped in this process: not taken for the one used
+    assert str(given) not in liboqs_loader.liboqs_info()["liboqs_path"]
+
+    code = ("from pqlab import liboqs_loader as L; assert L.given_builds(); i = L.liboqs_info(); "
+            "print(i['build'], i['liboqs_path'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == liboqs_loader.liboqs_info()["build"] and str(given) not in proc.stdout
 
 
 def test_compare_runs_of_two_releases_refuses_a_name_whose_meaning_changed_unless_told(tmp_path):
@@ -162,3 +175,14 @@ def test_provision_refuses_an_unknown_build_in_one_line_and_knows_every_other_re
     assert provision.main(["liboqs", "releases"]) == 0  # installed already (make's prerequisite): found, not built
     out = capsys.readouterr().out
     assert [line.split(":")[0] for line in out.splitlines()] == ["liboqs-0.9.0", "liboqs-0.12.0"]
+
+
+def test_the_loaded_liboqs_is_the_one_liboqs_python_opened_not_the_first_one_mapped(monkeypatch, tmp_path):
+    import builtins
+
+    real = liboqs_loader.liboqs_info()["liboqs_path"]
+    maps = tmp_path / "maps"  # another liboqs mapped first (a look at a given one, say)
+    maps.write_text("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 /elsewhere/lib/liboqs.so\n")
+    opened = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened(maps if f == "/proc/self/maps" else f, *a, **k))
+    assert liboqs_loader.loaded_library_path() == real
