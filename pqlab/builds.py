@@ -37,10 +37,15 @@ GIVEN = "given"
 _ID = re.compile(r"liboqs-(\d+\.\d+\.\d+)(?:\+(\w+))?")
 
 
+def version_key(release: str) -> tuple[int, ...]:
+    """A release ("0.12.0") as numbers, for sorting releases oldest first (0.9.0 before 0.12.0)."""
+    return tuple(int(part) for part in release.split("."))
+
+
 def own_releases() -> tuple[str, ...]:
     """The liboqs releases pqlab can build here, oldest first (one folder each under native/liboqs/)."""
     found = [p.name for p in MANIFESTS.iterdir() if (p / "Cargo.lock").is_file()] if MANIFESTS.is_dir() else []
-    return tuple(sorted(found, key=lambda r: tuple(int(x) for x in r.split("."))))
+    return tuple(sorted(found, key=version_key))
 
 
 #: The release ``make setup`` provides (and ``default``/``generic`` name): the newest pqlab builds.

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from .builds import version_key
 from .errors import BadInput, UnknownName, choice, close_matches
 from .reference import load_reference
 
@@ -76,10 +77,6 @@ def _span(first: str, last: str) -> str:
     return first if first == last else f"{first} to {last}"
 
 
-def _version(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split("."))
-
-
 @cache
 def _names() -> dict[str, dict[str, tuple[str, ...]]]:
     """release -> kind -> names, in the header's order."""
@@ -87,7 +84,7 @@ def _names() -> dict[str, dict[str, tuple[str, ...]]]:
     table: dict[str, dict[str, list[str]]] = {}
     for release, kind, name in zip(df["release"], df["kind"], df["name"], strict=True):
         table.setdefault(release, {k: [] for k in KINDS})[kind].append(name)
-    ordered = sorted(table, key=_version)
+    ordered = sorted(table, key=version_key)
     return {r: {k: tuple(table[r][k]) for k in KINDS} for r in ordered}
 
 
@@ -179,8 +176,8 @@ def name_for(algorithm: str, release: str) -> str:
         close = close_matches(algorithm, algorithms)
         there = ", ".join(f"{a} as {algorithms[a]}" for a in close) or "nothing close"
     rows = [m for m in _meanings() if m.algorithm == algorithm]
-    first = min((m.first_release for m in rows), key=_version)
-    last = max((m.last_release for m in rows), key=_version)
+    first = min((m.first_release for m in rows), key=version_key)
+    last = max((m.last_release for m in rows), key=version_key)
     raise BadInput(f"{algorithm} is not in liboqs {release}; there: {there}. It is in liboqs {_span(first, last)}"
                    f" (named {', '.join(sorted({m.name for m in rows}))})")
 
@@ -204,7 +201,7 @@ def missing_in(name: str, release: str) -> str:
     lists `name`, where no listed release does, or where `release` itself is not listed."""
     if release not in RELEASES or name in names(release) or not history(name):
         return ""
-    latest = max(history(name), key=lambda m: _version(m.last_release))
+    latest = max(history(name), key=lambda m: version_key(m.last_release))
     try:
         renamed = name_for(latest.algorithm, release)
     except BadInput as refusal:

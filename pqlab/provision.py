@@ -28,7 +28,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from .builds import SETUP_RELEASE, Build, own_releases, parse
+from .builds import OPTIONS, SETUP, SETUP_RELEASE, own_releases, parse
 from .errors import BadInput, UnknownName
 from .liboqs_build import LiboqsBuildError, provide
 from .liboqs_loader import find_usable_liboqs, write_pth
@@ -40,13 +40,13 @@ def liboqs(spec: str) -> None:
     build, found by the venv through a .pth file."""
     build = parse(spec)
     site = Path(sysconfig.get_paths()["purelib"])
-    if build == Build(SETUP_RELEASE) and (existing := find_usable_liboqs()):
+    if build == SETUP and (existing := find_usable_liboqs()):
         (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
         print(f"liboqs: using the one already installed at {existing}")
         return
     start = time.monotonic()
     where = provide(build)
-    if build == Build(SETUP_RELEASE):
+    if build == SETUP:
         write_pth(site, build)
     print(f"{build.id}: {where} ready in {time.monotonic() - start:.1f} s")
 
@@ -54,7 +54,7 @@ def liboqs(spec: str) -> None:
 def native_runners() -> None:
     from .runners.native import build_native_runner
 
-    for variant in ("default", "generic"):
+    for variant in OPTIONS:
         if not (parse(variant).prefix / "lib" / "liboqs.so").exists():
             why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
                    if variant == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")

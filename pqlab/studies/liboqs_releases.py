@@ -30,14 +30,14 @@ def plan(names: Sequence[str], build_ids: Sequence[str]) -> pd.DataFrame:
     are refused before anything is built or measured."""
     names = inputs.names(names, "algorithm")
     chosen = sorted({builds.parse(b) for b in inputs.names(build_ids, "liboqs build")},
-                    key=lambda b: (tuple(int(x) for x in b.release.split(".")), b.options))
+                    key=lambda b: (builds.version_key(b.release), b.options))
     for name in names:
         if not liboqs_names.history(name):
             liboqs_names.meaning(name, chosen[-1].release)  # raises: unknown, with close matches
     rows = []
     for build in chosen:
         known = build.release in liboqs_names.RELEASES  # a given liboqs of another release: its worker checks
-        listed = name_listed(names, build.release) if known else set(names)
+        listed = set(liboqs_names.names(build.release)) if known else set(names)
         for name in names:
             present = name in listed
             rows.append({"build": build.id, "release": build.release, "algorithm": name, "measured": present,
@@ -45,11 +45,6 @@ def plan(names: Sequence[str], build_ids: Sequence[str]) -> pd.DataFrame:
                          "why_not": "" if present else (liboqs_names.missing_in(name, build.release)
                                                         or f"liboqs {build.release} has no {name}")})
     return pd.DataFrame(rows)
-
-
-def name_listed(names: Sequence[str], release: str) -> set[str]:
-    """Those of `names` that liboqs `release` lists."""
-    return set(names) & set(liboqs_names.names(release))
 
 
 def measure(chosen: pd.DataFrame, **options) -> dict[str, Run]:
