@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import builds, inputs, liboqs_names
 from ..benchmark import bench_in_worker
-from ..formatting import fmt_factor_ci
+from ..formatting import fmt_factor_ci, markdown
 from ..results import ALPHA, MIN_FACTOR, Run, compare_runs
 
 
@@ -92,24 +92,25 @@ def describe(chosen: pd.DataFrame, moved: pd.DataFrame) -> str:
     """What the releases changed (Markdown), from `chosen` (:func:`plan`) and `moved` (:func:`changes`)."""
     lines = []
     for name, rows in chosen.groupby("algorithm", sort=False):
-        meanings = sorted(set(rows.loc[rows["measured"], "means"]))
+        name, meanings = markdown(name), sorted(markdown(m) for m in set(rows.loc[rows["measured"], "means"]))
         absent = rows[~rows["measured"]]
         if len(meanings) == 1:
             text = f"**{name}** means {meanings[0]} in every release measured here"
         else:
             text = f"**{name}** means different algorithms across these releases ({'; '.join(meanings)})"
         if len(absent):
-            text += "; not measured on " + "; ".join(f"liboqs {r.release} ({r.why_not})" for r in absent.itertuples())
+            text += "; not measured on " + "; ".join(f"liboqs {markdown(r.release)} ({markdown(r.why_not)})"
+                                                  for r in absent.itertuples())
         lines.append(f"- {text}.")
     if moved.empty:
         return "\n".join(lines + ["", "No two releases measured an operation in common here."])
     for (older, newer), pair in moved.groupby(["from", "to"], sort=False):
         called = pair[pair["significant"]]
-        head = (f"From {older} to {newer}: {len(called)} of {len(pair)} operations changed (by at least "
+        head = (f"From {markdown(older)} to {markdown(newer)}: {len(called)} of {len(pair)} operations changed (by at least "
                 f"{MIN_FACTOR:g}× either way, p < {ALPHA:g} and an interval that excludes 1)")
         if len(called):
             head += ": " + ", ".join(
-                f"{r.algorithm} {r.operation} {fmt_factor_ci(r.factor, r.factor_ci_low, r.factor_ci_high)}"
+                f"{markdown(r.algorithm)} {r.operation} {fmt_factor_ci(r.factor, r.factor_ci_low, r.factor_ci_high)}"
                 for r in called.sort_values("factor").itertuples())
         lines += ["", head + " (newer over older: above 1 is slower). One run of each release: a change is "
                   "confirmed by measuring again (`python -m pqlab bench NAME@BUILD`, then `python -m pqlab compare`)."]
