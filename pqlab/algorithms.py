@@ -139,7 +139,7 @@ class Algorithm:
     def identity(self) -> dict:
         """What ran, as the columns of a measurement row."""
         return {"backend": self.backend, "implementation": self.implementation,
-                "library_version": self.library_version, "variant": self.extra.get("variant", ""),
+                "library_version": self.library_version, "build": self.extra.get("build", ""),
                 "algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level}
 
     def describe(self) -> dict:

@@ -136,8 +136,8 @@ def rounds_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes,
 
 def sample_rows(run_id: str, algo: Algorithm, operation: str, message_bytes, samples, round_index=None) -> list[dict]:
     counts = samples.cycles if samples.cycles is not None else [None] * samples.n
-    variant = algo.extra.get("variant", "")
-    return [{"run_id": run_id, "backend": algo.backend, "variant": variant, "algorithm": algo.name,
+    build = algo.extra.get("build", "")
+    return [{"run_id": run_id, "backend": algo.backend, "build": build, "algorithm": algo.name,
              "operation": operation, "message_bytes": message_bytes, "round": round_index, "sample": i,
              "loops": samples.loops, "time_ns": t, "cycles": c}
             for i, (t, c) in enumerate(zip(samples.time_ns, counts))]
@@ -289,7 +289,7 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
             algo = algos[it.algo] if it.algo >= 0 else Noop()
             if not x.get("error") and it.operation != NOOP_FED:
                 counts = x["cycles"] or [None] * len(x["time_ns"])
-                rows.extend({"run_id": rec.run_id, "backend": algo.backend, "variant": algo.extra.get("variant", ""),
+                rows.extend({"run_id": rec.run_id, "backend": algo.backend, "build": algo.extra.get("build", ""),
                              "algorithm": algo.name, "operation": it.operation if it.algo >= 0 else "noop",
                              "message_bytes": it.size, "round": r, "sample": j, "loops": x["loops"], "time_ns": t,
                              "cycles": counts[j]} for j, t in enumerate(x["time_ns"]))

@@ -135,3 +135,20 @@ def split(name: str) -> tuple[str, str]:
     if at and tail.strip().startswith(f"{LIBRARY}-"):
         return f"{head}@{LIBRARY}", tail.strip()
     return name, ""
+
+
+def options_of(build_id) -> str:
+    """The options of the build a results row names (its ``build`` column, or ``default``/``generic`` alone):
+    ``default``, ``generic``, ``given``; "" for a row without a build (a library pqlab does not build)."""
+    if not isinstance(build_id, str) or not build_id:
+        return ""
+    if build_id in OPTIONS:
+        return build_id
+    m = _ID.fullmatch(build_id)
+    return (m[2] or "default") if m else ""
+
+
+def matches(build_id, wanted: str) -> bool:
+    """Whether the build a row names is `wanted`: its id (``liboqs-0.12.0``), or its options alone (``default``,
+    ``generic``: such a build of whichever release the row ran)."""
+    return wanted in (build_id, options_of(build_id)) if wanted else not options_of(build_id)

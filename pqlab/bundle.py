@@ -67,7 +67,7 @@ from .bundle_checks import (
 from .errors import BadInput, warn
 from .files import atomic_write, atomic_write_text
 from .integrity import sha256_file
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, convert_meta
 
 #: the results store's folder of imported runs, one subfolder per machine id
 MACHINES = "machines"
@@ -90,7 +90,8 @@ def stored_meta(path: Path | str) -> dict | None:
     if not isinstance(meta, dict):
         warn(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata: {fix}")
         return None
-    return meta
+    version = meta.get("schema_version")
+    return convert_meta(meta, version if isinstance(version, int) else 0)  # read in today's form, never rewritten
 
 
 def machine_folder(machine_id: str, folder: Path | str | None = None) -> Path:

@@ -274,7 +274,7 @@ def check_run(path, run_id: str, meta: dict, run) -> None:
 
 #: columns that tell rows of one run apart beyond the results key (a TLS run's configurations)
 _EXTRA_KEYS = ("chain_depth", "mutual", "resumed")
-_KEY = ("algorithm", "backend", "variant", "operation", "message_bytes")
+_KEY = ("algorithm", "backend", "build", "operation", "message_bytes")
 
 
 def _norm(value) -> str:
@@ -296,7 +296,7 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
     ``measurement_row``, the JVM and TLS runners, rows converted from schemas before rounds) is the median of its
     samples' ``time_ns``; any other is the estimate over rounds (:func:`pqlab.stats.round_interval`: the median
     of the rounds' positive medians, taken on their logarithms), which is the samples' median where they carry no
-    round.  A row's samples are those with its algorithm, backend, variant, operation and message size (and a TLS
+    round.  A row's samples are those with its algorithm, backend, build, operation and message size (and a TLS
     configuration's depth and mode; a JVM row's phase, cold or warm).  A run that did not finish
     (:data:`pqlab.results.PARTIAL`) may have been stopped between a round's samples and the rows rewritten from
     them: its row may also agree with its samples without their last round.  Skipped: rows without a finite
@@ -344,7 +344,7 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
         if not ok and partial and "round" in g.columns and g["round"].notna().all() and g["round"].nunique() > 1:
             ok = agrees(stored, g[g["round"] != g["round"].max()], pooled)[0]  # rows one round behind
         if not ok:
-            what = " ".join(str(row[c]) for c in ("algorithm", "backend", "variant", "operation", "message_bytes")
+            what = " ".join(str(row[c]) for c in ("algorithm", "backend", "build", "operation", "message_bytes")
                             if _norm(row[c]))
             return (f"the row {what!r:.120} has time_ns_median {stored:.6g} ns but its {len(g)} samples give "
                     f"{derived:.6g} ns")

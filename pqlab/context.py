@@ -60,7 +60,7 @@ def liboqs_text(meta: dict) -> str:
         return "not loaded"
     config = info.get("build_config") or {}
     options = ", ".join(f"{k.removeprefix('OQS_')}={v}" for k, v in config.items() if k != "OQS_VERSION_TEXT")
-    return f"{info.get('liboqs_version', '?')} ({info.get('variant', '?')} build; {options or 'options unknown'})"
+    return f"{info.get('liboqs_version', '?')} ({info.get('options', '?')} build; {options or 'options unknown'})"
 
 
 def git_text(meta: dict) -> str:
@@ -81,8 +81,8 @@ def _run_ids(runs) -> list[str]:
 
 
 def run_context(runs) -> list[tuple[str, str]]:
-    """(what, value) pairs describing where the runs measured; a value that differs between runs lists every
-    variant with the runs it belongs to ("0.14.0 (default build; ...) (runs A, B); not loaded (run C)")."""
+    """(what, value) pairs describing where the runs measured; a value that differs between runs lists each
+    value with the runs it belongs to ("0.14.0 (default build; ...) (runs A, B); not loaded (run C)")."""
     listed = _runs(runs)
     metas = [r.meta for r in listed]
     if not metas:
@@ -171,7 +171,7 @@ def context_line(runs) -> str:
     info = m.get("liboqs") or {}
     parts = [cpu, m.get("hypervisor") or "bare metal or undetected", f"counter {counter_text(m)}"]
     if info:
-        parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('variant', '')}".strip())
+        parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('options', '')}".strip())
     ids = _run_ids(runs)
     parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
     return " · ".join(parts)

@@ -18,7 +18,7 @@ PURE_BACKEND = "pure-python"
 
 
 def round3_equivalent(name: str) -> str | None:
-    """The liboqs round-3 SPHINCS+ set doing the same work as a FIPS 205 SLH-DSA set (simple variant)."""
+    """The liboqs round-3 SPHINCS+ set doing the same work as a FIPS 205 SLH-DSA set (the simple construction)."""
     if not name.startswith("SLH-DSA-"):
         return None
     return "SPHINCS+-" + name[len("SLH-DSA-"):] + "-simple"

@@ -316,8 +316,9 @@ def cpu_specific_code(config: dict) -> dict[str, list[str]]:
     return out
 
 
-def variant_of(config: dict) -> str:
-    """Name the build variant from its build-info: generic = no CPU-specific code at all."""
+def options_of(config: dict) -> str:
+    """A loaded build's options from its build-info: ``default`` (a dist build), ``generic`` (no CPU-specific code
+    at all), ``native-<target>``, or ``unknown``."""
     if not config:
         return "unknown"
     if config.get("OQS_DIST_BUILD") == "1":
@@ -334,8 +335,8 @@ def liboqs_info() -> dict:
         "liboqs_version": oqs.oqs_version(),
         "liboqs_python_version": oqs.oqs_python_version(),
         "liboqs_path": path,
-        "variant": variant_of(config),
-        "build": _build_id(oqs.oqs_version(), path, variant_of(config)),
+        "options": options_of(config),
+        "build": _build_id(oqs.oqs_version(), path, options_of(config)),
         "build_config": {k: v for k, v in config.items() if k in (
             "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
             or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},

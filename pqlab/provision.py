@@ -54,13 +54,13 @@ def liboqs(spec: str) -> None:
 def native_runners() -> None:
     from .runners.native import build_native_runner
 
-    for variant in OPTIONS:
-        if not (parse(variant).prefix / "lib" / "liboqs.so").exists():
+    for options in OPTIONS:
+        if not (parse(options).prefix / "lib" / "liboqs.so").exists():
             why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
-                   if variant == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
-            print(f"native runner ({variant}): not built now: {why}")
+                   if options == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
+            print(f"native runner ({parse(options).id}): not built now: {why}")
             continue
-        print(f"native runner ({variant}): {build_native_runner(variant)}")
+        print(f"native runner ({parse(options).id}): {build_native_runner(options)}")
 
 
 def tsc_helper() -> None:

@@ -48,7 +48,7 @@ class Side:
 
     algorithm: str
     backend: str
-    variant: str
+    build: str
     operation: str
     implementation: str
     library_version: str
@@ -84,7 +84,7 @@ class Ratio:
     def differs(self) -> str:
         """What differs between the sides' implementations, in words ("" when they ran in the same one)."""
         a, b = self.numerator, self.denominator
-        if a.implementation == b.implementation and a.variant == b.variant:
+        if a.implementation == b.implementation and a.build == b.build:
             return ""
         what = "implementations" if "cross-implementation" in self.flags else "releases or builds"
         return f"different {what}: {_ran(a)} against {_ran(b)}"
@@ -114,15 +114,15 @@ class Ratio:
 
 
 def _ran(side: Side) -> str:
-    return side.implementation + (f", {side.variant} build" if side.variant and side.variant not in
-                                  side.implementation else "")
+    options = builds.options_of(side.build)
+    return side.implementation + (f", build {side.build}" if options and options not in side.implementation else "")
 
 
 def _alternatives(r: Ratio) -> list[str]:
     return [f"'{s.algorithm}@{s.backend}'" for s in (r.numerator, r.denominator)]
 
 
-def _side(run, spec: str, operation: str, variant: str | None, message_bytes) -> tuple[Side, object, int]:
+def _side(run, spec: str, operation: str, build: str | None, message_bytes) -> tuple[Side, object, int]:
     """The verified measurement row `spec` ("NAME", "NAME@backend" or "NAME@liboqs-0.12.0": a liboqs build, which
     must be the one the run loaded) names in `run`, with its samples and loops."""
     spec, asked = builds.split(str(spec))
@@ -148,11 +148,11 @@ def _side(run, spec: str, operation: str, variant: str | None, message_bytes) ->
         raise UnknownName(f"operation of {spec}", operation, sorted(set(rows["operation"])),
                           f"{spec} has: {', '.join(sorted(set(rows['operation'])))}")
     rows = rows[rows["operation"] == operation]
-    if variant is not None:
-        rows = rows[rows["variant"].fillna("") == variant]
-    if rows["variant"].fillna("").nunique() > 1:
-        raise BadInput(f"{spec} {operation} ran in several builds here: choose one with variant= "
-                       f"({', '.join(sorted(set(rows['variant'].fillna(''))))})")
+    if build is not None:
+        rows = rows[rows["build"].map(lambda b: builds.matches(b, build)).astype(bool)]
+    if rows["build"].fillna("").nunique() > 1:
+        raise BadInput(f"{spec} {operation} ran in several builds here: choose one with build= "
+                       f"({', '.join(sorted(set(rows['build'].fillna(''))))})")
     sizes = sorted(set(rows["message_bytes"].dropna().astype(int)))
     if message_bytes is not None:
         rows = rows[rows["message_bytes"].eq(message_bytes).fillna(False).astype(bool)]
@@ -163,27 +163,27 @@ def _side(run, spec: str, operation: str, variant: str | None, message_bytes) ->
         raise BadInput(f"run {run.run_id} has no verified {spec} {operation} row"
                        + (f" for {message_bytes} bytes (sizes: {', '.join(map(str, sizes))})" if sizes else ""))
     row = rows.iloc[0]
-    side = Side(name, str(row["backend"]), str(row["variant"]) if isinstance(row["variant"], str) else "",
+    side = Side(name, str(row["backend"]), str(row["build"]) if isinstance(row["build"], str) else "",
                 operation, str(row.get("implementation") or row["backend"]), str(row.get("library_version") or ""),
                 bool(backend))
     mb = None if pd.isna(row["message_bytes"]) else int(row["message_bytes"])  # keygen, encaps ...: no message
-    values = run.sample_values(name, operation, backend=side.backend, variant=side.variant or None, message_bytes=mb)
+    values = run.sample_values(name, operation, backend=side.backend, build=side.build, message_bytes=mb)
     return side, values, row["loops"]
 
 
 def run_ratio(run, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
-              variant: str | None = None, message_bytes=None) -> Ratio:
+              build: str | None = None, message_bytes=None) -> Ratio:
     """:meth:`pqlab.results.Run.ratio`: `numerator` over `denominator` ("NAME" or "NAME@backend") for `operation`
     (and `denominator_operation` for the denominator, e.g. sign over verify of one algorithm)."""
-    a, xa, loops_a = _side(run, numerator, operation, variant, message_bytes)
-    b, xb, loops_b = _side(run, denominator, denominator_operation or operation, variant, message_bytes)
+    a, xa, loops_a = _side(run, numerator, operation, build, message_bytes)
+    b, xb, loops_b = _side(run, denominator, denominator_operation or operation, build, message_bytes)
     statistic = like_statistic(loops_a, loops_b)
     value, low, high = ratio_ci(xa, xb, statistic)
     shared = (len(set(xa.index).intersection(xb.index)) if has_rounds(xa) and has_rounds(xb) else 0)
     flags = []
     if a.backend != b.backend:
         flags.append("cross-implementation")
-    elif a.implementation != b.implementation or a.variant != b.variant:
+    elif a.implementation != b.implementation or a.build != b.build:
         flags.append("cross-release")
     if not (math.isfinite(low) and math.isfinite(high)) or shared < MIN_ROUNDS:
         flags.append("no-interval")

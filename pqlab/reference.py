@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from .builds import matches
 from .errors import UnknownName
 from .paths import REFERENCE
 
@@ -106,7 +107,7 @@ class _Runs(list):
             frames = [t for r in self if isinstance(t := getattr(r, name, None), pd.DataFrame) and not t.empty]
             s = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
             if not s.empty:
-                s["_variant"] = s["variant"].astype(object).fillna("").astype(str) if "variant" in s else ""
+                s["_build"] = s["build"].astype(object).fillna("").astype(str) if "build" in s else ""
             self._tables[name] = s
         return self._tables[name]
 
@@ -117,32 +118,32 @@ class _Runs(list):
         return self._parts[name].get((algorithm, backend), pd.DataFrame())
 
 
-def _rows(runs, table: str, algorithm: str, backend: str, operations, variant: str | None) -> pd.DataFrame:
-    """Rows of `table` ("samples" or "measurements") of `runs` for one algorithm, backend, operations and variant
+def _rows(runs, table: str, algorithm: str, backend: str, operations, build: str | None) -> pd.DataFrame:
+    """Rows of `table` ("samples" or "measurements") of `runs` for one algorithm, backend, operations and build
     (None: any; "": rows without one)."""
     runs = runs if isinstance(runs, _Runs) else _Runs(runs)
     s = runs.part(table, algorithm, backend)
     if s.empty:
         return s
     sel = s["operation"].isin(list(operations))
-    if variant is not None:
-        sel &= s["_variant"] == variant
+    if build is not None:
+        sel &= s["_build"].map(lambda b: matches(b, build)).astype(bool)
     return s[sel]
 
 
-def _variants(runs, algorithm: str, backend: str, operation: str) -> list[str]:
-    """The liboqs builds (variants) `runs` measured `operation` with ("" for rows without one)."""
+def _builds(runs, algorithm: str, backend: str, operation: str) -> list[str]:
+    """The liboqs builds (their ids) `runs` measured `operation` with ("" for rows without one)."""
     s = _rows(runs, "samples", algorithm, backend, [operation], None)
-    return [] if s.empty else sorted(s["_variant"].unique())
+    return [] if s.empty else sorted(s["_build"].unique())
 
 
-def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes, variant: str | None = None):
+def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes, build: str | None = None):
     """Raw per-call times of one operation across `runs` (labelled with their rounds where they have them), at the
     measured message length closest to `message_bytes` (any length when it is missing); returns (values, length
     used)."""
     from .stats import round_records, with_rounds
 
-    s = _rows(runs, "samples", algorithm, backend, [operation], variant)
+    s = _rows(runs, "samples", algorithm, backend, [operation], build)
     if s.empty:
         return np.array([]), None
     sizes = s["message_bytes"].dropna().unique()
@@ -154,11 +155,11 @@ def _samples(runs, algorithm: str, backend: str, operation: str, message_bytes, 
     return with_rounds(s.dropna(subset=["time_ns"]), "time_ns", round_records(*runs)), used
 
 
-def _by_length(runs, algorithm: str, backend: str, operation: str, variant: str, stat: str) -> dict[int, float]:
+def _by_length(runs, algorithm: str, backend: str, operation: str, build: str, stat: str) -> dict[int, float]:
     """Our estimate (`stat` per round, over rounds) of one operation at every message length `runs` measured."""
     from .stats import round_interval, round_records, with_rounds
 
-    s = _rows(runs, "samples", algorithm, backend, [operation], variant)
+    s = _rows(runs, "samples", algorithm, backend, [operation], build)
     if s.empty:
         return {}
     s = s.dropna(subset=["time_ns", "message_bytes"])
@@ -180,11 +181,12 @@ def _metas(runs) -> list[dict]:
     return [getattr(r, "meta", None) or {} for r in runs]
 
 
-def _liboqs_record(runs, variant: str) -> dict:
-    """The liboqs build record (``meta["liboqs"]``) of the runs that loaded `variant` (any variant for "")."""
+def _liboqs_record(runs, build: str) -> dict:
+    """The liboqs build record (``meta["liboqs"]``) of the runs that loaded `build` (an id or its options; any for
+    "")."""
     for m in _metas(runs):
         rec = m.get("liboqs") or {}
-        if rec and (not variant or rec.get("variant") == variant):
+        if rec and (not build or matches(rec.get("build"), build)):
             return rec
     return {}
 
@@ -200,15 +202,15 @@ def _cpu_specific(runs, algorithm: str):
     return None
 
 
-def _our_side(runs, algorithm: str, backend: str, operations, variant: str) -> dict:
+def _our_side(runs, algorithm: str, backend: str, operations, build: str) -> dict:
     """What ran on our side, from the rows (implementation, library_version) and the runs' liboqs build record."""
-    rows = _rows(runs, "measurements", algorithm, backend, operations, variant)
+    rows = _rows(runs, "measurements", algorithm, backend, operations, build)
 
     def values(col):
         return sorted({str(v) for v in rows[col].dropna()} - {""}) if col in rows else []
 
-    rec = _liboqs_record(runs, variant or ("default" if backend == "native" else ""))
-    build = rec.get("build_config") or {}
+    rec = _liboqs_record(runs, build or ("default" if backend == "native" else ""))
+    config = rec.get("build_config") or {}
     versions = values("library_version") or ([str(rec["liboqs_version"])] if rec.get("liboqs_version") else [])
     library = "liboqs" if backend in ("liboqs", "native") else backend
     caller = CALLERS.get(backend, "Python")
@@ -218,9 +220,9 @@ def _our_side(runs, algorithm: str, backend: str, operations, variant: str) -> d
                 for m in _metas(runs) if m.get("cpu")), None)
     return {"library": library, "version": ", ".join(versions) or None,
             "implementation": ", ".join(values("implementation")) or (f"{library} {', '.join(versions)}".strip()),
-            "caller": caller + (f" ({binding})" if binding else ""), "language": caller, "build_known": bool(build),
-            "dist_build": str(build.get("OQS_DIST_BUILD", "")).upper() in ("1", "ON", "TRUE"),
-            "opt_target": build.get("OQS_OPT_TARGET"), "cpu_extensions": rec.get("cpu_extensions") or [],
+            "caller": caller + (f" ({binding})" if binding else ""), "language": caller, "build_known": bool(config),
+            "dist_build": str(config.get("OQS_DIST_BUILD", "")).upper() in ("1", "ON", "TRUE"),
+            "opt_target": config.get("OQS_OPT_TARGET"), "cpu_extensions": rec.get("cpu_extensions") or [],
             "arch": next((m.get("arch") for m in _metas(runs) if m.get("arch")), None), "machine": cpu}
 
 
@@ -309,7 +311,7 @@ def _versions(algorithm: str, mine: dict, theirs: dict, known: dict, found: list
                  f"{label}, with no change to this algorithm between them on record")
 
 
-def _caller(runs, p, variant: str, est: tuple, mine: dict, theirs: dict, u: float, found: list, other: list) -> None:
+def _caller(runs, p, build: str, est: tuple, mine: dict, theirs: dict, u: float, found: list, other: list) -> None:
     """The call from Python: a fixed cost per call added to both operations moves a ratio towards 1.  Tested
     against pqlab's C runner where `runs` hold its rows, else by direction (and the cost it would take)."""
     from .formatting import fmt_factor_ci, fmt_time_ns
@@ -319,7 +321,7 @@ def _caller(runs, p, variant: str, est: tuple, mine: dict, theirs: dict, u: floa
         return
     what = f"called from {mine['caller']} here, from {theirs.get('caller', 'unknown')} in theirs"
     if p.backend != "native":
-        nat = [_samples(runs, p.algorithm, "native", op, p.message_bytes, variant or "default")[0]
+        nat = [_samples(runs, p.algorithm, "native", op, p.message_bytes, build or "default")[0]
                for op in (p.numerator, p.denominator)]
         if all(x.size for x in nat):
             value, low, high = ratio_ci(nat[0], nat[1], p.statistic)
@@ -334,7 +336,7 @@ def _caller(runs, p, variant: str, est: tuple, mine: dict, theirs: dict, u: floa
     r = float(p.ratio)
     if r != 1 and min(r, 1.0) < ours < max(r, 1.0):
         cost = (tn - r * td) / (1 - r)
-        fastest = _fastest_call(runs, p.backend, variant)
+        fastest = _fastest_call(runs, p.backend, build)
         noop = [m["harness_overhead_ns"] for m in _metas(runs) if m.get("harness_overhead_ns")]
         harness = f" (a do-nothing call through pqlab's harness alone costs {fmt_time_ns(float(np.median(noop)))})" \
             if noop else ""
@@ -352,27 +354,27 @@ def _caller(runs, p, variant: str, est: tuple, mine: dict, theirs: dict, u: floa
                      "so it is not the cause")
 
 
-def _fastest_call(runs, backend: str, variant: str) -> float | None:
-    """The shortest median time of any operation `runs` measured through `backend` (and `variant`): no cost that
+def _fastest_call(runs, backend: str, build: str) -> float | None:
+    """The shortest median time of any operation `runs` measured through `backend` (and `build`): no cost that
     every call through it pays can be larger."""
     s = (runs if isinstance(runs, _Runs) else _Runs(runs)).table("samples")
     if s.empty:
         return None
-    s = s[(s["backend"] == backend) & (s["_variant"] == variant)].dropna(subset=["time_ns"])
+    s = s[(s["backend"] == backend) & (s["_build"] == build)].dropna(subset=["time_ns"])
     if s.empty:
         return None
     keys = [c for c in ("run_id", "algorithm", "operation", "message_bytes") if c in s]
     return float(s.groupby(keys, dropna=False)["time_ns"].median().min())
 
 
-def _length(runs, p, variant: str, interval: tuple, length, u: float, found: list, other: list) -> None:
+def _length(runs, p, build: str, interval: tuple, length, u: float, found: list, other: list) -> None:
     """Another message length: its effect from our own lengths (linear between the two nearest to theirs)."""
     from .formatting import fmt_bytes, fmt_factor
 
     if pd.isna(p.message_bytes) or length is None or int(length) == int(p.message_bytes):
         return
     what = f"message length: ours {fmt_bytes(length)}, theirs {fmt_bytes(p.message_bytes)}"
-    est = [_by_length(runs, p.algorithm, p.backend, op, variant, p.statistic) for op in (p.numerator, p.denominator)]
+    est = [_by_length(runs, p.algorithm, p.backend, op, build, p.statistic) for op in (p.numerator, p.denominator)]
     at = [_at_length(e, float(p.message_bytes)) for e in est]
     if any(a is None for a in at) or any(int(length) not in e for e in est):
         other.append(f"{what} (its effect is not measured here: one length)")
@@ -397,11 +399,11 @@ def _machines(mine: dict, theirs: dict, other: list) -> None:
         other.append(f"machine: ours {mine['machine']}, theirs {theirs['machine']}")
 
 
-def _check_row(runs, p, variant: str, num, den, length, known: dict) -> dict:
+def _check_row(runs, p, build: str, num, den, length, known: dict) -> dict:
     from .stats import ratio_ci, round_interval
 
     ours, low, high = ratio_ci(num, den, p.statistic)
-    mine = _our_side(runs, p.algorithm, p.backend, [p.numerator, p.denominator], variant)
+    mine = _our_side(runs, p.algorithm, p.backend, [p.numerator, p.denominator], build)
     theirs = _their_side(known, p.source)
     needed = _cpu_specific(runs, p.algorithm)
     mine["code_path"], theirs["code_path"] = _code_path(mine, needed), _code_path(theirs, needed)
@@ -414,8 +416,8 @@ def _check_row(runs, p, variant: str, num, den, length, known: dict) -> dict:
     elif mine["code_path"] != theirs["code_path"]:
         found.append((CODE_PATH, f"code path: ours {mine['code_path']}, theirs {theirs['code_path']}", ""))
     est = (ours, round_interval(num, p.statistic)[0], round_interval(den, p.statistic)[0])
-    _caller(runs, p, variant, est, mine, theirs, u, found, other)
-    _length(runs, p, variant, (ours, low, high), length, u, found, other)
+    _caller(runs, p, build, est, mine, theirs, u, found, other)
+    _length(runs, p, build, (ours, low, high), length, u, found, other)
     _machines(mine, theirs, other)
     if not (np.isfinite(low) and np.isfinite(high)):
         status = NO_INTERVAL
@@ -423,7 +425,7 @@ def _check_row(runs, p, variant: str, num, den, length, known: dict) -> dict:
         status = AGREES
     else:
         status = EXPLAINED if found else UNEXPLAINED
-    return {"algorithm": p.algorithm, "backend": p.backend, "variant": variant or None,
+    return {"algorithm": p.algorithm, "backend": p.backend, "build": build or None,
             "ratio": f"{p.numerator} / {p.denominator}", "statistic": p.statistic,
             "ours": ours, "ours_ci_low": low, "ours_ci_high": high, "ours_samples": f"{num.size} / {den.size}",
             "ours_message_bytes": length, "ours_implementation": mine["implementation"], "ours_version": mine["version"],
@@ -457,12 +459,12 @@ def check_published_ratios(runs, published: pd.DataFrame | None = None, *, known
     known = known_differences() if known is None else known
     rows = []
     for p in published.itertuples():
-        for variant in _variants(runs, p.algorithm, p.backend, p.numerator):
-            num, n_len = _samples(runs, p.algorithm, p.backend, p.numerator, p.message_bytes, variant)
-            den, d_len = _samples(runs, p.algorithm, p.backend, p.denominator, p.message_bytes, variant)
+        for build in _builds(runs, p.algorithm, p.backend, p.numerator):
+            num, n_len = _samples(runs, p.algorithm, p.backend, p.numerator, p.message_bytes, build)
+            den, d_len = _samples(runs, p.algorithm, p.backend, p.denominator, p.message_bytes, build)
             if num.size == 0 or den.size == 0:
                 continue
-            rows.append(_check_row(runs, p, variant, num, den, n_len if n_len == d_len else None, known))
+            rows.append(_check_row(runs, p, build, num, den, n_len if n_len == d_len else None, known))
     return pd.DataFrame(rows)
 
 
@@ -498,7 +500,7 @@ def describe_ratio_checks(checks: pd.DataFrame) -> str:
             "unexplained, never failed.")
     lines = []
     for r in checks.itertuples():
-        build = "" if not r.variant else f", {md(r.variant)} build"
+        build = "" if not r.build else f", build {md(r.build)}"
         at = "" if pd.isna(r.published_message_bytes) else f", at {fmt_bytes(r.published_message_bytes)}"
         mine = "" if pd.isna(r.ours_message_bytes) else f", at {fmt_bytes(r.ours_message_bytes)}"
         line = (f"- **{md(r.algorithm)} {md(r.ratio)}** ({md(r.backend)}{build}, ratio of {md(r.statistic)}s): ours "
@@ -521,7 +523,7 @@ def describe_ratio_checks(checks: pd.DataFrame) -> str:
             continue
         items = []
         for r in part.itertuples():
-            notes = ([f"{md(r.variant)} build"] if r.variant else []) + (
+            notes = ([f"build {md(r.build)}"] if r.build else []) + (
                 [f"ours {fmt_factor(r.ours)}, theirs {fmt_factor(r.published)}"] if status == UNEXPLAINED else [])
             items.append(f"{md(r.algorithm)} {md(r.ratio)}" + (f" ({'; '.join(notes)})" if notes else "")
                          + (f" by {md(r.explained_by)}" if status == EXPLAINED else ""))

@@ -27,10 +27,11 @@ import numpy as np
 import pandas as pd
 
 from . import inputs, paths
+from .builds import matches, options_of
 from .files import atomic_write_set, process_alive
 from .noise import compare_references
 from .ratio import like_statistic
-from .schema import SCHEMA_VERSION, convert, typed
+from .schema import SCHEMA_VERSION, convert, convert_meta, typed
 from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p, with_rounds
 
 
@@ -78,7 +79,7 @@ class Run:
         return verified_rows(self.measurements, operations)
 
     #: the columns of :meth:`raw_summary`, in order
-    SUMMARY_COLUMNS = ("algorithm", "backend", "library_version", "variant", "operation", "message_bytes", "samples",
+    SUMMARY_COLUMNS = ("algorithm", "backend", "library_version", "build", "operation", "message_bytes", "samples",
                        "time_ns_median", "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source",
                        "verified", "flags")
 
@@ -94,22 +95,22 @@ class Run:
         from .formatting import table
 
         raw = self.raw_summary()
-        optional = ("library_version", "variant", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
+        optional = ("library_version", "build", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
         shown = [c for c in raw.columns if c != "flags" and not (c in optional and raw[c].isna().all())]
         return table(raw, shown)
 
     def ratio(self, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
-              variant: str | None = None, message_bytes=None):
+              build: str | None = None, message_bytes=None):
         """`numerator`'s `operation` over `denominator`'s (each "NAME" or "NAME@backend"), with its interval over
         rounds, paired by round, and what the two sides ran in: a :class:`pqlab.ratio.Ratio` (shown as one
         sentence; ``.value``, ``.low``, ``.high``, ``.flags``, ``.text``).  Sides from different implementations or
         releases are flagged and said; where a side did not name its backend, also warned.
-        `denominator_operation`: another operation for the denominator (e.g. sign over verify).  `variant`,
-        `message_bytes`: required where the run measured several."""
+        `denominator_operation`: another operation for the denominator (e.g. sign over verify).  `build`
+        (its id, or ``default``/``generic``), `message_bytes`: required where the run measured several."""
         from .ratio import run_ratio
 
         return run_ratio(self, numerator, denominator, operation, denominator_operation=denominator_operation,
-                         variant=variant, message_bytes=message_bytes)
+                         build=build, message_bytes=message_bytes)
 
     def __repr__(self) -> str:  # IPython's text display too (a class's own __repr__)
         return f"{self.headline()}\n{self.summary().to_string()}"
@@ -129,16 +130,17 @@ class Run:
                 ".raw_summary() its numbers, .ratio(a, b, operation=...) a ratio with its interval")
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
-                      variant: str | None = None, message_bytes=None, column: str = "time_ns"):
+                      build: str | None = None, message_bytes=None, column: str = "time_ns"):
         """The raw per-call values of one measurement, for intervals of ratios (:mod:`pqlab.stats`): a Series
         indexed by (run_id, round) where the run measured in rounds, so that ratios are paired by round; a plain
-        array where it did not (a runner without rounds: no interval)."""
+        array where it did not (a runner without rounds: no interval).  `build`: its id, or ``default``/``generic``
+        (:func:`pqlab.builds.matches`)."""
         s = self.samples
         sel = (s["algorithm"] == algorithm) & (s["operation"] == operation)
         if backend is not None:
             sel &= s["backend"] == backend
-        if variant is not None:
-            sel &= s["variant"].fillna("") == variant
+        if build is not None:
+            sel &= s["build"].map(lambda b: matches(b, build)).astype(bool)
         if message_bytes is not None:
             sel &= s["message_bytes"] == message_bytes
         return with_rounds(s.loc[sel].dropna(subset=[column]), column, {self.run_id: self.meta.get("rounds") or []})
@@ -205,8 +207,8 @@ def _load(base: Path, verify: bool) -> Run:
         frames[part] = _read_part(path, recorded.get(suffix) if verify else None, meta_path)
     measurements, sizes, samples = frames["measurements"], frames["sizes"], frames["samples"]
     if version < SCHEMA_VERSION:
-        measurements, sizes, samples = convert(measurements, sizes, samples, version)
-        meta = dict(meta, converted_from_schema=version, schema_version=SCHEMA_VERSION)
+        measurements, sizes, samples = convert(measurements, sizes, samples, version, meta)
+        meta = dict(convert_meta(meta, version), converted_from_schema=version, schema_version=SCHEMA_VERSION)
     if meta.get("status") == "running" and process_alive(meta.get("process")) is False:
         process = meta["process"]
         meta = dict(meta, status="abandoned", abandoned=f"saved as running by process {process['pid']} on "
@@ -343,13 +345,14 @@ def load_runs(refs=None, folder: Path | str | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else typed(pd.DataFrame(), "measurements")
 
 
-KEY = ["algorithm", "backend", "variant", "operation", "message_bytes"]
+#: what a measurement is, across runs: its build by options, since the release may differ (compare_runs' rows name
+#: each side's build)
+KEY = ["algorithm", "backend", "build_options", "operation", "message_bytes"]
 #: what must be equal for two runs to be compared without being told to (label -> meta reader)
 SAME = {
     "machine": lambda m: m.get("machine_id"),
     "parameters": lambda m: m.get("params_hash"),
-    "liboqs build": lambda m: (lambda i: (i.get("liboqs_version"), i.get("variant"))
-                               if i else None)(m.get("liboqs") or {}),
+    "liboqs build": lambda m: (m.get("liboqs") or {}).get("build"),
 }
 
 
@@ -359,8 +362,9 @@ def run_differences(a: Run, b: Run) -> list[str]:
 
 
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
-    """Key columns without missing values (a run without liboqs rows has an all-empty variant column)."""
-    return df.assign(variant=df["variant"].astype(object).fillna(""),
+    """The :data:`KEY` columns, without missing values (a run without liboqs rows has an all-empty build column)."""
+    build = df["build"].astype(object).where(df["build"].notna(), "")
+    return df.assign(build=build, build_options=build.map(options_of),
                      message_bytes=df["message_bytes"].astype(float).fillna(-1))
 
 
@@ -433,7 +437,8 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
             verdict += f"; the reference loops moved between the runs ({moved})"
         if r["algorithm"] in changed and r["backend"] == "liboqs":
             verdict += f"; ⚠ different algorithms: {changed[r['algorithm']]}"
-        rows.append({**{k: r[k] for k in KEY}, "statistic": stat,
+        rows.append({**{k: r[k] for k in KEY if k != "build_options"}, "build_a": r["build_a"],
+                     "build_b": r["build_b"], "statistic": stat,
                      "a_ns": round_interval(xa, stat)[0] if va.size else np.nan,
                      "b_ns": round_interval(xb, stat)[0] if vb.size else np.nan,
                      "factor_b_over_a": factor, "factor_ci_low": low, "factor_ci_high": high, "p_value": p,

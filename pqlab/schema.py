@@ -20,10 +20,14 @@ Version history (results of an older version are converted on load by :func:`con
   t-interval over rounds.  Older rows were measured in one process: they convert with ``rounds`` 1, their
   samples in round 0, and no interval (their order-statistic interval over one process's consecutive samples was
   about three times too narrow), flagged ``no-rounds``.
+- 5: builds as records (:mod:`pqlab.builds`).  The ``build`` column names the liboqs build that ran by its id
+  (``liboqs-0.13.0``, ``liboqs-0.13.0+generic``, ``liboqs-0.16.0+given``); it replaces the old default/generic
+  word, which did not say which release.  Older rows convert from the release they recorded (their
+  ``library_version``, else the run's liboqs record), and the run's liboqs record gains ``options`` and ``build``.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
 
@@ -37,7 +41,8 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
     "implementation": (STR, 'what ran, e.g. "liboqs <version> (default build)"'),
     "library_version": (STR, "version of the library that ran"),
-    "variant": (STR, "liboqs build variant (default | generic), empty where not applicable"),
+    "build": (STR, "the liboqs build that ran (pqlab.builds id: liboqs-0.13.0, liboqs-0.13.0+generic, "
+                   "liboqs-0.16.0+given), empty for a library pqlab does not build"),
     "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
     "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
     "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
@@ -99,7 +104,7 @@ SIZES: dict[str, tuple[str, str]] = {
 SAMPLES: dict[str, tuple[str, str]] = {
     "run_id": (STR, "the run"),
     "backend": (STR, "backend"),
-    "variant": (STR, "liboqs build variant"),
+    "build": (STR, "the liboqs build that ran, as in the measurements"),
     "algorithm": (STR, "canonical name"),
     "operation": (STR, "operation"),
     "message_bytes": (INT, "message length"),
@@ -246,8 +251,51 @@ def _stored_kind(algorithm, sizes) -> str:
     return next((kind for column, kind in _SIZE_KINDS if column in rows and rows[column].notna().any()), "")
 
 
-def convert(measurements, sizes, samples, version: int):
-    """Frames of schema `version` in today's schema (see the version history above)."""
+#: The column a schema < 5 run named liboqs's build options in (default | generic), without the release; its
+#: conversion (:func:`convert`) is the one place pqlab still reads it.
+_OLD_OPTIONS = "variant"
+
+
+def convert_meta(meta: dict, version: int) -> dict:
+    """A run's meta of schema `version` in today's form: its liboqs record names its build (schema 5)."""
+    from .builds import Build
+
+    info = meta.get("liboqs")
+    if version >= 5 or not isinstance(info, dict) or _OLD_OPTIONS not in info:
+        return meta
+    info = {k: v for k, v in info.items() if k != _OLD_OPTIONS}
+    info["options"] = options = meta["liboqs"][_OLD_OPTIONS]
+    if "build" not in info and info.get("liboqs_version"):
+        info["build"] = Build(info["liboqs_version"], "generic" if options == "generic" else "default").id
+    return dict(meta, liboqs=info)
+
+
+def _build_column(frame, meta: dict | None, key=None):
+    """`frame` with schema 5's ``build`` column in place of the old options column: ``liboqs-<release>`` (with
+    ``+generic``) from the release each row recorded (``library_version``, else the run's liboqs record), or, for
+    samples (which record no release), from the measurement rows `key` maps by algorithm, backend and options."""
+    from .builds import Build
+
+    if frame is None or _OLD_OPTIONS not in frame.columns:
+        return frame
+    old = frame[_OLD_OPTIONS].astype(object).where(frame[_OLD_OPTIONS].notna(), "")
+    if key is not None:
+        built = [key.get((a, b, o), "") for a, b, o in zip(frame["algorithm"], frame["backend"], old)]
+    else:
+        run_release = ((meta or {}).get("liboqs") or {}).get("liboqs_version") or ""
+
+        def build_of(options: str, release) -> str:
+            release = release if isinstance(release, str) and release else run_release
+            return Build(release, "generic" if options == "generic" else "default").id if options and release else ""
+
+        releases = frame["library_version"] if "library_version" in frame.columns else [None] * len(frame)
+        built = [build_of(o, r) for o, r in zip(old, releases)]
+    return frame.drop(columns=[_OLD_OPTIONS]).assign(build=built)
+
+
+def convert(measurements, sizes, samples, version: int, meta: dict | None = None):
+    """Frames of schema `version` in today's schema (see the version history above); `meta` is the run's own
+    (schema 5 reads the release it recorded)."""
     import pandas as pd
 
     from . import flags
@@ -284,6 +332,11 @@ def convert(measurements, sizes, samples, version: int):
                       for cell, t in zip(cells, timed)]
         if samples is not None and len(samples) and "round" not in samples.columns:
             samples = samples.assign(round=0)
+    if version < 5 and _OLD_OPTIONS in m.columns:
+        old = m[_OLD_OPTIONS].astype(object).where(m[_OLD_OPTIONS].notna(), "")
+        m = _build_column(m, meta)
+        key = dict(zip(zip(m["algorithm"], m["backend"], old), m["build"]))
+        samples = _build_column(samples, meta, key)
     m["schema_version"] = SCHEMA_VERSION
     s = sizes.copy()
     s["schema_version"] = SCHEMA_VERSION

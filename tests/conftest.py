@@ -15,18 +15,18 @@ from pqlab import liboqs_build, machine, paths
 REQUIRE_LATEX = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"
 
 
-def provide_or_skip(variant: str):
-    """The `variant` liboqs build, built on first need (cached per user); a skip only where a build
+def provide_or_skip(options: str):
+    """The `options` liboqs build, built on first need (cached per user); a skip only where a build
     tool is missing, any other build failure fails the test."""
     try:
-        return liboqs_build.provide(variant)
+        return liboqs_build.provide(options)
     except liboqs_build.BuildToolMissing as exc:
-        pytest.skip(f"the {variant} liboqs build is not installed and cannot be built here: {exc}")
+        pytest.skip(f"the {options} liboqs build is not installed and cannot be built here: {exc}")
 
 
 @pytest.fixture(scope="session")
 def provide_liboqs():
-    """provide_or_skip, for tests that take the variant as a parameter."""
+    """provide_or_skip, for tests that take the options as a parameter."""
     return provide_or_skip
 
 
@@ -82,14 +82,14 @@ def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: f
     calls = []
 
     def compile_(build, inputs, work, log):
-        variant = build.options
-        calls.append(variant)
+        options = build.options
+        calls.append(options)
         time.sleep(delay_s)
         log.write_text("fake build\n")
         out = work / "out"
         (out / "lib").mkdir(parents=True)
         (out / "include" / "oqs").mkdir(parents=True)
-        (out / "lib" / "liboqs.so").write_bytes(library(variant))
+        (out / "lib" / "liboqs.so").write_bytes(library(options))
         (out / "include" / "oqs" / "oqsconfig.h").write_text("#define OQS_VERSION_TEXT \"0.13.0\"\n")
         return out
 

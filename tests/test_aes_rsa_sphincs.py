@@ -79,32 +79,32 @@ def values(runs):
     return S.system_values(*runs[:1], runs[1:])
 
 
-def test_systems_statistics_and_the_study_against_both_variants(values):
+def test_systems_statistics_and_the_study_against_both_constructions(values):
     kinds = values.groupby("system")["kind"].first()
     assert kinds[S.study_label()] == S.STUDY and kinds["liboqs"] == S.PYTHON
     assert kinds["BC 1.72 cold (mean of first 5)"] == S.COLD and kinds["BC 1.86 steady state"] == S.STEADY
     study = values[values["kind"] == S.STUDY]
-    assert set(study.loc[study["study_row"] == "SPHINCS+-SHAKE-128f", "variant"]) == {"simple", "robust"}
+    assert set(study.loc[study["study_row"] == "SPHINCS+-SHAKE-128f", "construction"]) == {"simple", "robust"}
     assert set(values.loc[values["kind"] == S.COLD, "statistic"]) == {"mean"}
     cold = values[(values["system"] == "BC 1.72 cold (mean of first 5)") & (values["operation"] == "sign")].iloc[0]
     assert cold.value_ms == pytest.approx(cold["values"].mean() / 1e6) and cold.n == 5
     assert S.study_label() == f"study (BC {S.study_platform()['bouncycastle']}, mean of 5)"
     wide = S.times_by_system(values)
-    assert {"study_row", "variant", "operation", "liboqs: median", "liboqs: mean", "BC 1.86 steady state: median",
+    assert {"study_row", "construction", "operation", "liboqs: median", "liboqs: mean", "BC 1.86 steady state: median",
             "BC 1.72 cold (mean of first 5)", f"{S.study_label()}: as printed"} <= set(wide.columns)
 
 
 def test_ratios_carry_intervals_except_the_studys(values):
     ratios = S.ratio_table(values)
     study = ratios[ratios["kind"] == S.STUDY]
-    assert study["value_ci_low"].isna().all() and len(study) == 7  # 5 pairs, SPHINCS+'s two against both variants
+    assert study["value_ci_low"].isna().all() and len(study) == 7  # 5 pairs, SPHINCS+'s two against both constructions
     ours = ratios[ratios["kind"] == S.PYTHON]  # measured in rounds: an interval, paired by round
     assert len(ours) and (ours["value_ci_low"] <= ours["value"]).all() and (ours["value"] <= ours["value_ci_high"]).all()
     assert set(ours["statistic"]) == {"median", "mean"} and set(ratios.loc[ratios["kind"] == S.COLD, "statistic"]) == {"mean"}
     jvm = ratios[ratios["kind"].isin([S.COLD, S.STEADY])]  # one JVM process, no rounds: no interval
     assert len(jvm) and jvm["value_ci_low"].isna().all() and jvm["value"].notna().all()
     everyone = ratios[ratios["kind"] != S.STUDY]
-    robust = everyone[(everyone["variant"] == "robust") & (everyone["ratio"] == "sign / verify")]
+    robust = everyone[(everyone["construction"] == "robust") & (everyone["ratio"] == "sign / verify")]
     assert set(robust["system"]) == {"BC 1.72 cold (mean of first 5)", "BC 1.72 steady state",
                                      "BC 1.86 cold (mean of first 5)", "BC 1.86 steady state"}
     steady = robust[(robust["system"] == "BC 1.72 steady state") & robust["own"]].iloc[0]
@@ -119,7 +119,7 @@ def test_agreement_reads_the_interval():
 
 def test_describe_ratios_concludes_only_when_one_kind_of_system_leads(values):
     text = S.describe_ratios(S.ratio_table(values))
-    assert "robust; the study's variant is not stated" in text and "consistent with it within a factor of 2" in text
+    assert "robust; the study's construction is not stated" in text and "consistent with it within a factor of 2" in text
     ratios = S.ratio_table(values)
     agree = S.agreement(ratios)
     kinds = agree.groupby("kind")["agrees"].mean().sort_values(ascending=False)
@@ -137,7 +137,7 @@ def test_describe_ratios_concludes_only_when_one_kind_of_system_leads(values):
 def test_study_over_ours_is_like_for_like(values):
     table = S.study_over_ours(values)
     assert set(table["system"]) == {"BC 1.72 cold (mean of first 5)", "BC 1.86 cold (mean of first 5)"}
-    row = table[(table["variant"] == "robust") & (table["operation"] == "sign")
+    row = table[(table["construction"] == "robust") & (table["operation"] == "sign")
                 & (table["system"] == "BC 1.72 cold (mean of first 5)")].iloc[0]
     assert row.study_over_ours == pytest.approx(row.study_ms / row.ours_ms, rel=5e-3)  # to the study's digits
     assert np.isnan(row.study_over_ours_ci_low) and np.isnan(row.study_over_ours_ci_high)  # one JVM process
@@ -154,7 +154,7 @@ def test_sizes_are_checked_against_each_release(runs):
                          {"algorithm": "RSA-2048-PKCS1v15-enc", "public_key_bytes": 294, "secret_key_bytes": 1218,
                           "key_encoding": "DER"}])
     table = S.size_table(ours, [old, new])
-    pk = table[(table["key"] == "public key") & (table["variant"] == "simple")].iloc[0]
+    pk = table[(table["key"] == "public key") & (table["construction"] == "simple")].iloc[0]
     assert (pk.published, pk.ours, pk["BC 1.72"], pk["BC 1.86"]) == (58, 32, 58, 47)
     rsa_sk = table[(table["study_row"] == "RSA-2048") & (table["key"] == "secret key")].iloc[0]
     assert rsa_sk.ours is None or pd.isna(rsa_sk.ours)

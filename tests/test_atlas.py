@@ -8,6 +8,7 @@ import pytest
 
 from pqlab import machine
 from pqlab.algorithms import get
+from pqlab.builds import Build
 from pqlab.benchmark import measurement_row, sample_rows
 from pqlab.errors import UnknownName
 from pqlab.formatting import markdown
@@ -25,12 +26,13 @@ def comps(signatures=("ML-DSA-44", "ML-DSA-65"), kems=("ML-KEM-768",)):
                              {"sig": "ML-DSA-44", "kem": "ML-KEM-768"})
 
 
-def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", variant="default", counter="tsc",
+def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", options="default", counter="tsc",
                   started_at="2026-01-01T00:00:00+00:00", n=400, seed=0, host_id=None):
     """A saved run whose (algorithm, operation) samples are centred on `centres` (1 % spread), recorded under
     `machine_id` with the given liboqs build and counter label."""
     rng = np.random.default_rng(seed)
-    meta = {"machine_id": machine_id, "counter": {"label": counter}, "liboqs": {"liboqs_version": "0.13.0", "variant": variant},
+    meta = {"machine_id": machine_id, "counter": {"label": counter}, "liboqs": {"liboqs_version": "0.13.0", "options": options,
+                                                                                 "build": Build("0.13.0", options).id},
             "machine_id_override": {"variable": "PQLAB_MACHINE_ID", "value": machine_id, "host_id": host_id}
             if host_id else None}
     rec = RunRecorder("07_atlas", save=False, run_id=run_id, meta=meta)
@@ -45,9 +47,9 @@ def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", variant="d
         for i, r in enumerate(srows):  # in 6 rounds, as bench measures
             r["round"] = i % 6
         if algo.backend == "liboqs":
-            row["variant"] = variant
+            row["build"] = Build("0.13.0", options).id
             for r in srows:
-                r["variant"] = variant
+                r["build"] = row["build"]
         rows.append(row)
         samples += srows
     rec.add(rows, [], samples)
@@ -137,7 +139,7 @@ def test_ratios_have_the_known_value_and_an_interval(tmp_path):
 
 def test_builds_are_separate_platforms_and_counters_of_one_build_are_not(tmp_path):
     synthetic_run(tmp_path, "d", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, started_at="2026-01-01T00:00:00+00:00")
-    synthetic_run(tmp_path, "g", {SIG: 1_000_000.0, ("Ed25519", "sign"): 50_000.0}, variant="generic")
+    synthetic_run(tmp_path, "g", {SIG: 1_000_000.0, ("Ed25519", "sign"): 50_000.0}, options="generic")
     synthetic_run(tmp_path, "c", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0}, counter="core-cycles",
                   started_at="2026-02-01T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
@@ -164,7 +166,7 @@ def test_merged_machines_and_overrides_are_platforms_labelled_as_what_they_are(t
     host = machine.host_id()
     synthetic_run(tmp_path, "own", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host)
     synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "over", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0},
-                  machine_id=f"{host}+generic-build", variant="generic", host_id=host)
+                  machine_id=f"{host}+generic-build", options="generic", host_id=host)
     synthetic_run(tmp_path / "machines" / "arm-box", "arm", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0},
                   machine_id="arm-box")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
@@ -263,7 +265,7 @@ def test_the_default_reference_is_this_hosts_default_build_and_its_newest_run(tm
     synthetic_run(tmp_path, "new", {SIG: 120_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
                   counter="tsc", started_at="2026-02-01T00:00:00+00:00")
     synthetic_run(tmp_path, "gen", {SIG: 900_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
-                  variant="generic", started_at="2026-03-01T00:00:00+00:00")
+                  options="generic", started_at="2026-03-01T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     assert len(a.platforms) == 2 and a.platforms["this_host"].all()
     default = a.platforms["platform"].iloc[0]
@@ -280,11 +282,11 @@ def duplicated_store(tmp_path):
     centres = {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0}
     synthetic_run(tmp_path, "own-default", centres, machine_id=host, started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path, "nb04-generic-old", {SIG: 400_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
-                  variant="generic", started_at="2026-01-01T00:01:00+00:00")
+                  options="generic", started_at="2026-01-01T00:01:00+00:00")
     synthetic_run(tmp_path, "nb04-generic", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
-                  variant="generic", started_at="2026-01-01T00:02:00+00:00", counter="core-cycles")
+                  options="generic", started_at="2026-01-01T00:02:00+00:00", counter="core-cycles")
     synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07-generic",
-                  {**centres, SIG: 600_000.0}, machine_id=f"{host}+generic-build", variant="generic", host_id=host,
+                  {**centres, SIG: 600_000.0}, machine_id=f"{host}+generic-build", options="generic", host_id=host,
                   started_at="2026-01-01T00:03:00+00:00")
     synthetic_run(tmp_path / "machines" / "arm-box", "arm", centres, machine_id="arm-box")
     return host, {(host, "default"), (host, "generic"), ("arm-box", "default")}
@@ -318,11 +320,11 @@ def test_each_host_and_build_is_one_platform_whatever_identity_counter_or_repeat
 
 def test_a_platform_that_merges_identities_says_so(tmp_path):
     host = machine.host_id()
-    synthetic_run(tmp_path, "nb04", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host, variant="generic",
+    synthetic_run(tmp_path, "nb04", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host, options="generic",
                   started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07",
                   {("ML-DSA-65", "sign"): 150_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=f"{host}+generic-build",
-                  variant="generic", host_id=host, started_at="2026-01-02T00:00:00+00:00")
+                  options="generic", host_id=host, started_at="2026-01-02T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     assert len(a.platforms) == 1 and a.platforms["runs"].iloc[0] == 2
     assert set(a.ratios["run_id"].dropna()) == {"nb04", "nb07"}  # each comparison from the one run that has it
@@ -365,7 +367,7 @@ def test_every_ratio_names_its_statistic_like_with_like_and_intervals_only_from_
     assert measured["ci_low"].notna().all() and (measured["interval"] == atlas.INTERVAL).all()
     # the anchor's mean: the ratio of per-round means of the samples, not of their medians
     run = next(x for x in a.runs if x.run_id == "nb07-generic")
-    num, den = (run.sample_values(n, "sign", backend="liboqs", variant="generic", message_bytes=100)
+    num, den = (run.sample_values(n, "sign", backend="liboqs", build="generic", message_bytes=100)
                 for n in ("ML-DSA-65", "ML-DSA-44"))
     assert value(a, "liboqs generic", "ML-DSA-65 sign / ML-DSA-44 sign")["ratio"] == pytest.approx(
         ratio_ci(num, den, "mean")[0])

@@ -186,3 +186,70 @@ def test_the_loaded_liboqs_is_the_one_liboqs_python_opened_not_the_first_one_map
     opened = builtins.open
     monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened(maps if f == "/proc/self/maps" else f, *a, **k))
     assert liboqs_loader.loaded_library_path() == real
+
+
+# ----- the old default/generic word is gone as a concept (issue 30) --------------------------------------------
+
+#: Files pqlab keeps under version control whose text is its own: code, notebooks, their parameters, build files
+#: and documentation (the transcribed reference data and the tests, which write old runs, are not scanned).
+_OWN = ("pqlab/", "notebooks/", "native/bench/", "native/bc-runner/src/", "native/tls/", "README.md",
+        "CONTRIBUTING.md", "Makefile", "environment.yml", ".ci/")
+
+
+def test_the_word_variant_survives_only_where_a_schema_4_run_is_read():
+    """A build is a record with an id (liboqs-0.13.0+generic); the word that named default/generic without a
+    release is gone.  It survives in one line: the name of the column a schema < 5 run stored, which
+    pqlab.schema converts."""
+    import re
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", *_OWN], cwd=paths.ROOT, capture_output=True, text=True, check=True)
+    found = []
+    for name in listed.stdout.split():
+        path = paths.ROOT / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        found += [f"{name}: {line.strip()}" for line in text.splitlines() if re.search("variant", line, re.I)]
+    assert len(listed.stdout.split()) > 50  # the scan saw the project
+    assert found == ['pqlab/schema.py: _OLD_OPTIONS = "variant"']
+
+
+def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
+    """A run saved before builds were records stored default/generic without the release: on load its rows,
+    samples and liboqs record name the build (liboqs-<release>[+generic]) from the release it recorded."""
+    import json
+
+    import pandas as pd
+
+    from pqlab.results import load_run
+    from pqlab.schema import SCHEMA_VERSION
+
+    rows = [("ML-DSA-44", "liboqs", "generic", "0.12.0"), ("ML-DSA-44", "native", "default", ""),
+            ("Ed25519", "cryptography", "", "50.0.2")]
+    run = Run.from_rows("old", [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign", "loops": 1,
+                                 "message_bytes": 100, "library_version": v or None, "time_ns_median": 1000.0,
+                                 "samples": 3, "verified": True} for a, b, _, v in rows], [],
+                        [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign", "message_bytes": 100,
+                          "round": r, "sample": 0, "loops": 1, "time_ns": 1000.0 + r} for a, b, _, _ in rows
+                         for r in range(3)],
+                        {"status": "complete", "liboqs": {"liboqs_version": "0.12.0", "variant": "generic"}})
+    run.save(tmp_path)
+    old = "variant"  # the column and record key of schema 4
+    for part in ("measurements.csv", "samples.csv.gz"):
+        path = tmp_path / f"old.{part}"
+        frame = pd.read_csv(path).drop(columns=["build"])
+        frame[old] = [o for _, _, o, _ in rows for _ in range(1 if part == "measurements.csv" else 3)]
+        frame.to_csv(path, index=False)
+    meta = json.loads((tmp_path / "old.meta.json").read_text())
+    meta.update(schema_version=4)
+    meta.pop("files")
+    (tmp_path / "old.meta.json").write_text(json.dumps(meta))
+    back = load_run(tmp_path / "old")
+    assert back.meta["converted_from_schema"] == 4 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
+    assert back.measurements["build"].fillna("").tolist() == ["liboqs-0.12.0+generic", "liboqs-0.12.0", ""]
+    assert back.samples["build"].fillna("").tolist() == ["liboqs-0.12.0+generic"] * 3 + ["liboqs-0.12.0"] * 3 + [""] * 3
+    assert old not in back.measurements.columns and old not in back.samples.columns
+    assert back.meta["liboqs"] == {"liboqs_version": "0.12.0", "options": "generic", "build": "liboqs-0.12.0+generic"}
+    assert back.sample_values("ML-DSA-44", "sign", backend="liboqs", build="generic").size == 3

@@ -27,7 +27,7 @@ def test_values_that_differ_between_runs_are_all_listed():
 
 def test_the_liboqs_row_says_which_runs_loaded_which_liboqs():
     """A notebook's runs beside Bouncy Castle's: the row must not read "0.13.0 (...); not loaded by this run"."""
-    loaded = {"liboqs_version": "0.13.0", "variant": "default", "build_config": {}}
+    loaded = {"liboqs_version": "0.13.0", "options": "default", "build": "liboqs-0.13.0", "build_config": {}}
     rows = dict(context.run_context([fake_run("oqs1", liboqs=loaded), fake_run("oqs2", liboqs=loaded),
                                      fake_run("bc", liboqs={})]))
     assert rows["liboqs"] == ("0.13.0 (default build; options unknown) (runs oqs1, oqs2); "

@@ -76,11 +76,11 @@ def test_collect_rows_adds_sizes_builds_and_means(small_run):
 def test_worker_loads_the_requested_build(tmp_path, generic_liboqs):
     run = bench_in_worker(["ML-DSA-44"], build="generic", operations=["keygen"], budget_s=0.02, min_samples=3,
                           folder=tmp_path, study="test_families")
-    info = F.check_variant(run, "generic")
+    info = F.check_build(run, "generic")
     assert info["liboqs_path"].startswith(str((LIBOQS_PREFIX / "liboqs-0.13.0+generic").resolve()))  # may be a link
-    assert set(run.measurements.loc[run.measurements["backend"] == "liboqs", "variant"]) == {"generic"}
+    assert set(run.measurements.loc[run.measurements["backend"] == "liboqs", "build"]) == {"liboqs-0.13.0+generic"}
     with pytest.raises(RuntimeError, match="default liboqs build"):
-        F.check_variant(run, "default")
+        F.check_build(run, "default")
 
 
 # --------------------------------------------------------------------------- synthetic rows
@@ -113,7 +113,8 @@ def _rows() -> pd.DataFrame:
 def test_classical_groups_rsa_and_elliptic_curves():
     assert F.table_family("RSA") == F.table_family("elliptic-curve") == "classical"
     assert F.table_family("lattice") == "lattice"
-    assert F.build_label("liboqs", "generic") == "liboqs portable"
+    assert F.build_label("liboqs", "liboqs-0.13.0+generic") == F.build_label("liboqs", "generic") == "liboqs portable"
+    assert F.build_label("native", "liboqs-0.12.0") == "native optimised"
     assert F.build_label("cryptography", float("nan")) == "OpenSSL"
 
 
@@ -157,10 +158,10 @@ def test_sample_means_do_not_depend_on_the_loop_count():
     """A sample of `loops` calls holds their mean; the mean per call is the same statistic for any loop count."""
     rng = np.random.default_rng(1)
     calls = rng.geometric(0.25, size=12_000) * 1000.0  # a skewed cost, like ML-DSA's rejection loop
-    one = pd.DataFrame({"algorithm": "x", "backend": "native", "variant": "default", "operation": "sign",
+    one = pd.DataFrame({"algorithm": "x", "backend": "native", "build": "liboqs-0.13.0", "operation": "sign",
                         "loops": 1, "cycles": calls, "time_ns": calls / 3.6})
     blocks = calls.reshape(-1, 6).mean(axis=1)
-    six = pd.DataFrame({"algorithm": "x", "backend": "liboqs", "variant": "default", "operation": "sign",
+    six = pd.DataFrame({"algorithm": "x", "backend": "liboqs", "build": "liboqs-0.13.0", "operation": "sign",
                         "loops": 6, "cycles": blocks, "time_ns": blocks / 3.6})
     stats = F.sample_stats(pd.concat([one, six], ignore_index=True)).set_index("backend")
     assert stats.loc["liboqs", "cycles_mean"] == pytest.approx(stats.loc["native", "cycles_mean"])
@@ -334,7 +335,7 @@ class _FakeRun:
     def __init__(self, centers):
         self.centers = centers
 
-    def sample_values(self, algorithm, operation, *, backend=None, variant=None, message_bytes=None, column="cycles"):
+    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None, column="cycles"):
         c = self.centers.get((backend, algorithm, operation))
         rng = np.random.default_rng(len(algorithm) + len(operation) + len(backend or ""))
         if c is None:

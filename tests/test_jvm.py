@@ -193,7 +193,7 @@ def test_bc_run_records_every_row_with_the_run_start(jar, tmp_path, monkeypatch)
 
 def test_the_first_studys_release_runs_with_its_own_api_and_encodings():
     """Bouncy Castle 1.72 (the first study's): round-3 SPHINCS+ from org.bouncycastle.pqc.crypto.sphincsplus, where
-    the unsuffixed shake_128f is the robust variant; its encoded keys are the study's 58 and 132 bytes."""
+    the unsuffixed shake_128f is the robust construction; its encoded keys are the study's 58 and 132 bytes."""
     try:
         jvm.build_bc_runner(version="1.72")
     except jvm.BouncyCastleUnavailable as e:  # the registry decides; the notebook says so from the same message

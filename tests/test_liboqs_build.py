@@ -1,5 +1,5 @@
 """The liboqs build: its cache key, the per-user cache (hit, miss, concurrency, failure), the
-install into the venv, and the library it produced (symbols, build options, HQC, variants)."""
+install into the venv, and the library it produced (symbols, build options, HQC, each build)."""
 from __future__ import annotations
 
 import json
@@ -29,7 +29,7 @@ def test_cache_root_honours_xdg_cache_home(monkeypatch, tmp_path):
     assert liboqs_build.cache_root() == tmp_path / "home" / ".cache" / "pqlab" / "liboqs"
 
 
-def test_options_are_those_of_oqs_sys_per_variant(monkeypatch):
+def test_options_are_those_of_oqs_sys_per_build(monkeypatch):
     default, generic = liboqs_build.cmake_options("default"), liboqs_build.cmake_options("generic")
     assert default["OQS_DIST_BUILD"] == "Yes" and "OQS_OPT_TARGET" not in default
     assert generic["OQS_DIST_BUILD"] == "OFF" and generic["OQS_OPT_TARGET"] == "generic"
@@ -95,7 +95,7 @@ def fake_compile(monkeypatch, tmp_path):
     """Point the cache at tmp_path and replace the compile by a quick fake that counts its calls."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     # long enough for a concurrent caller to queue on the lock
-    return fake_liboqs_compile(monkeypatch, lambda variant: f"fake {variant}".encode(), delay_s=0.2)
+    return fake_liboqs_compile(monkeypatch, lambda options: f"fake {options}".encode(), delay_s=0.2)
 
 
 def test_a_miss_builds_once_and_a_hit_reuses(fake_compile):
@@ -122,7 +122,7 @@ def test_concurrent_builds_of_one_key_compile_once(fake_compile):
 
 
 def test_a_failed_build_leaves_no_entry_and_keeps_its_log(fake_compile, monkeypatch):
-    def failing(variant, inputs, work, log):
+    def failing(options, inputs, work, log):
         log.write_text("cc: error: something\n")
         (work / "out").mkdir()
         raise LiboqsBuildError("liboqs build failed at step 'cmake build'")
@@ -176,15 +176,15 @@ def exported(library: Path) -> set[str]:
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 
 
-@pytest.mark.parametrize("variant", ["default", "generic"])
-def test_the_cached_library_exports_the_oqs_api_only(variant, provide_liboqs):
-    provide_liboqs(variant)
-    entry = liboqs_build.cached_build(variant)
+@pytest.mark.parametrize("options", ["default", "generic"])
+def test_the_cached_library_exports_the_oqs_api_only(options, provide_liboqs):
+    provide_liboqs(options)
+    entry = liboqs_build.cached_build(options)
     symbols = exported(entry / "lib" / "liboqs.so")
     assert {"OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str", "OQS_KEM_hqc_128_keypair"} <= symbols
     assert all(s.startswith("OQS_") for s in symbols), sorted(s for s in symbols if not s.startswith("OQS_"))
     config = liboqs_loader.read_build_config(entry / "lib" / "liboqs.so")
-    assert liboqs_loader.variant_of(config) == variant and config["OQS_VERSION_TEXT"] == "0.13.0"
+    assert liboqs_loader.options_of(config) == options and config["OQS_VERSION_TEXT"] == "0.13.0"
     assert config.get("OQS_ENABLE_KEM_HQC") == "1"
 
 
@@ -210,7 +210,7 @@ def test_setup_prefers_a_liboqs_already_installed_and_otherwise_builds(monkeypat
     (site / "pqlab_liboqs.pth").write_text("stale")
     monkeypatch.setattr(provision.sysconfig, "get_paths", lambda: {"purelib": str(site)})
     monkeypatch.setattr(provision, "find_usable_liboqs", lambda: Path("/opt/conda/lib/liboqs.so"))
-    monkeypatch.setattr(provision, "provide", lambda variant: pytest.fail("built although one is installed"))
+    monkeypatch.setattr(provision, "provide", lambda options: pytest.fail("built although one is installed"))
     provision.liboqs("default")
     assert not (site / "pqlab_liboqs.pth").exists() and "/opt/conda/lib/liboqs.so" in capsys.readouterr().out
 
@@ -228,7 +228,7 @@ def test_setup_prefers_a_liboqs_already_installed_and_otherwise_builds(monkeypat
 def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
     from pqlab import provision
 
-    def missing(variant):
+    def missing(options):
         raise BuildToolMissing("building liboqs needs `cmake` (the liboqs build system), which is not installed")
 
     monkeypatch.setattr(provision, "liboqs", missing)
@@ -238,7 +238,7 @@ def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
     assert provision.main(["liboqs", "turbo"]) == 1  # not a build: one line naming those there are
 
 
-def test_a_worker_environment_builds_a_missing_variant_on_first_need(monkeypatch, tmp_path):
+def test_a_worker_environment_builds_a_missing_build_on_first_need(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path)
     asked = []
 

@@ -45,12 +45,12 @@ def test_the_bare_oqs_import_is_found_without_pqlab(tmp_path):
     assert "Cloning" not in proc.stdout + proc.stderr
 
 
-def test_liboqs_info_reports_versions_path_and_variant():
+def test_liboqs_info_reports_versions_path_and_build():
     info = liboqs_loader.liboqs_info()
     assert info["liboqs_version"] == "0.13.0"
     assert info["liboqs_python_version"].startswith("0.16.")
     assert info["liboqs_path"].endswith(".so") and os.path.exists(info["liboqs_path"])
-    assert info["variant"] in ("default", "generic") or info["variant"].startswith("native-")
+    assert info["options"] in ("default", "generic") or info["options"].startswith("native-")
     assert info["build_config"].get("OQS_VERSION_TEXT") == "0.13.0"
 
 
@@ -59,14 +59,14 @@ def test_build_environment_worker_loads_the_generic_build(tmp_path, generic_libo
     assert env["OQS_INSTALL_PATH"].endswith("liboqs-0.13.0+generic")
     assert env["PQLAB_LIBOQS_BUILD"] == "liboqs-0.13.0+generic"
     code = ("import json, pqlab.liboqs_loader as l; i = l.liboqs_info(); "
-            "print(json.dumps({k: i[k] for k in ('variant', 'liboqs_path', 'liboqs_version')}))")
+            "print(json.dumps({k: i[k] for k in ('options', 'liboqs_path', 'liboqs_version')}))")
     proc = run(code, env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
-    assert info["variant"] == "generic"
+    assert info["options"] == "generic"
     assert "/liboqs-0.13.0+generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
     default = json.loads(run(code, liboqs_loader.build_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
-    assert default["variant"] == "default" and default["liboqs_path"] != info["liboqs_path"]
+    assert default["options"] == "default" and default["liboqs_path"] != info["liboqs_path"]
 
 
 def test_build_environment_refuses_unknown_builds():
@@ -82,11 +82,11 @@ def test_check_library_names_missing_symbols(tmp_path):
     assert "lacks OQS_init, OQS_version, OQS_SIG_new" in liboqs_loader.check_library(libc)
 
 
-def test_variant_of_reads_the_build_config():
-    assert liboqs_loader.variant_of({}) == "unknown"
-    assert liboqs_loader.variant_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
-    assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "generic"}) == "generic"
-    assert liboqs_loader.variant_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"
+def test_options_of_reads_the_build_config():
+    assert liboqs_loader.options_of({}) == "unknown"
+    assert liboqs_loader.options_of({"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"}) == "default"
+    assert liboqs_loader.options_of({"OQS_OPT_TARGET": "generic"}) == "generic"
+    assert liboqs_loader.options_of({"OQS_OPT_TARGET": "skylake"}) == "native-skylake"
 
 
 def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_path):
@@ -96,7 +96,7 @@ def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_p
     header = Path(info["liboqs_path"]).parent.parent / "include" / "oqs" / "common.h"
     declared = set(liboqs_loader.re.findall(r"OQS_CPU_EXT_(\w+),", header.read_text()))
     assert set(ext) <= declared
-    if info["variant"] == "generic":
+    if info["options"] == "generic":
         assert ext == []  # a build without CPU-specific code detects nothing
     # the portable build never reports extensions; where the header or the symbol is missing: None
     generic = builds.prefix("generic") / "lib" / "liboqs.so"
@@ -117,7 +117,7 @@ def test_cpu_specific_code_reads_the_build_config():
               "OQS_ENABLE_KEM_classic_mceliece_348864f_avx2": "1", "OQS_DIST_BUILD": "1"}
     assert liboqs_loader.cpu_specific_code(config) == {
         "ml_kem_768": ["x86_64"], "falcon_padded_512": ["avx2", "aarch64"], "xkcp_low": ["avx2"],
-        "classic_mceliece_348864f": ["avx2"]}  # HQC, the UOV "pkc" variant and the build flags are not code paths
+        "classic_mceliece_348864f": ["avx2"]}  # HQC, the UOV "pkc" sets and the build flags are not code paths
     assert liboqs_loader.cpu_specific_code({}) == {}
 
 

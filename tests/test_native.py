@@ -42,7 +42,7 @@ def test_build_is_incremental_and_reports_the_library(runner, ml_dsa):
     assert runner.stat().st_mtime_ns == mtime  # nothing to rebuild
     assert ml_dsa["liboqs_version"] and ml_dsa["liboqs_version"] == ml_dsa["liboqs_version_compiled"]
     assert ml_dsa["liboqs_path"] == str((DEFAULT / "lib" / "liboqs.so").resolve())
-    assert ml_dsa["variant"] == "default"
+    assert ml_dsa["build"] == "liboqs-0.13.0"
     assert ml_dsa["oqs_dist_build"] is True
 
 

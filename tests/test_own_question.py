@@ -26,20 +26,20 @@ OPENSSL = "cryptography 50.0.2 (OpenSSL 4.0.3)"
 
 
 def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operation="sign", message_bytes=100):
-    """A run of one operation per (algorithm, backend, implementation, loops, ns per call, variant), measured in
+    """A run of one operation per (algorithm, backend, implementation, loops, ns per call, build), measured in
     `rounds` rounds of a few samples each, with per-round noise shared by every side (as a real round shares
     its machine)."""
     rng = np.random.default_rng(1)
     shared = np.exp(rng.normal(0, 0.05, rounds))
     measurements, samples = [], []
-    for algorithm, backend, implementation, loops, ns, variant in sides:
-        measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "variant": variant,
+    for algorithm, backend, implementation, loops, ns, build in sides:
+        measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
                              "operation": operation, "message_bytes": message_bytes, "loops": loops, "verified": True,
                              "implementation": implementation, "library_version": implementation.split()[1],
                              "time_ns_median": ns, "samples": rounds * 4})
         for r in range(rounds):
             for i in range(4):
-                samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "variant": variant,
+                samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
                                 "operation": operation, "message_bytes": message_bytes, "round": r, "sample": i,
                                 "loops": loops,
                                 "time_ns": ns * shared[r] * (1 + 0.01 * i)})
@@ -48,7 +48,7 @@ def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operati
 
 @pytest.fixture
 def run():
-    return synthetic_run([("ML-DSA-65", "liboqs", LIBOQS, 1, 50_000.0, "default"),
+    return synthetic_run([("ML-DSA-65", "liboqs", LIBOQS, 1, 50_000.0, "liboqs-0.13.0"),
                           ("ML-DSA-65", "cryptography", OPENSSL, 1, 340_000.0, ""),
                           ("ECDSA-P384", "cryptography", OPENSSL, 1, 100_000.0, "")])
 
@@ -90,8 +90,8 @@ def test_a_ratio_refuses_unknown_names_operations_and_backends_with_close_matche
 
 
 def test_different_builds_of_one_library_are_flagged_as_another_release():
-    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "default"),
-                         ("ML-DSA-65", "liboqs", "liboqs 0.13.0 (generic build)", 1, 60_000.0, "generic")])
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
+                         ("ML-DSA-65", "liboqs", "liboqs 0.13.0 (generic build)", 1, 60_000.0, "liboqs-0.13.0+generic")])
     with pytest.warns(PqlabWarning, match="different releases or builds"):
         r = run.ratio("ML-DSA-65", "ML-KEM-768", operation="sign")
     assert r.flags == ("cross-release",)
@@ -259,7 +259,7 @@ def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch,
 
 def test_a_ratio_of_operations_without_a_message_works():
     """keygen, encaps, decaps have no message size (a missing value in the results): a ratio of them works."""
-    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "default"),
-                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "default")], operation="keygen", message_bytes=None)
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
+                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "liboqs-0.13.0")], operation="keygen", message_bytes=None)
     r = run.ratio("ML-KEM-768", "X25519", operation="keygen")
     assert r.value == pytest.approx(0.5, rel=0.01) and r.rounds == 6

@@ -158,7 +158,7 @@ def fake_run(times: pd.DataFrame, cpu_specific=None, avx2=True, dist=True):
     samples = pd.DataFrame([{"run_id": "r1", "algorithm": r.algorithm, "backend": r.backend, "operation": r.operation,
                              "message_bytes": r.message_bytes, "round": k, "time_ns": r.time_ms * 1e6 * f}
                             for r in times.itertuples() for k, f in enumerate(SPREAD)])  # one sample per round
-    liboqs = {"liboqs_version": "9.9.9", "variant": "default" if dist else "generic",
+    liboqs = {"liboqs_version": "9.9.9", "options": "default" if dist else "generic",
               "build_config": {"OQS_DIST_BUILD": "1"} if dist else {"OQS_OPT_TARGET": "generic"},
               "cpu_specific": cpu_specific}
     meta = {"liboqs": liboqs, "cpu": {"model": "Test CPU", "flags_avx2": avx2}}

@@ -61,7 +61,7 @@ def test_ratio_spread_between_our_systems_is_generated_from_the_data(values):
     ratios = S.ratio_table(values)
     text = S.describe_ratio_spread(ratios)
     means = ratios[(ratios["kind"] != S.STUDY) & (ratios["statistic"] == "mean")]
-    by = means.groupby(["study_row", "variant", "ratio"])["value"]
+    by = means.groupby(["study_row", "construction", "ratio"])["value"]
     spread = (by.max() / by.min())[by.count() >= 2]
     assert formatting.fmt_factor(spread.max()) in text and formatting.fmt_factor(spread.min()) in text
     assert spread.max() >= 1.5 and "does not carry unchanged" in text
@@ -127,7 +127,7 @@ def test_02_study_over_ours_carries_intervals_in_table_and_text():
 # ----- finding 5: the study's rounded means beside our three-digit medians -----
 def test_01_times_name_their_statistic_on_both_sides(values):
     table = S.times_by_system(values)
-    columns = [c for c in table.columns if c not in ("study_row", "variant", "operation")]
+    columns = [c for c in table.columns if c not in ("study_row", "construction", "operation")]
     assert all(re.search(r": (?:median|mean|as printed)$|\(mean of first \d+\)$", c) for c in columns)
     printed = table[f"{S.study_label()}: as printed"].dropna()
     assert len(printed) and printed.str.startswith("≈").all()  # the study's means exactly as printed

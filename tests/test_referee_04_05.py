@@ -60,7 +60,7 @@ class _Run:
     def __init__(self, run_id, centres):
         self.run_id, self.centres = run_id, centres
 
-    def sample_values(self, algorithm, operation, *, backend=None, variant=None, message_bytes=None, column="cycles"):
+    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None, column="cycles"):
         per_round = self.centres.get((backend, algorithm, operation))
         if per_round is None:
             return np.array([])

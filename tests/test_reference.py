@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from pqlab.builds import Build
 from pqlab.paths import REFERENCE, ROOT
 from pqlab.reference import (
     check_published_ratios,
@@ -401,34 +402,35 @@ LIBOQS_ALGOS = {"ML-DSA-44": "ml_dsa_44", "ML-KEM-768": "ml_kem_768", "SPHINCS+-
 EXTENSIONS = ["ADX", "AES", "AVX", "AVX2", "BMI1", "BMI2", "PCLMULQDQ", "POPCNT", "SSE", "SSE2", "SSE3"]
 
 
-def liboqs_meta(variant="default", version="0.13.0"):
+def liboqs_meta(options="default", version="0.13.0"):
     """The liboqs build record a run carries (pqlab.machine): a run-time dispatch build, or the portable one."""
-    dist = variant == "default"
+    dist = options == "default"
     return {"arch": "x86_64", "cpu": {"model": "Test CPU"}, "liboqs": {
-        "liboqs_version": version, "liboqs_python_version": "0.16.0.1", "variant": variant,
+        "liboqs_version": version, "liboqs_python_version": "0.16.0.1", "options": options,
+        "build": Build(version, options).id,
         "build_config": {"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"} if dist else {"OQS_OPT_TARGET": "generic"},
         "cpu_extensions": EXTENSIONS if dist else [],
         "cpu_specific": {"ml_dsa_44": ["avx2"], "ml_kem_768": ["x86_64"], "sphincs_shake_128f_simple": ["avx2"]}
         if dist else {}}}
 
 
-def fake_run(rows, variant=None, version="0.13.0", meta=None, run_id="r", rounds=True):
+def fake_run(rows, options=None, version="0.13.0", meta=None, run_id="r", rounds=True):
     """A run-like object with raw samples: rows of (algorithm, backend, operation, message_bytes, values); with
-    `variant`, the measurement rows and liboqs build record a liboqs run has."""
+    `options` (default | generic), the measurement rows and liboqs build record a liboqs run has."""
     frames = [pd.DataFrame({"run_id": run_id, "algorithm": a, "backend": b, "operation": op, "message_bytes": size,
                             "round": np.arange(len(values)) % 6 if rounds else np.nan,  # in 6 rounds, as bench measures
                             "time_ns": values})
               for a, b, op, size, values in rows]
     samples = pd.concat(frames, ignore_index=True)
     measurements = pd.DataFrame()
-    if variant is not None:
-        samples["variant"] = variant
+    if options is not None:
+        samples["build"] = Build(version, options).id
         measurements = pd.DataFrame([{"algorithm": a, "backend": b, "operation": op, "message_bytes": size,
-                                      "variant": variant, "library_version": version,
-                                      "implementation": f"liboqs {version} ({variant} build)"
+                                      "build": Build(version, options).id, "library_version": version,
+                                      "implementation": f"liboqs {version} ({options} build)"
                                       + (" via C runner" if b == "native" else "")}
                                      for a, b, op, size, _ in rows])
-        meta = {**liboqs_meta(variant, version), **(meta or {})} if meta is None or "liboqs" not in meta else meta
+        meta = {**liboqs_meta(options, version), **(meta or {})} if meta is None or "liboqs" not in meta else meta
         if rows[0][1] == "native":
             meta = {k: v for k, v in meta.items() if k != "liboqs"}  # the C runner's runs carry no build record
     return SimpleNamespace(run_id=run_id, meta=meta or {}, samples=samples, measurements=measurements)
@@ -511,12 +513,12 @@ def test_a_ratio_a_fifth_off_on_different_code_is_explained_not_agreeing():
     p = published_ratios().set_index("algorithm").loc["ML-DSA-44"]
     rows = [("ML-DSA-44", "liboqs", "sign", 50, spread(p.ratio * 1.2 * 26_000)),
             ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))]
-    default = fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400))], variant="default", run_id="d")
-    row = check_published_ratios([fake_run(rows, variant="generic", run_id="g"), default]).iloc[0]
+    default = fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400))], options="default", run_id="d")
+    row = check_published_ratios([fake_run(rows, options="generic", run_id="g"), default]).iloc[0]
     assert row.ours == pytest.approx(p.ratio * 1.2, rel=0.03) and row.ours_ci_high < p.ratio * 1.25
     assert row.status == "differs: explained" and row.status != "agrees"
     assert (row.ours_code_path, row.published_code_path) == ("portable C", "optimised (avx2)")
-    assert "another code path" in row.explained_by and row.variant == "generic"
+    assert "another code path" in row.explained_by and row.build == "liboqs-0.13.0+generic"
     assert row.ours_implementation == "liboqs 0.13.0 (generic build)" and row.ours_version == "0.13.0"
 
 
@@ -526,13 +528,13 @@ def test_the_same_implementation_and_version_apart_beyond_uncertainty_is_unexpla
     rows = [("ML-DSA-44", "liboqs", "sign", 50, spread(p.ratio * 1.2 * 26_000)),
             ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))]
     same = side(version="0.13.0", commit=None, commit_date=None, caller="Python", cpu_extensions=EXTENSIONS)
-    row = check_published_ratios(fake_run(rows, variant="default"), known=same).iloc[0]
+    row = check_published_ratios(fake_run(rows, options="default"), known=same).iloc[0]
     assert (row.ours_code_path, row.ours_version) == (row.published_code_path, row.published_version)
     assert row.status == "differs: unexplained" and row.explanations == "unexplained" and not row.explained_by
     # the same gap between different versions with no change on record is unexplained too
     later = side(version="0.13.1-dev", caller="Python", cpu_extensions=EXTENSIONS)
     later["same_code"] = []
-    row = check_published_ratios(fake_run(rows, variant="default"), known=later).iloc[0]
+    row = check_published_ratios(fake_run(rows, options="default"), known=later).iloc[0]
     assert row.status == "differs: unexplained" and "no change to this algorithm between them on record" in row.differences
 
 
@@ -543,19 +545,19 @@ def test_a_change_between_versions_explains_only_where_one_side_has_it():
     rows = [("HQC-128", "liboqs", "encaps", None, spread(20_000)),  # below theirs: no cost per call explains it
             ("HQC-128", "liboqs", "decaps", None, spread(60_000, seed=3))]
     new = side(version="0.16.0", commit=None, commit_date=None)
-    row = check_published_ratios(fake_run(rows, variant="default"), p, known=new).iloc[0]
+    row = check_published_ratios(fake_run(rows, options="default"), p, known=new).iloc[0]
     assert row.status == "differs: explained"
     assert set(row.explained_by.split(", ")) == {"hqc-cve-2025-52473", "hqc-2025-08-22"}
     assert "pull/2407" in row.explanation_sources and "releases/tag/0.14.0" in row.explanation_sources
     assert "in theirs only" in row.explanations and "AVX512" in row.differences
     # both sides on liboqs 0.16: the changes explain nothing
-    row = check_published_ratios(fake_run(rows, variant="default", version="0.16.0"), p, known=new).iloc[0]
+    row = check_published_ratios(fake_run(rows, options="default", version="0.16.0"), p, known=new).iloc[0]
     assert row.status == "differs: unexplained"
     # ML-KEM: the published commit (2025-06-11) has mlkem-native v1.0.0 (2025-06-05), liboqs 0.13.0 does not
     kem = [("ML-KEM-768", "liboqs", "encaps", None, spread(10_000)), ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))]
-    row = check_published_ratios(fake_run(kem, variant="default")).iloc[0]
+    row = check_published_ratios(fake_run(kem, options="default")).iloc[0]
     assert "mlkem-native-v1.0.0" in row.explained_by and "pull/2146" in row.explanation_sources
-    row = check_published_ratios(fake_run(kem, variant="default", version="0.14.0")).iloc[0]
+    row = check_published_ratios(fake_run(kem, options="default", version="0.14.0")).iloc[0]
     assert "mlkem-native" not in row.explained_by
 
 
@@ -568,17 +570,17 @@ def test_the_call_from_python_explains_only_towards_one_within_the_fastest_call_
         return [("ML-KEM-768", backend, "encaps", None, spread(39_063 / 4 + cost, rel=0.005)),
                 ("ML-KEM-768", backend, "decaps", None, spread(46_358 / 4 + cost, seed=1, rel=0.005))]
 
-    toward = check_published_ratios(fake_run(kem(3_000), variant="default"), known=none_on_record).iloc[0]
+    toward = check_published_ratios(fake_run(kem(3_000), options="default"), known=none_on_record).iloc[0]
     assert p.ratio < toward.ours < 1 and toward.status == "differs: explained"
     assert toward.explained_by == "the call from Python" and "per call would move theirs to ours" in toward.explanations
-    away = check_published_ratios(fake_run(kem(-3_000), variant="default"), known=none_on_record).iloc[0]
+    away = check_published_ratios(fake_run(kem(-3_000), options="default"), known=none_on_record).iloc[0]
     assert away.ours < p.ratio and away.status == "differs: unexplained" and "other side" in away.differences
     # pqlab's C runner on the same machine: agreeing with theirs, it confirms the call; apart, it rules it out
-    python = fake_run(kem(3_000), variant="default")
-    agrees = fake_run(kem(0, backend="native"), variant="default", run_id="c")
+    python = fake_run(kem(3_000), options="default")
+    agrees = fake_run(kem(0, backend="native"), options="default", run_id="c")
     row = check_published_ratios([python, agrees], known=none_on_record).set_index("backend").loc["liboqs"]
     assert row.explained_by == "the call from Python" and "C runner on this machine gives" in row.explanations
-    apart = fake_run(kem(3_000, backend="native"), variant="default", run_id="c")
+    apart = fake_run(kem(3_000, backend="native"), options="default", run_id="c")
     row = check_published_ratios([python, apart], known=none_on_record).set_index("backend").loc["liboqs"]
     assert row.status == "differs: unexplained" and "not the cause" in row.differences
 
@@ -593,10 +595,10 @@ def test_another_message_length_is_measured_from_our_own_lengths():
                                                  ("ML-DSA-44", "liboqs", "verify", n, spread(v0 + k * n, seed=4, rel=0.005)))]
 
     python = side(caller="Python")  # a length adds the same cost to both calls, as a call from Python would
-    two = check_published_ratios(fake_run(at(1_000, 2_000), variant="default"), known=python).iloc[0]
+    two = check_published_ratios(fake_run(at(1_000, 2_000), options="default"), known=python).iloc[0]
     assert two.ours_message_bytes == 1_000 and two.status == "differs: explained"
     assert two.explained_by == "another message length" and "which agrees" in two.explanations
-    one = check_published_ratios(fake_run(at(1_000), variant="default"), known=python).iloc[0]
+    one = check_published_ratios(fake_run(at(1_000), options="default"), known=python).iloc[0]
     assert one.status == "differs: unexplained" and "one length" in one.differences
 
 
@@ -609,18 +611,18 @@ def test_a_side_without_rounds_has_no_interval_and_no_verdict():
 def test_description_says_what_is_explained_by_what_and_what_is_not():
     p = published_ratios().set_index("algorithm")
     explained = fake_run([("ML-DSA-44", "liboqs", "sign", 50, spread(p.loc["ML-DSA-44"].ratio * 1.2 * 26_000)),
-                          ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))], variant="generic", run_id="g")
+                          ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))], options="generic", run_id="g")
     unexplained = fake_run([("SPHINCS+-SHAKE-128f-simple", "liboqs", "sign", 50, spread(1.65e7)),
                             ("SPHINCS+-SHAKE-128f-simple", "liboqs", "verify", 50, spread(1e6, seed=5)),
                             ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
-                            ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))], variant="default", run_id="d")
+                            ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))], options="default", run_id="d")
     checks = check_published_ratios([explained, unexplained])
     assert set(checks["status"]) == {"differs: explained", "differs: unexplained", "agrees"}
     text = describe_ratio_checks(checks)
     assert "band" not in text and "no interval" in text and "95 %" in text
     assert "github.com/open-quantum-safe/liboqs" in text and "known_differences.yaml" in text
     summary = text.split("\n\n")[-1]
-    assert "**Explained**: ML-DSA-44 sign / verify (generic build) by another code path" in summary
+    assert "**Explained**: ML-DSA-44 sign / verify (build liboqs-0.13.0+generic) by another code path" in summary
     assert "**Unexplained**: SPHINCS+-SHAKE-128f-simple sign / verify" in summary and "**Agree**: ML-KEM-768" in summary
     assert "1 differs with an explanation, 1 differs with none on record" in text
     for r in checks.itertuples():  # every number in the text comes from the table

@@ -127,7 +127,7 @@ def fake_builds(monkeypatch, tmp_path):
     shared object and counts its calls (no real liboqs build ever runs here)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(paths, "LIBOQS_PREFIX", tmp_path / "venv-liboqs")
-    return fake_liboqs_compile(monkeypatch, lambda variant: LIBRARY)
+    return fake_liboqs_compile(monkeypatch, lambda build: LIBRARY)
 
 
 def test_reliability_a_truncated_cache_entry_is_built_again_never_installed(fake_builds):
@@ -223,8 +223,8 @@ def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_pat
     (prefix / "include" / "oqs").mkdir(parents=True)
     (prefix / "include" / "oqs" / "oqs.h").write_text("")
     binary = tmp_path / "build" / "default" / "pqbench"
-    monkeypatch.setattr(native, "prefix", lambda variant: prefix)
-    monkeypatch.setattr(native, "runner_path", lambda variant="default": binary)
+    monkeypatch.setattr(native, "prefix", lambda build: prefix)
+    monkeypatch.setattr(native, "runner_path", lambda build="default": binary)
     makes = []
 
     def make(cmd, **kwargs):  # make goes by dates: it builds a missing binary and keeps an existing one

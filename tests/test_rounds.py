@@ -214,7 +214,7 @@ def _fake_runs(levels_per_run, per_round=20, rounds_per_run=6, seed=0):
                 t = centre * level * np.exp(rng.normal(0, 0.02)) * (1 + 0.005 * rng.standard_normal(per_round))
                 results.append((r, {"time_ns": list(t), "loops": 1, "cycles_source": "none", "flags": [],
                                     "cycles": None}))
-                samples += [{"run_id": rec.run_id, "backend": "cryptography", "variant": "", "algorithm": name,
+                samples += [{"run_id": rec.run_id, "backend": "cryptography", "build": "", "algorithm": name,
                              "operation": "sign", "message_bytes": 100, "round": r, "sample": i, "loops": 1,
                              "time_ns": v} for i, v in enumerate(t)]
             rows.append(rounds_row(rec, algo, "sign", 100, results, 40.0, 0.01))

@@ -49,8 +49,8 @@
 /* pqlab/native.py checks this: 2 = pqlab's counter labels and --counter. */
 #define PQBENCH_VERSION "2"
 
-#ifndef PQBENCH_VARIANT
-#define PQBENCH_VARIANT ""
+#ifndef PQBENCH_BUILD
+#define PQBENCH_BUILD ""
 #endif
 #ifndef PQBENCH_LIBOQS
 #define PQBENCH_LIBOQS ""
@@ -638,8 +638,8 @@ static void print_build_info(FILE *f) {
 	json_str(f, liboqs_path());
 	fputs(", \"liboqs_prefix\": ", f);
 	json_str(f, PQBENCH_LIBOQS);
-	fputs(", \"variant\": ", f);
-	json_str(f, PQBENCH_VARIANT);
+	fputs(", \"build\": ", f);
+	json_str(f, PQBENCH_BUILD);
 #ifdef OQS_DIST_BUILD
 	fputs(", \"oqs_dist_build\": true", f);
 #else

@@ -19,7 +19,7 @@ from importlib.metadata import version
 
 from ..algorithms import Algorithm, register
 
-VARIANT = "Ascon-128a"
+ALGORITHM = "Ascon-128a"
 KEY_BYTES = NONCE_BYTES = TAG_BYTES = 16
 
 
@@ -35,7 +35,7 @@ class Ascon128a(Algorithm):
         import ascon  # noqa: F401 - ImportError here means the backend is missing
 
         v = version("ascon")
-        super().__init__(VARIANT, "cipher", "symmetric", "ascon", f"ascon {v} (pure Python, PyPI)", v, 1,
+        super().__init__(ALGORITHM, "cipher", "symmetric", "ascon", f"ascon {v} (pure Python, PyPI)", v, 1,
                          f"raw key ({KEY_BYTES} bytes)",
                          "Ascon v1.2 (NIST LWC submission), not SP 800-232 Ascon-AEAD128; random "
                          f"{NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES * 8}-bit tag appended")
@@ -55,7 +55,7 @@ def encrypt(key: bytes, message: bytes, associated_data: bytes = b"") -> bytes:
     import ascon
 
     nonce = os.urandom(NONCE_BYTES)
-    return nonce + ascon.encrypt(key, nonce, associated_data, message, VARIANT)
+    return nonce + ascon.encrypt(key, nonce, associated_data, message, ALGORITHM)
 
 
 def decrypt(key: bytes, data: bytes, associated_data: bytes = b"") -> bytes:
@@ -64,7 +64,7 @@ def decrypt(key: bytes, data: bytes, associated_data: bytes = b"") -> bytes:
 
     if len(data) < NONCE_BYTES + TAG_BYTES:
         raise AsconAuthenticationError(f"{len(data)} bytes are too short for a nonce and a tag")
-    out = ascon.decrypt(key, data[:NONCE_BYTES], associated_data, data[NONCE_BYTES:], VARIANT)
+    out = ascon.decrypt(key, data[:NONCE_BYTES], associated_data, data[NONCE_BYTES:], ALGORITHM)
     if out is None:
         raise AsconAuthenticationError("Ascon-128a tag mismatch: ciphertext or key is wrong")
     return out
@@ -73,4 +73,4 @@ def decrypt(key: bytes, data: bytes, associated_data: bytes = b"") -> bytes:
 def register_all() -> None:
     import ascon  # noqa: F401 - ImportError: the backend is missing (pip install ascon)
 
-    register(VARIANT, "ascon", Ascon128a)
+    register(ALGORITHM, "ascon", Ascon128a)

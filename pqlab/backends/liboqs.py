@@ -9,11 +9,12 @@ from ..schema import family_of
 
 
 @functools.lru_cache(maxsize=1)
-def _info() -> tuple[str, str]:
+def _info() -> tuple[str, str, str]:
+    """The loaded liboqs: its release, options and build id."""
     from ..liboqs_loader import liboqs_info
 
     info = liboqs_info()
-    return info["liboqs_version"], info["variant"]
+    return info["liboqs_version"], info["options"], info["build"]
 
 
 class OqsSignature(Algorithm):
@@ -21,10 +22,10 @@ class OqsSignature(Algorithm):
         oqs = import_oqs()
         with oqs.Signature(name) as probe:
             details = probe.details
-        version, variant = _info()
-        super().__init__(name, "sig", family_of(name), "liboqs", f"liboqs {version} ({variant} build)",
+        version, options, build = _info()
+        super().__init__(name, "sig", family_of(name), "liboqs", f"liboqs {version} ({options} build)",
                          version, details.get("claimed_nist_level"),
-                         extra={"variant": variant, "max_signature_bytes": details["length_signature"],
+                         extra={"build": build, "max_signature_bytes": details["length_signature"],
                                 "euf_cma": details.get("is_euf_cma")})
         self._oqs = oqs
 
@@ -52,9 +53,9 @@ class OqsKem(Algorithm):
         oqs = import_oqs()
         with oqs.KeyEncapsulation(name) as probe:
             details = probe.details
-        version, variant = _info()
-        super().__init__(name, "kem", family_of(name), "liboqs", f"liboqs {version} ({variant} build)",
-                         version, details.get("claimed_nist_level"), extra={"variant": variant})
+        version, options, build = _info()
+        super().__init__(name, "kem", family_of(name), "liboqs", f"liboqs {version} ({options} build)",
+                         version, details.get("claimed_nist_level"), extra={"build": build})
         self._oqs = oqs
 
     def generate(self):

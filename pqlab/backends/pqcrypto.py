@@ -68,9 +68,9 @@ def implementation_label(module: str, components, version: str) -> str:
             + ("PQClean code listed" if pqclean else "no PQClean code") + " in the wheel's SBOM)")
 
 
-def slh_dsa_name(hash_name: str, bits: int, variant: str) -> str:
+def slh_dsa_name(hash_name: str, bits: int, tradeoff: str) -> str:
     """The FIPS 205 name of a parameter set, e.g. ``SLH-DSA-SHA2-128f``."""
-    return f"SLH-DSA-{hash_name}-{bits}{variant}"
+    return f"SLH-DSA-{hash_name}-{bits}{tradeoff}"
 
 
 def _module(kind: str, module: str):

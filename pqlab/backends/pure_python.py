@@ -63,12 +63,12 @@ class DilithiumPy(Algorithm):
 class SlhDsaPy(Algorithm):
     """SLH-DSA from slh-dsa (FIPS 205 pure interface, empty context, randomised signing)."""
 
-    def __init__(self, hash_name: str, bits: int, variant: str):
+    def __init__(self, hash_name: str, bits: int, tradeoff: str):
         import slhdsa
 
-        self._par = getattr(slhdsa, f"{hash_name.lower()}_{bits}{variant}")
+        self._par = getattr(slhdsa, f"{hash_name.lower()}_{bits}{tradeoff}")
         v = version("slh-dsa")
-        super().__init__(slh_dsa_name(hash_name, bits, variant), "sig", "hash-based", "pure-python",
+        super().__init__(slh_dsa_name(hash_name, bits, tradeoff), "sig", "hash-based", "pure-python",
                          f"slh-dsa {v} (Python, {slh_dsa_form()})", v, SLH_DSA_LEVELS[bits],
                          "raw (FIPS 205 encodings)", "FIPS 205 pure SLH-DSA (sign_pure/verify_pure), empty context",
                          extra={"form": slh_dsa_form()})

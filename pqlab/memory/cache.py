@@ -7,7 +7,7 @@ run with the same key reuses it instead of starting valgrind again.  The key is 
 
 * the driver's method version (:data:`pqlab.memory.driver.METHOD_VERSION`: markers, massif options,
   warm-up calls), the valgrind version and the worker's Python version;
-* the algorithm, backend, liboqs build variant, operation, message size and kind of worker run
+* the algorithm, backend, liboqs build, operation, message size and kind of worker run
   (heap, stack, first call, their baselines, the plain run);
 * the sha256 of every file the worker runs code from: its shared objects (liboqs, OpenSSL, the
   binding's extension modules, the interpreter) and the source of every module it imports (pqlab's

@@ -84,7 +84,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import flags
+from .. import builds, flags
 from .cache import MemoryCache, cache_key, file_digests
 from .massif import MassifProfile, attribute_sites, parse_massif
 from .worker import SIGNATURE_OPERATIONS, read_inputs, read_keys, write_inputs
@@ -105,6 +105,8 @@ SOURCE_MASSIF = "valgrind-massif:stacks"
 SOURCE_MASSIF_FIRST_CALL = "valgrind-massif:first-call"
 SOURCE_TRACEMALLOC = "tracemalloc"
 SOURCE_MAXRSS = "maxrss"
+#: the build valgrind falls back to where it cannot run liboqs's CPU-specific code: the setup release's portable one
+_PORTABLE = builds.parse("generic").id
 #: Stored with every run (meta["memory_method"]).
 METHOD = ("one operation per worker process, inputs and outputs through files, outputs checked by the parent; "
           "massif runs forked by a worker server that loaded the backend under valgrind once; "
@@ -176,17 +178,17 @@ WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", 
                       "CONDA_PREFIX", "PQLAB_ROOT", "VALGRIND_LIB")
 
 
-def worker_environment(variant: str = "") -> dict:
+def worker_environment(build: str = "") -> dict:
     """The environment of a worker: :data:`WORKER_ENVIRONMENT` from this process, a fixed hash seed, and the
-    variables that select the liboqs `variant`.  Arguments travel in a file (``--job job.json``, run in
+    variables that select the liboqs `build`.  Arguments travel in a file (``--job job.json``, run in
     the output folder): a process's command line and environment lie on its stack, and a stack figure is a
     difference of two processes' stacks, so both must start alike."""
     env = {k: os.environ[k] for k in WORKER_ENVIRONMENT if k in os.environ}
     env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-    if variant and variant != "default":
+    if build and not builds.matches(build, "default"):
         from ..liboqs_loader import build_environment
 
-        env = build_environment(variant, env)
+        env = build_environment(build, env)
     return env
 
 
@@ -197,7 +199,7 @@ class WorkerRun:
     kind: str  # a key of RUNS
     report: dict
     wall_s: float
-    variant: str = ""
+    build: str = ""
     profile: MassifProfile | None = None
     error: str = ""
     output: Path | None = None
@@ -233,13 +235,13 @@ _UNSUPPORTED = re.compile(r"unhandled instruction|unrecognised instruction|SIGIL
 
 
 def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind: str, *, work: Path,
-               timeout_s: float = 1800, variant: str = "", valgrind: str = "valgrind",
+               timeout_s: float = 1800, build: str = "", valgrind: str = "valgrind",
                python: str | None = None, servers: WorkerServers | None = None) -> WorkerRun:
     """Run one worker (`kind`: a key of :data:`RUNS`) and collect its report and massif profile: a plain run
     (and the probe) as a process of its own, a massif run forked by a worker server of `servers` (None: one
     started for this run only)."""
     mode, baseline, warmup = RUNS[kind]
-    out = Path(work) / f"{operation}-{kind}{'-' + variant if variant else ''}"
+    out = Path(work) / f"{operation}-{kind}{'-' + build if build else ''}"
     out.mkdir(parents=True, exist_ok=True)
     job = {"algorithm": algorithm, "backend": backend, "operation": operation, "inputs": str(inputs),
            "output": str(out), "baseline": int(baseline), "warmup": warmup}
@@ -251,7 +253,7 @@ def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind:
     t0 = time.perf_counter()
     if mode in ("plain", "probe"):  # a process of its own: its peak RSS starts afresh
         try:
-            proc = subprocess.run(worker_command(python) + ["--job", "job.json"], env=worker_environment(variant),
+            proc = subprocess.run(worker_command(python) + ["--job", "job.json"], env=worker_environment(build),
                                   cwd=out, capture_output=True, text=True, timeout=timeout_s)
             error = "" if proc.returncode == 0 else f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:].strip()}"
         except subprocess.TimeoutExpired:
@@ -260,7 +262,7 @@ def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind:
         own = servers is None
         servers = WorkerServers(work) if own else servers
         try:
-            error = servers.get(backend, mode, variant, valgrind, python).run(job, out, timeout_s)
+            error = servers.get(backend, mode, build, valgrind, python).run(job, out, timeout_s)
         finally:
             if own:
                 servers.close()
@@ -268,24 +270,24 @@ def run_worker(algorithm: str, backend: str, operation: str, inputs: Path, kind:
     if not error and not (out / "result.json").exists():
         error = "the worker wrote no result.json"
     if error:
-        return WorkerRun(kind, {}, wall, variant, error=error, output=out)
+        return WorkerRun(kind, {}, wall, build, error=error, output=out)
     report = json.loads((out / "result.json").read_text())
     profile = parse_massif(out / "massif.out") if mode in ("heap", "stack") else None
-    return WorkerRun(kind, report, wall, variant or report.get("variant", ""), profile, output=out)
+    return WorkerRun(kind, report, wall, report.get("build") or build, profile, output=out)  # the one it loaded
 
 
 class WorkerServer:
     """A worker server (``python -m pqlab.memory.worker --serve BACKEND``) under valgrind massif in `mode`
-    ("heap" or "stack"), with the environment of `variant`: it loads the backend once and forks one
+    ("heap" or "stack"), with the environment of `build`: it loads the backend once and forks one
     process per job (:func:`pqlab.memory.worker.serve`), whose profile :meth:`run` moves into the job's
     output folder."""
 
-    def __init__(self, folder: Path, backend: str, mode: str, variant: str = "", valgrind: str = "valgrind",
+    def __init__(self, folder: Path, backend: str, mode: str, build: str = "", valgrind: str = "valgrind",
                  python: str | None = None) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix=f"{backend}-{mode}-", dir=folder))
         with open(self.folder / "server.err", "w") as err:  # the server's own; this process keeps no handle
             self.proc = subprocess.Popen(massif_command(self.folder, mode, valgrind=valgrind) + worker_command(python)
-                                         + ["--serve", backend], env=worker_environment(variant), cwd=self.folder,
+                                         + ["--serve", backend], env=worker_environment(build), cwd=self.folder,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                                          start_new_session=True)
 
@@ -335,7 +337,7 @@ class WorkerServer:
 
 
 class WorkerServers:
-    """The worker servers of a measurement: one per thread, backend, massif mode, variant and interpreter,
+    """The worker servers of a measurement: one per thread, backend, massif mode, build and interpreter,
     started when first needed (a thread's server runs one job at a time); :meth:`close` ends them all."""
 
     def __init__(self, folder: Path) -> None:
@@ -344,12 +346,12 @@ class WorkerServers:
         self._servers: dict[tuple, WorkerServer] = {}
         self._lock = threading.Lock()
 
-    def get(self, backend: str, mode: str, variant: str, valgrind: str, python: str | None) -> WorkerServer:
-        key = (threading.get_ident(), backend, mode, variant, valgrind, python)
+    def get(self, backend: str, mode: str, build: str, valgrind: str, python: str | None) -> WorkerServer:
+        key = (threading.get_ident(), backend, mode, build, valgrind, python)
         with self._lock:
             server = self._servers.get(key)
             if server is None or not server.alive:
-                server = self._servers[key] = WorkerServer(self.folder, backend, mode, variant, valgrind, python)
+                server = self._servers[key] = WorkerServer(self.folder, backend, mode, build, valgrind, python)
         return server
 
     def close(self) -> None:
@@ -413,7 +415,7 @@ def execute(job: Job, kind: str, timeout_s: float = 1800, servers: WorkerServers
                      servers=servers)
     if run.error and RUNS[kind][0] != "plain" and algo.backend == "liboqs" and _UNSUPPORTED.search(run.error):
         run = run_worker(algo.name, algo.backend, job.operation, job.inputs, kind, work=job.work,
-                         timeout_s=timeout_s, variant="generic", servers=servers)
+                         timeout_s=timeout_s, build=_PORTABLE, servers=servers)
     return run
 
 
@@ -522,13 +524,14 @@ def measurement_rows(job: Job, base: dict, inputs: dict) -> list[dict]:
                          else ({}, []))
         failed = [_failed(k, wrong[k]) for k in ("heap", "stack") if k in wrong]
         measured = [k for k in ("heap", "stack") if k in runs]
-        variants = {runs[k].variant for k in measured if runs[k].variant}
-        extra = [flags.make("valgrind-used-generic-build")] if "generic" in variants else []
+        builds_used = {runs[k].build for k in measured if runs[k].build}
+        extra = ([flags.make("valgrind-used-generic-build")] if any(builds.matches(b, "generic") for b in builds_used)
+                 else [])
         if "stack" not in runs:
             extra.append(flags.make("stack-measured-at-other-message-sizes"))
         extra += _cache_flags([runs.get(k) for k in measured] + [runs.get(BASELINE_OF[k]) for k in measured])
         rows.append(dict(common, memory_source=SOURCE_MASSIF, verified=not failed and not hflags and not sflags,
-                         flags=flags.join(failed + hflags + sflags + extra), massif_variant=",".join(sorted(variants)),
+                         flags=flags.join(failed + hflags + sflags + extra), massif_build=",".join(sorted(builds_used)),
                          valgrind_wall_s=round(sum(runs[k].wall_s for k in measured if not runs[k].cached), 2),
                          **heap, **stack))
     if "heap-cold" in runs:
@@ -732,13 +735,13 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
                                             "files": file_digests(run.report["loaded_files"])}
 
         def one(task) -> None:
-            runner, kind, members, *variant = task
+            runner, kind, members, *build = task
             algo = runner.algo
             probe = probes.get(algo.key)
             parts = None if probe is None else {
                 "method_version": METHOD_VERSION, "valgrind": valgrind_version, "python": probe["python"],
-                "algorithm": algo.name, "backend": algo.backend, "variant": variant[0] if variant else
-                algo.extra.get("variant", ""), "operation": runner.operation, "message_bytes": runner.message_bytes,
+                "algorithm": algo.name, "backend": algo.backend, "build": build[0] if build else
+                algo.extra.get("build", ""), "operation": runner.operation, "message_bytes": runner.message_bytes,
                 "kind": kind, "files": probe["files"], "bytecode": bytecode}
             key = cache_key(parts) if parts else ""
             entry = cache.get(key) if key else None
@@ -748,7 +751,7 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
             else:
                 given = ensure(runner.inputs)
                 run = (run_worker(algo.name, algo.backend, runner.operation, runner.inputs, kind, work=runner.work,
-                                  timeout_s=timeout_s, variant=variant[0], servers=servers) if variant
+                                  timeout_s=timeout_s, build=build[0], servers=servers) if build
                        else execute(runner, kind, timeout_s, servers))
                 started.append(run)
                 if not RUNS[kind][1] and not run.error:
@@ -763,8 +766,8 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
 
         list(pool.map(one, tasks))
         # a job whose massif runs fell back to the portable build needs baselines of that build
-        redo = [(job, base, [job], "generic") for job in plan for kind, base in BASELINE_OF.items()
-                if job.runs.get(kind) and job.runs[kind].variant == "generic" and base in job.runs]
+        redo = [(job, base, [job], _PORTABLE) for job in plan for kind, base in BASELINE_OF.items()
+                if job.runs.get(kind) and builds.matches(job.runs[kind].build, "generic") and base in job.runs]
         list(pool.map(one, redo))
     if bar is not None:
         bar.close()
@@ -781,7 +784,7 @@ def _measure_jobs(rec, algos, operations, sizes, seed, tmp: Path, use_valgrind: 
 
 
 #: report fields a cached run keeps (the file lists are in the key; the mappings are in the summary)
-_REPORT_KEPT = ("algorithm", "backend", "operation", "baseline", "warmup", "variant", "python", "verdict",
+_REPORT_KEPT = ("algorithm", "backend", "operation", "baseline", "warmup", "build", "python", "verdict",
                 "signature_bytes", "tracemalloc_peak_bytes", "max_rss_bytes", "max_rss_before_bytes")
 
 
@@ -796,12 +799,12 @@ def _cacheable(run: WorkerRun, parts: dict) -> bool:
 
 def _cache_value(run: WorkerRun) -> dict:
     return {"report": {k: run.report[k] for k in _REPORT_KEPT if k in run.report}, "summary": run.summary,
-            "variant": run.variant, "wall_s": run.wall_s, "check": run.check}
+            "build": run.build, "wall_s": run.wall_s, "check": run.check}
 
 
 def _cached_run(kind: str, entry: dict) -> WorkerRun:
     v = entry["value"]
-    return WorkerRun(kind, v["report"], v["wall_s"], v["variant"], summary=v["summary"], check=v["check"],
+    return WorkerRun(kind, v["report"], v["wall_s"], v["build"], summary=v["summary"], check=v["check"],
                      cached=entry["key"], origin=entry["run_id"])
 
 

@@ -249,7 +249,7 @@ def worker(algorithm: str, backend: str, operation: str, inputs: Path | str, out
         traced_peak = tracemalloc.get_traced_memory()[1] - start_bytes
         tracemalloc.stop()
     report = {"algorithm": algorithm, "backend": backend, "operation": operation, "baseline": baseline,
-              "warmup": warmup, "wall_ns": wall_ns, "variant": getattr(algo, "extra", {}).get("variant", ""),
+              "warmup": warmup, "wall_ns": wall_ns, "build": getattr(algo, "extra", {}).get("build", ""),
               "max_rss_bytes": peak_rss(), "max_rss_before_bytes": rss_before,
               "python": f"{platform.python_implementation()} {platform.python_version()}",
               "loaded_files": loaded_files(), "mappings": (maps := executable_mappings()),

@@ -227,7 +227,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
     one cold-phase row flagged jvm-cold."""
     alg = result["algorithm"]
     ident = {**(base or {}), "backend": BACKEND, "implementation": implementation(result),
-             "library_version": result["bouncycastle_version"], "variant": "", "algorithm": alg,
+             "library_version": result["bouncycastle_version"], "build": "", "algorithm": alg,
              "kind": KIND.get(alg), "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
              "cycles_source": "none", "overhead_ns": result.get("overhead_ns")}
     rows = []
@@ -251,7 +251,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
 
 def bc_samples(result: dict, run_id: str = "") -> pd.DataFrame:
     """Every raw sample in the schema's sample columns, plus a ``phase`` column (cold | warm)."""
-    rows = [{"run_id": run_id, "backend": BACKEND, "variant": "", "algorithm": result["algorithm"],
+    rows = [{"run_id": run_id, "backend": BACKEND, "build": "", "algorithm": result["algorithm"],
              "operation": op["operation"], "message_bytes": op["message_bytes"], "sample": i,
              "loops": op.get("loops", 1), "time_ns": t, "cycles": None, "phase": phase}
             for op in result["operations"] for phase in ("cold", "warm")

@@ -6,16 +6,16 @@ times one call per sample with ``CLOCK_MONOTONIC`` and the cycle counter pqlab m
 output outside the timed region.  Comparing its medians with
 pqlab's own (``ratio = pqlab / native``) says what the Python harness adds per operation.
 
-One binary per liboqs build variant, ``native/bench/build/<variant>/pqbench``, compiled with
-that build's headers and linked to ``.venv/liboqs/<variant>/lib/liboqs.so`` through an RPATH
+One binary per liboqs build, ``native/bench/build/<build id>/pqbench``, compiled with
+that build's headers and linked to ``.venv/liboqs/<build>/lib/liboqs.so`` through an RPATH
 (not ``LD_LIBRARY_PATH``); every result names the library actually loaded (``liboqs_path``).  Each build
 records the binary's sha256 beside it (``pqbench.sha256``); a binary that does not match it (truncated or
 replaced) is built again, with one warning line saying so (one built before pqlab recorded it, silently).
 
-    build_native_runner(variant="default") -> Path
-    native_algorithms(variant="default") -> {"sig": [...], "kem": [...]}
-    run_native(algorithm, operations=None, message_bytes=100, budget_s=1.0, variant="default", ...) -> dict
-    native_run(algorithms, message_bytes=100, budget_s=1.0, variant="default", study=...) -> Run
+    build_native_runner(build="default") -> Path
+    native_algorithms(build="default") -> {"sig": [...], "kem": [...]}
+    run_native(algorithm, operations=None, message_bytes=100, budget_s=1.0, build="default", ...) -> dict
+    native_run(algorithms, message_bytes=100, budget_s=1.0, build="default", study=...) -> Run
     measurements_from_result(result, base), native_samples(result, run_id)
 
 Message sizes apply to sign and verify only: keygen and the KEM operations get an empty
@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import cycles, flags, integrity
-from ..builds import OPTIONS, prefix
+from ..builds import OPTIONS, options_of, parse, prefix
 from ..errors import close_matches, shell_command, warn
 from ..paths import NATIVE
 from ..recorder import RunRecorder, summary_columns
@@ -41,7 +41,6 @@ from ..schema import typed
 from ..stats import summarize
 from .base import RunnerError, call_json, failure
 
-VARIANTS = OPTIONS  # the options of the setup release's liboqs builds a runner can be built against
 BENCH_DIR = NATIVE / "bench"
 #: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
 RUNNER_VERSION = "2"
@@ -65,26 +64,26 @@ class UnknownNativeAlgorithm(NativeRunnerError):
         self.close_matches = list(close_matches)
 
 
-def runner_path(variant: str = "default") -> Path:
-    """Where the runner for `variant` is built (it may not exist yet)."""
-    return BENCH_DIR / "build" / prefix(variant).name / "pqbench"  # one folder per build id (refuses unknown ones)
+def runner_path(build: str = "default") -> Path:
+    """Where the runner for `build` is built (it may not exist yet)."""
+    return BENCH_DIR / "build" / prefix(build).name / "pqbench"  # one folder per build id (refuses unknown ones)
 
 
-def build_native_runner(variant: str = "default") -> Path:
-    """Build (incrementally, with make) the runner for the `variant` liboqs build; its path."""
-    where = prefix(variant)
+def build_native_runner(build: str = "default") -> Path:
+    """Build (incrementally, with make) the runner for the `build` liboqs build; its path."""
+    where = prefix(build)
     missing = [p for p in (where / "lib" / "liboqs.so", where / "include" / "oqs" / "oqs.h") if not p.exists()]
     if missing:
         raise LiboqsBuildMissing(
-            f"the {variant} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.provision liboqs {variant}')}`")
+            f"the {build} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
+            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.provision liboqs {build}')}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "
                                     "install build-essential (or gcc and make)")
-    binary = runner_path(variant)
+    binary = runner_path(build)
     binary.parent.mkdir(parents=True, exist_ok=True)
-    # One build at a time per variant (parallel test workers would race on the output).
+    # One build at a time per build (parallel test workers would race on the output).
     with open(binary.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         before = _stamp(binary)
@@ -96,11 +95,11 @@ def build_native_runner(variant: str = "default") -> Path:
             binary.unlink()
             before = None
         proc = subprocess.run(
-            ["make", "-C", str(BENCH_DIR), f"VARIANT={variant}", f"LIBOQS={where}"],
+            ["make", "-C", str(BENCH_DIR), f"LIBOQS={where}"],
             capture_output=True, text=True, timeout=300)
         if proc.returncode != 0 or not binary.exists():
             raise NativeRunnerError(
-                f"building the native runner for liboqs ({variant}) failed (make exit {proc.returncode}):\n"
+                f"building the native runner for liboqs ({build}) failed (make exit {proc.returncode}):\n"
                 f"{(proc.stderr or proc.stdout).strip()[-3000:]}")
         if _stamp(binary) != before:  # make built it just now
             integrity.record(binary)
@@ -116,9 +115,9 @@ def _stamp(path: Path) -> tuple | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def native_algorithms(variant: str = "default") -> dict[str, list[str]]:
-    """The signature and KEM names enabled in the `variant` liboqs build (``pqbench --list``)."""
-    binary = build_native_runner(variant)
+def native_algorithms(build: str = "default") -> dict[str, list[str]]:
+    """The signature and KEM names enabled in the `build` liboqs build (``pqbench --list``)."""
+    binary = build_native_runner(build)
     proc = subprocess.run([str(binary), "--list"], capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise NativeRunnerError(f"{binary} --list failed (exit {proc.returncode}): {proc.stderr.strip()}")
@@ -140,7 +139,7 @@ def run_native(
     operations: Sequence[str] | str | None = None,
     message_bytes: int = 100,
     budget_s: float = 1.0,
-    variant: str = "default",
+    build: str = "default",
     *,
     min_samples: int = 5,
     max_samples: int = 1000,
@@ -163,7 +162,7 @@ def run_native(
     or (unless `allow_failed`) an operation fails its output check.
     """
     label = counter or cycles.counter().label
-    binary = build_native_runner(variant)
+    binary = build_native_runner(build)
     if isinstance(operations, str):
         operations = [operations]
     cmd = [str(binary), "--alg", algorithm, "--message-bytes", str(int(message_bytes)),
@@ -184,12 +183,12 @@ def run_native(
     proc, result = call_json(cmd, what="the native runner", timeout_s=timeout_s, error=NativeRunnerError)
     if result is None or proc.returncode not in (0, 1):
         if result is not None and proc.returncode == 2 and "unknown algorithm" in result.get("error", ""):
-            listing = native_algorithms(variant)
+            listing = native_algorithms(build)
             near = close_matches(algorithm, listing["sig"] + listing["kem"])
             hint = f"; close matches: {', '.join(near)}" if near else "; `pqbench --list` names the enabled ones"
             raise UnknownNativeAlgorithm(
                 f"{algorithm!r} is not a signature or KEM enabled in liboqs "
-                f"{result.get('liboqs_version', '')} ({variant} build){hint}", near)
+                f"{result.get('liboqs_version', '')} ({build} build){hint}", near)
         raise NativeRunnerError(f"the native runner failed ({failure(proc, result)}) for {algorithm}\n"
                                 f"command: {' '.join(cmd)}")
     check_version(result, binary)
@@ -197,11 +196,11 @@ def run_native(
         raise NativeRunnerError(f"the native runner counted {result.get('cycles_source')!r}, not {label!r} as asked")
     failed = [op for op in result["operations"] if not op["verified"]]
     if failed and not allow_failed:
-        raise NativeRunnerError(f"{algorithm} ({variant} build) failed its output checks: " + "; ".join(
+        raise NativeRunnerError(f"{algorithm} ({build} build) failed its output checks: " + "; ".join(
             f"{op['operation']}: {op['error']}" for op in failed))
     result["binary"] = str(binary)
     result["command"] = cmd
-    result.setdefault("variant", variant)
+    result.setdefault("build", parse(build).id)  # a runner that predates its "build" field
     return result
 
 
@@ -209,7 +208,7 @@ def run_native(
 
 
 def implementation_name(result: dict) -> str:
-    return f"liboqs {result['liboqs_version']} ({result['variant']} build) via C runner"
+    return f"liboqs {result['liboqs_version']} ({options_of(result['build'])} build) via C runner"
 
 
 def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataFrame:
@@ -226,7 +225,7 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     rows = []
     for op in result["operations"]:
         row = dict(base or {}, backend="native", implementation=implementation_name(result),
-                   library_version=result["liboqs_version"], variant=result["variant"],
+                   library_version=result["liboqs_version"], build=result["build"],
                    algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
                    nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
                    message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1, rounds=1,
@@ -260,7 +259,7 @@ def native_samples(result: dict, *, run_id: str = "", round_index: int | None = 
     for op in result["operations"]:
         n = len(op["samples_ns"])
         cycles = op["samples_cycles"] if len(op["samples_cycles"]) == n else [None] * n
-        rows += [{"run_id": run_id, "backend": "native", "variant": result["variant"], "algorithm": result["algorithm"],
+        rows += [{"run_id": run_id, "backend": "native", "build": result["build"], "algorithm": result["algorithm"],
                   "operation": op["operation"], "message_bytes": op.get("message_bytes"), "round": round_index,
                   "sample": i, "loops": 1, "time_ns": t, "cycles": c}
                  for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]
@@ -299,7 +298,7 @@ def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list
 
 
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
-               variant: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
+               build: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
                fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None,
                pool: int = 16):
     """Measure `algorithms` with the C runner (every operation of each) in rounds and record them as one run.
@@ -312,7 +311,7 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
     given twice is measured once).  A failed output check is a row with ``verified`` False and a ``failed`` flag,
     never an exception.  `pool`: the pre-made signatures / ciphertexts verify and decaps cycle through (1: one,
     verified or decapsulated again and again, as pqlab's own verify and decaps do, so the two harnesses time the
-    same input and cache state).  Raises :class:`NativeRunnerError` if the runner did not load the `variant`
+    same input and cache state).  Raises :class:`NativeRunnerError` if the runner did not load the `build`
     build."""
     import math
     import random
@@ -328,31 +327,31 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
     warmup = inputs.count(warmup, "warmup", 0)
     pool = inputs.count(pool, "pool")
     algorithms = inputs.unique(list(algorithms))
-    listing = native_algorithms(variant)
+    listing = native_algorithms(build)
     enabled = listing["sig"] + listing["kem"]
     for name in algorithms:
         if name not in enabled:
-            raise UnknownName(f"algorithm for the native runner ({variant} build)", name, enabled)
+            raise UnknownName(f"algorithm for the native runner ({build} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
-                  "variant": variant, "fixed_message": fixed_message, "min_samples": min_samples, "rounds": rounds,
+                  "build": build, "fixed_message": fixed_message, "min_samples": min_samples, "rounds": rounds,
                   "pool": pool,
                   **(params or {})}
     libraries = set()
     results: dict[str, list] = {name: [] for name in algorithms}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
-                     save=save, liboqs=False, meta={"native": {"variant": variant, "fixed_message": fixed_message},
+                     save=save, liboqs=False, meta={"native": {"build": build, "fixed_message": fixed_message},
                                                     "rounds": [], "isolation": "process"}) as rec:
         for r in range(rounds):
             before, start = noise.snapshot(), noise.reference_times()
             order = list(algorithms)
             random.Random(f"native-{r}").shuffle(order)
             for name in order:
-                result = run_native(name, None, message_bytes, budget_s / rounds, variant, fixed_message=fixed_message,
+                result = run_native(name, None, message_bytes, budget_s / rounds, build, fixed_message=fixed_message,
                                     min_samples=math.ceil(min_samples / rounds), warmup=warmup, pool=pool,
                                     allow_failed=True)
-                expected = variant == "default"
-                if bool(result.get("oqs_dist_build")) is not expected and variant in ("default", "generic"):
-                    raise NativeRunnerError(f"the native runner for {name} did not load the {variant} liboqs build: "
+                options = parse(build).options  # a given build's options are what its maker chose
+                if options in OPTIONS and bool(result.get("oqs_dist_build")) is not (options == "default"):
+                    raise NativeRunnerError(f"the native runner for {name} did not load the {build} liboqs build: "
                                             f"{result.get('liboqs_path')}")
                 libraries.add(result.get("liboqs_path", ""))
                 results[name].append((r, result))

@@ -16,7 +16,7 @@ of medians, with an interval over rounds paired by round where both operations w
 (:func:`pqlab.stats.ratio_ci`; a Bouncy Castle run is one JVM process: no interval); a study value divided by ours
 uses :func:`pqlab.stats.ratio_to_published` (interval from our side only).  Every sentence that states a number, a
 version or a machine fact is built here from the data.  The study did not say whether its SPHINCS+ was the simple
-or the robust variant, so its SPHINCS+ row is compared with both.
+or the robust construction, so its SPHINCS+ row is compared with both.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from ..stats import (
 )
 
 TOPIC = "01_aes_rsa_sphincs"
-#: our algorithm -> the study's row it is compared with (the study's SPHINCS+ variant is not stated)
+#: our algorithm -> the study's row it is compared with (the study's SPHINCS+ construction is not stated)
 STUDY_ROW = {"AES-256-CBC": "AES-256-CBC", "RSA-2048-PKCS1v15-enc": "RSA-2048", "RSA-2048": "RSA-2048",
              "SPHINCS+-SHAKE-128f-simple": "SPHINCS+-SHAKE-128f", "SPHINCS+-SHAKE-128f-robust": "SPHINCS+-SHAKE-128f"}
 #: the within-system ratios compared with the study's: (study row, numerator, denominator)
@@ -63,14 +63,14 @@ STUDY = "study"
 COLD, STEADY, PYTHON = "jvm cold", "jvm steady state", "python"
 
 
-def variant_of(algorithm: str) -> str:
+def construction_of(algorithm: str) -> str:
     """"simple" / "robust" for SPHINCS+ names, "" otherwise."""
     return algorithm.rsplit("-", 1)[1] if algorithm.startswith("SPHINCS+") else ""
 
 
-def variants(study_row: str) -> list[str]:
-    """Our variants compared with one study row: ["robust", "simple"] for its SPHINCS+, [""] otherwise."""
-    return sorted({variant_of(a) for a, s in STUDY_ROW.items() if s == study_row}) or [""]
+def constructions(study_row: str) -> list[str]:
+    """Our constructions compared with one study row: ["robust", "simple"] for its SPHINCS+, [""] otherwise."""
+    return sorted({construction_of(a) for a, s in STUDY_ROW.items() if s == study_row}) or [""]
 
 
 def study_platform() -> dict:
@@ -139,15 +139,15 @@ def bc_release(run) -> str:
 def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per system, algorithm and operation: the value the system reports (ms), its statistic, the mean
     (``mean_ms``: the study's statistic) and its raw samples (ns; empty for the study).  Columns: system, kind,
-    statistic, study_row, variant, algorithm, operation, value_ms, mean_ms, n, values; for the study also
+    statistic, study_row, construction, algorithm, operation, value_ms, mean_ms, n, values; for the study also
     ``published`` (the cell as printed, "≈" included) and ``digits`` (its significant digits)."""
     ref = load_reference(TOPIC) if reference is None else reference
     rows = []
     label = study_label(ref)
     for r in ref.itertuples():
         row = STUDY_ROW[r.algorithm]
-        for variant in variants(row):
-            rows.append({"system": label, "kind": STUDY, "statistic": "mean", "study_row": row, "variant": variant,
+        for construction in constructions(row):
+            rows.append({"system": label, "kind": STUDY, "statistic": "mean", "study_row": row, "construction": construction,
                          "algorithm": r.study_label, "operation": r.operation, "value_ms": float(r.time_ms),
                          "mean_ms": float(r.time_ms), "n": int(r.runs), "values": np.array([]),
                          "published": r.published_text, "digits": digits(r.published_text)})
@@ -155,7 +155,7 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
         for r in verified_rows(study_run.measurements).itertuples():
             v = _values(study_run, r.algorithm, r.backend, r.operation)
             rows.append({"system": r.backend, "kind": PYTHON, "statistic": "median",
-                         "study_row": STUDY_ROW.get(r.algorithm, r.algorithm), "variant": variant_of(r.algorithm),
+                         "study_row": STUDY_ROW.get(r.algorithm, r.algorithm), "construction": construction_of(r.algorithm),
                          "algorithm": r.algorithm, "operation": r.operation,
                          "value_ms": float(np.median(v)) / 1e6 if v.size else np.nan,
                          "mean_ms": float(np.mean(v)) / 1e6 if v.size else np.nan, "n": v.size, "values": v})
@@ -165,7 +165,7 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
         for r in ok.itertuples():
             cold = _values(run, r.algorithm, r.backend, r.operation, "cold")[:first]
             warm = _values(run, r.algorithm, r.backend, r.operation, "warm")
-            base = {"study_row": STUDY_ROW.get(r.algorithm, r.algorithm), "variant": variant_of(r.algorithm),
+            base = {"study_row": STUDY_ROW.get(r.algorithm, r.algorithm), "construction": construction_of(r.algorithm),
                     "algorithm": r.algorithm, "operation": r.operation}
             rows.append({"system": f"BC {release} cold (mean of first {cold.size})", "kind": COLD,
                          "statistic": "mean", **base, "value_ms": cold.mean() / 1e6 if cold.size else np.nan,
@@ -178,10 +178,10 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
 
 
 def times_by_system(values: pd.DataFrame) -> pd.DataFrame:
-    """Wide table of times (ms): one row per study row, variant and operation, one column per system and statistic,
+    """Wide table of times (ms): one row per study row, construction and operation, one column per system and statistic,
     named by both: the study's means as printed ("≈" included), each of our systems' median and mean (its cold
     calls: their mean, the study's statistic, over as many calls as the study had runs)."""
-    keys = ["study_row", "variant", "operation"]
+    keys = ["study_row", "construction", "operation"]
     out = values[keys].drop_duplicates().reset_index(drop=True)
     index = pd.MultiIndex.from_frame(out)
     for system, g in values.groupby("system", sort=False):
@@ -198,14 +198,14 @@ def times_by_system(values: pd.DataFrame) -> pd.DataFrame:
 
 def time_columns(table: pd.DataFrame) -> list:
     """The display columns of :func:`times_by_system`: the study's cells as printed, every time of ours in ms."""
-    keys = ["study_row", "variant", "operation"]
+    keys = ["study_row", "construction", "operation"]
     return keys + [Column(c, c, "text") if c.endswith(": as printed") else Column(c, c, "time", "ms", 1e6)
                    for c in table.columns if c not in keys]
 
 
 # ----- ratios with intervals -----
 def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
-    """Within-system ratios, long form: one row per (study row, variant, ratio, system, statistic).
+    """Within-system ratios, long form: one row per (study row, construction, ratio, system, statistic).
 
     The study's is the ratio of its printed means, rounded to the significant digits of the less precise of the
     two (``digits``; ``published``: both cells as printed), without interval.  Each of ours is a ratio of means (the
@@ -213,13 +213,13 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
     the system's own statistic), with its interval over rounds, paired by round (``value_ci_low`` /
     ``value_ci_high``; none for a system measured in one process)."""
     rows = []
-    for (row, variant, system), g in values.groupby(["study_row", "variant", "system"], sort=False):
+    for (row, construction, system), g in values.groupby(["study_row", "construction", "system"], sort=False):
         by_op = g.set_index("operation")
         for study_row, num, den in pairs:
             if study_row != row or num not in by_op.index or den not in by_op.index:
                 continue
             a, b = by_op.loc[num], by_op.loc[den]
-            base = {"study_row": row, "variant": variant, "algorithm": a.algorithm, "ratio": f"{num} / {den}",
+            base = {"study_row": row, "construction": construction, "algorithm": a.algorithm, "ratio": f"{num} / {den}",
                     "system": system, "kind": a.kind, "samples": f"{a.n} / {b.n}"}
             if a.kind == STUDY:
                 n = min(int(a.digits), int(b.digits))
@@ -235,7 +235,7 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
 
 
 def _study_ratios(ratios: pd.DataFrame) -> pd.DataFrame:
-    return ratios[ratios["kind"] == STUDY].set_index(["study_row", "variant", "ratio"])
+    return ratios[ratios["kind"] == STUDY].set_index(["study_row", "construction", "ratio"])
 
 
 def ratio_pairs(ratios: pd.DataFrame) -> pd.DataFrame:
@@ -243,8 +243,8 @@ def ratio_pairs(ratios: pd.DataFrame) -> pd.DataFrame:
     (``study_ratio``: to the digits it printed, "≈3×"), ours as a ratio of means (``ours_mean``: the study's statistic)
     and, where the system reports medians, of medians (``ours_median``), each with its interval where it has one."""
     study, ours = _study_ratios(ratios), ratios[ratios["kind"] != STUDY]
-    order = {k: i for i, k in enumerate(dict.fromkeys(zip(ratios["study_row"], ratios["variant"], ratios["ratio"])))}
-    keys = ["study_row", "variant", "ratio", "system"]
+    order = {k: i for i, k in enumerate(dict.fromkeys(zip(ratios["study_row"], ratios["construction"], ratios["ratio"])))}
+    keys = ["study_row", "construction", "ratio", "system"]
     rows = []
     for key, g in ours.groupby(keys, sort=False):
         s = study.loc[key[:3]] if key[:3] in study.index else None
@@ -257,7 +257,7 @@ def ratio_pairs(ratios: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     out = pd.DataFrame(rows, columns=[*keys, "study_ratio", "study_published", "ours_mean", "ours_mean_ci_low",
                                       "ours_mean_ci_high", "ours_median", "ours_median_ci_low", "ours_median_ci_high"])
-    rank = [order[k] for k in zip(out["study_row"], out["variant"], out["ratio"])]
+    rank = [order[k] for k in zip(out["study_row"], out["construction"], out["ratio"])]
     return out.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
 
 
@@ -265,7 +265,7 @@ def ratio_columns(pairs: pd.DataFrame | None = None, reference: pd.DataFrame | N
                   medians: bool = True) -> list:
     """The columns a reader sees of :func:`ratio_pairs`, each header naming its statistic (`medians`: also our
     ratios of medians; a paper page has room for the like-for-like ratios of means only)."""
-    return ["study_row", "variant", "ratio", Column("study_ratio", f"Study, of ≈ means of {study_runs(reference)} runs",
+    return ["study_row", "construction", "ratio", Column("study_ratio", f"Study, of ≈ means of {study_runs(reference)} runs",
                                                     "text"), "system", Column("ours_mean", "Ours, of means", "ratio"),
             *([Column("ours_median", "Ours, of medians", "ratio")] if medians else [])]
 
@@ -298,11 +298,11 @@ def describe_ratio_spread(ratios: pd.DataFrame, statistic: str = "mean", carries
     A spread of `carries` or more is called one that does not carry."""
     ours = ratios[(ratios["kind"] != STUDY) & (ratios["statistic"] == statistic) & (ratios["value"] > 0)]
     lines, spreads = [], []
-    for (row, variant, ratio), g in ours.groupby(["study_row", "variant", "ratio"], sort=False):
+    for (row, construction, ratio), g in ours.groupby(["study_row", "construction", "ratio"], sort=False):
         if len(g) < 2:
             continue
         lo, hi = g.loc[g["value"].idxmin()], g.loc[g["value"].idxmax()]
-        name = f"{row}{' ' + variant if variant else ''} {ratio}"
+        name = f"{row}{' ' + construction if construction else ''} {ratio}"
         spreads.append((hi.value / lo.value, name))
         lines.append(f"- {name}: {fmt_factor(lo.value)} ({lo.system}) to {fmt_factor(hi.value)} ({hi.system}) over "
                      f"{len(g)} systems, a spread of {fmt_factor(hi.value / lo.value)}.")
@@ -332,7 +332,7 @@ def agreement(ratios: pd.DataFrame, factor: float = 2.0) -> pd.DataFrame:
     ``study / factor .. study * factor``)."""
     ref = _study_ratios(ratios)["value"]
     ours = ratios[(ratios["kind"] != STUDY) & (ratios["statistic"] == "mean")].copy()
-    ours["study"] = [ref.get((r.study_row, r.variant, r.ratio), np.nan) for r in ours.itertuples()]
+    ours["study"] = [ref.get((r.study_row, r.construction, r.ratio), np.nan) for r in ours.itertuples()]
     ours = ours[np.isfinite(ours["study"])]
     ours["agrees"] = [_agrees(r.value, r.value_ci_low, r.value_ci_high, r.study, factor) for r in ours.itertuples()]
     ours.attrs["factor"] = factor
@@ -348,11 +348,11 @@ def describe_ratios(ratios: pd.DataFrame, factor: float = 2.0) -> str:
         return "No ratio of ours can be set beside one of the study's."
     shown = _study_ratios(ratios)["digits"]
     lines = []
-    for (row, variant, ratio), g in agree.groupby(["study_row", "variant", "ratio"], sort=False):
-        label = f"{row}" + (f" ({variant}; the study's variant is not stated)" if variant else "")
+    for (row, construction, ratio), g in agree.groupby(["study_row", "construction", "ratio"], sort=False):
+        label = f"{row}" + (f" ({construction}; the study's construction is not stated)" if construction else "")
         parts = [f"{r.system} {fmt_factor_ci(r.value, r.value_ci_low, r.value_ci_high)}" + ("" if r.agrees else " ✗")
                  for r in g.itertuples()]
-        lines.append(f"- **{label}, {ratio}**: study {approx(g['study'].iloc[0], int(shown[(row, variant, ratio)]))}; "
+        lines.append(f"- **{label}, {ratio}**: study {approx(g['study'].iloc[0], int(shown[(row, construction, ratio)]))}; "
                      "ours: " + "; ".join(parts) + f" — {int(g['agrees'].sum())} of {len(g)} consistent with it "
                      f"within a factor of {factor:g}.")
     by_kind = agree.groupby("kind")["agrees"].mean().sort_values(ascending=False)
@@ -370,7 +370,7 @@ def describe_ratios(ratios: pd.DataFrame, factor: float = 2.0) -> str:
     return text
 
 
-STUDY_OVER_COLUMNS = ["study_row", "variant", "operation", "system", "study_published", "study_ms", "ours_ms",
+STUDY_OVER_COLUMNS = ["study_row", "construction", "operation", "system", "study_published", "study_ms", "ours_ms",
                       "study_over_ours", "study_over_ours_ci_low", "study_over_ours_ci_high", "study_over_ours_shown",
                       "digits", "ours_calls"]
 
@@ -379,16 +379,16 @@ def study_over_ours(values: pd.DataFrame) -> pd.DataFrame:
     """The study's time over ours, like for like only: its printed means over each of our Bouncy Castle cold means
     (the same statistic), interval from our side (:func:`pqlab.stats.ratio_to_published`; none where our side was
     one process), shown to the study's printed digits, at most three (``study_over_ours_shown``)."""
-    study = values[values["kind"] == STUDY].set_index(["study_row", "variant", "operation"])
+    study = values[values["kind"] == STUDY].set_index(["study_row", "construction", "operation"])
     rows = []
     for r in values[values["kind"] == COLD].itertuples():
-        key = (r.study_row, r.variant, r.operation)
+        key = (r.study_row, r.construction, r.operation)
         if key not in study.index or r.n == 0:
             continue
         s = study.loc[key]
         ratio, low, high = ratio_to_published(s.value_ms * 1e6, r.values, "mean")
         n = min(int(s.digits), 3)  # the study's printed digits, at most the three we show of ours
-        rows.append({"study_row": r.study_row, "variant": r.variant, "operation": r.operation, "system": r.system,
+        rows.append({"study_row": r.study_row, "construction": r.construction, "operation": r.operation, "system": r.system,
                      "study_published": s.published, "study_ms": s.value_ms, "ours_ms": r.value_ms,
                      "study_over_ours": round_sig(ratio, n), "study_over_ours_ci_low": low, "study_over_ours_ci_high": high,
                      "study_over_ours_shown": approx(ratio, n, low, high), "digits": n, "ours_calls": r.n})
@@ -397,7 +397,7 @@ def study_over_ours(values: pd.DataFrame) -> pd.DataFrame:
 
 def study_over_columns(table: pd.DataFrame | None = None, reference: pd.DataFrame | None = None) -> list:
     """The columns a reader sees of :func:`study_over_ours`, each naming what it holds."""
-    return ["study_row", "variant", "operation", "system",
+    return ["study_row", "construction", "operation", "system",
             Column("study_published", f"Study, ≈ mean of {study_runs(reference)} runs (ms)", "text"),
             Column("ours_ms", "Ours, mean", "time", "ms", 1e6), Column("study_over_ours_shown", "Study over ours", "text")]
 
@@ -471,8 +471,8 @@ def describe_bc(releases: dict) -> str:
     return "\n".join(lines)
 
 
-def _rows_for(frame: pd.DataFrame, study_row: str, variant: str) -> pd.DataFrame:
-    return frame[(frame["algorithm"].map(STUDY_ROW) == study_row) & (frame["algorithm"].map(variant_of) == variant)]
+def _rows_for(frame: pd.DataFrame, study_row: str, construction: str) -> pd.DataFrame:
+    return frame[(frame["algorithm"].map(STUDY_ROW) == study_row) & (frame["algorithm"].map(construction_of) == construction)]
 
 
 def size_columns(table: pd.DataFrame) -> list:
@@ -481,12 +481,12 @@ def size_columns(table: pd.DataFrame) -> list:
     from ..formatting import Column
 
     releases = [c for c in table.columns if c.startswith("BC ")]
-    return ["study_row", "variant", "key", Column("published", "Published", "size"), Column("ours", "Ours", "size"),
+    return ["study_row", "construction", "key", Column("published", "Published", "size"), Column("ours", "Ours", "size"),
             Column("ours_note", "Ours, varying", "text"), *[Column(c, c, "size") for c in releases]]
 
 
 def size_table(ours: pd.DataFrame, bc_runs=(), reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Sizes beside the study's: one row per study row, variant and key; the published size, ours (raw keys;
+    """Sizes beside the study's: one row per study row, construction and key; the published size, ours (raw keys;
     RSA in DER) and each Bouncy Castle release's (encoded keys: X.509 SubjectPublicKeyInfo / PKCS#8 DER)."""
     ref = load_reference(f"{TOPIC}_sizes") if reference is None else reference
     ref = ref.rename(columns={"private_key_bytes": "secret_key_bytes"})
@@ -505,16 +505,16 @@ def size_table(ours: pd.DataFrame, bc_runs=(), reference: pd.DataFrame | None = 
     rows = []
     for r in ref.itertuples():
         study_row = STUDY_ROW[r.algorithm]
-        for variant in variants(study_row):
-            mine = _rows_for(ours, study_row, variant)
+        for construction in constructions(study_row):
+            mine = _rows_for(ours, study_row, construction)
             for col, key in keys.items():
                 if pd.isna(getattr(r, col)):
                     continue
-                row = {"study_row": study_row, "variant": variant, "key": key, "published": int(getattr(r, col)),
+                row = {"study_row": study_row, "construction": construction, "key": key, "published": int(getattr(r, col)),
                        "ours": one(mine, col), "ours_note": spread(mine, col),
                        "ours_encoding": mine["key_encoding"].iloc[0] if len(mine) else None}
                 for run in (x for x in bc_runs if x is not None):
-                    row[f"BC {bc_release(run)}"] = one(_rows_for(run.sizes, study_row, variant), encoded.get(col, col))
+                    row[f"BC {bc_release(run)}"] = one(_rows_for(run.sizes, study_row, construction), encoded.get(col, col))
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -528,8 +528,8 @@ def describe_sizes(sizes: pd.DataFrame) -> str:
         same = [s if s != "ours" else f"ours ({d['ours_encoding']})" for s, v in have.items() if v == d["published"]]
         other = [f"{s if s != 'ours' else 'ours (' + str(d['ours_encoding']) + ')'} {fmt_bytes(v)}"
                  for s, v in have.items() if v != d["published"]]
-        variant = f" ({d['variant']})" if d["variant"] else ""
-        text = f"- {d['study_row']}{variant} {d['key']}, published {fmt_bytes(d['published'])}: "
+        construction = f" ({d['construction']})" if d["construction"] else ""
+        text = f"- {d['study_row']}{construction} {d['key']}, published {fmt_bytes(d['published'])}: "
         text += ("equal to the byte in " + ", ".join(same)) if same else "reproduced by none of our sources"
         if d.get("ours_note"):
             text += f"; ours {d['ours_note']}"
@@ -580,16 +580,16 @@ def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame | None = None, study_over:
     medians (key suffix ``_mean``), with intervals."""
     out = {}
     for r in ratios.itertuples():
-        key = _key(f"{r.study_row}_{r.variant}_{r.ratio.replace(' / ', '_over_')}_{r.system}") + ("" if r.own else "_mean")
+        key = _key(f"{r.study_row}_{r.construction}_{r.ratio.replace(' / ', '_over_')}_{r.system}") + ("" if r.own else "_mean")
         out[key] = float(r.value)
         if r.kind != "study":  # a published ratio has no interval; ours may lack one (NaN: not measured)
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(r.value_ci_low), float(r.value_ci_high)
     for r in (sizes.itertuples(index=False) if sizes is not None else []):
         for source, value in r._asdict().items():
             if (source in ("published", "ours") or source.startswith("BC ")) and value is not None and not pd.isna(value):
-                out[_key(f"{r.study_row}_{r.variant}_{r.key}_bytes_{source}")] = int(value)
+                out[_key(f"{r.study_row}_{r.construction}_{r.key}_bytes_{source}")] = int(value)
     for r in (study_over.itertuples() if study_over is not None else []):
-        out[_key(f"study_over_ours_{r.study_row}_{r.variant}_{r.operation}_{r.system}")] = float(r.study_over_ours)
+        out[_key(f"study_over_ours_{r.study_row}_{r.construction}_{r.operation}_{r.system}")] = float(r.study_over_ours)
     return out
 
 
@@ -622,7 +622,7 @@ def plot_ratios(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """Each within-system ratio of means (the study's statistic) per system, with its interval over rounds as error
     bars (none for the study's single numbers or a one-process run)."""
     df = ratios[ratios["statistic"] == "mean"]
-    df = df.assign(label=df["study_row"] + np.where(df["variant"] != "", " " + df["variant"], "") + "\n" + df["ratio"])
+    df = df.assign(label=df["study_row"] + np.where(df["construction"] != "", " " + df["construction"], "") + "\n" + df["ratio"])
     return plotting.grouped_bars(df, category="label", group="system", value="value", low="value_ci_low",
                                  high="value_ci_high", ylabel="ratio of means within a system (log)", height=3.0,
                                  width=width, title=f"Ratios of means between operations (bars: "

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import bundle, inputs, machine, paths, plotting
+from .. import builds, bundle, inputs, machine, paths, plotting
 from ..context import counter_text, frequency_text
 from ..errors import UnknownName
 from ..formatting import Column, fmt_factor_ci, markdown, mpl_text, slug, table
@@ -266,7 +266,7 @@ def _measured_groups(folder) -> dict:
         info = meta.get("liboqs") or {}
         if not info:
             continue  # a run that loaded no liboqs has no post-quantum rows of its own build
-        key = (_host_of(meta), info.get("liboqs_version"), info.get("variant"))
+        key = (_host_of(meta), info.get("liboqs_version"), info.get("build"))
         groups.setdefault(key, []).append((str(meta.get("started_at") or ""), meta_path, meta))
     return {k: sorted(v, key=lambda t: t[0], reverse=True) for k, v in groups.items()}
 
@@ -278,11 +278,12 @@ def _joined(values) -> str:
 def _platform_row(key, metas: list[dict], host: str) -> dict:
     """One measured platform from the runs its ratios come from (`metas`, newest first): what differs between
     them (identity, counter, frequency) is listed, each value once."""
-    host_id, version, variant = key
+    host_id, version, build = key
+    options = builds.options_of(build)
     meta = metas[0]
     this_host = host_id == host
     cpu = meta.get("cpu") or {}
-    label = f"{short_cpu(cpu.get('model', ''))} · {_arch(meta)} · liboqs {variant}" + (" · this host" if this_host else "")
+    label = f"{short_cpu(cpu.get('model', ''))} · {_arch(meta)} · liboqs {options}" + (" · this host" if this_host else "")
     return {"platform": label, "kind": MEASURED, "machine_id": host_id,
             "identities": _joined(m.get("machine_id") for m in metas),
             "identity": _joined(_identity_text(m) for m in metas), "this_host": this_host,
@@ -290,25 +291,25 @@ def _platform_row(key, metas: list[dict], host: str) -> dict:
             "cores": cpu.get("usable_cores") or cpu.get("logical_cores"), "counter": _joined(map(counter_text, metas)),
             "frequency": _joined(map(frequency_text, metas)),
             "hypervisor": _joined(m.get("hypervisor") or "none detected" for m in metas),
-            "liboqs": f"{version} {variant} build", "liboqs_version": version,
+            "liboqs": f"{version} {options} build", "liboqs_version": version,
             "cpu_features": _joined(cpu_features_text(m.get("liboqs") or {}) for m in metas),
-            "runs": len(metas), "_key": key, "_variant": variant,
+            "runs": len(metas), "_key": key, "_options": options,
             "_own": any(not m.get("machine_id_override") for m in metas),
             "_latest": max(str(m.get("started_at") or "") for m in metas)}
 
 
-def _part(run, algorithm: str, op: str, backend: str, variant: str | None, message_bytes: int):
+def _part(run, algorithm: str, op: str, backend: str, build: str | None, message_bytes: int):
     """The samples of one verified measurement of the run (each the mean of its loop's calls), or None."""
     m = run.verified()
     sel = (m["algorithm"] == algorithm) & (m["operation"] == op) & (m["backend"] == backend)
-    if variant is not None:
-        sel &= m["variant"].fillna("") == variant
+    if build is not None:
+        sel &= m["build"].fillna("") == build
     size = message_bytes if op in MESSAGE_OPERATIONS else None
     if size is not None:
         sel &= m["message_bytes"] == size
     if not sel.any():
         return None
-    values = run.sample_values(algorithm, op, backend=backend, variant=variant, message_bytes=size)
+    values = run.sample_values(algorithm, op, backend=backend, build=build, message_bytes=size)
     return values if values.size else None
 
 
@@ -316,7 +317,7 @@ def _sum_ratio(k: int):
     return lambda s: sum(s[:k]) / sum(s[k:])
 
 
-def _measured_ratio(runs, comp, variant: str, message_bytes: int, cache: dict, stat: str):
+def _measured_ratio(runs, comp, build: str, message_bytes: int, cache: dict, stat: str):
     """The newest run of the platform that measured every operation of both sides: (row fields, parts, run); parts
     are (samples, numerator count, statistic)."""
     from ..results import load_run
@@ -325,10 +326,10 @@ def _measured_ratio(runs, comp, variant: str, message_bytes: int, cache: dict, s
         if meta_path not in cache:
             cache[meta_path] = load_run(meta_path)
         run = cache[meta_path]
-        base_variant = variant if comp.baseline_backend == "liboqs" else None
-        num = [_part(run, comp.algorithm, op, comp.backend, variant if comp.backend == "liboqs" else None, message_bytes)
+        num = [_part(run, comp.algorithm, op, comp.backend, build if comp.backend == "liboqs" else None, message_bytes)
                for op in comp.operations]
-        den = [_part(run, comp.baseline, op, comp.baseline_backend, base_variant, message_bytes) for op in comp.operations]
+        den = [_part(run, comp.baseline, op, comp.baseline_backend, build if comp.baseline_backend == "liboqs" else None,
+                     message_bytes) for op in comp.operations]
         if all(p is not None for p in num + den):
             value, low, high = ratio_ci(tuple(num), tuple(den), stat)  # sums of `stat`s over sums
             return ({"ratio": value, "ci_low": low, "ci_high": high, "statistic": stat,
@@ -411,7 +412,7 @@ def build_atlas(comps: pd.DataFrame, *, message_bytes: int, folder: Path | str |
     """Every platform of the results store (this machine's runs and every merged machine's) with each
     comparison's ratio on it, and with `published` the published platforms.
 
-    A measured platform is one host and one liboqs build (version and variant): its runs under other identities
+    A measured platform is one host and one liboqs build (its id: release and options): its runs under other identities
     (an identity override of the host) or other counters are the same platform, and each of its ratios comes from
     the newest of them that measured both sides (one run: never a ratio across runs).  A measured platform none of
     whose comparisons was measured is left out.  `platforms` chooses what is drawn (:func:`select_platforms`;
@@ -435,11 +436,11 @@ def build_atlas(comps: pd.DataFrame, *, message_bytes: int, folder: Path | str |
     # this host first, its default build first, runs under its own identity before overrides, the newest first
     rows.sort(key=lambda r: r["platform"])
     rows.sort(key=lambda r: r["_latest"], reverse=True)
-    rows.sort(key=lambda r: (not r["this_host"], r["_variant"] != "default", not r["_own"]))
+    rows.sort(key=lambda r: (not r["this_host"], r["_options"] != "default", not r["_own"]))
     label = {r["_key"]: r["platform"] for r in rows}
     ratios = [{**f, "platform": label[f["platform"]]} for f in ratios]
     parts = {(label[k], c): v for (k, c), v in parts.items()}
-    table = pd.DataFrame(rows).drop(columns=["_key", "_variant", "_latest", "_own"], errors="ignore")
+    table = pd.DataFrame(rows).drop(columns=["_key", "_options", "_latest", "_own"], errors="ignore")
     if published:
         pub_platforms, pub_ratios = published_platforms(comps)
         table = pd.concat([table, pub_platforms], ignore_index=True) if len(table) else pub_platforms

@@ -457,7 +457,7 @@ def describe_build_here(runs, setup: pd.DataFrame) -> str:
         found = f"the CPU ({model}) {'reports' if cpu.get('flags_avx2') else 'does not report'} AVX2"
     else:
         found = (f"on this CPU ({model}) liboqs detects {', '.join(ext) or 'no extension it dispatches on'}")
-    text = (f"**Here:** liboqs {info.get('liboqs_version', 'of unknown version')}, {info.get('variant', 'unknown')} "
+    text = (f"**Here:** liboqs {info.get('liboqs_version', 'of unknown version')}, {info.get('options', 'unknown')} "
             f"build ({dispatch}); {found}.")
     specific = info.get("cpu_specific")
     if specific is None:

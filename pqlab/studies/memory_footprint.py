@@ -34,7 +34,7 @@ _MEMORY_COLUMNS = {  # memory_source -> {schema column: table column}
                     "peak_heap_native_bytes": "heap_native_bytes", "peak_heap_native_callers": "heap_native_callers",
                     "peak_heap_extra_bytes": "heap_extra_bytes", "peak_heap_raw_bytes": "heap_raw_bytes",
                     "peak_stack_raw_bytes": "stack_raw_bytes", "peak_heap_baseline_bytes": "heap_baseline_bytes",
-                    "peak_stack_baseline_bytes": "stack_baseline_bytes", "massif_variant": "massif_variant"},
+                    "peak_stack_baseline_bytes": "stack_baseline_bytes", "massif_build": "massif_build"},
     SOURCE_MASSIF_FIRST_CALL: {"peak_heap_bytes": "heap_first_call_bytes",
                                "peak_heap_native_bytes": "heap_first_call_native_bytes",
                                "peak_heap_native_callers": "heap_first_call_native_callers"},

@@ -95,11 +95,11 @@ def parameter_set(name: str) -> tuple[int, str] | None:
     return (int(m.group(1)) // 8, m.group(2)) if m else None
 
 
-def study_comparators(variants: Sequence[str] = ("f",)) -> dict[str, list[str]]:
+def study_comparators(tradeoffs: Sequence[str] = ("f",)) -> dict[str, list[str]]:
     """The study's column labels -> our algorithms ("NAME@backend"): for its SPHINCS (SPHINCS-256) every native
-    round-3 SPHINCS+ (simple) and FIPS 205 SLH-DSA set with the same hash length, in the given `variants`."""
+    round-3 SPHINCS+ (simple) and FIPS 205 SLH-DSA set with the same hash length, in the given `tradeoffs` ("f": fast signing, "s": small signatures)."""
     n = sphincs256()["hash_bytes"]
-    same = [f"{a}@{b}" for a in algorithms.names() if (p := parameter_set(a)) and p[0] == n and p[1] in variants
+    same = [f"{a}@{b}" for a in algorithms.names() if (p := parameter_set(a)) and p[0] == n and p[1] in tradeoffs
             and not a.endswith("-robust") for b in algorithms.backends_of(a) if b != PURE_BACKEND]
     return {"SPHINCS": same, **{k: list(v) for k, v in CLASSICAL_MAP.items()}}
 

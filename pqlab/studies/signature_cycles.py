@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import cycles, plotting
+from .. import builds, cycles, plotting
 from ..context import read_costs_text
 from ..cycles import per_call
 from ..fidelity import SLOW_ROUND
@@ -50,7 +50,7 @@ SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 FAMILY_ORDER = ("lattice", "hash-based", "multivariate", "code-based", "classical")
 #: Registry families shown together as "classical".
 CLASSICAL = ("RSA", "elliptic-curve")
-#: What each (backend, liboqs variant) is called in the tables.
+#: What each (backend, liboqs build options) is called in the tables.
 BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "liboqs portable",
           ("cryptography", ""): "OpenSSL", ("native", "default"): "native optimised",
           ("native", "generic"): "native portable"}
@@ -64,11 +64,10 @@ def table_family(family: str) -> str:
     return "classical" if family in CLASSICAL else family
 
 
-def build_label(backend, variant) -> str:
-    variant = "" if variant is None or (isinstance(variant, float) and np.isnan(variant)) else str(variant)
-    if backend != "liboqs" and backend != "native":
-        variant = ""
-    return BUILDS.get((backend, variant), f"{backend} {variant}".strip())
+def build_label(backend, build) -> str:
+    """What a row of `backend` and `build` (its id) is called in the tables (:data:`BUILDS`)."""
+    options = builds.options_of(build) if backend in ("liboqs", "native") else ""
+    return BUILDS.get((backend, options), f"{backend} {options}".strip())
 
 
 def liboqs_signatures() -> list[str]:
@@ -108,7 +107,7 @@ def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
 class SignatureStudy:
     """The runs behind notebook 04: one pqlab run per liboqs build, one native run, their timings."""
 
-    runs: dict  # variant -> pqlab.results.Run
+    runs: dict  # build (as asked: an id, default or generic) -> pqlab.results.Run
     native: object | None  # pqlab.results.Run of the C runner (backend "native")
     params: dict = field(default_factory=dict)
     durations_s: dict = field(default_factory=dict)
@@ -139,41 +138,42 @@ def study_counter(study: SignatureStudy) -> dict:
     return out
 
 
-def check_variant(run, expected: str) -> dict:
+def check_build(run, expected: str) -> dict:
     """Raise unless `run` loaded the `expected` liboqs build, by liboqs's own build record.
 
     The record is the ``oqsconfig.h`` installed with the library the worker had mapped:
     the default build is a distributable build (``OQS_DIST_BUILD``, CPU features chosen at
     run time), the generic one has ``OQS_OPT_TARGET=generic`` and no ``OQS_DIST_BUILD``.
-    Every liboqs row of the run must name the same variant.  Returns the run's liboqs metadata.
+    Every liboqs row of the run must name the same build.  `expected`: a build id, or ``default``/``generic``
+    (:func:`pqlab.builds.parse`).  Returns the run's liboqs metadata.
     """
     info = run.meta.get("liboqs") or {}
     config = info.get("build_config") or {}
-    got = info.get("variant")
-    if expected == "default":
-        ok = got == "default" and config.get("OQS_DIST_BUILD") == "1"
-    elif expected == "generic":
-        ok = got == "generic" and config.get("OQS_OPT_TARGET") == "generic" and "OQS_DIST_BUILD" not in config
-    else:
-        ok = got == expected
+    want = builds.parse(expected)
+    got = info.get("build")
+    ok = got == want.id
+    if want.options == "default":
+        ok = ok and config.get("OQS_DIST_BUILD") == "1"
+    elif want.options == "generic":
+        ok = ok and config.get("OQS_OPT_TARGET") == "generic" and "OQS_DIST_BUILD" not in config
     rows = run.measurements[run.measurements["backend"] == "liboqs"]
-    row_variants = set(rows["variant"].dropna().astype(str))
-    if not ok or (row_variants and row_variants != {expected}):
+    row_builds = set(rows["build"].dropna().astype(str))
+    if not ok or (row_builds and row_builds != {want.id}):
         raise RuntimeError(f"run {run.run_id} was to use the {expected} liboqs build but reports "
                            f"{got!r} ({info.get('liboqs_path', '?')}, build config {config}); "
-                           f"its rows name {sorted(row_variants)}")
+                           f"its rows name {sorted(row_builds)}")
     return info
 
 
 def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: Sequence[str] = (), *,
-                       variants: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
+                       liboqs_builds: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
                        budget_s: float = 0.5, min_samples: int = 3, native_algorithms=None,
                        native_budget_s: float | None = None, target_rel_ci: float | None = 0.01,
                        rounds: int = ROUNDS, max_rounds: int | None = None, study: str = STUDY, folder=None,
                        timeout_s: float | None = None) -> SignatureStudy:
     """Measure keygen, sign and verify of every signature in each liboqs build, and natively.
 
-    `algorithms`: liboqs names (or "all"); they run once per build in `variants`, each in its own
+    `algorithms`: liboqs names (or "all"); they run once per build in `liboqs_builds` (ids, or ``default``/``generic``), each in its own
     worker process.  `classical` and `second` (e.g. "ML-DSA-44@cryptography") do not use liboqs
     and run in the default worker only.  `native_algorithms` (default: `algorithms`; empty: none)
     are measured by the C runner on the default build with a fresh random message for every
@@ -191,23 +191,23 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     native_names = names if native_algorithms is None else resolve_signatures(native_algorithms)
     native_budget_s = budget_s if native_budget_s is None else native_budget_s
     params = {"algorithms": names, "classical": list(classical), "second": list(second),
-              "variants": list(variants), "message_bytes": message_bytes, "budget_s": budget_s,
+              "builds": list(liboqs_builds), "message_bytes": message_bytes, "budget_s": budget_s,
               "min_samples": min_samples, "target_rel_ci": target_rel_ci, "native_algorithms": native_names,
               "native_budget_s": native_budget_s, "rounds": rounds, "max_rounds": max_rounds}
     runs, durations = {}, {}
-    for variant in variants:
-        todo = names + (list(classical) + list(second) if variant == "default" else [])
+    for build in liboqs_builds:
+        todo = names + (list(classical) + list(second) if build == "default" else [])
         t0 = time.perf_counter()
-        run = bench_in_worker(todo, build=variant, message_bytes=message_bytes, budget_s=budget_s,
+        run = bench_in_worker(todo, build=build, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
                               timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds)
-        durations[variant] = time.perf_counter() - t0
-        check_variant(run, variant)
-        runs[variant] = run
+        durations[build] = time.perf_counter() - t0
+        check_build(run, build)
+        runs[build] = run
     native_run = None
     if native_names:
         t0 = time.perf_counter()
-        native_run = run_native_study(native_names, message_bytes, native_budget_s, variant="default", study=study,
+        native_run = run_native_study(native_names, message_bytes, native_budget_s, build="default", study=study,
                                       folder=folder, min_samples=min_samples, params=params, fixed_message=False,
                                       rounds=rounds, pool=1)  # one signature, as pqlab's verify
         durations["native"] = time.perf_counter() - t0
@@ -219,12 +219,12 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
 
 def _key(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
-    df["variant"] = df["variant"].fillna("").astype(str)
+    df["build"] = df["build"].fillna("").astype(str)
     return df
 
 
 def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm, backend, variant and operation, from the raw samples: the median of the
+    """Per algorithm, backend, build and operation, from the raw samples: the median of the
     per-sample clocks (`sample_ghz`, cycles / time) and the mean cycles and time per call.
 
     A pqlab sample is the mean of `loops` back-to-back calls (loops calibrated per operation) and
@@ -233,7 +233,7 @@ def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
     per call is the same statistic whatever the loop count, so ratios between builds or harnesses
     use it.
     """
-    keys = ["algorithm", "backend", "variant", "operation"]
+    keys = ["algorithm", "backend", "build", "operation"]
     if samples is None or samples.empty:
         return pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
                              **{c: pd.Series(dtype=float) for c in ("sample_ghz", "cycles_mean", "time_ns_mean")}})
@@ -248,7 +248,7 @@ def sample_stats(samples: pd.DataFrame) -> pd.DataFrame:
 def _with_sample_stats(run) -> pd.DataFrame:
     """A run's measurements with the per-sample clock, and means from the samples where the row has none
     (runs of schema 1 stored no means)."""
-    m = _key(run.measurements).merge(sample_stats(run.samples), on=["algorithm", "backend", "variant", "operation"],
+    m = _key(run.measurements).merge(sample_stats(run.samples), on=["algorithm", "backend", "build", "operation"],
                                      how="left", suffixes=("", "_from_samples"))
     for col in ("cycles_mean", "time_ns_mean"):
         m[col] = m[col].fillna(m.pop(f"{col}_from_samples"))
@@ -298,7 +298,8 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         missing = rows["family"].isna()
         rows.loc[missing, "family"] = rows.loc[missing, "algorithm"].map(family_of)
     rows["table_family"] = rows["family"].map(table_family)
-    rows["build"] = [build_label(b, v) for b, v in zip(rows["backend"], rows["variant"], strict=True)]
+    rows["build_id"] = rows["build"]
+    rows["build"] = [build_label(b, v) for b, v in zip(rows["backend"], rows["build_id"], strict=True)]
     rows["implied_ghz"] = rows["cycles_median"].astype(float) / rows["time_ns_median"].astype(float)
     for col in ("sample_ghz", "cycles_mean", "time_ns_mean"):
         if col not in rows:
@@ -313,7 +314,7 @@ def failed_rows(study: SignatureStudy) -> pd.DataFrame:
         frames.append(study.native.measurements)
     m = pd.concat(frames, ignore_index=True)
     bad = m[(m["operation"] != "noop") & ~m["verified"].fillna(False).astype(bool)]
-    return bad[["algorithm", "backend", "variant", "operation", "flags"]].reset_index(drop=True)
+    return bad[["algorithm", "backend", "build", "operation", "flags"]].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- cycles and time
@@ -479,11 +480,11 @@ def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL", base: st
 def build_samples(study: SignatureStudy, build: str, algorithm: str, operation: str,
                   column: str = "cycles") -> np.ndarray:
     """The raw per-call values (`column`) of one build's operation in `study` (empty when not measured)."""
-    backend, variant = next(k for k, v in BUILDS.items() if v == build)
-    run = study.native if backend == "native" else study.runs.get(variant or "default")
+    backend, options = next(k for k, v in BUILDS.items() if v == build)
+    run = study.native if backend == "native" else study.runs.get(options or "default")
     if run is None:
         return np.array([])
-    return run.sample_values(algorithm, operation, backend=backend, variant=variant or None, column=column)
+    return run.sample_values(algorithm, operation, backend=backend, build=options or None, column=column)
 
 
 def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,

@@ -23,7 +23,7 @@ import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusSigner;
 
 /**
  * The hash-based signatures of today's Bouncy Castle API: round-3 SPHINCS+ under org.bouncycastle.pqc.legacy.sphincsplus
- * (where SPHINCSPlusParameters.shake_128f is the simple variant) and FIPS 205 SLH-DSA through the JCA.
+ * (where SPHINCSPlusParameters.shake_128f is the simple construction) and FIPS 205 SLH-DSA through the JCA.
  * Compiled for the pom's default Bouncy Castle; HashSigsPqcCrypto.java replaces it for older releases.
  */
 final class HashSigs {

@@ -16,7 +16,7 @@ import org.bouncycastle.pqc.crypto.util.SubjectPublicKeyInfoFactory;
 
 /**
  * The hash-based signatures of Bouncy Castle releases that kept round-3 SPHINCS+ in org.bouncycastle.pqc.crypto.sphincsplus
- * (1.72, the first study's release): there SPHINCSPlusParameters.shake_128f is the ROBUST variant and shake_128f_simple
+ * (1.72, the first study's release): there SPHINCSPlusParameters.shake_128f is the ROBUST construction and shake_128f_simple
  * the simple one; there is no SLH-DSA. Same class name as HashSigs.java: pom.xml compiles one of the two (bc.exclude).
  */
 final class HashSigs {
