@@ -31,6 +31,7 @@ from typing import Any
 
 from .errors import LiboqsNotFound, UnknownName, shell_command, warn
 from .schema import KIND_OPERATIONS
+from .vocabulary import BACKENDS, LIBRARY_BACKENDS
 
 
 class UnknownAlgorithm(UnknownName):
@@ -47,11 +48,18 @@ class Trial:
 
     Without `fresh`: ``run()`` and ``check(output)``.  With `fresh` (operations that take a message),
     every call gets a new input made before the clock starts: ``run(x)`` and ``check(output, x)`` for
-    each ``x`` of ``fresh(n)`` (:func:`pqlab.timing.measure` feeds them)."""
+    each ``x`` of ``fresh(n)`` (:func:`pqlab.timing.measure` feeds them).
+
+    A backend whose calls can run in a loop of their own language also sets `repeat` and `output`:
+    ``repeat(n)`` (or ``repeat(batch)``, a batch of ``fresh``) makes a sample's calls there, with one call from
+    Python, and ``output(what repeat returned)`` is the last call's output, read after the clock stops, where a
+    failed call raises :class:`VerificationError` (pqlab's liboqs backend: a C loop, :mod:`pqlab.backends.liboqs`)."""
 
     run: Callable[..., Any]
     check: Callable[..., None]
     fresh: Callable[[int], list] | None = None
+    repeat: Callable[[Any], Any] | None = None
+    output: Callable[[Any], Any] | None = None
 
     def bound(self) -> Trial:
         """This trial on one input, for callers that repeat one call: ``run()`` and ``check(output)``."""
@@ -345,7 +353,7 @@ def _noop(message: bytes) -> None:
 _REGISTRY: dict[tuple[str, str], Callable[[], Algorithm]] = {}
 _LOADED = False
 #: Default backend when a name has several: liboqs for post-quantum, OpenSSL for the rest.
-BACKEND_PREFERENCE = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure-python", "ascon")
+BACKEND_PREFERENCE = LIBRARY_BACKENDS
 
 
 def register(name: str, backend: str, factory: Callable[[], Algorithm]) -> None:
@@ -417,9 +425,15 @@ def _backends_of(name: str) -> list[str]:
 
 
 def backends_of(name: str) -> list[str]:
-    """Every backend that implements `name`, preferred first."""
+    """Every backend that implements `name`, preferred first: one per implementation, so not a backend that measures
+    another of them through another path (``liboqs-python``, liboqs through its binding: name it to get it)."""
     _load_backends()
-    return _backends_of(name)
+    return _distinct(_backends_of(name))
+
+
+def _distinct(found: list[str]) -> list[str]:
+    through = {b.name: b.through for b in BACKENDS if b.through}
+    return [b for b in found if through.get(b) not in found]
 
 
 @functools.cache
@@ -470,9 +484,9 @@ def _loaded_release() -> str:
 
 def _post_quantum(name: str) -> bool:
     """Whether `name` belongs to a post-quantum family liboqs implements (by its prefix)."""
-    from .schema import family_of
+    from .vocabulary import POST_QUANTUM, family_of
 
-    return family_of(name) != "other"
+    return family_of(name) in POST_QUANTUM
 
 
 #: names whose default backend :func:`announce_defaults` has announced in this process (once each)
@@ -513,9 +527,9 @@ def resolve(items: Iterable) -> list[Algorithm]:
 
 
 def implementations(names: Iterable[str], backends: Iterable[str] | None = None) -> list[str]:
-    """"NAME@backend" for every backend of `backends` that implements each name (all backends when
-    None); a name none of them implements gets its preferred backend.  An unknown backend is refused with close
-    matches (:func:`known_backends`)."""
+    """"NAME@backend" for every backend of `backends` that implements each name (every implementation when None:
+    :func:`backends_of`); a name none of them implements gets its preferred backend.  An unknown backend is refused
+    with close matches (:func:`known_backends`)."""
     from .errors import choice
 
     _load_backends()
@@ -526,7 +540,7 @@ def implementations(names: Iterable[str], backends: Iterable[str] | None = None)
     for name in names:
         get(name)  # an unknown name raises here, with close matches
         found = _backends_of(name)
-        chosen = [b for b in found if wanted is None or b in wanted] or found[:1]
+        chosen = (_distinct(found) if wanted is None else [b for b in found if b in wanted]) or found[:1]
         out += [f"{name}@{b}" for b in chosen]
     return out
 

@@ -41,6 +41,7 @@ from .rounds import (
     MAX_ROUNDS_FACTOR,
     NOOP,
     NOOP_FED,
+    NOOP_LEAN,
     ROUNDS,
     Item,
     later_warmup,
@@ -58,6 +59,7 @@ from .stats import (
     summarize,
 )
 from .timing import TARGET_REL_CI
+from .vocabulary import c_loop
 
 #: _rounds_needed's answer where the machine's drift alone exceeds the precision target.
 DRIFT_BOUND = -1
@@ -78,6 +80,9 @@ def describe_harness(run: Run) -> str:
         feed = run.meta["harness_feed_ns"]
         text += (f"; fed a fresh message every call, as sign and encrypt are so that a cached result cannot pass: "
                  f"{fmt_time_ns(run.meta['harness_fed_ns'])} ({fmt_time_ns(abs(feed))} {'more' if feed >= 0 else 'less'})")
+    if "harness_lean_ns" in run.meta:
+        text += (f"; liboqs rows run a sample's calls in pqlab's C loop, which costs "
+                 f"{fmt_time_ns(run.meta['harness_lean_ns'])} per call")
     return text + "."
 
 
@@ -215,6 +220,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     items = [Item(-1, NOOP, None)]
     if any(op in FED_OPERATIONS for _, op, _ in plan):
         items.append(Item(-1, NOOP_FED, None))
+    if any(c_loop(a.backend) for a, _, _ in plan):
+        items.append(Item(-1, NOOP_LEAN, None))
     items += [Item(index[id(a)], op, size) for a, op, size in plan]
     job = {"seed": seed, "round_budget_s": budget_s / max_rounds, "min_samples": math.ceil(min_samples / rounds),
            "max_samples": max_samples, "loops": {}, "warmups": {}}
@@ -287,7 +294,7 @@ def _one_round(rec: RunRecorder, algos, items, active, r, job, results, in_proce
             seen.add(i)
             it = items[i]
             algo = algos[it.algo] if it.algo >= 0 else Noop()
-            if not x.get("error") and it.operation != NOOP_FED:
+            if not x.get("error") and it.operation not in (NOOP_FED, NOOP_LEAN):
                 counts = x["cycles"] or [None] * len(x["time_ns"])
                 rows.extend({"run_id": rec.run_id, "backend": algo.backend, "build": algo.extra.get("build", ""),
                              "algorithm": algo.name, "operation": it.operation if it.algo >= 0 else "noop",
@@ -387,14 +394,18 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
     def estimate(i):
         return _over_rounds(rec, results[i])[0] if results[i] else math.nan
 
+    noops = {it.operation: i for i, it in enumerate(items) if it.algo < 0}
     overhead_ns = estimate(0)
-    fed_ns = estimate(1) if len(items) > 1 and items[1].operation == NOOP_FED else overhead_ns
+    fed_ns = estimate(noops[NOOP_FED]) if NOOP_FED in noops else overhead_ns
+    lean_ns = estimate(noops[NOOP_LEAN]) if NOOP_LEAN in noops else math.nan
     rec.meta["harness_overhead_ns"] = overhead_ns
     if fed_ns is not overhead_ns:
         rec.meta.update(harness_fed_ns=fed_ns, harness_feed_ns=fed_ns - overhead_ns)
+    if NOOP_LEAN in noops:
+        rec.meta["harness_lean_ns"] = lean_ns
     rows = []
     for i, it in enumerate(items):
-        if it.operation == NOOP_FED or not results[i]:
+        if it.operation in (NOOP_FED, NOOP_LEAN) or not results[i]:
             continue
         algo = algos[it.algo] if it.algo >= 0 else Noop()
         op = it.operation if it.algo >= 0 else "noop"
@@ -416,8 +427,8 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
         moved = [f"round {r} {shifts[r]}" for r in mine if r in shifts]
         if moved:
             extra.append(flags.make("reference-shift", ", ".join(moved)))
-        rows.append(rounds_row(rec, algo, op, it.size, results[i],
-                               fed_ns if it.operation in FED_OPERATIONS else overhead_ns, target_rel_ci, extra))
+        cost = lean_ns if c_loop(algo.backend) else fed_ns if it.operation in FED_OPERATIONS else overhead_ns
+        rows.append(rounds_row(rec, algo, op, it.size, results[i], cost, target_rel_ci, extra))
     rec.set_measurements(rows)
 
 

@@ -132,7 +132,7 @@ def split(name: str) -> tuple[str, str]:
     """``NAME@liboqs-0.12.0`` -> (``NAME@liboqs``, ``liboqs-0.12.0``): the name as the registry knows it, and the
     build it asks for (:func:`parse` checks it); a name that names no build -> (name, "")."""
     head, at, tail = name.rpartition("@")
-    if at and tail.strip().startswith(f"{LIBRARY}-"):
+    if at and re.match(rf"{LIBRARY}-\d", tail.strip()):  # a release, not the backend liboqs-python
         return f"{head}@{LIBRARY}", tail.strip()
     return name, ""
 

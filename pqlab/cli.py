@@ -350,7 +350,8 @@ def parser() -> argparse.ArgumentParser:
                    help="runs of two liboqs releases: compare names that mean different algorithms in them too "
                         "(a name liboqs re-used for another algorithm; each such row says so)")
     c.set_defaults(func=_cmd_compare)
-    f = sub.add_parser("fidelity", help="pqlab's medians against a bare liboqs-python loop (harness check)")
+    f = sub.add_parser("fidelity", help="pqlab's liboqs path, liboqs-python and a bare loop against liboqs timed from C "
+                                        "(harness check, one run)")
     f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,
                    help="seconds of sampling per operation and arm (default %(default)g)")
     f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,

@@ -284,8 +284,15 @@ def _tokens(name) -> list[str]:
 
 
 def kind_from_name(name) -> tuple[str, float]:
-    """(kind, the stored values' unit in the kind's base unit) as a column name says, ("", 1.0) when it
-    says nothing: "time_ns_median" -> ("time", 1), "median_ms" -> ("time", 1e6), "speedup" -> ("ratio", 1)."""
+    """(kind, the stored values' unit in the kind's base unit) of a column: the unit the schema declares for one of
+    its columns (:func:`pqlab.schema.unit_of`: ``cycles_source`` is a label, not cycles), else what a derived
+    column's name says, ("", 1.0) when it says nothing: "time_ns_median" -> ("time", 1), "median_ms" ->
+    ("time", 1e6), "speedup" -> ("ratio", 1)."""
+    from .schema import unit_of
+
+    declared = unit_of(str(name))
+    if declared is not None:
+        return ("percent", 1.0) if declared == "fraction" else _SOURCE_UNITS.get(declared.lower(), ("", 1.0))
     tokens = _tokens(name)
     if {"cv", "rel", "fraction"} & set(tokens):  # a coefficient of variation, a relative interval: fractions
         return "percent", 1.0

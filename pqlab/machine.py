@@ -14,12 +14,12 @@ from pathlib import Path
 
 from .errors import BadInput
 from .paths import ROOT
+from .vocabulary import BACKENDS
 
 #: CPU flags that say whether the x86 TSC ticks at one fixed rate (constant_tsc), also in deep
 #: idle states (nonstop_tsc), at a rate the kernel knows without calibrating (tsc_known_freq).
 TSC_FLAGS = ("constant_tsc", "nonstop_tsc", "tsc_known_freq")
-PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "dilithium-py", "slh-dsa", "ascon",
-            "numpy", "pandas", "matplotlib")
+PACKAGES = tuple(p for b in BACKENDS for p in b.packages) + ("numpy", "pandas", "matplotlib")
 
 
 def _read(path: str) -> str:

@@ -22,6 +22,7 @@ import yaml
 
 from .builds import matches
 from .errors import UnknownName
+from .vocabulary import BACKENDS
 from .paths import REFERENCE
 
 SOURCES_FILE = REFERENCE / "sources.yaml"
@@ -70,7 +71,6 @@ AGREES, EXPLAINED, UNEXPLAINED, NO_INTERVAL = "agrees", "differs: explained", "d
 #: labels of the explanations computed from the runs (the others are ids of known_differences.yaml)
 CALLER, CODE_PATH, LENGTH = "the call from Python", "another code path", "another message length"
 #: the language each backend is called from (every other backend: Python)
-CALLERS = {"native": "C", "bouncycastle": "Java"}
 
 
 @cache
@@ -212,10 +212,11 @@ def _our_side(runs, algorithm: str, backend: str, operations, build: str) -> dic
     rec = _liboqs_record(runs, build or ("default" if backend == "native" else ""))
     config = rec.get("build_config") or {}
     versions = values("library_version") or ([str(rec["liboqs_version"])] if rec.get("liboqs_version") else [])
-    library = "liboqs" if backend in ("liboqs", "native") else backend
-    caller = CALLERS.get(backend, "Python")
-    binding = f"liboqs-python {rec['liboqs_python_version']}" if backend == "liboqs" and rec.get(
-        "liboqs_python_version") else ""
+    record = next((b for b in BACKENDS if b.name == backend), None)
+    library = "liboqs" if backend == "native" or (record and "liboqs" in (record.name, record.through)) else backend
+    caller = record.caller if record else "Python"  # the language of the timed loop
+    binding = f"liboqs-python {rec['liboqs_python_version']}" if record and record.binding == "liboqs-python" and \
+        rec.get("liboqs_python_version") else ""
     cpu = next((m["cpu"].get("model") if isinstance(m.get("cpu"), dict) else m.get("cpu")
                 for m in _metas(runs) if m.get("cpu")), None)
     return {"library": library, "version": ", ".join(versions) or None,

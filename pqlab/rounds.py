@@ -62,8 +62,9 @@ MAX_ROUNDS = ROUNDS * MAX_ROUNDS_FACTOR
 #: Warm-up of later rounds (the first round's calibrated the loops), and the calls that skip it: at least
 #: COLD_CALL_S long, with a first-round cold call at most COLD_TOLERANCE slower than the sample.
 LATER_WARMUP_S, COLD_CALL_S, COLD_TOLERANCE = 0.01, 0.1, 0.01
-#: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are).
-NOOP, NOOP_FED = "noop", "noop-fed"
+#: The harness's no-op items (the second fed a fresh message every call, as sign and encrypt are; the third in
+#: the lean liboqs path's C loop, pqlab.backends.liboqs).
+NOOP, NOOP_FED, NOOP_LEAN = "noop", "noop-fed", "noop-lean"
 
 
 @dataclass
@@ -157,6 +158,10 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
                 trial = noop.trial()
             elif it.operation == NOOP_FED:
                 trial = noop.trial("noop", random_message(100, message_seed), fed=True)
+            elif it.operation == NOOP_LEAN:
+                from .backends.liboqs import lean_noop_trial
+
+                trial = lean_noop_trial()
             else:
                 algo = algos[it.algo]
                 if it.algo not in keys:
@@ -168,7 +173,7 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
             warm = (warmups or {}).get(i, warmup_s)
             s = measure(trial.run, trial.check, budget_s=round_budget_s, min_samples=min_samples,
                         max_samples=max_samples, warmup_s=warm, warm_up=warm > 0, loops=loops.get(i),
-                        fresh=trial.fresh,
+                        fresh=trial.fresh, repeat=trial.repeat, output=trial.output,
                         target_rel_ci=None)
             result.spent_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failing item is a row with its error, the round goes on

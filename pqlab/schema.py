@@ -24,133 +24,152 @@ Version history (results of an older version are converted on load by :func:`con
   (``liboqs-0.13.0``, ``liboqs-0.13.0+generic``, ``liboqs-0.16.0+given``); it replaces the old default/generic
   word, which did not say which release.  Older rows convert from the release they recorded (their
   ``library_version``, else the run's liboqs record), and the run's liboqs record gains ``options`` and ``build``.
+  Backend ``liboqs`` is pqlab's lean path into liboqs's C API (pqlab.backends.liboqs); older ``liboqs`` rows were
+  measured through liboqs-python and convert to backend ``liboqs-python``.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
+
+from .vocabulary import BACKENDS, FAMILIES
 
 SCHEMA_VERSION = 5
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
+#: The units a column's values can be in (pqlab.formatting shows each in a suitable display unit); "" for a count,
+#: a label or a flag.
+UNITS = ("ns", "cycles", "bytes", "µJ", "W", "fraction")
 
-#: measurements: column -> (dtype, meaning)
-MEASUREMENTS: dict[str, tuple[str, str]] = {
-    "schema_version": (INT, "schema version the row was written with"),
-    "run_id": (STR, "the run (one set of files in data/results)"),
-    "started_at": (STR, "when the run started, ISO 8601 UTC"),
-    "machine_id": (STR, "a stable id of the machine (pqlab.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
-    "study": (STR, "the notebook or label the run belongs to"),
-    "backend": (STR, "liboqs | cryptography | pycryptodome | pqcrypto | pure-python | ascon | bouncycastle | native | ..."),
-    "implementation": (STR, 'what ran, e.g. "liboqs <version> (default build)"'),
-    "library_version": (STR, "version of the library that ran"),
-    "build": (STR, "the liboqs build that ran (pqlab.builds id: liboqs-0.13.0, liboqs-0.13.0+generic, "
+
+class Col(NamedTuple):
+    """One column, pyperf-style: its type, its meaning and the unit its values are in.  A reader takes the unit
+    from here (:func:`unit_of`), never from the column's name."""
+
+    dtype: str
+    meaning: str
+    unit: str = ""
+
+
+#: measurements: column -> Col(dtype, meaning, unit)
+MEASUREMENTS: dict[str, Col] = {
+    "schema_version": Col(INT, "schema version the row was written with"),
+    "run_id": Col(STR, "the run (one set of files in data/results)"),
+    "started_at": Col(STR, "when the run started, ISO 8601 UTC"),
+    "machine_id": Col(STR, "a stable id of the machine (pqlab.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
+    "study": Col(STR, "the notebook or label the run belongs to"),
+    "backend": Col(STR, " | ".join(b.name for b in BACKENDS) + " (pqlab.vocabulary)"),
+    "implementation": Col(STR, 'what ran, e.g. "liboqs <version> (default build)"'),
+    "library_version": Col(STR, "version of the library that ran"),
+    "build": Col(STR, "the liboqs build that ran (pqlab.builds id: liboqs-0.13.0, liboqs-0.13.0+generic, "
                    "liboqs-0.16.0+given), empty for a library pqlab does not build"),
-    "algorithm": (STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
-    "kind": (STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
-    "family": (STR, "lattice | hash-based | multivariate | code-based | RSA | elliptic-curve | symmetric | other"),
-    "nist_level": (INT, "1..5 where defined"),
-    "operation": (STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),
-    "message_bytes": (INT, "message length for sign/verify/encrypt/decrypt, empty otherwise"),
-    "samples": (INT, "number of samples (each the mean of `loops` back-to-back calls)"),
-    "loops": (INT, "calls per sample"),
-    "rounds": (INT, "rounds the row's samples come from (pqlab.rounds: each a fresh worker process); 1: one process, "
+    "algorithm": Col(STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
+    "kind": Col(STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
+    "family": Col(STR, " | ".join(FAMILIES) + " (pqlab.vocabulary.family_of)"),
+    "nist_level": Col(INT, "1..5 where defined"),
+    "operation": Col(STR, "keygen | sign | verify | encaps | decaps | encrypt | decrypt | noop"),
+    "message_bytes": Col(INT, "message length for sign/verify/encrypt/decrypt, empty otherwise", "bytes"),
+    "samples": Col(INT, "number of samples (each the mean of `loops` back-to-back calls)"),
+    "loops": Col(INT, "calls per sample"),
+    "rounds": Col(INT, "rounds the row's samples come from (pqlab.rounds: each a fresh worker process); 1: one process, "
                     "no interval"),
-    "time_ns_median": (FLOAT, "time per call, ns: the median of the rounds' medians (the median of the "
-                              "samples where there is one round)"),
-    "time_ns_q1": (FLOAT, "first quartile, ns"),
-    "time_ns_q3": (FLOAT, "third quartile, ns"),
-    "time_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of time_ns_median, low end, ns: a "
+    "time_ns_median": Col(FLOAT, "time per call, ns: the median of the rounds' medians (the median of the "
+                              "samples where there is one round)", "ns"),
+    "time_ns_q1": Col(FLOAT, "first quartile, ns", "ns"),
+    "time_ns_q3": Col(FLOAT, "third quartile, ns", "ns"),
+    "time_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of time_ns_median, low end, ns: a "
                               "t-interval over the rounds' log medians (pqlab.stats.round_interval), empty below "
-                              "pqlab.stats.MIN_ROUNDS rounds"),
-    "time_ns_ci_high": (FLOAT, "high end, ns"),
-    "time_ns_rel_ci": (FLOAT, "precision reached: (ci_high - ci_low) / 2 / median"),
-    "target_rel_ci": (FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
-                             "budget was used; missed: flag precision-not-reached"),
-    "time_ns_min": (FLOAT, "fastest sample, ns"),
-    "time_ns_mean": (FLOAT, "mean of the samples, ns"),
-    "time_ns_cv": (FLOAT, "coefficient of variation of the samples"),
-    "cycles_median": (FLOAT, "median cycles per call, of the counter in cycles_source"),
-    "cycles_q1": (FLOAT, "first quartile of cycles"),
-    "cycles_q3": (FLOAT, "third quartile of cycles"),
-    "cycles_mean": (FLOAT, "mean cycles per call"),
-    "cycles_source": (STR, "the counter: core-cycles | tsc | none (pqlab.cycles); the TSC's rate is in the run's "
+                              "pqlab.stats.MIN_ROUNDS rounds", "ns"),
+    "time_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
+    "time_ns_rel_ci": Col(FLOAT, "precision reached: (ci_high - ci_low) / 2 / median", "fraction"),
+    "target_rel_ci": Col(FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
+                             "budget was used; missed: flag precision-not-reached", "fraction"),
+    "time_ns_min": Col(FLOAT, "fastest sample, ns", "ns"),
+    "time_ns_mean": Col(FLOAT, "mean of the samples, ns", "ns"),
+    "time_ns_cv": Col(FLOAT, "coefficient of variation of the samples", "fraction"),
+    "cycles_median": Col(FLOAT, "median cycles per call, of the counter in cycles_source", "cycles"),
+    "cycles_q1": Col(FLOAT, "first quartile of cycles", "cycles"),
+    "cycles_q3": Col(FLOAT, "third quartile of cycles", "cycles"),
+    "cycles_mean": Col(FLOAT, "mean cycles per call", "cycles"),
+    "cycles_source": Col(STR, "the counter: core-cycles | tsc | none (pqlab.cycles); the TSC's rate is in the run's "
                            "meta (counter.hz)"),
-    "overhead_ns": (FLOAT, "cost of a do-nothing call through the same harness path, ns"),
-    "peak_heap_bytes": (INT, "heap the operation adds, bytes (memory_source says how measured)"),
-    "peak_stack_bytes": (INT, "stack the operation adds, bytes"),
-    "memory_source": (STR, "valgrind-massif:stacks | valgrind-massif:first-call | tracemalloc | maxrss"),
-    "energy_uj": (FLOAT, "energy per operation, µJ"),
-    "power_w": (FLOAT, "mean power during the operation, W"),
-    "energy_source": (STR, "ina219 | rapl | replay:<file> | modelled:<W> | reference, empty with a flag"),
-    "verified": (BOOL, "every checked output was right"),
-    "flags": (STR, "';'-separated flags of pqlab.flags"),
+    "overhead_ns": Col(FLOAT, "cost of a do-nothing call through the same harness path, ns", "ns"),
+    "peak_heap_bytes": Col(INT, "heap the operation adds, bytes (memory_source says how measured)", "bytes"),
+    "peak_stack_bytes": Col(INT, "stack the operation adds, bytes", "bytes"),
+    "memory_source": Col(STR, "valgrind-massif:stacks | valgrind-massif:first-call | tracemalloc | maxrss"),
+    "energy_uj": Col(FLOAT, "energy per operation, µJ", "µJ"),
+    "power_w": Col(FLOAT, "mean power during the operation, W", "W"),
+    "energy_source": Col(STR, "ina219 | rapl | replay:<file> | modelled:<W> | reference, empty with a flag"),
+    "verified": Col(BOOL, "every checked output was right"),
+    "flags": Col(STR, "';'-separated flags of pqlab.flags"),
 }
 
-SIZES: dict[str, tuple[str, str]] = {
-    "schema_version": (INT, "schema version"),
-    "run_id": (STR, "the run"),
-    "algorithm": (STR, "canonical name"),
-    "backend": (STR, "backend"),
-    "family": (STR, "family"),
-    "nist_level": (INT, "NIST level"),
-    "public_key_bytes": (INT, "public key, bytes (raw unless key_encoding says otherwise)"),
-    "secret_key_bytes": (INT, "secret key, bytes"),
-    "signature_bytes": (INT, "observed length of a signature of the run's message"),
-    "signature_max_bytes": (INT, "declared maximum (liboqs length_signature); equals observed for fixed sizes"),
-    "ciphertext_bytes": (INT, "ciphertext, bytes"),
-    "shared_secret_bytes": (INT, "shared secret, bytes"),
-    "symmetric_key_bytes": (INT, "symmetric key, bytes"),
-    "key_encoding": (STR, "raw | DER (SubjectPublicKeyInfo / PKCS#8) ..."),
+SIZES: dict[str, Col] = {
+    "schema_version": Col(INT, "schema version"),
+    "run_id": Col(STR, "the run"),
+    "algorithm": Col(STR, "canonical name"),
+    "backend": Col(STR, "backend"),
+    "family": Col(STR, "family"),
+    "nist_level": Col(INT, "NIST level"),
+    "public_key_bytes": Col(INT, "public key, bytes (raw unless key_encoding says otherwise)", "bytes"),
+    "secret_key_bytes": Col(INT, "secret key, bytes", "bytes"),
+    "signature_bytes": Col(INT, "observed length of a signature of the run's message", "bytes"),
+    "signature_max_bytes": Col(INT, "declared maximum (liboqs length_signature); equals observed for fixed sizes", "bytes"),
+    "ciphertext_bytes": Col(INT, "ciphertext, bytes", "bytes"),
+    "shared_secret_bytes": Col(INT, "shared secret, bytes", "bytes"),
+    "symmetric_key_bytes": Col(INT, "symmetric key, bytes", "bytes"),
+    "key_encoding": Col(STR, "raw | DER (SubjectPublicKeyInfo / PKCS#8) ..."),
 }
 
-SAMPLES: dict[str, tuple[str, str]] = {
-    "run_id": (STR, "the run"),
-    "backend": (STR, "backend"),
-    "build": (STR, "the liboqs build that ran, as in the measurements"),
-    "algorithm": (STR, "canonical name"),
-    "operation": (STR, "operation"),
-    "message_bytes": (INT, "message length"),
-    "round": (INT, "the round (a fresh worker process) the sample was taken in; empty: a runner without rounds"),
-    "sample": (INT, "index of the sample"),
-    "loops": (INT, "calls in the sample"),
-    "time_ns": (FLOAT, "time per call, ns"),
-    "cycles": (FLOAT, "cycles per call"),
+SAMPLES: dict[str, Col] = {
+    "run_id": Col(STR, "the run"),
+    "backend": Col(STR, "backend"),
+    "build": Col(STR, "the liboqs build that ran, as in the measurements"),
+    "algorithm": Col(STR, "canonical name"),
+    "operation": Col(STR, "operation"),
+    "message_bytes": Col(INT, "message length", "bytes"),
+    "round": Col(INT, "the round (a fresh worker process) the sample was taken in; empty: a runner without rounds"),
+    "sample": Col(INT, "index of the sample"),
+    "loops": Col(INT, "calls in the sample"),
+    "time_ns": Col(FLOAT, "time per call, ns", "ns"),
+    "cycles": Col(FLOAT, "cycles per call", "cycles"),
 }
 
 # ----- TLS handshakes (notebook 06, pqlab.runners.tls) ------------------------------------------------
 # A handshake run stores one measurement row per configuration (backend "openssl-tls", algorithm
 # "<group> + <signature>", operation "handshake:<server-auth|mutual|resumed>", the time_ns_* columns =
 # wall time of the client's SSL_connect) with these columns after the schema's:
-TLS_MEASUREMENTS: dict[str, tuple[str, str]] = {
-    "tls_group": (STR, "OpenSSL's group name (x25519, MLKEM768, X25519MLKEM768 ...)"),
-    "tls_signature": (STR, "the chain's algorithm (ECDSA-P256, ML-DSA-44 ...)"),
-    "chain_depth": (INT, "certificates the server sends: 1 (leaf) or 2 (leaf + intermediate)"),
-    "mutual": (BOOL, "the client authenticates too"),
-    "resumed": (BOOL, "PSK resumption (psk_dhe_ke) from a ticket of the previous connection"),
-    "client_cpu_ns_median": (FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns"),
-    "client_cpu_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns"),
-    "client_cpu_ns_ci_high": (FLOAT, "high end, ns"),
-    "server_cpu_ns_median": (FLOAT, "server thread CPU time in SSL_accept (tickets included), ns"),
-    "server_cpu_ns_ci_low": (FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns"),
-    "server_cpu_ns_ci_high": (FLOAT, "high end, ns"),
-    "bytes_c1": (INT, "wire bytes (records) of the client's first flight (ClientHello)"),
-    "bytes_s1": (INT, "the server's first flight (ServerHello .. Finished)"),
-    "bytes_c2": (INT, "the client's second flight (CCS, [Certificate, CertificateVerify], Finished)"),
-    "bytes_s2": (INT, "after the handshake: NewSessionTicket messages"),
+TLS_MEASUREMENTS: dict[str, Col] = {
+    "tls_group": Col(STR, "OpenSSL's group name (x25519, MLKEM768, X25519MLKEM768 ...)"),
+    "tls_signature": Col(STR, "the chain's algorithm (ECDSA-P256, ML-DSA-44 ...)"),
+    "chain_depth": Col(INT, "certificates the server sends: 1 (leaf) or 2 (leaf + intermediate)"),
+    "mutual": Col(BOOL, "the client authenticates too"),
+    "resumed": Col(BOOL, "PSK resumption (psk_dhe_ke) from a ticket of the previous connection"),
+    "client_cpu_ns_median": Col(FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns", "ns"),
+    "client_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns", "ns"),
+    "client_cpu_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
+    "server_cpu_ns_median": Col(FLOAT, "server thread CPU time in SSL_accept (tickets included), ns", "ns"),
+    "server_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of that median, low end, ns", "ns"),
+    "server_cpu_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
+    "bytes_c1": Col(INT, "wire bytes (records) of the client's first flight (ClientHello)", "bytes"),
+    "bytes_s1": Col(INT, "the server's first flight (ServerHello .. Finished)", "bytes"),
+    "bytes_c2": Col(INT, "the client's second flight (CCS, [Certificate, CertificateVerify], Finished)", "bytes"),
+    "bytes_s2": Col(INT, "after the handshake: NewSessionTicket messages", "bytes"),
 }
 # ... and its samples (one per handshake: time_ns = wall time) these, after the schema's:
-TLS_SAMPLES: dict[str, tuple[str, str]] = {
-    "client_cpu_ns": (FLOAT, "client thread CPU time of this handshake, ns"),
-    "server_cpu_ns": (FLOAT, "server thread CPU time of this handshake, ns"),
-    "bytes_c1": (INT, "wire bytes of the ClientHello flight"),
-    "bytes_s1": (INT, "wire bytes of the server's first flight"),
-    "bytes_c2": (INT, "wire bytes of the client's second flight"),
-    "bytes_s2": (INT, "wire bytes of the tickets after the handshake"),
-    "cv_signature_bytes": (INT, "signature length in the server's CertificateVerify"),
-    "client_cv_signature_bytes": (INT, "signature length in the client's CertificateVerify (mutual)"),
-    "ticket_bytes": (INT, "length of the ticket a resumed client offered"),
-    "cipher": (STR, "negotiated TLS 1.3 cipher suite"),
-    "chain_depth": (INT, "as in the measurements"),
-    "mutual": (BOOL, "as in the measurements"),
-    "resumed": (BOOL, "as in the measurements"),
+TLS_SAMPLES: dict[str, Col] = {
+    "client_cpu_ns": Col(FLOAT, "client thread CPU time of this handshake, ns", "ns"),
+    "server_cpu_ns": Col(FLOAT, "server thread CPU time of this handshake, ns", "ns"),
+    "bytes_c1": Col(INT, "wire bytes of the ClientHello flight", "bytes"),
+    "bytes_s1": Col(INT, "wire bytes of the server's first flight", "bytes"),
+    "bytes_c2": Col(INT, "wire bytes of the client's second flight", "bytes"),
+    "bytes_s2": Col(INT, "wire bytes of the tickets after the handshake", "bytes"),
+    "cv_signature_bytes": Col(INT, "signature length in the server's CertificateVerify", "bytes"),
+    "client_cv_signature_bytes": Col(INT, "signature length in the client's CertificateVerify (mutual)", "bytes"),
+    "ticket_bytes": Col(INT, "length of the ticket a resumed client offered", "bytes"),
+    "cipher": Col(STR, "negotiated TLS 1.3 cipher suite"),
+    "chain_depth": Col(INT, "as in the measurements"),
+    "mutual": Col(BOOL, "as in the measurements"),
+    "resumed": Col(BOOL, "as in the measurements"),
 }
 TLS_MEASUREMENT_COLUMNS = list(TLS_MEASUREMENTS)
 TLS_SAMPLE_COLUMNS = list(TLS_SAMPLES)
@@ -168,28 +187,6 @@ KIND_OPERATIONS = {
     "pke": ("keygen", "encrypt", "decrypt"),
     "cipher": ("keygen", "encrypt", "decrypt"),
 }
-#: algorithm families (the family column's vocabulary; pqlab.plotting gives each a colour)
-FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "isogeny", "RSA", "elliptic-curve", "symmetric",
-            "other")
-#: name prefix -> family, for the post-quantum algorithms liboqs implements (first match wins)
-LIBOQS_FAMILIES = (
-    ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
-    ("Kyber", "lattice"), ("FrodoKEM", "lattice"), ("sntrup", "lattice"), ("NTRU", "lattice"),
-    ("SPHINCS+", "hash-based"), ("SLH-DSA", "hash-based"),
-    ("MAYO", "multivariate"), ("OV-", "multivariate"), ("UOV", "multivariate"),
-    ("cross", "code-based"), ("CROSS", "code-based"), ("HQC", "code-based"), ("BIKE", "code-based"),
-    ("Classic-McEliece", "code-based"),
-)
-
-
-def family_of(name: str) -> str:
-    """The family of a liboqs algorithm `name`, by its prefix (:data:`LIBOQS_FAMILIES`); "other" when none matches."""
-    for prefix, family in LIBOQS_FAMILIES:
-        if name.startswith(prefix):
-            return family
-    return "other"
-
-
 #: every operation name
 OPERATION_NAMES = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops)) + ("noop",)
 #: operations whose cost depends on the message; the others are measured once per algorithm
@@ -198,7 +195,16 @@ MESSAGE_OPERATIONS = ("sign", "verify", "encrypt", "decrypt")
 
 def dtypes(part: str) -> dict[str, str]:
     """column -> dtype of a table part ("measurements", "sizes" or "samples")."""
-    return {c: t for c, (t, _) in PARTS[part].items()}
+    return {c: col.dtype for c, col in PARTS[part].items()}
+
+
+def unit_of(column: str) -> str | None:
+    """The unit (:data:`UNITS`, or "" for none) the schema declares for `column` of any part, TLS runs' included;
+    None for a column the schema does not have (a study's own derived column)."""
+    for part in (MEASUREMENTS, SIZES, SAMPLES, TLS_MEASUREMENTS, TLS_SAMPLES):
+        if column in part:
+            return part[column].unit
+    return None
 
 
 def typed(df, part: str):
@@ -206,8 +212,8 @@ def typed(df, part: str):
     import pandas as pd
 
     columns = PARTS[part]
-    data = {col: _as_type(df[col] if col in df.columns else pd.Series(pd.NA, index=df.index, dtype=object), dtype)
-            for col, (dtype, _) in columns.items()}
+    data = {col: _as_type(df[col] if col in df.columns else pd.Series(pd.NA, index=df.index, dtype=object), c.dtype)
+            for col, c in columns.items()}
     data.update((c, df[c].copy()) for c in df.columns if c not in columns)
     return pd.DataFrame(data, index=df.index)  # built at once: a frame grown column by column is slow to make
 
@@ -293,6 +299,21 @@ def _build_column(frame, meta: dict | None, key=None):
     return frame.drop(columns=[_OLD_OPTIONS]).assign(build=built)
 
 
+def _through_binding(frame, meta: dict | None):
+    """`frame` with schema < 5's liboqs rows as what they were: liboqs through liboqs-python."""
+    if frame is None or "backend" not in getattr(frame, "columns", ()):
+        return frame
+    frame = frame.copy()
+    rows = frame["backend"] == "liboqs"
+    frame.loc[rows, "backend"] = "liboqs-python"
+    if "implementation" in frame.columns:
+        version = ((meta or {}).get("liboqs") or {}).get("liboqs_python_version")
+        through = f" through liboqs-python {version}" if version else " through liboqs-python"
+        frame.loc[rows, "implementation"] = frame.loc[rows, "implementation"].astype(object).map(
+            lambda v: f"{v}{through}" if isinstance(v, str) and "liboqs-python" not in v else v)
+    return frame
+
+
 def convert(measurements, sizes, samples, version: int, meta: dict | None = None):
     """Frames of schema `version` in today's schema (see the version history above); `meta` is the run's own
     (schema 5 reads the release it recorded)."""
@@ -337,6 +358,8 @@ def convert(measurements, sizes, samples, version: int, meta: dict | None = None
         m = _build_column(m, meta)
         key = dict(zip(zip(m["algorithm"], m["backend"], old), m["build"]))
         samples = _build_column(samples, meta, key)
+    if version < 5:
+        m, sizes, samples = (_through_binding(f, meta) for f in (m, sizes, samples))
     m["schema_version"] = SCHEMA_VERSION
     s = sizes.copy()
     s["schema_version"] = SCHEMA_VERSION

@@ -64,6 +64,10 @@ from .stats import median_ci, relative_half_width
 TARGET_REL_CI = 0.01
 #: The longest default warm-up, seconds (a tenth of the budget below 0.5 s)
 WARMUP_S = 0.05
+#: The shortest sample (ns) of a trial that loops in C (``repeat``): Python's one call per sample, and what it does
+#: between samples (the output check, which evicts the operation's data from the caches), then cost under 1 % of
+#: a sample; such a loop costs a few ns per call, so longer samples cost nothing else.
+REPEAT_SAMPLE_NS = 200_000
 
 
 @dataclass
@@ -106,10 +110,14 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
             min_samples: int = 5, max_samples: int = 10_000, warmup_s: float | None = None,
             target_sample_ns: int = 20_000, loops: int | None = None,
             fresh: Callable[[int], list] | None = None, target_rel_ci: float | None = TARGET_REL_CI,
-            warm_up: bool = True) -> Samples:
+            warm_up: bool = True, repeat: Callable[[Any], Any] | None = None,
+            output: Callable[[Any], Any] | None = None) -> Samples:
     """Time `run()` (checking its outputs outside the timer) until the median is known to
     `target_rel_ci`, or `budget_s` seconds of sampling are spent, or `max_samples` are taken; with
-    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring)."""
+    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring).  With `repeat`,
+    a sample's calls are ``repeat(loops)`` (``repeat(batch)`` with `fresh`): one call that loops in the
+    implementation's own language, whose last output ``output(what repeat returned)`` gives after the clock stops
+    (:class:`pqlab.algorithms.Trial`); warm-up calls are ``run()``."""
     target_rel_ci = precision_target(target_rel_ci)
     budget_s = positive_number(budget_s, "budget_s")
     warmup_s = min(WARMUP_S, budget_s / 10) if warmup_s is None else positive_number(warmup_s, "warmup_s", zero=True)
@@ -135,7 +143,8 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     if check is not None and calls:
         check(out, *x)
     if loops is None:
-        loops = max(1, math.ceil(target_sample_ns / max(float(np.median(warm_times)), 1.0)))
+        target = max(target_sample_ns, REPEAT_SAMPLE_NS) if repeat is not None else target_sample_ns
+        loops = max(1, math.ceil(target / max(float(np.median(warm_times)), 1.0)))
 
     times: list[float] = []
     counts: list[float] = []
@@ -158,7 +167,12 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         except OSError as exc:
             c0 = None
             read_errors.append(str(exc))
-        if batch is not None:
+        if repeat is not None:
+            t0 = clock()
+            done = repeat(loops if batch is None else batch)
+            t1 = clock()
+            out = output(done)
+        elif batch is not None:
             t0 = clock()
             for x in batch:
                 out = run(x)

@@ -19,7 +19,8 @@ from pqlab.algorithms import (
 )
 from pqlab.backends.cryptography import MLKEM, OpenSSLCipher, RawKeySignature
 from pqlab.benchmark import bench
-from pqlab.schema import FAMILIES, KIND_OPERATIONS
+from pqlab.schema import KIND_OPERATIONS
+from pqlab.vocabulary import FAMILIES
 
 MESSAGE = random_message(100, seed=1)
 

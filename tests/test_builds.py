@@ -218,7 +218,8 @@ def test_the_word_variant_survives_only_where_a_schema_4_run_is_read():
 
 def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
     """A run saved before builds were records stored default/generic without the release: on load its rows,
-    samples and liboqs record name the build (liboqs-<release>[+generic]) from the release it recorded."""
+    samples and liboqs record name the build (liboqs-<release>[+generic]) from the release it recorded, and its
+    liboqs rows the path they were measured through."""
     import json
 
     import pandas as pd
@@ -252,4 +253,6 @@ def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
     assert back.samples["build"].fillna("").tolist() == ["liboqs-0.12.0+generic"] * 3 + ["liboqs-0.12.0"] * 3 + [""] * 3
     assert old not in back.measurements.columns and old not in back.samples.columns
     assert back.meta["liboqs"] == {"liboqs_version": "0.12.0", "options": "generic", "build": "liboqs-0.12.0+generic"}
-    assert back.sample_values("ML-DSA-44", "sign", backend="liboqs", build="generic").size == 3
+    assert back.sample_values("ML-DSA-44", "sign", backend="liboqs-python", build="generic").size == 3
+    # schema 4's liboqs rows were measured through liboqs-python: the backend says so now (liboqs is the lean path)
+    assert list(back.measurements["backend"]) == ["liboqs-python", "native", "cryptography"]

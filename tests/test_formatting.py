@@ -63,6 +63,23 @@ def test_three_significant_digits_without_exponent():
         "1,230", "123", "12.3", "1.23", "0.0123", "10.0", "51,000", "-0.500"]
 
 
+def test_a_schema_column_takes_its_unit_from_the_schema_not_its_name():
+    """pyperf's metadata style (issue 30): the unit belongs to the column.  A schema column's kind comes from the
+    unit the schema declares, even where its name says otherwise; a study's derived column falls back on its name."""
+    from pqlab import schema
+
+    assert f.kind_from_name("cycles_source") == ("", 1.0)  # a label: its name says "cycles"
+    assert schema.unit_of("cycles_source") == "" and schema.unit_of("sign_cycles") is None
+    assert f.kind_from_name("sign_cycles") == ("cycles", 1.0)
+    for part in (schema.MEASUREMENTS, schema.SIZES, schema.SAMPLES, schema.TLS_MEASUREMENTS, schema.TLS_SAMPLES):
+        for name, col in part.items():
+            assert col.unit in schema.UNITS + ("",), name
+            if col.unit:
+                assert f.kind_from_name(name)[0], name  # every unit has its kind (a display unit)
+            if col.dtype == schema.STR:
+                assert not col.unit and f.kind_from_name(name) == ("", 1.0), name
+
+
 def test_kinds_and_labels_are_read_from_column_names():
     assert f.kind_from_name("time_ns_median") == ("time", 1.0)
     assert f.kind_from_name("cold_mean_first5_ms") == ("time", 1e6)

@@ -311,3 +311,16 @@ def test_what_breaks_where():
                                                                   "FrodoKEM-1344-AES"}
     assert {n for n, o in changed.items() if o == "refused"} == \
         {n for n in asked if n.startswith("SPHINCS+-") or n in ("HQC-128", "HQC-192", "HQC-256")}
+
+
+def test_the_conda_route_admits_exactly_the_releases_the_notebooks_run_on():
+    """environment.yml takes liboqs from conda-forge: its bounds admit the simulated releases on which every
+    notebook name means what it means on the baseline, and no other."""
+    from packaging.specifiers import SpecifierSet
+
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    spec = next(d for d in env["dependencies"] if isinstance(d, str) and re.match(r"liboqs\b", d))
+    admitted = SpecifierSet(spec.removeprefix("liboqs").strip())
+    asked = sorted({name for *_, name in asked_names()})
+    runs = {r: all(outcome(n, r) == "same" for n in asked) for r in SIMULATED}
+    assert {r: r in admitted for r in SIMULATED} == runs

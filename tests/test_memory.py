@@ -189,8 +189,8 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
     heap, hflags = driver.heap_figures(runs["heap"], runs["heap-baseline"])
     stack, sflags = driver.stack_figures(runs["stack"], runs["stack-baseline"])
     assert hflags == [] and sflags == []
-    # liboqs-python's output buffer and the returned bytes hold at least two signatures
-    assert 2 * 2420 <= heap["peak_heap_bytes"] < 64 * 1024
+    # the returned signature (the lean path writes into a buffer made with the signer) and liboqs's own allocations
+    assert 2420 <= heap["peak_heap_bytes"] < 64 * 1024
     assert 10_000 < stack["peak_stack_bytes"] < 1 << 20  # ML-DSA keeps its matrices on the stack
     assert stack["peak_stack_raw_bytes"] > stack["peak_stack_baseline_bytes"] > 0
     # the level read in the run equals the peak of a worker that skips the operation (warm, same files)
@@ -241,7 +241,7 @@ def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_in
     # the allocator's headers and padding depend on where the blocks land, not on the operation: tens of bytes
     # (16-64 B apart in notebook 03's rows whose heap is the same byte for byte)
     assert abs(heap[0][0]["peak_heap_extra_bytes"] - heap[1][0]["peak_heap_extra_bytes"]) <= 64
-    assert heap[0][0]["peak_heap_bytes"] > 2420
+    assert heap[0][0]["peak_heap_bytes"] >= (2420 if operation == "sign" else 1)  # sign returns a signature
     assert abs(stack[0][0]["peak_stack_bytes"] - stack[1][0]["peak_stack_bytes"]) <= 16
     assert stack[0][0]["peak_stack_bytes"] > 5_000
     # the profiles compared are a forked server's and a fresh worker's (massif names the command it ran;

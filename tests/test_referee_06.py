@@ -47,7 +47,7 @@ def test_other_notebooks_kems_are_read_from_their_parameters(monkeypatch, tmp_pa
     _write_notebook(tmp_path, "05_energy", 'kems = ["ML-KEM-768", "HQC-128"]\n',
                     {"kems": ["HQC-256", "Classic-McEliece-348864"]})
     _write_notebook(tmp_path, "07_atlas", 'kems = ["ML-KEM-512", "HQC-128"]\nbaselines = {"kem": "X25519"}\n')
-    _write_notebook(tmp_path, th.STUDY, 'extra_kems = ["FrodoKEM-640-AES"]\n')  # its own notebook does not count
+    _write_notebook(tmp_path, th.TOPIC, 'extra_kems = ["FrodoKEM-640-AES"]\n')  # its own notebook does not count
     monkeypatch.setattr(paths, "NOTEBOOKS", tmp_path)
     text = th.describe_extra_kems(["ML-KEM-768", "HQC-128", "FrodoKEM-976-AES", "Classic-McEliece-460896"])
     text = text.replace("\\", "")  # Markdown escapes

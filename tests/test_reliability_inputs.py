@@ -206,7 +206,7 @@ def test_reliability_energy_run_refuses_bad_input_before_any_window(tmp_path):
     (["compare", "a", "b", "--min-factor", "nan"], "min_factor must be a finite number > 0, got nan"),
     (["compare", "a", "b", "--min-factor", "-3"], "min_factor must be a finite number > 0, got -3.0"),
     (["compare", "a", "b", "--min-factor", "0.5"], "min_factor must be a finite number >= 1 (the smallest factor"),
-    (["list", "--backend", "liboq"], "unknown backend 'liboq'; close matches: liboqs. backend is one of "),
+    (["list", "--backend", "liboq"], "unknown backend 'liboq'; close matches: liboqs, liboqs-python. backend is one of "),
     (["list", "--backend", "nope"], "unknown backend 'nope'; close matches: none. backend is one of "),
 ])
 def test_reliability_bad_names_and_thresholds_get_one_line(tmp_path, capsys, no_measuring, args, message):

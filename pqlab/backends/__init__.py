@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 
 from ..errors import LiboqsNotFound
+from ..vocabulary import LIBRARY_BACKENDS, backend
 
-MODULES = ("liboqs", "cryptography", "pycryptodome", "pqcrypto", "pure_python", "ascon")
+MODULES = tuple(dict.fromkeys(backend(name).module for name in LIBRARY_BACKENDS))
 #: backend module -> why it registered nothing (a missing optional library, no usable liboqs)
 UNAVAILABLE: dict[str, str] = {}
 

@@ -598,7 +598,7 @@ def plan_runs(jobs: Sequence[Job], use_valgrind: bool, cold: bool,
 def measure_memory(algorithms: Sequence, operations: Sequence[str] = SIGNATURE_OPERATIONS,
                    message_bytes: Sequence[int] | int = (32,), *, jobs: int = 2, use_valgrind: bool | None = None,
                    cold: bool = True, stack_message_bytes: Sequence[int] | None = None,
-                   study: str = "03_memory_footprint", seed: int | None = 0,
+                   study: str = "", seed: int | None = 0,
                    timeout_s: float = 1800, save: bool = True, folder: Path | str | None = None,
                    progress: bool = True, keep_work: Path | str | None = None, params: dict | None = None,
                    cache: MemoryCache | bool | None = None):

@@ -34,6 +34,7 @@ from ..results import Run
 from ..schema import typed
 from ..stats import summarize
 from ..timing import precision_marks
+from ..vocabulary import family_of
 from .base import RunnerError, call_json, failure
 
 RUNNER_DIR = NATIVE / "bc-runner"
@@ -53,8 +54,6 @@ class BouncyCastleUnavailable(RuntimeError):
     """Maven could not provide the requested Bouncy Castle release; the message is Maven's."""
 
 # Schema metadata of the runner's algorithms (the runner itself is the authority on which exist: --list).
-FAMILY = {"AES-256-CBC": "symmetric", "RSA-2048": "RSA", "SPHINCS+-SHAKE-128f-simple": "hash-based",
-          "SPHINCS+-SHAKE-128f-robust": "hash-based", "SLH-DSA-SHAKE-128f": "hash-based"}
 KIND = {"AES-256-CBC": "cipher", "RSA-2048": "pke", "SPHINCS+-SHAKE-128f-simple": "sig",
         "SPHINCS+-SHAKE-128f-robust": "sig", "SLH-DSA-SHAKE-128f": "sig"}
 # NIST categories: the 128f parameter sets are category 1; category 5 is defined by AES-256 key search;
@@ -228,7 +227,7 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
     alg = result["algorithm"]
     ident = {**(base or {}), "backend": BACKEND, "implementation": implementation(result),
              "library_version": result["bouncycastle_version"], "build": "", "algorithm": alg,
-             "kind": KIND.get(alg), "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
+             "kind": KIND.get(alg), "family": family_of(alg), "nist_level": NIST_LEVEL.get(alg),
              "cycles_source": "none", "overhead_ns": result.get("overhead_ns")}
     rows = []
     for op in result["operations"]:
@@ -264,7 +263,7 @@ def bc_sizes(result: dict) -> pd.DataFrame:
     (Bouncy Castle's getEncoded(): X.509 SubjectPublicKeyInfo / PKCS#8 PrivateKeyInfo, DER)."""
     s, alg = result["sizes"], result["algorithm"]
     sig = s.get("signature_bytes")
-    row = {"algorithm": alg, "backend": BACKEND, "family": FAMILY.get(alg), "nist_level": NIST_LEVEL.get(alg),
+    row = {"algorithm": alg, "backend": BACKEND, "family": family_of(alg), "nist_level": NIST_LEVEL.get(alg),
            "public_key_bytes": s.get("public_key_raw_bytes"), "secret_key_bytes": s.get("secret_key_raw_bytes"),
            "signature_bytes": sig, "signature_max_bytes": sig,  # SPHINCS+/SLH-DSA signatures have a fixed size
            "ciphertext_bytes": s.get("ciphertext_bytes"), "symmetric_key_bytes": s.get("symmetric_key_bytes"),

@@ -4,7 +4,7 @@
 times one call per sample with ``CLOCK_MONOTONIC`` and the cycle counter pqlab measures with
 (:mod:`pqlab.cycles`: core cycles, TSC reference cycles or none, same labels), checking every
 output outside the timed region.  Comparing its medians with
-pqlab's own (``ratio = pqlab / native``) says what the Python harness adds per operation.
+pqlab's own (``ratio = pqlab / native``) says what pqlab's path adds per operation.
 
 One binary per liboqs build, ``native/bench/build/<build id>/pqbench``, compiled with
 that build's headers and linked to ``.venv/liboqs/<build>/lib/liboqs.so`` through an RPATH
@@ -42,6 +42,8 @@ from ..stats import summarize
 from .base import RunnerError, call_json, failure
 
 BENCH_DIR = NATIVE / "bench"
+#: The backend column of the C runner's rows (pqlab.vocabulary).
+BACKEND = "native"
 #: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
 RUNNER_VERSION = "2"
 #: pqbench's --counter for each of pqlab's counter labels.
@@ -220,11 +222,11 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     ``cycles_source`` is the runner's counter label (pqlab's vocabulary); samples whose count is
     missing (a perf counter multiplexed away during the call) are flagged ``cycles-dropped``.
     """
-    from ..schema import family_of
+    from ..vocabulary import family_of
 
     rows = []
     for op in result["operations"]:
-        row = dict(base or {}, backend="native", implementation=implementation_name(result),
+        row = dict(base or {}, backend=BACKEND, implementation=implementation_name(result),
                    library_version=result["liboqs_version"], build=result["build"],
                    algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
                    nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
@@ -259,7 +261,7 @@ def native_samples(result: dict, *, run_id: str = "", round_index: int | None = 
     for op in result["operations"]:
         n = len(op["samples_ns"])
         cycles = op["samples_cycles"] if len(op["samples_cycles"]) == n else [None] * n
-        rows += [{"run_id": run_id, "backend": "native", "build": result["build"], "algorithm": result["algorithm"],
+        rows += [{"run_id": run_id, "backend": BACKEND, "build": result["build"], "algorithm": result["algorithm"],
                   "operation": op["operation"], "message_bytes": op.get("message_bytes"), "round": round_index,
                   "sample": i, "loops": 1, "time_ns": t, "cycles": c}
                  for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]

@@ -46,6 +46,8 @@ from ..files import atomic_write_text
 from .base import RunnerError, call_json, failure
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
+#: The backend column of a handshake run's rows (pqlab.vocabulary).
+BACKEND = "openssl-tls"
 TARGET_DIR = RUNNER_DIR / "target"
 BINARY = TARGET_DIR / "release" / "tls-runner"
 BUILD_LOG = TARGET_DIR / "build.log"
@@ -542,7 +544,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
             machine = window_noise(window)
             measured = [h for h in result["handshakes"] if not h["warmup"] and h["ok"]]
             reason = failure_reason(result)
-            row = rec.row(backend="openssl-tls", implementation=f"{version} (pqlab tls-runner)",
+            row = rec.row(backend=BACKEND, implementation=f"{version} (pqlab tls-runner)",
                           library_version=version.split()[1] if " " in version else "", algorithm=config.pair,
                           kind="tls", operation=f"handshake:{config.mode}", samples=len(measured), loops=1,
                           cycles_source="none",
@@ -570,7 +572,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                 rec.meta["tls"]["messages"][key] = message_rows(result, first)
                 for i, h in enumerate(measured):
                     fb = flight_bytes(h)
-                    samples.append({"run_id": rec.run_id, "backend": "openssl-tls", "algorithm": config.pair,
+                    samples.append({"run_id": rec.run_id, "backend": BACKEND, "algorithm": config.pair,
                                     "operation": row["operation"], "sample": i, "loops": 1, "time_ns": h["wall_ns"],
                                     "client_cpu_ns": h["client_cpu_ns"], "server_cpu_ns": h["server_cpu_ns"],
                                     **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},

@@ -56,6 +56,7 @@ from ..formatting import (
 from ..paths import RAW
 from ..results import verified_rows
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
+from ..vocabulary import BACKENDS, CLASSICAL_PUBLIC_KEY
 from .energy_pi4_published import (
     effective_power,
     envelope_w,
@@ -65,11 +66,11 @@ from .energy_pi4_published import (
     time_power_check,
 )
 
+TOPIC = "05_energy"
 KIND_LABEL = {"kem": "KEM", "sig": "signature", "cipher": "AEAD"}
 #: The operations of one use: an ephemeral key exchange, a message signed and checked, a message
 #: sealed and opened.  Recommendations compare algorithms by the sum over these.
 USE = {"kem": ("keygen", "encaps", "decaps"), "sig": ("sign", "verify"), "cipher": ("encrypt", "decrypt")}
-CLASSICAL_FAMILIES = ("elliptic-curve", "RSA")
 MEASURED_NET, MEASURED_GROSS = "measured (net)", "measured (gross)"
 
 
@@ -257,7 +258,7 @@ def _label(row) -> str:
 
 def live_energy_runs(times: pd.DataFrame, source: PowerSource, *, repeats: int = 3, idle_s: float = 0.05,
                      trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
-                     study: str = "05_energy", save: bool = True) -> list:
+                     study: str = TOPIC, save: bool = True) -> list:
     """Energy of every row of ``times`` from a live ``source``, measured and recorded as a run by
     :func:`pqlab.energy.energy_run`: ``[run]``; ``[]`` when there is no live source (nothing is measured)."""
     if not source.available:
@@ -507,9 +508,8 @@ def use_totals(times: pd.DataFrame, value: str = "time_ms") -> pd.DataFrame:
 
 #: The language of the code that does the work behind each backend (every call here is made from Python; this is
 #: what runs under it), and the Python binding where the implementation's name does not say it.
-LANGUAGE = {"liboqs": "C", "cryptography": "C and assembly", "pycryptodome": "C", "pqcrypto": "Rust",
-            "ascon": "pure Python", "pure-python": "pure Python"}
-BINDING = {"liboqs": "liboqs-python"}
+LANGUAGE = {b.name: b.language for b in BACKENDS if b.module}
+BINDING = {b.name: b.binding for b in BACKENDS if b.binding}
 PURE_PYTHON = "pure Python"
 
 
@@ -541,7 +541,7 @@ def what_ran(rows) -> str:
 
 
 def _is_pq(family) -> bool:
-    return family not in CLASSICAL_FAMILIES
+    return family not in CLASSICAL_PUBLIC_KEY
 
 
 def _ops(kind: str) -> str:

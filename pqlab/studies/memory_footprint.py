@@ -27,6 +27,7 @@ from ..memory.worker import SIGNATURE_OPERATIONS
 if TYPE_CHECKING:
     import pandas as pd
 
+TOPIC = "03_memory_footprint"
 _KEYS = ["algorithm", "backend", "family", "nist_level", "operation", "message_bytes"]
 _OPERATION_ORDER = {op: i for i, op in enumerate(SIGNATURE_OPERATIONS)}
 _MEMORY_COLUMNS = {  # memory_source -> {schema column: table column}

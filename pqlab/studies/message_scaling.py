@@ -31,14 +31,13 @@ from ..formatting import fmt_bytes, fmt_bytes_binary, fmt_factor_ci, fmt_percent
 from ..interop import PURE_BACKEND, round3_equivalent
 from ..results import verified_rows
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
+from ..vocabulary import POST_QUANTUM, family_of
 
-STUDY = "02_message_scaling"
+TOPIC = "02_message_scaling"
 MIB = 1 << 20
 
 #: The study's RSA and ECDSA columns -> the algorithms we measure in their place (its SPHINCS: study_comparators).
 CLASSICAL_MAP = {"RSA": ["RSA-2048-PKCS1v15-sig", "RSA-2048-PSS"], "ECDSA": ["ECDSA-P256"]}
-#: The family of each study label (for the house colours).
-STUDY_FAMILY = {"SPHINCS": "hash-based", "RSA": "RSA", "ECDSA": "elliptic-curve"}
 #: What the study states, or not, about its RSA and ECDSA (its SPHINCS is described from data: study_labels).
 STUDY_NOTES = {"RSA": "MIRACL RSA; modulus size, padding and hash not stated",
                "ECDSA": "MIRACL ECDSA; curve and hash not stated"}
@@ -68,7 +67,7 @@ def study_lengths(reference: pd.DataFrame | None = None) -> list[int]:
 def load_study() -> pd.DataFrame:
     from ..reference import load_reference
 
-    return load_reference(STUDY)
+    return load_reference(TOPIC)
 
 
 # ----- the study's SPHINCS, as compiled -----
@@ -174,7 +173,7 @@ def study_as_measurements(reference: pd.DataFrame | None = None) -> pd.DataFrame
     ref = load_study() if reference is None else reference
     return pd.DataFrame({"algorithm": ref["algorithm"], "backend": "study", "implementation": ref["implementation"],
                          "operation": ref["operation"], "message_bytes": ref["message_bytes"],
-                         "time_ns_median": ref["time_ms"] * 1e6, "family": ref["algorithm"].map(STUDY_FAMILY)})
+                         "time_ns_median": ref["time_ms"] * 1e6, "family": ref["algorithm"].map(family_of)})
 
 
 def signature_sizes(names: Iterable, signatures: int = 64, message: bytes = b"\x00" * 100) -> pd.DataFrame:
@@ -653,9 +652,6 @@ def ranking(df: pd.DataFrame, fits: pd.DataFrame | None = None, message_bytes: S
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-POST_QUANTUM = ("lattice", "hash-based", "multivariate", "code-based")
-
-
 def _times(samples: dict | None, row, op: str, n):
     ops = ("sign", "verify") if op == "sign+verify" else (op,)
     parts = tuple(_get(samples, row.algorithm, row.backend, o, n) for o in ops)
@@ -798,10 +794,10 @@ def plot_slowdown(table: pd.DataFrame, message_bytes: int | None = None, width: 
 def plot_study_vs_ours(table: pd.DataFrame, reference: pd.DataFrame | None = None, width: float = plotting.FULL_WIDTH):
     """The study's times over its whole grid (dashed) and ours at the lengths we measured (solid)."""
     ref = load_study() if reference is None else reference
-    study = pd.DataFrame({"series": "study: " + ref["algorithm"], "family": ref["algorithm"].map(STUDY_FAMILY),
+    study = pd.DataFrame({"series": "study: " + ref["algorithm"], "family": ref["algorithm"].map(family_of),
                           "operation": ref["operation"], "message_bytes": ref["message_bytes"], "time_ms": ref["time_ms"]})
     ours = pd.DataFrame({"series": "ours: " + table["algorithm"] + " (" + table["backend"] + ")",
-                         "family": table["study_label"].map(STUDY_FAMILY), "operation": table["operation"],
+                         "family": table["study_label"].map(family_of), "operation": table["operation"],
                          "message_bytes": table["message_bytes"], "time_ms": table["ours_ms"]})
     lines = pd.concat([study, ours], ignore_index=True)
     return plotting.panel_lines(lines, x="message_bytes", y="time_ms", hue="series", panel="operation",

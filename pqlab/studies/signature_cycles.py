@@ -41,15 +41,16 @@ from ..results import verified_rows
 from ..rounds import ROUNDS
 from ..schema import KIND_OPERATIONS
 from ..stats import CONFIDENCE
+from ..vocabulary import CLASSICAL_PUBLIC_KEY, FAMILIES, POST_QUANTUM
 from . import round2_study
 
-STUDY = "04_signature_cycles"
+TOPIC = "04_signature_cycles"
 REFERENCE_TABLE = round2_study.REFERENCE_TABLE
 SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 #: Table families of this notebook, in the order of the tables.
-FAMILY_ORDER = ("lattice", "hash-based", "multivariate", "code-based", "classical")
+FAMILY_ORDER = POST_QUANTUM + ("classical",)
 #: Registry families shown together as "classical".
-CLASSICAL = ("RSA", "elliptic-curve")
+CLASSICAL = CLASSICAL_PUBLIC_KEY
 #: What each (backend, liboqs build options) is called in the tables.
 BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "liboqs portable",
           ("cryptography", ""): "OpenSSL", ("native", "default"): "native optimised",
@@ -87,7 +88,7 @@ def resolve_signatures(algorithms) -> list[str]:
 def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
     """Public key, secret key and (maximum) signature bytes that liboqs declares per parameter set."""
     from ..liboqs_loader import import_oqs
-    from ..schema import family_of
+    from ..vocabulary import family_of
 
     oqs = import_oqs()
     rows = []
@@ -169,7 +170,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
                        liboqs_builds: Sequence[str] = ("default", "generic"), message_bytes: int = 100,
                        budget_s: float = 0.5, min_samples: int = 3, native_algorithms=None,
                        native_budget_s: float | None = None, target_rel_ci: float | None = 0.01,
-                       rounds: int = ROUNDS, max_rounds: int | None = None, study: str = STUDY, folder=None,
+                       rounds: int = ROUNDS, max_rounds: int | None = None, study: str = TOPIC, folder=None,
                        timeout_s: float | None = None) -> SignatureStudy:
     """Measure keygen, sign and verify of every signature in each liboqs build, and natively.
 
@@ -293,7 +294,7 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         by_backend.loc[native_rows.to_numpy(), cols] = filled[cols].to_numpy()
         rows = by_backend
     if "family" in rows:
-        from ..schema import family_of
+        from ..vocabulary import family_of
 
         missing = rows["family"].isna()
         rows.loc[missing, "family"] = rows.loc[missing, "algorithm"].map(family_of)
@@ -460,7 +461,7 @@ def compute_speedups(rows: pd.DataFrame, basis: str = "cycles") -> pd.DataFrame:
 
 def compute_python_over_native(rows: pd.DataFrame, basis: str = "cycles",
                                build: str = "liboqs optimised") -> pd.DataFrame:
-    """What the Python harness adds: pqlab / native mean `basis` per call (`ratio`) for the same
+    """What pqlab's path adds: pqlab / native mean `basis` per call (`ratio`) for the same
     operation, liboqs build, message length and counter; what it adds per call; the ratio of medians."""
     m = _ratio_table(rows, build, "native " + build.split()[-1], "ratio", ("native", "pqlab"), basis)
     m[f"added_{basis}"] = m[f"pqlab_{basis}_mean"] - m[f"native_{basis}_mean"]
@@ -631,7 +632,7 @@ def _fmt_basis(value, basis: str) -> str:
 
 
 def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None) -> str:
-    """What the Python harness adds over the native runner, both counted with the same counter (Markdown)."""
+    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown)."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
         return "The native runner measured nothing in common with pqlab in this run."
@@ -664,8 +665,8 @@ def describe_below_one(f: pd.DataFrame) -> str:
 
     clear = below[below["ratio_ci_high"] < 1] if ci else below.iloc[:0]
     text = (f" **Below 1** ({len(below)} of {len(f)} operations, {len(clear)} of them with the whole interval below 1): "
-            + "; ".join(shown(r) for _, r in below.iterrows()) + ". The Python path runs the same C code and more, so a "
-            "ratio below 1 says that the two sides ran under different conditions, not that Python is faster.")
+            + "; ".join(shown(r) for _, r in below.iterrows()) + ". pqlab's path runs the same C code and more, so a "
+            "ratio below 1 says that the two sides ran under different conditions, not that pqlab's path is faster.")
     if "ratio_fastest_rounds" not in below:
         return text + " This run did not record its rounds, so which conditions is not known."
     n_rounds, p_rounds = int(f["native_rounds"].sum()), int(f["pqlab_rounds"].sum())
@@ -831,7 +832,7 @@ def _scatter_frame(rows: pd.DataFrame, operation: str, size_col: str) -> pd.Data
 
 
 #: Registry families in the order of the figures' legends.
-FIGURE_FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "RSA", "elliptic-curve")
+FIGURE_FAMILIES = tuple(f for f in FAMILIES if f in POST_QUANTUM + CLASSICAL_PUBLIC_KEY)
 
 
 @plotting.styled

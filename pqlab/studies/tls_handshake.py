@@ -31,7 +31,7 @@ from ..formatting import fmt_bytes, fmt_count, fmt_factor, fmt_factor_ci, fmt_sp
 from ..runners import tls
 from ..stats import CONFIDENCE, ratio_ci
 
-STUDY = "06_tls_handshake"
+TOPIC = "06_tls_handshake"
 REFERENCE = "06_tls_published"
 
 # --------------------------------------------------------------------------- what is measured where
@@ -204,7 +204,7 @@ def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
                  target_rel_ci=target_rel_ci, rounds=ROUNDS if rounds is None else rounds, max_rounds=max_rounds,
-                 study=STUDY, progress=progress)
+                 study=TOPIC, progress=progress)
 
 
 def _size(ops, name: str, column: str) -> int:
@@ -709,7 +709,7 @@ def describe_extra_kems(extra_kems: Iterable[str]) -> str:
                  if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         full = paths.NOTEBOOKS / "params" / f"{nb.stem}.yaml"
         names |= set(strings(yaml.safe_load(full.read_text()))) if full.exists() else set()
-        for f in set(kem_families(names)) & set(seen) if nb.stem != STUDY else ():
+        for f in set(kem_families(names)) & set(seen) if nb.stem != TOPIC else ():
             seen[f].append(nb.stem)
     return ("KEMs beyond ML-KEM here: " + formatting.markdown("; ".join(
         f"{f} ({'also in ' + ', '.join(seen[f]) if seen[f] else 'in no other notebook'})" for f in families))
