@@ -22,8 +22,8 @@ import yaml
 
 from .builds import matches
 from .errors import UnknownName
-from .vocabulary import BACKENDS
 from .paths import REFERENCE
+from .vocabulary import BACKENDS
 
 SOURCES_FILE = REFERENCE / "sources.yaml"
 

@@ -61,7 +61,7 @@ MEASUREMENTS: dict[str, Col] = {
     "implementation": Col(STR, 'what ran, e.g. "liboqs <version> (default build)"'),
     "library_version": Col(STR, "version of the library that ran"),
     "build": Col(STR, "the liboqs build that ran (pqlab.builds id: liboqs-0.13.0, liboqs-0.13.0+generic, "
-                   "liboqs-0.16.0+given), empty for a library pqlab does not build"),
+                      "liboqs-0.16.0+given), empty for a library pqlab does not build"),
     "algorithm": Col(STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
     "kind": Col(STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
     "family": Col(STR, " | ".join(FAMILIES) + " (pqlab.vocabulary.family_of)"),
@@ -71,18 +71,18 @@ MEASUREMENTS: dict[str, Col] = {
     "samples": Col(INT, "number of samples (each the mean of `loops` back-to-back calls)"),
     "loops": Col(INT, "calls per sample"),
     "rounds": Col(INT, "rounds the row's samples come from (pqlab.rounds: each a fresh worker process); 1: one process, "
-                    "no interval"),
+                       "no interval"),
     "time_ns_median": Col(FLOAT, "time per call, ns: the median of the rounds' medians (the median of the "
-                              "samples where there is one round)", "ns"),
+                                 "samples where there is one round)", "ns"),
     "time_ns_q1": Col(FLOAT, "first quartile, ns", "ns"),
     "time_ns_q3": Col(FLOAT, "third quartile, ns", "ns"),
     "time_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.stats.CONFIDENCE) of time_ns_median, low end, ns: a "
-                              "t-interval over the rounds' log medians (pqlab.stats.round_interval), empty below "
-                              "pqlab.stats.MIN_ROUNDS rounds", "ns"),
+                                 "t-interval over the rounds' log medians (pqlab.stats.round_interval), empty below "
+                                 "pqlab.stats.MIN_ROUNDS rounds", "ns"),
     "time_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
     "time_ns_rel_ci": Col(FLOAT, "precision reached: (ci_high - ci_low) / 2 / median", "fraction"),
     "target_rel_ci": Col(FLOAT, "precision target the sampling stopped at (pqlab.timing.measure); empty: the whole "
-                             "budget was used; missed: flag precision-not-reached", "fraction"),
+                                "budget was used; missed: flag precision-not-reached", "fraction"),
     "time_ns_min": Col(FLOAT, "fastest sample, ns", "ns"),
     "time_ns_mean": Col(FLOAT, "mean of the samples, ns", "ns"),
     "time_ns_cv": Col(FLOAT, "coefficient of variation of the samples", "fraction"),
@@ -91,7 +91,7 @@ MEASUREMENTS: dict[str, Col] = {
     "cycles_q3": Col(FLOAT, "third quartile of cycles", "cycles"),
     "cycles_mean": Col(FLOAT, "mean cycles per call", "cycles"),
     "cycles_source": Col(STR, "the counter: core-cycles | tsc | none (pqlab.cycles); the TSC's rate is in the run's "
-                           "meta (counter.hz)"),
+                              "meta (counter.hz)"),
     "overhead_ns": Col(FLOAT, "cost of a do-nothing call through the same harness path, ns", "ns"),
     "peak_heap_bytes": Col(INT, "heap the operation adds, bytes (memory_source says how measured)", "bytes"),
     "peak_stack_bytes": Col(INT, "stack the operation adds, bytes", "bytes"),

@@ -8,8 +8,8 @@ import pytest
 
 from pqlab import machine
 from pqlab.algorithms import get
-from pqlab.builds import Build
 from pqlab.benchmark import measurement_row, sample_rows
+from pqlab.builds import Build
 from pqlab.errors import UnknownName
 from pqlab.formatting import markdown
 from pqlab.recorder import RunRecorder

@@ -87,3 +87,21 @@ def test_bench_gives_lean_rows_the_c_loops_own_cost_and_says_it(tmp_path):
 def test_the_c_loop_is_one_helper_for_every_build():
     path = lean._c()[1]._name
     assert "lean_loops" in path and functools.reduce(lambda a, b: a and b, (hasattr(lean._c()[1], n) for n in lean._LOOPS))
+
+
+def test_without_a_c_compiler_liboqs_is_measured_through_its_binding_and_says_so(tmp_path):
+    """The C loop is compiled on first use; where no compiler exists the liboqs backend is not offered, a bare name
+    means liboqs-python, and one line says why (in a fresh process with an empty cache and CC naming no program)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "from pqlab import algorithms\n"
+            "a = algorithms.get('ML-KEM-768')\n"
+            "print(a.backend, ('ML-KEM-768', 'liboqs') in algorithms._REGISTRY)")
+    env = dict(os.environ, CC="/nonexistent/cc", XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["liboqs-python", "False"]
+    assert "C loop into liboqs cannot be built here" in out.stderr and "no C compiler" in out.stderr

@@ -342,10 +342,23 @@ class LeanKem(_LeanMixin, OqsKem):
 
 
 def register_all() -> None:
+    """Both backends; only ``liboqs-python`` where pqlab's C loop cannot be compiled here (no C compiler), which
+    is said once, so that a bare name then means liboqs through its binding, as the rows say."""
     oqs = import_oqs()
+    try:
+        _c()
+        lean = True
+    except OSError as exc:
+        from ..errors import warn
+
+        warn(f"pqlab's C loop into liboqs cannot be built here ({exc}): liboqs is measured through liboqs-python "
+             "only (backend liboqs-python)")
+        lean = False
     for name in oqs.get_enabled_sig_mechanisms():
-        register(name, LEAN, functools.partial(LeanSignature, name))
+        if lean:
+            register(name, LEAN, functools.partial(LeanSignature, name))
         register(name, BINDING, functools.partial(OqsSignature, name))
     for name in oqs.get_enabled_kem_mechanisms():
-        register(name, LEAN, functools.partial(LeanKem, name))
+        if lean:
+            register(name, LEAN, functools.partial(LeanKem, name))
         register(name, BINDING, functools.partial(OqsKem, name))
