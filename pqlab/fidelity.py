@@ -222,20 +222,26 @@ def fastest_rounds(numerator, denominator, slow: float = SLOW_ROUND) -> dict:
 
 def format_fidelity(df: pd.DataFrame, noop: dict | None = None) -> str:
     """The table the `fidelity` command prints."""
+    from .formatting import fmt_percent
+    from .stats import CONFIDENCE
+
     def verdict(v) -> str:
         return "unclear (noise)" if v is None or pd.isna(v) else "yes" if v else "NO"
+
+    level = fmt_percent(CONFIDENCE, 0)
 
     shown = {"operation": df["algorithm"] + " " + df["operation"], "native us": df["native_us"].map("{:.2f}".format)}
     for arm in ARMS[:-1]:
         shown[f"{arm} us"] = df[f"{arm}_us"].map("{:.2f}".format)
         shown[f"{arm}/native"] = df[f"{arm}_ratio"].map("{:.3f}".format)
-        shown[f"{arm} paired [95% CI]"] = [f"{m:.3f} [{a:.3f}, {b:.3f}]" for m, a, b in
-                                     zip(df[f"{arm}_paired"], df[f"{arm}_low"], df[f"{arm}_high"], strict=True)]
+        shown[f"{arm} paired [{level} CI]"] = [f"{m:.3f} [{a:.3f}, {b:.3f}]" for m, a, b in
+                                               zip(df[f"{arm}_paired"], df[f"{arm}_low"], df[f"{arm}_high"],
+                                                   strict=True)]
     shown[f"pqlab <= {1 + TOLERANCE:g}"] = df["within_5pct"].map(verdict)
     shown["loops"] = [f"{a}" if a == b else f"{a}-{b}" for a, b in zip(df["loops_min"], df["loops_max"], strict=True)]
     text = pd.DataFrame(shown).to_string(index=False)
     text += ("\n\nmean time per call (us) of each arm; ratios over native's: pooled, and paired by block (the median "
-             "of the per-block ratios, each block a pair of fresh processes, with its 95 % t-interval)")
+             f"of the per-block ratios, each block a pair of fresh processes, with its {level} t-interval)")
     if hasattr(os, "getloadavg"):
         text += (f"\n\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
                  "(other processes add noise to every arm alike; the per-block ratios show how much)")

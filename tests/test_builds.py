@@ -156,6 +156,32 @@ def test_compare_runs_of_two_releases_refuses_a_name_whose_meaning_changed_unles
     assert list(told.attrs["changed_meaning"]) == ["FrodoKEM-640-AES"]
 
 
+def test_compare_joins_two_releases_by_their_options_and_names_each_sides_build():
+    """Rows of liboqs-0.12.0 and liboqs-0.13.0 are the same measurement of two builds: compared, each row says
+    which build each side ran; a generic row is not compared with a default one."""
+    from pqlab.results import compare_runs
+
+    def run(run_id, release, scale):
+        rows, samples = [], []
+        for options in ("default", "generic"):
+            build = builds.Build(release, options).id
+            rows.append({"run_id": run_id, "algorithm": "ML-KEM-768", "backend": "liboqs", "build": build,
+                         "operation": "encaps", "loops": 1, "time_ns_median": 1e4, "samples": 6, "verified": True})
+            samples += [{"run_id": run_id, "algorithm": "ML-KEM-768", "backend": "liboqs", "build": build,
+                         "operation": "encaps", "round": r, "sample": 0, "loops": 1,
+                         "time_ns": 1e4 * scale * (2 if options == "generic" else 1) * (1 + 0.001 * r)}
+                        for r in range(6)]
+        return Run.from_rows(run_id, rows, [], samples, {"status": "complete", "rounds": [],
+                                                        "liboqs": {"liboqs_version": release,
+                                                                   "build": builds.Build(release).id}})
+
+    out = compare_runs(run("a", "0.12.0", 1.0), run("b", "0.13.0", 1.3), allow_different=True)
+    assert sorted(zip(out["build_a"], out["build_b"])) == [("liboqs-0.12.0", "liboqs-0.13.0"),
+                                                           ("liboqs-0.12.0+generic", "liboqs-0.13.0+generic")]
+    assert out["factor_b_over_a"].tolist() == pytest.approx([1.3, 1.3], rel=0.01)
+    assert "build" not in out.columns and "build_options" not in out.columns
+
+
 def test_the_builds_command_lists_every_release_and_option(capsys):
     from pqlab.cli import main
 
