@@ -31,7 +31,7 @@ from typing import Any
 
 from .errors import LiboqsNotFound, UnknownName, shell_command, warn
 from .schema import KIND_OPERATIONS
-from .vocabulary import BACKENDS, LIBRARY_BACKENDS
+from .vocabulary import LIBRARY_BACKENDS, find
 
 
 class UnknownAlgorithm(UnknownName):
@@ -432,8 +432,7 @@ def backends_of(name: str) -> list[str]:
 
 
 def _distinct(found: list[str]) -> list[str]:
-    through = {b.name: b.through for b in BACKENDS if b.through}
-    return [b for b in found if through.get(b) not in found]
+    return [b for b in found if getattr(find(b), "through", "") not in found]
 
 
 @functools.cache

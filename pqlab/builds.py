@@ -148,6 +148,11 @@ def options_of(build_id) -> str:
     return (m[2] or "default") if m else ""
 
 
+def selected(column, wanted: str):
+    """The rows of a results ``build`` `column` (a pandas Series) whose build is `wanted` (:func:`matches`)."""
+    return column.map(lambda b: matches(b, wanted)).astype(bool)
+
+
 def matches(build_id, wanted: str) -> bool:
     """Whether the build a row names is `wanted`: its id (``liboqs-0.12.0``), or its options alone (``default``,
     ``generic``: such a build of whichever release the row ran)."""

@@ -149,7 +149,7 @@ def _side(run, spec: str, operation: str, build: str | None, message_bytes) -> t
                           f"{spec} has: {', '.join(sorted(set(rows['operation'])))}")
     rows = rows[rows["operation"] == operation]
     if build is not None:
-        rows = rows[rows["build"].map(lambda b: builds.matches(b, build)).astype(bool)]
+        rows = rows[builds.selected(rows["build"], build)]
     if rows["build"].fillna("").nunique() > 1:
         raise BadInput(f"{spec} {operation} ran in several builds here: choose one with build= "
                        f"({', '.join(sorted(set(rows['build'].fillna(''))))})")

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .builds import matches
+from .builds import matches, selected
 from .errors import UnknownName
 from .paths import REFERENCE
-from .vocabulary import BACKENDS
+from .vocabulary import find
 
 SOURCES_FILE = REFERENCE / "sources.yaml"
 
@@ -127,7 +127,7 @@ def _rows(runs, table: str, algorithm: str, backend: str, operations, build: str
         return s
     sel = s["operation"].isin(list(operations))
     if build is not None:
-        sel &= s["_build"].map(lambda b: matches(b, build)).astype(bool)
+        sel &= selected(s["_build"], build)
     return s[sel]
 
 
@@ -212,7 +212,7 @@ def _our_side(runs, algorithm: str, backend: str, operations, build: str) -> dic
     rec = _liboqs_record(runs, build or ("default" if backend == "native" else ""))
     config = rec.get("build_config") or {}
     versions = values("library_version") or ([str(rec["liboqs_version"])] if rec.get("liboqs_version") else [])
-    record = next((b for b in BACKENDS if b.name == backend), None)
+    record = find(backend)
     library = "liboqs" if backend == "native" or (record and "liboqs" in (record.name, record.through)) else backend
     caller = record.caller if record else "Python"  # the language of the timed loop
     binding = f"liboqs-python {rec['liboqs_python_version']}" if record and record.binding == "liboqs-python" and \

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import inputs, paths
-from .builds import matches, options_of
+from .builds import options_of, selected
 from .files import atomic_write_set, process_alive
 from .noise import compare_references
 from .ratio import like_statistic
@@ -140,7 +140,7 @@ class Run:
         if backend is not None:
             sel &= s["backend"] == backend
         if build is not None:
-            sel &= s["build"].map(lambda b: matches(b, build)).astype(bool)
+            sel &= selected(s["build"], build)
         if message_bytes is not None:
             sel &= s["message_bytes"] == message_bytes
         return with_rounds(s.loc[sel].dropna(subset=[column]), column, {self.run_id: self.meta.get("rounds") or []})

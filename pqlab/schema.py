@@ -262,17 +262,23 @@ def _stored_kind(algorithm, sizes) -> str:
 _OLD_OPTIONS = "variant"
 
 
-def convert_meta(meta: dict, version: int) -> dict:
-    """A run's meta of schema `version` in today's form: its liboqs record names its build (schema 5)."""
+def _old_build(release: str, options: str) -> str:
+    """The build id of schema 4's liboqs `release` and options word ("default" | "generic"; others were default
+    builds with a target of their own)."""
     from .builds import Build
 
+    return Build(release, "generic" if options == "generic" else "default").id
+
+
+def convert_meta(meta: dict, version: int) -> dict:
+    """A run's meta of schema `version` in today's form: its liboqs record names its build (schema 5)."""
     info = meta.get("liboqs")
     if version >= 5 or not isinstance(info, dict) or _OLD_OPTIONS not in info:
         return meta
     info = {k: v for k, v in info.items() if k != _OLD_OPTIONS}
     info["options"] = options = meta["liboqs"][_OLD_OPTIONS]
     if "build" not in info and info.get("liboqs_version"):
-        info["build"] = Build(info["liboqs_version"], "generic" if options == "generic" else "default").id
+        info["build"] = _old_build(info["liboqs_version"], options)
     return dict(meta, liboqs=info)
 
 
@@ -280,8 +286,6 @@ def _build_column(frame, meta: dict | None, key=None):
     """`frame` with schema 5's ``build`` column in place of the old options column: ``liboqs-<release>`` (with
     ``+generic``) from the release each row recorded (``library_version``, else the run's liboqs record), or, for
     samples (which record no release), from the measurement rows `key` maps by algorithm, backend and options."""
-    from .builds import Build
-
     if frame is None or _OLD_OPTIONS not in frame.columns:
         return frame
     old = frame[_OLD_OPTIONS].astype(object).where(frame[_OLD_OPTIONS].notna(), "")
@@ -292,7 +296,7 @@ def _build_column(frame, meta: dict | None, key=None):
 
         def build_of(options: str, release) -> str:
             release = release if isinstance(release, str) and release else run_release
-            return Build(release, "generic" if options == "generic" else "default").id if options and release else ""
+            return _old_build(release, options) if options and release else ""
 
         releases = frame["library_version"] if "library_version" in frame.columns else [None] * len(frame)
         built = [build_of(o, r) for o, r in zip(old, releases)]

@@ -2,7 +2,7 @@
 notebooks' topic ids.  Every other module reads them here; none spells its own list.
 
     BACKENDS                      every backend, library or runner, with its language, caller and packages
-    backend("liboqs")             one of them (an unknown name: one line with close matches)
+    backend("liboqs")             one of them (an unknown name: one line with close matches); find(): or None
     LIBRARY_BACKENDS              the backends measured in pqlab's own harness, in the order a bare name picks them
     FAMILIES, family_of(name)     the family column's words, and the family of any algorithm name pqlab measures
     POST_QUANTUM                  the post-quantum families; CLASSICAL_PUBLIC_KEY those Shor's algorithm breaks
@@ -59,9 +59,15 @@ def backend(name: str) -> Backend:
     return _BY_NAME[choice(name, "backend", list(_BY_NAME))]
 
 
+def find(name: str) -> Backend | None:
+    """The backend called `name`, or None for a name pqlab does not know (a test's own adapter)."""
+    return _BY_NAME.get(name)
+
+
 def c_loop(name: str) -> bool:
     """Whether backend `name` runs a sample's calls in a C loop (False for a name pqlab does not know)."""
-    return name in _BY_NAME and _BY_NAME[name].c_loop
+    record = find(name)
+    return bool(record and record.c_loop)
 
 
 #: The family column's words (pqlab.plotting gives each a colour).

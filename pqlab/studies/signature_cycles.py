@@ -49,8 +49,6 @@ REFERENCE_TABLE = round2_study.REFERENCE_TABLE
 SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 #: Table families of this notebook, in the order of the tables.
 FAMILY_ORDER = POST_QUANTUM + ("classical",)
-#: Registry families shown together as "classical".
-CLASSICAL = CLASSICAL_PUBLIC_KEY
 #: What each (backend, liboqs build options) is called in the tables.
 BUILDS = {("liboqs", "default"): "liboqs optimised", ("liboqs", "generic"): "liboqs portable",
           ("cryptography", ""): "OpenSSL", ("native", "default"): "native optimised",
@@ -62,7 +60,7 @@ SHORT_NS, LONG_NS = 5e5, 5e6
 
 def table_family(family: str) -> str:
     """The family of this notebook's tables: RSA and elliptic curves are grouped as "classical"."""
-    return "classical" if family in CLASSICAL else family
+    return "classical" if family in CLASSICAL_PUBLIC_KEY else family
 
 
 def build_label(backend, build) -> str:
@@ -824,7 +822,7 @@ def _labels(df: pd.DataFrame, label_all: bool) -> pd.Series:
 def _scatter_frame(rows: pd.DataFrame, operation: str, size_col: str) -> pd.DataFrame:
     keep = rows[(rows["operation"] == operation) & rows["build"].isin(["liboqs optimised", "OpenSSL"])].copy()
     keep = keep.dropna(subset=["cycles_median", size_col])
-    second = (keep["build"] == "OpenSSL") & ~keep["family"].isin(CLASSICAL)
+    second = (keep["build"] == "OpenSSL") & ~keep["family"].isin(CLASSICAL_PUBLIC_KEY)
     keep["name"] = keep["algorithm"].where(~second, keep["algorithm"] + " (OpenSSL)")
     keep = keep.sort_values(["table_family", size_col]).reset_index(drop=True)
     keep["point_label"] = _labels(keep.assign(_x=keep[size_col]), len(keep) <= 20)
