@@ -123,6 +123,9 @@ build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py pq
 build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
+# notebook 08 builds the programs of native/impls on first use (pqlab.runners.impls), not make
+build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqlab/runners/impls.py pqlab/crosscheck.py \
+    pqlab/vectors.py $(wildcard native/impls/PROTOCOL.md)
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D) && rm -f $(@D)/failed/$*.ipynb

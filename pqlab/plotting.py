@@ -82,6 +82,17 @@ def color_map(keys) -> dict:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
+#: Marker shapes that, cycled beside the palette, tell apart more categories than it has colours.
+MARKERS = ("o", "s", "D", "^", "v", "P", "X")
+
+
+def marker_map(keys) -> dict:
+    """A (colour, marker) pair per category, distinct for up to len(PALETTE) x len(MARKERS) categories when their
+    lengths are coprime (a second shape where the colours repeat)."""
+    keys = list(dict.fromkeys(keys))
+    return {k: (PALETTE[i % len(PALETTE)], MARKERS[(i // len(PALETTE)) % len(MARKERS)]) for i, k in enumerate(keys)}
+
+
 def _labels_fit_under_bars(cats, width: float, height: float) -> bool:
     """Whether category labels can stand under vertical bars: flat or slanted within the width, or upright
     without taking more than a third of the figure's height and with their lines side by side within a

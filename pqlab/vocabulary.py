@@ -48,6 +48,14 @@ BACKENDS = (
     Backend("native", "C", caller="C"),  # pqlab.runners.native: liboqs timed from C
     Backend("bouncycastle", "Java", caller="Java"),  # pqlab.runners.jvm
     Backend("openssl-tls", "C", caller="C"),  # pqlab.runners.tls: TLS 1.3 handshakes
+    # pqlab.runners.impls: the programs of native/impls, each implementation timed in its own language's loop
+    Backend("openssl", "C and assembly", caller="C"),
+    Backend("openssl-3.6", "C and assembly", caller="C"),
+    Backend("aws-lc-rs", "C and assembly (AWS-LC)", caller="Rust"),
+    Backend("libcrux", "Rust (formally verified)", caller="Rust"),
+    Backend("rustcrypto", "Rust", caller="Rust"),
+    Backend("go-stdlib", "Go and assembly", caller="Go"),
+    Backend("noble", "JavaScript", caller="JavaScript"),
 )
 _BY_NAME = {b.name: b for b in BACKENDS}
 #: The backends measured in pqlab's own harness (a module under pqlab/backends/ each), in preference order.
@@ -102,4 +110,4 @@ def family_of(name: str) -> str:
 #: One id per numbered notebook: ``notebooks/<id>.ipynb``, the ``study`` of its runs, its folder of exports and
 #: of parameters (``notebooks/params/<id>.yaml``).  A study module's ``TOPIC`` is one of these.
 TOPICS = ("01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles", "05_energy",
-          "06_tls_handshake", "07_atlas")
+          "06_tls_handshake", "07_atlas", "08_implementations")

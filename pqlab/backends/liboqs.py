@@ -157,20 +157,28 @@ class _Encaps(_Lean):
                                   self.pk_at), self.output)
 
 
+def _exact(data: bytes, length: int, what: str) -> bytes:
+    """`data` when it is `length` bytes; else one line: liboqs's C reads a fixed length, past a short buffer's end."""
+    if len(data) != length:
+        raise ValueError(f"a {what} of this algorithm is {length} bytes, not {len(data)}")
+    return bytes(data)
+
+
 class _Decaps(_Lean):
-    def __init__(self, obj: int, sk: bytes, ss_len: int) -> None:
-        self.obj = obj
+    def __init__(self, obj: int, sk: bytes, ss_len: int, ct_len: int) -> None:
+        self.obj, self.ct_len = obj, ct_len
         (self.sk, self.sk_at), (self.ss, self.ss_at) = _buffer(bytes(sk)), _buffer(ss_len)
 
     def __call__(self, ct: bytes) -> bytes:
-        return self.output(_c()[0]["OQS_KEM_decaps"][0](self.obj, self.ss_at, bytes(ct), self.sk_at) != 0)
+        ct = _exact(ct, self.ct_len, "ciphertext")
+        return self.output(_c()[0]["OQS_KEM_decaps"][0](self.obj, self.ss_at, ct, self.sk_at) != 0)
 
     def output(self, failures):
         return _checked("decaps", lambda: self.ss.raw)(failures)
 
     def loop(self, ct: bytes):
         api, loops = _c()
-        self.ct, ct_at = _buffer(bytes(ct))  # kept with this object while its loop may run
+        self.ct, ct_at = _buffer(_exact(ct, self.ct_len, "ciphertext"))  # kept with this object while its loop runs
         return (functools.partial(loops.pqlab_decaps, api["OQS_KEM_decaps"][1], self.obj, self.ss_at, ct_at,
                                   self.sk_at), self.output)
 
@@ -300,10 +308,11 @@ class LeanSignature(_LeanMixin, OqsSignature):
     _KIND = "SIG"
 
     def signer(self, sk):
-        return _Sign(self._obj, sk, self.extra["max_signature_bytes"])
+        return _Sign(self._obj, _exact(sk, self.extra["details"]["length_secret_key"], "secret key"),
+                     self.extra["max_signature_bytes"])
 
     def verifier(self, pk):
-        return _Verify(self._obj, pk)
+        return _Verify(self._obj, _exact(pk, self.extra["details"]["length_public_key"], "public key"))
 
 
 class OqsKem(Algorithm):
@@ -335,10 +344,13 @@ class LeanKem(_LeanMixin, OqsKem):
 
     def encapsulator(self, pk):
         d = self.extra["details"]
-        return _Encaps(self._obj, pk, d["length_ciphertext"], d["length_shared_secret"])
+        return _Encaps(self._obj, _exact(pk, d["length_public_key"], "public key"), d["length_ciphertext"],
+                       d["length_shared_secret"])
 
     def decapsulator(self, sk):
-        return _Decaps(self._obj, sk, self.extra["details"]["length_shared_secret"])
+        d = self.extra["details"]
+        return _Decaps(self._obj, _exact(sk, d["length_secret_key"], "secret key"), d["length_shared_secret"],
+                       d["length_ciphertext"])
 
 
 def register_all() -> None:

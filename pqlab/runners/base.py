@@ -32,3 +32,45 @@ def failure(proc: subprocess.CompletedProcess, document: dict | None = None, tai
     status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
     why = (document or {}).get("error") or (proc.stderr or proc.stdout or "").strip()[-tail:] or "no output"
     return f"{status}: {why}"
+
+
+def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) -> list[dict]:
+    """One algorithm's measurement rows from its rounds, each round one process of a runner that printed
+    ``operations`` of raw samples (``samples_ns``, and ``samples_cycles`` where it counts cycles).
+
+    `to_rows(result, base)` makes the rows of a result (the rounds' samples merged: the summary of every sample),
+    `to_samples(result, run_id=, round_index=)` its sample rows.  The estimate and interval are over rounds
+    (:func:`pqlab.stats.round_interval`, widened by the machine's drift read from the rounds' reference loops), and
+    a row flags the busy rounds of `rec` (a :class:`pqlab.recorder.RunRecorder`)."""
+    import pandas as pd
+
+    from .. import cycles, flags
+    from ..stats import relative_half_width, round_interval, with_rounds
+
+    def merged_op(i: int, op: dict) -> dict:
+        ops = [r["operations"][i] for _, r in results]
+        merged = dict(op, samples_ns=[t for o in ops for t in o["samples_ns"]],
+                      verified=all(o["verified"] for o in ops),
+                      error=next((o.get("error") for o in ops if not o["verified"]), ""))
+        if "samples_cycles" in op:
+            merged["samples_cycles"] = [c for o in ops for c in o["samples_cycles"]]
+        return merged
+
+    merged = dict(results[0][1], operations=[merged_op(i, op) for i, op in enumerate(results[0][1]["operations"])])
+    samples = pd.concat([to_samples(r, run_id=rec.run_id, round_index=k) for k, r in results], ignore_index=True)
+    rows = to_rows(merged, rec.base).to_dict("records")
+    for row in rows:
+        mine = samples[samples["operation"] == row["operation"]]
+        if not row["verified"] or mine.empty:
+            continue
+        value, low, high, k = round_interval(with_rounds(mine, "time_ns", {rec.run_id: rec.meta.get("rounds")}))
+        marks = [flags.make(c, d) for c, d in flags.parse(row["flags"]) if c != "no-rounds"]
+        busy = [x["round"] for x in rec.meta.get("rounds", []) if x.get("busy")]
+        if busy:
+            marks.append(flags.make("busy", f"{len(busy)} of {k} rounds"))
+        row.update(time_ns_median=value, time_ns_ci_low=low, time_ns_ci_high=high, rounds=k,
+                   time_ns_rel_ci=relative_half_width(value, low, high), flags=flags.join(marks))
+        counted = mine.dropna(subset=["cycles"]) if "cycles" in mine else mine.iloc[0:0]
+        if row.get("cycles_source") not in (None, cycles.NONE) and not counted.empty:
+            row["cycles_median"] = round_interval(with_rounds(counted, "cycles"))[0]
+    return rows

@@ -39,7 +39,7 @@ from ..paths import NATIVE
 from ..recorder import RunRecorder, summary_columns
 from ..schema import typed
 from ..stats import summarize
-from .base import RunnerError, call_json, failure
+from .base import RunnerError, call_json, failure, rows_over_rounds
 
 BENCH_DIR = NATIVE / "bench"
 #: The backend column of the C runner's rows (pqlab.vocabulary).
@@ -268,37 +268,6 @@ def native_samples(result: dict, *, run_id: str = "", round_index: int | None = 
     return typed(pd.DataFrame(rows), "samples")
 
 
-def _rows_over_rounds(results: list[tuple[int, dict]], rec: RunRecorder) -> list[dict]:
-    """An algorithm's rows from its rounds (one :func:`run_native` process each): the samples of every round
-    summarised together (:func:`measurements_from_result`), the estimate and interval over rounds
-    (:func:`pqlab.stats.round_interval`, with the machine's drift from the rounds' reference loops)."""
-    from ..stats import relative_half_width, round_interval, with_rounds
-
-    merged = dict(results[0][1], operations=[
-        dict(op, samples_ns=[t for _, r in results for t in r["operations"][i]["samples_ns"]],
-             samples_cycles=[c for _, r in results for c in r["operations"][i]["samples_cycles"]],
-             verified=all(r["operations"][i]["verified"] for _, r in results),
-             error=next((r["operations"][i].get("error") for _, r in results if not r["operations"][i]["verified"]), ""))
-        for i, op in enumerate(results[0][1]["operations"])])
-    samples = pd.concat([native_samples(r, run_id=rec.run_id, round_index=k) for k, r in results], ignore_index=True)
-    rows = measurements_from_result(merged, rec.base).to_dict("records")
-    for row in rows:
-        mine = samples[samples["operation"] == row["operation"]]
-        if not row["verified"] or mine.empty:
-            continue
-        value, low, high, k = round_interval(with_rounds(mine, "time_ns", {rec.run_id: rec.meta.get("rounds")}))
-        marks = [flags.make(c, d) for c, d in flags.parse(row["flags"]) if c != "no-rounds"]
-        busy = [x["round"] for x in rec.meta.get("rounds", []) if x.get("busy")]
-        if busy:
-            marks.append(flags.make("busy", f"{len(busy)} of {k} rounds"))
-        row.update(time_ns_median=value, time_ns_ci_low=low, time_ns_ci_high=high, rounds=k,
-                   time_ns_rel_ci=relative_half_width(value, low, high), flags=flags.join(marks))
-        counted = mine.dropna(subset=["cycles"])
-        if row["cycles_source"] != cycles.NONE and not counted.empty:
-            row["cycles_median"] = round_interval(with_rounds(counted, "cycles"))[0]
-    return rows
-
-
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
                build: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
                fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None,
@@ -361,6 +330,7 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
             rec.meta["native"]["liboqs_paths"] = sorted(libraries)
             rec.meta["rounds"].append(noise.round_record(r, before, start))
             rec.set_measurements([row for name in algorithms if results[name]
-                                  for row in _rows_over_rounds(results[name], rec)])
+                                  for row in rows_over_rounds(results[name], rec, measurements_from_result,
+                                                              native_samples)])
             rec.checkpoint()
     return rec.run

@@ -1,0 +1,3 @@
+module pqlab/impls
+
+go 1.26

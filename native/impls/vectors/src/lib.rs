@@ -1,0 +1,1 @@
+// Empty: this crate only pins the vector crate (see Cargo.toml).

