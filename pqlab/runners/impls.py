@@ -263,6 +263,7 @@ def available(names: Iterable[str] | None = None) -> dict[str, dict]:
     for name in names:
         try:
             found[name] = describe(name)
+            _WHY_NOT.pop(name, None)
         except (ImplementationError, OSError, subprocess.SubprocessError) as exc:
             _WHY_NOT[name] = str(exc).splitlines()[0]
     return found
@@ -300,6 +301,7 @@ def time_one(prog: Program | str, implementation: str, algorithm: str, operation
     document (``operations``: raw per-call samples, ``loops``, ``verified``; ``sizes``).  A program that exits
     with bad input, crashes or times out raises :class:`ImplementationError` naming it."""
     prog = program(prog) if isinstance(prog, str) else prog
+    ensure_built(prog)
     cmd = prog.command() + ["time", "--impl", implementation, "--alg", algorithm, "--ops", ",".join(operations),
                             "--budget", repr(float(budget_s)), "--min-samples", str(min_samples),
                             "--max-samples", str(max_samples), "--warmup", str(warmup), "--sample-ns",

@@ -57,6 +57,7 @@ class Checks:
     cross: pd.DataFrame
     kats: pd.DataFrame
     kats_missing: str = ""
+    api: pd.DataFrame | None = None  #: per implementation and algorithm, the operations a caller may seed
 
     @property
     def excluded(self) -> dict[str, str]:
@@ -73,10 +74,13 @@ def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
     participants, sessions = crosscheck.participants_for(algorithms, programs, python)
     try:
         cross = crosscheck.cross_check(algorithms, participants)
+        api = pd.DataFrame([{"implementation": p.name, "algorithm": alg,
+                             "seeded": ", ".join(crosscheck.seeded(p, alg)) or "none"}
+                            for alg in algorithms for p in participants.values() if crosscheck.has(p, alg)])
         try:
-            return Checks(cross, vectors.run(participants, algorithms, kat_limit))
+            return Checks(cross, vectors.run(participants, algorithms, kat_limit), api=api)
         except vectors.VectorsUnavailable as exc:
-            return Checks(cross, vectors.run({}, []), str(exc))
+            return Checks(cross, vectors.run({}, []), str(exc), api=api)
     finally:
         for session in sessions:
             session.close()
@@ -255,6 +259,21 @@ def standard_sizes(table: pd.DataFrame) -> pd.DataFrame:
         row["all_agree"] = all(row.pop(f"{c}_agrees") for c in ("public_key", "ciphertext", "signature"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def api_table(checks: Checks, runs: Sequence) -> pd.DataFrame:
+    """What each implementation's API lets a caller do, read from the programs and adapters: which operations take
+    the caller's randomness (what known-answer tests and reproducible keys need), and the secret key it hands out
+    (a seed or the expanded key), per algorithm."""
+    if checks.api is None or checks.api.empty:
+        return pd.DataFrame()
+    held = sizes(runs)
+    formats = {} if held.empty else {(r["implementation"], r["algorithm"]): (r["secret_key_bytes"], r["key_encoding"])
+                                     for _, r in held.iterrows()}
+    rows = [dict(r, secret_key_bytes=formats.get((r["implementation"], r["algorithm"]), (None, ""))[0],
+                 secret_key_format=formats.get((r["implementation"], r["algorithm"]), (None, ""))[1])
+            for r in checks.api.to_dict("records")]
+    return pd.DataFrame(rows).sort_values(["algorithm", "implementation"], ignore_index=True)
 
 
 def implementations_table(runs: Sequence) -> pd.DataFrame:

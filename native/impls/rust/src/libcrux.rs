@@ -40,7 +40,8 @@ pub fn implementation() -> Implementation {
     };
     let options = format!(
         "{built}; libcrux-platform {} run-time check: AVX2 {} -> the {runs} path runs (ML-KEM and ML-DSA); \
-         randomness from getrandom {} (OS) inside each timed call",
+         randomness from getrandom {} (OS) inside each timed call; the timed encapsulation does not check the \
+         public key (libcrux leaves FIPS 203's modulus check to validate_public_key, which serve calls)",
         env!("PQ_VERSION_LIBCRUX_PLATFORM"),
         if libcrux_platform::simd256_support() { "yes" } else { "no" },
         env!("PQ_VERSION_GETRANDOM")
