@@ -248,3 +248,17 @@ def test_a_row_names_the_package_that_ran_its_algorithm():
     assert impls.release_of("post-quantum 0.7.1, curves 2.4.0", "ML-KEM-768") == "post-quantum 0.7.1"
     assert impls.release_of("1.19.0", "X25519") == "1.19.0"
     assert impls.release_of("a 1, b 2", "RSA-2048-PKCS1v15-sig") == "a 1, b 2"  # no package names it: all of them
+
+
+def test_notebook_08_refuses_a_typo_in_its_parameters_before_anything_runs():
+    from pqlab.errors import BadInput
+    from pqlab.studies import implementations as im
+
+    with pytest.raises(UnknownName, match="close matches: ML-KEM-768"):
+        im.known_names(["ML-KEM-786"], programs=[])
+    with pytest.raises(BadInput, match="not ALGORITHM@implementation"):
+        im.known_names(["ML-KEM-768"], programs=[], leave_out=["ML-KEM-768-liboqs"])
+    with pytest.raises(UnknownName, match="close matches: liboqs"):
+        im.known_names(["ML-KEM-768"], programs=[], leave_out=["ML-KEM-768@libqos"])
+    assert "cryptography" in im.known_names(["ML-KEM-768"], programs=[], leave_out=["ML-KEM-768@pqcrypto"])
+    assert impls.available([]) == {}

@@ -258,6 +258,10 @@ def describe(prog: Program | str) -> dict:
 def available(names: Iterable[str] | None = None) -> dict[str, dict]:
     """{program: its list document} for every program that builds and answers here (of `names`, default all); the
     others' reasons are in :func:`unavailable`."""
+    if names is not None and not isinstance(names, str):
+        names = list(names)
+        if not names:  # none asked for: pqlab's own backends only
+            return {}
     names = list(_BY_NAME) if names is None else [program(n).name for n in inputs.names(names, "program")]
     found = {}
     for name in names:

@@ -65,12 +65,36 @@ class Checks:
         return {**crosscheck.excluded(self.cross), **vectors.failures(self.kats)}
 
 
+def known_names(algorithms: Sequence[str], programs: Iterable[str] | None = None,
+                leave_out: Iterable[str] = ()) -> list[str]:
+    """Every implementation name here (the programs' and pqlab's own backends'), after refusing an algorithm no
+    implementation has, or a `leave_out` item that is not "ALGORITHM@implementation" of known names, in one line
+    with close matches, before anything runs."""
+    from ..errors import BadInput, UnknownName
+
+    listed = impls.available(programs)
+    entries = [(a["algorithm"], a["implementation"]) for d in listed.values() for a in d["algorithms"]]
+    entries += [(name, b) for b in registry.known_backends() for name in registry.names(backend=b)]
+    for name in algorithms:
+        if name not in {a for a, _ in entries}:
+            raise UnknownName("algorithm of any implementation here", name, sorted({a for a, _ in entries}))
+    names = sorted({i for _, i in entries})
+    for item in leave_out:
+        alg, _, impl = str(item).partition("@")
+        if not impl:
+            raise BadInput(f"leave_out item {item!r} is not ALGORITHM@implementation (e.g. ML-DSA-44@pure-python)")
+        if impl not in names:
+            raise UnknownName("implementation in leave_out", impl, names)
+    return names
+
+
 def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
           python: Iterable[str] = PYTHON_BACKENDS, kat_limit: int | None = None) -> Checks:
     """Every implementation of each algorithm against every other (:func:`pqlab.crosscheck.cross_check`), then
     Wycheproof's known answers through each that can express them (:func:`pqlab.vectors.run`; `kat_limit`: the first
     vectors of each file only).  liboqs-python is liboqs itself through another path and is not checked twice."""
     python = [b for b in python if b != "liboqs-python"]
+    known_names(algorithms, programs)
     participants, sessions = crosscheck.participants_for(algorithms, programs, python)
     try:
         cross = crosscheck.cross_check(algorithms, participants)
@@ -105,15 +129,16 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
             study: str = TOPIC) -> tuple:
     """Time every cross-checked implementation of `algorithms`: the programs of native/impls
     (:func:`pqlab.runners.impls.measure`) and pqlab's own backends (:func:`pqlab.bench`), each in rounds.  Returns
-    ``(programs_run, python_run)``.  `programs`: the programs of native/impls to use (default all).  `leave_out`: "ALG@implementation" items not to time (a slow pure-Python
-    set in a quick run); they are named in the runs' parameters."""
+    ``(programs_run, python_run)``.  `programs`: the programs of native/impls to use (default all).  `leave_out`:
+    "ALG@implementation" items not to time (a slow pure-Python set in a quick run); they are named in the runs'
+    parameters."""
     from ..benchmark import bench
 
     leave_out = list(leave_out)
+    known_names(algorithms, programs, leave_out)
     excluded = checks.excluded
-    mine = {f"{i}/{a}": why for i, a, why in ((k.split("/")[0], k.split("/")[1], v) for k, v in excluded.items())}
-    mine.update({f"{item.split('@')[1]}/{item.split('@')[0]}": "left out by the notebook's parameters"
-                 for item in leave_out})
+    mine = dict(excluded, **{"{1}/{0}".format(*item.split("@", 1)): "left out by the notebook's parameters"
+                             for item in leave_out})
     runner_run = impls.measure(algorithms, budget_s=programs_budget_s or budget_s, rounds=rounds,
                                min_samples=min_samples, excluded=mine, programs=programs, study=study,
                                params={"leave_out": leave_out})
