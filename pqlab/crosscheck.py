@@ -171,21 +171,25 @@ def participants_for(algorithms: Sequence[str], programs: Iterable[str] | None =
     return found, sessions
 
 
+def _listed(participant: RunnerParticipant, alg: str) -> dict | None:
+    """The program's ``list`` entry of `alg` in `participant`'s implementation, None when it has none."""
+    document = impls.describe(participant.session.program)
+    return next((a for a in document["algorithms"] if a["implementation"] == participant.name
+                 and a["algorithm"] == alg), None)
+
+
 def seeded(participant: Participant, alg: str) -> tuple[str, ...]:
     """The operations of `alg` whose randomness `participant` lets a caller give (the known-answer tests need them)."""
     if isinstance(participant, PythonParticipant):
         return participant.seeded(alg)
-    document = impls.describe(participant.session.program)
-    return tuple(next((a.get("seeded", []) for a in document["algorithms"]
-                       if a["implementation"] == participant.name and a["algorithm"] == alg), ()))
+    return tuple((_listed(participant, alg) or {}).get("seeded", ()))
 
 
 def has(participant: Participant, alg: str) -> bool:
     """Whether `participant` implements `alg` (for a Python backend, its adapter registry; for a runner, its list)."""
     if isinstance(participant, PythonParticipant):
         return alg in registry.names(backend=participant.backend)
-    document = impls.describe(participant.session.program)
-    return any(a["implementation"] == participant.name and a["algorithm"] == alg for a in document["algorithms"])
+    return _listed(participant, alg) is not None
 
 
 def _attempt(rows: list, base: dict, check: str, test, *args) -> None:
@@ -257,9 +261,8 @@ def registry_kind(alg: str, participants: Sequence[Participant]) -> str:
     """"kem" or "sig": the kind the runners' lists or pqlab's registry give `alg`."""
     for p in participants:
         if isinstance(p, RunnerParticipant):
-            document = impls.describe(p.session.program)
-            return next(a["kind"] for a in document["algorithms"] if a["algorithm"] == alg)
-    return registry.get(alg, participants[0].name).kind if participants else "sig"
+            return _listed(p, alg)["kind"]
+    return registry.get(alg, participants[0].backend).kind if participants else "sig"
 
 
 def excluded(checks: pd.DataFrame) -> dict[str, str]:
