@@ -126,6 +126,9 @@ build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 # notebook 08 builds the programs of native/impls on first use (pqlab.runners.impls), not make
 build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqlab/runners/impls.py pqlab/crosscheck.py \
     pqlab/vectors.py $(wildcard native/impls/PROTOCOL.md)
+# notebook 09 builds the programs of native/leakage on first use (pqlab.runners.leakage), not make
+build/$(PROFILE)/09_timing_leakage.ipynb: pqlab/studies/timing_leakage.py pqlab/leakage.py pqlab/runners/leakage.py \
+    $(wildcard native/leakage/PROTOCOL.md)
 
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D) && rm -f $(@D)/failed/$*.ipynb

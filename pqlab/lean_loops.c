@@ -8,6 +8,8 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 
 typedef int (*kem_keypair_fn)(const void *kem, uint8_t *pk, uint8_t *sk);
 typedef int (*kem_encaps_fn)(const void *kem, uint8_t *ct, uint8_t *ss, const uint8_t *pk);
@@ -53,6 +55,34 @@ long pqlab_verify(sig_verify_fn f, const void *sig, const uint8_t *m, size_t m_l
 	long failed = 0;
 	for (long i = 0; i < n; i++)
 		failed += f(sig, m, m_len, s, s_len, pk) != 0;
+	return failed;
+}
+
+/* The timing screen's loop (pqlab.runners.leakage): call i decapsulates the ciphertext at cts + calls[i] * stride
+ * and its time in nanoseconds goes to ns[i].  Each call's ciphertext is first copied into one buffer `ct` (the
+ * copy's stores drained by a full fence) and its shared secret written to one buffer `out`, then copied to
+ * ss + i * ss_len (for the caller to check after the loop), both outside the timed region: every class runs from
+ * the same addresses, and the caller puts each distinct input at the same offset in a page of its own, so where an
+ * input lies in memory cannot pass for a difference between classes.  CLOCK_MONOTONIC: the vDSO reads the
+ * TSC where the kernel's clock source is the TSC, in nanoseconds on every architecture. */
+static inline uint64_t now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+long pqlab_decaps_each(kem_decaps_fn f, const void *kem, uint8_t *ss, uint8_t *out, size_t ss_len,
+                       const uint8_t *cts, size_t stride, uint8_t *ct, size_t ct_len, const uint8_t *sk,
+                       const int32_t *calls, long n, uint64_t *ns) {
+	long failed = 0;
+	for (long i = 0; i < n; i++) {
+		memcpy(ct, cts + (size_t)calls[i] * stride, ct_len);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		uint64_t start = now_ns();
+		failed += f(kem, out, ct, sk) != 0;
+		ns[i] = now_ns() - start;
+		memcpy(ss + (size_t)i * ss_len, out, ss_len);
+	}
 	return failed;
 }
 

@@ -110,4 +110,4 @@ def family_of(name: str) -> str:
 #: One id per numbered notebook: ``notebooks/<id>.ipynb``, the ``study`` of its runs, its folder of exports and
 #: of parameters (``notebooks/params/<id>.yaml``).  A study module's ``TOPIC`` is one of these.
 TOPICS = ("01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles", "05_energy",
-          "06_tls_handshake", "07_atlas", "08_implementations")
+          "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage")

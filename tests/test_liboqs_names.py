@@ -279,7 +279,7 @@ def test_the_notebooks_ask_for_liboqs_names_and_all_exist_on_the_baseline():
     asked = asked_names()
     stems = {stem for stem, *_ in asked}
     assert {"01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles", "05_energy",
-            "06_tls_handshake", "07_atlas", "08_implementations"} == stems
+            "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage"} == stems
     for *_, name in asked:
         assert name in L.names(BASELINE), name
 

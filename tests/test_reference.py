@@ -48,6 +48,7 @@ EXPECTED_ROWS = {
     "03_study_gravity_params": 6,  # src/config.rs of the code study 002 names (a repository, not a seed)
     "04_study_sphincs_round2_params": 36,  # 6 sets x 6 constants of the round-2 SPHINCS+ code
     "04_study_dilithium_params": 87,  # round-2 Dilithium (4 modes) and FIPS 204 (3 modes) params.h constants
+    "09_leakage_published": 6,  # published timing-leak effect sizes (GitHub issues and advisories, not a seed)
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))

@@ -21,7 +21,8 @@ from ..vocabulary import family_of
 
 LEAN, BINDING = "liboqs", "liboqs-python"
 _SOURCE = Path(__file__).resolve().parent.parent / "lean_loops.c"
-_LOOPS = ("pqlab_keypair", "pqlab_encaps", "pqlab_decaps", "pqlab_sign", "pqlab_verify", "pqlab_noop")
+_LOOPS = ("pqlab_keypair", "pqlab_encaps", "pqlab_decaps", "pqlab_sign", "pqlab_verify", "pqlab_noop",
+          "pqlab_decaps_each")
 _P, _B, _N, _L = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_long
 #: liboqs's C API as pqlab calls it: name -> (result, argument types); the same from liboqs 0.9 to 0.16
 _API = {
@@ -63,6 +64,7 @@ def _c() -> tuple[dict, ctypes.CDLL]:
     loops.pqlab_sign.argtypes = [_P, _P, _P, _P, _P, _N, _L, _P, _L]
     loops.pqlab_verify.argtypes = [_P, _P, _P, _N, _P, _N, _P, _L]
     loops.pqlab_noop.argtypes = [_L]
+    loops.pqlab_decaps_each.argtypes = [_P, _P, _P, _P, _N, _P, _N, _P, _N, _P, _P, _L, _P]
     return api, loops
 
 
@@ -374,3 +376,38 @@ def register_all() -> None:
         if lean:
             register(name, LEAN, functools.partial(LeanKem, name))
         register(name, BINDING, functools.partial(OqsKem, name))
+
+
+def decaps_each(name: str, sk: bytes, cts: list[bytes], calls) -> tuple[bytes, list[int]]:
+    """Decapsulate ``cts[calls[i]]`` for every i in one C loop (``pqlab_decaps_each``), each call timed on its own:
+    (the calls' shared secrets end to end, for the caller to check after the loop; each call's nanoseconds).  The
+    timing screen's loop (:mod:`pqlab.runners.leakage`); a call that does not return OQS_SUCCESS raises.  Equal
+    ciphertexts share one copy, and each distinct one starts a page of its own (``_PAGE``)."""
+    import array
+
+    api, loops = _c()
+    obj = _object("KEM", name)
+    try:
+        with import_oqs().KeyEncapsulation(name) as probe:
+            d = probe.details
+        ct_len, ss_len, n = d["length_ciphertext"], d["length_shared_secret"], len(calls)
+        distinct = list(dict.fromkeys(_exact(c, ct_len, "ciphertext") for c in cts))
+        slot = [distinct.index(bytes(c)) for c in cts]
+        stride = -(-ct_len // _PAGE) * _PAGE
+        raw = ctypes.create_string_buffer(stride * len(distinct) + _PAGE)
+        base = -ctypes.addressof(raw) % _PAGE  # the first page boundary inside the buffer
+        for i, c in enumerate(distinct):
+            ctypes.memmove(ctypes.addressof(raw) + base + i * stride, c, ct_len)
+        (_sk, sk_at) = _buffer(_exact(sk, d["length_secret_key"], "secret key"))
+        (ss, ss_at), (_out, out_at), (_ct, ct_at) = _buffer(n * ss_len), _buffer(ss_len), _buffer(ct_len)
+        order, ns = array.array("i", [slot[c] for c in calls]), array.array("Q", bytes(8 * n))
+        failed = loops.pqlab_decaps_each(api["OQS_KEM_decaps"][1], obj, ss_at, out_at, ss_len,
+                                         ctypes.addressof(raw) + base, stride, ct_at, ct_len, sk_at,
+                                         order.buffer_info()[0], n, ns.buffer_info()[0])
+    finally:
+        api["OQS_KEM_free"][0](obj)
+    _checked("decaps", lambda: None)(failed)
+    return ss.raw, ns.tolist()
+
+
+_PAGE = 4096

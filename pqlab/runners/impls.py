@@ -68,22 +68,23 @@ class Program:
     build: tuple[str, ...]
     artifact: str
     run: tuple[str, ...]
-    path: str = ""  #: its folder under native/impls when not its name
+    path: str = ""  #: its folder under `root` when not its name
     sources: str = ""  #: the folder its build reads (hashed for rebuilds), when wider than its own
+    root: Path = IMPLS  #: where its folder is (native/leakage for the timing screen's programs)
 
     @property
     def folder(self) -> Path:
-        return IMPLS / (self.path or self.name)
+        return self.root / (self.path or self.name)
 
     @property
     def source_folder(self) -> Path:
-        return IMPLS / self.sources if self.sources else self.folder
+        return self.root / self.sources if self.sources else self.folder
 
     def artifact_path(self) -> Path:
         return self.folder / self.artifact.format(crate=_crate_name(self.folder))
 
     def command(self) -> list[str]:
-        return [str(self.folder / p.format(crate=_crate_name(self.folder))) if "/" in p or p.endswith(".mjs")
+        return [str(self.folder / p.format(crate=_crate_name(self.folder))) if "/" in p or p.endswith((".mjs", ".py"))
                 else p for p in self.run]
 
 
@@ -186,7 +187,7 @@ def ensure_built(prog: Program | str) -> Path:
 
 
 def locked_versions(prog: Program) -> dict[str, str]:
-    """The versions the program's lock files pin: crate, npm package or Maven artifact -> version, and "go" -> the
+    """The versions the program's lock files pin: crate, npm package, Maven artifact or PyPI package -> version, and "go" -> the
     Go toolchain's version for the Go program (whose implementation is its standard library)."""
     import tomllib
 
@@ -200,6 +201,8 @@ def locked_versions(prog: Program) -> dict[str, str]:
     if (folder / "pom.xml").exists():
         pom = (folder / "pom.xml").read_text()
         found.update(dict(re.findall(r"<artifactId>([\w.-]+)</artifactId>\s*<version>([\w.-]+)</version>", pom)))
+    if (folder / "requirements.txt").exists():  # hash-pinned: name==version --hash=...
+        found.update(re.findall(r"^([\w.-]+)==([\w.+-]+)", (folder / "requirements.txt").read_text(), re.M))
     if prog.name == "go" and shutil.which("go"):
         proc = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, timeout=60)
         found["go"] = proc.stdout.strip().removeprefix("go")

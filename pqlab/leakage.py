@@ -1,0 +1,229 @@
+"""A timing-leakage screen: does an operation's time depend on its secret input?
+
+One operation runs on two or more fixed input classes (valid vs invalid ciphertext, Marvin's padding classes, a
+short vs a full nonce), all of one length.  Every *block* runs each class once, in an order drawn at random per
+block, so that drift, frequency changes and a neighbour's noise hit every class alike; the program of
+``native/leakage/`` (or pqlab's lean C loop for liboqs) times each call and checks its output after the clock.
+Per block the difference of each class to the first (the baseline) is one paired observation; the tests are:
+
+* the **sign test** (``scipy.stats.binomtest`` on how many differences are positive),
+* the **Wilcoxon signed-rank test** (``scipy.stats.wilcoxon``),
+* the **Friedman test** across all classes when there are more than two (``scipy.stats.friedmanchisquare``),
+
+each at the family-wise `alpha` split over the screen's tests (Bonferroni).  Block order is randomised, so with no
+leak every class's time is exchangeable within a block and the paired tests hold their level despite drift and
+autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).
+
+The effect is the **median of the paired differences** with a percentile **bootstrap interval**
+(``scipy.stats.bootstrap`` over blocks).  A *leak* is a significant test together with a median difference whose
+interval excludes zero; a test that is significant while no interval excludes zero (part of the distribution moved,
+by less than the median resolves: a branch predicted differently in some calls) is an *unresolved difference*, with
+its mean difference, neither a leak nor a clean result.  When nothing is found the
+screen says "no leak larger than X ns at this sample size", X being the largest bound of those intervals and at least
+the counter's step: never "constant time".  A screen whose machine was busy
+(other processes' CPU or steal, :mod:`pqlab.noise`) or whose reference loops moved between its start and its end
+(the host's speed changed) says so and gives no verdict.
+
+    screen(program, target, blocks=...) -> Screen     one screen (refuses bad input before anything runs)
+    analyse(times, classes, alpha=...)                the statistics of a blocks x classes array of times
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import noise
+from .errors import BadInput, UnknownName
+from .runners import leakage as programs
+
+#: Family-wise significance level of one screen (split over its tests).
+ALPHA = 0.01
+#: Confidence of the bootstrap intervals of the median difference (and so of the detectable difference).
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 2000
+MIN_BLOCKS = 20
+#: Verdicts.
+LEAK, NO_LEAK, NO_VERDICT, NOT_SCREENED = "leak", "no leak found", "no verdict", "not screened"
+#: A significant test while no median difference's interval excludes zero: part of the distribution moved.
+UNRESOLVED = "unresolved difference"
+
+
+@dataclass
+class Screen:
+    """One screen: what ran, its times (blocks x classes, ns), the tests, the differences and the verdict."""
+
+    program: str
+    target: str
+    classes: list[str]
+    verdict: str
+    reason: str = ""  #: why there is no verdict or no screen; what the verdict rests on
+    implementation: str = ""
+    version: str = ""
+    operation: str = ""
+    counter: str = ""
+    times: np.ndarray | None = None
+    tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    differences: pd.DataFrame = field(default_factory=pd.DataFrame)
+    detectable_ns: float | None = None
+    alpha: float = ALPHA
+    wall_s: float | None = None
+    noise: dict = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> int:
+        return 0 if self.times is None else len(self.times)
+
+    def summary(self) -> dict:
+        """One row for a table: the verdict, the largest difference with its interval, the samples, the time."""
+        row = {"program": self.program, "target": self.target, "implementation": self.implementation,
+               "version": self.version, "operation": self.operation, "verdict": self.verdict,
+               "blocks": self.blocks, "classes": len(self.classes), "wall_s": self.wall_s,
+               "detectable_ns": self.detectable_ns, "reason": self.reason}
+        if not self.differences.empty:
+            top = self.differences.loc[self.differences["median_ns"].abs().idxmax()]
+            row.update(largest=top["pair"], median_ns=top["median_ns"], ci_low_ns=top["ci_low_ns"],
+                       ci_high_ns=top["ci_high_ns"], min_p=float(self.tests["p"].min()))
+        return row
+
+
+def order(blocks: int, k: int, seed: int) -> list[list[int]]:
+    """Each block's order of the `k` classes, drawn at random (a fresh permutation per block)."""
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(k).tolist() for _ in range(blocks)]
+
+
+def analyse(times, classes, alpha: float = ALPHA, confidence: float = CONFIDENCE, seed: int = 0
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(tests, differences) of a blocks x classes array of times: one row per test with its p-value and the
+    Bonferroni threshold it is held to, one row per class against the baseline (the first) with the median paired
+    difference and its bootstrap interval."""
+    from scipy import stats
+
+    times = np.asarray(times, dtype=float)
+    k = times.shape[1]
+    tests, diffs = [], []
+    for j in range(1, k):
+        d = times[:, j] - times[:, 0]
+        pair = f"{classes[j]} - {classes[0]}"
+        nonzero = d[d != 0]
+        sign_p = stats.binomtest(int((nonzero > 0).sum()), len(nonzero), 0.5).pvalue if len(nonzero) else 1.0
+        wilcoxon_p = stats.wilcoxon(nonzero).pvalue if len(nonzero) else 1.0
+        tests += [{"pair": pair, "test": "sign", "p": float(sign_p)},
+                  {"pair": pair, "test": "Wilcoxon signed-rank", "p": float(wilcoxon_p)}]
+        boot = stats.bootstrap((d,), np.median, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                               method="percentile", vectorized=True, batch=100, random_state=seed + j)
+        lo, hi = boot.confidence_interval
+        diffs.append({"pair": pair, "median_ns": float(np.median(d)), "ci_low_ns": float(lo),
+                      "ci_high_ns": float(hi), "mean_ns": float(np.mean(d)),
+                      "share_slower": float((nonzero > 0).mean()) if len(nonzero) else 0.5})
+    if k > 2:
+        tests.append({"pair": "all classes", "test": "Friedman",
+                      "p": float(stats.friedmanchisquare(*times.T).pvalue)})
+    tests = pd.DataFrame(tests)
+    tests["threshold"] = alpha / len(tests)
+    tests["significant"] = tests["p"] < tests["threshold"]
+    return tests, pd.DataFrame(diffs)
+
+
+def resolution(times) -> float:
+    """The counter's step as the screen saw it: the smallest gap between two distinct times (ns)."""
+    values = np.unique(np.asarray(times, dtype=float))
+    return float(np.diff(values).min()) if len(values) > 1 else 0.0
+
+
+def detectable(differences: pd.DataFrame, step: float = 0.0) -> float:
+    """The largest difference the screen leaves possible: the largest |bound| of its pairs' intervals, and never
+    less than the counter's step (ns)."""
+    return max(float(differences[["ci_low_ns", "ci_high_ns"]].abs().to_numpy().max()), step)
+
+
+def resolved(differences: pd.DataFrame) -> pd.DataFrame:
+    """The pairs whose median difference's interval excludes zero."""
+    return differences[(differences["ci_low_ns"] > 0) | (differences["ci_high_ns"] < 0)]
+
+
+def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float) -> tuple[dict, list]:
+    """The target's entry and the classes to screen; refuses bad input in one line before anything runs."""
+    if program not in programs.names():
+        raise UnknownName("screen program", program, programs.names())
+    why = programs.why_not(program)
+    if why:
+        raise programs.LeakageRunError(why)
+    entry = programs.target(program, target)
+    classes = list(entry["classes"] if classes is None else classes)
+    for c in classes:
+        if c not in entry["classes"]:
+            raise UnknownName(f"class of {target}", c, entry["classes"])
+    if len(classes) < 2:
+        raise BadInput(f"a screen compares two or more classes, not {len(classes)}: pass classes=None for all of "
+                       f"{target}'s ({', '.join(entry['classes'])})")
+    if not isinstance(blocks, int) or blocks < MIN_BLOCKS:
+        raise BadInput(f"blocks must be an integer of at least {MIN_BLOCKS}, not {blocks!r}")
+    if not isinstance(warmup_blocks, int) or warmup_blocks < 0:
+        raise BadInput(f"warmup_blocks must be a non-negative integer, not {warmup_blocks!r}")
+    if not 0 < alpha < 1:
+        raise BadInput(f"alpha is a probability between 0 and 1, not {alpha!r}")
+    return entry, classes
+
+
+def _moved(record: dict) -> str:
+    """How the reference loops moved between the screen's start and end ('' when by less than the limit)."""
+    moved = []
+    for kind in noise.KINDS:
+        a, b = record.get(f"{kind}_start_ns"), record.get(f"{kind}_end_ns")
+        if a and b and abs(b / a - 1) >= noise.SHIFT_LIMIT:
+            moved.append(f"{kind} {b / a - 1:+.0%}")
+    return ", ".join(moved)
+
+
+def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmup_blocks: int = 50,
+           alpha: float = ALPHA, seed: int = 1) -> Screen:
+    """Screen `target` of screen program `program` (:mod:`pqlab.runners.leakage`) over `blocks` blocks.
+
+    Bad input (an unknown program, target or class, too few blocks) is refused before anything runs; a program
+    that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen` with
+    verdict "not screened" and the reason."""
+    entry, classes = validate(program, target, classes, blocks, warmup_blocks, alpha)
+    base = Screen(program, target, classes, NOT_SCREENED, implementation=entry["implementation"],
+                  version=entry["version"], operation=entry["operation"], counter=entry["counter"], alpha=alpha)
+    request = {"target": target, "classes": classes, "order": order(blocks, len(classes), seed),
+               "warmup_blocks": warmup_blocks, "seed": seed}
+    before, start = noise.snapshot(), noise.reference_times()
+    began = time.monotonic()
+    try:
+        document = programs.run(program, request)
+    except programs.ClassCheckFailed as exc:
+        base.reason = str(exc)
+        return base
+    base.wall_s = time.monotonic() - began
+    record = noise.round_record(0, before, start)
+    base.noise = record
+    base.times = np.asarray(document["times_ns"], dtype=float)
+    base.tests, base.differences = analyse(base.times, classes, alpha, seed=seed)
+    base.detectable_ns = detectable(base.differences, resolution(base.times))
+    why = "; ".join(filter(None, [record["busy"], _moved(record) and f"the reference loops moved ({_moved(record)})"]))
+    if why:
+        base.verdict, base.reason = NO_VERDICT, f"no verdict: {why} during the screen"
+    elif base.tests["significant"].any() and not resolved(base.differences).empty:
+        hit = base.tests.loc[base.tests["p"].idxmin()]
+        base.verdict = LEAK
+        base.reason = (f"{hit['test']} p = {_p(hit['p'])} below {_p(hit['threshold'])} "
+                       f"(family-wise alpha {alpha:g} over {len(base.tests)} tests)")
+    elif base.tests["significant"].any():
+        hit = base.tests.loc[base.tests["p"].idxmin()]
+        mean = base.differences.loc[base.differences["mean_ns"].abs().idxmax()]
+        base.verdict = UNRESOLVED
+        base.reason = (f"{hit['test']} p = {_p(hit['p'])}, but no median difference's interval excludes zero: part "
+                       f"of the distribution moved (largest mean difference {mean['mean_ns']:.1f} ns, {mean['pair']})")
+    else:
+        base.verdict = NO_LEAK
+        base.reason = (f"no leak larger than {base.detectable_ns:.0f} ns at {blocks} blocks "
+                       f"({CONFIDENCE:.0%} bootstrap interval of the median difference)")
+    return base
+
+
+def _p(p: float) -> str:
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"

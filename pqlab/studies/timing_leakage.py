@@ -1,0 +1,417 @@
+"""Does it leak?  The timing-leakage screen of notebook 09 (``09_timing_leakage``), proven on implementations known
+to leak.
+
+The screen is :mod:`pqlab.leakage`; the programs that time each implementation in its own runtime are
+:mod:`pqlab.runners.leakage`.  This module runs a plan of screens into one run of the results store (a screen per
+item, saved as it finishes: an interrupted run keeps the screens done), and turns them into the notebook's tables,
+figure and sentences:
+
+* :func:`run` the plan (each item: program, target, blocks, and the group and role it plays);
+* :func:`verdicts` one row per screen, :func:`published` the published effect sizes beside ours
+  (``data/reference/09_leakage_published.csv``), :func:`false_positives` the screen's own error rate;
+* :func:`plot_quantiles` the class distributions as quantile differences; :func:`closing_note` what this screen can
+  and cannot detect on this machine, from the data.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import leakage, plotting
+from ..errors import BadInput
+from ..formatting import Column, mpl_text
+from ..formatting import markdown as m
+from ..recorder import RunRecorder
+from ..runners import leakage as programs
+
+TOPIC = "09_timing_leakage"
+ROLES = ("known leak", "fixed", "clean control")
+#: The role of the false-positive experiment's screens (one class labelled twice), kept out of the verdicts.
+IDENTICAL = "identical classes"
+#: Verdicts of a screen that judged; those that say the classes differ (a false alarm on identical classes).
+JUDGED = (leakage.LEAK, leakage.UNRESOLVED, leakage.NO_LEAK)
+ALARMS = (leakage.LEAK, leakage.UNRESOLVED)
+#: Confidence of the false-positive rate's exact interval.
+FP_CONFIDENCE = 0.95
+_KEYS = {"program", "target", "blocks", "group", "role", "classes"}
+_NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]  # one unit across a row's numbers
+#: The columns a reader sees of :func:`verdicts` and of :func:`published`.
+VERDICT_COLUMNS = ["group", "role", "implementation", "version", "target", "verdict", *_NS,
+                   Column("detectable_ns", unit="ns"), "blocks", "wall_s"]
+#: The paper table's columns (the page's width): group and release name each screen; the rest is in the notebook and CSV.
+PAPER_COLUMNS = ["group", "role", "release", "verdict", *_NS, Column("detectable_ns", unit="ns"), "blocks"]
+PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit="ns"), "published_repetitions", "ours",
+                     "verdict", *_NS, "blocks", "ours_over_published"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One screen of the plan: which program's target, over how many blocks, in which group (the leak it is about)
+    and in which role (a release known to leak, its fixed or constant-time counterpart, or a clean control)."""
+
+    program: str
+    target: str
+    blocks: int
+    group: str
+    role: str
+    classes: tuple[str, ...] | None = None
+
+
+def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
+    """The plan's items, each checked (keys, role, blocks) before anything runs; `scale` multiplies the blocks."""
+    out = []
+    for i, raw in enumerate(items):
+        if not isinstance(raw, dict) or not {"program", "target", "blocks", "group", "role"} <= set(raw):
+            raise BadInput(f"screen {i + 1} of the plan must name program, target, blocks, group and role: got {raw!r}")
+        extra = set(raw) - _KEYS
+        if extra:
+            raise BadInput(f"screen {i + 1} of the plan has unknown keys {sorted(extra)}: the keys are {sorted(_KEYS)}")
+        if raw["role"] not in ROLES:
+            raise BadInput(f"screen {i + 1}'s role {raw['role']!r} is not one of {', '.join(ROLES)}")
+        blocks = raw["blocks"]
+        if not isinstance(blocks, int) or blocks < leakage.MIN_BLOCKS:
+            raise BadInput(f"screen {i + 1}'s blocks must be an integer of at least {leakage.MIN_BLOCKS}, not {blocks!r}")
+        if raw["program"] not in programs.names():
+            from ..errors import UnknownName
+
+            raise UnknownName("screen program", raw["program"], programs.names())
+        out.append(Item(raw["program"], raw["target"], max(leakage.MIN_BLOCKS, round(blocks * scale)), raw["group"],
+                        raw["role"], tuple(raw["classes"]) if raw.get("classes") else None))
+    return out
+
+
+def identical(program: str, target: str, klass: str, runs: int, blocks: int) -> list[Item]:
+    """The false-positive experiment: `runs` screens of `klass` labelled twice (nothing can differ), each with its
+    own block order."""
+    if not isinstance(runs, int) or runs < 1:
+        raise BadInput(f"the false-positive runs must be a positive integer, not {runs!r}")
+    item = plan([{"program": program, "target": target, "blocks": blocks, "group": "false positives",
+                  "role": "clean control", "classes": [klass, klass]}])[0]
+    return [Item(item.program, item.target, item.blocks, item.group, IDENTICAL, item.classes)] * runs
+
+
+def describe_programs(names: Sequence[str]) -> str:
+    """One bullet per screen program: what it runs (implementation and release per target), or why not here."""
+    lines = []
+    for name in names:
+        why = programs.why_not(name)
+        if why:
+            lines.append(f"- **{m(name)}**: not available here: {m(why)}")
+            continue
+        doc = programs.describe(name)
+        found = dict.fromkeys(f"{t['implementation']} {t['version']}" for t in doc["targets"])
+        build = doc.get("build", {}).get("seconds")
+        lines.append(f"- **{m(name)}** ({m(doc['runtime'])}): {m(', '.join(found))}"
+                     + (f"; built in {build:.0f} s" if build is not None else ""))
+    return "\n".join(lines)
+
+
+def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], list[dict]]:
+    """The screen's measurement rows (one per class against the baseline) and samples (one per timed call)."""
+    common = {"backend": item.program, "implementation": s.implementation, "library_version": s.version,
+              "algorithm": item.target, "kind": "leak", "operation": s.operation}
+    measurements = []
+    for _, d in s.differences.iterrows():
+        tests = s.tests[s.tests["pair"].isin([d["pair"], "all classes"])]
+        measurements.append(rec.row(**common, group=item.group, role=item.role, pair=d["pair"], verdict=s.verdict,
+                                    reason=s.reason, median_diff_ns=d["median_ns"], ci_low_ns=d["ci_low_ns"],
+                                    ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
+                                    detectable_ns=s.detectable_ns, blocks=s.blocks, wall_s=s.wall_s,
+                                    counter=s.counter, alpha=s.alpha, verified=True))
+    if s.times is None:
+        measurements.append(rec.row(**common, group=item.group, role=item.role, verdict=s.verdict, reason=s.reason,
+                                    verified=False))
+        return measurements, []
+    k = s.times.shape[1]
+    samples = pd.DataFrame({"run_id": rec.run_id, "backend": item.program, "algorithm": item.target,
+                            "operation": np.tile(s.classes, s.blocks), "sample": np.repeat(np.arange(s.blocks), k),
+                            "loops": 1, "time_ns": s.times.reshape(-1)})
+    return measurements, samples.to_dict("records")
+
+
+def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1,
+        folder=None, save: bool = True, progress: bool = True):
+    """Screen every item (in the plan's order), each saved to one run as it finishes: ``(run, screens)``.
+
+    An item whose program cannot run here, or whose class fails its check, is a screen with verdict "not screened"
+    and the reason; the others go on."""
+    from tqdm.auto import tqdm
+
+    unavailable = {}
+    for item in items:  # every name and class checked before anything is timed
+        try:
+            leakage.validate(item.program, item.target, item.classes, item.blocks, warmup_blocks, alpha)
+        except programs.LeakageRunError as exc:
+            unavailable[item] = f"not screened: {str(exc).splitlines()[0]}"
+    screens = []
+    params = {"plan": [vars(i) for i in items], "alpha": alpha, "warmup_blocks": warmup_blocks, "seed": seed}
+    with RunRecorder(TOPIC, params, label="leakage", folder=folder, save=save) as rec:
+        for n, item in enumerate(tqdm(items, desc="screens", disable=not progress)):
+            try:
+                if item in unavailable:
+                    raise programs.LeakageRunError(unavailable[item])
+                s = leakage.screen(item.program, item.target, classes=item.classes, blocks=item.blocks,
+                                   warmup_blocks=warmup_blocks, alpha=alpha, seed=seed + n)
+            except (programs.LeakageRunError, OSError) as exc:  # a run that fails: the others go on
+                s = leakage.Screen(item.program, item.target, list(item.classes or []), leakage.NOT_SCREENED,
+                                   reason=str(exc).splitlines()[0])
+            screens.append(s)
+            measurements, samples = _rows(rec, item, s)
+            rec.add(measurements=measurements, samples=samples)
+            rec.checkpoint()
+    return rec.run, screens
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def verdicts(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.DataFrame:
+    """One row per screen: group, role, implementation and release, the verdict, the largest median difference
+    with its interval, the difference the screen could detect, the blocks and the seconds it took."""
+    df = pd.DataFrame([{"group": item.group, "role": item.role, **s.summary()}
+                       for item, s in zip(items, screens) if item.role != IDENTICAL])
+    for col in ("largest", "median_ns", "ci_low_ns", "ci_high_ns", "min_p"):
+        if col not in df:
+            df[col] = math.nan
+    df["release"] = (df["implementation"].fillna("") + " " + df["version"].fillna("").astype(str)).str.strip()
+    return df
+
+
+def published(table: pd.DataFrame) -> pd.DataFrame:
+    """The published effect sizes (``09_leakage_published``) beside ours: each published row names the screens
+    (``program/target``, ``;``-separated, the closest first) that run the same release here; ours is the first of them
+    that ran, and empty, with the reason, where none did.  The effect is compared in magnitude (the sign only says which class the source subtracted)."""
+    from ..reference import load_reference
+
+    ref = load_reference("09_leakage_published")
+    keyed = {f"{r['program']}/{r['target']}": r for _, r in table.iterrows()}
+    rows = []
+    for _, p in ref.iterrows():
+        row = {"source": p["source"], "screen": p["screen"], "published_release": f"{p['implementation']} {p['version']}",
+               "published_ns": abs(p["value_ns"]),
+               "published_interval": p["interval_ns"], "published_repetitions": p["repetitions"],
+               "published_classes": p["classes"]}
+        wanted = p["screen"].split(";") if isinstance(p["screen"], str) and p["screen"] else []
+        ours = next((keyed[w] for w in wanted if w in keyed), None)  # the first of the screens that ran
+        if ours is None:
+            row["ours"] = "no screen of this release in this run" if wanted else "no screen of this release here"
+        elif ours["verdict"] == leakage.NOT_SCREENED:
+            row["ours"] = ours["reason"]
+        else:
+            row.update(ours=f"{ours['implementation']} {ours['version']}: {ours['operation']}", verdict=ours["verdict"],
+                       pair=ours["largest"], median_ns=abs(ours["median_ns"]), ci_low_ns=ours["ci_low_ns"],
+                       ci_high_ns=ours["ci_high_ns"], blocks=ours["blocks"])
+            row["ours_over_published"] = row["median_ns"] / row["published_ns"] if row["published_ns"] else math.nan
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for c in PUBLISHED_COLUMNS:  # every column, empty where no screen ran
+        name = getattr(c, "name", c)
+        if name not in df:
+            df[name] = math.nan
+    return df
+
+
+def describe_published(side: pd.DataFrame) -> str:
+    """One bullet per published number: theirs, ours for the same release, and how far apart, from the data."""
+    lines = []
+    for _, r in side.iterrows():
+        theirs = (f"published for {m(r['published_release'])}: {r['published_ns']:.0f} ns ({m(r['published_classes'])}, "
+                  f"{r['published_repetitions']:.0f} repetitions per class)" if not math.isnan(r["published_ns"])
+                  else f"no effect size published for {m(r['published_release'])}")
+        if pd.isna(r.get("median_ns")):
+            lines.append(f"- **{m(r['source'])}**: {theirs}; ours: {m(r['ours'])}.")
+            continue
+        ratio = (f"; ours is {r['ours_over_published']:.2g} times the published magnitude"
+                 if not pd.isna(r.get("ours_over_published")) else "")
+        lines.append(f"- **{m(r['source'])}**: {theirs}; ours ({m(r['ours'])}, {m(r['pair'])}, {r['blocks']:.0f} "
+                     f"blocks): {r['verdict']}, {r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, "
+                     f"{r['ci_high_ns']:.0f}\\]{ratio}.")
+    return "\n".join(lines)
+
+
+def tests_table(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.DataFrame:
+    """Every test of every screen (the false-positive experiment's too): p-value, threshold, significant."""
+    parts = [s.tests.assign(program=i.program, target=i.target, role=i.role, screen=n + 1)
+             for n, (i, s) in enumerate(zip(items, screens)) if not s.tests.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def false_positives(items: Sequence[Item], screens: Sequence[leakage.Screen], alpha: float) -> tuple[pd.DataFrame, dict]:
+    """The false-positive experiment's screens (one row each: verdict, smallest p, median difference) and its
+    summary: how many with a verdict said "leak", the rate with its exact (Clopper-Pearson) interval, and whether
+    alpha lies within that interval."""
+    from scipy.stats import binomtest
+
+    runs = [(i, s) for i, s in zip(items, screens) if i.role == IDENTICAL]
+    df = pd.DataFrame([{"run": n + 1, "verdict": s.verdict, "min_p": float(s.tests["p"].min()) if len(s.tests)
+                        else math.nan, "median_ns": s.differences["median_ns"].iloc[0] if len(s.differences)
+                        else math.nan, "blocks": s.blocks, "wall_s": s.wall_s, "reason": s.reason}
+                       for n, (_, s) in enumerate(runs)])
+    judged = df[df["verdict"].isin(JUDGED)] if len(df) else df
+    leaks = int(judged["verdict"].isin(ALARMS).sum()) if len(judged) else 0
+    first = runs[0][0] if runs else None
+    summary = {"program": first and first.program, "target": first and first.target,
+               "class": first and first.classes[0], "runs": len(runs), "judged": len(judged), "leaks": leaks,
+               "alpha": alpha, "blocks": first and first.blocks}
+    if len(judged):
+        ci = binomtest(leaks, len(judged), alpha).proportion_ci(FP_CONFIDENCE, method="exact")
+        summary.update(rate=leaks / len(judged), ci_low=ci.low, ci_high=ci.high, within=ci.low <= alpha,
+                       p_above_alpha=binomtest(leaks, len(judged), alpha, alternative="greater").pvalue)
+    return df, summary
+
+
+def describe_false_positives(summary: dict) -> str:
+    """One paragraph on the false-positive experiment, from its summary."""
+    what = f"{m(summary['class'])} of {m(summary['target'])} labelled twice"
+    if not summary["judged"]:
+        return (f"The false-positive experiment ({what}) gave no verdict in any of its {summary['runs']} "
+                "runs: the machine was busy or its speed moved, so the rate is not known here.")
+    text = (f"Screening {what} ({summary['blocks']} blocks each, {summary['runs']} runs, {summary['judged']} with "
+            f"a verdict) found a difference (a leak or an unresolved difference) {summary['leaks']} times: a rate of {summary['rate']:.0%} "
+            f"({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.0%} to {summary['ci_high']:.0%}) against the stated alpha of "
+            f"{summary['alpha']:g}. ")
+    text += ("The rate is consistent with alpha: its interval reaches alpha." if summary["within"] else
+             f"The rate is above alpha (one-sided p = {summary['p_above_alpha']:.3g}): the screen's tests do not "
+             "hold their level here.")
+    return text
+
+
+# --------------------------------------------------------------------------- valgrind's taint check
+
+
+def taint(checks: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """One row per (algorithm, kind, build) of :func:`pqlab.taint.check`: the branches and memory indices memcheck
+    found depending on the secret key, the flagged functions with what they are known to be, and the seconds; a
+    check that cannot run here is a row with the reason."""
+    from .. import taint as tt
+
+    rows = []
+    for algorithm, kind, build in checks:
+        why = tt.available(build or "generic")
+        if why:
+            rows.append({"algorithm": algorithm, "kind": kind, "build": build, "errors": None, "reason": why})
+            continue
+        r = tt.check(algorithm, kind=kind, **({"build": build} if build else {}))
+        top = dict.fromkeys(f"{f['frames'][0].split(' (')[0]}{' (' + f['note'] + ')' if f['note'] else ''}"
+                            for f in r["findings"])
+        rows.append({"algorithm": algorithm, "kind": kind, "build": r["build"] or "–",
+                     "liboqs_version": r["liboqs_version"], "tainted_bytes": r["tainted_bytes"],
+                     "errors": r["errors"], "branches": r["branches"], "indices": r["indices"],
+                     "contexts": r["contexts"], "flagged": "; ".join(top), "wall_s": r["wall_s"], "reason": ""})
+    return pd.DataFrame(rows)
+
+
+def describe_taint(table: pd.DataFrame) -> str:
+    """One bullet per taint check, from its row."""
+    lines = []
+    for _, r in table.iterrows():
+        what = f"**{m(r['algorithm'])}** ({m(r['kind'])}{', ' + m(r['build']) if r['build'] not in ('', '–') else ''})"
+        if r["reason"]:
+            lines.append(f"- {what}: not checked here: {m(r['reason'])}")
+        elif not r["errors"]:
+            lines.append(f"- {what}: memcheck reported nothing depending on the {r['tainted_bytes']} secret bytes "
+                         f"({r['wall_s']:.1f} s).")
+        else:
+            lines.append(f"- {what}: {r['branches']} branches and {r['indices']} memory indices depending on the "
+                         f"secret, in {r['contexts']} places: {m(r['flagged'])}.")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- figure
+
+QUANTILES = np.linspace(0.10, 0.90, 17)
+
+
+@plotting.styled
+def plot_quantiles(items: Sequence[Item], screens: Sequence[leakage.Screen], groups: Sequence[str],
+                   width: float = plotting.COLUMN_WIDTH):
+    """Per screen of `groups` (one panel each, known leak and counterpart side by side): each class's quantiles
+    (one line per class, named in the legend under the verdict) minus the first (baseline) class's, from the 10th to the 90th percentile, in ns (tlsfuzzer draws its quantile
+    differences so).  A leak shifts a whole curve away from zero; noise wiggles around it."""
+    import matplotlib.pyplot as plt
+
+    shown = [(i, s) for i, s in zip(items, screens) if i.group in groups and s.times is not None]
+    if not shown:
+        raise ValueError("no screen of these groups has times to draw")
+    cols = 2
+    rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width, 1.7 * rows + 0.6), squeeze=False)
+    for ax in axes.flat[len(shown):]:
+        fig.delaxes(ax)
+    for ax, (_, s) in zip(axes.flat, shown):
+        base = np.quantile(s.times[:, 0], QUANTILES)
+        for j in range(1, s.times.shape[1]):
+            ax.plot(QUANTILES * 100, np.quantile(s.times[:, j], QUANTILES) - base, marker=".", lw=0.8,
+                    label=mpl_text(s.classes[j]))
+        ax.axhline(0, color="0.5", lw=0.5)
+        ax.set_title(mpl_text(f"{s.implementation} {s.version}"))
+        ax.legend(fontsize=plotting.SMALL_PT, title=s.verdict, title_fontsize=plotting.SMALL_PT, framealpha=0.8,
+                  edgecolor="none")
+    for n, ax in enumerate(axes.flat[:len(shown)]):
+        if n + cols >= len(shown):  # the lowest panel of its column
+            ax.set_xlabel("percentile")
+        if n % cols == 0:
+            ax.set_ylabel("minus the first class (ns)")
+    return fig
+
+
+# --------------------------------------------------------------------------- sentences
+
+
+def describe_screen(table: pd.DataFrame) -> str:
+    """One bullet per screen: its verdict with the difference, interval, blocks and seconds, or why there is none."""
+    lines = []
+    for _, r in table.iterrows():
+        who = f"**{m(r['implementation'] or r['program'])} {m(r['version'] or '')}** ({m(r['target'])}, {r['role']})"
+        if r["verdict"] == leakage.NOT_SCREENED:
+            lines.append(f"- {who}: not screened: {m(r['reason'])}")
+            continue
+        diff = (f"largest median difference {r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] "
+                f"({m(r['largest'])})")
+        lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['wall_s']:.1f} s; "
+                     f"{m(r['reason'])}")
+    return "\n".join(lines)
+
+
+def numbers(table: pd.DataFrame, fp: dict, alpha: float) -> dict:
+    """The figures the paper's text quotes (export.save_numbers)."""
+    return {"screens": len(table), "leaks": int((table["verdict"] == leakage.LEAK).sum()), "alpha": alpha,
+            "fpRuns": fp["judged"], "fpLeaks": fp["leaks"]}
+
+
+def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
+    """What the screen found and what it can and cannot detect on this machine, from the data."""
+    found = table[table["verdict"] == leakage.LEAK]
+    clean = table[table["verdict"] == leakage.NO_LEAK]
+    none = table[table["verdict"].isin([leakage.NO_VERDICT, leakage.NOT_SCREENED, leakage.UNRESOLVED])]
+    parts = [f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
+             + (", ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}, {r['median_ns']:.0f} ns)"
+                          for _, r in found.iterrows()) or "nothing") + "."]
+    known = table[table["role"] == "known leak"]
+    missed = known[known["verdict"] != leakage.LEAK]
+    if not missed.empty:
+        parts.append("It did not flag these releases known to leak: "
+                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}): {m(r['reason'])}"
+                                 for _, r in missed.iterrows()) + ".")
+    elif not known.empty:
+        parts.append(f"It flagged every release known to leak that it screened ({len(known)}).")
+    if not clean.empty:
+        parts.append("It found no leak larger than these differences, each the widest bound of the "
+                     f"{leakage.CONFIDENCE:.0%} bootstrap intervals at its sample size: "
+                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} {m(r['target'])}: {r['detectable_ns']:.0f} ns "
+                                 f"({r['blocks']} blocks)" for _, r in clean.iterrows())
+                     + ". Smaller leaks may exist; none of this says \"constant time\".")
+    if not none.empty:
+        parts.append("No verdict, or a difference that is neither a leak nor clean, for: " + "; ".join(f"{m(r['target'])} ({m(r['reason'])})" for _, r in none.iterrows())
+                     + ".")
+    if fp.get("judged"):
+        parts.append(f"On two identical classes the screen found a difference in {fp['leaks']} of {fp['judged']} runs "
+                     f"at alpha {alpha:g}.")
+    parts.append("What it cannot see: a leak through inputs outside the classes screened (a screen compares the "
+                 "classes it is given, not every secret), effects smaller than the differences above, leaks "
+                 "through caches or power rather than time, and behaviour on other CPUs, compilers or builds.")
+    return " ".join(parts)
