@@ -140,9 +140,12 @@ def detectable(differences: pd.DataFrame, step: float = 0.0) -> float:
     return max(float(differences[["ci_low_ns", "ci_high_ns"]].abs().to_numpy().max()), step)
 
 
-def resolved(differences: pd.DataFrame) -> pd.DataFrame:
-    """The pairs whose median difference's interval excludes zero."""
-    return differences[(differences["ci_low_ns"] > 0) | (differences["ci_high_ns"] < 0)]
+def leaking(tests: pd.DataFrame, differences: pd.DataFrame) -> pd.DataFrame:
+    """The pairs that leak: a significant test of the pair (or of all classes, Friedman) and a median difference
+    whose interval excludes zero."""
+    hits = set(tests.loc[tests["significant"], "pair"])
+    excludes_zero = (differences["ci_low_ns"] > 0) | (differences["ci_high_ns"] < 0)
+    return differences[excludes_zero & (differences["pair"].isin(hits) | ("all classes" in hits))]
 
 
 def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float) -> tuple[dict, list]:
@@ -207,7 +210,7 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
     why = "; ".join(filter(None, [record["busy"], _moved(record) and f"the reference loops moved ({_moved(record)})"]))
     if why:
         base.verdict, base.reason = NO_VERDICT, f"no verdict: {why} during the screen"
-    elif base.tests["significant"].any() and not resolved(base.differences).empty:
+    elif not leaking(base.tests, base.differences).empty:
         hit = base.tests.loc[base.tests["p"].idxmin()]
         base.verdict = LEAK
         base.reason = (f"{hit['test']} p = {_p(hit['p'])} below {_p(hit['threshold'])} "

@@ -53,6 +53,18 @@ def test_identical_classes_hold_the_level():
     assert hits <= binom.ppf(0.999, runs, alpha), hits
 
 
+def test_a_leak_needs_a_significant_test_and_an_interval_that_excludes_zero():
+    tests = pd.DataFrame({"pair": ["b - a", "b - a", "c - a", "c - a"], "test": ["sign", "Wilcoxon signed-rank"] * 2,
+                          "significant": [True, False, False, False]})
+    diffs = pd.DataFrame({"pair": ["b - a", "c - a"], "ci_low_ns": [-1.0, 5.0], "ci_high_ns": [3.0, 9.0]})
+    assert leakage.leaking(tests, diffs).empty  # b's test is significant, but only c's interval excludes zero
+    diffs.loc[0, "ci_low_ns"] = 0.5
+    assert list(leakage.leaking(tests, diffs)["pair"]) == ["b - a"]
+    friedman = pd.concat([tests.assign(significant=False), pd.DataFrame(
+        {"pair": ["all classes"], "test": ["Friedman"], "significant": [True]})])
+    assert set(leakage.leaking(friedman, diffs)["pair"]) == {"b - a", "c - a"}
+
+
 def test_the_detectable_difference_is_the_widest_bound():
     diffs = pd.DataFrame({"ci_low_ns": [-3.0, -12.5], "ci_high_ns": [8.0, 2.0]})
     assert leakage.detectable(diffs) == 12.5

@@ -27,6 +27,18 @@ def call_json(cmd: Sequence, *, what: str, timeout_s: float, error: type[Excepti
     return proc, document if isinstance(document, dict) else None
 
 
+def list_document(cmd: Sequence, *, what: str, protocol: int, error: type[Exception] = RunnerError) -> dict:
+    """The JSON document `cmd` prints for ``list`` (`what`: the program's name in messages), checked for the
+    `protocol` pqlab speaks; `error` in one line when it fails, prints something else, or speaks another protocol."""
+    proc, document = call_json([*cmd, "list"], what=what, timeout_s=120, error=error)
+    if proc.returncode != 0 or document is None:
+        raise error(f"{what}'s list failed ({failure(proc, document)})")
+    if document.get("protocol") != protocol:
+        raise error(f"{what} speaks protocol {document.get('protocol')}, pqlab speaks {protocol}: rebuild it from "
+                    "this checkout")
+    return document
+
+
 def failure(proc: subprocess.CompletedProcess, document: dict | None = None, tail: int = 2000) -> str:
     """How a program ended and why, for an error message: "exit 3: <its error>" or "signal 9: <stderr's end>"."""
     status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"

@@ -37,7 +37,7 @@ from ..paths import NATIVE
 from ..recorder import RunRecorder, summary_columns
 from ..schema import typed
 from ..stats import summarize
-from .base import RunnerError, call_json, failure, rows_over_rounds
+from .base import RunnerError, call_json, failure, list_document, rows_over_rounds
 
 IMPLS = NATIVE / "impls"
 #: The protocol version pqlab speaks (PROTOCOL.md).
@@ -70,15 +70,15 @@ class Program:
     run: tuple[str, ...]
     path: str = ""  #: its folder under `root` when not its name
     sources: str = ""  #: the folder its build reads (hashed for rebuilds), when wider than its own
-    root: Path = IMPLS  #: where its folder is (native/leakage for the timing screen's programs)
+    root: Path | None = None  #: where its folder is: native/impls (IMPLS) unless given (native/leakage's programs)
 
     @property
     def folder(self) -> Path:
-        return self.root / (self.path or self.name)
+        return (self.root or IMPLS) / (self.path or self.name)
 
     @property
     def source_folder(self) -> Path:
-        return self.root / self.sources if self.sources else self.folder
+        return (self.root or IMPLS) / self.sources if self.sources else self.folder
 
     def artifact_path(self) -> Path:
         return self.folder / self.artifact.format(crate=_crate_name(self.folder))
@@ -245,13 +245,8 @@ def describe(prog: Program | str) -> dict:
     prog = program(prog) if isinstance(prog, str) else prog
     if prog.name not in _LISTS:
         ensure_built(prog)
-        proc, document = call_json(prog.command() + ["list"], what=f"the {prog.name} program", timeout_s=120,
-                                   error=ImplementationError)
-        if proc.returncode != 0 or document is None:
-            raise ImplementationError(f"the {prog.name} program's list failed ({failure(proc, document)})")
-        if document.get("protocol") != PROTOCOL:
-            raise ImplementationError(f"the {prog.name} program speaks protocol {document.get('protocol')}, pqlab "
-                                      f"speaks {PROTOCOL}: rebuild it from this checkout")
+        document = list_document(prog.command(), what=f"the {prog.name} program", protocol=PROTOCOL,
+                                 error=ImplementationError)
         check_versions(prog, document)
         document["build"] = build_record(prog)
         _LISTS[prog.name] = document

@@ -21,7 +21,7 @@ from functools import cache
 
 from ..errors import UnknownName
 from ..paths import NATIVE
-from .base import RunnerError, call_json, failure
+from .base import RunnerError, failure, list_document
 from .impls import Program, build_record, ensure_built, locked_versions
 
 LEAKAGE = NATIVE / "leakage"
@@ -88,25 +88,26 @@ def describe(name: str) -> dict:
         raise UnknownName("screen program", name, names())
     if name == LIBOQS:
         return _liboqs_list()
-    proc, document = call_json(_command(name) + ["list"], what=f"the {name} screen program", timeout_s=120,
-                               error=LeakageRunError)
-    if proc.returncode != 0 or document is None:
-        raise LeakageRunError(f"the {name} screen program's list failed ({failure(proc, document)})")
-    if document.get("protocol") != PROTOCOL:
-        raise LeakageRunError(f"the {name} screen program speaks protocol {document.get('protocol')}, pqlab speaks "
-                              f"{PROTOCOL}: rebuild it from this checkout")
+    document = list_document(_command(name), what=f"the {name} screen program", protocol=PROTOCOL,
+                             error=LeakageRunError)
     _check_versions(name, document)
     document["build"] = build_record(_BY_NAME[name]) if name in _BY_NAME else {}
     return document
 
 
+_WHY_NOT: dict[str, str] = {}
+
+
 def why_not(name: str) -> str:
-    """'' when the program answers here, else the one-line reason it cannot (a missing toolchain, a failed build)."""
-    try:
-        describe(name)
-        return ""
-    except (RunnerError, OSError, subprocess.SubprocessError, ImportError) as exc:
-        return str(exc).splitlines()[0]
+    """'' when the program answers here, else the one-line reason it cannot (a missing toolchain, a failed build),
+    found once per session: a build that failed is not tried again at every call."""
+    if name not in _WHY_NOT:
+        try:
+            describe(name)
+            _WHY_NOT[name] = ""
+        except (RunnerError, OSError, subprocess.SubprocessError, ImportError) as exc:
+            _WHY_NOT[name] = str(exc).splitlines()[0]
+    return _WHY_NOT[name]
 
 
 def target(name: str, target_name: str) -> dict:

@@ -84,6 +84,16 @@ def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
     return out
 
 
+def plan_table(items: Sequence[Item]) -> pd.DataFrame:
+    """The plan as a reader checks it: one row per screen (the false-positive runs as one row with their count)."""
+    rows = {}
+    for i in items:
+        key = (i.group, i.role, i.program, i.target, ", ".join(i.classes) if i.classes else "all", i.blocks)
+        rows[key] = rows.get(key, 0) + 1
+    return pd.DataFrame([dict(zip(("group", "role", "program", "target", "classes", "blocks"), k), screens=n)
+                         for k, n in rows.items()])
+
+
 def identical(program: str, target: str, klass: str, runs: int, blocks: int) -> list[Item]:
     """The false-positive experiment: `runs` screens of `klass` labelled twice (nothing can differ), each with its
     own block order."""
