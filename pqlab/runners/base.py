@@ -11,13 +11,13 @@ class RunnerError(RuntimeError):
 
 
 def call_json(cmd: Sequence, *, what: str, timeout_s: float, error: type[Exception] = RunnerError,
-              env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """Run `cmd` (`what`: the program's name in messages) and return its process and the JSON document it printed
-    on stdout (None when stdout is not one).  A timeout raises `error` naming the command; what the exit code
+              env: dict | None = None, stdin: str | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run `cmd` (`what`: the program's name in messages; `stdin`: text it reads) and return its process and the
+    JSON document it printed on stdout (None when stdout is not one).  A timeout raises `error` naming the command; what the exit code
     means is the caller's (each program has its own)."""
     cmd = [str(c) for c in cmd]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired as exc:
         raise error(f"{what} timed out after {timeout_s:.0f} s: {' '.join(cmd)}") from exc
     try:

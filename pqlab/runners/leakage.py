@@ -21,7 +21,7 @@ from functools import cache
 
 from ..errors import UnknownName
 from ..paths import NATIVE
-from .base import RunnerError, failure, list_document
+from .base import RunnerError, call_json, failure, list_document
 from .impls import Program, build_record, ensure_built, locked_versions
 
 LEAKAGE = NATIVE / "leakage"
@@ -124,18 +124,11 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
         return _liboqs_screen(request)
     import json
 
-    cmd = _command(name) + ["screen"]
-    try:
-        proc = subprocess.run(cmd, input=json.dumps(request), capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise LeakageRunError(f"the {name} screen program timed out after {timeout_s:.0f} s") from exc
-    try:
-        document = json.loads(proc.stdout)
-    except ValueError:
-        document = None
+    proc, document = call_json(_command(name) + ["screen"], what=f"the {name} screen program", timeout_s=timeout_s,
+                               error=LeakageRunError, stdin=json.dumps(request))
     if proc.returncode == 3 and document:
         raise ClassCheckFailed(f"class {document.get('class')!r} failed its check: {document.get('error')}")
-    if proc.returncode != 0 or not isinstance(document, dict) or "times_ns" not in document:
+    if proc.returncode != 0 or document is None or "times_ns" not in document:
         last = (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1]  # a traceback's last line
         why = failure(proc, document) if document else f"exit {proc.returncode}: {last}"
         raise LeakageRunError(f"the {name} screen program failed ({why})")

@@ -184,9 +184,8 @@ def verdicts(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.Dat
     with its interval, the difference the screen could detect, the blocks and the seconds it took."""
     df = pd.DataFrame([{"group": item.group, "role": item.role, **s.summary()}
                        for item, s in zip(items, screens) if item.role != IDENTICAL])
-    for col in ("largest", "median_ns", "ci_low_ns", "ci_high_ns", "min_p"):
-        if col not in df:
-            df[col] = math.nan
+    df = df.reindex(columns=list(dict.fromkeys([*df.columns, "largest", "median_ns", "ci_low_ns", "ci_high_ns",
+                                                   "min_p"])))  # empty where no screen ran
     df["release"] = (df["implementation"].fillna("") + " " + df["version"].fillna("").astype(str)).str.strip()
     return df
 
@@ -213,16 +212,13 @@ def published(table: pd.DataFrame) -> pd.DataFrame:
             row["ours"] = ours["reason"]
         else:
             row.update(ours=f"{ours['implementation']} {ours['version']}: {ours['operation']}", verdict=ours["verdict"],
-                       pair=ours["largest"], median_ns=abs(ours["median_ns"]), ci_low_ns=ours["ci_low_ns"],
-                       ci_high_ns=ours["ci_high_ns"], blocks=ours["blocks"])
-            row["ours_over_published"] = row["median_ns"] / row["published_ns"] if row["published_ns"] else math.nan
+                       pair=ours["largest"], median_ns=ours["median_ns"], ci_low_ns=ours["ci_low_ns"],
+                       ci_high_ns=ours["ci_high_ns"], blocks=ours["blocks"])  # signed, as its interval
+            row["ours_over_published"] = (abs(row["median_ns"]) / row["published_ns"] if row["published_ns"]
+                                          else math.nan)
         rows.append(row)
     df = pd.DataFrame(rows)
-    for c in PUBLISHED_COLUMNS:  # every column, empty where no screen ran
-        name = getattr(c, "name", c)
-        if name not in df:
-            df[name] = math.nan
-    return df
+    return df.reindex(columns=list(dict.fromkeys([*df.columns, *(getattr(c, "name", c) for c in PUBLISHED_COLUMNS)])))
 
 
 def describe_published(side: pd.DataFrame) -> str:
