@@ -12,7 +12,9 @@ Per block the difference of each class to the first (the baseline) is one paired
 
 each at the family-wise `alpha` split over the screen's tests (Bonferroni).  Block order is randomised, so with no
 leak every class's time is exchangeable within a block and the paired tests hold their level despite drift and
-autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).
+autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).  The blocks are split
+over several fresh processes of the program (*rounds*, same inputs, each warmed up), so that one process's JIT
+decisions and code layout do not decide the result.
 
 The effect is the **median of the paired differences** with a percentile **bootstrap interval**
 (``scipy.stats.bootstrap`` over blocks).  A *leak* is a significant test together with a median difference whose
@@ -21,8 +23,11 @@ by less than the median resolves: a branch predicted differently in some calls) 
 its mean difference, neither a leak nor a clean result.  When nothing is found the
 screen says "no leak larger than X ns at this sample size", X being the largest bound of those intervals and at least
 the counter's step: never "constant time".  A screen whose machine was busy
-(other processes' CPU or steal, :mod:`pqlab.noise`) or whose reference loops moved between its start and its end
-(the host's speed changed) says so and gives no verdict.
+(other processes' CPU or steal, :mod:`pqlab.noise`) or whose clock moved between its start and its end (the scalar
+reference loop, a chain of integer operations whose time follows the frequency, by :data:`pqlab.noise.SHIFT_LIMIT`
+or more) says so and gives no verdict.  The vector loop is recorded too but does not gate: two readings of it a few
+seconds apart in one process moved by 11-12 % while the scalar loop held within 2 % (memory traffic of the
+program's processes, not a frequency change), and a paired block shares whatever it measures across its classes.
 
     screen(program, target, blocks=...) -> Screen     one screen (refuses bad input before anything runs)
     analyse(times, classes, alpha=...)                the statistics of a blocks x classes array of times
@@ -45,6 +50,10 @@ ALPHA = 0.01
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 MIN_BLOCKS = 20
+#: Processes a screen's blocks are split over by default: one process's JIT, code layout and branch-predictor
+#: aliasing can hide or inflate an effect (Bouncy Castle 1.83's FrodoKEM leak measured 7 to 25 us in six JVMs
+#: with the same inputs), so the blocks run in fresh processes of one program with the same inputs.
+ROUNDS = 4
 #: Verdicts.
 LEAK, NO_LEAK, NO_VERDICT, NOT_SCREENED = "leak", "no leak found", "no verdict", "not screened"
 #: A significant test while no median difference's interval excludes zero: part of the distribution moved.
@@ -71,6 +80,7 @@ class Screen:
     alpha: float = ALPHA
     wall_s: float | None = None
     noise: dict = field(default_factory=dict)
+    rounds: int = 0  #: processes the blocks ran in
 
     @property
     def blocks(self) -> int:
@@ -80,7 +90,7 @@ class Screen:
         """One row for a table: the verdict, the largest difference with its interval, the samples, the time."""
         row = {"program": self.program, "target": self.target, "implementation": self.implementation,
                "version": self.version, "operation": self.operation, "verdict": self.verdict,
-               "blocks": self.blocks, "classes": len(self.classes), "wall_s": self.wall_s,
+               "blocks": self.blocks, "rounds": self.rounds, "classes": len(self.classes), "wall_s": self.wall_s,
                "detectable_ns": self.detectable_ns, "reason": self.reason}
         if not self.differences.empty:
             top = self.differences.loc[self.differences["median_ns"].abs().idxmax()]
@@ -148,8 +158,10 @@ def leaking(tests: pd.DataFrame, differences: pd.DataFrame) -> pd.DataFrame:
     return differences[excludes_zero & (differences["pair"].isin(hits) | ("all classes" in hits))]
 
 
-def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float) -> tuple[dict, list]:
-    """The target's entry and the classes to screen; refuses bad input in one line before anything runs."""
+def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float,
+             rounds: int | None = None) -> tuple[dict, list, int]:
+    """The target's entry, the classes to screen and the rounds; refuses bad input in one line before anything runs.
+    `rounds` None: :data:`ROUNDS`, fewer when `blocks` cannot give each round :data:`MIN_BLOCKS`."""
     if program not in programs.names():
         raise UnknownName("screen program", program, programs.names())
     why = programs.why_not(program)
@@ -169,45 +181,51 @@ def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int
         raise BadInput(f"warmup_blocks must be a non-negative integer, not {warmup_blocks!r}")
     if not 0 < alpha < 1:
         raise BadInput(f"alpha is a probability between 0 and 1, not {alpha!r}")
-    return entry, classes
+    if rounds is None:
+        rounds = max(1, min(ROUNDS, blocks // MIN_BLOCKS))
+    elif not isinstance(rounds, int) or not 1 <= rounds <= blocks // MIN_BLOCKS:
+        raise BadInput(f"rounds must be an integer from 1 to {blocks // MIN_BLOCKS} (each round runs at least "
+                       f"{MIN_BLOCKS} of the {blocks} blocks), not {rounds!r}")
+    return entry, classes, rounds
 
 
 def _moved(record: dict) -> str:
-    """How the reference loops moved between the screen's start and end ('' when by less than the limit)."""
-    moved = []
-    for kind in noise.KINDS:
-        a, b = record.get(f"{kind}_start_ns"), record.get(f"{kind}_end_ns")
-        if a and b and abs(b / a - 1) >= noise.SHIFT_LIMIT:
-            moved.append(f"{kind} {b / a - 1:+.0%}")
-    return ", ".join(moved)
+    """How the clock (the scalar reference loop) moved between the screen's start and end: '' when by less than
+    :data:`pqlab.noise.SHIFT_LIMIT`."""
+    a, b = record.get("scalar_start_ns"), record.get("scalar_end_ns")
+    return f"{b / a - 1:+.0%}" if a and b and abs(b / a - 1) >= noise.SHIFT_LIMIT else ""
 
 
 def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmup_blocks: int = 50,
-           alpha: float = ALPHA, seed: int = 1) -> Screen:
-    """Screen `target` of screen program `program` (:mod:`pqlab.runners.leakage`) over `blocks` blocks.
+           alpha: float = ALPHA, seed: int = 1, rounds: int | None = None) -> Screen:
+    """Screen `target` of screen program `program` (:mod:`pqlab.runners.leakage`) over `blocks` blocks, run in
+    `rounds` fresh processes of the program (default :data:`ROUNDS`), each with the same inputs and its own
+    `warmup_blocks`.
 
     Bad input (an unknown program, target or class, too few blocks) is refused before anything runs; a program
     that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen` with
     verdict "not screened" and the reason."""
-    entry, classes = validate(program, target, classes, blocks, warmup_blocks, alpha)
+    entry, classes, rounds = validate(program, target, classes, blocks, warmup_blocks, alpha, rounds)
     base = Screen(program, target, classes, NOT_SCREENED, implementation=entry["implementation"],
-                  version=entry["version"], operation=entry["operation"], counter=entry["counter"], alpha=alpha)
-    request = {"target": target, "classes": classes, "order": order(blocks, len(classes), seed),
-               "warmup_blocks": warmup_blocks, "seed": seed}
+                  version=entry["version"], operation=entry["operation"], counter=entry["counter"], alpha=alpha,
+                  rounds=rounds)
     before, start = noise.snapshot(), noise.reference_times()
-    began = time.monotonic()
-    try:
-        document = programs.run(program, request)
-    except programs.ClassCheckFailed as exc:
-        base.reason = str(exc)
-        return base
+    began, times = time.monotonic(), []
+    for part in np.array_split(np.asarray(order(blocks, len(classes), seed)), rounds):
+        request = {"target": target, "classes": classes, "order": part.tolist(), "warmup_blocks": warmup_blocks,
+                   "seed": seed}
+        try:
+            times.append(programs.run(program, request)["times_ns"])
+        except programs.ClassCheckFailed as exc:
+            base.reason = str(exc)
+            return base
     base.wall_s = time.monotonic() - began
     record = noise.round_record(0, before, start)
     base.noise = record
-    base.times = np.asarray(document["times_ns"], dtype=float)
+    base.times = np.concatenate([np.asarray(t, dtype=float) for t in times])
     base.tests, base.differences = analyse(base.times, classes, alpha, seed=seed)
     base.detectable_ns = detectable(base.differences, resolution(base.times))
-    why = "; ".join(filter(None, [record["busy"], _moved(record) and f"the reference loops moved ({_moved(record)})"]))
+    why = "; ".join(filter(None, [record["busy"], _moved(record) and f"the clock's reference loop moved ({_moved(record)})"]))
     if why:
         base.verdict, base.reason = NO_VERDICT, f"no verdict: {why} during the screen"
     elif not leaking(base.tests, base.differences).empty:

@@ -130,8 +130,8 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
         measurements.append(rec.row(**common, group=item.group, role=item.role, pair=d["pair"], verdict=s.verdict,
                                     reason=s.reason, median_diff_ns=d["median_ns"], ci_low_ns=d["ci_low_ns"],
                                     ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
-                                    detectable_ns=s.detectable_ns, blocks=s.blocks, wall_s=s.wall_s,
-                                    counter=s.counter, alpha=s.alpha, verified=True))
+                                    detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.rounds,
+                                    wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, verified=True))
     if s.times is None:
         measurements.append(rec.row(**common, group=item.group, role=item.role, verdict=s.verdict, reason=s.reason,
                                     verified=False))
@@ -277,8 +277,9 @@ def describe_false_positives(summary: dict) -> str:
         return (f"The false-positive experiment ({what}) gave no verdict in any of its {summary['runs']} "
                 "runs: the machine was busy or its speed moved, so the rate is not known here.")
     text = (f"Screening {what} ({summary['blocks']} blocks each, {summary['runs']} runs, {summary['judged']} with "
-            f"a verdict) found a difference (a leak or an unresolved difference) {summary['leaks']} times: a rate of {summary['rate']:.0%} "
-            f"({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.0%} to {summary['ci_high']:.0%}) against the stated alpha of "
+            f"a verdict) found a difference (a leak or an unresolved difference) in {summary['leaks']} of them: a rate "
+            f"of {summary['rate']:.1%} ({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.1%} to {summary['ci_high']:.1%}) "
+            "against the stated alpha of "
             f"{summary['alpha']:g}. ")
     text += ("The rate is consistent with alpha: its interval reaches alpha." if summary["within"] else
              f"The rate is above alpha (one-sided p = {summary['p_above_alpha']:.3g}): the screen's tests do not "
@@ -378,7 +379,8 @@ def describe_screen(table: pd.DataFrame) -> str:
             continue
         diff = (f"largest median difference {r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] "
                 f"({m(r['largest'])})")
-        lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['wall_s']:.1f} s; "
+        lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['rounds']} processes, "
+                     f"{r['wall_s']:.1f} s; "
                      f"{m(r['reason'])}")
     return "\n".join(lines)
 

@@ -36,6 +36,9 @@
  *   attacker's plaintext-checking oracle "did my change to the ciphertext change mu'?". invalid-first and
  *   invalid-last show nothing on either version; valid against invalid-mu alone shows at most a few us on 1.83
  *   (each then follows the other equally often), so screen at least three classes.
+ *   On an Intel Xeon under KVM (OpenJDK 17) invalid-mu - valid measured +7..+25 us per process with the same
+ *   inputs; 800 blocks in four processes found it in 2 of 5 screens, 2000-3000 blocks in all 5 tried:
+ *   notebook 09 screens 3000.
  *
  * Timing: System.nanoTime() around each single extractSecret call; the output is compared with the class's expected
  * output after the second reading. Before the protocol's warm-up blocks, JIT_CALLS untimed calls cycle through the
