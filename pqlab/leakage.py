@@ -51,7 +51,7 @@ CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 MIN_BLOCKS = 20
 #: Processes a screen's blocks are split over by default: one process's JIT, code layout and branch-predictor
-#: aliasing can hide or inflate an effect (Bouncy Castle 1.83's FrodoKEM leak measured 7 to 25 us in six JVMs
+#: aliasing can hide or inflate an effect (Bouncy Castle 1.83's FrodoKEM leak measured 7 to 25 us in ten JVMs
 #: with the same inputs), so the blocks run in fresh processes of one program with the same inputs.
 ROUNDS = 4
 #: Verdicts.

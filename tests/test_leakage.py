@@ -213,10 +213,11 @@ def test_a_program_that_loaded_another_release_is_refused(monkeypatch):
 @pytest.mark.slow
 def test_python_rsa_marvin_leak_is_found():
     """python-rsa 4.9's PKCS#1 v1.5 decryption (its own locked environment, built on first need): flagged.  RSA-512:
-    its blinded pure-Python exponentiation varies by more than the leak at larger keys (thousands of blocks)."""
+    its blinded pure-Python exponentiation varies by more than the leak at larger keys.  4000 blocks once missed
+    it (p = 0.55); 10000 found it in 5 of 5 screens (p 2e-4 to 5e-9); twice that here for margin."""
     if programs.why_not("python-leaky"):
         pytest.skip(programs.why_not("python-leaky"))
-    s = leakage.screen("python-leaky", "rsa-512-pkcs1v15-decrypt", classes=["valid", "bad-header"], blocks=4000,
+    s = leakage.screen("python-leaky", "rsa-512-pkcs1v15-decrypt", classes=["valid", "bad-header"], blocks=20000,
                        warmup_blocks=20)
     assert s.version == "4.9" and s.implementation == "python-rsa"
     assert s.tests["significant"].any(), s.tests  # the statistics find it, busy machine or not
