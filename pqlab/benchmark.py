@@ -415,20 +415,25 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
             extra.append(flags.make("rounds-in-process", "asked for" if rec.meta.get("isolation_asked") == "in-process"
                                     else "an adapter not in the registry"))
         cap = min(max_rounds, allowed.get(i, max_rounds))
-        if target_rel_ci is not None and needed.get(i, 0) > cap and cap < max_rounds:
-            extra.append(flags.make("precision-not-reached", f"budget ({cap} rounds of {needed[i]} wanted)"))
-        elif target_rel_ci is not None and needed.get(i, 0) > max_rounds:
-            extra.append(flags.make("precision-not-reached", f"max-rounds ({max_rounds})"))
-        elif target_rel_ci is not None and needed.get(i) == DRIFT_BOUND:
-            extra.append(flags.make("precision-not-reached", "machine drift (the reference loops moved more than "
-                                                             "the target allows)"))
+        # what ended the rounds: the detail of the flag a row gets when its interval is wider than the target
+        if needed.get(i, 0) > cap and cap < max_rounds:
+            stopped = f"budget ({cap} rounds of {needed[i]} wanted)"
+        elif needed.get(i, 0) > max_rounds:
+            stopped = f"max-rounds ({max_rounds})"
+        elif needed.get(i) == DRIFT_BOUND:
+            stopped = "machine drift (the reference loops moved more than the target allows)"
+        else:
+            stopped = f"the {len(mine)} rounds Stein's rule asked for"
         if busy & set(mine):
             extra.append(flags.make("busy", f"{len(busy & set(mine))} of {len(mine)} rounds"))
         moved = [f"round {r} {shifts[r]}" for r in mine if r in shifts]
         if moved:
             extra.append(flags.make("reference-shift", ", ".join(moved)))
         cost = lean_ns if c_loop(algo.backend) else fed_ns if it.operation in FED_OPERATIONS else overhead_ns
-        rows.append(rounds_row(rec, algo, op, it.size, results[i], cost, target_rel_ci, extra))
+        row = rounds_row(rec, algo, op, it.size, results[i], cost, target_rel_ci, extra)
+        if target_rel_ci is not None and row.get("time_ns_rel_ci", math.nan) > target_rel_ci:  # the precision reached
+            row["flags"] = flags.add(row["flags"], "precision-not-reached", stopped)
+        rows.append(row)
     rec.set_measurements(rows)
 
 

@@ -175,9 +175,9 @@ def _cmd_machine(args) -> int:
 def _cmd_calibrate(args) -> int:
     import pandas as pd
 
-    from .benchmark import bench
-    from .calibration import analyse, describe
+    from .calibration import analyse, describe, repeat
     from .formatting import fmt_time_ns
+    from .load import describe as load_describe
 
     if args.out:
         inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
@@ -188,14 +188,19 @@ def _cmd_calibrate(args) -> int:
             raise BadInput("name the algorithms to calibrate (e.g. Ed25519 ML-KEM-768), or --runs RUN... to check "
                            "runs already made")
         kwargs = {} if args.target_rel_ci is None else {"target_rel_ci": args.target_rel_ci or None}  # 0: none
-        runs = []
-        for k in range(args.repeats):
-            print(f"run {k + 1} of {args.repeats} ...", file=sys.stderr, flush=True)
-            run = bench(args.algorithms, budget_s=args.budget, rounds=args.rounds, max_rounds=args.max_rounds,
-                        isolation=args.isolation, quiet_only=args.quiet_only, study="calibrate", folder=args.folder,
-                        progress=False, **kwargs)
-            print(f"  saved run {run.run_id}", file=sys.stderr)
-            runs.append(run)
+        if args.budget is not None:
+            kwargs["budget_s"] = args.budget
+        if args.rounds is not None:
+            kwargs.update(rounds=args.rounds, max_rounds=args.max_rounds)
+        programs = [p for p in (args.programs or "").split(",") if p]
+        if not programs:
+            kwargs.update(isolation=args.isolation, quiet_only=args.quiet_only)
+        print(f"{args.repeats} runs, profile {args.profile}, load: {load_describe(args.load)} ...", file=sys.stderr,
+              flush=True)
+        runs = repeat(args.algorithms, args.repeats, profile=args.profile, load=args.load, programs=programs,
+                      folder=args.folder, progress=lambda k, run: print(f"  run {k + 1} of {args.repeats}: saved "
+                                                                        f"{run.run_id}", file=sys.stderr, flush=True),
+                      **kwargs)
     result = analyse(runs)
     rows = result["rows"]
     if not rows.empty:
@@ -282,12 +287,13 @@ def _checked(check, *args, **kwargs):
     return convert
 
 
-def _round_options(p: argparse.ArgumentParser) -> None:
+def _round_options(p: argparse.ArgumentParser, profiled: bool = False) -> None:
     from .rounds import MAX_ROUNDS, MAX_ROUNDS_FACTOR, ROUNDS
     from .stats import MIN_ROUNDS
 
-    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS), default=ROUNDS,
-                   help=f"first-stage rounds, each a fresh worker process (default {ROUNDS}; at least {MIN_ROUNDS})")
+    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS), default=None if profiled else ROUNDS,
+                   help="first-stage rounds, each a fresh worker process (default "
+                        + ("the profile's, bench's " if profiled else "") + f"{ROUNDS}; at least {MIN_ROUNDS})")
     p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"),
                    help=f"most rounds an operation gets (default {MAX_ROUNDS_FACTOR} times --rounds: {MAX_ROUNDS} for "
                         f"{ROUNDS})")
@@ -297,7 +303,8 @@ def _round_options(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     from .benchmark import MESSAGE_BYTES
-    from .calibration import MIN_RUNS
+    from .calibration import MIN_RUNS, PROFILES
+    from .load import LOADS
     from .results import ALPHA, MIN_FACTOR
     from .stats import CONFIDENCE
 
@@ -383,11 +390,20 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", MIN_RUNS), default=6,
                      help="separate runs of the benchmark (default %(default)s)")
     cal.add_argument("--runs", nargs="+", metavar="RUN", help="check these runs instead of making new ones")
-    cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
-                     help="as for bench (default %(default)g)")
+    cal.add_argument("--profile", choices=list(PROFILES), default="default",
+                     help="the measurement settings repeated: bench's defaults, or the notebooks' quick profile "
+                          + "(" + ", ".join(f"{k} {v}" for k, v in PROFILES["quick"].items()) + "); "
+                          "--budget, --rounds and --target-rel-ci override it")
+    cal.add_argument("--load", choices=list(LOADS), default="none",
+                     help="a standard background load started before the first run and stopped after the last: "
+                          + "; ".join(f"{k}: {v}" for k, v in LOADS.items()))
+    cal.add_argument("--programs", help="calibrate notebook 08's programs instead of pqlab's harness: a comma-"
+                                        "separated list of native/impls programs (e.g. rust,openssl,go)")
+    cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"),
+                     help="as for bench (default: the profile's)")
     cal.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
                      help="as for bench (default bench's)")
-    _round_options(cal)
+    _round_options(cal, profiled=True)
     cal.add_argument("--quiet-only", action="store_true", help="as for bench: refuse to start on a busy machine")
     cal.add_argument("--folder", help="results folder for the runs (default data/results)")
     cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file (as for bench)")

@@ -211,17 +211,47 @@ def read_costs_text(availability: dict) -> str:
     return "; ".join(parts) + "."
 
 
-def precision_markdown(measurements) -> str:
-    """How precise the medians of a measurements table are (Markdown; :func:`pqlab.stats.precision_summary`)."""
-    from .formatting import fmt_percent
-    from .stats import CONFIDENCE, precision_summary
+def interval_method(rounds) -> str:
+    """How every interval pqlab shows is made (:func:`pqlab.stats.round_interval`), with the counts of rounds it
+    came from (`rounds`: one count per row or ratio; missing ones ignored): "95 % t-intervals on the logarithms of
+    the per-round values (3 to 18 rounds), widened by the machine's drift over those rounds"."""
+    from .formatting import fmt_count, fmt_percent, fmt_span
+    from .stats import CONFIDENCE
 
-    s = precision_summary(measurements)
+    return (f"{fmt_percent(CONFIDENCE, 0)} t-intervals on the logarithms of the per-round values "
+            f"({fmt_span(rounds, fmt_count)} rounds), widened by the machine's drift over those rounds")
+
+
+def precision_markdown(measurements) -> str:
+    """How precise the medians of a measurements table are, every number from its rows (Markdown): how the
+    intervals were made (:func:`pqlab.stats.round_interval`: rounds, a t quantile on logarithms, the machine's
+    drift; the confidence level and the rows' round counts), the median and worst half-width of the rows whose
+    interval resolves them, how many do not (:func:`pqlab.formatting.resolved_rel`: never shown as a precision),
+    and how many are wider than their target (flag ``precision-not-reached``)."""
+    import pandas as pd
+
+    from .formatting import fmt_count, fmt_percent, not_resolved_text, resolved_rel
+    from .stats import CONFIDENCE
+
     level = fmt_percent(CONFIDENCE, 0)
-    if s["median"] is None:
-        return f"**Precision of the medians**: not recorded (too few samples for a {level} interval, or an older run)."
-    target = f" against a target of ±{fmt_percent(s['target'], 2)}" if s["target"] else ""
-    return (f"**Precision of the medians** (half the {level} confidence interval over the median, from order "
-            f"statistics): median ±{fmt_percent(s['median'], 2)}, worst ±{fmt_percent(s['worst'], 2)} over "
-            f"{s['with_precision']} rows{target}; {s['missed']} of {s['targeted']} rows ran out of budget first "
-            f"(flag `precision-not-reached`).")
+    rel = pd.to_numeric(measurements["time_ns_rel_ci"], errors="coerce") if "time_ns_rel_ci" in measurements \
+        else pd.Series(dtype=float)
+    rows = measurements[rel.notna()] if len(rel) else measurements.iloc[0:0]
+    if rows.empty:
+        return (f"**Precision of the medians**: not recorded (no row has a {level} interval: fewer rounds than an "
+                "interval needs, or an older run).")
+    rel = rel[rel.notna()]
+    ok = rel.map(resolved_rel).astype(bool)
+    method = f"half the interval over the estimate; {interval_method(rows['rounds'] if 'rounds' in rows else [])}"
+    parts = [f"median ±{fmt_percent(rel[ok].median(), 2)}, worst ±{fmt_percent(rel[ok].max(), 2)} over "
+             f"{fmt_count(ok.sum())} rows"] if ok.any() else []
+    if not ok.all():
+        parts.append(f"{fmt_count((~ok).sum())} of {fmt_count(len(rel))} rows {not_resolved_text()}, left out of "
+                     "the median and the worst")
+    targets = pd.to_numeric(rows["target_rel_ci"], errors="coerce") if "target_rel_ci" in rows else rel * float("nan")
+    if targets.notna().any():
+        known = targets.dropna().unique()
+        target = f" of ±{fmt_percent(known[0], 2)}" if len(known) == 1 else ""
+        parts.append(f"{fmt_count((rel > targets).sum())} of {fmt_count(targets.notna().sum())} rows are wider than "
+                     f"their target{target} (flag `precision-not-reached`, whose detail says what ended their rounds)")
+    return f"**Precision of the medians** ({method}): {'; '.join(parts)}."

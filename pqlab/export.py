@@ -573,9 +573,10 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
     lines = [f"% pqlab numbers of {topic}: {latex(_stamp(prov), 'comment')}",
              "% written by pqlab.export.save_numbers; use \\pqlabName{} in running text"]
     out, unmeasured = [], []
+    unresolved = unresolved_keys(numbers)
     for key, value in numbers.items():
         missing = not isinstance(value, str) and formatting.is_missing(value)
-        text = "" if missing else format_number(value)
+        text = "" if missing else unresolved.get(key) or format_number(value)
         _check(topic, formatting.slug(key))
         out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
         lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
@@ -585,5 +586,21 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         if missing:
             unmeasured.append(key)
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
-    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured)
+    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured,
+             not_resolved=sorted(unresolved))
     return Written(out)
+
+
+def unresolved_keys(numbers: dict) -> dict[str, str]:
+    """The quoted numbers whose interval does not resolve them (:func:`pqlab.formatting.resolved`): for a key K
+    with K_ci_low and K_ci_high beside it, K becomes "not resolved (...)" and its ends
+    :data:`pqlab.formatting.NOT_RESOLVED_MARK`, so a sentence quoting the three never prints a number an interval
+    spanning orders of magnitude cannot support (issue #41)."""
+    out = {}
+    for key, value in numbers.items():
+        low, high = numbers.get(f"{key}_ci_low"), numbers.get(f"{key}_ci_high")
+        if isinstance(value, str) or low is None or high is None or formatting.resolved(low, high):
+            continue
+        out.update({key: formatting.not_resolved_text(), f"{key}_ci_low": formatting.NOT_RESOLVED_MARK,
+                    f"{key}_ci_high": formatting.NOT_RESOLVED_MARK})
+    return out

@@ -33,8 +33,8 @@ FLAGS: dict[str, str] = {
     "rounds-in-process": "the rounds ran in this process, not in fresh worker processes; the detail says why",
     "busy": "the machine was busy during some rounds (other processes' CPU or steal); the detail says how many",
     "reference-shift": "the reference loops' speed moved during some rounds; the detail gives the rounds and sizes",
-    "precision-not-reached": "the target precision was not reached; the detail says what ended the sampling (the "
-                             "budget, the most rounds, or the machine's drift)",
+    "precision-not-reached": "the interval is wider than the target precision (target_rel_ci); the detail says "
+                             "what ended the sampling (the budget, the most rounds, or the machine's drift)",
     # counters
     "no-cycles": "no cycle counter was available; the detail says why",
     "cycles-dropped": "the cycle counter failed for some samples; their cycles are missing",

@@ -19,7 +19,9 @@ its one escaping rule, so it is always shown, never read as markup:
 Tables (paper exports and notebook display alike) go through :func:`table`: each column has a kind
 (:data:`KINDS`, read from its name and values or given as a :class:`Column`), a header label and a unit in
 brackets, and cells formatted by that kind; missing cells print as :data:`TABLE_MISSING`; flags become short
-marks with a legend; run ids and other internals never show.
+marks with a legend (:func:`flag_marks`, the one place that assigns the letters); a value whose interval spans more
+than :data:`RESOLVED_FACTOR` prints as :data:`NOT_RESOLVED_MARK` ("not resolved" in prose), never as a number;
+run ids and other internals never show.
 
     table(run.raw_summary())  -> Table: .frame (strings, "Time median [µs]"), .notes, .to_markdown()
 
@@ -119,12 +121,48 @@ def fmt_factor(x, digits: int = 2) -> str:
     return f"{x:,.0f}×" if abs(x) >= 100 else f"{x:.{digits}f}×"
 
 
+#: The widest interval that still resolves its value: an interval whose high end is more than this factor above its
+#: low end (or whose low end is not above zero) says the value is not known within a factor of this, so it is shown
+#: as "not resolved" (:func:`fmt_factor_ci`, tables: :data:`NOT_RESOLVED_MARK`), never as a number.
+RESOLVED_FACTOR = 2.0
+#: what a table cell shows for a value whose interval does not resolve it (its note says what it means)
+NOT_RESOLVED_MARK = "n.r."
+
+
+def resolved(low, high) -> bool:
+    """Whether the interval [low, high] resolves its value: low > 0 and high / low at most :data:`RESOLVED_FACTOR`.
+    An interval with a missing end is no interval (the value is shown without one): it counts as resolved."""
+    if is_missing(low) or is_missing(high):
+        return True
+    return float(low) > 0 and float(high) <= RESOLVED_FACTOR * float(low)
+
+
+def resolved_rel(half_width) -> bool:
+    """:func:`resolved` for a relative half-width h (the interval [1 - h, 1 + h] of the value): missing counts
+    as resolved (no interval)."""
+    return is_missing(half_width) or resolved(1 - float(half_width), 1 + float(half_width))
+
+
+def not_resolved_text() -> str:
+    """What prose says in place of a value whose interval does not resolve it."""
+    return f"not resolved (interval wider than {fmt_factor(RESOLVED_FACTOR, 0)})"
+
+
+def not_resolved_note() -> str:
+    """The note under a table with :data:`NOT_RESOLVED_MARK` cells."""
+    return (f"{NOT_RESOLVED_MARK}: not resolved, the interval is wider than {fmt_factor(RESOLVED_FACTOR, 0)} "
+            "(its high end over its low end) or reaches zero, so no value is shown.")
+
+
 def fmt_factor_ci(x, low, high, digits: int = 2) -> str:
-    """A factor with its confidence interval: "1.23× [1.20, 1.26]"."""
+    """A factor with its confidence interval: "1.23× [1.20, 1.26]"; :func:`not_resolved_text` where the interval
+    does not resolve it (:func:`resolved`)."""
     if is_missing(x):
         return MISSING
     if is_missing(low) or is_missing(high):
         return fmt_factor(x, digits)
+    if not resolved(low, high):
+        return not_resolved_text()
     return f"{fmt_factor(x, digits)} [{fmt_factor(low, digits)[:-1]}, {fmt_factor(high, digits)[:-1]}]"
 
 
@@ -422,7 +460,7 @@ def _choose_unit(kind: str, base_values) -> tuple[str, float]:
     return next(((u, s) for u, s in units if median >= s), units[-1])
 
 
-def _cell(value, kind: str, unit_scale: float, tiny: float, interval=None) -> str:
+def _cell(value, kind: str, unit_scale: float, tiny: float, interval=None, unresolved: bool = False) -> str:
     if kind == "bool":
         return TABLE_MISSING if is_missing(value) and not isinstance(value, bool) else ("yes" if bool(value) else "no")
     if kind == "text":
@@ -432,6 +470,8 @@ def _cell(value, kind: str, unit_scale: float, tiny: float, interval=None) -> st
             str(value) in ("", "nan", "<NA>", "None") else str(value)
     if is_missing(value):
         return TABLE_MISSING
+    if unresolved:
+        return NOT_RESOLVED_MARK
     x = float(value)
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
@@ -537,9 +577,9 @@ def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, n
     interval when ``X_ci_low`` and ``X_ci_high`` exist (those two are then not shown on their own).
     `flags`: the column of :mod:`pqlab.flags` cells; a code on every row becomes a note "All rows: ...", other
     codes a mark (a, b, ...) with its meaning under the table; `show_flags` limits the codes shown.
+    A value whose interval does not resolve it (:func:`resolved`: a ratio's interval, or a relative half-width
+    ``*_rel_ci``) shows :data:`NOT_RESOLVED_MARK`, with a note saying what that means.
     `notes`: more lines under the table."""
-    from . import flags as flagvocab
-
     specs = _column_specs(df, columns)
     internal = [str(s.name if isinstance(s, Column) else s) for s in specs
                 if str(s.name if isinstance(s, Column) else s) in INTERNAL]
@@ -550,7 +590,7 @@ def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, n
     intervals_of = {c.name: interval_columns(c.name, df) for c in cols if c.kind == "ratio"}
     merged = {n for pair in intervals_of.values() if pair for n in pair}
     cols = [c for c in cols if c.name not in merged]
-    units, columns_cells = [], []
+    units, columns_cells, unclear = [], [], 0
     for c in cols:
         series = df[c.name]
         if c.kind in _DISPLAY_UNITS:
@@ -566,21 +606,37 @@ def table(df, columns=None, flags: str | None = FLAGS_COLUMN, show_flags=None, n
         pair = intervals_of.get(c.name)
         intervals = list(zip(df[pair[0]], df[pair[1]])) if pair else [None] * len(df)
         values = numbers if numbers is not None else series
-        columns_cells.append([_cell(v, c.kind, unit_scale, tiny, iv) for v, iv in zip(values, intervals)])
+        if pair:
+            unresolved = [not resolved(*iv) for iv in intervals]
+        elif c.kind == "percent" and {"rel", "ci"} <= set(_tokens(c.name)):  # a relative half-width
+            unresolved = [not resolved_rel(v * c.scale) for v in values]
+        else:
+            unresolved = [False] * len(df)
+        unclear += any(unresolved)
+        columns_cells.append([_cell(v, c.kind, unit_scale, tiny, iv, u)
+                              for v, iv, u in zip(values, intervals, unresolved)])
         units.append(unit)
     rows = [list(r) for r in zip(*columns_cells)] if cols else [[] for _ in range(len(df))]
-    marks, legend = [""] * len(df), list(notes)
-    if flags and flags in df.columns and len(df):
-        row_codes = [[c for c in flagvocab.codes(cell) if show_flags is None or c in show_flags]
-                     for cell in df[flags]]
-        everywhere = [c for c in dict.fromkeys(c for codes in row_codes for c in codes)
-                      if all(c in codes for codes in row_codes)]
-        letters: dict[str, str] = {}
-        for codes in row_codes:
-            for c in codes:
-                if c not in everywhere and c not in letters:
-                    letters[c] = _MARKS[len(letters) % len(_MARKS)]
-        marks = [",".join(letters[c] for c in codes if c in letters) for codes in row_codes]
-        legend = ([f"All rows: {flagvocab.legend(c)}." for c in everywhere]
-                  + [f"{m}: {flagvocab.legend(c)}." for c, m in letters.items()] + legend)
-    return Table(cols, units, rows, marks, legend)
+    marks, legend = flag_marks(df[flags] if flags and flags in df.columns else [None] * len(df), show_flags)
+    return Table(cols, units, rows, marks, legend + [not_resolved_note()] * bool(unclear) + list(notes))
+
+
+def flag_marks(cells, show_flags=None) -> tuple[list[str], list[str]]:
+    """The one place that turns a table's flags cells (:mod:`pqlab.flags`) into footnotes, for a notebook's display
+    and the paper's .md and .tex alike (:func:`table`): ``(marks, legend)``, one mark per row ("a", "a,b" or "")
+    and the legend lines.  A code on every row becomes "All rows: ...", other codes a letter (a, b, ... in the
+    order the rows first carry them) with its meaning; `show_flags` limits the codes shown."""
+    from . import flags as flagvocab
+
+    row_codes = [[c for c in flagvocab.codes(cell) if show_flags is None or c in show_flags] for cell in cells]
+    everywhere = [c for c in dict.fromkeys(c for codes in row_codes for c in codes)
+                  if all(c in codes for codes in row_codes)]
+    letters: dict[str, str] = {}
+    for codes in row_codes:
+        for c in codes:
+            if c not in everywhere and c not in letters:
+                letters[c] = _MARKS[len(letters) % len(_MARKS)]
+    marks = [",".join(letters[c] for c in codes if c in letters) for codes in row_codes]
+    legend = ([f"All rows: {flagvocab.legend(c)}." for c in everywhere]
+              + [f"{m}: {flagvocab.legend(c)}." for c, m in letters.items()])
+    return marks, legend

@@ -22,18 +22,24 @@ interval excludes zero; a test that is significant while no interval excludes ze
 by less than the median resolves: a branch predicted differently in some calls) is an *unresolved difference*, with
 its mean difference, neither a leak nor a clean result.  When nothing is found the
 screen says "no leak larger than X ns at this sample size", X being the largest bound of those intervals and at least
-the counter's step: never "constant time".  A screen whose machine was busy
-(other processes' CPU or steal, :mod:`pqlab.noise`) or whose clock moved between its start and its end (the scalar
-reference loop, a chain of integer operations whose time follows the frequency, by :data:`pqlab.noise.SHIFT_LIMIT`
-or more) says so and gives no verdict.  The vector loop is recorded too but does not gate: two readings of it a few
-seconds apart in one process moved by 11-12 % while the scalar loop held within 2 % (memory traffic of the
-program's processes, not a frequency change), and a paired block shares whatever it measures across its classes.
+the counter's step: never "constant time".
+
+**Load.**  A screen on a loaded machine (other processes' CPU or steal, :mod:`pqlab.noise`) keeps its verdict and
+names the load (:attr:`Screen.load`, :attr:`Screen.others_cores`, and its reason): a load steady over a block adds
+to every class of the block alike and cancels in the paired differences.  It gives **no verdict** only where the
+load cannot cancel (:func:`unjudgeable`): other processes and steal left it no more than :data:`FREE_CORES` of a core
+free, or its clock moved between its start and its end (the scalar reference loop, a chain of integer operations
+whose time follows the frequency, by :data:`pqlab.noise.SHIFT_LIMIT` or more); that reason names the load and how
+long a quiet rerun takes.  The vector loop is recorded too but does not gate: two readings of it a few seconds
+apart in one process moved by 11-12 % while the scalar loop held within 2 % (memory traffic of the program's
+processes, not a frequency change), and a paired block shares whatever it measures across its classes.
 
     screen(program, target, blocks=...) -> Screen     one screen (refuses bad input before anything runs)
     analyse(times, classes, alpha=...)                the statistics of a blocks x classes array of times
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -58,6 +64,20 @@ ROUNDS = 4
 LEAK, NO_LEAK, NO_VERDICT, NOT_SCREENED = "leak", "no leak found", "no verdict", "not screened"
 #: A significant test while no median difference's interval excludes zero: part of the distribution moved.
 UNRESOLVED = "unresolved difference"
+#: The rule for load (issue #41): a screen keeps its verdict while other processes and steal (in cores:
+#: ``others_cores`` plus the steal share of every core, :func:`load_cores`) leave more than this much of a core
+#: free, and gives none where they take the rest (:func:`unjudgeable`).  Why a load may stay: every block runs its
+#: classes back to back in an order drawn at random, so a load steady over a block (a block lasts from
+#: microseconds to tens of milliseconds) slows every class of the block alike and cancels in the paired
+#: differences: in issue #41 a program with planted leaks, screened beside two spinning processes, gave the
+#: differences it gave on a quiet machine, and the old rule (no verdict from :data:`pqlab.noise.BUSY_OTHERS_CORES`
+#: cores of load) refused every screen of a researcher's machine with its usual background load.  Why a heavy
+#: load may not: with no free core the scheduler shares the program's core in time slices of milliseconds, as
+#: long as a block or longer, so the load is no longer steady over a block but lands on single calls of single
+#: classes, where the random order is all that holds the tests' level.  The evidence on this machine, the screen's
+#: false-positive rate and its known leaks under the standard ``spin`` load (:mod:`pqlab.load`), is measured by
+#: :func:`pqlab.studies.timing_leakage.under_load` and stated by its ``describe_load_check``.
+FREE_CORES = 0.5
 
 
 @dataclass
@@ -81,6 +101,9 @@ class Screen:
     wall_s: float | None = None
     noise: dict = field(default_factory=dict)
     rounds: int = 0  #: processes the blocks ran in
+    load: str = ""  #: the load the machine carried during the screen (:func:`describe_load`); "" when quiet
+    others_cores: float | None = None  #: other processes' CPU during the screen, in cores (None: unknown)
+    quiet_s: float | None = None  #: how long the screen would take on a quiet machine (:func:`quiet_seconds`)
 
     @property
     def blocks(self) -> int:
@@ -91,7 +114,9 @@ class Screen:
         row = {"program": self.program, "target": self.target, "implementation": self.implementation,
                "version": self.version, "operation": self.operation, "verdict": self.verdict,
                "blocks": self.blocks, "rounds": self.rounds, "classes": len(self.classes), "wall_s": self.wall_s,
-               "detectable_ns": self.detectable_ns, "reason": self.reason}
+               "detectable_ns": self.detectable_ns, "reason": self.reason, "load": self.load,
+               "others_cores": self.others_cores, "quiet_s": self.quiet_s, "clock_moved": _moved(self.noise),
+               "no_free_core": _no_free_core(self.noise)}
         if not self.differences.empty:
             top = self.differences.loc[self.differences["median_ns"].abs().idxmax()]
             row.update(largest=top["pair"], median_ns=top["median_ns"], ci_low_ns=top["ci_low_ns"],
@@ -189,11 +214,54 @@ def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int
     return entry, classes, rounds
 
 
+def cores() -> int:
+    """The machine's logical CPUs: what :mod:`pqlab.noise`'s ``others_cores`` and steal are shares of."""
+    return os.cpu_count() or 1
+
+
+def load_cores(record: dict) -> float | None:
+    """The cores other processes and the hypervisor took during a screen: ``others_cores`` plus the steal share of
+    every core (steal None counts as none); None where the machine does not say."""
+    if record.get("others_cores") is None:
+        return None
+    return record["others_cores"] + (record.get("steal") or 0.0) * cores()
+
+
+def describe_load(record: dict) -> str:
+    """The load of a screen's noise record in a few words: "other processes used 1.02 cores of 2, steal 0.4%"
+    ("steal unknown" where the machine does not report it); "" where the machine does not say."""
+    if record.get("others_cores") is None:
+        return ""
+    steal = "unknown" if record.get("steal") is None else f"{record['steal']:.1%}"
+    return f"other processes used {record['others_cores']:.2f} cores of {cores()}, steal {steal}"
+
+
 def _moved(record: dict) -> str:
     """How the clock (the scalar reference loop) moved between the screen's start and end: '' when by less than
     :data:`pqlab.noise.SHIFT_LIMIT`."""
     a, b = record.get("scalar_start_ns"), record.get("scalar_end_ns")
     return f"{b / a - 1:+.0%}" if a and b and abs(b / a - 1) >= noise.SHIFT_LIMIT else ""
+
+
+def _no_free_core(record: dict) -> bool:
+    """Whether other processes and steal left the screen no more than :data:`FREE_CORES` of a core."""
+    taken = load_cores(record)
+    return taken is not None and taken >= cores() - FREE_CORES
+
+
+def unjudgeable(record: dict) -> str:
+    """Why a screen with this noise record can give no verdict: its machine had no free core (:data:`FREE_CORES`)
+    or its clock moved; "" when a load, if any, cancels in the paired blocks."""
+    moved = _moved(record)
+    return "; ".join(filter(None, [
+        _no_free_core(record) and f"other processes and steal left no more than {FREE_CORES:g} of a core free",
+        moved and f"the clock's reference loop moved ({moved})"]))
+
+
+def quiet_seconds(wall_s: float, cpu_s: float) -> float:
+    """How long a screen would take on a quiet machine: the CPU time its processes used (what a load does not
+    add), and never more than it took (`wall_s`): a runtime's extra threads (a JVM's compiler) run beside it."""
+    return min(wall_s, cpu_s)
 
 
 def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmup_blocks: int = 50,
@@ -220,15 +288,20 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
             base.reason = str(exc)
             return base
     base.wall_s = time.monotonic() - began
+    base.quiet_s = quiet_seconds(base.wall_s, noise.snapshot()["own_cpu"] - before["own_cpu"])
     record = noise.round_record(0, before, start)
-    base.noise = record
+    base.noise, base.others_cores = record, record.get("others_cores")
+    base.load = describe_load(record) if record["busy"] else ""
     base.times = np.concatenate([np.asarray(t, dtype=float) for t in times])
     base.tests, base.differences = analyse(base.times, classes, alpha, seed=seed)
     base.detectable_ns = detectable(base.differences, resolution(base.times))
-    why = "; ".join(filter(None, [record["busy"], _moved(record) and f"the clock's reference loop moved ({_moved(record)})"]))
+    why = unjudgeable(record)
     if why:
-        base.verdict, base.reason = NO_VERDICT, f"no verdict: {why} during the screen"
-    elif not leaking(base.tests, base.differences).empty:
+        base.verdict = NO_VERDICT
+        base.reason = (f"no verdict: {why} during the screen ({describe_load(record) or 'load unknown'}); a quiet "
+                       f"rerun takes about {base.quiet_s:.0f} s")
+        return base
+    if not leaking(base.tests, base.differences).empty:
         hit = base.tests.loc[base.tests["p"].idxmin()]
         base.verdict = LEAK
         base.reason = (f"{hit['test']} p = {_p(hit['p'])} below {_p(hit['threshold'])} "
@@ -243,6 +316,8 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
         base.verdict = NO_LEAK
         base.reason = (f"no leak larger than {base.detectable_ns:.0f} ns at {blocks} blocks "
                        f"({CONFIDENCE:.0%} bootstrap interval of the median difference)")
+    if base.load:
+        base.reason += f"; under load ({base.load}), which the paired blocks cancel while it is steady"
     return base
 
 

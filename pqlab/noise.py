@@ -54,19 +54,23 @@ _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _proc_stat() -> dict | None:
-    """The all-CPU line of /proc/stat in seconds (busy, idle, steal) and ctxt; None where unreadable."""
+    """The all-CPU line of /proc/stat in seconds (busy, idle, steal), each CPU's busy seconds (``cores``) and ctxt;
+    None where unreadable."""
     try:
         lines = _PROC_STAT.read_text().splitlines()
     except OSError:
         return None
-    out = {}
+    out: dict = {"cores": {}}
     for line in lines:
         parts = line.split()
-        if parts and parts[0] == "cpu":
+        if parts and parts[0].startswith("cpu"):
             v = [int(x) for x in parts[1:]] + [0] * 8
             user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
-            out.update(busy=(user + nice + system + irq + softirq) / _TICK, idle=(idle + iowait) / _TICK,
-                       steal=steal / _TICK, steal_known=len(parts) > 8)
+            busy = (user + nice + system + irq + softirq) / _TICK
+            if parts[0] == "cpu":
+                out.update(busy=busy, idle=(idle + iowait) / _TICK, steal=steal / _TICK, steal_known=len(parts) > 8)
+            elif parts[0][3:].isdigit():
+                out["cores"][int(parts[0][3:])] = busy
         elif parts and parts[0] == "ctxt":
             out["ctxt"] = int(parts[1])
     return out if "busy" in out else None
@@ -89,14 +93,64 @@ def _mhz() -> float | None:
     return statistics.fmean(values) if values else None
 
 
+#: The scheduler priority a measuring process asks for (a nice value; lower runs first).  Only a user with the right
+#: (root, or RLIMIT_NICE) gets it; anyone else keeps their own, and the round records which.
+NICE = -5
+#: How long :func:`protect` watches the CPUs to find the least busy one.
+PICK_S = 0.05
+
+
+def _affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set()
+
+
+def protect(pin: bool = True) -> dict:
+    """Protect this (measuring) process from a normal background load without changing the machine: pin it to the
+    CPU that was least busy over the last :data:`PICK_S` seconds (among those it may use: other work then keeps the
+    others and this process is not migrated between caches mid-sample), and raise its scheduler priority to
+    :data:`NICE` as far as the user's rights go.  Returns what was used, for the round's record:
+    ``{"cpu": n or None, "nice": the value in force, "nice_asked": NICE, "refused": why, where something was}``."""
+    used: dict = {"cpu": None, "nice_asked": NICE, "refused": []}
+    cpus = _affinity()
+    if pin and len(cpus) > 1:
+        a = _proc_stat()
+        time.sleep(PICK_S)
+        b = _proc_stat()
+        if a and b:
+            load = {c: b["cores"].get(c, 0.0) - a["cores"].get(c, 0.0) for c in cpus}
+            best = min(sorted(load), key=load.get)
+            try:
+                os.sched_setaffinity(0, {best})
+                used["cpu"] = best
+            except OSError as exc:
+                used["refused"].append(f"affinity: {exc.strerror}")
+    elif len(cpus) == 1:
+        used["cpu"] = next(iter(cpus))
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > NICE:
+            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+    except (AttributeError, OSError) as exc:
+        used["refused"].append(f"priority: {getattr(exc, 'strerror', exc)}")
+    try:
+        used["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    except (AttributeError, OSError):
+        used["nice"] = None
+    used["refused"] = "; ".join(used["refused"])
+    return used
+
+
 def snapshot() -> dict:
     """The counters :func:`round_noise` compares: /proc/stat, this process's CPU time and switches, the clock.
     Its own CPU time includes its finished children's: a runner it waited for (the native C runner, a JVM) is the
     measurement, not another process."""
     ru, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpus = _affinity()
     return {"t": time.monotonic(), "stat": _proc_stat(),
             "own_cpu": ru.ru_utime + ru.ru_stime + kids.ru_utime + kids.ru_stime,
-            "own_involuntary": ru.ru_nivcsw, "mhz": _mhz()}
+            "own_involuntary": ru.ru_nivcsw, "mhz": _mhz(), "cpu": next(iter(cpus)) if len(cpus) == 1 else None}
 
 
 def round_noise(before: dict, after: dict) -> dict:
@@ -112,16 +166,28 @@ def round_noise(before: dict, after: dict) -> dict:
             out["steal"] = (b["steal"] - a["steal"]) / total
         own = after["own_cpu"] - before["own_cpu"]
         out["others_cores"] = max(0.0, (b["busy"] - a["busy"]) - own) / wall
+        pinned = after.get("cpu")
+        if a.get("cores") and b.get("cores"):  # where the other work ran: each CPU's busy share, ours less our own
+            out["others_by_core"] = {str(c): round(max(0.0, b["cores"][c] - a["cores"].get(c, 0.0)
+                                                       - (own if c == pinned else 0.0)) / wall, 3)
+                                     for c in sorted(b["cores"])}
+            if pinned is not None:
+                out["cpu"] = pinned
         if "ctxt" in a and "ctxt" in b:
             out["ctxt"] = b["ctxt"] - a["ctxt"]
     return out
 
 
 def busy_reason(noise: dict) -> str:
-    """Why a round with this noise is busy ("" when it is not, or nothing is known)."""
+    """Why a round with this noise is busy ("" when it is not, or nothing is known), graded: how many cores other
+    work used, and where the round was pinned to one CPU (:func:`protect`), how much of that CPU it shared."""
     parts = []
     if noise.get("others_cores") is not None and noise["others_cores"] >= BUSY_OTHERS_CORES:
-        parts.append(f"other processes used {noise['others_cores']:.2f} cores")
+        where = ""
+        by_core, pinned = noise.get("others_by_core") or {}, noise.get("cpu")
+        if by_core and pinned is not None and str(pinned) in by_core:
+            where = f" ({by_core[str(pinned)]:.2f} of them on the measuring CPU {pinned})"
+        parts.append(f"other processes used {noise['others_cores']:.2f} cores{where}")
     if noise.get("steal") is not None and noise["steal"] >= BUSY_STEAL:
         parts.append(f"steal {noise['steal']:.1%}")
     return ", ".join(parts)
@@ -267,4 +333,18 @@ def describe_noise(meta: dict) -> str:
     text = (f"{len(rounds)} rounds, {len(busy)} busy; steal {span('steal', lambda v: f'{v:.1%}')}, other processes "
             f"{span('others_cores', lambda v: f'{v:.2f}')} cores; reference loops scalar "
             f"{span('scalar_ns', lambda v: f'{v / 1e6:.2f}')} ms, vector {span('vector_ns', lambda v: f'{v / 1e6:.2f}')} ms")
-    return text + ("; reference shifts: " + "; ".join(shifts) if shifts else "; no reference shift")
+    text += "; reference shifts: " + "; ".join(shifts) if shifts else "; no reference shift"
+    return text + describe_protection(rounds)
+
+
+def describe_protection(rounds: list[dict]) -> str:
+    """What the rounds' workers did to protect their measurement (:func:`protect`), as a clause ("" where they
+    recorded nothing: runs made before it, or rounds made in the caller's process)."""
+    got = [r["protection"] for r in rounds if isinstance(r.get("protection"), dict)]
+    if not got:
+        return ""
+    cpus = sorted({p["cpu"] for p in got if p.get("cpu") is not None})
+    nices = sorted({p["nice"] for p in got if p.get("nice") is not None})
+    refused = sorted({p["refused"] for p in got if p.get("refused")})
+    return (f"; workers pinned to CPU {', '.join(map(str, cpus)) or 'none'} at nice {', '.join(map(str, nices)) or '?'}"
+            + (f" (refused: {'; '.join(refused)})" if refused else ""))

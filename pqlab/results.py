@@ -30,7 +30,6 @@ from . import inputs, paths
 from .builds import options_of, selected
 from .files import atomic_write_set, process_alive
 from .noise import compare_references
-from .ratio import like_statistic
 from .schema import SCHEMA_VERSION, convert, convert_meta, typed
 from .stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p, with_rounds
 
@@ -100,17 +99,19 @@ class Run:
         return table(raw, shown)
 
     def ratio(self, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
-              build: str | None = None, message_bytes=None):
+              build: str | None = None, message_bytes=None, statistic: str = "median"):
         """`numerator`'s `operation` over `denominator`'s (each "NAME" or "NAME@backend"), with its interval over
         rounds, paired by round, and what the two sides ran in: a :class:`pqlab.ratio.Ratio` (shown as one
         sentence; ``.value``, ``.low``, ``.high``, ``.flags``, ``.text``).  Sides from different implementations or
         releases are flagged and said; where a side did not name its backend, also warned.
         `denominator_operation`: another operation for the denominator (e.g. sign over verify).  `build`
-        (its id, or ``default``/``generic``), `message_bytes`: required where the run measured several."""
+        (its id, or ``default``/``generic``), `message_bytes`: required where the run measured several.
+        `statistic`: of each round, "median" (the table's, the default) or "mean" (to compare with a published
+        mean; the ratio says which)."""
         from .ratio import run_ratio
 
         return run_ratio(self, numerator, denominator, operation, denominator_operation=denominator_operation,
-                         build=build, message_bytes=message_bytes)
+                         build=build, message_bytes=message_bytes, statistic=statistic)
 
     def __repr__(self) -> str:  # IPython's text display too (a class's own __repr__)
         return f"{self.headline()}\n{self.summary().to_string()}"
@@ -377,10 +378,10 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
                  allow_changed_meaning: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its interval over rounds and a test.
 
-    Like statistics: the ratio of the estimates over rounds of medians where both samples are means of the
-    same number of loops, else of means (a sample's value is a mean of its loops); its interval is over rounds
-    (:func:`pqlab.stats.ratio_ci`: the runs' rounds are independent), with a Mann-Whitney or Welch test of the
-    pooled samples.  Where the runs' reference loops moved (:func:`pqlab.noise.compare_references`) each verdict
+    One statistic: the ratio of the rows' own estimates (medians over rounds, as their tables show) with its
+    interval over rounds (:func:`pqlab.stats.ratio_ci`: the runs' rounds are independent), and a Mann-Whitney test
+    of the pooled samples where both sides' samples are means of the same number of calls, else Welch's
+    (``equal_loops`` says which).  Where the runs' reference loops moved (:func:`pqlab.noise.compare_references`) each verdict
     says so, with the size of the move (``attrs["reference_moved"]``).  A difference is called only when p < `alpha`, the interval excludes 1 and the factor is at
     least `min_factor` either way (asv's factor, pyperf's --min-speed).  Runs from different machines,
     parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names them.
@@ -417,9 +418,8 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
     for _, r in merged.iterrows():
         key = tuple(r[k] for k in KEY)
         xa, xb = groups_a.get(key, np.array([])), groups_b.get(key, np.array([]))
-        stat = like_statistic(r["loops_a"], r["loops_b"])
-        same_loops = stat == "median"
-        factor, low, high = ratio_ci(xb, xa, stat)
+        same_loops = r["loops_a"] == r["loops_b"]
+        factor, low, high = ratio_ci(xb, xa)  # medians, as the rows beside it (pqlab.stats.combined_ci)
         va, vb = np.asarray(xa, float), np.asarray(xb, float)
         p = mann_whitney(va, vb)[1] if same_loops else welch_p(va, vb)
         excludes_one = not (low <= 1 <= high)  # False without an interval (nan): no difference is called
@@ -438,9 +438,9 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
         if r["algorithm"] in changed and r["backend"] == "liboqs":
             verdict += f"; ⚠ different algorithms: {changed[r['algorithm']]}"
         rows.append({**{k: r[k] for k in KEY if k != "build_options"}, "build_a": r["build_a"],
-                     "build_b": r["build_b"], "statistic": stat,
-                     "a_ns": round_interval(xa, stat)[0] if va.size else np.nan,
-                     "b_ns": round_interval(xb, stat)[0] if vb.size else np.nan,
+                     "build_b": r["build_b"], "statistic": "median", "equal_loops": bool(same_loops),
+                     "a_ns": round_interval(xa)[0] if va.size else np.nan,
+                     "b_ns": round_interval(xb)[0] if vb.size else np.nan,
                      "factor_b_over_a": factor, "factor_ci_low": low, "factor_ci_high": high, "p_value": p,
                      "significant": significant, "verdict": verdict})
     out = pd.DataFrame(rows)

@@ -31,8 +31,13 @@ intervals implied; their 95 % intervals held the pooled median in 40 % of the ro
   at least :data:`COLD_CALL_S` none at all where the first round's cold call was within :data:`COLD_TOLERANCE`
   of its sample (:func:`later_warmup`): one warm-up of a 1.5 s SPHINCS+ sign costs as much as its sample and
   tells nothing the first round did not.  A run's ``meta["warmup_skipped"]`` names those items.
-* **The noise of every round is recorded** (:mod:`pqlab.noise`: steal, other processes' CPU, context switches,
-  load, frequency, and the reference loops at the start and end of the round) in ``meta["rounds"]``.
+* **The noise of every round is recorded** (:mod:`pqlab.noise`: steal, other processes' CPU and on which CPUs,
+  context switches, load, frequency, and the reference loops at the start and end of the round) in
+  ``meta["rounds"]``.
+* **A worker protects its measurement** where the operating system lets it, without changing the machine
+  (:func:`pqlab.noise.protect`): it pins itself to the CPU that was least busy when it started and asks for a
+  higher scheduler priority as far as the user's rights go; the round's record says what it got
+  (``protection``).  Rounds made in the caller's own process (``isolation="in-process"``) leave it alone.
 
 A worker that crashes or is killed loses the items of its round that it had not reported; every other round is
 kept, and the row's ``rounds`` says how many it has (``meta["rounds"][i]["lost"]`` names the items lost).
@@ -133,12 +138,14 @@ def _keys(algo: Algorithm):
 
 def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, seed: int | None, round_budget_s: float,
               min_samples: int, max_samples: int, loops: dict[int, int], sizes_at: int | None,
-              emit: Callable[[dict], None], warmups: dict[int, float] | None = None) -> None:
+              emit: Callable[[dict], None], warmups: dict[int, float] | None = None,
+              protection: dict | None = None) -> None:
     """Measure every item once, in this round's order, in this process; `emit` gets one dict per item (an
     :class:`ItemRound`'s fields), one per sizes row (``{"sizes": ...}``, when `sizes_at` is a size) and last the
     round's own record (``{"round": ...}``: noise and reference loops).  `loops`: item -> loops fixed by an
     earlier round (the first round calibrates them); `warmups`: item -> its warm-up seconds in this round
-    (:func:`later_warmup`; default the first round's)."""
+    (:func:`later_warmup`; default the first round's); `protection`: what :func:`pqlab.noise.protect` used in this
+    (worker) process, kept in the round's record."""
     from .timing import WARMUP_S, measure
 
     before, ref_start = noise.snapshot(), noise.reference_times()
@@ -194,7 +201,8 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
         for a, algo in enumerate(algos):
             emit({"sizes": _sizes_row(algo, random_message(sizes_at, message_seed), keys.get(a),
                                       signed.get((a, sizes_at)))})
-    emit(noise.round_record(round_index, before, ref_start))
+    record = noise.round_record(round_index, before, ref_start)
+    emit({**record, "protection": protection} if protection is not None else record)
 
 
 def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple | None = None) -> dict:
@@ -253,6 +261,7 @@ def main() -> int:
     goes to stderr)."""
     from .algorithms import resolve
 
+    protection = noise.protect()  # before the libraries load: their threads and pages start on the chosen CPU
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     job = json.load(sys.stdin)
@@ -266,7 +275,7 @@ def main() -> int:
     run_round(algos, items, job["round"], seed=job["seed"], round_budget_s=job["round_budget_s"],
               min_samples=job["min_samples"], max_samples=job["max_samples"],
               loops={int(k): v for k, v in job["loops"].items()}, sizes_at=job["sizes_at"], emit=emit,
-              warmups={int(k): v for k, v in job.get("warmups", {}).items()})
+              warmups={int(k): v for k, v in job.get("warmups", {}).items()}, protection=protection)
     return 0
 
 

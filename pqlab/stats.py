@@ -188,15 +188,36 @@ def machine_spread(values, index, ratio: bool = False) -> float:
 
 
 def reference_spread(records: list[dict], ratio: bool = False) -> float:
-    """:func:`machine_spread` of the round records given (each with ``scalar_ns`` and ``vector_ns``)."""
+    """:func:`machine_spread` of the round records given (each with ``scalar_ns`` and ``vector_ns``, and where
+    recorded the start and end readings ``<kind>_start_ns``/``<kind>_end_ns``).
+
+    The spread counted is drift the machine has, not the reference loops' own noise: from the variance of the
+    readings over rounds, the variance one reading has by itself is taken away, estimated from the start and
+    end readings of each round (half the variance of their log difference; that difference holds the loops' noise
+    and whatever moved within a round, which the rounds' own spread already carries).  On a quiet machine the
+    loops' noise was most of their spread and inflated every interval about fourfold (issue #41: six runs' spread
+    was 0.24 of what their intervals implied); a machine whose speed really moves between rounds keeps it."""
     picked = [r for r in records if r.get("scalar_ns") and r.get("vector_ns")]
     if len(picked) < 2:
         return 0.0
-    scalar = np.log([r["scalar_ns"] for r in picked])
-    vector = np.log([r["vector_ns"] for r in picked])
+
+    def drift(kind: str) -> np.ndarray:
+        return np.log([r[f"{kind}_ns"] for r in picked])
+
+    def own_noise(kind: str) -> np.ndarray:
+        pairs = [(r[f"{kind}_start_ns"], r[f"{kind}_end_ns"]) for r in picked
+                 if r.get(f"{kind}_start_ns") and r.get(f"{kind}_end_ns")]
+        return np.log([a for a, _ in pairs]) - np.log([b for _, b in pairs]) if pairs else np.zeros(0)
+
+    def beyond_noise(total_var: float, noise: np.ndarray) -> float:
+        floor = float(np.mean(noise ** 2)) / 2 if noise.size else 0.0
+        return math.sqrt(max(0.0, total_var - floor))
+
     if ratio:
-        return float(np.std(vector - scalar, ddof=1))
-    return float(max(np.std(scalar, ddof=1), np.std(vector, ddof=1)))
+        vector, scalar = own_noise("vector"), own_noise("scalar")
+        noise = vector - scalar if vector.size == scalar.size else np.zeros(0)
+        return beyond_noise(float(np.var(drift("vector") - drift("scalar"), ddof=1)), noise)
+    return max(beyond_noise(float(np.var(drift(kind), ddof=1)), own_noise(kind)) for kind in ("scalar", "vector"))
 
 
 #: The standard error of a median of k normal values over that of their mean (sqrt(pi / 2), Fisher).
@@ -205,13 +226,21 @@ MEDIAN_SE = math.sqrt(math.pi / 2)
 MAD_SD = 1.4826
 
 
+#: Below this many rounds the scale of the rounds is their standard deviation wherever that is larger than the
+#: robust one.  With three to seven rounds the median absolute deviation ignores the one round that differs: three
+#: rounds of 46.2, 17.6 and 17.75 (notebook 03) gave a MAD scale of 0.6 % and an interval of ±5 % that excluded the
+#: first round by construction; among so few rounds a stalled round cannot be told from a real one, so it counts.
+ROBUST_FROM = 8
+
+
 def log_center_se(values) -> tuple[float, float, int]:
     """(median, its standard error, k) of the logs of `values` (round values): the median, robust to a round the
-    host stalled, and its standard error from a robust scale, ``sqrt(pi/2) * 1.4826 * MAD / sqrt(k)`` (a stalled
-    round inflates a standard deviation as much as it would have dragged a mean).  Where rounds tie (round values
-    are medians of whole nanoseconds, so two of three rounds now and then agree to the nanosecond) the MAD is 0
-    although the rounds differ: the scale is then the mean absolute deviation's, ``sqrt(pi/2) * mean|dev|``, zero
-    only where every round agrees."""
+    host stalled, and its standard error ``sqrt(pi/2) * scale / sqrt(k)``.  The scale is robust from
+    :data:`ROBUST_FROM` rounds on (``1.4826 * MAD``: a stalled round among many inflates a standard deviation as
+    much as it would have dragged a mean); below it, the larger of that and the standard deviation, so that no
+    round is ignored by construction.  Where rounds tie (round values are medians of whole nanoseconds, so two of
+    three rounds now and then agree to the nanosecond) the MAD is 0 although the rounds differ: the robust scale is
+    then the mean absolute deviation's, ``sqrt(pi/2) * mean|dev|``, zero only where every round agrees."""
     logs = np.log(np.asarray(values, float))
     k = logs.size
     centre = float(np.median(logs))
@@ -219,6 +248,8 @@ def log_center_se(values) -> tuple[float, float, int]:
     scale = MAD_SD * float(np.median(deviations))
     if scale == 0.0:
         scale = math.sqrt(math.pi / 2) * float(np.mean(deviations))  # a normal's SD over its mean |dev|
+    if 1 < k < ROBUST_FROM:
+        scale = max(scale, float(np.std(logs, ddof=1)))
     return centre, (MEDIAN_SE * scale / math.sqrt(k) if k > 1 else math.nan), k
 
 
@@ -274,10 +305,14 @@ def combined_ci(samples, combine, stat: str = "median", confidence: float = CONF
     `combine` takes a list of values (floats, or arrays of per-round values) and returns one value each, e.g.
     ``lambda s: (s[0] / s[1]) / (s[2] / s[3])`` for a ratio on one machine over the same ratio on another.
 
+    The estimate is always ``combine`` of each side's own estimate over all its rounds (the median of its round
+    medians: the number a table beside it shows), so a ratio never disagrees with the medians printed next to it.
+
     * **Paired by round** where every sample has rounds and they share :data:`MIN_ROUNDS` or more (run, round)
-      pairs: one combined value per shared round, then the interval of :func:`round_interval` over them, widened
-      by how much the vector/scalar speed ratio of the machine moved over those rounds (drift that hits every side
-      of a round alike cancels; drift that hits vector code and not scalar code does not).
+      pairs: one combined value per shared round gives the interval's width (:func:`log_center_se` of their logs,
+      the t quantile), centred on the estimate, widened by how much the vector/scalar speed ratio of the machine
+      moved over those rounds (drift that hits every side of a round alike cancels; drift that hits vector code and
+      not scalar code does not).
     * **Independent** where they share fewer (different runs): each side's median log round value and its standard
       error, its machine drift added, combined by the delta method with Welch-Satterthwaite degrees of freedom.
     * No interval (nan, nan) where any side has no rounds (a runner that cannot do them) or fewer than
@@ -295,16 +330,17 @@ def combined_ci(samples, combine, stat: str = "median", confidence: float = CONF
     shared = rounds[0].index
     for r in rounds[1:]:
         shared = shared.intersection(r.index)
-    if len(shared) >= MIN_ROUNDS:
-        import pandas as pd
-
-        per_round = np.asarray(combine([r.loc[shared].to_numpy(float) for r in rounds]), float)
-        spread = max(machine_spread(x, shared, ratio=True) for x in parts)
-        value, low, high, _ = round_interval(pd.Series(per_round, index=shared), spread=spread)
-        return value, low, high
     stats = [log_center_se(r) for r in rounds]
     estimates = [math.exp(m) for m, _, _ in stats]
-    value = float(combine(estimates))
+    value = float(combine(estimates))  # of each side's own estimate: what a table beside it shows
+    if len(shared) >= MIN_ROUNDS:
+        per_round = np.asarray(combine([r.loc[shared].to_numpy(float) for r in rounds]), float)
+        spread = max(machine_spread(x, shared, ratio=True) for x in parts)
+        _, se, k = log_center_se(per_round[per_round > 0])
+        if k < MIN_ROUNDS or not value > 0:
+            return value, math.nan, math.nan
+        q = t_quantile(k - 1, confidence) * math.hypot(se, spread)
+        return value, value * math.exp(-q), value * math.exp(q)
     if any(k < MIN_ROUNDS for _, _, k in stats) or not value > 0:
         return value, math.nan, math.nan
     terms = []

@@ -89,10 +89,10 @@ def test_counter_markdown_names_the_counter_its_rate_and_read_costs():
 def test_precision_markdown_states_median_worst_and_misses():
     import pandas as pd
 
-    m = pd.DataFrame({"time_ns_rel_ci": [0.002, 0.004, 0.02], "target_rel_ci": [0.01] * 3,
+    m = pd.DataFrame({"time_ns_rel_ci": [0.002, 0.004, 0.02], "target_rel_ci": [0.01] * 3, "rounds": [3, 6, 18],
                       "flags": ["", "", "precision-not-reached:budget"]})
     assert context.precision_markdown(m) == (
-        "**Precision of the medians** (half the 95 % confidence interval over the median, from order statistics): "
-        "median ±0.40 %, worst ±2.00 % over 3 rows against a target of ±1.00 %; 1 of 3 rows ran out of budget "
-        "first (flag `precision-not-reached`).")
+        "**Precision of the medians** (half the interval over the estimate; 95 % t-intervals on the logarithms of "
+        "the per-round values (3 to 18 rounds), widened by the machine's drift over those rounds): median ±0.40 %, worst ±2.00 % over 3 rows; 1 of 3 rows are wider than their target of ±1.00 % "
+        "(flag `precision-not-reached`, whose detail says what ended their rounds).")
     assert "not recorded" in context.precision_markdown(m.assign(time_ns_rel_ci=float("nan")))

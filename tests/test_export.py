@@ -328,6 +328,21 @@ def test_unknown_column_lists_close_matches(out):
 
 # ----- numbers -----
 
+def test_a_quoted_number_whose_interval_spans_more_than_the_limit_is_exported_as_not_resolved(out):
+    """Issue #41: "15.1× [0.1, 2,596]" reached the paper as three macros; now the value says not resolved and its
+    ends carry the mark, in the macros, the .txt files and the sidecar."""
+    export.save_numbers({"keygen_ratio": 15.1, "keygen_ratio_ci_low": 0.1, "keygen_ratio_ci_high": 2596.0,
+                         "sign_ratio": 1.5, "sign_ratio_ci_low": 1.4, "sign_ratio_ci_high": 1.6}, "t", runs=[fake_run()])
+    folder = out / "data" / "tables" / "t"
+    tex = (folder / "numbers.tex").read_text()
+    assert "2,596" not in tex and "15.1" not in tex and r"\newcommand{\pqlabKeygenRatioCiLow}{n.r.}%" in tex
+    assert (folder / "keygen_ratio.txt").read_text().startswith("not resolved (interval wider than 2×)")
+    assert (folder / "sign_ratio.txt").read_text() == export.format_number(1.5) != "n.r."
+    assert (folder / "sign_ratio_ci_high.txt").read_text() == export.format_number(1.6)
+    assert json.loads((folder / "numbers.export.json").read_text())["not_resolved"] == [
+        "keygen_ratio", "keygen_ratio_ci_high", "keygen_ratio_ci_low"]
+
+
 def test_save_numbers_writes_macros_without_trailing_space(out):
     run = fake_run()
     export.save_numbers({"sphincs_sign_over_verify": 14.7123, "ml_dsa_44_sign": "49.1 µs", "signature": 17088,

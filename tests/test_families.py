@@ -242,11 +242,13 @@ def test_closing_note_states_measured_numbers_only():
     assert all(k == k.lower() and k.replace("_", "").isalnum() for k in flat)
     counts = {"rows": 105, "sign_matches": 105, "verify_matches": 11, "clock_hz": 1.895e9}
     clock = {"clock_ghz": 3.6, "consistent": 30, "rows": 30}
-    precision = {"median": 0.004, "worst": 0.03, "with_precision": 30, "missed": 2, "targeted": 30}
+    precision = pd.DataFrame({"time_ns_rel_ci": [0.004] * 27 + [0.03, 0.03, 0.6], "target_rel_ci": 0.01,
+                              "rounds": 6, "flags": ""})
     note = F.write_closing_note(numbers, clock, counts, {"default": "r1"}, {"default": 12.0}, CORE, precision)
     assert "1.11× [1.00, 1.20]" in note and "n/a" in note and "`r1`" in note
     assert "mean core cycles per call" in note and "the counter ran at 3.60 GHz" in note
-    assert "median ±0.40 %, worst ±3.00 % over 30 rows; 2 of 30 rows stopped before their target" in note
+    assert ("median ±0.40 %, worst ±3.00 % over 29 rows; 1 of 30 rows not resolved (interval wider than 2×), left "
+            "out of the median and the worst; 3 of 30 rows are wider than their target of ±1.00 %") in note
     tsc = F.write_closing_note(numbers, None, counts, {"default": "r1"}, {"default": 12.0}, TSC, precision)
     assert "TSC reference cycles at 2.45 GHz (rate from kernel log (dmesg): tsc 2445.406 MHz)" in tsc
     assert "the clock-consistency check applies to core cycles only and was skipped" in tsc

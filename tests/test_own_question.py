@@ -97,10 +97,50 @@ def test_different_builds_of_one_library_are_flagged_as_another_release():
     assert r.flags == ("cross-release",)
 
 
-def test_samples_of_different_loop_counts_are_compared_by_their_means():
+def test_samples_of_different_loop_counts_are_compared_by_their_medians_and_flagged():
     run = synthetic_run([("AES-256-GCM", "cryptography", OPENSSL, 20, 1_000.0, ""),
                          ("ECDSA-P384", "cryptography", OPENSSL, 1, 100_000.0, "")])
-    assert run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign").statistic == "mean"
+    r = run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign")
+    assert r.statistic == "median" and "unequal-batches" in r.flags and r.loops == (20, 1)
+    assert "means of 20 and 1 calls" in str(r)
+    asked = run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign", statistic="mean")
+    assert asked.statistic == "mean" and "means of" in str(asked)
+    with pytest.raises(UnknownName, match="median"):
+        run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign", statistic="meen")
+
+
+def stalled_run(rounds=18, stalls=3):
+    """ML-DSA-65 sign (18 µs calls, batches of 4) against ECDSA-P384 sign (27 µs single calls), each round a few
+    samples, with 0.4-1.1 ms stalls among `stalls` samples of every round on the ECDSA side (issue #41)."""
+    rng = np.random.default_rng(7)
+    run_id = "20261129T000000Z-stall-abc123"
+    measurements, samples = [], []
+    for algorithm, loops, ns in (("ML-DSA-65", 4, 18_000.0), ("ECDSA-P384", 1, 27_000.0)):
+        measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": "cryptography", "build": "",
+                             "operation": "sign", "message_bytes": 100, "loops": loops, "verified": True,
+                             "implementation": OPENSSL, "library_version": "50.0.2", "time_ns_median": ns,
+                             "samples": rounds * 20})
+        for r in range(rounds):
+            times = ns * np.exp(rng.normal(0, 0.01, 20))
+            if algorithm == "ECDSA-P384":
+                times[rng.choice(20, stalls, replace=False)] += rng.uniform(400_000, 1_100_000, stalls)
+            samples += [{"run_id": run_id, "algorithm": algorithm, "backend": "cryptography", "build": "",
+                         "operation": "sign", "message_bytes": 100, "round": r, "sample": i, "loops": loops,
+                         "time_ns": t} for i, t in enumerate(times)]
+    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
+
+
+def test_a_ratio_over_rounds_with_stalls_agrees_with_the_medians_beside_it():
+    run = stalled_run()
+    r = run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
+    medians = {a: stats.round_interval(run.sample_values(a, "sign"))[0] for a in ("ML-DSA-65", "ECDSA-P384")}
+    of_medians = medians["ML-DSA-65"] / medians["ECDSA-P384"]
+    per_round = (stats.round_values(run.sample_values("ML-DSA-65", "sign"))
+                 / stats.round_values(run.sample_values("ECDSA-P384", "sign")))
+    assert r.value == pytest.approx(of_medians)
+    assert per_round.min() <= r.value <= per_round.max()
+    assert r.low <= of_medians <= r.high and r.high / r.low < 1.1
+    assert r.value == pytest.approx(18 / 27, rel=0.02)  # the stalls' means would give about 0.3
 
 
 def test_few_rounds_give_no_interval_and_say_so():

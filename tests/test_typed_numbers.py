@@ -77,6 +77,19 @@ def findings(text: str) -> list[str]:
     return [f"{kind}: {m.group(0)!r}" for kind, rx in PATTERNS.items() for m in rx.finditer(clean)]
 
 
+#: a factor printed with its interval: "10.55× [0.05, 2,366.83]"
+_FACTOR_CI = re.compile(r"(?<![\w.])\d[\d,.]*×\s?\[([-\d,.]+),\s?([-\d,.]+)\]")
+
+
+def unresolved_factors(text: str) -> list[str]:
+    """Every factor `text` prints as a number with an interval that does not resolve it (wider than
+    :data:`pqlab.formatting.RESOLVED_FACTOR`, or reaching zero): generated text must say "not resolved" instead."""
+    from pqlab.formatting import resolved
+
+    return [m.group(0) for m in _FACTOR_CI.finditer(text)
+            if not resolved(float(m.group(1).replace(",", "")), float(m.group(2).replace(",", "")))]
+
+
 def _docstring_nodes(tree: ast.AST) -> set[int]:
     out = set()
     for node in ast.walk(tree):
@@ -250,6 +263,12 @@ def test_scanner_finds_typed_numbers(text):
 ])
 def test_scanner_allows_names(text):
     assert not findings(text), findings(text)
+
+
+def test_scanner_finds_factors_printed_with_an_unresolved_interval():
+    assert unresolved_factors("SLH-DSA keygen 10.55× [0.05, 2,366.83] and 15.1× [0.1, 2,596]") == [
+        "10.55× [0.05, 2,366.83]", "15.1× [0.1, 2,596]"]
+    assert unresolved_factors("0.50× [0.00, 0.90]") and not unresolved_factors("1.23× [1.20, 1.26], 1,143× [980, 1,377]")
 
 
 def test_scanner_reads_fstrings_and_skips_docstrings():

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .. import flags, plotting
+from ..context import interval_method
 from ..formatting import (
     MISSING,
     Column,
@@ -46,6 +47,7 @@ from ..stats import (
     ratio_ci,
     ratio_to_published,
     round_records,
+    round_values,
     with_rounds,
 )
 
@@ -211,7 +213,7 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
     two (``digits``; ``published``: both cells as printed), without interval.  Each of ours is a ratio of means (the
     study's statistic: like for like) and, for a system that reports medians, also a ratio of medians (``own``:
     the system's own statistic), with its interval over rounds, paired by round (``value_ci_low`` /
-    ``value_ci_high``; none for a system measured in one process)."""
+    ``value_ci_high``, over the ``rounds`` both operations ran in; none for a system measured in one process)."""
     rows = []
     for (row, construction, system), g in values.groupby(["study_row", "construction", "system"], sort=False):
         by_op = g.set_index("operation")
@@ -229,8 +231,10 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
                 continue
             for stat in dict.fromkeys([a.statistic, "mean"]):
                 ratio, low, high = ratio_ci(a["values"], b["values"], stat)
+                ra, rb = round_values(a["values"], stat), round_values(b["values"], stat)
                 rows.append({**base, "statistic": stat, "own": stat == a.statistic, "value": ratio,
-                             "value_ci_low": low, "value_ci_high": high})
+                             "value_ci_low": low, "value_ci_high": high,
+                             "rounds": np.nan if ra is None or rb is None else len(ra.index.intersection(rb.index))})
     return pd.DataFrame(rows)
 
 
@@ -276,8 +280,8 @@ def _interval_reasons(ratios: pd.DataFrame) -> str:
     with_ci = list(dict.fromkeys(ours.loc[ours["value_ci_low"].notna(), "system"]))
     jvm = [s for s in dict.fromkeys(ours.loc[ours["kind"].isin([COLD, STEADY]), "system"]) if s not in with_ci]
     few = [s for s in dict.fromkeys(ours["system"]) if s not in with_ci and s not in jvm]
-    parts = [f"{fmt_percent(CONFIDENCE, 0)} intervals over rounds, paired by round, for {', '.join(with_ci)}"] if with_ci \
-        else []
+    rounds = ours.loc[ours["value_ci_low"].notna(), "rounds"] if "rounds" in ours else []
+    parts = [f"{interval_method(rounds)}, paired by round, for {', '.join(with_ci)}"] if with_ci else []
     parts += [f"none for {', '.join(jvm)} (one JVM process each: no rounds)"] if jvm else []
     parts += [f"none for {', '.join(few)} (fewer than {MIN_ROUNDS} rounds in common)"] if few else []
     return "; ".join(parts) or "no ratio of ours"

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .. import builds, cycles, plotting
-from ..context import read_costs_text
+from ..context import precision_markdown, read_costs_text
 from ..cycles import per_call
 from ..fidelity import SLOW_ROUND
 from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
@@ -741,8 +741,9 @@ def numbers(closing: dict) -> dict[str, float | None]:
 
 
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,
-                       counter: dict, precision: dict, tolerance: float = CLOCK_TOLERANCE) -> str:
-    """The notebook's closing note (Markdown), every number from the data."""
+                       counter: dict, measurements: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> str:
+    """The notebook's closing note (Markdown), every number from the data; `measurements`: pqlab's rows, whose
+    precision it states (:func:`pqlab.context.precision_markdown`)."""
     def factor(v, digits: int = 2) -> str:
         return fmt_factor(None) if v is None else fmt_factor_ci(*v, digits=digits)
 
@@ -760,9 +761,6 @@ def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_i
                   "core cycles only and was skipped")
     else:
         timing = f"no cycle counter ({counter.get('reason')}): times only"
-    reached = (f"median ±{fmt_percent(precision['median'], 2)}, worst ±{fmt_percent(precision['worst'], 2)} "
-               f"over {precision['with_precision']} rows; {precision['missed']} of {precision['targeted']} rows "
-               f"stopped before their target" if precision["median"] is not None else "not recorded")
     return (
         "### Closing note\n\n"
         f"- **Harness fidelity** (pqlab / native C runner, {per_call(counter)}, same counter, same liboqs build, "
@@ -770,7 +768,7 @@ def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_i
         f"brackets): {ratios}.\n"
         f"- **Optimised / portable** (portable liboqs / optimised, {per_call(counter)}): {'; '.join(sp)}.\n"
         f"- **Cycles**: {timing}. {read_costs_text(counter.get('availability') or {})}\n"
-        f"- **Precision of the medians** ({fmt_percent(CONFIDENCE, 0)} CI half-width / median, pqlab's rows): {reached}.\n"
+        f"- {precision_markdown(measurements)}\n"
         f"- **The study's times**: sign time = cycles / {reference['clock_hz'] / 1e9:.3f} GHz in "
         f"{reference['sign_matches']} of {reference['rows']} rows, verify time in {reference['verify_matches']} of "
         f"{reference['rows']}.\n"

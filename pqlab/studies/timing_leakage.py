@@ -9,8 +9,11 @@ figure and sentences:
 * :func:`run` the plan (each item: program, target, blocks, and the group and role it plays);
 * :func:`verdicts` one row per screen, :func:`published` the published effect sizes beside ours
   (``data/reference/09_leakage_published.csv``), :func:`false_positives` the screen's own error rate;
-* :func:`plot_quantiles` the class distributions as quantile differences; :func:`closing_note` what this screen can
-  and cannot detect on this machine, from the data.
+* :func:`plot_quantiles` the class distributions as quantile differences; :func:`describe_counts` how many screens
+  said what (a screen with no verdict counted as such, never as a clean one); :func:`closing_note` what this screen
+  can and cannot detect on this machine, from the data;
+* :func:`under_load` the evidence for :data:`pqlab.leakage.FREE_CORES`: the false-positive experiment and two known
+  leaks under a standard background load (:mod:`pqlab.load`), stated by :func:`describe_load_check`.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .. import leakage, plotting
-from ..errors import BadInput
+from ..errors import BadInput, choice
 from ..formatting import Column, mpl_text
 from ..formatting import markdown as m
 from ..recorder import RunRecorder
@@ -41,7 +44,7 @@ _KEYS = {"program", "target", "blocks", "group", "role", "classes"}
 _NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]  # one unit across a row's numbers
 #: The columns a reader sees of :func:`verdicts` and of :func:`published`.
 VERDICT_COLUMNS = ["group", "role", "implementation", "version", "target", "verdict", *_NS,
-                   Column("detectable_ns", unit="ns"), "blocks", "wall_s"]
+                   Column("detectable_ns", unit="ns"), "blocks", "wall_s", "others_cores"]
 #: The paper table's columns (the page's width): group and release name each screen; the rest is in the notebook and CSV.
 PAPER_COLUMNS = ["group", "role", "release", "verdict", *_NS, Column("detectable_ns", unit="ns"), "blocks"]
 PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit="ns"), "published_repetitions", "ours",
@@ -131,7 +134,8 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
                                     reason=s.reason, median_diff_ns=d["median_ns"], ci_low_ns=d["ci_low_ns"],
                                     ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
                                     detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.rounds,
-                                    wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, verified=True))
+                                    wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, load=s.load,
+                                    others_cores=s.others_cores, quiet_s=s.quiet_s, verified=True))
     if s.times is None:
         measurements.append(rec.row(**common, group=item.group, role=item.role, verdict=s.verdict, reason=s.reason,
                                     verified=False))
@@ -144,13 +148,18 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
 
 
 def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1,
-        folder=None, save: bool = True, progress: bool = True):
+        folder=None, save: bool = True, progress: bool = True, load: str = "none"):
     """Screen every item (in the plan's order), each saved to one run as it finishes: ``(run, screens)``.
+    `load`: a standard background load (:mod:`pqlab.load`) that runs during the screens, recorded in the run's
+    parameters and label; "none" runs nothing.
 
     An item whose program cannot run here, or whose class fails its check, is a screen with verdict "not screened"
     and the reason; the others go on."""
     from tqdm.auto import tqdm
 
+    from .. import load as loads
+
+    choice(load, "load", tuple(loads.LOADS))  # refused before anything is built or timed
     unavailable = {}
     for item in items:  # every name and class checked before anything is timed
         try:
@@ -158,8 +167,10 @@ def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: i
         except programs.LeakageRunError as exc:
             unavailable[item] = f"not screened: {str(exc).splitlines()[0]}"
     screens = []
-    params = {"plan": [vars(i) for i in items], "alpha": alpha, "warmup_blocks": warmup_blocks, "seed": seed}
-    with RunRecorder(TOPIC, params, label="leakage", folder=folder, save=save) as rec:
+    params = {"plan": [vars(i) for i in items], "alpha": alpha, "warmup_blocks": warmup_blocks, "seed": seed,
+              "load": load}
+    label = "leakage" if load == "none" else f"leakage-{load}"
+    with loads.running(load), RunRecorder(TOPIC, params, label=label, folder=folder, save=save) as rec:
         for n, item in enumerate(tqdm(items, desc="screens", disable=not progress)):
             try:
                 if item in unavailable:
@@ -247,22 +258,26 @@ def tests_table(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.
 
 
 def false_positives(items: Sequence[Item], screens: Sequence[leakage.Screen], alpha: float) -> tuple[pd.DataFrame, dict]:
-    """The false-positive experiment's screens (one row each: verdict, smallest p, median difference) and its
-    summary: how many with a verdict said "leak", the rate with its exact (Clopper-Pearson) interval, and whether
-    alpha lies within that interval."""
+    """The false-positive experiment's screens (one row each: verdict, smallest p, median difference, the load) and
+    its summary: how many runs gave a verdict, how many of those said "leak", the rate with its exact
+    (Clopper-Pearson) interval, whether alpha lies within that interval, and how many of the judged runs ran under
+    load (:func:`loaded`)."""
     from scipy.stats import binomtest
 
     runs = [(i, s) for i, s in zip(items, screens) if i.role == IDENTICAL]
     df = pd.DataFrame([{"run": n + 1, "verdict": s.verdict, "min_p": float(s.tests["p"].min()) if len(s.tests)
                         else math.nan, "median_ns": s.differences["median_ns"].iloc[0] if len(s.differences)
-                        else math.nan, "blocks": s.blocks, "wall_s": s.wall_s, "reason": s.reason}
+                        else math.nan, "blocks": s.blocks, "wall_s": s.wall_s, "others_cores": s.others_cores,
+                        "load": s.load, "reason": s.reason}
                        for n, (_, s) in enumerate(runs)])
     judged = df[df["verdict"].isin(JUDGED)] if len(df) else df
     leaks = int(judged["verdict"].isin(ALARMS).sum()) if len(judged) else 0
     first = runs[0][0] if runs else None
     summary = {"program": first and first.program, "target": first and first.target,
                "class": first and first.classes[0], "runs": len(runs), "judged": len(judged), "leaks": leaks,
-               "alpha": alpha, "blocks": first and first.blocks}
+               "alpha": alpha, "blocks": first and first.blocks, "loaded": loaded(judged)}
+    if summary["loaded"]:
+        summary["others_cores"] = span(judged.loc[judged["load"] != "", "others_cores"])
     if len(judged):
         ci = binomtest(leaks, len(judged), alpha).proportion_ci(FP_CONFIDENCE, method="exact")
         summary.update(rate=leaks / len(judged), ci_low=ci.low, ci_high=ci.high, within=ci.low <= alpha,
@@ -271,20 +286,58 @@ def false_positives(items: Sequence[Item], screens: Sequence[leakage.Screen], al
 
 
 def describe_false_positives(summary: dict) -> str:
-    """One paragraph on the false-positive experiment, from its summary."""
+    """One paragraph on the false-positive experiment, from its summary: the runs with a verdict are the ones
+    counted, and those without are said to be so."""
     what = f"{m(summary['class'])} of {m(summary['target'])} labelled twice"
     if not summary["judged"]:
         return (f"The false-positive experiment ({what}) gave no verdict in any of its {summary['runs']} "
-                "runs: the machine was busy or its speed moved, so the rate is not known here.")
-    text = (f"Screening {what} ({summary['blocks']} blocks each, {summary['runs']} runs, {summary['judged']} with "
-            f"a verdict) found a difference (a leak or an unresolved difference) in {summary['leaks']} of them: a rate "
-            f"of {summary['rate']:.1%} ({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.1%} to {summary['ci_high']:.1%}) "
-            "against the stated alpha of "
-            f"{summary['alpha']:g}. ")
+                "runs (each run's reason says why: no free core, or the clock moved), so the rate is not known here.")
+    none = summary["runs"] - summary["judged"]
+    text = (f"Screening {what} ({summary['blocks']} blocks each) found a difference (a leak or an unresolved "
+            f"difference) in {summary['leaks']} of the {summary['judged']} runs with a verdict"
+            + (f" ({none} of {summary['runs']} runs gave none)" if none else "")
+            + f": a rate of {summary['rate']:.1%} ({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.1%} to "
+            f"{summary['ci_high']:.1%}) against the stated alpha of {summary['alpha']:g}. ")
+    if summary["loaded"]:
+        text += (f"{summary['loaded']} of the runs with a verdict ran on a loaded machine (other processes used "
+                 f"{summary['others_cores']} cores). ")
     text += ("The rate is consistent with alpha: its interval reaches alpha." if summary["within"] else
              f"The rate is above alpha (one-sided p = {summary['p_above_alpha']:.3g}): the screen's tests do not "
              "hold their level here.")
     return text
+
+
+# --------------------------------------------------------------------------- the screen under load
+
+#: The screens :func:`under_load` runs beside the false-positive experiment: two releases known to leak, with the
+#: classes and blocks of notebook 09's quick plan.
+LOAD_CHECK = ({"program": "python-leaky", "target": "rsa-512-pkcs1v15-decrypt", "blocks": 10000,
+               "classes": ["valid", "bad-header"], "group": "Marvin", "role": "known leak"},
+              {"program": "bc-1.83", "target": "frodokem640shake-decaps", "blocks": 3000, "group": "FrodoKEM",
+               "role": "known leak"})
+
+
+def under_load(load: str = "spin", *, fp_program: str = programs.LIBOQS, fp_target: str = "ML-KEM-768-decaps",
+               fp_class: str = "valid", fp_runs: int = 20, fp_blocks: int = 2000, scale: float = 1.0,
+               alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1, folder=None, save: bool = True,
+               progress: bool = True):
+    """The evidence for :data:`pqlab.leakage.FREE_CORES`: the known leaks of :data:`LOAD_CHECK` (their blocks
+    times `scale`) and the false-positive experiment (`fp_class` of `fp_target` labelled twice, `fp_runs` runs of
+    `fp_blocks` blocks), all under the standard background load `load` (:mod:`pqlab.load`; "none" for the quiet
+    baseline) and saved as one run: ``(run, items, screens)``, which :func:`describe_load_check` states."""
+    items = plan(LOAD_CHECK, scale) + identical(fp_program, fp_target, fp_class, fp_runs, fp_blocks)
+    done, screens = run(items, alpha=alpha, warmup_blocks=warmup_blocks, seed=seed, folder=folder, save=save,
+                        progress=progress, load=load)
+    return done, items, screens
+
+
+def describe_load_check(items: Sequence[Item], screens: Sequence[leakage.Screen], alpha: float = leakage.ALPHA
+                        ) -> str:
+    """What :func:`under_load` found, from its screens: the known leaks' verdicts with their differences and the
+    load each ran under, and the false-positive rate counted over the runs with a verdict."""
+    table = verdicts(items, screens)
+    _, fp = false_positives(items, screens, alpha)
+    return "\n\n".join([describe_counts(table), describe_screen(table), describe_false_positives(fp)])
 
 
 # --------------------------------------------------------------------------- valgrind's taint check
@@ -385,10 +438,63 @@ def describe_screen(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def span(values) -> str:
+    """A range of others_cores as text: "0.95 to 1.27", or one value where both ends read alike."""
+    lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def loaded(table: pd.DataFrame) -> int:
+    """How many screens of a :func:`verdicts` (or :func:`false_positives`) table ran on a loaded machine."""
+    return int((table["load"].fillna("") != "").sum()) if "load" in table else 0
+
+
+def counts(table: pd.DataFrame) -> dict:
+    """How many screens of a :func:`verdicts` table said what: each verdict's count (a screen with no verdict
+    counted as such, never as a clean one), the screens that gave a verdict on a loaded machine, and of those with
+    no verdict, how many had no free core and how many a clock that moved, with the seconds a quiet rerun of them
+    takes."""
+    verdict = table["verdict"]
+    none = table[verdict == leakage.NO_VERDICT]
+    return {"screens": len(table), "leaks": int((verdict == leakage.LEAK).sum()),
+            "no_leaks": int((verdict == leakage.NO_LEAK).sum()), "unresolved": int((verdict == leakage.UNRESOLVED).sum()),
+            "no_verdicts": len(none), "not_screened": int((verdict == leakage.NOT_SCREENED).sum()),
+            "loaded": loaded(table[verdict.isin(JUDGED)]), "no_free_core": int(none["no_free_core"].sum()),
+            "clock_moved": int((none["clock_moved"].fillna("") != "").sum()),
+            "quiet_rerun_s": float(none["quiet_s"].sum())}
+
+
+def describe_counts(table: pd.DataFrame) -> str:
+    """The sentence that counts the screens of a :func:`verdicts` table, e.g. "Of 11 screens, 4 said leak, 6 found
+    no leak, 1 gave no verdict (...)", and how many of those with a verdict ran on a loaded machine."""
+    c = counts(table)
+    said = [f"{c['leaks']} said leak", f"{c['no_leaks']} found no leak"]
+    if c["unresolved"]:
+        said.append(f"{c['unresolved']} showed an unresolved difference")
+    said.append(f"{c['no_verdicts']} gave no verdict")
+    if c["no_verdicts"]:
+        why = [f"{c['no_free_core']} with no free core" if c["no_free_core"] else "",
+               f"{c['clock_moved']} whose clock moved" if c["clock_moved"] else ""]
+        said[-1] += (f" ({', '.join(filter(None, why))}; a quiet rerun of them takes about "
+                     f"{c['quiet_rerun_s']:.0f} s)")
+    if c["not_screened"]:
+        said.append(f"{c['not_screened']} could not run here")
+    text = f"Of {c['screens']} screens, {', '.join(said[:-1])} and {said[-1]}."
+    if c["loaded"]:
+        judged = table[table["verdict"].isin(JUDGED) & (table["load"].fillna("") != "")]
+        text += (f" {c['loaded']} of the screens with a verdict ran on a loaded machine (other processes used "
+                 f"{span(judged['others_cores'])} cores), a load the paired blocks cancel while it is steady.")
+    return text
+
+
 def numbers(table: pd.DataFrame, fp: dict, alpha: float) -> dict:
-    """The figures the paper's text quotes (export.save_numbers)."""
-    return {"screens": len(table), "leaks": int((table["verdict"] == leakage.LEAK).sum()), "alpha": alpha,
-            "fpRuns": fp["judged"], "fpLeaks": fp["leaks"]}
+    """The figures the paper's text quotes (export.save_numbers): every verdict's count, so that no screen without
+    a verdict is read as a clean one, and the false-positive runs with and without a verdict."""
+    c = counts(table)
+    return {"screens": c["screens"], "leaks": c["leaks"], "noLeaks": c["no_leaks"], "unresolved": c["unresolved"],
+            "noVerdicts": c["no_verdicts"], "notScreened": c["not_screened"], "loaded": c["loaded"], "alpha": alpha,
+            "fpAll": fp["runs"], "fpRuns": fp["judged"], "fpNoVerdicts": fp["runs"] - fp["judged"],
+            "fpLeaks": fp["leaks"]}
 
 
 def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
@@ -396,7 +502,7 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
     found = table[table["verdict"] == leakage.LEAK]
     clean = table[table["verdict"] == leakage.NO_LEAK]
     none = table[table["verdict"].isin([leakage.NO_VERDICT, leakage.NOT_SCREENED, leakage.UNRESOLVED])]
-    parts = [f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
+    parts = [describe_counts(table), f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
              + (", ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}, {r['median_ns']:.0f} ns)"
                           for _, r in found.iterrows()) or "nothing") + "."]
     known = table[table["role"] == "known leak"]
@@ -416,9 +522,11 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
     if not none.empty:
         parts.append("No verdict, or a difference that is neither a leak nor clean, for: " + "; ".join(f"{m(r['target'])} ({m(r['reason'])})" for _, r in none.iterrows())
                      + ".")
-    if fp.get("judged"):
-        parts.append(f"On two identical classes the screen found a difference in {fp['leaks']} of {fp['judged']} runs "
-                     f"at alpha {alpha:g}.")
+    if fp.get("runs"):
+        parts.append(f"On two identical classes the screen found a difference in {fp['leaks']} of the {fp['judged']} "
+                     f"runs with a verdict at alpha {alpha:g}"
+                     + (f" ({fp['runs'] - fp['judged']} of {fp['runs']} runs gave none)." if fp["runs"] > fp["judged"]
+                        else "."))
     parts.append("What it cannot see: a leak through inputs outside the classes screened (a screen compares the "
                  "classes it is given, not every secret), effects smaller than the differences above, leaks "
                  "through caches or power rather than time, and behaviour on other CPUs, compilers or builds.")
