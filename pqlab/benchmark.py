@@ -31,7 +31,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import builds, cycles, flags, inputs, noise, paths
+from . import builds, conformance, cycles, flags, inputs, noise, paths
 from .algorithms import Algorithm, Noop, announce_defaults, resolve
 from .errors import BadInput, LiboqsNotFound, UnknownName, shell_command
 from .recorder import RunRecorder, new_run_id, summary_columns
@@ -153,7 +153,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
           target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS, max_rounds: int | None = None,
           quiet_only: bool = False, isolation: str = "process", study: str = "", save: bool = True,
           folder: Path | str | None = None,
-          progress: bool = True, seed: int | None = 0, params: dict | None = None, run_id: str | None = None) -> Run:
+          progress: bool = True, seed: int | None = 0, params: dict | None = None, run_id: str | None = None,
+          allow_nonconforming: bool = False) -> Run:
     """Measure every operation of every algorithm in rounds; returns (and by default saves) the :class:`Run`.
 
     `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
@@ -180,6 +181,10 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     not in the registry cannot be rebuilt there and run in this process, flagged ``rounds-in-process``) or
     "in-process" (every round in this process: to show what fresh processes change, e.g. with ``pqlab calibrate
     --isolation in-process``).  `run_id`: new in `folder`.
+    Every algorithm's implementation is checked against its known answers and invalid inputs first
+    (:func:`pqlab.conformance.check`, cached per build); one that fails them is refused before anything is measured
+    unless `allow_nonconforming` (the run then records that it was asked), and every record goes into the run's
+    ``meta["conformance"]``.
     Bad input, or a counter forced with PQLAB_COUNTER that is unavailable here, raises
     :class:`pqlab.errors.BadInput` before anything is measured.
     """
@@ -199,9 +204,10 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                                 budget_s=budget_s, study=study, folder=folder, min_samples=min_samples,
                                 max_samples=max_samples, target_rel_ci=target_rel_ci, rounds=rounds,
                                 max_rounds=max_rounds, quiet_only=quiet_only, run_id=run_id, progress=progress,
-                                **isolation_args)
+                                allow_nonconforming=allow_nonconforming, **isolation_args)
     algos = inputs.unique(resolve(algorithms))
     plan = inputs.plan(algos, operations, sizes)
+    records = conformance.for_run(algos, allow_nonconforming)
     announce_defaults(algorithms)  # after every check: bad input is refused alone
     if quiet_only:
         quiet, why, _ = noise.quiet_now()
@@ -225,7 +231,9 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     items += [Item(index[id(a)], op, size) for a, op, size in plan]
     job = {"seed": seed, "round_budget_s": budget_s / max_rounds, "min_samples": math.ceil(min_samples / rounds),
            "max_samples": max_samples, "loops": {}, "warmups": {}}
-    with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta={"plan": planned}) as rec:
+    meta = {"plan": planned, "conformance": records,
+            "allowed_nonconforming": sorted(k for k, r in records.items() if r["status"] == conformance.NONCONFORMING)}
+    with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta=meta) as rec:
         rec.meta.update(rounds=[], isolation="in-process" if in_process else "process", isolation_asked=isolation)
         results: dict[int, list] = {i: [] for i in range(len(items))}
         needed: dict[int, int] = {}
@@ -425,7 +433,9 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
         else:
             stopped = f"the {len(mine)} rounds Stein's rule asked for"
         if busy & set(mine):
-            extra.append(flags.make("busy", f"{len(busy & set(mine))} of {len(mine)} rounds"))
+            extra.append(flags.make("busy", f"{len(busy & set(mine))} of {len(mine)} rounds"
+                                            + noise.describe_busy([x for x in rec.meta["rounds"]
+                                                                   if x.get("round") in busy & set(mine)])))
         moved = [f"round {r} {shifts[r]}" for r in mine if r in shifts]
         if moved:
             extra.append(flags.make("reference-shift", ", ".join(moved)))
@@ -502,7 +512,8 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
                     folder: Path | str | None = None, min_samples: int = 5, env: dict | None = None,
                     target_rel_ci: float | None = TARGET_REL_CI, rounds: int = ROUNDS,
                     max_rounds: int | None = None, max_samples: int | None = None, quiet_only: bool = False,
-                    isolation: str | None = None, run_id: str | None = None, progress: bool = False) -> Run:
+                    isolation: str | None = None, run_id: str | None = None, progress: bool = False,
+                    allow_nonconforming: bool = False) -> Run:
     """Run :func:`bench` in a fresh process that loads liboqs `build` (:mod:`pqlab.builds`: ``default``,
     ``generic``, ``liboqs-0.12.0``..., or a :class:`pqlab.builds.Build`), built first on first need.
 
@@ -527,6 +538,7 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
            "--target-rel-ci", str(target_rel_ci or 0), "--rounds", str(rounds), "--max-rounds", str(max_rounds)]
     cmd += (["--max-samples", str(max_samples)] if max_samples else []) + (["--quiet-only"] if quiet_only else [])
     cmd += ["--isolation", isolation] if isolation else []
+    cmd += ["--allow-nonconforming"] if allow_nonconforming else []
     if operations and operations != "all":
         cmd += ["--operations", *([operations] if isinstance(operations, str) else operations)]
     for size in inputs.message_sizes(message_bytes):

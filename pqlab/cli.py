@@ -1,4 +1,5 @@
-"""`python -m pqlab list | builds | bench | calibrate | compare | fidelity | bundle | merge | machine | paper | report | cite | lab`:
+"""`python -m pqlab list | builds | bench | conformance | calibrate | compare | fidelity | bundle | merge | machine | paper |
+report | cite | lab`:
 measuring without a notebook, moving results between machines, the cycle counters here, building the paper, the
 executed notebooks as HTML pages and starting JupyterLab.
 
@@ -52,6 +53,26 @@ def _cmd_builds(args) -> int:
     return 0
 
 
+def _cmd_conformance(args) -> int:
+    import json
+
+    from .conformance import table
+
+    df = table(args.algorithms, refresh=args.refresh)
+    if args.json:
+        print(json.dumps(df.to_dict("records"), indent=1, default=str))
+        return 0
+    shown = df[["algorithm", "backend", "build", "status", "ran", "passed", "failed", "failures", "skipped",
+                "seconds", "cached"]]
+    print(shown.to_string(index=False))
+    for r in df.itertuples():
+        if r.skip_reasons:
+            print(f"{r.algorithm}@{r.backend} skipped: {r.skip_reasons}", file=sys.stderr)
+        if r.why_not:
+            print(f"{r.algorithm}@{r.backend}: {r.why_not}", file=sys.stderr)
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from .benchmark import MESSAGE_BYTES, bench
     from .recorder import Interrupted, check_folder
@@ -64,7 +85,8 @@ def _cmd_bench(args) -> int:
     run = bench(args.algorithms, args.operations, args.message_bytes or [MESSAGE_BYTES], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
                 rounds=args.rounds, max_rounds=args.max_rounds, quiet_only=args.quiet_only, isolation=args.isolation,
-                study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress)
+                study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress,
+                allow_nonconforming=args.allow_nonconforming)
     written = False
     try:
         print(run.summary().to_string())  # the notebooks' rules: units, sensible digits, flags as marks
@@ -181,6 +203,11 @@ def _cmd_calibrate(args) -> int:
 
     if args.out:
         inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
+    if args.screen:
+        from .calibration import screen_false_positives
+
+        print(screen_false_positives(args.repeats, args.screen, load=args.load, folder=args.folder))
+        return 0
     if args.runs:
         runs = args.runs
     else:
@@ -341,7 +368,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--folder", help="results folder (default data/results)")
     b.add_argument("--run-id", help="the run's id (default: a new unique one); must not exist in the folder")
     b.add_argument("--no-progress", action="store_true")
+    b.add_argument("--allow-nonconforming", action="store_true",
+                   help="time an implementation that fails its known-answer checks (pqlab conformance); the run "
+                        "records that it was asked")
     b.set_defaults(func=_cmd_bench)
+    co = sub.add_parser("conformance", help="the known-answer and invalid-input checks of each implementation "
+                                            "(cached per build): vectors run, passed, failed by kind, skipped")
+    co.add_argument("algorithms", nargs="+", help="names as for bench, e.g. ML-DSA-44@liboqs Ed25519@cryptography")
+    co.add_argument("--json", action="store_true", help="the records as JSON")
+    co.add_argument("--refresh", action="store_true", help="check again, ignoring the cache")
+    co.set_defaults(func=_cmd_conformance)
     c = sub.add_parser("compare", help="compare run B with run A: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
@@ -399,6 +435,9 @@ def parser() -> argparse.ArgumentParser:
                           + "; ".join(f"{k}: {v}" for k, v in LOADS.items()))
     cal.add_argument("--programs", help="calibrate notebook 08's programs instead of pqlab's harness: a comma-"
                                         "separated list of native/impls programs (e.g. rust,openssl,go)")
+    cal.add_argument("--screen", type=_checked(inputs.count, "--screen"), metavar="BLOCKS",
+                     help="calibrate the timing-leakage screen instead: its false-positive rate over --repeats "
+                          "screens of BLOCKS blocks of one class labelled twice (notebook 09's experiment)")
     cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"),
                      help="as for bench (default: the profile's)")
     cal.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),

@@ -41,6 +41,16 @@ class Participant:
 
     name: str
     language: str
+    #: a slow implementation (the interpreter does the arithmetic): the known-answer tests run fewer of its vectors
+    slow = False
+
+    def imports(self, alg) -> bool:
+        """Whether :meth:`import_private` takes a given secret key of `alg` (the vectors that come with one)."""
+        return False
+
+    def seals(self, alg) -> bool:
+        """Whether :meth:`seal` and :meth:`unseal` take a given key and IV of the cipher `alg`."""
+        return False
 
 
 class RunnerParticipant(Participant):
@@ -112,6 +122,85 @@ class PythonParticipant(Participant):
         except Exception:  # noqa: BLE001 - a malformed key or signature is a refusal
             return False
 
+    @property
+    def slow(self) -> bool:
+        from .vocabulary import find
+
+        return getattr(find(self.backend), "language", "") == "pure Python"
+
+    def imports(self, alg) -> bool:
+        algo = self._algo(alg)
+        return algo.kind in ("kem", "pke") and not (algo.backend == "cryptography" and alg.startswith("ML-KEM"))
+
+    def import_private(self, alg, private: bytes) -> str:
+        """A handle to a given secret key in its standard encoding (:func:`own_private`), for ``decaps`` (a
+        Diffie-Hellman KEM: the exchange with a given public key) and ``decrypt``."""
+        handle = f"k{len(self._keys) + 1}"
+        self._keys[handle] = own_private(self._algo(alg), private)
+        return handle
+
+    def decrypt(self, alg, handle, ciphertext):
+        """The adapter's decryption (public-key encryption) under a key of :meth:`import_private`."""
+        return self._algo(alg).decryptor(self._keys[handle])(ciphertext)
+
+    def seals(self, alg) -> bool:
+        return self._algo(alg).kind == "cipher" and self.backend in _SEALS
+
+    def seal(self, alg, key: bytes, iv: bytes, aad: bytes, message: bytes) -> bytes:
+        """`message` encrypted under a given key and IV with associated data `aad`, through the adapter's library
+        (the adapter draws its IV at random): ciphertext ‖ tag (AES-CBC: the padded ciphertext)."""
+        return _SEALS[self.backend](alg, key, iv, aad, message, True)
+
+    def unseal(self, alg, key: bytes, iv: bytes, aad: bytes, sealed: bytes) -> bytes:
+        """The plaintext of ciphertext ‖ tag under a given key and IV; raises on a wrong tag or padding.  Through the
+        adapter's own decryptor (its framing: IV ‖ ciphertext ‖ tag) where there is no associated data, which the
+        adapter does not take; else through its library."""
+        if not aad:
+            return self._algo(alg).decryptor(key)(iv + sealed)
+        return _SEALS[self.backend](alg, key, iv, aad, sealed, False)
+
+
+def _openssl_seal(alg, key, iv, aad, data, encrypt):
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, aead, algorithms, modes
+
+    if alg == "AES-256-CBC":
+        if not encrypt:
+            raise ValueError("AES-CBC takes no associated data")
+        padder = padding.PKCS7(128).padder()
+        enc = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
+        return enc.update(padder.update(data) + padder.finalize()) + enc.finalize()
+    cipher = aead.AESGCM(key) if alg == "AES-256-GCM" else aead.ChaCha20Poly1305(key)
+    return (cipher.encrypt if encrypt else cipher.decrypt)(iv, data, aad or None)
+
+
+def _dome_seal(alg, key, iv, aad, data, encrypt):
+    from Crypto.Cipher import AES, ChaCha20_Poly1305
+    from Crypto.Util.Padding import pad
+
+    if alg == "AES-256-CBC":
+        if not encrypt:
+            raise ValueError("AES-CBC takes no associated data")
+        return AES.new(key, AES.MODE_CBC, iv=iv).encrypt(pad(data, 16))
+    cipher = AES.new(key, AES.MODE_GCM, nonce=iv) if alg == "AES-256-GCM" else ChaCha20_Poly1305.new(key=key, nonce=iv)
+    cipher.update(aad)
+    if encrypt:
+        return b"".join(cipher.encrypt_and_digest(data))
+    return cipher.decrypt_and_verify(data[:-16], data[-16:])
+
+
+def _ascon_seal(alg, key, iv, aad, data, encrypt):
+    import ascon
+
+    out = (ascon.encrypt if encrypt else ascon.decrypt)(key, iv, aad, data, alg)
+    if out is None:
+        raise ValueError("Ascon tag mismatch")
+    return out
+
+
+#: backend -> its library's encryption (or decryption) under a given key and IV
+_SEALS = {"cryptography": _openssl_seal, "pycryptodome": _dome_seal, "ascon": _ascon_seal}
+
 
 def standard_public(pk) -> bytes:
     """A public key of pqlab's adapters in the standard encoding of PROTOCOL.md."""
@@ -143,13 +232,36 @@ def own_public(algo, raw: bytes):
 
     if algo.name.startswith("ML-KEM"):
         return getattr(mlkem, algo.cls.replace("PrivateKey", "PublicKey")).from_public_bytes(raw)
-    if algo.name.startswith("ECDSA-P256"):
-        return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), raw)
+    if algo.name.startswith("ECDSA-"):
+        curve = ec.SECP256R1() if algo.name == "ECDSA-P256" else ec.SECP384R1()
+        return ec.EllipticCurvePublicKey.from_encoded_point(curve, raw)
     if algo.name.startswith("RSA"):
         return serialization.load_der_public_key(raw)
     from .interop import _public_for
 
     return _public_for(algo, raw)
+
+
+def own_private(algo, raw: bytes):
+    """A secret key in its standard encoding as `algo`'s adapter takes it (:meth:`PythonParticipant.import_private`):
+    X25519's 32 bytes, ECDH-P256's scalar (big-endian), RSA's PKCS#8 DER, ML-KEM's FIPS 203 decapsulation key (bytes
+    for liboqs and pqcrypto)."""
+    if algo.backend == "pycryptodome" and algo.name.startswith("RSA"):
+        from Crypto.PublicKey import RSA
+
+        return RSA.import_key(raw)
+    if algo.backend != "cryptography":
+        return raw
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, x25519
+
+    if algo.name == "X25519":
+        return x25519.X25519PrivateKey.from_private_bytes(raw)
+    if algo.name == "ECDH-P256":
+        return ec.derive_private_key(int.from_bytes(raw, "big"), ec.SECP256R1())
+    if algo.name.startswith("RSA"):
+        return serialization.load_der_private_key(raw, None)
+    raise impls.ImplementationError(f"{algo.name} in {algo.backend}: the adapter takes no given secret key")
 
 
 def participants_for(algorithms: Sequence[str], programs: Iterable[str] | None = None,

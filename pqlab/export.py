@@ -41,7 +41,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from . import formatting, inputs, paths
+from . import conformance, formatting, inputs, paths
 from .files import atomic_write, atomic_write_text
 from .formatting import latex, markdown
 
@@ -497,6 +497,11 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
                          "for a data-only CSV")
     prov = provenance(runs)
     base = paths.TABLES / topic / name
+    # every row that shows a time says what its implementation passed: a column in the CSV, a mark in .md/.tex
+    df, failing = conformance.with_conformance(df, runs)
+    notes = [*notes, *failing]
+    if show_flags is not None:
+        show_flags = [*show_flags, *conformance.FLAG_CODES]
     if paper and df.empty:
         warnings.warn(f"table {topic}/{name} has no rows here: only its header is written ({name}.csv), "
                       "no paper table", stacklevel=2)

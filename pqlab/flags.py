@@ -28,6 +28,11 @@ FLAGS: dict[str, str] = {
     "few-samples": f"fewer than {MIN_SAMPLES} samples",
     "min-far-from-median": f"the fastest sample is more than {MIN_FAR * 100:g} % below the median",
     "no-samples": "no sample was taken",
+    # conformance (pqlab.conformance)
+    "non-conforming": "the implementation failed known-answer or invalid-input checks (the note names how): its time "
+                      "is not comparable with a conforming implementation's",
+    "conformance-not-checked": "no known-answer vectors ran for this implementation and algorithm (the detail says "
+                               "why); only the timing's own output checks",
     "no-rounds": "measured in one process only: no interval is shown (an interval needs rounds; the detail says why)",
     "few-rounds": "fewer rounds than an interval needs: none is shown",
     "rounds-in-process": "the rounds ran in this process, not in fresh worker processes; the detail says why",

@@ -193,6 +193,19 @@ def busy_reason(noise: dict) -> str:
     return ", ".join(parts)
 
 
+def describe_busy(records: list[dict]) -> str:
+    """How busy the busy rounds of `records` were, graded, as a clause for a row's flag: the mean cores other
+    processes used and, where the rounds were pinned (:func:`protect`), the mean share of the measuring CPU they
+    took (what slows a measurement; the rest ran beside it): ", other work 1.02 cores, 0.03 on the measuring CPU"."""
+    others = [r["others_cores"] for r in records if r.get("others_cores") is not None]
+    if not others:
+        return ""
+    mine = [(r.get("others_by_core") or {}).get(str(r.get("cpu"))) for r in records if r.get("cpu") is not None]
+    mine = [x for x in mine if x is not None]
+    return (f", other work {statistics.fmean(others):.2f} cores"
+            + (f", {statistics.fmean(mine):.2f} on the measuring CPU" if mine else ""))
+
+
 def quiet_now(seconds: float = QUIET_CHECK_S) -> tuple[bool, str, dict]:
     """Whether the machine is quiet right now: (quiet, one line saying why or why not, the noise seen) after
     watching it for `seconds` while this process sleeps."""

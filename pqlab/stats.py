@@ -9,11 +9,10 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from . import flags
 from .flags import CV_LIMIT, MIN_FAR, MIN_SAMPLES  # the instability flags' thresholds, defined with the flags
 
-#: Confidence level of every interval pqlab computes (the median's order-statistic interval, bootstrap
-#: percentile intervals of ratios).
+#: Confidence level of every interval pqlab computes (t-intervals over rounds, the order-statistic interval that
+#: decides when one process stops sampling, the leakage screen's bootstrap intervals).
 CONFIDENCE = 0.95
 
 
@@ -408,22 +407,6 @@ def welch_p(a, b) -> float:
         return 0.0 if a.mean() != b.mean() else 1.0
     t = abs(a.mean() - b.mean()) / sqrt(va + vb)
     return float(min(1.0, erfc(t / sqrt(2))))
-
-
-def precision_summary(measurements) -> dict:
-    """How precise a table of measurement rows is: rows with a precision, the median and the worst
-    precision reached (time_ns_rel_ci), rows with a target and how many missed it (flag
-    ``precision-not-reached``)."""
-    rel = measurements["time_ns_rel_ci"].astype(float) if "time_ns_rel_ci" in measurements else None
-    if rel is None or rel.notna().sum() == 0:
-        return {"rows": int(len(measurements)), "with_precision": 0, "median": None, "worst": None,
-                "targeted": 0, "missed": 0, "target": None}
-    targets = measurements["target_rel_ci"].astype(float) if "target_rel_ci" in measurements else rel * np.nan
-    missed = flags.has(measurements["flags"], "precision-not-reached")
-    known = targets.dropna().unique()
-    return {"rows": int(len(measurements)), "with_precision": int(rel.notna().sum()),
-            "median": float(rel.median()), "worst": float(rel.max()), "targeted": int(targets.notna().sum()),
-            "missed": int(missed.sum()), "target": float(known[0]) if len(known) == 1 else None}
 
 
 def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):

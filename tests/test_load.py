@@ -73,3 +73,11 @@ def test_calibration_calls_intervals_that_are_far_wider_than_the_real_spread_was
     assert calibration.verdict_of(0.95, 1.0) == "calibrated"
     assert calibration.verdict_of(1.0, 0.24) == "calibrated but wider than the real spread"
     assert calibration.verdict_of(0.7, 3.0) == "NOT calibrated (too narrow)"
+
+
+def test_a_busy_rows_flag_says_how_much_other_work_ran_and_how_much_of_it_on_the_measuring_cpu():
+    records = [{"others_cores": 1.0, "others_by_core": {"0": 0.02, "1": 0.98}, "cpu": 0},
+               {"others_cores": 1.2, "others_by_core": {"0": 0.06, "1": 1.0}, "cpu": 0}]
+    assert noise.describe_busy(records) == ", other work 1.10 cores, 0.04 on the measuring CPU"
+    assert noise.describe_busy([{"others_cores": 0.5}]) == ", other work 0.50 cores"
+    assert noise.describe_busy([{}]) == ""

@@ -241,19 +241,6 @@ def test_ratio_to_published_inverts_our_interval():
     assert math.isnan(stats.ratio_to_published(float("nan"), ours)[0])
 
 
-def test_precision_summary_counts_rows_that_missed_their_target():
-    import pandas as pd
-
-    df = pd.DataFrame({"time_ns_rel_ci": [0.004, 0.008, 0.03, float("nan")],
-                       "target_rel_ci": [0.01, 0.01, 0.01, 0.01],
-                       "flags": ["", "unstable-cv", "few-samples;precision-not-reached:budget", "failed:x"]})
-    s = stats.precision_summary(df)
-    assert s == {"rows": 4, "with_precision": 3, "median": 0.008, "worst": 0.03, "targeted": 4, "missed": 1,
-                 "target": 0.01}
-    none = stats.precision_summary(df.drop(columns=["time_ns_rel_ci"]))
-    assert none["with_precision"] == 0 and none["median"] is None
-
-
 def test_few_rounds_never_ignore_the_round_that_differs():
     """Issue #41: three rounds of 46.2, 17.6 and 17.75 gave 17.75 [16.89, 18.66], an interval that left out the
     first round by construction (the MAD of three ignores it).  Below ROBUST_FROM rounds every round counts: the

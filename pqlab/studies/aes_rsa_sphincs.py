@@ -50,6 +50,7 @@ from ..stats import (
     round_values,
     with_rounds,
 )
+from . import conforming
 
 TOPIC = "01_aes_rsa_sphincs"
 #: our algorithm -> the study's row it is compared with (the study's SPHINCS+ construction is not stated)
@@ -543,10 +544,11 @@ def describe_sizes(sizes: pd.DataFrame) -> str:
 
 # ----- caveats, numbers, figures -----
 def caveats(values: pd.DataFrame, study_run=None, bc_runs=(), reference: pd.DataFrame | None = None,
-            overhead_share: float = 0.01) -> str:
+            overhead_share: float = 0.01, companion_run=None) -> str:
     """Markdown, one sentence per caveat that applies here, each built from the data: the study's platform and
     method, measurements with few samples, operations for which the harness's own call cost is more than
-    `overhead_share` of the median, and the spread of RSA key generation's cold calls."""
+    `overhead_share` of the median, the spread of RSA key generation's cold calls, and every implementation the
+    study's and the companions' runs timed that fails its known-answer checks (:func:`conforming.caveat`)."""
     src = (reference.attrs.get("source") if reference is not None else None) or reference_source(TOPIC)
     out = [f"The study's platform: {src['machine']}; its method: {src['method']}."]
     runs = [r for r in (study_run, *bc_runs) if r is not None]
@@ -570,6 +572,8 @@ def caveats(values: pd.DataFrame, study_run=None, bc_runs=(), reference: pd.Data
             out.append(f"RSA key generation searches for random primes: the {r.values.size} calls of {r.system} span "
                        f"{fmt_time_ns(r.values.min())} to {fmt_time_ns(r.values.max())}, so a mean of so few "
                        "calls is a noisy statistic.")
+    warning = conforming.caveat([r for r in (study_run, companion_run) if r is not None])
+    out += [s.strip() for s in warning.split("⚠") if s.strip()]
     return "\n".join(f"- {c}" for c in out)
 
 
@@ -578,11 +582,13 @@ def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.replace("+", "plus").lower()).strip("_")
 
 
-def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame | None = None, study_over: pd.DataFrame | None = None) -> dict:
+def numbers(ratios: pd.DataFrame, sizes: pd.DataFrame | None = None, study_over: pd.DataFrame | None = None,
+            runs=()) -> dict:
     """Every number the notebook quotes, under stable keys (for numbers.tex): each ratio in its system's own
     statistic (the study's to the digits it printed), and ours also as a ratio of means where the system reports
-    medians (key suffix ``_mean``), with intervals."""
-    out = {}
+    medians (key suffix ``_mean``), with intervals; ``companions_mldsa_caveat``: the ML-DSA conformance sentence of
+    `runs` (:func:`pqlab.studies.conforming.paper_caveat`)."""
+    out = {"companions_mldsa_caveat": conforming.paper_caveat(runs, "ML-DSA")}
     for r in ratios.itertuples():
         key = _key(f"{r.study_row}_{r.construction}_{r.ratio.replace(' / ', '_over_')}_{r.system}") + ("" if r.own else "_mean")
         out[key] = float(r.value)

@@ -43,6 +43,7 @@ from ..errors import UnknownName
 from ..formatting import Column, fmt_factor_ci, markdown, mpl_text, slug, table
 from ..schema import MESSAGE_OPERATIONS
 from ..stats import CONFIDENCE, combined_ci, ratio_ci
+from . import conforming
 
 TOPIC = "07_atlas"
 #: one use of an algorithm: the operations whose costs are summed
@@ -132,7 +133,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
     """Measure `algorithms` once per liboqs build in `builds`, each in a fresh process under
     :func:`local_identity`, then pack each run into a bundle (``python -m pqlab bundle``).  Every build
     is checked before anything is measured.  Returns ``[{"build", "machine_id", "override", "run_id",
-    "bundle"}]``."""
+    "bundle", "run"}]`` (``run``: the :class:`pqlab.results.Run`, its conformance record in its metadata)."""
     from ..benchmark import bench_in_worker
     from ..builds import parse
     from ..liboqs_loader import build_environment
@@ -150,7 +151,8 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
         folder = staging / ident
         shutil.rmtree(folder, ignore_errors=True)
         run = bench_in_worker(algorithms, build=build, message_bytes=message_bytes, budget_s=budget_s,
-                              min_samples=min_samples, study=TOPIC, folder=folder, env=env)
+                              min_samples=min_samples, study=TOPIC, folder=folder, env=env,
+                              allow_nonconforming=True)  # every build is timed; its record says whether it conforms
         target = staging / f"{ident}.tar.gz"
         target.unlink(missing_ok=True)  # the staging folder's bundle of an earlier run (`bundle --out` never replaces)
         cmd = [sys.executable, "-m", "pqlab", "bundle", "--folder", str(folder), "--no-notebooks", "--out", str(target)]
@@ -158,7 +160,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
         if proc.returncode != 0:
             raise RuntimeError(f"bundling the {build} build's run failed: {proc.stderr.strip().splitlines()[-1:]}")
         out.append({"build": build, "machine_id": ident, "override": bool(env) or bool(run.meta.get("machine_id_override")),
-                    "run_id": run.run_id, "bundle": target})
+                    "run_id": run.run_id, "bundle": target, "run": run})
         _PACKED_HERE.add(target.resolve())
     return out
 
@@ -678,7 +680,8 @@ def describe_statistics(atlas: Atlas) -> str:
 
 
 def describe_ratios(atlas: Atlas) -> str:
-    """Per measured platform and kind: the range of the ratios against the classical baseline, with their statistic."""
+    """Per measured platform and kind: the range of the ratios against the classical baseline, with their statistic;
+    then the caveat of any non-conforming implementation the runs timed (:func:`pqlab.studies.conforming.caveat`)."""
     r = atlas.ratios[(atlas.ratios["kind"] == MEASURED) & (atlas.ratios["baseline_kind"] == CLASSICAL)
                      & atlas.ratios["ratio"].notna()]
     if r.empty:
@@ -693,7 +696,8 @@ def describe_ratios(atlas: Atlas) -> str:
                          f"({markdown(hi.comparison)})")
         lines.append(f"- **{markdown(platform)}** ({statistic_text(g)}; intervals: "
                      f"{'; '.join(dict.fromkeys(g['interval']))}): " + "; ".join(parts) + ".")
-    return "\n".join(lines)
+    warning = conforming.caveat(atlas.runs)  # a ratio of a non-conforming verifier is not like for like
+    return "\n".join(lines) + (f"\n\n{warning}" if warning else "")
 
 
 def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> str:
@@ -722,10 +726,12 @@ def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> 
 
 def numbers(atlas: Atlas, cross: pd.DataFrame, reference: str) -> dict[str, tuple[float, str]]:
     """Values for the write-up (name -> (value, format)): platform counts, the reference platform's headline
-    ratios, and each platform's largest loss factor."""
+    ratios, each platform's largest loss factor, and the ML-DSA conformance caveat of the runs
+    (:func:`pqlab.studies.conforming.paper_caveat`)."""
     p = atlas.platforms
     out = {"platforms_measured": (int((p["kind"] == MEASURED).sum()), "{}"),
-           "platforms_published": (int((p["kind"] == PUBLISHED).sum()), "{}")}
+           "platforms_published": (int((p["kind"] == PUBLISHED).sum()), "{}"),
+           "atlas_mldsa_caveat": (conforming.paper_caveat(atlas.runs, "ML-DSA"), "{}")}
     r = atlas.ratios
     for row in r[(r["platform"] == reference) & (r["baseline_kind"] == CLASSICAL) & r["ratio"].notna()].itertuples():
         out[f"reference_{slug(row.comparison.replace(' / ', '_over_'), lower=True)}"] = (row.ratio, "{:.2f}")

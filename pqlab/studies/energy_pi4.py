@@ -57,6 +57,7 @@ from ..paths import RAW
 from ..results import verified_rows
 from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
 from ..vocabulary import BACKENDS, CLASSICAL_PUBLIC_KEY
+from . import conforming
 from .energy_pi4_published import (
     effective_power,
     envelope_w,
@@ -651,8 +652,10 @@ def _max_security(t: pd.DataFrame, pub: pd.DataFrame | None) -> list[str]:
 
 
 def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None = None,
-                             ours: pd.DataFrame | None = None, setup: pd.DataFrame | None = None) -> str:
-    """Recommendations per use case, generated from the data.
+                             ours: pd.DataFrame | None = None, setup: pd.DataFrame | None = None,
+                             runs=()) -> str:
+    """Recommendations per use case, generated from the data; under them, the caveat of every implementation `runs`
+    timed that fails its known-answer checks (:func:`pqlab.studies.conforming.caveat`).
 
     ``times``: :func:`timing_table` (ours); ``reference``: the study's table (published, gross
     energy); ``ours``: :func:`energy_long` rows (measured or modelled energies), optional.
@@ -704,6 +707,9 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     if classical:
         lines += ["", f"The classical baselines ({', '.join(classical)}) have no NIST post-quantum level: a quantum "
                   "computer running Shor's algorithm would break them."]
+    warning = conforming.caveat(runs)
+    if warning:
+        lines += ["", "### Conformance", "", warning]
     return "\n".join(lines)
 
 
@@ -780,8 +786,9 @@ def heatmap_matrix(times: pd.DataFrame, reference: pd.DataFrame, ours: pd.DataFr
 
 
 def numbers(reference: pd.DataFrame, setup: pd.DataFrame, sensitivity: pd.DataFrame, ratios: pd.DataFrame,
-            run) -> dict[str, float | int]:
-    """Every number notebook 05 quotes in its prose, by a stable name (for LaTeX macros)."""
+            run) -> dict[str, float | int | str]:
+    """Every number notebook 05 quotes in its prose, by a stable name (for LaTeX macros); ``energy_mldsa_caveat``:
+    the ML-DSA conformance sentence of `run` (:func:`pqlab.studies.conforming.paper_caveat`)."""
     check = time_power_check(reference)
     worst = check.loc[check["deviation_pct"].abs().idxmax()]
     power = effective_power(reference)
@@ -803,4 +810,5 @@ def numbers(reference: pd.DataFrame, setup: pd.DataFrame, sensitivity: pd.DataFr
         "pi_over_here_min": float(ratios["pi_over_here"].min()), "pi_over_here_max": float(ratios["pi_over_here"].max()),
         "operations_compared": len(ratios), "operations_slower_on_pi": int((ratios["pi_over_here_ci_low"] > 1).sum()),
         "harness_overhead_ns": float(run.meta.get("harness_overhead_ns", float("nan"))),
+        "energy_mldsa_caveat": conforming.paper_caveat(run, "ML-DSA"),
     }

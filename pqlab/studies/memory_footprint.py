@@ -23,6 +23,7 @@ from ..memory.driver import (
     STACK_MARKER_DEPTH,
 )
 from ..memory.worker import SIGNATURE_OPERATIONS
+from . import conforming
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -792,9 +793,12 @@ def _key(*parts: str) -> str:
 
 
 def numbers(memory: pd.DataFrame, run=None, comparison: pd.DataFrame | None = None,
-            focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44")) -> dict[str, float | int | None]:
-    """Every headline number the notebook quotes, under stable keys (for numbers.tex and the .txt exports)."""
-    out: dict[str, float | int | None] = {}
+            focus: Sequence[str] = ("SPHINCS+-SHAKE-128f-simple", "ML-DSA-44"),
+            runs=()) -> dict[str, float | int | str | None]:
+    """Every headline number the notebook quotes, under stable keys (for numbers.tex and the .txt exports);
+    ``memory_mldsa_caveat``: the ML-DSA conformance sentence of `runs` (the timing runs:
+    :func:`pqlab.studies.conforming.paper_caveat`)."""
+    out: dict[str, float | int | str | None] = {"memory_mldsa_caveat": conforming.paper_caveat(runs, "ML-DSA")}
     for name in focus:
         for col in ("heap_bytes", "stack_bytes", "heap_native_bytes", "heap_first_call_bytes"):
             if name in set(memory["algorithm"]):  # None: not measured here (no valgrind, no first-call run)

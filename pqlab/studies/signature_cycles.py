@@ -36,13 +36,13 @@ from .. import builds, cycles, plotting
 from ..context import precision_markdown, read_costs_text
 from ..cycles import per_call
 from ..fidelity import SLOW_ROUND
-from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
+from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns, markdown
 from ..results import verified_rows
 from ..rounds import ROUNDS
 from ..schema import KIND_OPERATIONS
 from ..stats import CONFIDENCE
 from ..vocabulary import CLASSICAL_PUBLIC_KEY, FAMILIES, POST_QUANTUM
-from . import round2_study
+from . import conforming, round2_study
 
 TOPIC = "04_signature_cycles"
 REFERENCE_TABLE = round2_study.REFERENCE_TABLE
@@ -199,7 +199,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
         t0 = time.perf_counter()
         run = bench_in_worker(todo, build=build, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
-                              timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds)
+                              timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds,
+                              allow_nonconforming=True)  # both builds are timed; their records say which conforms
         durations[build] = time.perf_counter() - t0
         check_build(run, build)
         runs[build] = run
@@ -603,8 +604,33 @@ def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK
     return text
 
 
+def label_unlike_work(speedups: pd.DataFrame, study: SignatureStudy) -> pd.DataFrame:
+    """`speedups` with ``unlike_work``: for each verify row whose algorithm's conformance records differ between
+    the optimised and the portable build's runs (:func:`pqlab.studies.conforming.unlike_work`), what each build
+    passed or failed; "" where both agree (like for like) or a build's run is missing."""
+    default, portable = study.runs.get(conforming.DEFAULT), study.runs.get(conforming.PORTABLE)
+    out = speedups.copy()
+    out["unlike_work"] = [conforming.unlike_work(default, portable, a) if op == "verify" and default is not None
+                          and portable is not None else "" for a, op in zip(out["algorithm"], out["operation"],
+                                                                           strict=True)]
+    return out
+
+
+def describe_unlike_work(speedups: pd.DataFrame) -> str:
+    """One sentence per row of `speedups` labelled by :func:`label_unlike_work`: its ratio and why it compares unlike
+    work (Markdown); "" where no row is."""
+    if "unlike_work" not in speedups:
+        return ""
+    rows = speedups[speedups["unlike_work"].fillna("").astype(bool)]
+    ci = "speedup_ci_low" in rows
+    return " ".join(
+        f"{markdown(r['algorithm'])} {r['operation']}'s portable over optimised ratio "
+        f"({fmt_factor_ci(r['speedup'], r['speedup_ci_low'], r['speedup_ci_high']) if ci else fmt_factor(r['speedup'])})"
+        f" is {markdown(r['unlike_work'])}: not the optimisation's gain alone." for _, r in rows.iterrows())
+
+
 def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
-    """The optimised build's speed-up (Markdown)."""
+    """The optimised build's speed-up (Markdown), and which ratios compare unlike work (:func:`label_unlike_work`)."""
     s = speedups.dropna(subset=["speedup"])
     if s.empty:
         return "The portable build was not measured in this run."
@@ -622,15 +648,18 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
         hi, lo = sign.iloc[-1], sign.iloc[0]
         text += (f". Signing gains most in {hi['algorithm']} ({hi['speedup']:.1f}×) and least in "
                  f"{lo['algorithm']} ({lo['speedup']:.2f}×).")
-    return text
+    unlike = describe_unlike_work(s)
+    return text + (f" {unlike}" if unlike else "")
 
 
 def _fmt_basis(value, basis: str) -> str:
     return fmt_time_ns(value) if basis == "time_ns" else fmt_cycles(value)
 
 
-def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None) -> str:
-    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown)."""
+def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None,
+                                runs=()) -> str:
+    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown); then the
+    caveat of any non-conforming implementation `runs` timed (:func:`pqlab.studies.conforming.caveat`)."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
         return "The native runner measured nothing in common with pqlab in this run."
@@ -647,7 +676,8 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
                  f"({len(fast)} operations); over {fmt_time_ns(LONG_NS)}: {slow['ratio'].median():.2f} ({len(slow)}).")
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
-    return text + describe_below_one(f)
+    warning = conforming.caveat(runs)
+    return text + describe_below_one(f) + (f"\n\n{warning}" if warning else "")
 
 
 def describe_below_one(f: pd.DataFrame) -> str:
@@ -690,8 +720,9 @@ def describe_below_one(f: pd.DataFrame) -> str:
     return text
 
 
-def describe_implementations(implementations: pd.DataFrame, counter: dict) -> str:
-    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown)."""
+def describe_implementations(implementations: pd.DataFrame, counter: dict, runs=()) -> str:
+    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown); then the
+    caveat of any non-conforming implementation `runs` timed (:func:`pqlab.studies.conforming.caveat`)."""
     if implementations.empty:
         return "No algorithm was measured through a second implementation in this run."
     parts = []
@@ -701,7 +732,8 @@ def describe_implementations(implementations: pd.DataFrame, counter: dict) -> st
             ops = ", ".join(f"{r.operation} {r.ratio:.2f}×" for r in h.itertuples())
             per_build.append(f"{ops} that of liboqs's {build.split()[-1]} build")
         parts.append(f"{alg} through OpenSSL needs " + "; and ".join(per_build))
-    return ". ".join(parts) + f" ({per_call(counter)})."
+    warning = conforming.caveat(runs)
+    return ". ".join(parts) + f" ({per_call(counter)})." + (f"\n\n{warning}" if warning else "")
 
 
 NOTE_RATIOS = (("ML-DSA-44", "sign"), ("Falcon-512", "verify"), ("SPHINCS+-SHA2-128f-simple", "sign"))
@@ -727,17 +759,19 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
     return out
 
 
-def numbers(closing: dict) -> dict[str, float | None]:
+def numbers(closing: dict, runs=()) -> dict[str, float | str | None]:
     """Every number of the closing note under a stable key (letters, digits, "_"), interval bounds
     as ``<key>_ci_low`` and ``<key>_ci_high``: python_over_native_<algorithm>_<op> and
-    portable_over_optimised_<algorithm>_<op>."""
+    portable_over_optimised_<algorithm>_<op>; and ``cycles_mldsa_caveat``, the ML-DSA conformance sentence of
+    `runs` (:func:`pqlab.studies.conforming.paper_caveat`) every quoted ML-DSA number carries."""
     out = {}
     for name, value in closing.items():
         kind, alg, op = name.split(" ")
         key = re.sub(r"[^a-z0-9]+", "_", "_".join(("python_over_native" if kind == "ratio" else
                                                    "portable_over_optimised", alg.replace("+", "plus"), op)).lower())
         out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = value if value is not None else (None,) * 3
-    return {k: None if v is None or np.isnan(v) else v for k, v in out.items()}  # None: not measured
+    out = {k: None if v is None or np.isnan(v) else v for k, v in out.items()}  # None: not measured
+    return {**out, "cycles_mldsa_caveat": conforming.paper_caveat(runs, "ML-DSA")}
 
 
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,

@@ -1,0 +1,268 @@
+"""Conformance: does an implementation pqlab times pass its known-answer and invalid-input checks?
+
+A number for an implementation that accepts forged signatures is not comparable with one for an implementation that
+does not (liboqs 0.12.0 and 0.13.0's default ML-DSA verifier accepts Wycheproof's "z out of bound" signatures;
+their portable build refuses them).  So every implementation pqlab times is checked before it is timed, and every
+row that shows a time says what its implementation passed.
+
+**A record per (implementation, build, algorithm)** (:func:`check`): the vectors that ran (:mod:`pqlab.vectors`:
+source and files), how many passed, failed and were skipped (with the reasons), and the failures by kind
+(:data:`pqlab.vectors.FAILURE_KINDS`: "accepts invalid signatures", "refuses a valid signature", ...).  Its
+``status`` is :data:`CONFORMS` (every vector that ran passed), :data:`NONCONFORMING` (one failed) or
+:data:`NOT_CHECKED` (no vector could run: no source for the algorithm, or the vectors could not be fetched, with
+the reason).  A record is made once and cached per user (``~/.cache/pqlab/conformance/``) under the build's
+identity: the implementation and its release, the liboqs build (release, options, its library's checksum) where
+that is what ran, the vectors' source and the checking code's own hash, so a new build, a new release or a new
+check is checked again and an unchanged one costs nothing.
+
+**Where it is used.**  :func:`pqlab.benchmark.bench` checks every algorithm before anything is measured, refuses a
+non-conforming one unless asked (``allow_nonconforming=True``, CLI ``--allow-nonconforming``; the run records that
+it was asked), and stores the records in the run's metadata (``meta["conformance"]``, keyed ``NAME@backend``);
+:func:`pqlab.export.save_table` turns them into a ``conformance`` column and a footnote on every row that shows a
+time.  ``python -m pqlab conformance [NAME@backend ...]`` prints the records as a table (``--json``).
+
+    check(pqlab.algorithms.get("ML-DSA-44", "liboqs"))   -> the record (a dict)
+    table(["ML-DSA-44@liboqs", "Ed25519@cryptography"])  -> a DataFrame, one row per record
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .files import atomic_write_text
+
+#: A record's status.
+CONFORMS, NONCONFORMING, NOT_CHECKED = "conforms", "non-conforming", "not checked"
+#: The flags a table row carries for its conformance (:mod:`pqlab.flags`).
+FLAG_CODES = ("non-conforming", "conformance-not-checked")
+#: Bump when a record's fields change: older cache entries are then made again.
+RECORD_VERSION = 1
+_SOURCES = [Path(__file__).with_name("vectors.py"), Path(__file__), Path(__file__).with_name("crosscheck.py")]
+
+
+def cache_folder() -> Path:
+    """Where records are cached: pqlab's per-user cache (:func:`pqlab.cycles.cache_dir`), ``conformance/``."""
+    from .cycles import cache_dir
+
+    return cache_dir() / "conformance"
+
+
+def _code_hash() -> str:
+    h = hashlib.sha256()
+    for path in _SOURCES:
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def identity(algo) -> dict:
+    """What a record belongs to: the algorithm's implementation, release and build (for liboqs, the loaded build's
+    id, options, compiler settings and the sha256 of its library file), the vectors' source and the checks' code."""
+    from . import vectors
+
+    out = {"algorithm": algo.name, "backend": algo.backend, "implementation": algo.implementation,
+           "library_version": algo.library_version, "build": algo.extra.get("build", ""),
+           "adapter": f"{type(algo).__module__}.{type(algo).__qualname__}",
+           "record_version": RECORD_VERSION, "code": _code_hash()}
+    try:
+        out["vectors"] = vectors.provenance()
+    except (OSError, KeyError, StopIteration) as exc:
+        out["vectors"] = {"unavailable": str(exc)}
+    if algo.backend in ("liboqs", "liboqs-python"):
+        from .liboqs_loader import liboqs_info
+
+        info = liboqs_info()
+        out["liboqs"] = {"build": info["build"], "options": info["options"], "build_config": info["build_config"],
+                         "library_sha256": _file_hash(info["liboqs_path"])}
+    return out
+
+
+def _file_hash(path) -> str:
+    if not path:
+        return ""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _key(ident: dict) -> str:
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def record_from_rows(rows: pd.DataFrame, ident: dict, seconds: float, why_not: str = "") -> dict:
+    """A record from the vector rows one implementation and algorithm ran (:func:`pqlab.vectors.run`)."""
+    from . import vectors
+
+    ran = rows[rows["passed"].notna()] if not rows.empty else rows
+    failed = ran[ran["passed"] == False] if not ran.empty else ran  # noqa: E712 - object column
+    skipped = rows[rows["passed"].isna()] if not rows.empty else rows
+    kinds = failed["kind"].fillna("error").value_counts().to_dict() if "kind" in failed and not failed.empty else (
+        {"error": len(failed)} if len(failed) else {})
+    status = NOT_CHECKED if ran.empty else NONCONFORMING if len(failed) else CONFORMS
+    return {**ident, "status": status, "why_not": why_not or ("no vector of its API ran" if ran.empty else ""),
+            "ran": int(len(ran)), "passed": int(len(ran) - len(failed)), "failed": int(len(failed)),
+            "skipped": int(len(skipped)),
+            "skip_reasons": skipped["detail"].fillna("").value_counts().to_dict() if len(skipped) else {},
+            "failures": {getattr(vectors, "FAILURE_KINDS", {}).get(k, k): int(n) for k, n in kinds.items()},
+            "files": sorted({f for f in rows.get("file", pd.Series(dtype=str)).dropna() if f}),
+            "sources": sorted({s for s in rows.get("source", pd.Series(dtype=str)).dropna() if s}),
+            "seconds": round(seconds, 3), "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _participant(algo):
+    """`algo` as the vectors see it: pqlab's Python participant of its backend, answering with this very adapter
+    (a test's planted double is checked as itself)."""
+    from .crosscheck import PythonParticipant
+
+    class One(PythonParticipant):
+        def _algo(self, alg):
+            return algo if alg == algo.name else super()._algo(alg)
+
+    return One(algo.backend)
+
+
+def check(algo, *, refresh: bool = False) -> dict:
+    """The conformance record of `algo` (an adapter of :mod:`pqlab.algorithms`, in the liboqs build this process
+    loaded), from the cache where this identity was checked before, else checked now (its vectors through
+    :class:`pqlab.crosscheck.PythonParticipant`) and cached; an adapter that is not the registry's own (a test's
+    double) is never cached.  ``record["cached"]`` says which."""
+    from . import vectors
+    from .rounds import registered
+
+    ident = identity(algo)
+    path = cache_folder() / f"{_key(ident)}.json"
+    cacheable = registered(algo)
+    if not refresh and cacheable:
+        try:
+            cached = json.loads(path.read_text())
+            if {k: cached.get(k) for k in ident} == json.loads(json.dumps(ident, default=str)):
+                return {**cached, "cached": True}
+        except (OSError, ValueError, RecursionError):
+            pass  # a missing or unreadable entry is a miss
+    started = time.perf_counter()
+    why_not, fetched = "", True
+    try:
+        rows = vectors.run({algo.backend: _participant(algo)}, [algo.name])
+    except vectors.VectorsUnavailable as exc:
+        rows, why_not, fetched = pd.DataFrame(columns=["passed"]), str(exc), False
+    if rows.empty and not why_not:
+        why_not = (f"no known-answer source covers {algo.name} (pqlab.vectors); the timing's own checks refuse "
+                   "tampered inputs")
+    record = record_from_rows(rows, ident, time.perf_counter() - started, why_not)
+    if cacheable and fetched:  # vectors that could not be fetched are tried again next time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(record, indent=1, default=str) + "\n")
+    return {**record, "cached": False}
+
+
+def verdict(record: dict | None) -> str:
+    """A record in a few words, for a table cell: "passed 412 vectors", "accepts invalid signatures (37 of 414)",
+    "not checked: <why>"; "not checked" where there is no record."""
+    if not record:
+        return f"{NOT_CHECKED}: no record"
+    if record["status"] == CONFORMS:
+        return f"passed {record['ran']} vectors"
+    if record["status"] == NONCONFORMING:
+        return "; ".join(f"{kind} ({n} of {record['ran']})" for kind, n in record["failures"].items())
+    return f"{NOT_CHECKED}: {record.get('why_not') or 'no vector ran'}"
+
+
+def table(specs, *, refresh: bool = False) -> pd.DataFrame:
+    """One row per ``NAME@backend`` of `specs` (names as for bench; every input checked first): implementation,
+    build, algorithm, status, vectors run, passed, failed by kind, skipped with reasons, seconds, cached."""
+    from . import inputs
+    from .algorithms import resolve
+
+    algos = inputs.unique(resolve(inputs.names(specs, "algorithm")))
+    rows = []
+    for algo in algos:
+        r = check(algo, refresh=refresh)
+        rows.append({"algorithm": algo.name, "backend": algo.backend, "implementation": algo.implementation,
+                     "build": r.get("build") or (r.get("liboqs") or {}).get("build", ""), "status": r["status"],
+                     "ran": r["ran"], "passed": r["passed"], "failed": r["failed"],
+                     "failures": "; ".join(f"{k} ×{n}" for k, n in r["failures"].items()),
+                     "skipped": r["skipped"],
+                     "skip_reasons": "; ".join(f"{why} ×{n}" for why, n in r["skip_reasons"].items()),
+                     "sources": "; ".join(r["sources"]), "seconds": r["seconds"], "cached": r["cached"],
+                     "why_not": r["why_not"]})
+    return pd.DataFrame(rows)
+
+
+def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
+    """The records of `algos` (:func:`check`), keyed ``NAME@backend``, for a run's metadata; a non-conforming one
+    refused in one line (:class:`pqlab.errors.BadInput`) unless `allow_nonconforming`."""
+    from .errors import BadInput
+
+    records = {f"{a.name}@{a.backend}": check(a) for a in algos}
+    bad = {k: r for k, r in records.items() if r["status"] == NONCONFORMING}
+    if bad and not allow_nonconforming:
+        k, r = next(iter(bad.items()))
+        raise BadInput(f"{k} ({r['implementation']}) fails its known-answer checks: {verdict(r)}"
+                       + (f", and {len(bad) - 1} more" if len(bad) > 1 else "")
+                       + "; time it anyway with allow_nonconforming=True (CLI: --allow-nonconforming), and the run "
+                       "records that you asked (`python -m pqlab conformance` shows the record)")
+    return {k: {x: v for x, v in r.items() if x != "cached"} for k, r in records.items()}
+
+
+def records_of(runs) -> dict[str, dict]:
+    """``NAME@backend`` -> conformance record, from the runs' metadata (the first run that has one wins)."""
+    out: dict[str, dict] = {}
+    for run in runs if isinstance(runs, (list, tuple)) else [runs]:
+        for key, record in ((getattr(run, "meta", None) or {}).get("conformance") or {}).items():
+            out.setdefault(key, record)
+    return out
+
+
+def with_conformance(df: pd.DataFrame, runs, flags_column: str = "flags") -> tuple[pd.DataFrame, list[str]]:
+    """`df` (rows with ``algorithm`` and ``backend``) with a ``conformance`` column (:func:`verdict` of each row's
+    record in `runs`) and, in `flags_column`, the flags ``non-conforming`` / ``conformance-not-checked`` a paper
+    table turns into footnote marks; and the notes naming each failure (for the caption).  `df` unchanged where
+    it has no such rows or the runs carry no records."""
+    from . import flags
+
+    records = records_of(runs)
+    if df.empty or not records or not {"algorithm", "backend"} <= set(df.columns):
+        return df, []
+    keys = df["algorithm"].astype(str) + "@" + df["backend"].astype(str)
+    if not keys.isin(records).any():
+        return df, []
+    out = df.copy()
+    out["conformance"] = [verdict(records.get(k)) if k in records else "" for k in keys]
+    cells = list(out[flags_column]) if flags_column in out else [""] * len(out)
+    notes = {}
+    for i, k in enumerate(keys):
+        r = records.get(k)
+        if r is None:
+            continue
+        if r["status"] == NONCONFORMING:
+            cells[i] = flags.add(cells[i] if isinstance(cells[i], str) else "", "non-conforming", verdict(r))
+            notes[k] = f"{k} ({r['implementation']}) fails its known-answer checks: {verdict(r)}."
+        elif r["status"] == NOT_CHECKED:
+            cells[i] = flags.add(cells[i] if isinstance(cells[i], str) else "", "conformance-not-checked",
+                                 r.get("why_not", ""))
+    out[flags_column] = cells
+    return out, list(notes.values())
+
+
+def caveat(runs, *, markdown: bool = True) -> str:
+    """One sentence per implementation of `runs` that failed its known-answer checks, from the records the runs
+    carry (:func:`records_of`): what it fails, how often, and that its times belong to an implementation that
+    skips that check; "" where every implementation that ran conforms.  A study's text shows it wherever it times
+    or compares such an implementation; `markdown` escapes it for a notebook's Markdown."""
+    from .formatting import markdown as md
+
+    lines = []
+    for key, r in records_of(runs).items():
+        if r["status"] != NONCONFORMING:
+            continue
+        build = r.get("build") or (r.get("liboqs") or {}).get("build", "")
+        lines.append(f"⚠ {key} ({r['implementation']}{', build ' + build if build and build not in r['implementation'] else ''}) "
+                     f"is non-conforming: it {verdict(r)} of Wycheproof's vectors; its times are those of an "
+                     "implementation that skips a check a conforming one makes, so they are not like for like.")
+    text = " ".join(lines)
+    return md(text) if markdown and text else text
