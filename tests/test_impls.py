@@ -173,24 +173,26 @@ def test_a_crash_loses_that_round_only_and_is_recorded(fake):
 
 def test_a_program_that_fails_vectors_is_timed_and_its_record_kept_in_the_run(fake):
     from pqlab import conformance, vectors
+    from pqlab.studies.implementations import program_records
 
     failed = {"implementation": "noble", "algorithm": "X25519", "file": "x25519_test.json", "vector": 1,
               "expected": "invalid", "passed": False, "kind": "wrong-shared-secret", "detail": "low-order point",
               "source": "Wycheproof"}
     rows = pd.DataFrame([failed, dict(failed, vector=2, expected="valid", passed=True, kind="")],
                         columns=vectors.COLUMNS)
-    run = impls.measure(["X25519"], budget_s=0.01, rounds=1, min_samples=3, save=False, vector_rows=rows)
+    run = impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False,
+                        conformance=lambda chosen: program_records(chosen, rows))
     assert set(run.measurements["backend"]) == {"noble"} and run.measurements["verified"].all()
     record = run.meta["conformance"]["X25519@noble"]
     assert record["status"] == conformance.NONCONFORMING and record["implementation"] == "noble 9.9.9"
     assert record["failures"] == {vectors.FAILURE_KINDS["wrong-shared-secret"]: 1} and record["ran"] == 2
     assert record["program"] == "fake" and record["release"] == "9.9.9"
-    unchecked = impls.measure(["X25519"], budget_s=0.01, rounds=1, min_samples=3, save=False,
-                              vector_rows=rows.iloc[0:0])
+    unchecked = impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False,
+                              conformance=lambda chosen: program_records(chosen, rows.iloc[0:0]))
     assert unchecked.meta["conformance"]["X25519@noble"]["status"] == conformance.NOT_CHECKED
     assert "none of X25519's vectors fit its API (a caller may seed no operation" in \
         unchecked.meta["conformance"]["X25519@noble"]["why_not"]
-    assert "conformance" not in impls.measure(["X25519"], budget_s=0.01, rounds=1, min_samples=3, save=False).meta
+    assert "conformance" not in impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False).meta
 
 
 # --------------------------------------------------------------------------- blame

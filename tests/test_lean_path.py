@@ -74,8 +74,10 @@ def test_a_tampered_input_is_rejected_through_the_lean_path():
 
 
 def test_bench_gives_lean_rows_the_c_loops_own_cost_and_says_it(tmp_path):
+    # liboqs-python's ML-KEM accepts keys and ciphertexts one byte short (pqlab.conformance); pqlab's path refuses them
     run = benchmark.bench(["ML-KEM-768@liboqs", "ML-KEM-768@liboqs-python"], operations=["encaps"],
-                          folder=tmp_path, save=False, **FAST)
+                          folder=tmp_path, save=False, allow_nonconforming=True, **FAST)
+    assert run.meta["allowed_nonconforming"] == ["ML-KEM-768@liboqs-python"]
     m = run.measurements.set_index("backend")
     lean_cost, harness = run.meta["harness_lean_ns"], run.meta["harness_overhead_ns"]
     assert m.loc["liboqs", "overhead_ns"] == pytest.approx(lean_cost) and lean_cost < harness

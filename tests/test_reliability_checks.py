@@ -93,7 +93,9 @@ class TagIgnoringCipher(OpenSSLCipher):
 
 
 def row(adapter, operation):
-    run = bench([adapter], operations=[operation], budget_s=0.01, min_samples=3, save=False, progress=False)
+    # the timing's own checks are under test: a cheater that also fails its known answers is timed anyway
+    run = bench([adapter], operations=[operation], budget_s=0.01, min_samples=3, save=False, progress=False,
+                allow_nonconforming=True)
     return run.measurements.iloc[-1]
 
 

@@ -311,6 +311,9 @@ def test_reliability_a_signal_after_the_save_says_the_run_is_complete(tmp_path, 
     def stop(*args, **kwargs):
         raise Interrupted(signal.SIGINT if where == "summary" else signal.SIGTERM)
 
+    from pqlab import algorithms, conformance
+
+    conformance.check(algorithms.get("Ed25519", "cryptography"))  # its record cached first: only the run is saved
     monkeypatch.setattr(*(Run, "summary", stop) if where == "summary" else (files_module, "atomic_write", stop))
     out, folder = tmp_path / "out.csv", tmp_path / "runs"  # --out never goes into the results folder
     rc = main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--min-samples", "3", "--run-id", "r",

@@ -49,6 +49,19 @@ class Ascon128a(Algorithm):
     def decryptor(self, key: bytes):
         return functools.partial(decrypt, key)
 
+    def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
+        """(encrypt, decrypt) under a given nonce and associated data, for known answers (the adapter draws its
+        nonce): ciphertext ‖ tag."""
+        import ascon
+
+        def unseal(sealed: bytes) -> bytes:
+            out = ascon.decrypt(key, iv, aad, sealed, ALGORITHM)
+            if out is None:
+                raise AsconAuthenticationError("Ascon-128a tag mismatch: ciphertext or key is wrong")
+            return out
+
+        return (lambda m: ascon.encrypt(key, iv, aad, m, ALGORITHM)), unseal
+
 
 def encrypt(key: bytes, message: bytes, associated_data: bytes = b"") -> bytes:
     """nonce || Ascon-128a(key, nonce, associated_data, message) (ciphertext || tag)."""

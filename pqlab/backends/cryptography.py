@@ -327,17 +327,27 @@ class OpenSSLCipher(_OpenSSL):
 
         return aead.AESGCM(key) if self.name == "AES-256-GCM" else aead.ChaCha20Poly1305(key)
 
+    def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
+        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its IV):
+        ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
+        if self.name == "AES-256-CBC":
+            if aad:
+                raise ValueError("AES-CBC takes no associated data")
+            return (lambda m: _cbc_encrypt(key, m, iv)[len(iv):]), (lambda c: _cbc_decrypt(key, iv + c))
+        aead = self._aead(key)
+        return (lambda m: aead.encrypt(iv, m, aad or None)), (lambda c: aead.decrypt(iv, c, aad or None))
+
 
 def _nonce_then(aead, message: bytes) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
     return nonce + aead.encrypt(nonce, message, None)
 
 
-def _cbc_encrypt(key: bytes, message: bytes) -> bytes:
+def _cbc_encrypt(key: bytes, message: bytes, iv: bytes | None = None) -> bytes:
     from cryptography.hazmat.primitives import padding
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    iv = os.urandom(16)
+    iv = os.urandom(16) if iv is None else iv
     padder = padding.PKCS7(128).padder()
     enc = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
     return iv + enc.update(padder.update(message) + padder.finalize()) + enc.finalize()

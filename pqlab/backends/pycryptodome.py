@@ -50,6 +50,40 @@ class DomeCipher(_Dome):
     def decryptor(self, key):
         return functools.partial(_DECRYPT[self.name], key)
 
+    def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
+        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its IV):
+        ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
+        if self.name == "AES-256-CBC":
+            if aad:
+                raise ValueError("AES-CBC takes no associated data")
+            return (lambda m: _cbc(key, iv).encrypt(_pad(m))), (lambda c: _cbc_decrypt(key, iv + c))
+        new = _gcm if self.name == "AES-256-GCM" else _chacha
+        return functools.partial(_seal, new, key, iv, aad), functools.partial(_unseal, new, key, iv, aad)
+
+
+def _cbc(key, iv):
+    from Crypto.Cipher import AES
+
+    return AES.new(key, AES.MODE_CBC, iv=iv)
+
+
+def _pad(message):
+    from Crypto.Util.Padding import pad
+
+    return pad(message, 16)
+
+
+def _seal(new, key, iv, aad, message):
+    cipher = new(key, iv)
+    cipher.update(aad)
+    return b"".join(cipher.encrypt_and_digest(message))
+
+
+def _unseal(new, key, iv, aad, sealed):
+    cipher = new(key, iv)
+    cipher.update(aad)
+    return cipher.decrypt_and_verify(sealed[:-TAG_BYTES], sealed[-TAG_BYTES:])
+
 
 def _cbc_encrypt(key, message):
     from Crypto.Cipher import AES

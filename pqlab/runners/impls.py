@@ -418,48 +418,10 @@ def plan(algorithms: Sequence[str], implementations: Iterable[str] | None = None
     return chosen, left_out
 
 
-def conformance_records(chosen: Sequence[tuple[str, str, str, str]], rows: pd.DataFrame, why_missing: str = "",
-                        seconds: float = 0.0) -> dict[str, dict]:
-    """``{"ALGORITHM@implementation": record}`` for each (program, implementation, algorithm, kind) of `chosen`:
-    :func:`pqlab.conformance.record_from_rows` over the Wycheproof rows it ran (`rows`, :func:`pqlab.vectors.run`),
-    under its identity (program, release, build, toolchain, options, the operations its API seeds, the vectors'
-    source).  `why_missing`: why no vector could run at all (they could not be fetched); `seconds`: how long the
-    whole vector run took (one run checks every implementation, so each record carries the total)."""
-    from .. import conformance, vectors
-
-    try:
-        source = vectors.provenance()
-    except (OSError, KeyError, StopIteration) as exc:
-        source = {"unavailable": str(exc)}
-    rows = rows if rows is not None and not rows.empty else pd.DataFrame(columns=["implementation", "algorithm",
-                                                                                     "passed", "detail"])
-    out = {}
-    for name, impl, alg, _ in chosen:
-        document = _LISTS[name]
-        about = next(i for i in document["implementations"] if i["implementation"] == impl)
-        seeded = list(next(a for a in document["algorithms"] if a["implementation"] == impl
-                           and a["algorithm"] == alg).get("seeded", []))
-        release = release_of(about["version"], alg)
-        mine = rows[(rows["implementation"] == impl) & (rows["algorithm"] == alg)]
-        ident = {"algorithm": alg, "backend": impl, "implementation": f"{impl} {release}", "release": release,
-                 "library_version": release, "program": name,
-                 "build": f"the {name} program, sources {str(document['build'].get('sources', ''))[:12]}",
-                 "toolchain": document.get("toolchain", ""), "options": about.get("options", ""), "seeded": seeded,
-                 "vectors": source, "seconds_cover": "the vector run of every implementation together"}
-        why = why_missing
-        if not why and mine["passed"].notna().sum() == 0:
-            why = (f"Wycheproof has no vectors for {alg} (pqlab.vectors.FILES)" if alg not in vectors.FILES
-                   else f"none of {alg}'s vectors fit its API (a caller may seed "
-                        f"{', '.join(seeded) or 'no operation'}, and give no secret key)")
-        out[f"{alg}@{impl}"] = conformance.record_from_rows(mine, ident, seconds, why)
-    return out
-
-
 def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = None, *, budget_s: float = 1.0,
             rounds: int | None = None, min_samples: int = 5, message_bytes: int = 100, excluded: dict | None = None,
             programs: Iterable[str] | None = None, study: str = "", folder=None, save: bool = True,
-            params: dict | None = None, vector_rows: pd.DataFrame | None = None, vectors_missing: str = "",
-            vectors_seconds: float = 0.0):
+            params: dict | None = None, conformance=None):
     """Time every implementation of each of `algorithms` in the programs of native/impls, in rounds.
 
     Each round runs every (implementation, algorithm) once, a fresh process each, in an order shuffled per round,
@@ -469,10 +431,10 @@ def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = N
     ``lost`` metadata says which and why); a failed output check is a row with ``verified`` False.  `excluded`:
     ``{"implementation/algorithm": reason}`` to leave out (a failed cross-check).  Returns the
     :class:`~pqlab.results.Run`; `programs`: the programs of native/impls to use (default all).  Its metadata names every implementation's release, options, provenance and build,
-    and what was left out and why (``not_measured``).  `vector_rows` (with `vectors_missing`, `vectors_seconds`):
-    the Wycheproof rows the implementations ran (:func:`pqlab.vectors.run`); each timed (implementation, algorithm)
-    then has its record in ``meta["conformance"]`` (:func:`conformance_records`), a non-conforming one timed and
-    recorded as such, never left out for it."""
+    and what was left out and why (``not_measured``).  `conformance`: a function of the chosen
+    ``[(program, implementation, algorithm, kind)]`` giving each one's conformance record keyed
+    ``"ALGORITHM@implementation"`` (:func:`pqlab.studies.implementations.program_records`), kept in
+    ``meta["conformance"]``: an implementation that fails its vectors is timed and its record says so."""
     from .. import noise
     from ..rounds import ROUNDS
 
@@ -491,8 +453,8 @@ def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = N
         "implementations": [i for i in d["implementations"] if any(c[0] == name and c[1] == i["implementation"]
                                                                    for c in chosen)]} for name, d in about.items()},
         "not_measured": left_out, "lost": [], "rounds": [], "isolation": "process"}
-    if vector_rows is not None or vectors_missing:
-        meta["conformance"] = conformance_records(chosen, vector_rows, vectors_missing, vectors_seconds)
+    if conformance is not None:
+        meta["conformance"] = conformance(chosen)
     run_params = {"algorithms": algorithms, "implementations": None if implementations is None else
                   list(implementations), "programs": programs, "budget_s": budget_s, "rounds": rounds, "min_samples": min_samples,
                   "message_bytes": message_bytes, **(params or {})}

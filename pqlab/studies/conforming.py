@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import conformance
-from ..formatting import fmt_factor_ci, fmt_time_ns, markdown
+from ..formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
 
 #: the liboqs builds :func:`price_of_check` compares: the one every notebook times, and the portable C one
 DEFAULT, PORTABLE = "default", "generic"
@@ -46,6 +46,12 @@ def caveat(runs, *, markdown: bool = True) -> str:
         text = conformance.caveat(run, markdown=markdown)
         sentences += [_GLYPH + s.strip() for s in text.split(_GLYPH) if s.strip()]
     return " ".join(dict.fromkeys(sentences))
+
+
+def paragraph(runs) -> str:
+    """:func:`caveat` of `runs` as a paragraph to append to a generated text ("\\n\\n" first), "" where none."""
+    text = caveat(runs)
+    return f"\n\n{text}" if text else ""
 
 
 def nonconforming(runs, family: str = "") -> list[str]:
@@ -184,3 +190,28 @@ def price_of_check(algorithms, *, budget_s: float, rounds: int, max_rounds: int 
 COLUMNS = {"algorithm": "algorithm", "default_verify_ns": "default build verify", "default_conformance":
            "default build passed", "portable_verify_ns": "portable build verify", "portable_conformance":
            "portable build passed", "portable_over_default": "portable / default"}
+
+
+def label_unlike_work(ratios: pd.DataFrame, runs: dict) -> pd.DataFrame:
+    """`ratios` (rows with ``algorithm`` and ``operation``: portable over optimised build) with ``unlike_work``: for
+    each verify row whose algorithm's records differ between the builds' runs (`runs`: {"default": run, "generic":
+    run}; :func:`unlike_work`), what each build passed or failed; "" where they agree or a build's run is missing."""
+    default, portable = runs.get(DEFAULT), runs.get(PORTABLE)
+    both = default is not None and portable is not None
+    out = ratios.copy()
+    out["unlike_work"] = [unlike_work(default, portable, a) if both and op == "verify" else ""
+                          for a, op in zip(out["algorithm"], out["operation"], strict=True)]
+    return out
+
+
+def describe_unlike_work(ratios: pd.DataFrame, value: str = "speedup") -> str:
+    """One sentence per row :func:`label_unlike_work` labelled: its ratio (`value`, with ``<value>_ci_low/high``
+    where there) and why it compares unlike work (Markdown); "" where no row is."""
+    if "unlike_work" not in ratios:
+        return ""
+    rows = ratios[ratios["unlike_work"].fillna("").astype(bool)]
+    ci = f"{value}_ci_low" in rows
+    return " ".join(
+        f"{markdown(r['algorithm'])} {r['operation']}'s portable over optimised ratio "
+        f"({fmt_factor_ci(r[value], r[f'{value}_ci_low'], r[f'{value}_ci_high']) if ci else fmt_factor(r[value])})"
+        f" is {markdown(r['unlike_work'])}: not the optimisation's gain alone." for _, r in rows.iterrows())

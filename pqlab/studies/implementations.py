@@ -141,6 +141,42 @@ def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
             session.close()
 
 
+def program_records(chosen: Sequence[tuple[str, str, str, str]], rows: pd.DataFrame, why_missing: str = "",
+                    seconds: float = 0.0) -> dict[str, dict]:
+    """``{"ALGORITHM@implementation": record}`` for each (program, implementation, algorithm, kind) of `chosen`
+    (what :func:`pqlab.runners.impls.measure` times, which keeps these records in its run's metadata):
+    :func:`pqlab.conformance.record_from_rows` over the Wycheproof rows it ran (`rows`, :func:`pqlab.vectors.run`),
+    under its identity (program, release, build, toolchain, options, the operations its API seeds, the vectors'
+    source).  `why_missing`: why no vector could run at all (they could not be fetched); `seconds`: how long the
+    whole vector run took (one run checks every implementation, so each record carries the total)."""
+    try:
+        source = vectors.provenance()
+    except (OSError, KeyError, StopIteration) as exc:
+        source = {"unavailable": str(exc)}
+    rows = rows if rows is not None and not rows.empty else pd.DataFrame(columns=["implementation", "algorithm",
+                                                                                     "passed", "detail"])
+    out = {}
+    for name, impl, alg, _ in chosen:
+        document = impls.describe(name)
+        about = next(i for i in document["implementations"] if i["implementation"] == impl)
+        seeded = list(next(a for a in document["algorithms"] if a["implementation"] == impl
+                           and a["algorithm"] == alg).get("seeded", []))
+        release = impls.release_of(about["version"], alg)
+        mine = rows[(rows["implementation"] == impl) & (rows["algorithm"] == alg)]
+        ident = {"algorithm": alg, "backend": impl, "implementation": f"{impl} {release}", "release": release,
+                 "library_version": release, "program": name,
+                 "build": f"the {name} program, sources {str(document['build'].get('sources', ''))[:12]}",
+                 "toolchain": document.get("toolchain", ""), "options": about.get("options", ""), "seeded": seeded,
+                 "vectors": source, "seconds_cover": "the vector run of every implementation together"}
+        why = why_missing
+        if not why and mine["passed"].notna().sum() == 0:
+            why = (f"Wycheproof has no vectors for {alg} (pqlab.vectors.FILES)" if alg not in vectors.FILES
+                   else f"none of {alg}'s vectors fit its API (a caller may seed "
+                        f"{', '.join(seeded) or 'no operation'}, and give no secret key)")
+        out[f"{alg}@{impl}"] = conformance.record_from_rows(mine, ident, seconds, why)
+    return out
+
+
 def python_items(algorithms: Sequence[str], excluded: dict, leave_out: Iterable[str] = (),
                  backends: Iterable[str] = PYTHON_BACKENDS) -> list[str]:
     """The "ALG@backend" items pqlab's harness measures: each algorithm in each of `backends` that has it, minus the
@@ -175,8 +211,9 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
                              for item in leave_out})
     runner_run = impls.measure(algorithms, budget_s=programs_budget_s or budget_s, rounds=rounds,
                                min_samples=min_samples, excluded=mine, programs=programs, study=study,
-                               params={"leave_out": leave_out}, vector_rows=checks.kats,
-                               vectors_missing=checks.kats_missing, vectors_seconds=checks.kats_seconds)
+                               params={"leave_out": leave_out},
+                               conformance=lambda chosen: program_records(chosen, checks.kats, checks.kats_missing,
+                                                                          checks.kats_seconds))
     python_run = bench(python_items(algorithms, excluded, leave_out), budget_s=budget_s, rounds=rounds,
                        min_samples=min_samples, study=study, params={"leave_out": leave_out},
                        target_rel_ci=None, max_rounds=rounds, allow_nonconforming=True)
@@ -189,7 +226,7 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
 def _record(runs: Sequence, run_id: str, algorithm: str, backend: str) -> dict | None:
     """The conformance record the run `run_id` carries for ``algorithm@backend`` (None: the run has none)."""
     run = next((r for r in runs if r.run_id == run_id), None)
-    return conformance.records_of([run]).get(f"{algorithm}@{backend}") if run is not None else None
+    return conformance.record_for(conformance.records_of([run]), f"{algorithm}@{backend}", "") if run else None
 
 
 def comparison(runs: Sequence) -> pd.DataFrame:
@@ -235,13 +272,13 @@ def _verdict(runs: Sequence, row) -> str:
 def fastest_claims(group: pd.DataFrame, runs: Sequence) -> tuple[pd.Series | None, str]:
     """The fastest row of one algorithm and operation (`group`: rows of :func:`comparison`) that a claim may name
     (not non-conforming), and the caveat that goes with it: that its conformance was not checked (and why), and
-    each non-conforming implementation that is faster, with its time and what it fails.  (None, "") when every
+    each non-conforming implementation that is faster, with its time and what it fails.  (None, caveat) when every
     row is non-conforming: then the caveat names them all."""
     ok = _eligible(group)
     best = ok.loc[ok["median_ns"].idxmin()] if not ok.empty else None
     notes = []
     if best is not None and best["status"] == conformance.NOT_CHECKED:
-        notes.append(f"its conformance was not checked: {_verdict(runs, best).removeprefix('not checked: ')}")
+        notes.append(f"not checked against known answers: {_verdict(runs, best).removeprefix('not checked: ')}")
     faster = group[group["status"] == conformance.NONCONFORMING]
     if best is not None:
         faster = faster[faster["median_ns"] < best["median_ns"]]
@@ -250,6 +287,18 @@ def fastest_claims(group: pd.DataFrame, runs: Sequence) -> tuple[pd.Series | Non
                      f"({fmt_time_ns(r['median_ns'])}) but is non-conforming: it {_verdict(runs, r)} "
                      "of Wycheproof's vectors")
     return best, "; ".join(notes)
+
+
+def fastest_text(group: pd.DataFrame, runs: Sequence) -> str:
+    """The "fastest" claim of one algorithm and operation in words (:func:`fastest_claims`): "fastest conforming
+    X (t)" where X passed its vectors, "fastest X (t; not checked against known answers: why)" where none could
+    run, and every faster non-conforming implementation with what it fails."""
+    best, caveat = fastest_claims(group, runs)
+    if best is None:
+        return f"no implementation that is not non-conforming ({caveat})"
+    conforms = best["status"] == conformance.CONFORMS
+    return (f"fastest {'conforming ' if conforms else ''}{best['implementation']} ({fmt_time_ns(best['median_ns'])}"
+            + (f"; {caveat}" if caveat else "") + ")")
 
 
 def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, implementation: str):
@@ -482,6 +531,7 @@ def conformance_table(table: pd.DataFrame, runs: Sequence) -> pd.DataFrame:
                      "skipped": r.get("skipped", 0),
                      "skip_reasons": "; ".join(f"{k} ×{n}" for k, n in r.get("skip_reasons", {}).items()),
                      "why_none": r.get("why_not", "no record in its run") if not r.get("ran") else "",
+                     "verdict": conformance.verdict(r or None),
                      "files": ", ".join(r.get("files", []))})
     return pd.DataFrame(rows).sort_values(["algorithm", "implementation"], ignore_index=True)
 
@@ -545,21 +595,21 @@ def describe_conformance(table: pd.DataFrame, runs: Sequence) -> str:
     ran = conf[conf["vectors_run"] > 0]
     text = f"Wycheproof's vectors ran for {len(ran)} of the {len(conf)} (implementation, algorithm) pairs timed"
     if not ran.empty:
-        text += (f": {int(ran['passed'].sum())} of {int(ran['vectors_run'].sum())} vectors passed, "
-                 f"{int(ran['failed'].sum())} failed and {int(conf['skipped'].sum())} were skipped")
+        text += (f": {int(ran['passed'].sum()):,} of {int(ran['vectors_run'].sum()):,} vectors passed, "
+                 f"{int(ran['failed'].sum()):,} failed and {int(conf['skipped'].sum()):,} were skipped")
         reasons: dict[str, int] = {}
         for record in (_record(runs, rid, a, i) or {} for a, i, rid in table[["algorithm", "implementation", "run_id"]]
                        .drop_duplicates().itertuples(index=False)):
             for why, n in record.get("skip_reasons", {}).items():
                 reasons[why] = reasons.get(why, 0) + n
         if reasons:
-            text += " (" + "; ".join(f"{n} {why}" for why, n in reasons.items()) + ")"
+            text += " (" + "; ".join(f"{why}: {n:,}" for why, n in reasons.items()) + ")"
     text += "."
     bad = conf[conf["status"] == conformance.NONCONFORMING]
     if not bad.empty:
         text += (" Non-conforming, timed and marked in every table: "
-                 + "; ".join(f"{r['implementation']} {r['algorithm']} ({r['failures']} of {r['vectors_run']})"
-                             for _, r in bad.iterrows()) + ".")
+                 + "; ".join(f"{r['implementation']} {r['algorithm']} ({r['verdict']})" for _, r in bad.iterrows())
+                 + ".")
     none = conf[conf["vectors_run"] == 0]
     for why, g in none.groupby("why_none", sort=False):
         text += (f" No vector ran for {', '.join(g['implementation'] + ' ' + g['algorithm'])}: {why}.")
@@ -582,7 +632,7 @@ def describe_spread(spreads: pd.DataFrame) -> str:
             f"{'; ' + best['caveat'] if best['caveat'] else ''}).")
     others = spreads[spreads["caveat"].str.contains("non-conforming") & ~spreads.index.isin([worst.name, best.name])]
     for _, r in others.iterrows():
-        text += (f" In {r['algorithm']} {r['operation']} the fastest conforming or unchecked implementation is "
+        text += (f" In {r['algorithm']} {r['operation']} the fastest implementation that is not non-conforming is "
                  f"{r['fastest']} ({fmt_time_ns(r['fastest_ns'])}); {r['caveat']}.")
     return markdown(text)
 
@@ -700,12 +750,7 @@ def closing_note(table: pd.DataFrame, checks: Checks, ratios: pd.DataFrame, focu
             continue
         names = sorted(mine["implementation"].unique())
         bad = sorted(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"].unique())
-        claims = []
-        for op, g in mine.groupby("operation", sort=False):
-            best, caveat = fastest_claims(g, runs)
-            head = (f"{op}: fastest conforming or unchecked {best['implementation']} "
-                    f"({fmt_time_ns(best['median_ns'])})" if best is not None else f"{op}: no conforming implementation")
-            claims.append(head + (f" ({caveat})" if caveat else ""))
+        claims = [f"{op}: {fastest_text(g, runs)}" for op, g in mine.groupby("operation", sort=False)]
         lines.append(f"* **{alg}**: " + markdown(f"{len(names)} implementations timed ({', '.join(names)})"
                                                   + (f", of which non-conforming (timed and marked): {', '.join(bad)}"
                                                      if bad else "") + "; " + "; ".join(claims) + "."))

@@ -671,9 +671,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
               message_bytes: Sequence[int] = (10_000, 100_000), reference: pd.DataFrame | None = None,
               samples: dict | None = None, runs=()) -> str:
     """The closing recommendation, generated from the measurements (Markdown); every factor between two of
-    our measurements carries its interval over rounds when `samples` are given; the caveat of every
-    non-conforming implementation `runs` timed follows it (:func:`pqlab.studies.conforming.caveat`): a
-    recommendation resting on a verifier that skips a check says so."""
+    our measurements carries its interval over rounds when `samples` are given; then conforming.caveat(runs)."""
     ranks = ranking(df, fits, message_bytes)
     if ranks.empty:
         return "Nothing was measured."
@@ -728,8 +726,7 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
                      + "; ".join(f"{r.algorithm} {r.operation} {r.min:,.1f}×" + (f"–{r.max:,.1f}×" if r.max > r.min * 1.05 else "")
                                  for r in per.itertuples())
                      + " over native implementations of the same standard (intervals in the slowdown table).")
-    warning = conforming.caveat(runs)
-    lines += [f"- {w.strip()}" for w in warning.split("⚠") if w.strip()]
+    lines += [f"- {w.strip()}" for w in conforming.caveat(runs).split("⚠") if w.strip()]
     return "\n".join(lines)
 
 
@@ -846,11 +843,9 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
     return "\n\n".join(blocks)
 
 
-def caveats(native: pd.DataFrame, reference: pd.DataFrame | None = None, run=None, overhead_share: float = 0.01,
-            runs=()) -> str:
+def caveats(native: pd.DataFrame, reference: pd.DataFrame | None = None, run=None, overhead_share=0.01, runs=()) -> str:
     """Markdown, one sentence per caveat that applies here, each from the data: how the study timed, what it
-    does not state, the SPHINCS comparison, measurements with few samples, the harness's own call cost, and the
-    conformance caveat of `runs` (and `run`; :func:`pqlab.studies.conforming.caveat`)."""
+    does not state, the SPHINCS comparison, few samples, the harness's own call cost, conforming.caveat(runs)."""
     ref = load_study() if reference is None else reference
     src = ref.attrs.get("source") or {}
     out = [f"The study's method: {src.get('method', 'not recorded')}; its machine: {src.get('machine', 'not recorded')}.",
@@ -875,8 +870,7 @@ def caveats(native: pd.DataFrame, reference: pd.DataFrame | None = None, run=Non
     if len(fast):
         out.append(f"A do-nothing call through pqlab's harness costs {fmt_time_ns(overhead)}, more than "
                    f"{fmt_percent(overhead_share, 0)} of {len(fast)} medians here; those times include it.")
-    warning = conforming.caveat([r for r in (run, *runs) if r is not None])
-    out += [s.strip() for s in warning.split("⚠") if s.strip()]
+    out += [s.strip() for s in conforming.caveat([r for r in (run, *runs) if r]).split("⚠") if s.strip()]
     return "\n".join(f"- {c}" for c in out)
 
 
@@ -886,8 +880,7 @@ def _key(text: str) -> str:
 
 def numbers(slowdowns: pd.DataFrame, fits: pd.DataFrame, beside: pd.DataFrame | None = None,
             evidence: dict | None = None, runs=()) -> dict:
-    """Every number the notebook quotes, under stable keys (for numbers.tex); ``scaling_mldsa_caveat``: the
-    ML-DSA conformance sentence of `runs` (:func:`pqlab.studies.conforming.paper_caveat`)."""
+    """Every number the notebook quotes, under stable keys (numbers.tex); ``scaling_mldsa_caveat``: of `runs`."""
     out = {}
     for r in slowdowns[slowdowns["same_standard"]].itertuples() if not slowdowns.empty else []:
         size = "" if r.message_bytes is None or pd.isna(r.message_bytes) else f"_{int(r.message_bytes)}b"

@@ -36,7 +36,7 @@ from .. import builds, cycles, plotting
 from ..context import precision_markdown, read_costs_text
 from ..cycles import per_call
 from ..fidelity import SLOW_ROUND
-from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns, markdown
+from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
 from ..results import verified_rows
 from ..rounds import ROUNDS
 from ..schema import KIND_OPERATIONS
@@ -199,8 +199,7 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
         t0 = time.perf_counter()
         run = bench_in_worker(todo, build=build, message_bytes=message_bytes, budget_s=budget_s,
                               min_samples=min_samples, target_rel_ci=target_rel_ci, study=study, folder=folder,
-                              timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds,
-                              allow_nonconforming=True)  # both builds are timed; their records say which conforms
+                              timeout_s=timeout_s, rounds=rounds, max_rounds=max_rounds, allow_nonconforming=True)
         durations[build] = time.perf_counter() - t0
         check_build(run, build)
         runs[build] = run
@@ -604,33 +603,8 @@ def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK
     return text
 
 
-def label_unlike_work(speedups: pd.DataFrame, study: SignatureStudy) -> pd.DataFrame:
-    """`speedups` with ``unlike_work``: for each verify row whose algorithm's conformance records differ between
-    the optimised and the portable build's runs (:func:`pqlab.studies.conforming.unlike_work`), what each build
-    passed or failed; "" where both agree (like for like) or a build's run is missing."""
-    default, portable = study.runs.get(conforming.DEFAULT), study.runs.get(conforming.PORTABLE)
-    out = speedups.copy()
-    out["unlike_work"] = [conforming.unlike_work(default, portable, a) if op == "verify" and default is not None
-                          and portable is not None else "" for a, op in zip(out["algorithm"], out["operation"],
-                                                                           strict=True)]
-    return out
-
-
-def describe_unlike_work(speedups: pd.DataFrame) -> str:
-    """One sentence per row of `speedups` labelled by :func:`label_unlike_work`: its ratio and why it compares unlike
-    work (Markdown); "" where no row is."""
-    if "unlike_work" not in speedups:
-        return ""
-    rows = speedups[speedups["unlike_work"].fillna("").astype(bool)]
-    ci = "speedup_ci_low" in rows
-    return " ".join(
-        f"{markdown(r['algorithm'])} {r['operation']}'s portable over optimised ratio "
-        f"({fmt_factor_ci(r['speedup'], r['speedup_ci_low'], r['speedup_ci_high']) if ci else fmt_factor(r['speedup'])})"
-        f" is {markdown(r['unlike_work'])}: not the optimisation's gain alone." for _, r in rows.iterrows())
-
-
 def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
-    """The optimised build's speed-up (Markdown), and which ratios compare unlike work (:func:`label_unlike_work`)."""
+    """The optimised build's speed-up (Markdown), and which ratios compare unlike work (``unlike_work``)."""
     s = speedups.dropna(subset=["speedup"])
     if s.empty:
         return "The portable build was not measured in this run."
@@ -648,7 +622,7 @@ def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
         hi, lo = sign.iloc[-1], sign.iloc[0]
         text += (f". Signing gains most in {hi['algorithm']} ({hi['speedup']:.1f}×) and least in "
                  f"{lo['algorithm']} ({lo['speedup']:.2f}×).")
-    unlike = describe_unlike_work(s)
+    unlike = conforming.describe_unlike_work(s, "speedup")
     return text + (f" {unlike}" if unlike else "")
 
 
@@ -656,10 +630,9 @@ def _fmt_basis(value, basis: str) -> str:
     return fmt_time_ns(value) if basis == "time_ns" else fmt_cycles(value)
 
 
-def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None,
-                                runs=()) -> str:
-    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown); then the
-    caveat of any non-conforming implementation `runs` timed (:func:`pqlab.studies.conforming.caveat`)."""
+def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None, runs=()) -> str:
+    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown); then
+    :func:`pqlab.studies.conforming.caveat` of `runs`."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
         return "The native runner measured nothing in common with pqlab in this run."
@@ -676,8 +649,7 @@ def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: flo
                  f"({len(fast)} operations); over {fmt_time_ns(LONG_NS)}: {slow['ratio'].median():.2f} ({len(slow)}).")
     if noop:
         text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
-    warning = conforming.caveat(runs)
-    return text + describe_below_one(f) + (f"\n\n{warning}" if warning else "")
+    return text + describe_below_one(f) + conforming.paragraph(runs)
 
 
 def describe_below_one(f: pd.DataFrame) -> str:
@@ -721,8 +693,8 @@ def describe_below_one(f: pd.DataFrame) -> str:
 
 
 def describe_implementations(implementations: pd.DataFrame, counter: dict, runs=()) -> str:
-    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown); then the
-    caveat of any non-conforming implementation `runs` timed (:func:`pqlab.studies.conforming.caveat`)."""
+    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown); then
+    :func:`pqlab.studies.conforming.caveat` of `runs`."""
     if implementations.empty:
         return "No algorithm was measured through a second implementation in this run."
     parts = []
@@ -732,8 +704,7 @@ def describe_implementations(implementations: pd.DataFrame, counter: dict, runs=
             ops = ", ".join(f"{r.operation} {r.ratio:.2f}×" for r in h.itertuples())
             per_build.append(f"{ops} that of liboqs's {build.split()[-1]} build")
         parts.append(f"{alg} through OpenSSL needs " + "; and ".join(per_build))
-    warning = conforming.caveat(runs)
-    return ". ".join(parts) + f" ({per_call(counter)})." + (f"\n\n{warning}" if warning else "")
+    return ". ".join(parts) + f" ({per_call(counter)})." + conforming.paragraph(runs)
 
 
 NOTE_RATIOS = (("ML-DSA-44", "sign"), ("Falcon-512", "verify"), ("SPHINCS+-SHA2-128f-simple", "sign"))
@@ -762,8 +733,7 @@ def closing_numbers(fidelity: pd.DataFrame, speedups: pd.DataFrame) -> dict:
 def numbers(closing: dict, runs=()) -> dict[str, float | str | None]:
     """Every number of the closing note under a stable key (letters, digits, "_"), interval bounds
     as ``<key>_ci_low`` and ``<key>_ci_high``: python_over_native_<algorithm>_<op> and
-    portable_over_optimised_<algorithm>_<op>; and ``cycles_mldsa_caveat``, the ML-DSA conformance sentence of
-    `runs` (:func:`pqlab.studies.conforming.paper_caveat`) every quoted ML-DSA number carries."""
+    portable_over_optimised_<algorithm>_<op>; ``cycles_mldsa_caveat``: :func:`conforming.paper_caveat` of `runs`."""
     out = {}
     for name, value in closing.items():
         kind, alg, op = name.split(" ")
