@@ -310,7 +310,7 @@ def record_for(records: dict, key: str, build: str) -> dict | None:
     mine = {b: r for (k, b), r in records.items() if k == key}
     if build and build in mine:
         return mine[build]
-    return next(iter(mine.values())) if len(mine) == 1 or not build else None
+    return next(iter(mine.values())) if len(mine) == 1 or mine and not build else None
 
 
 def with_conformance(df: pd.DataFrame, runs, flags_column: str = "flags") -> tuple[pd.DataFrame, list[str]]:

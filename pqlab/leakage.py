@@ -76,7 +76,7 @@ UNRESOLVED = "unresolved difference"
 #: long as a block or longer, so the load is no longer steady over a block but lands on single calls of single
 #: classes, where the random order is all that holds the tests' level.  The evidence on a machine is measured by
 #: :func:`pqlab.studies.timing_leakage.under_load` and stated by its ``describe_load_check``; on the project's
-#: 2-core KVM guest (Intel Xeon, 2026-11-29, issue #41's closing note) the standard ``spin`` load (one core busy,
+#: 2-core KVM guest (AMD EPYC, 2026-11-29, issue #41's closing note) the standard ``spin`` load (one core busy,
 #: other processes 0.93-1.15 cores) left python-rsa 4.9's leak at 210 ns [180, 241] (quiet: 250 [211, 281]) and
 #: Bouncy Castle 1.83's at 13770 ns [9974, 17792] (quiet: 12504 [9854, 15002]), both flagged, and 0 of 20
 #: false-positive screens said leak (quiet: 0 of 20).

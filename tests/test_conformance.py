@@ -96,3 +96,19 @@ def test_the_command_prints_the_records_and_refuses_nothing_to_check(cache, caps
     assert rows[0]["status"] == conformance.CONFORMS and rows[0]["ran"] > 0
     assert main(["conformance"]) == 2
     assert "name the implementations to check" in capsys.readouterr().err
+
+
+def test_rows_of_two_builds_get_each_its_own_builds_record_and_a_row_without_one_gets_none():
+    ok = {"status": conformance.CONFORMS, "ran": 173, "failures": {}, "liboqs": {"build": "liboqs-0.13.0+generic"},
+          "implementation": "liboqs 0.13.0 (generic build)"}
+    bad = {"status": conformance.NONCONFORMING, "ran": 173, "failures": {"accepts invalid signatures": 37},
+           "liboqs": {"build": "liboqs-0.13.0"}, "implementation": "liboqs 0.13.0 (default build)"}
+    runs = [fake_run("20261129T000000Z-a-000001"), fake_run("20261129T000000Z-b-000002")]
+    runs[0].meta["conformance"], runs[1].meta["conformance"] = {"ML-DSA-44@liboqs": bad}, {"ML-DSA-44@liboqs": ok}
+    df = pd.DataFrame({"algorithm": ["ML-DSA-44", "ML-DSA-44", "Ed25519"], "backend": ["liboqs", "liboqs", "x"],
+                       "build": ["liboqs-0.13.0", "liboqs-0.13.0+generic", ""], "flags": ["", "", ""]})
+    out, notes = conformance.with_conformance(df, runs)
+    assert out["conformance"].iloc[0].startswith("accepts invalid signatures")
+    assert out["conformance"].iloc[1] == "passed 173 vectors" and out["conformance"].iloc[2] == ""
+    assert "non-conforming" in out["flags"].iloc[0] and "non-conforming" not in out["flags"].iloc[1]
+    assert len(notes) == 1 and "liboqs 0.13.0 (default build)" in notes[0]

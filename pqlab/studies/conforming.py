@@ -166,11 +166,13 @@ def price_table(runs: dict, algorithms=None, *, message_bytes=None) -> Price:
 
 def price_of_check(algorithms, *, budget_s: float, rounds: int, max_rounds: int | None = None,
                    min_samples: int = 5, target_rel_ci: float | None = 0.05, message_bytes: int = 100,
-                   study: str = "", timeout_s: float | None = None) -> Price:
+                   study: str = "", timeout_s: float | None = None, default_run=None) -> Price:
     """Time verify of each liboqs `algorithms` (names, e.g. :func:`nonconforming` of a notebook's runs) on the
     default build (timed as the notebooks time it, ``allow_nonconforming=True``) and on the portable build
     (``allow_nonconforming=False``: the comparison needs a conforming side), each in its own worker, and set them
-    side by side (:func:`price_table`).  No algorithm: nothing is measured, the sentence says why."""
+    side by side (:func:`price_table`).  `default_run`: a run of the default build that already timed their verify
+    at `message_bytes` (the notebook's own), used instead of timing it again.  No algorithm: nothing is measured,
+    the sentence says why."""
     from ..benchmark import bench_in_worker
 
     names = list(dict.fromkeys(algorithms))
@@ -181,7 +183,8 @@ def price_of_check(algorithms, *, budget_s: float, rounds: int, max_rounds: int 
     options = dict(operations=["verify"], message_bytes=message_bytes, budget_s=budget_s, rounds=rounds,
                    max_rounds=max_rounds, min_samples=min_samples, target_rel_ci=target_rel_ci,
                    study=f"{study}-price-of-check" if study else "price-of-check", timeout_s=timeout_s)
-    runs = {DEFAULT: bench_in_worker(specs, build=DEFAULT, allow_nonconforming=True, **options),
+    runs = {DEFAULT: default_run if default_run is not None else
+            bench_in_worker(specs, build=DEFAULT, allow_nonconforming=True, **options),
             PORTABLE: bench_in_worker(specs, build=PORTABLE, allow_nonconforming=False, **options)}
     return price_table(runs, names, message_bytes=message_bytes)
 
