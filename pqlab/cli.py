@@ -62,6 +62,12 @@ def _cmd_conformance(args) -> int:
     if not args.algorithms and not programs:
         raise BadInput("name the implementations to check (e.g. ML-DSA-44@liboqs Ed25519@cryptography), or "
                        "--programs rust,openssl,go for notebook 08's programs")
+    if args.records:  # the whole records of this process's implementations (what a worker hands back)
+        from .algorithms import resolve
+        from .conformance import check
+
+        print(json.dumps([check(a, refresh=args.refresh) for a in resolve(args.algorithms)], default=str))
+        return 0
     df = table(args.algorithms, refresh=args.refresh, programs=programs)
     if args.json:
         print(json.dumps(df.to_dict("records"), indent=1, default=str))
@@ -384,6 +390,8 @@ def parser() -> argparse.ArgumentParser:
                                        "implementation of the named algorithms (all they list when none is named)")
     co.add_argument("--json", action="store_true", help="the records as JSON")
     co.add_argument("--refresh", action="store_true", help="check again, ignoring the cache")
+    co.add_argument("--records", action="store_true", help="print the whole records as JSON (this process's "
+                                                           "implementations only)")
     co.set_defaults(func=_cmd_conformance)
     c = sub.add_parser("compare", help="compare run B with run A: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")

@@ -222,6 +222,31 @@ def table(specs=(), *, refresh: bool = False, programs=()) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def liboqs_records(algorithms, build="default") -> dict[str, dict]:
+    """{algorithm: record} of liboqs `build`'s implementation of each of `algorithms` (liboqs names): what a program
+    that links that very library (the native C runner) inherits.  Checked here where this process loaded that
+    build, else in a worker that loads it."""
+    from . import builds
+    from .algorithms import get
+    from .liboqs_loader import given_builds, liboqs_info
+
+    build = builds.parse(build, given_builds())
+    if build.id == liboqs_info()["build"]:
+        return {a: {k: v for k, v in check(get(a, "liboqs")).items() if k != "cached"} for a in algorithms}
+    import subprocess
+    import sys
+
+    from .errors import LiboqsNotFound
+    from .liboqs_loader import build_environment
+
+    proc = subprocess.run([sys.executable, "-m", "pqlab", "conformance", *[f"{a}@liboqs" for a in algorithms],
+                           "--records"], env=build_environment(build), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LiboqsNotFound(f"the conformance check in {build.id} failed: "
+                             + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+    return {r["algorithm"]: r for r in json.loads(proc.stdout)}
+
+
 def _elsewhere(names: list[str], build, refresh: bool) -> list[dict]:
     """:func:`table` of `names` in a worker process that loads liboqs `build`."""
     import subprocess

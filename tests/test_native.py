@@ -128,6 +128,9 @@ def test_native_run_records_a_run(runner, tmp_path):
     assert list(m["operation"]) == ["keygen", "sign", "verify"] and m["verified"].all()
     assert (m["started_at"] == back.meta["started_at"]).all() and (m["backend"] == "native").all()
     assert set(m["kind"]) == {"sig"} and set(m["family"]) == {"lattice"}
+    # the runner links the default build's liboqs: its rows carry that library's record (pqlab.conformance)
+    record = back.meta["conformance"]["ML-DSA-44@native"]
+    assert record["status"] == "non-conforming" and record["liboqs"]["build"] == "liboqs-0.13.0"
     assert list(m["message_bytes"].astype("float")[1:]) == [1000, 1000]
     assert len(back.samples) == m["samples"].sum()
     # in rounds, each a fresh runner process: the estimate and its interval are over rounds, as bench's

@@ -309,9 +309,14 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
                   **(params or {})}
     libraries = set()
     results: dict[str, list] = {name: [] for name in algorithms}
+    from ..conformance import liboqs_records
+
+    # the runner links that build's liboqs: its rows carry that library's conformance records (pqlab.conformance)
+    records = {f"{a}@{BACKEND}": r for a, r in liboqs_records(algorithms, build).items()}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
                      save=save, liboqs=False, meta={"native": {"build": build, "fixed_message": fixed_message},
-                                                    "rounds": [], "isolation": "process"}) as rec:
+                                                    "rounds": [], "isolation": "process",
+                                                    "conformance": records}) as rec:
         for r in range(rounds):
             before, start = noise.snapshot(), noise.reference_times()
             order = list(algorithms)
