@@ -498,6 +498,9 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     prov = provenance(runs)
     base = paths.TABLES / topic / name
     # every row that shows a time says what its implementation passed: a column in the CSV, a mark in .md/.tex
+    # (the paper table keeps the columns it would have shown: the marks and notes carry the verdicts there)
+    if columns is None and not df.empty:
+        columns = [c for c in df.columns if c not in formatting.INTERNAL and c != formatting.FLAGS_COLUMN]
     df, failing = conformance.with_conformance(df, runs)
     notes = [*notes, *failing]
     if show_flags is not None:
@@ -586,7 +589,9 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
         lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
                      + (": not measured" if missing else ""))
-        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text).replace(" ", "~")
+        # a number with its unit stays on one line; a sentence (a caveat) breaks where LaTeX likes
+        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text) if text.count(" ") > 3 \
+            else latex(text).replace(" ", "~")
         lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
         if missing:
             unmeasured.append(key)

@@ -497,3 +497,12 @@ def failures(rows: pd.DataFrame) -> dict[str, str]:
     return {f"{impl}/{alg}": f"failed {len(g)} Wycheproof vector(s) ({kinds_text(g)}), e.g. {g.iloc[0]['file']} "
             f"#{g.iloc[0]['vector']}{': ' + g.iloc[0]['detail'] if g.iloc[0]['detail'] else ''}"
             for (impl, alg), g in bad.groupby(["implementation", "algorithm"])}
+
+
+def summary_notes(summary_table: pd.DataFrame) -> list[str]:
+    """The notes under a paper table of :func:`summary` whose columns leave the long texts out: the files each
+    algorithm's vectors came from, and one line per implementation and algorithm that failed a vector, naming the
+    kinds."""
+    files = summary_table.groupby("algorithm", sort=False)["files"].first()
+    return ([f"{alg}: {f}." for alg, f in files.items() if f]
+            + [f"{r.implementation} {r.algorithm}: {r.failed_kinds}." for r in summary_table.itertuples() if r.failed])
