@@ -555,6 +555,9 @@ def format_number(value) -> str:
     return formatting._sig(x)
 
 
+#: a quoted text longer than this is a sentence, which LaTeX may break between words (save_numbers); a shorter one
+#: (a number with its unit and interval) stays on one line
+SENTENCE_CHARS = 60
 #: what a text shows for a number its run did not give (save_numbers)
 NOT_MEASURED = "not measured"
 
@@ -590,7 +593,7 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
                      + (": not measured" if missing else ""))
         # a number with its unit stays on one line; a sentence (a caveat) breaks where LaTeX likes
-        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text) if text.count(" ") > 3 \
+        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text) if len(text) > SENTENCE_CHARS \
             else latex(text).replace(" ", "~")
         lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
         if missing:
