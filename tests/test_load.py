@@ -81,3 +81,11 @@ def test_a_busy_rows_flag_says_how_much_other_work_ran_and_how_much_of_it_on_the
     assert noise.describe_busy(records) == ", other work 1.10 cores, 0.04 on the measuring CPU"
     assert noise.describe_busy([{"others_cores": 0.5}]) == ", other work 0.50 cores"
     assert noise.describe_busy([{}]) == ""
+
+
+def test_the_screen_is_calibrated_by_its_false_positive_rate_under_the_asked_load():
+    text = calibration.screen_false_positives(2, 100, load="spin")
+    assert text.startswith("2 screens of ML-KEM-768 decapsulation (liboqs, `valid` labelled twice, 100 blocks each)")
+    assert "one process spinning one core" in text and " gave no verdict" in text
+    if "no false-positive rate can be given" not in text:  # every screen without a free core: none to count
+        assert "with a verdict found a difference" in text and "95 % interval" in text and "against alpha 0.01" in text
