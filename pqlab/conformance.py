@@ -233,30 +233,24 @@ def liboqs_records(algorithms, build="default") -> dict[str, dict]:
     build = builds.parse(build, given_builds())
     if build.id == liboqs_info()["build"]:
         return {a: {k: v for k, v in check(get(a, "liboqs")).items() if k != "cached"} for a in algorithms}
-    import subprocess
-    import sys
-
-    from .errors import LiboqsNotFound
-    from .liboqs_loader import build_environment
-
-    proc = subprocess.run([sys.executable, "-m", "pqlab", "conformance", *[f"{a}@liboqs" for a in algorithms],
-                           "--records"], env=build_environment(build), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise LiboqsNotFound(f"the conformance check in {build.id} failed: "
-                             + (proc.stderr.strip().splitlines() or ["no output"])[-1])
-    return {r["algorithm"]: r for r in json.loads(proc.stdout)}
+    return {r["algorithm"]: r for r in _in_worker([f"{a}@liboqs" for a in algorithms], "--records", build=build)}
 
 
 def _elsewhere(names: list[str], build, refresh: bool) -> list[dict]:
     """:func:`table` of `names` in a worker process that loads liboqs `build`."""
+    return _in_worker(names, "--json", *(["--refresh"] if refresh else []), build=build)
+
+
+def _in_worker(names: list[str], *options: str, build) -> list:
+    """``python -m pqlab conformance NAMES OPTIONS`` in a worker process that loads liboqs `build`: its JSON."""
     import subprocess
     import sys
 
     from .errors import LiboqsNotFound
     from .liboqs_loader import build_environment
 
-    cmd = [sys.executable, "-m", "pqlab", "conformance", *names, "--json"] + (["--refresh"] if refresh else [])
-    proc = subprocess.run(cmd, env=build_environment(build), capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pqlab", "conformance", *names, *options],
+                          env=build_environment(build), capture_output=True, text=True)
     if proc.returncode != 0:
         raise LiboqsNotFound(f"the conformance check in {build.id} failed: "
                              + (proc.stderr.strip().splitlines() or ["no output"])[-1])
