@@ -31,10 +31,10 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
-CORE := $(filter-out pqlab/studies/% pqlab/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
-LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs_build.py
+CORE := $(filter-out pqlab/studies/% pqlab/publish/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
+LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/core/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs/build.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
-# The portable liboqs build and the older liboqs releases (pqlab.builds): not part of setup, built on first
+# The portable liboqs build and the older liboqs releases (pqlab.core.builds): not part of setup, built on first
 # need by what uses them (notebook 04, the tests); here as prerequisites so that their build is not inside a run.
 GENERIC := $(STAMP)-liboqs-generic
 RELEASES := $(STAMP)-liboqs-releases
@@ -62,33 +62,33 @@ $(STAMP)-python: pyproject.toml requirements.lock
 	touch $@
 
 # liboqs: one already loadable is used; else pqlab's CMake build of the oqs-sys crate's sources,
-# compiled once per machine into ~/.cache/pqlab/liboqs (pqlab/liboqs_build.py) and copied from there.
+# compiled once per machine into ~/.cache/pqlab/liboqs (pqlab/liboqs/build.py) and copied from there.
 # It builds on Linux only (README.md, "The CI matrix"): on macOS setup stops with the reason.
 $(STAMP)-liboqs: $(STAMP)-python $(LIBOQS_SRC)
-	@if [ "$$(uname -s)" = Darwin ]; then echo "error: native/ builds liboqs on Linux only: pqlab/liboqs_build.py links with GNU ld options (--whole-archive, --version-script, -soname) that Apple's linker lacks, and pqlab.liboqs_loader expects liboqs.so and reads /proc/self/maps (README.md, 'The CI matrix')" >&2; exit 1; fi
-	$(PY) -m pqlab.provision liboqs default
+	@if [ "$$(uname -s)" = Darwin ]; then echo "error: native/ builds liboqs on Linux only: pqlab/liboqs/build.py links with GNU ld options (--whole-archive, --version-script, -soname) that Apple's linker lacks, and pqlab.liboqs.loader expects liboqs.so and reads /proc/self/maps (README.md, 'The CI matrix')" >&2; exit 1; fi
+	$(PY) -m pqlab.app.provision liboqs default
 	touch $@
 
 $(GENERIC): $(STAMP)-python $(LIBOQS_SRC)
-	$(PY) -m pqlab.provision liboqs generic
+	$(PY) -m pqlab.app.provision liboqs generic
 	touch $@
 
 $(RELEASES): $(STAMP)-python $(LIBOQS_SRC) $(wildcard native/liboqs/*/Cargo.lock)
-	$(PY) -m pqlab.provision liboqs releases
+	$(PY) -m pqlab.app.provision liboqs releases
 	touch $@
 
 # The kernel, and git's nbstripout filter (.gitattributes): a notebook run and saved in JupyterLab is stored
 # without outputs (make lab configures the filter again, in case this checkout's .git/config lost it).
 $(STAMP)-kernel: $(STAMP)-python
 	$(PY) -m ipykernel install --sys-prefix --name pqlab --display-name "Python (pqlab)" >/dev/null
-	$(PY) -m pqlab.provision notebook-filter
+	$(PY) -m pqlab.app.provision notebook-filter
 	touch $@
 
 # Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
 # Bouncy Castle runner (when a JDK is there) and valgrind (for notebook 03; installed where
 # apt-get can). Each says what it skipped.
-$(STAMP)-runners: $(STAMP)-liboqs pqlab/tsc.c pqlab/tsc.h pqlab/reference_loops.c $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
-	$(PY) -m pqlab.provision runners
+$(STAMP)-runners: $(STAMP)-liboqs pqlab/measure/tsc.c pqlab/measure/tsc.h pqlab/measure/reference_loops.c $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
+	$(PY) -m pqlab.app.provision runners
 	touch $@
 
 # Notebook 06's TLS runner (OpenSSL 3.6 from crates.io, a few minutes' build): built on first use by the
@@ -102,16 +102,16 @@ lab: $(SETUP) ## Start JupyterLab on the checkout (or LAB_DIR), pqlab kernel; sa
 
 reproduce: $(EXECUTED) ## Execute every notebook (PROFILE=full|quick), regenerate its figures and tables, print the times, write the report
 	@echo "executed notebooks: build/$(PROFILE)/; figures: $(EXPORTS)/figures/; tables: $(EXPORTS)/data/tables/"
-	@$(PY) -m pqlab.durations build/$(PROFILE)
-	@$(PY) -m pqlab.report build/$(PROFILE) --exports $(EXPORTS)
+	@$(PY) -m pqlab.publish.durations build/$(PROFILE)
+	@$(PY) -m pqlab.publish.report build/$(PROFILE) --exports $(EXPORTS)
 
 # The executed notebooks as static HTML pages with an index (run context, exports): nbconvert, nothing executed,
-# opened or served; the folder works copied elsewhere (pqlab/report.py).
+# opened or served; the folder works copied elsewhere (pqlab/publish/report.py).
 report: $(STAMP)-python ## Render build/PROFILE/*.ipynb as executed (PROFILE=full|quick) and the exports to build/PROFILE/report/index.html
-	$(PY) -m pqlab.report build/$(PROFILE) --exports $(EXPORTS)
+	$(PY) -m pqlab.publish.report build/$(PROFILE) --exports $(EXPORTS)
 
 paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing them first where missing or stale) into build/paper/pqlab.pdf
-	@$(PY) -m pqlab.provision latex
+	@$(PY) -m pqlab.app.provision latex
 	$(PY) -m pqlab paper --profile $(PROFILE)
 
 build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
@@ -124,10 +124,10 @@ build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
 build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
 # notebook 08 builds the programs of native/impls on first use (pqlab.runners.impls), not make
-build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqlab/runners/impls.py pqlab/crosscheck.py \
-    pqlab/vectors.py $(wildcard native/impls/PROTOCOL.md)
+build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqlab/runners/impls.py pqlab/checks/crosscheck.py \
+    pqlab/checks/vectors.py $(wildcard native/impls/PROTOCOL.md)
 # notebook 09 builds the programs of native/leakage on first use (pqlab.runners.leakage), not make
-build/$(PROFILE)/09_timing_leakage.ipynb: pqlab/studies/timing_leakage.py pqlab/leakage.py pqlab/runners/leakage.py \
+build/$(PROFILE)/09_timing_leakage.ipynb: pqlab/studies/timing_leakage.py pqlab/checks/leakage.py pqlab/runners/leakage.py \
     $(wildcard native/leakage/PROTOCOL.md)
 
 # the conformance caveats and the price of a missing check (issue #42), shared by the notebooks that time liboqs ML-DSA
@@ -141,7 +141,7 @@ build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SE
 	       "$(@D)/failed/$*.ipynb; the runs it saved are in data/results/" >&2; exit 1; }
 
 readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
-	$(PY) -m pqlab.durations --readme
+	$(PY) -m pqlab.publish.durations --readme
 
 lock: ## Refresh requirements.lock (exact versions and hashes, every platform) with uv, from pyproject.toml
 	@test -x $(UV) || { echo "error: $(UV) is missing: run make setup first" >&2; exit 1; }
@@ -160,7 +160,7 @@ test-unit: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 
 TEST_OUTPUT ?= build/test-output
 # README's recipe (notebooks/own_comparison.ipynb) runs under nbval too, into its own folder as a user's notebook
-# would (RECIPE= leaves it out); test-paper compiles its exports in a two-column document (tests/test_recipe.py).
+# would (RECIPE= leaves it out); test-paper compiles its exports in a two-column document (tests/publish/test_recipe.py).
 RECIPE ?= build/nbval-recipe/own_comparison.ipynb
 RECIPE_OUTPUT ?= build/test-recipe
 NBVAL_RUN = $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
@@ -175,14 +175,14 @@ test-notebooks: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 # document (after it in `make test`).
 test-paper: $(SETUP)
 	PQLAB_PAPER_FROM=$(CURDIR)/$(TEST_OUTPUT) PQLAB_RECIPE_FROM=$(CURDIR)/$(RECIPE_OUTPUT) \
-	    $(PY) -m pytest tests/test_paper.py tests/test_recipe.py -k quick_exports -p no:cacheprovider
+	    $(PY) -m pytest tests/publish/test_paper.py tests/publish/test_recipe.py -k quick_exports -p no:cacheprovider
 
 # The browser tests alone (they also run in test-unit): the report's pages, and notebook 01 run and saved in
-# `make lab` with git status clean after (tests/test_lab_browser.py). Debian's chromium, installed where apt-get
+# `make lab` with git status clean after (tests/app/test_lab_browser.py). Debian's chromium, installed where apt-get
 # can, driven by Playwright; a missing browser fails them here instead of skipping them.
 test-report: $(SETUP)
-	$(PY) -m pqlab.provision browser
-	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/test_report.py tests/test_lab_browser.py -p no:cacheprovider
+	$(PY) -m pqlab.app.provision browser
+	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/publish/test_report.py tests/app/test_lab_browser.py -p no:cacheprovider
 
 # A machine without a JDK and without valgrind, forced on this one (after `make test`): notebooks 01 and 03
 # under nbval with java, javac and valgrind missing from PATH (tests/path_without.py), over a copy of the

@@ -6,7 +6,7 @@
  * bool OQS_SIG_supports_ctx_str(const char *alg_name), as liboqs >= 0.14 defines it: true when
  * the named signature scheme accepts a context string.  liboqs 0.12 and 0.13 record the same
  * fact in the sig_with_ctx_support field of their OQS_SIG objects; liboqs 0.9 has no context
- * strings (and no OQS_VERSION_MINOR), so none is supported.  pqlab.liboqs_build compiles this
+ * strings (and no OQS_VERSION_MINOR), so none is supported.  pqlab.liboqs.build compiles this
  * file and links it into liboqs.so beside the whole static liboqs (native/liboqs.map exports
  * every OQS_* symbol).
  */

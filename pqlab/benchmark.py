@@ -3,18 +3,18 @@
     run = bench(["ML-DSA-44", "Ed25519", "RSA-2048-PSS"], message_bytes=[100], budget_s=0.5,
                 study="01_aes_rsa_sphincs")
 
-Every input is checked before anything is measured (:mod:`pqlab.inputs`: known operations that
+Every input is checked before anything is measured (:mod:`pqlab.core.inputs`: known operations that
 every algorithm has, budgets, sample counts, rounds, message sizes; an algorithm given twice is measured
-once).  The measurement is made of rounds (:mod:`pqlab.rounds`): each round is a fresh worker process that
-measures every operation once, in an order shuffled per round, with :func:`pqlab.timing.measure` (outputs
-checked outside the timer) and records the machine's noise and the reference loops (:mod:`pqlab.noise`).  A
-row's estimate and 95 % interval are over rounds (:func:`pqlab.stats.round_interval`); its quartiles and spread
-are of all its samples (:func:`pqlab.stats.summarize`).  Rows are recorded through
-:class:`pqlab.recorder.RunRecorder`, which saves the plan before the first measurement and checkpoints the run
+once).  The measurement is made of rounds (:mod:`pqlab.runners.rounds`): each round is a fresh worker process that
+measures every operation once, in an order shuffled per round, with :func:`pqlab.measure.timing.measure` (outputs
+checked outside the timer) and records the machine's noise and the reference loops (:mod:`pqlab.measure.noise`).  A
+row's estimate and 95 % interval are over rounds (:func:`pqlab.measure.stats.round_interval`); its quartiles and spread
+are of all its samples (:func:`pqlab.measure.stats.summarize`).  Rows are recorded through
+:class:`pqlab.store.recorder.RunRecorder`, which saves the plan before the first measurement and checkpoints the run
 after every round, so an interrupted or failing run keeps what it measured.  A failure (an exception, a wrong
 output) becomes a row with ``verified=False`` and a ``failed`` flag; the run goes on.  A do-nothing call through
 the same path is measured in every round and its cost stored with every row (``overhead_ns``); sign and encrypt
-get a fresh message every call (:class:`pqlab.algorithms.Trial`), and a no-op fed the same way says what that
+get a fresh message every call (:class:`pqlab.backends.algorithms.Trial`), and a no-op fed the same way says what that
 adds (``meta["harness_feed_ns"]``, :func:`describe_harness`).  In a round every operation and size of an
 algorithm uses one key pair; verify verifies the signature that sign's last checked call made at the same size
 in that round, and the algorithm's sizes row is read from the first round's, so a slow signer (a SPHINCS+ s-set
@@ -25,18 +25,34 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from . import builds, conformance, cycles, flags, inputs, noise, paths
-from .algorithms import Algorithm, Noop, announce_defaults, resolve
-from .errors import BadInput, LiboqsNotFound, UnknownName, shell_command
-from .recorder import RunRecorder, new_run_id, summary_columns
-from .results import Run, load_run
-from .rounds import (
+from pqlab.backends.algorithms import announce_defaults, resolve
+from pqlab.backends.base import Algorithm, Noop
+from pqlab.checks import conformance
+from pqlab.core import builds, flags, inputs, paths
+from pqlab.core.errors import BadInput, LiboqsNotFound, UnknownName, shell_command
+from pqlab.core.formatting import fmt_time_ns
+from pqlab.core.schema import KIND_OPERATIONS
+from pqlab.core.vocabulary import c_loop
+from pqlab.liboqs.loader import build_environment, given_builds, liboqs_info
+from pqlab.measure import cycles, noise
+from pqlab.measure.stats import (
+    MIN_ROUNDS,
+    interval_over_rounds,
+    log_center_se,
+    reference_spread,
+    relative_half_width,
+    summarize,
+    t_quantile,
+)
+from pqlab.measure.timing import TARGET_REL_CI
+from pqlab.runners.rounds import (
     BUDGET_FACTOR,
     MAX_ROUNDS_FACTOR,
     NOOP,
@@ -49,17 +65,8 @@ from .rounds import (
     run_round,
     run_round_in_worker,
 )
-from .schema import KIND_OPERATIONS
-from .stats import (
-    MIN_ROUNDS,
-    interval_over_rounds,
-    log_center_se,
-    reference_spread,
-    relative_half_width,
-    summarize,
-)
-from .timing import TARGET_REL_CI
-from .vocabulary import c_loop
+from pqlab.store.recorder import RunRecorder, new_run_id, summary_columns
+from pqlab.store.results import Run, load_run
 
 #: _rounds_needed's answer where the machine's drift alone exceeds the precision target.
 DRIFT_BOUND = -1
@@ -73,7 +80,6 @@ MESSAGE_BYTES = 100
 
 def describe_harness(run: Run) -> str:
     """What the harness costs per call, from the run's no-op measurements (one sentence, Markdown)."""
-    from .formatting import fmt_time_ns
 
     text = f"Harness cost per call (a do-nothing call through it): {fmt_time_ns(run.meta['harness_overhead_ns'])}"
     if "harness_feed_ns" in run.meta:
@@ -114,7 +120,7 @@ def measurement_row(rec: RunRecorder, algo: Algorithm, operation: str, message_b
 def rounds_row(rec: RunRecorder, algo: Algorithm, operation: str, message_bytes, results: list, overhead_ns,
                target_rel_ci, extra_flags=()) -> dict:
     """One tidy row from an item's rounds (``[(round, ItemRound fields)]``): the estimate and its 95 % interval
-    over rounds (:func:`pqlab.stats.round_interval`), the quartiles, spread and cycles of all samples pooled."""
+    over rounds (:func:`pqlab.measure.stats.round_interval`), the quartiles, spread and cycles of all samples pooled."""
     row = rec.row(algo, operation=operation, message_bytes=message_bytes, overhead_ns=overhead_ns)
     failed = next((r["error"] for _, r in results if r.get("error")), "")
     if failed:
@@ -159,34 +165,34 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
 
     `algorithms`: names ("ML-DSA-44", "ML-DSA-44@cryptography"), (name, backend) or adapters, at least one
     (a single name may be given as a str); one given twice is measured once (with a warning).  A name may ask for
-    a liboqs build, ``ML-DSA-44@liboqs-0.12.0`` (:mod:`pqlab.builds`); all that do must ask for the same one
+    a liboqs build, ``ML-DSA-44@liboqs-0.12.0`` (:mod:`pqlab.core.builds`); all that do must ask for the same one
     (one process loads one liboqs), and where it is not the loaded one the whole run is made by a worker process
     that loads it (:func:`bench_in_worker`), after every name is checked against that release's name list.  A name without a
     backend that several backends implement runs on the preferred one, and bench says which, once per name.
     `study` (and `run_id`) become part of file names: letters, digits, '.', '_' and '-' only
-    (:func:`pqlab.inputs.file_label`).
+    (:func:`pqlab.core.inputs.file_label`).
     `operations`: None or "all" (each algorithm's own), or names every algorithm must have
-    (:func:`pqlab.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
+    (:func:`pqlab.core.inputs.operations`: a typo gets close matches, an algorithm lacking one is named).
     `message_bytes`: one size or a list (whole numbers >= 0); used by sign/verify/encrypt/decrypt only.
-    `rounds`, `max_rounds`: the first stage's rounds (at least :data:`pqlab.stats.MIN_ROUNDS`) and the most an
-    operation gets (default three times `rounds`) (:mod:`pqlab.rounds`: each round a fresh worker process, the operations interleaved in a
+    `rounds`, `max_rounds`: the first stage's rounds (at least :data:`pqlab.measure.stats.MIN_ROUNDS`) and the most an
+    operation gets (default three times `rounds`) (:mod:`pqlab.runners.rounds`: each round a fresh worker process, the operations interleaved in a
     random order; the interval is over rounds).  `budget_s`: most sampling time per operation and size over
     `max_rounds` rounds (each round samples for ``budget_s / max_rounds``; warm-up, keys and checks come on top),
     finite and > 0.  `target_rel_ci`: more rounds than the first stage's are made for an operation until its
     interval is expected to be within this fraction (Stein's rule), at most `max_rounds` (None: `max_rounds`),
-    and only while its time so far stays within ``BUDGET_FACTOR * budget_s`` (:mod:`pqlab.rounds`).
+    and only while its time so far stays within ``BUDGET_FACTOR * budget_s`` (:mod:`pqlab.runners.rounds`).
     `min_samples`: at least this many samples per operation over the first stage (``ceil(min_samples / rounds)``
     per round); `max_samples`: at most this many per round.  `quiet_only`: refuse to start when the machine is busy
-    (:func:`pqlab.noise.quiet_now`).  `isolation`: "process" (each round a fresh worker process; adapters that are
+    (:func:`pqlab.measure.noise.quiet_now`).  `isolation`: "process" (each round a fresh worker process; adapters that are
     not in the registry cannot be rebuilt there and run in this process, flagged ``rounds-in-process``) or
     "in-process" (every round in this process: to show what fresh processes change, e.g. with ``pqlab calibrate
     --isolation in-process``).  `run_id`: new in `folder`.
     Every algorithm's implementation is checked against its known answers and invalid inputs first
-    (:func:`pqlab.conformance.check`, cached per build); one that fails them is refused before anything is measured
+    (:func:`pqlab.checks.conformance.check`, cached per build); one that fails them is refused before anything is measured
     unless `allow_nonconforming` (the run then records that it was asked), and every record goes into the run's
     ``meta["conformance"]``.
     Bad input, or a counter forced with PQLAB_COUNTER that is unavailable here, raises
-    :class:`pqlab.errors.BadInput` before anything is measured.
+    :class:`pqlab.core.errors.BadInput` before anything is measured.
     """
     cycles.counter()
     budget_s = inputs.positive_number(budget_s, "budget_s")
@@ -212,7 +218,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     if quiet_only:
         quiet, why, _ = noise.quiet_now()
         if not quiet:
-            raise BadInput(f"the machine is {why}: wait until it is quiet (pqlab.noise.quiet_now() says when; shell: "
+            raise BadInput(f"the machine is {why}: wait until it is quiet (pqlab.measure.noise.quiet_now() says when; shell: "
                            f"{shell_command('pqlab machine')}), "
                            "or measure anyway without --quiet-only (API: quiet_only=False)")
     in_process = isolation == "in-process" or not all(registered(a) for a in algos)
@@ -344,13 +350,12 @@ def _round_medians(results: list) -> np.ndarray:
 
 def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: float | None,
                    drift: float = 0.0) -> dict[int, int]:
-    """Per item, the rounds Stein's two-stage rule asks for after the first `rounds` (pqlab.rounds): the half-width
+    """Per item, the rounds Stein's two-stage rule asks for after the first `rounds` (pqlab.runners.rounds): the half-width
     ``t sqrt(s0²/N + drift²)`` within ``log(1 + target)``, so ``N = t² s0² / (d² - t² drift²)``, where s0 is the
-    first stage's spread of log round values (the robust one of :func:`pqlab.stats.log_center_se`: the estimate is
-    their median) and `drift` the machine's (:func:`pqlab.stats.machine_spread`).
+    first stage's spread of log round values (the robust one of :func:`pqlab.measure.stats.log_center_se`: the estimate is
+    their median) and `drift` the machine's (:func:`pqlab.measure.stats.machine_spread`).
     Where the machine's drift alone exceeds the target no number of rounds reaches it: the first stage is kept
     (:data:`DRIFT_BOUND`, more rounds would only cost time)."""
-    from .stats import t_quantile
 
     out = {}
     d = math.log1p(target_rel_ci) if target_rel_ci else 0.0
@@ -362,7 +367,7 @@ def _rounds_needed(results: dict, rounds: int, max_rounds: int, target_rel_ci: f
         elif m.size >= 2:
             t = t_quantile(m.size - 1)
             room = d ** 2 - (t * drift) ** 2
-            s0 = log_center_se(m)[1] * math.sqrt(m.size)  # the spread behind the interval's (pqlab.stats)
+            s0 = log_center_se(m)[1] * math.sqrt(m.size)  # the spread behind the interval's (pqlab.measure.stats)
             out[i] = DRIFT_BOUND if room <= 0 else max(rounds, math.ceil((t * s0) ** 2 / room))
         else:
             out[i] = rounds
@@ -448,7 +453,7 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
 
 
 def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, int]:
-    """:func:`pqlab.stats.round_interval` of an item's rounds (``[(round, {"time_ns": [...]})]``), from their
+    """:func:`pqlab.measure.stats.round_interval` of an item's rounds (``[(round, {"time_ns": [...]})]``), from their
     medians directly (a run rewrites its rows after every round), with the machine's drift over those rounds."""
     medians = [(k, float(np.nanmedian(x["time_ns"]))) for k, x in results if len(x.get("time_ns", []))]
     medians = [(k, m) for k, m in medians if m > 0]
@@ -460,7 +465,7 @@ def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, 
 def _asked_build(algorithms: list, operations=None) -> tuple[list, builds.Build | None]:
     """`algorithms` with the liboqs build their names ask for taken off (``X@liboqs-0.12.0`` -> ``X@liboqs``),
     and that build where it is not the one this process loaded (else None).  Names asking for two builds, an
-    unknown build, a name the build's release does not list (:mod:`pqlab.liboqs_names`), or `operations` one of
+    unknown build, a name the build's release does not list (:mod:`pqlab.liboqs.names`), or `operations` one of
     the algorithms lacks are refused here, before a worker starts."""
     out, asked, others = [], {}, []
     for a in algorithms:
@@ -476,8 +481,7 @@ def _asked_build(algorithms: list, operations=None) -> tuple[list, builds.Build 
         raise BadInput(f"these names ask for {len(asked)} liboqs builds ({', '.join(asked)}), and one run measures "
                        "one (a process loads one liboqs): bench each build on its own and compare the runs "
                        f"({shell_command('pqlab compare RUN_A RUN_B')})")
-    from .liboqs_loader import given_builds, liboqs_info
-    from .liboqs_names import RELEASES, missing_in, names
+    from pqlab.liboqs.names import RELEASES, missing_in, names
 
     spec, wanted = next(iter(asked.items()))
     build = builds.parse(spec, given_builds())
@@ -501,7 +505,6 @@ def _bench_elsewhere(algorithms: list, build: builds.Build, save: bool, *, folde
     """:func:`bench_in_worker` for :func:`bench`, into `folder`, or a folder removed afterwards when not `save`."""
     if save:
         return bench_in_worker(algorithms, build=build, folder=folder, **options)
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pqlab-worker-") as scratch:
         return bench_in_worker(algorithms, build=build, folder=scratch, **options)
@@ -514,15 +517,14 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
                     max_rounds: int | None = None, max_samples: int | None = None, quiet_only: bool = False,
                     isolation: str | None = None, run_id: str | None = None, progress: bool = False,
                     allow_nonconforming: bool = False) -> Run:
-    """Run :func:`bench` in a fresh process that loads liboqs `build` (:mod:`pqlab.builds`: ``default``,
-    ``generic``, ``liboqs-0.12.0``..., or a :class:`pqlab.builds.Build`), built first on first need.
+    """Run :func:`bench` in a fresh process that loads liboqs `build` (:mod:`pqlab.core.builds`: ``default``,
+    ``generic``, ``liboqs-0.12.0``..., or a :class:`pqlab.core.builds.Build`), built first on first need.
 
     liboqs-python loads one liboqs per process, so comparing builds needs one process each.
     The worker writes its run to `folder` (default data/results) and this returns it.  `env`: more
     environment variables for the worker (e.g. PQLAB_MACHINE_ID).  `progress`: the worker's progress bar and
     messages go to this process's stderr (a terminal) instead of being kept for an error message.
     """
-    from .liboqs_loader import build_environment
 
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     budget_s = inputs.positive_number(budget_s, "budget_s")

@@ -12,15 +12,15 @@ Per measurement (algorithm, backend, operation, size) and over all of them:
   the intervals are three times too narrow.
 
 The same for paired ratios within a run: every two algorithms of the run that share an operation and size, one
-ratio per round (:func:`pqlab.stats.ratio_ci`), against the ratio of the pooled medians.
+ratio per round (:func:`pqlab.measure.stats.ratio_ci`), against the ratio of the pooled medians.
 
 Runs measured before rounds (schema < 4, or any row with one round) are checked with the interval pqlab gave then,
-the order-statistic interval of the median over all of one process's samples (:func:`pqlab.stats.median_ci`), so
+the order-statistic interval of the median over all of one process's samples (:func:`pqlab.measure.stats.median_ci`), so
 the old method and the new can be compared on the same footing (``method``).
 
 Runs to check are made by :func:`repeat` (``python -m pqlab calibrate``): K separate runs of one benchmark in one of
 :data:`PROFILES`, through pqlab's harness or through notebook 08's programs, quiet or under one of the standard
-loads that :mod:`pqlab.load` starts and stops itself; each run's parameters record the profile and the load.
+loads that :mod:`pqlab.measure.load` starts and stops itself; each run's parameters record the profile and the load.
 """
 from __future__ import annotations
 
@@ -31,9 +31,22 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .formatting import fmt_percent
-from .results import KEY, Run, _keyed, load_run
-from .stats import CONFIDENCE, MIN_ROUNDS, median_ci, ratio_ci, round_interval, t_quantile, with_rounds
+from pqlab.benchmark import bench
+from pqlab.checks import leakage
+from pqlab.core import inputs
+from pqlab.core.formatting import fmt_percent
+from pqlab.measure import load as loads
+from pqlab.measure.stats import (
+    CONFIDENCE,
+    MIN_ROUNDS,
+    median_ci,
+    ratio_ci,
+    round_interval,
+    t_quantile,
+    with_rounds,
+)
+from pqlab.runners import impls
+from pqlab.store.results import KEY, Run, _keyed, load_run
 
 #: Coverage from which `describe` calls the intervals calibrated (a 95 % interval, K runs of sampling error).
 #: An interval that holds the pooled median more often than GOOD_COVERAGE_MAX, or whose spread ratio is below
@@ -205,13 +218,10 @@ def describe(result: dict) -> str:
 def repeat(algorithms: Sequence[str], repeats: int, *, profile: str = "default", load: str = "none",
            programs: Sequence[str] | None = None, folder=None, progress=None, **options) -> list[Run]:
     """`repeats` separate runs of one benchmark of `algorithms` in `profile` (:data:`PROFILES`; `options` override
-    it, as bench's), under the standard `load` (:mod:`pqlab.load`, started before the first run and stopped after
+    it, as bench's), under the standard `load` (:mod:`pqlab.measure.load`, started before the first run and stopped after
     the last); through notebook 08's `programs` (:func:`pqlab.runners.impls.measure`) where given, else through
     :func:`pqlab.benchmark.bench`.  Every input is checked before anything runs; `progress(k, run)` is called
     after each run."""
-    from . import inputs
-    from . import load as loads
-    from .benchmark import bench
 
     profile = inputs.choice(profile, "profile", tuple(PROFILES))
     load = inputs.choice(load, "load", tuple(loads.LOADS))
@@ -219,7 +229,6 @@ def repeat(algorithms: Sequence[str], repeats: int, *, profile: str = "default",
     settings = {**PROFILES[profile], **{k: v for k, v in options.items() if v is not None}}
     params = {"calibration": {"profile": profile, "load": load, "load_is": loads.describe(load)}}
     if programs:
-        from .runners import impls
 
         def one():
             return impls.measure(algorithms, programs=list(programs), budget_s=settings.get("budget_s", 1.0),
@@ -240,12 +249,10 @@ def repeat(algorithms: Sequence[str], repeats: int, *, profile: str = "default",
 def screen_false_positives(runs: int, blocks: int, *, load: str = "none", alpha: float | None = None) -> str:
     """The leakage screen's calibration: its false-positive rate over `runs` screens of one class labelled twice
     (liboqs ML-KEM-768 decapsulation of a valid ciphertext, notebook 09's experiment) of `blocks` blocks each, under
-    the standard `load` (:mod:`pqlab.load`): how many of the screens with a verdict found a difference, with the
+    the standard `load` (:mod:`pqlab.measure.load`): how many of the screens with a verdict found a difference, with the
     exact (Clopper-Pearson) 95 % interval of the rate against alpha, and how many gave no verdict."""
     from scipy.stats import binomtest
 
-    from . import inputs, leakage
-    from . import load as loads
 
     runs, blocks = inputs.count(runs, "runs"), inputs.count(blocks, "blocks", leakage.MIN_BLOCKS)
     alpha = leakage.ALPHA if alpha is None else alpha

@@ -3,13 +3,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from pqlab import liboqs_build, machine, paths
+from pqlab.core import paths
+from pqlab.liboqs import build as liboqs_build
+from pqlab.measure import machine
+
+# tests/ mirrors pqlab/ (tests/store/ tests pqlab/store/ ...); a test module that reuses another's helpers imports
+# it by its name (``from test_results import make_run``), wherever the two sit
+sys.path[:0] = [str(d) for d in sorted(Path(__file__).resolve().parent.iterdir())
+                if d.is_dir() and not d.name.startswith((".", "_")) and any(d.glob("test_*.py"))]
 
 #: set by .ci/run, which installs LaTeX and poppler: their absence then fails the tests that need them
 REQUIRE_LATEX = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"
@@ -38,7 +47,7 @@ def generic_liboqs():
 
 def require_tools(*tools: str) -> None:
     """Skip the test when a tool (pdflatex, pdffonts ...) is missing; fail instead under PQLAB_REQUIRE_LATEX=1."""
-    from pqlab.paper import TEX_PACKAGES
+    from pqlab.publish.paper import TEX_PACKAGES
 
     missing = [t for t in tools if not shutil.which(t)]
     if missing:
@@ -55,7 +64,7 @@ def fake_run(run_id: str = "20261123T000000Z-t-abc123"):
 
 @pytest.fixture
 def export_tree(tmp_path, monkeypatch):
-    """The quick profile's export tree in tmp_path/build/quick.  pqlab.paths reads PQLAB_OUTPUT and
+    """The quick profile's export tree in tmp_path/build/quick.  pqlab.core.paths reads PQLAB_OUTPUT and
     PQLAB_PROFILE once, at import, so its folders and profile are patched instead of the variables."""
     root = paths.export_root("quick", tmp_path)
     monkeypatch.setattr(paths, "FIGURES", root / "figures")
@@ -66,7 +75,7 @@ def export_tree(tmp_path, monkeypatch):
 
 def in_rounds(values, run_id: str = "r", rounds: int = 6):
     """Synthetic per-call values labelled with a run and `rounds` rounds (in turn), as Run.sample_values gives the
-    samples of a run measured in rounds: the input of pqlab.stats's intervals."""
+    samples of a run measured in rounds: the input of pqlab.measure.stats's intervals."""
     import numpy as np
     import pandas as pd
 
@@ -101,11 +110,11 @@ def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: f
 def require_browser() -> None:
     """Skip a browser test when chromium or Playwright is missing; fail it instead under PQLAB_REQUIRE_BROWSER=1
     (CI), naming the command that installs the browser."""
-    from pqlab import report
+    from pqlab.publish import report
 
     problem = report.browser_problem()
     if problem:
-        why = f"{problem}: run python -m pqlab.provision browser"
+        why = f"{problem}: run python -m pqlab.app.provision browser"
         if os.environ.get("PQLAB_REQUIRE_BROWSER") == "1":
             pytest.fail(f"{why} (PQLAB_REQUIRE_BROWSER=1)", pytrace=False)
         pytest.skip(why)

@@ -1,11 +1,11 @@
 """Notebooks show tables the way a reader sees them, and say where their files went.
 
-* Every table a notebook shows goes through :func:`pqlab.formatting.table` (issue 29, "Display that behaves"):
+* Every table a notebook shows goes through :func:`pqlab.core.formatting.table` (issue 29, "Display that behaves"):
   no code cell prints a frame as text (``.to_string(``, ``print(df.head(..))``), shows a bare frame as its last
   expression (``df[cols]``, ``df.round(3)``) or hands one to ``display`` raw.
 * The exports cell of each numbered notebook (the last that calls ``export.save_*``) prints
   ``export.written(...)``: where the files actually went, not the checkout's root.
-* :func:`pqlab.export.written` and :class:`pqlab.export.Written`: one folder, several, inside the checkout and
+* :func:`pqlab.publish.export.written` and :class:`pqlab.publish.export.Written`: one folder, several, inside the checkout and
   outside, nothing; a ``Written`` shows itself as that line (repr and IPython's pretty printer) and stays a list.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pqlab import export, formatting, paths
+from pqlab.core import formatting, paths
+from pqlab.publish import export
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -160,7 +161,7 @@ def test_written_shows_itself_as_the_line_and_stays_a_list(tmp_path):
 
 def test_the_studys_published_memory_values_are_shown_exactly_as_published():
     """Notebook 03: one column holds values in several units (ms, bytes), so none may round them."""
-    from pqlab.reference import load_reference
+    from pqlab.core.references import load_reference
     from pqlab.studies import memory_footprint
 
     reference = load_reference(memory_footprint.REFERENCE_TABLE)
@@ -173,7 +174,7 @@ def test_the_studys_published_memory_values_are_shown_exactly_as_published():
 
 def test_round2_recomputed_times_share_one_unit_and_counts_read_as_text():
     """Notebook 04: the published and the recomputed verify time in one unit, so that they compare at a glance."""
-    from pqlab.reference import load_reference
+    from pqlab.core.references import load_reference
     from pqlab.studies import round2_study
 
     recomputed = round2_study.recompute_reference(load_reference(round2_study.REFERENCE_TABLE))
@@ -193,7 +194,7 @@ def test_round2_recomputed_times_share_one_unit_and_counts_read_as_text():
 
 def test_time_power_deviations_keep_three_significant_digits():
     """Notebook 05: deviations well under a percent must not show as 0.0 (the percent kind's one decimal)."""
-    from pqlab.reference import load_reference
+    from pqlab.core.references import load_reference
     from pqlab.studies import energy_pi4_published as pi4
 
     check = pi4.time_power_check(load_reference(pi4.REFERENCE_NAME))
@@ -209,7 +210,7 @@ def test_energies_here_are_a_formatted_table_with_their_unit():
     missing message lengths as a dash, no index tuples and no "nan"."""
     import pandas as pd
 
-    from pqlab.energy import NoPowerSource
+    from pqlab.runners.energy import NoPowerSource
     from pqlab.studies import energy_pi4
 
     ours = pd.DataFrame({"algorithm": ["Ed25519", "Ed25519", "ML-KEM-768", "ML-KEM-768"],

@@ -8,12 +8,13 @@ import time
 
 import pytest
 
-from pqlab import flags
-from pqlab.algorithms import VerificationError, fresh_messages, random_message
+from pqlab.backends.algorithms import random_message
+from pqlab.backends.base import VerificationError, fresh_messages
 from pqlab.backends.cryptography import MLKEM, OpenSSLCipher, RawKeySignature
 from pqlab.benchmark import bench, describe_harness
-from pqlab.formatting import fmt_time_ns
-from pqlab.timing import measure
+from pqlab.core import flags
+from pqlab.core.formatting import fmt_time_ns
+from pqlab.measure.timing import measure
 
 
 class Ed25519(RawKeySignature):
@@ -126,7 +127,7 @@ def test_reliability_verify_and_the_sizes_row_use_what_sign_made_and_nothing_sig
     """Verify at a size verifies the signature that sign's last checked call made there, and the sizes row is
     read from it: outside the sign measurements the signer is never called (a SPHINCS+ s-set signs for about a
     second; the old code signed once more per size for verify and once for the sizes row)."""
-    import pqlab.timing as timing
+    import pqlab.measure.timing as timing
 
     measuring, outside = [], []
     real_measure = timing.measure
@@ -208,7 +209,7 @@ def test_reliability_the_feeding_cost_is_measured_and_said():
 
 
 def test_reliability_a_bound_trial_repeats_one_checked_input():
-    from pqlab.algorithms import VerificationError
+    from pqlab.backends.base import VerificationError
 
     bound = Ed25519().trial("sign", random_message(100, seed=1)).bound()  # energy windows repeat one call
     assert bound.fresh is None

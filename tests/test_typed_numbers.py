@@ -2,11 +2,11 @@
 
 Scanned: every notebook's markdown cells and the string literals of its code cells (the literal-only
 ``parameters`` cell excepted), the string literals of every study module, and the string literals of
-every core module (``pqlab/*.py``, ``pqlab/backends/``, ``pqlab/memory/``): ``describe_*`` text, error
+every core module (``pqlab/*.py``, ``pqlab/backends/``, ``pqlab/runners/memory/``): ``describe_*`` text, error
 and warning messages, printed lines, table headers, flag legends, CLI help, row labels.  Docstrings are
 excepted (they document code, a reader of a notebook never sees them), except a core module's own
 docstring where the module hands ``__doc__`` to the user (printed as usage, or argparse's description:
-``python -m pqlab --help``, ``python -m pqlab.durations``, ``python -m pqlab.provision``).
+``python -m pqlab --help``, ``python -m pqlab.publish.durations``, ``python -m pqlab.app.provision``).
 
 A hit is a digit next to a unit ("41,000-byte", "under 2 minutes", "fewer than 3 rounds"), a spelled-out
 count next to one ("nine KEMs", "under two minutes"), a version after a product name ("liboqs 0.13",
@@ -83,8 +83,8 @@ _FACTOR_CI = re.compile(r"(?<![\w.])\d[\d,.]*×\s?\[([-\d,.]+),\s?([-\d,.]+)\]")
 
 def unresolved_factors(text: str) -> list[str]:
     """Every factor `text` prints as a number with an interval that does not resolve it (wider than
-    :data:`pqlab.formatting.RESOLVED_FACTOR`, or reaching zero): generated text must say "not resolved" instead."""
-    from pqlab.formatting import resolved
+    :data:`pqlab.core.formatting.RESOLVED_FACTOR`, or reaching zero): generated text must say "not resolved" instead."""
+    from pqlab.core.formatting import resolved
 
     return [m.group(0) for m in _FACTOR_CI.finditer(text)
             if not resolved(float(m.group(1).replace(",", "")), float(m.group(2).replace(",", "")))]
@@ -281,10 +281,10 @@ def test_scanner_reads_fstrings_and_skips_docstrings():
 
 
 def test_readme_text_the_code_writes_types_no_numbers():
-    """README's notebook table is rewritten by ``make readme-durations`` (pqlab.durations.render_readme): what the
+    """README's notebook table is rewritten by ``make readme-durations`` (pqlab.publish.durations.render_readme): what the
     code writes there (the time column's header, the times, the line under the table) types no number; with data,
     the cores, dates and times come from build/<profile>/durations.csv."""
-    from pqlab.durations import BEGIN, END, TIME_HEADER, render_readme
+    from pqlab.publish.durations import BEGIN, END, TIME_HEADER, render_readme
 
     region = render_readme((ROOT / "README.md").read_text(), {}).split(BEGIN)[1].split(END)[0]
     lines = region.strip().splitlines()

@@ -6,7 +6,7 @@ import subprocess
 
 import yaml
 
-from pqlab.paths import ROOT
+from pqlab.core.paths import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "atlas.yml"
 

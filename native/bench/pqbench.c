@@ -7,10 +7,10 @@
  *   pqbench --list
  *
  * Each sample times ONE call: CLOCK_MONOTONIC (nanoseconds) and a cycle
- * counter with pqlab's labels (pqlab/cycles.py): "core-cycles" = the
+ * counter with pqlab's labels (pqlab/measure/cycles.py): "core-cycles" = the
  * perf_event_open CPU-cycle counter of this thread, user space only
  * (exclude_kernel, exclude_hv); "tsc" = reference cycles read as pqlab's TSC
- * helper reads them (pqlab/tsc.h: rdtsc on x86-64, cntvct_el0 on aarch64);
+ * helper reads them (pqlab/measure/tsc.h: rdtsc on x86-64, cntvct_el0 on aarch64);
  * "none".  --counter auto takes the first that works, in that order, and
  * "cycles_error" says why the better ones did not; --counter perf|tsc|none
  * forces one, and a forced counter that does not work is a usage error.

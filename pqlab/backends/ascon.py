@@ -6,7 +6,7 @@ of **Ascon v1.2** as submitted to the NIST lightweight-cryptography competition:
 permutations. It is *not* NIST SP 800-232's Ascon-AEAD128, which changed the initial value and
 the byte order, so ciphertexts differ (the Pi 4 study, from January 2026, also named Ascon-128a).
 Its known-answer vectors are those of the Ascon team's ``LWC_AEAD_KAT_128_128.txt`` for
-``ascon128av12`` (tests/test_power.py checks three of them).
+``ascon128av12`` (tests/studies/test_power.py checks three of them).
 
 Every primitive runs in the interpreter, so this measures Python arithmetic, not what Ascon costs
 in C or hardware: say so wherever its numbers appear beside OpenSSL's AES-GCM and ChaCha20-Poly1305.
@@ -17,7 +17,7 @@ import functools
 import os
 from importlib.metadata import version
 
-from ..algorithms import Algorithm, register
+from pqlab.backends.base import Algorithm, register
 
 ALGORITHM = "Ascon-128a"
 KEY_BYTES = NONCE_BYTES = TAG_BYTES = 16

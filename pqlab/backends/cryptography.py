@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 
-from ..algorithms import Algorithm, register
+from pqlab.backends.base import Algorithm, register
 
 #: The raw secret keys cryptography stores: FIPS 204's ML-DSA seed (xi) and FIPS 203's ML-KEM seed (d || z).
 MLDSA_SEED_BYTES, MLKEM_SEED_BYTES = 32, 64
@@ -113,7 +114,6 @@ class RawKeySignature(_OpenSSL):
         super().__init__(name, "sig", family, level, encoding)
 
     def generate(self):
-        import importlib
 
         mod = importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{self.module}")
         sk = getattr(mod, self.cls).generate()
@@ -121,7 +121,6 @@ class RawKeySignature(_OpenSSL):
 
     def from_seed(self, seed: bytes):
         """The secret key from its seed (ML-DSA's 32-byte ξ; Ed25519's and Ed448's raw secret), for known answers."""
-        import importlib
 
         cls = getattr(importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{self.module}"), self.cls)
         return cls.from_seed_bytes(seed) if hasattr(cls, "from_seed_bytes") else cls.from_private_bytes(seed)

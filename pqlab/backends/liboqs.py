@@ -2,25 +2,29 @@
 backend ``liboqs-python`` through liboqs-python, the binding a user calls.
 
 The lean path calls liboqs's C API directly: objects made once (``OQS_KEM_new``), buffers allocated once, foreign
-functions with their argument types set, and a sample's calls made by a C loop (``pqlab/lean_loops.c``) with one
+functions with their argument types set, and a sample's calls made by a C loop (``pqlab/backends/lean_loops.c``) with one
 call from Python per sample, so a microsecond operation is not measured with the binding's cost on top.  The
 ``liboqs-python`` rows are the same library through ``oqs.KeyEncapsulation`` and ``oqs.Signature`` as a user
 writes them; the difference between the two is what the binding costs (``python -m pqlab fidelity``).  Both check
-every output the same way (:class:`pqlab.algorithms.Algorithm`), outside the timed region.
+every output the same way (:class:`pqlab.backends.algorithms.Algorithm`), outside the timed region.
 """
 from __future__ import annotations
 
+import array
 import ctypes
+import dataclasses
 import functools
 import weakref
 from pathlib import Path
 
-from ..algorithms import Algorithm, register
-from ..liboqs_loader import import_oqs
-from ..vocabulary import family_of
+from pqlab.backends.base import Algorithm, Trial, VerificationError, register
+from pqlab.core.errors import warn
+from pqlab.core.vocabulary import family_of
+from pqlab.liboqs.loader import import_oqs, liboqs_info
+from pqlab.measure.cycles import compile_helper, load_helper
 
 LEAN, BINDING = "liboqs", "liboqs-python"
-_SOURCE = Path(__file__).resolve().parent.parent / "lean_loops.c"
+_SOURCE = Path(__file__).with_name("lean_loops.c")
 _LOOPS = ("pqlab_keypair", "pqlab_encaps", "pqlab_decaps", "pqlab_sign", "pqlab_verify", "pqlab_noop",
           "pqlab_decaps_each")
 _P, _B, _N, _L = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_long
@@ -37,7 +41,6 @@ _API = {
 @functools.lru_cache(maxsize=1)
 def _info() -> tuple[str, str, str]:
     """The loaded liboqs: its release, options and build id."""
-    from ..liboqs_loader import liboqs_info
 
     info = liboqs_info()
     return info["liboqs_version"], info["options"], info["build"]
@@ -47,7 +50,6 @@ def _info() -> tuple[str, str, str]:
 def _c() -> tuple[dict, ctypes.CDLL]:
     """liboqs's functions (new foreign-function objects: liboqs-python's own keep their settings) with their
     addresses, and pqlab's compiled loops (built on first use into pqlab's cache, like the TSC helper)."""
-    from ..cycles import compile_helper, load_helper
 
     native = import_oqs().oqs.native()
     api = {}
@@ -71,7 +73,6 @@ def _c() -> tuple[dict, ctypes.CDLL]:
 def lean_noop_trial():
     """The lean path's no-op: a function that does nothing, called in the same C loop (what the path itself
     costs per call: the harness's no-op of the ``liboqs`` rows)."""
-    from ..algorithms import Trial
 
     noop = _c()[1].pqlab_noop
     return Trial(functools.partial(noop, 1), lambda out: None, repeat=noop, output=lambda failures: None)
@@ -96,8 +97,6 @@ def _checked(what: str, value):
     """`value` (a loop's output) where no call failed; the failures counted by the loop raise, outside the timer."""
     def output(failures):
         if failures:
-            from ..algorithms import VerificationError
-
             raise VerificationError(f"{what}: {failures} calls did not return OQS_SUCCESS")
         return value()
     return output
@@ -114,7 +113,7 @@ def _object(kind: str, name: str) -> int:
 
 # ----------------------------------------------------------------------------------------------- the lean path
 # Each operation is an object: ``__call__`` makes one call (warm-up, checks, callers outside the timer) and
-# ``loop(*args)`` gives (repeat, output) for pqlab.timing.measure: `repeat` is the C loop with every argument but
+# ``loop(*args)`` gives (repeat, output) for pqlab.measure.timing.measure: `repeat` is the C loop with every argument but
 # the count bound (a buffer's address, a length), so that a sample costs one ctypes call of plain integers.
 
 
@@ -231,8 +230,7 @@ class _Verify(_Lean):
 
 
 def _with_loop(trial):
-    """`trial` with the C loop of its timed call (:class:`pqlab.algorithms.Trial` ``repeat`` and ``output``)."""
-    import dataclasses
+    """`trial` with the C loop of its timed call (:class:`pqlab.backends.algorithms.Trial` ``repeat`` and ``output``)."""
 
     run = trial.run
     func, args = (run.func, run.args) if isinstance(run, functools.partial) else (run, ())
@@ -363,7 +361,6 @@ def register_all() -> None:
         _c()
         lean = True
     except OSError as exc:
-        from ..errors import warn
 
         warn(f"pqlab's C loop into liboqs cannot be built here ({exc}): liboqs is measured through liboqs-python "
              "only (backend liboqs-python)")
@@ -383,7 +380,6 @@ def decaps_each(name: str, sk: bytes, cts: list[bytes], calls) -> tuple[bytes, l
     (the calls' shared secrets end to end, for the caller to check after the loop; each call's nanoseconds).  The
     timing screen's loop (:mod:`pqlab.runners.leakage`); a call that does not return OQS_SUCCESS raises.  Equal
     ciphertexts share one copy, and each distinct one starts a page of its own (``_PAGE``)."""
-    import array
 
     api, loops = _c()
     obj = _object("KEM", name)

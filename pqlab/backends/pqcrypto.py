@@ -22,8 +22,9 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+from importlib.metadata import distribution, version
 
-from ..algorithms import Algorithm, register
+from pqlab.backends.base import Algorithm, register
 
 #: FIPS 205 parameter sets: (hash, security bits, s|f) -> NIST category
 SLH_DSA_SETS = [(h, bits, v) for h in ("SHA2", "SHAKE") for bits in (128, 192, 256) for v in ("s", "f")]
@@ -34,7 +35,6 @@ ML_KEM_LEVELS = {"512": 1, "768": 3, "1024": 5}
 
 @functools.lru_cache(maxsize=1)
 def package_version() -> str:
-    from importlib.metadata import version
 
     return version("pqcrypto")
 
@@ -47,7 +47,6 @@ SCHEME_WORDS = {"ml_dsa": ("ml-dsa", "mldsa", "dilithium"), "slh_dsa": ("slh-dsa
 @functools.lru_cache(maxsize=1)
 def sbom_components() -> tuple[dict, ...] | None:
     """The components of the installed wheel's CycloneDX SBOM (None when the wheel has none)."""
-    from importlib.metadata import distribution
 
     files = [f for f in (distribution("pqcrypto").files or []) if str(f).endswith(".cyclonedx.json")]
     if not files:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import functools
 from importlib.metadata import version
 
-from ..algorithms import Algorithm, register
-from .pqcrypto import ML_DSA_LEVELS, SLH_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
+from pqlab.backends.base import Algorithm, register
+from pqlab.backends.pqcrypto import ML_DSA_LEVELS, SLH_DSA_LEVELS, SLH_DSA_SETS, slh_dsa_name
 
 #: FIPS 204 Table 2: signature sizes in bytes
 FIPS204_SIGNATURE_BYTES = {"ML-DSA-44": 2420, "ML-DSA-65": 3309, "ML-DSA-87": 4627}

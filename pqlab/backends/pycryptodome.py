@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from ..algorithms import Algorithm, register
+from pqlab.backends.base import Algorithm, register
+from pqlab.backends.cryptography import ecdsa_der_max
 
 #: The AEADs' nonce (drawn at random per message, prepended) and tag (appended).
 NONCE_BYTES, TAG_BYTES = 12, 16
@@ -186,7 +187,6 @@ class DomeECDSA(_Dome):
         return {"public_key_bytes": len(pk.export_key(format="raw")), "secret_key_bytes": 32}
 
     def declared_sizes(self) -> dict:
-        from .cryptography import ecdsa_der_max
 
         return {"signature_max_bytes": ecdsa_der_max(256)}
 

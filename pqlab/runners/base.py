@@ -5,6 +5,9 @@ import json
 import subprocess
 from collections.abc import Sequence
 
+from pqlab.core import flags
+from pqlab.measure import cycles
+
 
 class RunnerError(RuntimeError):
     """A program pqlab runs could not run or failed; the message names the program and what it said."""
@@ -52,12 +55,11 @@ def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) 
 
     `to_rows(result, base)` makes the rows of a result (the rounds' samples merged: the summary of every sample),
     `to_samples(result, run_id=, round_index=)` its sample rows.  The estimate and interval are over rounds
-    (:func:`pqlab.stats.round_interval`, widened by the machine's drift read from the rounds' reference loops), and
-    a row flags the busy rounds of `rec` (a :class:`pqlab.recorder.RunRecorder`)."""
+    (:func:`pqlab.measure.stats.round_interval`, widened by the machine's drift read from the rounds' reference loops), and
+    a row flags the busy rounds of `rec` (a :class:`pqlab.store.recorder.RunRecorder`)."""
     import pandas as pd
 
-    from .. import cycles, flags
-    from ..stats import relative_half_width, round_interval, with_rounds
+    from pqlab.measure.stats import relative_half_width, round_interval, with_rounds
 
     def merged_op(i: int, op: dict) -> dict:
         ops = [r["operations"][i] for _, r in results]

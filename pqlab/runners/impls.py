@@ -20,24 +20,29 @@ import fcntl
 import hashlib
 import json
 import math
+import os
 import random
 import re
 import shutil
 import subprocess
 import time
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .. import cycles, flags, inputs
-from ..errors import UnknownName
-from ..paths import NATIVE
-from ..recorder import RunRecorder, summary_columns
-from ..schema import typed
-from ..stats import summarize
-from .base import RunnerError, call_json, failure, list_document, rows_over_rounds
+from pqlab.core import flags, inputs
+from pqlab.core.errors import UnknownName
+from pqlab.core.paths import NATIVE
+from pqlab.core.schema import KIND_OPERATIONS, typed
+from pqlab.core.vocabulary import family_of
+from pqlab.measure import cycles, noise
+from pqlab.measure.stats import summarize
+from pqlab.runners.base import RunnerError, call_json, failure, list_document, rows_over_rounds
+from pqlab.runners.rounds import ROUNDS
+from pqlab.store.recorder import RunRecorder, summary_columns
 
 IMPLS = NATIVE / "impls"
 #: The protocol version pqlab speaks (PROTOCOL.md).
@@ -90,7 +95,6 @@ class Program:
 
 def _crate_name(folder: Path) -> str:
     """The binary a Cargo folder builds: its package's name ("" for a folder without Cargo.toml)."""
-    import tomllib
 
     manifest = folder / "Cargo.toml"
     return tomllib.loads(manifest.read_text())["package"]["name"] if manifest.exists() else ""
@@ -129,7 +133,6 @@ def program(name: str) -> Program:
 
 def source_hash(folder: Path) -> str:
     """sha256 over a program's sources: every file of its folder outside any build's outputs, names included."""
-    import os
 
     files = []
     for root, dirs, names in os.walk(folder):
@@ -189,7 +192,6 @@ def ensure_built(prog: Program | str) -> Path:
 def locked_versions(prog: Program) -> dict[str, str]:
     """The versions the program's lock files pin: crate, npm package, Maven artifact or PyPI package -> version, and "go" -> the
     Go toolchain's version for the Go program (whose implementation is its standard library)."""
-    import tomllib
 
     folder, found = prog.folder, {}
     if (folder / "Cargo.lock").exists():
@@ -340,7 +342,6 @@ def release_of(version: str, algorithm: str) -> str:
 def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataFrame:
     """One measurement row per operation of a :func:`time_one` document (`base`: the recorder's base columns).
     The backend column is the implementation's id, the implementation column its id and release."""
-    from ..vocabulary import family_of
 
     rows = []
     for op in result["operations"]:
@@ -374,7 +375,6 @@ def samples_from_result(result: dict, *, run_id: str = "", round_index: int | No
 
 def size_row(result: dict) -> dict:
     """The sizes a :func:`time_one` document counted from the bytes, as a sizes row."""
-    from ..vocabulary import family_of
 
     s = result.get("sizes", {})
     return {"algorithm": result["algorithm"], "backend": result["implementation"],
@@ -426,17 +426,15 @@ def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = N
 
     Each round runs every (implementation, algorithm) once, a fresh process each, in an order shuffled per round,
     with ``budget_s / rounds`` of sampling per operation; the estimate and interval are over rounds, as for
-    :func:`pqlab.benchmark.bench` (:mod:`pqlab.rounds`), and each round records the machine's noise and reference
+    :func:`pqlab.benchmark.bench` (:mod:`pqlab.runners.rounds`), and each round records the machine's noise and reference
     loops.  Every input is checked first.  A process that crashes or times out loses that round only (the run's
     ``lost`` metadata says which and why); a failed output check is a row with ``verified`` False.  `excluded`:
     ``{"implementation/algorithm": reason}`` to leave out (a failed cross-check).  Returns the
-    :class:`~pqlab.results.Run`; `programs`: the programs of native/impls to use (default all).  Its metadata names every implementation's release, options, provenance and build,
+    :class:`~pqlab.store.results.Run`; `programs`: the programs of native/impls to use (default all).  Its metadata names every implementation's release, options, provenance and build,
     and what was left out and why (``not_measured``).  `conformance`: a function of the chosen
     ``[(program, implementation, algorithm, kind)]`` giving each one's conformance record keyed
     ``"ALGORITHM@implementation"`` (:func:`pqlab.studies.implementations.program_records`), kept in
     ``meta["conformance"]``: an implementation that fails its vectors is timed and its record says so."""
-    from .. import noise
-    from ..rounds import ROUNDS
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
     rounds = inputs.round_counts(ROUNDS if rounds is None else rounds, ROUNDS if rounds is None else rounds)[0]
@@ -445,7 +443,6 @@ def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = N
     algorithms = inputs.unique(list(algorithms))
     programs = None if programs is None else list(programs)
     chosen, left_out = plan(algorithms, implementations, excluded, programs)
-    from ..schema import KIND_OPERATIONS
 
     about = {name: document for name, document in _LISTS.items() if any(c[0] == name for c in chosen)}
     meta = {"implementations_programs": {name: {

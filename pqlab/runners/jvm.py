@@ -21,21 +21,23 @@ import functools
 import re
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import flags, inputs, integrity
-from ..inputs import precision_target
-from ..paths import NATIVE
-from ..recorder import RunRecorder, summary_columns
-from ..results import Run
-from ..schema import typed
-from ..stats import summarize
-from ..timing import precision_marks
-from ..vocabulary import family_of
-from .base import RunnerError, call_json, failure
+from pqlab.core import flags, inputs, integrity
+from pqlab.core.errors import warn
+from pqlab.core.inputs import precision_target
+from pqlab.core.paths import NATIVE
+from pqlab.core.schema import typed
+from pqlab.core.vocabulary import family_of
+from pqlab.measure.stats import summarize
+from pqlab.measure.timing import precision_marks
+from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.store.recorder import RunRecorder, summary_columns
+from pqlab.store.results import Run
 
 RUNNER_DIR = NATIVE / "bc-runner"
 POM = RUNNER_DIR / "pom.xml"
@@ -142,7 +144,6 @@ def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | 
         bad = _jar_problem(jar)
         if not bad:
             return jar
-        from ..errors import warn
 
         warn(f"the Bouncy Castle runner {jar} {bad}: building it again")
     options = [] if jar == JAR else [f"-Dbouncycastle.version={version}", f"-Dbc.build.dir={jar.parent}"]
@@ -165,7 +166,6 @@ def _jar_problem(jar: Path) -> str:
     sha256 recorded once every member passes its CRC check.  Otherwise what is wrong with it."""
     bad = integrity.problem(jar)
     if bad and integrity.recorded(jar) is None:
-        import zipfile
 
         try:
             with zipfile.ZipFile(jar) as archive:
@@ -193,7 +193,7 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
     ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
     interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
     most sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it;
-    `target_rel_ci`: sampling stops once the median is known to this precision (as :func:`pqlab.timing.measure`;
+    `target_rel_ci`: sampling stops once the median is known to this precision (as :func:`pqlab.measure.timing.measure`;
     None: the whole budget).  `version`: the Bouncy Castle release (default: pom.xml's).
     Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
     """
@@ -293,7 +293,7 @@ def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s
            target_rel_ci: float | None = None) -> Run:
     """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
-    Always returns a :class:`pqlab.results.Run`; ``run.meta["not_run"]`` says what did not run and why: the whole
+    Always returns a :class:`pqlab.store.results.Run`; ``run.meta["not_run"]`` says what did not run and why: the whole
     release (no JDK, switched off, Maven could not provide it: Maven's message; the run then has no rows and is
     not saved) or the algorithms that release does not have ("" when everything ran).
     """

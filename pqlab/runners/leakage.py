@@ -1,5 +1,5 @@
 """The timing screen's programs: one operation timed on several input classes, in the order pqlab draws
-(``native/leakage/PROTOCOL.md``: ``list`` and ``screen``).  :mod:`pqlab.leakage` does the statistics.
+(``native/leakage/PROTOCOL.md``: ``list`` and ``screen``).  :mod:`pqlab.checks.leakage` does the statistics.
 
     python          native/leakage/python/screen.py under pqlab's own interpreter (cryptography, hmac)
     python-leaky    the same program in its own hash-pinned environment of known-leaky releases (python-rsa 4.9,
@@ -14,15 +14,18 @@
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from functools import cache
 
-from ..errors import UnknownName
-from ..paths import NATIVE
-from .base import RunnerError, call_json, failure, list_document
-from .impls import Program, build_record, ensure_built, locked_versions
+from pqlab.backends.liboqs import _info, decaps_each
+from pqlab.core.errors import UnknownName
+from pqlab.core.paths import NATIVE
+from pqlab.liboqs.loader import import_oqs
+from pqlab.runners.base import RunnerError, call_json, failure, list_document
+from pqlab.runners.impls import Program, build_record, ensure_built, locked_versions
 
 LEAKAGE = NATIVE / "leakage"
 PROTOCOL = 1
@@ -122,7 +125,6 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
     """One ``screen`` of `request` (PROTOCOL.md) by program `name`: its document, checked for shape."""
     if name == LIBOQS:
         return _liboqs_screen(request)
-    import json
 
     proc, document = call_json(_command(name) + ["screen"], what=f"the {name} screen program", timeout_s=timeout_s,
                                error=LeakageRunError, stdin=json.dumps(request))
@@ -142,7 +144,6 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
 
 
 def _liboqs_list() -> dict:
-    from ..backends.liboqs import _info
 
     version, options, _ = _info()
     return {"protocol": PROTOCOL, "language": "C", "runtime": f"liboqs {version} ({options} build), pqlab's lean path",
@@ -154,8 +155,6 @@ def _liboqs_list() -> dict:
 
 
 def _liboqs_screen(request: dict) -> dict:
-    from ..backends.liboqs import decaps_each
-    from ..liboqs_loader import import_oqs
 
     entry = target(LIBOQS, request["target"])
     kem = entry["operation"].removesuffix(" decapsulation")

@@ -2,7 +2,7 @@
 
 ``native/bench/pqbench`` (C, built by ``native/bench/Makefile``) calls liboqs directly and
 times one call per sample with ``CLOCK_MONOTONIC`` and the cycle counter pqlab measures with
-(:mod:`pqlab.cycles`: core cycles, TSC reference cycles or none, same labels), checking every
+(:mod:`pqlab.measure.cycles`: core cycles, TSC reference cycles or none, same labels), checking every
 output outside the timed region.  Comparing its medians with
 pqlab's own (``ratio = pqlab / native``) says what pqlab's path adds per operation.
 
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
+import random
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -32,17 +34,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cycles, flags, integrity
-from ..builds import OPTIONS, options_of, parse, prefix
-from ..errors import close_matches, shell_command, warn
-from ..paths import NATIVE
-from ..recorder import RunRecorder, summary_columns
-from ..schema import typed
-from ..stats import summarize
-from .base import RunnerError, call_json, failure, rows_over_rounds
+from pqlab.core import flags, inputs, integrity
+from pqlab.core.builds import OPTIONS, options_of, parse, prefix
+from pqlab.core.errors import UnknownName, close_matches, shell_command, warn
+from pqlab.core.paths import NATIVE
+from pqlab.core.schema import typed
+from pqlab.core.vocabulary import family_of
+from pqlab.measure import cycles, noise
+from pqlab.measure.stats import summarize
+from pqlab.runners.base import RunnerError, call_json, failure, rows_over_rounds
+from pqlab.runners.rounds import ROUNDS
+from pqlab.store.recorder import RunRecorder, summary_columns
 
 BENCH_DIR = NATIVE / "bench"
-#: The backend column of the C runner's rows (pqlab.vocabulary).
+#: The backend column of the C runner's rows (pqlab.core.vocabulary).
 BACKEND = "native"
 #: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
 RUNNER_VERSION = "2"
@@ -78,7 +83,7 @@ def build_native_runner(build: str = "default") -> Path:
     if missing:
         raise LiboqsBuildMissing(
             f"the {build} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.provision liboqs {build}')}`")
+            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.app.provision liboqs {build}')}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "
@@ -157,7 +162,7 @@ def run_native(
 
     `operations` defaults to all of the algorithm's kind (keygen, sign, verify or keygen, encaps,
     decaps).  `budget_s` is wall-clock seconds per operation, checks included; `min_samples` are
-    always taken.  `counter` is a label of :data:`pqlab.cycles.LABELS`; by default the counter
+    always taken.  `counter` is a label of :data:`pqlab.measure.cycles.LABELS`; by default the counter
     this process measures with (PQLAB_COUNTER), so pqlab's and the runner's cycles are the same
     quantity; the runner must report that counter.  Raises :class:`UnknownNativeAlgorithm` (with close matches) for a name this
     liboqs build does not enable, and :class:`NativeRunnerError` when the runner fails, times out,
@@ -216,13 +221,12 @@ def implementation_name(result: dict) -> str:
 def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataFrame:
     """One measurement row per operation of a :func:`run_native` result (`base`: the recorder's base columns).
 
-    Summaries come from :func:`pqlab.stats.summarize`, as for pqlab's own rows (its
+    Summaries come from :func:`pqlab.measure.stats.summarize`, as for pqlab's own rows (its
     instability flags included); ``overhead_ns`` is the runner's empty timing bracket
     (two clock reads and two counter reads), the native counterpart of pqlab's do-nothing call.
     ``cycles_source`` is the runner's counter label (pqlab's vocabulary); samples whose count is
     missing (a perf counter multiplexed away during the call) are flagged ``cycles-dropped``.
     """
-    from ..vocabulary import family_of
 
     rows = []
     for op in result["operations"]:
@@ -271,25 +275,21 @@ def native_samples(result: dict, *, run_id: str = "", round_index: int | None = 
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
                build: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
                fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None,
-               pool: int = 16):
+               pool: int = 16, conformance: dict):
     """Measure `algorithms` with the C runner (every operation of each) in rounds and record them as one run.
 
     Each round runs the C runner once per algorithm, a fresh process each, the algorithms in an order shuffled
     per round, with ``budget_s / rounds`` of sampling and ``ceil(min_samples / rounds)`` samples at least; the
-    estimate and its interval are over rounds, as for :func:`pqlab.benchmark.bench` (:mod:`pqlab.rounds`), and each
-    round records the machine's noise and reference loops (:mod:`pqlab.noise`).  Every input is checked first
+    estimate and its interval are over rounds, as for :func:`pqlab.benchmark.bench` (:mod:`pqlab.runners.rounds`), and each
+    round records the machine's noise and reference loops (:mod:`pqlab.measure.noise`).  Every input is checked first
     (names this liboqs build enables, with close matches; budget, sample count, rounds and message size; a name
     given twice is measured once).  A failed output check is a row with ``verified`` False and a ``failed`` flag,
     never an exception.  `pool`: the pre-made signatures / ciphertexts verify and decaps cycle through (1: one,
     verified or decapsulated again and again, as pqlab's own verify and decaps do, so the two harnesses time the
-    same input and cache state).  Raises :class:`NativeRunnerError` if the runner did not load the `build`
-    build."""
-    import math
-    import random
+    same input and cache state).  `conformance`: the known-answer records of that build's liboqs by algorithm
+    (:func:`pqlab.checks.conformance.liboqs_records`), carried by the run.  Raises :class:`NativeRunnerError` if
+    the runner did not load the `build` build."""
 
-    from .. import inputs, noise
-    from ..errors import UnknownName
-    from ..rounds import ROUNDS
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
@@ -309,10 +309,9 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
                   **(params or {})}
     libraries = set()
     results: dict[str, list] = {name: [] for name in algorithms}
-    from ..conformance import liboqs_records
-
-    # the runner links that build's liboqs: its rows carry that library's conformance records (pqlab.conformance)
-    records = {f"{a}@{BACKEND}": r for a, r in liboqs_records(algorithms, build).items()}
+    # the runner links that build's liboqs: its rows carry that library's conformance records, which the caller
+    # checked (pqlab.checks.conformance.liboqs_records: checks sit above the runners they check through)
+    records = {f"{a}@{BACKEND}": r for a, r in conformance.items() if a in algorithms}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
                      save=save, liboqs=False, meta={"native": {"build": build, "fixed_message": fixed_message},
                                                     "rounds": [], "isolation": "process",

@@ -12,7 +12,7 @@ long it took in ``native/tls-runner/target/build-record.json`` and the binary's 
 
 The runner's numbers have bounds (:data:`MAX_HANDSHAKES`, :data:`MAX_WARMUP`, :data:`MAX_PAYLOAD`; the runner
 has the same ones) and ``pin`` names two CPUs this process may run on: :func:`check_run_options` refuses
-anything else in one line (:class:`~pqlab.errors.BadInput`) before anything runs.  A run reports the pinning
+anything else in one line (:class:`~pqlab.core.errors.BadInput`) before anything runs.  A run reports the pinning
 the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back after pinning.
 
     build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "sigalgs": [...]}
@@ -40,13 +40,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import integrity, paths
-from ..errors import BadInput, UnknownName, warn
-from ..files import atomic_write_text
-from .base import RunnerError, call_json, failure
+from pqlab.core import flags, integrity, paths
+from pqlab.core.errors import BadInput, UnknownName, warn
+from pqlab.core.files import atomic_write_text
+from pqlab.core.inputs import count
+from pqlab.core.schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
+from pqlab.measure import noise
+from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.store.recorder import RunRecorder, summary_columns
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
-#: The backend column of a handshake run's rows (pqlab.vocabulary).
+#: The backend column of a handshake run's rows (pqlab.core.vocabulary).
 BACKEND = "openssl-tls"
 TARGET_DIR = RUNNER_DIR / "target"
 BINARY = TARGET_DIR / "release" / "tls-runner"
@@ -204,7 +208,7 @@ def capabilities() -> dict:
 
 
 def resolve_group(name: str, groups: Iterable[str] | None = None) -> str:
-    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
+    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.core.errors.UnknownName` (one line) otherwise."""
     groups = list(groups if groups is not None else capabilities()["groups"])
     by_lower = {g.lower(): g for g in groups}
     candidate = GROUPS.get(name, name)
@@ -222,7 +226,7 @@ def display_group(name: str) -> str:
 
 
 def check_signature(name: str, sigalgs: Iterable[str] | None = None) -> str:
-    """`name` if pqlab builds chains for it; :class:`pqlab.errors.UnknownName` (one line) otherwise."""
+    """`name` if pqlab builds chains for it; :class:`pqlab.core.errors.UnknownName` (one line) otherwise."""
     if name in SIGNATURES:
         return name
     schemes = sigalgs if sigalgs is not None else capabilities()["sigalgs"]
@@ -398,7 +402,6 @@ def check_pin(pin: str | None) -> str | None:
 
 def check_run_options(handshakes, warmup, payload=64, pin: str | None = None) -> tuple[int, int, int, str | None]:
     """(handshakes, warmup, payload, pin) within the runner's bounds, checked before anything runs."""
-    from ..inputs import count
 
     return (count(handshakes, "handshakes", 1, MAX_HANDSHAKES), count(warmup, "warmup", 0, MAX_WARMUP),
             count(payload, "payload", 1, MAX_PAYLOAD), check_pin(default_pin() if pin == "auto" else pin))
@@ -490,16 +493,14 @@ def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
 
 def _window() -> dict:
     """The start of one configuration's measurement window (:func:`window_noise`)."""
-    from .. import noise
 
     return noise.snapshot()
 
 
 def window_noise(start: dict) -> dict:
-    """What the machine did while one configuration ran (:func:`pqlab.noise.round_noise`: the runner, a finished
+    """What the machine did while one configuration ran (:func:`pqlab.measure.noise.round_noise`: the runner, a finished
     child of this process, counts as this process's own CPU, not another's), and whether that was busy
-    (:func:`pqlab.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
-    from .. import noise
+    (:func:`pqlab.measure.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
 
     record = noise.round_noise(start, noise.snapshot())
     record["busy"] = noise.busy_reason(record)
@@ -518,10 +519,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     breakdown of each configuration's first measured handshake; ``meta["tls"]["noise"]`` what the machine did
     while each configuration ran (:func:`window_noise`), and a busy one's row carries the flag ``busy``.
     """
-    from .. import flags
-    from ..recorder import RunRecorder, summary_columns
-    from ..schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
-    from ..stats import summarize
+    from pqlab.measure.stats import summarize
 
     check_run_options(handshakes, warmup, pin=pin)
     check_names({c.group for c in configs}, {c.signature for c in configs})

@@ -13,8 +13,8 @@ encodings are the same.  A *system* is one source of times:
 
 Every ratio of ours is a ratio of means (the study's statistic) and, for systems that report medians, also a ratio
 of medians, with an interval over rounds paired by round where both operations were measured in rounds
-(:func:`pqlab.stats.ratio_ci`; a Bouncy Castle run is one JVM process: no interval); a study value divided by ours
-uses :func:`pqlab.stats.ratio_to_published` (interval from our side only).  Every sentence that states a number, a
+(:func:`pqlab.measure.stats.ratio_ci`; a Bouncy Castle run is one JVM process: no interval); a study value divided by ours
+uses :func:`pqlab.measure.stats.ratio_to_published` (interval from our side only).  Every sentence that states a number, a
 version or a machine fact is built here from the data.  The study did not say whether its SPHINCS+ was the simple
 or the robust construction, so its SPHINCS+ row is compared with both.
 """
@@ -26,9 +26,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from .. import flags, plotting
-from ..context import interval_method
-from ..formatting import (
+from pqlab.core import flags
+from pqlab.core.formatting import (
     MISSING,
     Column,
     fmt_bytes,
@@ -38,9 +37,8 @@ from ..formatting import (
     fmt_time_ns,
     is_missing,
 )
-from ..reference import load_reference, reference_source
-from ..results import verified_rows
-from ..stats import (
+from pqlab.core.references import load_reference, reference_source
+from pqlab.measure.stats import (
     CONFIDENCE,
     MIN_ROUNDS,
     MIN_SAMPLES,
@@ -50,7 +48,11 @@ from ..stats import (
     round_values,
     with_rounds,
 )
-from . import conforming
+from pqlab.publish import plotting
+from pqlab.publish.context import interval_method
+from pqlab.runners import jvm
+from pqlab.store.results import verified_rows
+from pqlab.studies import conforming
 
 TOPIC = "01_aes_rsa_sphincs"
 #: our algorithm -> the study's row it is compared with (the study's SPHINCS+ construction is not stated)
@@ -382,7 +384,7 @@ STUDY_OVER_COLUMNS = ["study_row", "construction", "operation", "system", "study
 
 def study_over_ours(values: pd.DataFrame) -> pd.DataFrame:
     """The study's time over ours, like for like only: its printed means over each of our Bouncy Castle cold means
-    (the same statistic), interval from our side (:func:`pqlab.stats.ratio_to_published`; none where our side was
+    (the same statistic), interval from our side (:func:`pqlab.measure.stats.ratio_to_published`; none where our side was
     one process), shown to the study's printed digits, at most three (``study_over_ours_shown``)."""
     study = values[values["kind"] == STUDY].set_index(["study_row", "construction", "operation"])
     rows = []
@@ -446,7 +448,6 @@ def run_bouncycastle(algorithms, *, study_release: bool = True, **kwargs) -> dic
     `study_release`, on the release the study used (read from the reference data).  Returns
     ``{label: run}``; each run's ``meta["not_run"]`` is what did not run and why, as recorded (e.g. Maven's
     message when the registry does not provide the release).  `kwargs` go to :func:`pqlab.runners.jvm.bc_run`."""
-    from ..runners import jvm
 
     out = {CURRENT: jvm.bc_run(algorithms, **kwargs)}
     if study_release:
@@ -483,7 +484,6 @@ def _rows_for(frame: pd.DataFrame, study_row: str, construction: str) -> pd.Data
 def size_columns(table: pd.DataFrame) -> list:
     """The paper table's columns of :func:`size_table`: every size in bytes with its unit in the header, each
     Bouncy Castle release's column included; the encodings stay in the CSV (the text says them)."""
-    from ..formatting import Column
 
     releases = [c for c in table.columns if c.startswith("BC ")]
     return ["study_row", "construction", "key", Column("published", "Published", "size"), Column("ours", "Ours", "size"),

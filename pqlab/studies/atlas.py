@@ -37,13 +37,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import builds, bundle, inputs, machine, paths, plotting
-from ..context import counter_text, frequency_text
-from ..errors import UnknownName
-from ..formatting import Column, fmt_factor_ci, markdown, mpl_text, slug, table
-from ..schema import MESSAGE_OPERATIONS
-from ..stats import CONFIDENCE, combined_ci, ratio_ci
-from . import conforming
+from pqlab.backends.algorithms import get
+from pqlab.benchmark import bench_in_worker
+from pqlab.core import builds, inputs, paths
+from pqlab.core.builds import parse
+from pqlab.core.errors import UnknownName
+from pqlab.core.formatting import Column, fmt_factor_ci, markdown, mpl_text, slug, table
+from pqlab.core.schema import MESSAGE_OPERATIONS
+from pqlab.liboqs.loader import build_environment
+from pqlab.measure import machine
+from pqlab.measure.stats import CONFIDENCE, combined_ci, ratio_ci
+from pqlab.publish import plotting
+from pqlab.publish.context import counter_text, frequency_text
+from pqlab.store import bundle
+from pqlab.store.results import load_run
+from pqlab.studies import conforming
 
 TOPIC = "07_atlas"
 #: one use of an algorithm: the operations whose costs are summed
@@ -71,7 +79,6 @@ PQM4_FASTEST = "Cortex-M4 (pqm4 fastest code, published)"
 
 # --------------------------------------------------------------------------- what is compared
 def _checked(name: str, kind: str, role: str):
-    from ..algorithms import get
 
     algo = get(name)  # an unknown name: UnknownName with close matches
     if algo.kind != kind:
@@ -133,10 +140,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
     """Measure `algorithms` once per liboqs build in `builds`, each in a fresh process under
     :func:`local_identity`, then pack each run into a bundle (``python -m pqlab bundle``).  Every build
     is checked before anything is measured.  Returns ``[{"build", "machine_id", "override", "run_id",
-    "bundle", "run"}]`` (``run``: the :class:`pqlab.results.Run`, its conformance record in its metadata)."""
-    from ..benchmark import bench_in_worker
-    from ..builds import parse
-    from ..liboqs_loader import build_environment
+    "bundle", "run"}]`` (``run``: the :class:`pqlab.store.results.Run`, its conformance record in its metadata)."""
 
     budget_s, min_samples = inputs.positive_number(budget_s, "budget_s"), inputs.count(min_samples, "min_samples")
     for build in builds:
@@ -171,7 +175,7 @@ _PACKED_HERE: set[Path] = set()
 
 
 def merge(bundles, folder: Path | str | None = None) -> list[dict]:
-    """Import bundles into the results store, as ``python -m pqlab merge`` does (:func:`pqlab.bundle.merge_bundles`):
+    """Import bundles into the results store, as ``python -m pqlab merge`` does (:func:`pqlab.store.bundle.merge_bundles`):
     those :func:`measure_local` packed here first, with ``override=True`` (they are this machine's own), then the
     others, without it (a bundle from elsewhere that carries this machine's id is refused)."""
     bundles = list(bundles)
@@ -322,7 +326,6 @@ def _sum_ratio(k: int):
 def _measured_ratio(runs, comp, build: str, message_bytes: int, cache: dict, stat: str):
     """The newest run of the platform that measured every operation of both sides: (row fields, parts, run); parts
     are (samples, numerator count, statistic)."""
-    from ..results import load_run
 
     for _, meta_path, _meta in runs:
         if meta_path not in cache:
@@ -353,7 +356,7 @@ def published_platforms(comps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     implementation of each operation) and their ratios: sums of published values, each labelled with the statistic
     its source states (:func:`published_statistic`), no interval (one number each); classical comparisons stay empty
     (neither publishes a classical baseline)."""
-    from ..reference import load_reference, reference_source
+    from pqlab.core.references import load_reference, reference_source
 
     pi = load_reference("05_energy_pi4")
     setup = load_reference("05_energy_pi4_setup").set_index("parameter")["value"]
@@ -598,7 +601,7 @@ def ratio_table(atlas: Atlas, baseline_kind: str) -> pd.DataFrame:
 
 
 def ratio_view(atlas: Atlas, baseline_kind: str):
-    """:func:`ratio_table` as a reader sees it (:func:`pqlab.formatting.table`): headers as written, and a note on
+    """:func:`ratio_table` as a reader sees it (:func:`pqlab.core.formatting.table`): headers as written, and a note on
     the statistics and intervals."""
     df = ratio_table(atlas, baseline_kind)
     notes = [f"Intervals: {INTERVAL}, where a platform's rounds give one; a published value is a single number "
@@ -607,7 +610,7 @@ def ratio_view(atlas: Atlas, baseline_kind: str):
 
 
 def published_ratio_table(ratios: pd.DataFrame):
-    """Published ratios (:func:`published_platforms`) as a reader sees them (:func:`pqlab.formatting.table`):
+    """Published ratios (:func:`published_platforms`) as a reader sees them (:func:`pqlab.core.formatting.table`):
     deterministic, a checked notebook output."""
     r = ratios[ratios["ratio"].notna()]
     return table(r, ["platform", "comparison", "statistic", "ratio", "source"],
@@ -616,7 +619,7 @@ def published_ratio_table(ratios: pd.DataFrame):
 
 def pqm4_table(comps: pd.DataFrame) -> pd.DataFrame:
     """pqm4's rows for the algorithms of the comparisons: cycles, stack and code size per implementation."""
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     pq = load_reference("07_pqm4")
     names = algorithms_to_measure(comps)

@@ -1,7 +1,7 @@
 """Notebooks 01-05 and 07: what the conformance records of their runs say, and what the missing check costs.
 
 liboqs's default (optimised) ML-DSA verifier of some releases accepts forged signatures that its portable build
-refuses (issue #42; :mod:`pqlab.conformance` keeps the record of every implementation pqlab times).  A notebook that
+refuses (issue #42; :mod:`pqlab.checks.conformance` keeps the record of every implementation pqlab times).  A notebook that
 times such a verifier says so wherever it quotes its times, from the records its runs carry, and, where the
 portable build of the same release conforms, shows both verify times side by side:
 
@@ -20,12 +20,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .. import conformance
-from ..formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
+from pqlab.benchmark import bench_in_worker
+from pqlab.checks import conformance
+from pqlab.core.formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
+from pqlab.measure.stats import ratio_ci
 
 #: the liboqs builds :func:`price_of_check` compares: the one every notebook times, and the portable C one
 DEFAULT, PORTABLE = "default", "generic"
-#: the glyph :func:`pqlab.conformance.caveat` starts each sentence with (a notebook shows it; a paper cannot)
+#: the glyph :func:`pqlab.checks.conformance.caveat` starts each sentence with (a notebook shows it; a paper cannot)
 _GLYPH = "⚠ "
 
 
@@ -38,7 +40,7 @@ def _runs(runs) -> list:
 
 
 def caveat(runs, *, markdown: bool = True) -> str:
-    """:func:`pqlab.conformance.caveat` of each run on its own, each sentence once: runs of two builds of one
+    """:func:`pqlab.checks.conformance.caveat` of each run on its own, each sentence once: runs of two builds of one
     implementation carry two records under one ``NAME@backend`` key, and each run's own is the one about its
     times."""
     sentences = []
@@ -130,8 +132,7 @@ def price_table(runs: dict, algorithms=None, *, message_bytes=None) -> Price:
     """Verify of each liboqs `algorithms` (default: the non-conforming ones of the default build's run) on the
     default build and on the portable one, side by side, from `runs` ({"default": run, "generic": run}, runs that
     measured both): each build's median, its conformance verdict, and portable over default with its interval
-    over rounds (:func:`pqlab.stats.ratio_ci`); and one sentence per algorithm."""
-    from ..stats import ratio_ci
+    over rounds (:func:`pqlab.measure.stats.ratio_ci`); and one sentence per algorithm."""
 
     default, portable = runs.get(DEFAULT), runs.get(PORTABLE)
     if default is None or portable is None:
@@ -173,7 +174,6 @@ def price_of_check(algorithms, *, budget_s: float, rounds: int, max_rounds: int 
     side by side (:func:`price_table`).  `default_run`: a run of the default build that already timed their verify
     at `message_bytes` (the notebook's own), used instead of timing it again.  No algorithm: nothing is measured,
     the sentence says why."""
-    from ..benchmark import bench_in_worker
 
     names = list(dict.fromkeys(algorithms))
     if not names:

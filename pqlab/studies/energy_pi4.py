@@ -2,7 +2,7 @@
 Pi/here ratios and recommendations -- all from data.  The study's own table is checked in
 :mod:`pqlab.studies.energy_pi4_published`; the figures are in :mod:`pqlab.studies.energy_pi4_figures`.
 
-The measurement API (power sources, integration, traces) is :mod:`pqlab.energy`; this module
+The measurement API (power sources, integration, traces) is :mod:`pqlab.runners.energy`; this module
 puts its results, our timings and the Pi 4 study's published table side by side, with every
 energy labelled by its *basis*:
 
@@ -28,20 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import flags
-from ..algorithms import get
-from ..benchmark import describe_harness
-from ..context import context_line
-from ..energy import (
-    MIN_SAMPLE_PERIODS,
-    RAPL,
-    ModelledPower,
-    PowerSource,
-    describe_source,
-    energy_run,
-    read_trace,
-)
-from ..formatting import (
+from pqlab.backends.algorithms import get
+from pqlab.benchmark import describe_harness
+from pqlab.core import flags
+from pqlab.core.formatting import (
     Column,
     fmt_bytes_binary,
     fmt_energy_uj,
@@ -53,12 +43,22 @@ from ..formatting import (
     slug,
     table,
 )
-from ..paths import RAW
-from ..results import verified_rows
-from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
-from ..vocabulary import BACKENDS, CLASSICAL_PUBLIC_KEY
-from . import conforming
-from .energy_pi4_published import (
+from pqlab.core.paths import LIBOQS_PREFIX, RAW
+from pqlab.core.vocabulary import BACKENDS, CLASSICAL_PUBLIC_KEY
+from pqlab.measure.stats import CONFIDENCE, MIN_SAMPLES, ratio_to_published
+from pqlab.publish.context import context_line
+from pqlab.runners.energy import (
+    MIN_SAMPLE_PERIODS,
+    RAPL,
+    ModelledPower,
+    PowerSource,
+    describe_source,
+    energy_run,
+    read_trace,
+)
+from pqlab.store.results import concat_values, verified_rows
+from pqlab.studies import conforming
+from pqlab.studies.energy_pi4_published import (
     effective_power,
     envelope_w,
     reference_long,
@@ -152,7 +152,6 @@ def liboqs_origin(info: dict) -> str:
     """Where the liboqs a run loaded came from, from the path it recorded (``meta["liboqs"]["liboqs_path"]``):
     pqlab's own build (installed by ``make setup`` under ``.venv/liboqs/<build id>/``, CMake over the sources
     of the ``oqs-sys`` crate) or a liboqs pqlab found already loadable (system, conda, OQS_INSTALL_PATH)."""
-    from ..paths import LIBOQS_PREFIX
 
     path = str(info.get("liboqs_path") or "")
     if not path:
@@ -261,7 +260,7 @@ def live_energy_runs(times: pd.DataFrame, source: PowerSource, *, repeats: int =
                      trace_dir: str | Path | None = None, seed: int | None = 0, progress: bool = True,
                      study: str = TOPIC, save: bool = True) -> list:
     """Energy of every row of ``times`` from a live ``source``, measured and recorded as a run by
-    :func:`pqlab.energy.energy_run`: ``[run]``; ``[]`` when there is no live source (nothing is measured)."""
+    :func:`pqlab.runners.energy.energy_run`: ``[run]``; ``[]`` when there is no live source (nothing is measured)."""
     if not source.available:
         return []
     return [energy_run(times, source, repeats=repeats, idle_s=idle_s, study=study, trace_dir=trace_dir, seed=seed,
@@ -375,7 +374,6 @@ def code_here(algorithm: str, backend: str, runs) -> str:
 
 def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_bytes):
     """Our raw per-call times (ms) of one measurement, from whichever run holds them (labelled with their rounds)."""
-    from ..results import concat_values
 
     size = None if pd.isna(message_bytes) else int(message_bytes)
     return concat_values([r.sample_values(algorithm, operation, backend=backend, message_bytes=size) for r in runs]) / 1e6
@@ -383,7 +381,7 @@ def _samples_ms(runs, algorithm: str, backend: str, operation: str, message_byte
 
 def cross_platform(times: pd.DataFrame, reference: pd.DataFrame, runs) -> pd.DataFrame:
     """Pi 4 published time / our median time per (algorithm, operation) both have, largest first, with a
-    interval over rounds from our samples in ``runs`` only (:func:`pqlab.stats.ratio_to_published`: the
+    interval over rounds from our samples in ``runs`` only (:func:`pqlab.measure.stats.ratio_to_published`: the
     published time is one number, of an unstated statistic, with no interval); ``code_here`` names the
     code liboqs ran here (:func:`code_here`). A ratio of 10: ten times longer on the study's Pi 4."""
     ours = times[times["kind"].isin(["kem", "sig"])]

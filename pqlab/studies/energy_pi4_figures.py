@@ -1,13 +1,13 @@
 """Figures of notebook 05 (energy per operation, study 004): every drawing function is
-decorated with :func:`pqlab.plotting.styled` and returns a Figure; the data they draw come from
+decorated with :func:`pqlab.publish.plotting.styled` and returns a Figure; the data they draw come from
 :mod:`pqlab.studies.energy_pi4`."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .. import plotting
-from .energy_pi4 import (
+from pqlab.publish import plotting
+from pqlab.studies.energy_pi4 import (
     KIND_LABEL,
     MEASURED_GROSS,
     MEASURED_NET,
@@ -18,7 +18,13 @@ from .energy_pi4 import (
     sorted_rows,
     use_totals,
 )
-from .energy_pi4_published import PUBLISHED, REPLAY_GROSS, reference_long, registry_meta, setup_value
+from pqlab.studies.energy_pi4_published import (
+    PUBLISHED,
+    REPLAY_GROSS,
+    reference_long,
+    registry_meta,
+    setup_value,
+)
 
 #: The operations' roles, so KEMs and signatures share colours in one chart.
 PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",

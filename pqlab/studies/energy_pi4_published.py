@@ -13,18 +13,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import formatting
-from ..algorithms import get
-from ..energy import MIN_SAMPLE_PERIODS, ReplaySource, trace_from_reference, write_trace
-from ..formatting import Column, fmt_percent, fmt_span, fmt_time_ms, slug
-from ..paths import REFERENCE, ROOT
+from pqlab.backends.algorithms import get
+from pqlab.core import formatting
+from pqlab.core.formatting import Column, fmt_percent, fmt_span, fmt_time_ms, slug
+from pqlab.core.paths import REFERENCE, ROOT
+from pqlab.runners.energy import MIN_SAMPLE_PERIODS, ReplaySource, trace_from_reference, write_trace
 
 #: the study's table in data/reference/
 REFERENCE_NAME = "05_energy_pi4"
 #: energy bases of the study's numbers (the bases of ours are in :mod:`pqlab.studies.energy_pi4`)
 PUBLISHED = "published (gross)"
 REPLAY_GROSS = "replay (gross)"
-#: What the replay is (the study names no statistic for its times: pqlab.energy.RECONSTRUCTED_NOTE says so too)
+#: What the replay is (the study names no statistic for its times: pqlab.runners.energy.RECONSTRUCTED_NOTE says so too)
 REPLAY_NOTE = "reconstructed from the published table, not a measurement"
 
 
@@ -89,7 +89,7 @@ def time_power_check(reference: pd.DataFrame, printed: pd.DataFrame | None = Non
 
 
 def time_power_table(check: pd.DataFrame):
-    """:func:`time_power_check` as a reader sees it (:func:`pqlab.formatting.table`): the deviations and the range
+    """:func:`time_power_check` as a reader sees it (:func:`pqlab.core.formatting.table`): the deviations and the range
     rounding allows in percent with three significant digits (the percent kind's one decimal would show the
     rounding range as 0.0)."""
     pct = [Column(c, label, "number") for c, label in (("deviation_pct", "Deviation (%)"),
@@ -221,7 +221,7 @@ def replay_reference(reference: pd.DataFrame, assumed_idle_w, folder: str | Path
                      gap_s: float = 0.1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Reconstruct step traces from the published times and powers (NOT measurements; the study names no
     statistic for its times, its prose calls its powers mean power) at the lowest and highest
-    assumed idle power, replay them through :class:`pqlab.energy.ReplaySource` and compare:
+    assumed idle power, replay them through :class:`pqlab.runners.energy.ReplaySource` and compare:
     ``(table, traces)``.
 
     ``table``: per assumed idle power and published row, time and power as published, the replayed window

@@ -9,10 +9,10 @@ side by side with one method:
   own language; pqlab's own harness times the Python-reachable ones (liboqs through pqlab's lean C loop and through
   liboqs-python, OpenSSL inside ``cryptography``, the Rust crates inside ``pqcrypto``, pure Python);
 * :func:`check` cross-checks every implementation against every other before anything is timed
-  (:mod:`pqlab.crosscheck`) and runs Wycheproof's vectors through each (:mod:`pqlab.vectors`); :func:`measure` leaves
+  (:mod:`pqlab.checks.crosscheck`) and runs Wycheproof's vectors through each (:mod:`pqlab.checks.vectors`); :func:`measure` leaves
   out only an implementation that disagrees with the others or stops answering, with the reason, and times one
   that fails vectors too: every run records each (implementation, algorithm)'s conformance
-  (``meta["conformance"]``, :mod:`pqlab.conformance`), every row shows it, and no "fastest" claim names a
+  (``meta["conformance"]``, :mod:`pqlab.checks.conformance`), every row shows it, and no "fastest" claim names a
   non-conforming implementation without saying what it fails (:func:`fastest_claims`);
 * :func:`comparison` is the tidy table (one row per algorithm, operation and implementation, with its interval),
   :func:`spread` the fastest over the slowest, :func:`pq_over_classical` the post-quantum / classical ratio per
@@ -31,13 +31,16 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import algorithms as registry
-from .. import conformance, crosscheck, plotting, vectors
-from ..formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
-from ..runners import impls
-from ..schema import KIND_OPERATIONS
-from ..stats import ratio_ci
-from ..vocabulary import LIBRARY_BACKENDS, find
+from pqlab.backends import algorithms as registry
+from pqlab.benchmark import bench
+from pqlab.checks import conformance, crosscheck, vectors
+from pqlab.core.errors import BadInput, UnknownName
+from pqlab.core.formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
+from pqlab.core.schema import KIND_OPERATIONS
+from pqlab.core.vocabulary import LIBRARY_BACKENDS, find
+from pqlab.measure.stats import ratio_ci
+from pqlab.publish import plotting
+from pqlab.runners import impls
 
 TOPIC = "08_implementations"
 #: pqlab's own backends that take part: every library backend of its harness (liboqs-python is liboqs through its
@@ -49,7 +52,7 @@ BASELINES = {"ML-KEM-768": "X25519", "ML-DSA-44": "Ed25519", "ML-DSA-65": "ECDSA
 
 
 def language_of(implementation: str) -> tuple[str, str]:
-    """(the language doing the work, the language of the timed loop) of an implementation (pqlab.vocabulary)."""
+    """(the language doing the work, the language of the timed loop) of an implementation (pqlab.core.vocabulary)."""
     record = find(implementation)
     return (record.language, record.caller) if record else ("", "")
 
@@ -71,7 +74,7 @@ class Checks:
     @property
     def crashed(self) -> dict[str, str]:
         """{"implementation/algorithm": why} for each implementation that stopped answering during its vectors
-        (:func:`pqlab.vectors.run`'s row without a vector)."""
+        (:func:`pqlab.checks.vectors.run`'s row without a vector)."""
         rows = self.kats
         if rows.empty:
             return {}
@@ -98,7 +101,6 @@ def known_names(algorithms: Sequence[str], programs: Iterable[str] | None = None
     """Every implementation name here (the programs' and pqlab's own backends'), after refusing an algorithm no
     implementation has, or a `leave_out` item that is not "ALGORITHM@implementation" of known names, in one line
     with close matches, before anything runs."""
-    from ..errors import BadInput, UnknownName
 
     listed = impls.available(programs)
     entries = [(a["algorithm"], a["implementation"]) for d in listed.values() for a in d["algorithms"]]
@@ -118,8 +120,8 @@ def known_names(algorithms: Sequence[str], programs: Iterable[str] | None = None
 
 def check(algorithms: Sequence[str], programs: Iterable[str] | None = None,
           python: Iterable[str] = PYTHON_BACKENDS, kat_limit: int | None = None) -> Checks:
-    """Every implementation of each algorithm against every other (:func:`pqlab.crosscheck.cross_check`), then
-    Wycheproof's known answers through each that can express them (:func:`pqlab.vectors.run`; `kat_limit`: the first
+    """Every implementation of each algorithm against every other (:func:`pqlab.checks.crosscheck.cross_check`), then
+    Wycheproof's known answers through each that can express them (:func:`pqlab.checks.vectors.run`; `kat_limit`: the first
     vectors of each file only).  liboqs-python is liboqs itself through another path and is not checked twice."""
     python = [b for b in python if b != "liboqs-python"]
     known_names(algorithms, programs)
@@ -145,7 +147,7 @@ def program_records(chosen: Sequence[tuple[str, str, str, str]], rows: pd.DataFr
                     seconds: float = 0.0) -> dict[str, dict]:
     """``{"ALGORITHM@implementation": record}`` for each (program, implementation, algorithm, kind) of `chosen`
     (what :func:`pqlab.runners.impls.measure` times, which keeps these records in its run's metadata):
-    :func:`pqlab.conformance.record_from_rows` over the Wycheproof rows it ran (`rows`, :func:`pqlab.vectors.run`),
+    :func:`pqlab.checks.conformance.record_from_rows` over the Wycheproof rows it ran (`rows`, :func:`pqlab.checks.vectors.run`),
     under its identity (program, release, build, toolchain, options, the operations its API seeds, the vectors'
     source).  `why_missing`: why no vector could run at all (they could not be fetched); `seconds`: how long the
     whole vector run took (one run checks every implementation, so each record carries the total)."""
@@ -170,7 +172,7 @@ def program_records(chosen: Sequence[tuple[str, str, str, str]], rows: pd.DataFr
                  "vectors": source, "seconds_cover": "the vector run of every implementation together"}
         why = why_missing
         if not why and mine["passed"].notna().sum() == 0:
-            why = (f"Wycheproof has no vectors for {alg} (pqlab.vectors.FILES)" if alg not in vectors.FILES
+            why = (f"Wycheproof has no vectors for {alg} (pqlab.checks.vectors.FILES)" if alg not in vectors.FILES
                    else f"none of {alg}'s vectors fit its API (a caller may seed "
                         f"{', '.join(seeded) or 'no operation'}, and give no secret key)")
         out[f"{alg}@{impl}"] = conformance.record_from_rows(mine, ident, seconds, why)
@@ -202,7 +204,6 @@ def measure(algorithms: Sequence[str], checks: Checks, *, budget_s: float, round
     parameters.  An implementation that fails Wycheproof vectors is timed too: the programs' run records each
     one's vectors (`checks.kats`) as its conformance, and bench checks its own backends
     (``allow_nonconforming=True``), so every row says what it passed."""
-    from ..benchmark import bench
 
     leave_out = list(leave_out)
     known_names(algorithms, programs, leave_out)
@@ -233,7 +234,7 @@ def comparison(runs: Sequence) -> pd.DataFrame:
     """One row per (algorithm, operation, implementation) of `runs`' verified measurements: the release, the
     language and the timed loop's language, the median per call with its interval over rounds, each row's rank
     (1: fastest) among the implementations of that algorithm and operation, and its conformance from the run's
-    records (:mod:`pqlab.conformance`): ``status`` (conforms, non-conforming, not checked), ``conformance`` (the
+    records (:mod:`pqlab.checks.conformance`): ``status`` (conforms, non-conforming, not checked), ``conformance`` (the
     verdict: vectors passed, or the failures by kind, or why none ran), ``failures`` (the failure kinds) and the
     ``flags`` a table turns into marks.  A non-conforming implementation keeps its rows."""
     rows = []
@@ -503,7 +504,7 @@ def describe_checks(checks: Checks) -> str:
         covered = [a for a in algorithms if a in vectors.FILES]
         text += (f" Wycheproof has known-answer vectors for {', '.join(covered) or 'none of them'}"
                  + (f" and none for {', '.join(a for a in algorithms if a not in covered)}"
-                    if len(covered) < len(algorithms) else "") + " (pqlab.vectors.FILES).")
+                    if len(covered) < len(algorithms) else "") + " (pqlab.checks.vectors.FILES).")
     dropped = checks.excluded
     text += (" Left out of the timing (disagrees with the others, or stopped answering): "
              + "; ".join(f"{markdown(k)} ({markdown(v)})" for k, v in dropped.items()) + "."

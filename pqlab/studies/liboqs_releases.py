@@ -1,8 +1,8 @@
 """One liboqs name across liboqs releases (notebook 04's last section): what changed between releases.
 
-Each release is its own build (:mod:`pqlab.builds`), built on first need from the crates.io crate that carries
+Each release is its own build (:mod:`pqlab.core.builds`), built on first need from the crates.io crate that carries
 its sources, and measured in its own worker process (one process loads one liboqs).  A name is measured on a
-release only where that release lists it (:mod:`pqlab.liboqs_names`), and two releases are compared on a name
+release only where that release lists it (:mod:`pqlab.liboqs.names`), and two releases are compared on a name
 only where it means the same algorithm in both: ``Kyber768`` (round 3) and ``ML-KEM-768`` (FIPS 203) are two
 algorithms, each compared with itself.
 
@@ -18,10 +18,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .. import builds, inputs, liboqs_names
-from ..benchmark import bench_in_worker
-from ..formatting import fmt_factor_ci, markdown
-from ..results import ALPHA, MIN_FACTOR, Run, compare_runs
+from pqlab.benchmark import bench_in_worker
+from pqlab.core import builds, inputs
+from pqlab.core.formatting import fmt_factor_ci, markdown
+from pqlab.liboqs import names as liboqs_names
+from pqlab.store.results import ALPHA, MIN_FACTOR, Run, compare_runs
 
 
 def plan(names: Sequence[str], build_ids: Sequence[str]) -> pd.DataFrame:
@@ -76,7 +77,7 @@ def timings(runs: dict[str, Run]) -> pd.DataFrame:
 
 def changes(runs: dict[str, Run]) -> pd.DataFrame:
     """Each build against the one before it (runs in release order): per algorithm and operation both measured,
-    newer over older with its interval over rounds and the verdict of :func:`pqlab.results.compare_runs`
+    newer over older with its interval over rounds and the verdict of :func:`pqlab.store.results.compare_runs`
     (the runs differ in their liboqs build by design; names whose meaning changed are refused there)."""
     ids = list(runs)
     parts = []

@@ -1,6 +1,6 @@
 """Notebook 03: how much heap and stack one signature operation needs, beside the Gravity-SPHINCS study.
 
-Tables, figures and generated text from a :func:`pqlab.memory.driver.measure_memory` run (the
+Tables, figures and generated text from a :func:`pqlab.runners.memory.driver.measure_memory` run (the
 method is described there) and a timing run; the study's published figures come from
 ``data/reference/03_memory_gravity_sphincs.csv``.
 """
@@ -12,9 +12,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import flags, formatting, plotting
-from ..formatting import Column, fmt_bytes, fmt_span, is_missing, markdown, slug
-from ..memory.driver import (
+from pqlab.core import flags, formatting
+from pqlab.core.formatting import (
+    Column,
+    fmt_bytes,
+    fmt_factor_ci,
+    fmt_span,
+    fmt_time_ms,
+    is_missing,
+    markdown,
+    slug,
+)
+from pqlab.measure.stats import ratio_to_published
+from pqlab.publish import plotting
+from pqlab.runners.memory.driver import (
     HEAP_MARKER_BYTES,
     SOURCE_MASSIF,
     SOURCE_MASSIF_FIRST_CALL,
@@ -22,8 +33,8 @@ from ..memory.driver import (
     SOURCE_TRACEMALLOC,
     STACK_MARKER_DEPTH,
 )
-from ..memory.worker import SIGNATURE_OPERATIONS
-from . import conforming
+from pqlab.runners.memory.worker import SIGNATURE_OPERATIONS
+from pqlab.studies import conforming
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,7 +167,6 @@ def footprint_columns(footprint: pd.DataFrame, shown: Sequence[str] | None = Non
     """The reader's columns of :func:`footprint_table` (those of `shown` present in it, default all), each header
     saying what it counts: the heap of every caller (the Python binding's objects and buffers included) apart from
     the part native code allocated, the stack, Python objects (tracemalloc), the max-RSS rise."""
-    from ..formatting import Column
 
     names = [c for c in (shown or footprint.columns) if c in footprint]
     return [Column(c, FOOTPRINT_LABELS[c], "time" if c == "time_us" else "size") if c in FOOTPRINT_LABELS else c
@@ -164,7 +174,7 @@ def footprint_columns(footprint: pd.DataFrame, shown: Sequence[str] | None = Non
 
 
 def heap_note(footprint: pd.DataFrame) -> str:
-    """Plain text (a table note, or Markdown): what the memory columns count, from how pqlab.memory measures, and
+    """Plain text (a table note, or Markdown): what the memory columns count, from how pqlab.runners.memory measures, and
     from the data how much of each operation's heap native code allocated."""
     if "heap_bytes" not in footprint or footprint["heap_bytes"].dropna().empty:
         return ("valgrind was not available: Python objects (tracemalloc, Python-level allocations only) and the "
@@ -217,7 +227,6 @@ def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None, width: fl
     with the algorithms along x; in a column, side by side with the algorithms down the side."""
     import matplotlib.pyplot as plt
 
-    from .. import plotting
 
     size = message_bytes if message_bytes is not None else memory["message_bytes"].dropna().min()
     df = memory[memory["message_bytes"].isna() | (memory["message_bytes"] == size)].copy()
@@ -257,7 +266,6 @@ def plot_message_sizes(memory: pd.DataFrame, width: float = plotting.FULL_WIDTH)
     import pandas as pd
     from matplotlib.lines import Line2D
 
-    from .. import plotting
 
     df = memory.dropna(subset=["message_bytes"])
     df = df[df["operation"].isin(["sign", "verify"])]
@@ -306,7 +314,6 @@ def plot_gravity(comparison: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """The study's Gravity-SPHINCS heap beside the heap (all of it, and what code outside the interpreter
     allocated) and stack of the sets of its hash length (log axis), with the study's figure drawn across;
     None when no such set was measured."""
-    from .. import plotting
 
     bars = gravity_bars(comparison)
     if not (comparison["source"] == "measured here").any() or bars.empty:
@@ -370,7 +377,7 @@ def published_table(reference: pd.DataFrame):
 def load_gravity() -> dict:
     """The study's published figures (sphincs-bench block), with units made explicit, and the hash length
     of gravity-rs (``hash_bytes``); None = not published."""
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     ref = load_reference(REFERENCE_TABLE)
     bench = ref[ref["source_block"].str.startswith("sphincs-bench")]
@@ -414,7 +421,6 @@ def compare_gravity(memory: pd.DataFrame, time_run, sizes: pd.DataFrame,
     import numpy as np
     import pandas as pd
 
-    from ..stats import ratio_to_published
 
     g = load_gravity()
     rows = [{"source": "study (published)", "algorithm": g["scheme"], "implementation": g["backend"],
@@ -681,7 +687,6 @@ def describe_findings(memory: pd.DataFrame, sizes: pd.DataFrame | None = None) -
 def describe_gravity(comparison: pd.DataFrame, sizes: pd.DataFrame | None = None) -> str:
     """The study's Gravity-SPHINCS figures beside the SPHINCS+/SLH-DSA sets of the same hash length: what
     each side counts, where they agree, and why not."""
-    from ..formatting import fmt_factor_ci, fmt_time_ms
 
     g = load_gravity()
     ours = comparison[comparison["source"] == "measured here"]

@@ -25,14 +25,24 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import algorithms, flags, plotting, stats
-from ..algorithms import resolve
-from ..formatting import fmt_bytes, fmt_bytes_binary, fmt_factor_ci, fmt_percent, fmt_span, fmt_time_ns
-from ..interop import PURE_BACKEND, round3_equivalent
-from ..results import verified_rows
-from ..stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
-from ..vocabulary import POST_QUANTUM, family_of
-from . import conforming
+from pqlab.backends import algorithms
+from pqlab.backends.algorithms import resolve
+from pqlab.checks.interop import PURE_BACKEND, round3_equivalent
+from pqlab.core import flags
+from pqlab.core.formatting import (
+    fmt_bytes,
+    fmt_bytes_binary,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_span,
+    fmt_time_ns,
+)
+from pqlab.core.vocabulary import POST_QUANTUM, family_of
+from pqlab.measure import stats
+from pqlab.measure.stats import CONFIDENCE, MIN_SAMPLES, ratio_ci, ratio_of_estimates, ratio_to_published
+from pqlab.publish import plotting
+from pqlab.store.results import verified_rows
+from pqlab.studies import conforming
 
 TOPIC = "02_message_scaling"
 MIB = 1 << 20
@@ -66,7 +76,7 @@ def study_lengths(reference: pd.DataFrame | None = None) -> list[int]:
 
 
 def load_study() -> pd.DataFrame:
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     return load_reference(TOPIC)
 
@@ -75,7 +85,7 @@ def load_study() -> pd.DataFrame:
 def sphincs256() -> dict:
     """SPHINCS-256 as study 001 ran it: the params.h constants of the code it cites, the key and signature
     lengths api.h derives from them, and how it was built (``data/reference/02_study_sphincs256``)."""
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     ref = load_reference("02_study_sphincs256")
     c = {k: int(v) for k, v in zip(ref["constant"], ref["value"])}
@@ -454,7 +464,7 @@ def _fci(r) -> str:
 def compare_with_study(df: pd.DataFrame, samples: dict | None = None, reference: pd.DataFrame | None = None,
                        mapping: dict[str, list[str]] | None = None) -> pd.DataFrame:
     """The study's table beside our medians at the same lengths, one row per study label, algorithm, backend,
-    operation and length: ``study_over_ours`` with its interval from our side only (:func:`pqlab.stats.ratio_to_published`).
+    operation and length: ``study_over_ours`` with its interval from our side only (:func:`pqlab.measure.stats.ratio_to_published`).
     `mapping`: study label -> our names ("NAME" or "NAME@backend"); default :func:`study_comparators`."""
     ref = load_study() if reference is None else reference
     mapping = mapping or study_comparators()

@@ -28,9 +28,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from .. import cycles
-from ..cycles import per_call
-from ..formatting import Column, fmt_bytes, fmt_count, fmt_percent, markdown, table
+from pqlab.core.formatting import Column, fmt_bytes, fmt_count, fmt_percent, markdown, table
+from pqlab.measure import cycles
+from pqlab.measure.cycles import per_call
+from pqlab.publish.context import frequency_text
 
 REFERENCE_TABLE = "04_round2_signatures"
 SPHINCS_TABLE = "04_study_sphincs_round2_params"
@@ -99,7 +100,7 @@ RECOMPUTED_COLUMNS = ["row", "family", "scheme", "version", "verify_cycles",
 
 def recomputed_table(recomputed: pd.DataFrame, matching: bool, rows: int | None = None):
     """The study's rows whose published verify time matches the one recomputed from its cycles (`matching`), or
-    those that do not (the first `rows`), as a reader sees them (:func:`pqlab.formatting.table`)."""
+    those that do not (the first `rows`), as a reader sees them (:func:`pqlab.core.formatting.table`)."""
     part = recomputed.loc[recomputed["verify_time_matches"] == matching]
     return table(part if rows is None else part.head(rows), RECOMPUTED_COLUMNS)
 
@@ -200,7 +201,7 @@ def sphincs_round2_sizes() -> pd.DataFrame:
     n (1 + k (a + 1) + h + d len), len = len1 + len2 for w)."""
     import pandas as pd
 
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     ref = load_reference(SPHINCS_TABLE)
     wide = ref.pivot_table(index="parameter_set", columns="constant", values="value", aggfunc="first")
@@ -222,7 +223,7 @@ def dilithium_parameters() -> pd.DataFrame:
     (SEEDBYTES + K N (bits of Q - D) / 8) and the signature length of that revision's code."""
     import pandas as pd
 
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     ref = load_reference(DILITHIUM_TABLE)
     rows = []
@@ -336,7 +337,6 @@ def describe_pairing(ref: pd.DataFrame, ancestors: pd.DataFrame, same_cost: floa
 def describe_caveats(ref: pd.DataFrame, runs) -> str:
     """One sentence per caveat that applies to comparing our cycles with the study's, as a Markdown list:
     what the study's provenance leaves open and what our runs' metadata says about the machine."""
-    from ..context import frequency_text
 
     src = ref.attrs.get("source", {})
     metas = [r.meta for r in runs if r is not None]

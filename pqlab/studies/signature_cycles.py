@@ -20,7 +20,7 @@ cycles.  This module redoes that for today's schemes and adds what the study lac
   SPHINCS+ against their round-2 ancestors; the study's own numbers and the pairing are in
   :mod:`pqlab.studies.round2_study`);
 * ``describe_*`` functions write the sentences that state numbers (Markdown), and
-  ``plot_*`` the figures (house style of :mod:`pqlab.plotting`).
+  ``plot_*`` the figures (house style of :mod:`pqlab.publish.plotting`).
 """
 from __future__ import annotations
 
@@ -32,17 +32,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import builds, cycles, plotting
-from ..context import precision_markdown, read_costs_text
-from ..cycles import per_call
-from ..fidelity import SLOW_ROUND
-from ..formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
-from ..results import verified_rows
-from ..rounds import ROUNDS
-from ..schema import KIND_OPERATIONS
-from ..stats import CONFIDENCE
-from ..vocabulary import CLASSICAL_PUBLIC_KEY, FAMILIES, POST_QUANTUM
-from . import conforming, round2_study
+from pqlab.backends.algorithms import names
+from pqlab.benchmark import bench_in_worker
+from pqlab.checks.conformance import liboqs_records
+from pqlab.core import builds
+from pqlab.core.formatting import Column, fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
+from pqlab.core.schema import KIND_OPERATIONS
+from pqlab.core.vocabulary import CLASSICAL_PUBLIC_KEY, FAMILIES, POST_QUANTUM, family_of
+from pqlab.liboqs.loader import import_oqs
+from pqlab.measure import cycles
+from pqlab.measure.cycles import per_call
+from pqlab.measure.stats import CONFIDENCE, ratio_ci, ratio_to_published
+from pqlab.publish import plotting
+from pqlab.publish.context import precision_markdown, read_costs_text
+from pqlab.runners.fidelity import SLOW_ROUND, fastest_rounds
+from pqlab.runners.native import native_run as run_native_study
+from pqlab.runners.rounds import ROUNDS
+from pqlab.store.results import verified_rows
+from pqlab.studies import conforming, round2_study
 
 TOPIC = "04_signature_cycles"
 REFERENCE_TABLE = round2_study.REFERENCE_TABLE
@@ -71,7 +78,6 @@ def build_label(backend, build) -> str:
 
 def liboqs_signatures() -> list[str]:
     """Every signature the loaded liboqs enables (by name, sorted)."""
-    from ..algorithms import names
 
     return names(kind="sig", backend="liboqs")
 
@@ -85,8 +91,6 @@ def resolve_signatures(algorithms) -> list[str]:
 
 def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
     """Public key, secret key and (maximum) signature bytes that liboqs declares per parameter set."""
-    from ..liboqs_loader import import_oqs
-    from ..vocabulary import family_of
 
     oqs = import_oqs()
     rows = []
@@ -106,8 +110,8 @@ def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
 class SignatureStudy:
     """The runs behind notebook 04: one pqlab run per liboqs build, one native run, their timings."""
 
-    runs: dict  # build (as asked: an id, default or generic) -> pqlab.results.Run
-    native: object | None  # pqlab.results.Run of the C runner (backend "native")
+    runs: dict  # build (as asked: an id, default or generic) -> pqlab.store.results.Run
+    native: object | None  # pqlab.store.results.Run of the C runner (backend "native")
     params: dict = field(default_factory=dict)
     durations_s: dict = field(default_factory=dict)
 
@@ -144,7 +148,7 @@ def check_build(run, expected: str) -> dict:
     the default build is a distributable build (``OQS_DIST_BUILD``, CPU features chosen at
     run time), the generic one has ``OQS_OPT_TARGET=generic`` and no ``OQS_DIST_BUILD``.
     Every liboqs row of the run must name the same build.  `expected`: a build id, or ``default``/``generic``
-    (:func:`pqlab.builds.parse`).  Returns the run's liboqs metadata.
+    (:func:`pqlab.core.builds.parse`).  Returns the run's liboqs metadata.
     """
     info = run.meta.get("liboqs") or {}
     config = info.get("build_config") or {}
@@ -178,12 +182,10 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
     are measured by the C runner on the default build with a fresh random message for every
     signature, as pqlab signs.
     `budget_s` is the most sampling time per operation, `target_rel_ci` the precision that ends
-    sampling earlier (pqlab.timing.measure; the C runner uses its budget); at least `min_samples`
-    are always taken.  Each measurement is made of at least `rounds` rounds, at most `max_rounds` (pqlab.rounds;
+    sampling earlier (pqlab.measure.timing.measure; the C runner uses its budget); at least `min_samples`
+    are always taken.  Each measurement is made of at least `rounds` rounds, at most `max_rounds` (pqlab.runners.rounds;
     the C runner: exactly `rounds`, one runner process each).  The counter (PQLAB_COUNTER) is checked first, before any worker starts.
     """
-    from ..benchmark import bench_in_worker
-    from ..runners.native import native_run as run_native_study
 
     cycles.counter()
     names = resolve_signatures(algorithms)
@@ -208,7 +210,8 @@ def measure_signatures(algorithms="all", classical: Sequence[str] = (), second: 
         t0 = time.perf_counter()
         native_run = run_native_study(native_names, message_bytes, native_budget_s, build="default", study=study,
                                       folder=folder, min_samples=min_samples, params=params, fixed_message=False,
-                                      rounds=rounds, pool=1)  # one signature, as pqlab's verify
+                                      rounds=rounds, pool=1,  # one signature, as pqlab's verify
+                                      conformance=liboqs_records(native_names, "default"))
         durations["native"] = time.perf_counter() - t0
     return SignatureStudy(runs, native_run, params, durations)
 
@@ -292,7 +295,6 @@ def collect_rows(study: SignatureStudy | None = None, *, runs: Sequence = (), na
         by_backend.loc[native_rows.to_numpy(), cols] = filled[cols].to_numpy()
         rows = by_backend
     if "family" in rows:
-        from ..vocabulary import family_of
 
         missing = rows["family"].isna()
         rows.loc[missing, "family"] = rows.loc[missing, "algorithm"].map(family_of)
@@ -404,7 +406,6 @@ def tabulate_signatures(rows: pd.DataFrame, builds: Sequence[str] | None = None)
 def family_columns(counter: dict) -> list:
     """The paper columns of :func:`tabulate_families`' tables: sizes, the median cycles of each operation where
     a counter ran (else keygen's time too), and the sign and verify times."""
-    from ..formatting import Column
 
     cycles_cols = ([f"{op}_cycles" for op in SIGNATURE_OPERATIONS] if counter["basis"] == "cycles"
                    else [Column("keygen_us", "Keygen")])
@@ -490,9 +491,8 @@ def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: st
                    column: str = "cycles", stat: str = "mean") -> pd.DataFrame:
     """`table` (:func:`compute_speedups` and the like) with ``<name>_ci_low`` and ``<name>_ci_high``: the
     interval over rounds of `num` build's `stat` over `den` build's, from both builds' raw samples; `name` becomes the
-    estimate it is about (each round's `stat` per call: :func:`pqlab.stats.ratio_ci`), so a ratio lies inside its
+    estimate it is about (each round's `stat` per call: :func:`pqlab.measure.stats.ratio_ci`), so a ratio lies inside its
     interval; the ratio of the means pooled over all samples, which a slow round drags, stays in ``<name>_pooled``."""
-    from ..stats import ratio_ci
 
     found = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)
              for a, o in zip(table["algorithm"], table["operation"], strict=True)]
@@ -510,10 +510,9 @@ def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: st
 
 def with_round_checks(table: pd.DataFrame, study: SignatureStudy, num: str, den: str, name: str,
                       sides: tuple[str, str], column: str = "cycles") -> pd.DataFrame:
-    """`table` with how each side's rounds ran (:func:`pqlab.fidelity.fastest_rounds`): ``<name>_fastest_rounds``
+    """`table` with how each side's rounds ran (:func:`pqlab.runners.fidelity.fastest_rounds`): ``<name>_fastest_rounds``
     (`num`'s fastest round over `den`'s) and per side (`sides` = names of num and den) its rounds, its slow rounds
     and how far its slowest round lay above its fastest (``<side>_rounds``, ``_slow_rounds``, ``_worst_round``)."""
-    from ..fidelity import fastest_rounds
 
     found = pd.DataFrame([fastest_rounds(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column))
                           for a, o in zip(table["algorithm"], table["operation"], strict=True)], index=table.index,
@@ -530,7 +529,6 @@ def with_round_checks(table: pd.DataFrame, study: SignatureStudy, num: str, den:
 def ancestor_intervals(ancestors: pd.DataFrame, study: SignatureStudy, column: str = "cycles") -> pd.DataFrame:
     """`ancestors` with intervals of today / round 2 from our samples only: the study published one mean per
     set and build, with no spread, so its side has no interval (``ratio_to_published``, inverted)."""
-    from ..stats import ratio_to_published
 
     out = ancestors.copy()
     for op in ("sign", "verify"):
@@ -747,7 +745,7 @@ def numbers(closing: dict, runs=()) -> dict[str, float | str | None]:
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,
                        counter: dict, measurements: pd.DataFrame, tolerance: float = CLOCK_TOLERANCE) -> str:
     """The notebook's closing note (Markdown), every number from the data; `measurements`: pqlab's rows, whose
-    precision it states (:func:`pqlab.context.precision_markdown`)."""
+    precision it states (:func:`pqlab.publish.context.precision_markdown`)."""
     def factor(v, digits: int = 2) -> str:
         return fmt_factor(None) if v is None else fmt_factor_ci(*v, digits=digits)
 

@@ -1,7 +1,7 @@
 """Does it leak?  The timing-leakage screen of notebook 09 (``09_timing_leakage``), proven on implementations known
 to leak.
 
-The screen is :mod:`pqlab.leakage`; the programs that time each implementation in its own runtime are
+The screen is :mod:`pqlab.checks.leakage`; the programs that time each implementation in its own runtime are
 :mod:`pqlab.runners.leakage`.  This module runs a plan of screens into one run of the results store (a screen per
 item, saved as it finishes: an interrupted run keeps the screens done), and turns them into the notebook's tables,
 figure and sentences:
@@ -12,8 +12,8 @@ figure and sentences:
 * :func:`plot_quantiles` the class distributions as quantile differences; :func:`describe_counts` how many screens
   said what (a screen with no verdict counted as such, never as a clean one); :func:`closing_note` what this screen
   can and cannot detect on this machine, from the data;
-* :func:`under_load` the evidence for :data:`pqlab.leakage.FREE_CORES`: the false-positive experiment and two known
-  leaks under a standard background load (:mod:`pqlab.load`), stated by :func:`describe_load_check`.
+* :func:`under_load` the evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the false-positive experiment and two known
+  leaks under a standard background load (:mod:`pqlab.measure.load`), stated by :func:`describe_load_check`.
 """
 from __future__ import annotations
 
@@ -24,12 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import leakage, plotting
-from ..errors import BadInput, choice
-from ..formatting import Column, mpl_text
-from ..formatting import markdown as m
-from ..recorder import RunRecorder
-from ..runners import leakage as programs
+from pqlab.checks import leakage
+from pqlab.core.errors import BadInput, UnknownName, choice
+from pqlab.core.formatting import Column, mpl_text
+from pqlab.core.formatting import markdown as m
+from pqlab.measure import load as loads
+from pqlab.publish import plotting
+from pqlab.runners import leakage as programs
+from pqlab.store.recorder import RunRecorder
 
 TOPIC = "09_timing_leakage"
 ROLES = ("known leak", "fixed", "clean control")
@@ -79,7 +81,6 @@ def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
         if not isinstance(blocks, int) or blocks < leakage.MIN_BLOCKS:
             raise BadInput(f"screen {i + 1}'s blocks must be an integer of at least {leakage.MIN_BLOCKS}, not {blocks!r}")
         if raw["program"] not in programs.names():
-            from ..errors import UnknownName
 
             raise UnknownName("screen program", raw["program"], programs.names())
         out.append(Item(raw["program"], raw["target"], max(leakage.MIN_BLOCKS, round(blocks * scale)), raw["group"],
@@ -150,14 +151,13 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
 def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1,
         folder=None, save: bool = True, progress: bool = True, load: str = "none"):
     """Screen every item (in the plan's order), each saved to one run as it finishes: ``(run, screens)``.
-    `load`: a standard background load (:mod:`pqlab.load`) that runs during the screens, recorded in the run's
+    `load`: a standard background load (:mod:`pqlab.measure.load`) that runs during the screens, recorded in the run's
     parameters and label; "none" runs nothing.
 
     An item whose program cannot run here, or whose class fails its check, is a screen with verdict "not screened"
     and the reason; the others go on."""
     from tqdm.auto import tqdm
 
-    from .. import load as loads
 
     choice(load, "load", tuple(loads.LOADS))  # refused before anything is built or timed
     unavailable = {}
@@ -205,7 +205,7 @@ def published(table: pd.DataFrame) -> pd.DataFrame:
     """The published effect sizes (``09_leakage_published``) beside ours: each published row names the screens
     (``program/target``, ``;``-separated, the closest first) that run the same release here; ours is the first of them
     that ran, and empty, with the reason, where none did.  The effect is compared in magnitude (the sign only says which class the source subtracted)."""
-    from ..reference import load_reference
+    from pqlab.core.references import load_reference
 
     ref = load_reference("09_leakage_published")
     keyed = {f"{r['program']}/{r['target']}": r for _, r in table.iterrows()}
@@ -321,9 +321,9 @@ def under_load(load: str = "spin", *, fp_program: str = programs.LIBOQS, fp_targ
                fp_class: str = "valid", fp_runs: int = 20, fp_blocks: int = 2000, scale: float = 1.0,
                alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1, folder=None, save: bool = True,
                progress: bool = True):
-    """The evidence for :data:`pqlab.leakage.FREE_CORES`: the known leaks of :data:`LOAD_CHECK` (their blocks
+    """The evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the known leaks of :data:`LOAD_CHECK` (their blocks
     times `scale`) and the false-positive experiment (`fp_class` of `fp_target` labelled twice, `fp_runs` runs of
-    `fp_blocks` blocks), all under the standard background load `load` (:mod:`pqlab.load`; "none" for the quiet
+    `fp_blocks` blocks), all under the standard background load `load` (:mod:`pqlab.measure.load`; "none" for the quiet
     baseline) and saved as one run: ``(run, items, screens)``, which :func:`describe_load_check` states."""
     items = plan(LOAD_CHECK, scale) + identical(fp_program, fp_target, fp_class, fp_runs, fp_blocks)
     done, screens = run(items, alpha=alpha, warmup_blocks=warmup_blocks, seed=seed, folder=folder, save=save,
@@ -344,10 +344,10 @@ def describe_load_check(items: Sequence[Item], screens: Sequence[leakage.Screen]
 
 
 def taint(checks: Sequence[Sequence[str]]) -> pd.DataFrame:
-    """One row per (algorithm, kind, build) of :func:`pqlab.taint.check`: the branches and memory indices memcheck
+    """One row per (algorithm, kind, build) of :func:`pqlab.checks.taint.check`: the branches and memory indices memcheck
     found depending on the secret key, the flagged functions with what they are known to be, and the seconds; a
     check that cannot run here is a row with the reason."""
-    from .. import taint as tt
+    from pqlab.checks import taint as tt
 
     rows = []
     for algorithm, kind, build in checks:

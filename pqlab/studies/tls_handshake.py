@@ -18,6 +18,8 @@ ClientHello's prediction), not predicted.
 """
 from __future__ import annotations
 
+import ast
+import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -25,11 +27,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import formatting, plotting
-from ..errors import UnknownName
-from ..formatting import fmt_bytes, fmt_count, fmt_factor, fmt_factor_ci, fmt_span, slug
-from ..runners import tls
-from ..stats import CONFIDENCE, ratio_ci
+from pqlab.benchmark import bench
+from pqlab.core import formatting, paths
+from pqlab.core.errors import UnknownName
+from pqlab.core.formatting import fmt_bytes, fmt_count, fmt_factor, fmt_factor_ci, fmt_span, slug
+from pqlab.measure.stats import CONFIDENCE, combined_ci, ratio_ci
+from pqlab.publish import plotting
+from pqlab.runners import tls
+from pqlab.runners.rounds import ROUNDS
 
 TOPIC = "06_tls_handshake"
 REFERENCE = "06_tls_published"
@@ -199,8 +204,6 @@ def measure_operations(groups, signatures, extra_kems=(), *, budget_s: float = 0
     """The KEM and signature operations behind the matrix, measured by pqlab in rounds (a saved run;
     :func:`pqlab.benchmark.bench`: `rounds` first-stage rounds, default bench's; more until `target_rel_ci`, at
     most `max_rounds`)."""
-    from ..benchmark import bench
-    from ..rounds import ROUNDS
 
     return bench(operation_names(groups, signatures, extra_kems), budget_s=budget_s, min_samples=min_samples,
                  target_rel_ci=target_rel_ci, rounds=ROUNDS if rounds is None else rounds, max_rounds=max_rounds,
@@ -393,9 +396,8 @@ def cpu_steps(config: tls.Config) -> dict[str, list[tuple[str, str]]]:
 
 def operations_ns(ops, steps: Sequence[tuple[str, str]]) -> tuple[float, float, float]:
     """The sum of `steps` (ns, each operation's do-nothing call removed) with its interval over the operations
-    run's rounds (:func:`pqlab.stats.combined_ci`, paired by round); (0, 0, 0) for no steps; no interval where the
+    run's rounds (:func:`pqlab.measure.stats.combined_ci`, paired by round); (0, 0, 0) for no steps; no interval where the
     samples carry no rounds (then the sum of the medians)."""
-    from ..stats import combined_ci
 
     if not steps:
         return 0.0, 0.0, 0.0
@@ -690,12 +692,9 @@ def kem_families(names: Iterable[str]) -> list[str]:
 def describe_extra_kems(extra_kems: Iterable[str]) -> str:
     """Which other notebooks' parameters (the notebook's parameters cell and its ``notebooks/params`` file) name a
     member of each family of `extra_kems` beyond ML-KEM, read from those files."""
-    import ast
-    import json
 
     import yaml
 
-    from .. import paths
 
     def strings(x):
         return [x] if isinstance(x, str) else [s for v in (x.values() if isinstance(x, dict) else x) for s in strings(v)] \

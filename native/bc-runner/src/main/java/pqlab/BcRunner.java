@@ -26,7 +26,7 @@ import org.bouncycastle.jce.provider.BouncyCastleProvider;
  * The first --cold rounds (keygen, then encrypt/sign, then decrypt/verify with that key, as the first study did)
  * are timed call by call straight after JVM start ("cold_ns"); then full rounds run for --warmup seconds so the
  * JIT compiles the hot paths, then each operation is sampled alone for --warm-budget seconds ("warm_ns"), or until
- * the median is known to --target-rel-ci (as pqlab.timing.measure; "stopped_by" says which came first).
+ * the median is known to --target-rel-ci (as pqlab.measure.timing.measure; "stopped_by" says which came first).
  * The hash-based schemes come from HashSigs, whose source depends on the Bouncy Castle API of the build (pom.xml:
  * HashSigs.java for today's API, HashSigsPqcCrypto.java for releases that kept round-3 SPHINCS+ in
  * org.bouncycastle.pqc.crypto.sphincsplus). Timed region: init(key) + the operation. Algorithm objects (JCA Cipher/Signature/KeyGenerator instances,
@@ -272,7 +272,7 @@ public final class BcRunner {
                 else if (i == 1) { t0 = System.nanoTime(); byte[] o = s.forward(keys, msg); t1 = System.nanoTime(); sink ^= o[0]; }
                 else { t0 = System.nanoTime(); byte[] b = s.backward(keys, msg, out); t1 = System.nanoTime(); sink ^= b[0]; }
                 w.add(t1 - t0);
-                if (w.size() >= nextLook) {  // as pqlab.timing.measure: look again after 10 % more samples
+                if (w.size() >= nextLook) {  // as pqlab.measure.timing.measure: look again after 10 % more samples
                     if (precision(w) <= target) { ops[i].stoppedBy = "precision"; break; }
                     nextLook = w.size() + Math.max(1, w.size() / 10);
                 }
@@ -335,7 +335,7 @@ public final class BcRunner {
         return 0;
     }
 
-    /** Half the width of the 95 % confidence interval of the median over the median, as pqlab.stats computes it
+    /** Half the width of the 95 % confidence interval of the median over the median, as pqlab.measure.stats computes it
      *  (order statistics x_(j), x_(n-1-j) for the largest j with 2 P(Binomial(n, 1/2) <= j) <= 5 %); NaN when
      *  there are too few samples for one. */
     static double precision(List<Long> samples) {
@@ -344,7 +344,7 @@ public final class BcRunner {
         int j = 0;
         while (j < n) {
             cdf += Math.exp(logPmf);
-            if (cdf > (1 - 0.95) / 2) break;  // the same double as pqlab.stats
+            if (cdf > (1 - 0.95) / 2) break;  // the same double as pqlab.measure.stats
             logPmf += Math.log((double) (n - j) / (j + 1));
             j++;
         }

@@ -44,7 +44,7 @@
  * output after the second reading. Before the protocol's warm-up blocks, JIT_CALLS untimed calls cycle through the
  * requested classes (C2 settles after 60-80 decapsulations).
  */
-package pqlab.leakage;
+package pqlab.checks.leakage;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

@@ -1,0 +1,225 @@
+"""`python -m pqlab.app.provision ...`: the steps of `make setup` that need Python.
+
+    python -m pqlab.app.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
+    python -m pqlab.app.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
+    python -m pqlab.app.provision liboqs liboqs-0.12.0   # another release (pqlab.core.builds; also built on first need)
+    python -m pqlab.app.provision liboqs releases  # every release in native/liboqs/ but setup's (notebook 04, the tests)
+    python -m pqlab.app.provision latex            # pdflatex for `make paper` (exit 1: not there)
+    python -m pqlab.app.provision browser          # chromium for the report's browser test (exit 1: not there)
+    python -m pqlab.app.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git filter)
+    python -m pqlab.app.provision runners          # the measuring helpers outside Python:
+
+- the TSC helper (pqlab/measure/tsc.c, reference cycles from Python) into the per-user cache;
+- the native cycle runner (native/bench) against each installed liboqs build;
+- the Bouncy Castle runner (native/bc-runner) when a JDK and Maven are there;
+- valgrind (notebook 03) from Debian's packages when it is missing and apt-get can install it.
+
+Each prints what it did or why it skipped; only a failure of something that should have
+worked stops setup.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from pqlab.core.builds import OPTIONS, SETUP, SETUP_RELEASE, own_releases, parse
+from pqlab.core.errors import BadInput, UnknownName
+from pqlab.core.paths import ROOT
+from pqlab.liboqs.build import LiboqsBuildError, provide
+from pqlab.liboqs.loader import find_usable_liboqs, write_pth
+from pqlab.measure.cycles import build_helper, helper_path
+from pqlab.measure.noise import _SOURCES, _library
+from pqlab.publish.report import CHROMIUM_PACKAGE, browser_problem, browser_version, find_chromium
+
+
+def liboqs(spec: str) -> None:
+    """Provide the build `spec` names (pqlab.core.builds: ``default``, ``generic``, ``liboqs-0.12.0``...).  For the
+    default one, a liboqs that is already loadable (system, conda, OQS_INSTALL_PATH) wins; otherwise pqlab's
+    build, found by the venv through a .pth file."""
+    build = parse(spec)
+    site = Path(sysconfig.get_paths()["purelib"])
+    if build == SETUP and (existing := find_usable_liboqs()):
+        (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
+        print(f"liboqs: using the one already installed at {existing}")
+        return
+    start = time.monotonic()
+    where = provide(build)
+    if build == SETUP:
+        write_pth(site, build)
+    print(f"{build.id}: {where} ready in {time.monotonic() - start:.1f} s")
+
+
+def native_runners() -> None:
+    from pqlab.runners.native import build_native_runner
+
+    for options in OPTIONS:
+        if not (parse(options).prefix / "lib" / "liboqs.so").exists():
+            why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
+                   if options == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
+            print(f"native runner ({parse(options).id}): not built now: {why}")
+            continue
+        print(f"native runner ({parse(options).id}): {build_native_runner(options)}")
+
+
+def tsc_helper() -> None:
+
+    try:
+        print(f"TSC helper: {build_helper()}")
+    except OSError as exc:
+        print(f"TSC helper: skipped ({exc.strerror or exc}); pqlab counts core cycles where a PMU works, "
+              "else no cycles")
+
+
+def reference_loops() -> None:
+
+    try:
+        _library()
+        print(f"reference loops (pqlab.measure.noise): {helper_path(_SOURCES, 'reference')}")
+    except OSError as exc:
+        print(f"reference loops: skipped ({exc.strerror or exc}); rounds record no reference and no machine drift")
+
+
+def bc_runner() -> None:
+    from pqlab.runners.jvm import build_bc_runner, jdk_available
+
+    ok, why = jdk_available()
+    if not ok:
+        print(f"Bouncy Castle runner: skipped ({why}); notebook 01 will say so and show the rest")
+        return
+    print(f"Bouncy Castle runner: {build_bc_runner()}")
+
+
+def apt_install(packages, why: str) -> bool:
+    """Install Debian `packages` with apt-get when this process can (root, apt-get present); says what it does."""
+    apt = shutil.which("apt-get")
+    if not apt or os.geteuid() != 0:
+        return False
+    print(f"{why}: installing {' '.join(packages)} with apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run([apt, "update", "-qq"], env=env, check=False)
+    return subprocess.run([apt, "install", "-y", "-qq", "--no-install-recommends", *packages], env=env,
+                          check=False).returncode == 0
+
+
+def valgrind() -> None:
+    if shutil.which("valgrind"):
+        print(f"valgrind: {shutil.which('valgrind')}")
+        return
+    if apt_install(["valgrind"], "valgrind: missing (notebook 03 measures memory with it)"):
+        return
+    print("valgrind: not installed and could not be installed here (needs root and apt-get); notebook 03 "
+          "will measure Python-level memory and max RSS only. Install it with your package manager "
+          "(e.g. sudo apt-get install valgrind) and re-run notebook 03.")
+
+
+def latex() -> bool:
+    """pdflatex and the packages paper/ uses (Debian's texlive), installed where apt-get can."""
+    from pqlab.publish.paper import TEX_PACKAGES
+
+    if shutil.which("pdflatex") and shutil.which("pdffonts"):
+        return True
+    if apt_install(TEX_PACKAGES, "LaTeX for make paper") and shutil.which("pdflatex"):
+        return True
+    print("error: pdflatex is missing and could not be installed here (needs root and apt-get): install "
+          f"{' '.join(TEX_PACKAGES)} (Debian, Ubuntu: sudo apt-get install ...) and run make paper again",
+          file=sys.stderr)
+    return False
+
+
+def browser() -> bool:
+    """Debian's chromium, which tests/publish/test_report.py drives through Playwright (pqlab.publish.report.check_pages), installed
+    where apt-get can.  Playwright itself comes from requirements.lock (make setup) and never downloads a browser
+    (`playwright install` is never run)."""
+
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    if find_chromium() is None and not os.environ.get("PQLAB_CHROMIUM"):
+        apt_install([CHROMIUM_PACKAGE], "chromium for the report's browser test")
+    problem = browser_problem()
+    if problem and os.environ.get("PQLAB_CHROMIUM"):
+        print(f"error: {problem}: name a Chromium binary there, or unset it to use Debian's {CHROMIUM_PACKAGE}",
+              file=sys.stderr)
+        return False
+    if problem and find_chromium() is None:
+        print(f"error: {problem} and could not be installed here (needs root and apt-get): install Debian's "
+              f"{CHROMIUM_PACKAGE} (sudo apt-get install {CHROMIUM_PACKAGE}) or set PQLAB_CHROMIUM to a Chromium "
+              "binary, and run the tests again", file=sys.stderr)
+        return False
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return False
+    try:
+        print(f"chromium: {find_chromium()}, version {browser_version()}, driven by Playwright")
+    except Exception as exc:  # Playwright's own errors: the pair does not work together
+        print(f"error: Playwright cannot launch {find_chromium()}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return False
+    return True
+
+
+#: nbstripout's command as the git filter of .gitattributes: cell ids kept (tests/nbval_expected is keyed by them),
+#: and the kernel's language_info (the Python version of whoever saved) dropped with the outputs
+NBSTRIPOUT_ARGS = ("--keep-id", "--extra-keys", "metadata.language_info")
+
+
+def nbstripout_command() -> list[str]:
+    """The one command that strips a notebook (add ``-t`` to filter standard input to standard output): git's filter
+    runs it, and so does `make lab`'s pre-save hook (:func:`pqlab.app.lab.stripped`), so they agree byte for byte."""
+    return [sys.executable, "-m", "nbstripout", *NBSTRIPOUT_ARGS]
+
+
+def notebook_filter(root: Path | None = None) -> bool:
+    """Configure this checkout's git so that a notebook run and saved in JupyterLab (or anywhere) is stored
+    without outputs: .gitattributes (committed) names the filter ``nbstripout`` for ``*.ipynb``; this sets its
+    command in .git/config, with this venv's Python (nbstripout comes from requirements.lock).  The working file
+    keeps its outputs for its user; ``git status`` and ``git diff`` see the stripped notebook.  Idempotent; a
+    folder that is not a git checkout needs nothing (returns True)."""
+
+    root = root or ROOT
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"],
+                                                     capture_output=True).returncode:
+        print("notebook filter: not a git checkout (or no git): nothing to configure")
+        return True
+    strip = shlex.join(nbstripout_command())
+    for key, value in (("filter.nbstripout.clean", strip), ("filter.nbstripout.smudge", "cat"),
+                       ("filter.nbstripout.required", "true"), ("diff.ipynb.textconv", f"{strip} -t")):
+        subprocess.run(["git", "-C", str(root), "config", key, value], check=True)
+    # git's stat cache, refreshed once now through the filter: else the first status after a clone runs it per notebook
+    subprocess.run(["git", "-C", str(root), "update-index", "-q", "--refresh"], capture_output=True)
+    print("notebook filter: git stores notebooks without outputs (nbstripout, .gitattributes)")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["runners"]:
+        tsc_helper()
+        reference_loops()
+        native_runners()
+        bc_runner()
+        valgrind()
+        return 0
+    if argv == ["latex"]:
+        return 0 if latex() else 1
+    if argv == ["browser"]:
+        return 0 if browser() else 1
+    if argv == ["notebook-filter"]:
+        return 0 if notebook_filter() else 1
+    if len(argv) == 2 and argv[0] == "liboqs":
+        try:
+            others = [f"liboqs-{release}" for release in own_releases() if release != SETUP_RELEASE]
+            for spec in others if argv[1] == "releases" else [argv[1]]:
+                liboqs(spec)
+        except (LiboqsBuildError, BadInput, UnknownName) as exc:  # an unknown build: one line naming those there are
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,6 @@
+"""What leaves pqlab for a reader: the run context a notebook prints (:mod:`~pqlab.publish.context`), figures
+(:mod:`~pqlab.publish.plotting`), tables and numbers exported with their provenance (:mod:`~pqlab.publish.export`,
+with ``pqlabtables.sty``), the paper built from them (:mod:`~pqlab.publish.paper`), the HTML report of a reproduce
+(:mod:`~pqlab.publish.report`) and its durations (:mod:`~pqlab.publish.durations`).  Every number, version and
+machine fact in them is generated from the data.
+"""

@@ -1,0 +1,121 @@
+"""The memory cache: a worker run's figures reused when nothing that decides them has changed.
+
+Massif and tracemalloc count bytes, and the bytes one operation allocates follow from the code that
+runs: the same build, interpreter and valgrind give the same counts (a test measures one row twice
+and compares).  So each worker run of :mod:`pqlab.runners.memory.driver` is stored under a key, and a later
+run with the same key reuses it instead of starting valgrind again.  The key is the sha256 of:
+
+* the driver's method version (:data:`pqlab.runners.memory.driver.METHOD_VERSION`: markers, massif options,
+  warm-up calls), the valgrind version and the worker's Python version;
+* the algorithm, backend, liboqs build, operation, message size and kind of worker run
+  (heap, stack, first call, their baselines, the plain run);
+* the sha256 of every file the worker runs code from: its shared objects (liboqs, OpenSSL, the
+  binding's extension modules, the interpreter) and the source of every module it imports (pqlab's
+  own included), as a probe worker of the same algorithm lists them (:func:`pqlab.runners.memory.worker.loaded_files`).
+
+A run is stored only when its output checked out and it loaded no file outside its key.  Entries live
+in ``$PQLAB_CACHE`` (default ``$XDG_CACHE_HOME/pqlab/memory``, i.e. ``~/.cache/pqlab/memory``), one
+JSON file per key; ``make clean`` leaves them.  Each entry holds the sha256 of its own content, recorded when
+it was stored and checked on every hit: an entry that was cut or edited is measured again and replaced, with
+one warning line saying so (one stored by an older pqlab, without a sha256, is measured again quietly).  ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures
+everything again and replaces the entries.
+
+Timing is never cached: a time belongs to the moment and the machine state it was taken in (frequency,
+load, caches), and reusing it would present an old state as today's.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from pqlab.core.errors import warn
+from pqlab.core.files import atomic_write_text
+from pqlab.core.integrity import sha256_file
+
+
+def cache_root() -> Path:
+    """``$PQLAB_CACHE``, else ``$XDG_CACHE_HOME/pqlab/memory`` (``~/.cache`` when unset or relative)."""
+    if os.environ.get("PQLAB_CACHE"):
+        return Path(os.environ["PQLAB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "pqlab" / "memory"
+
+
+def fresh_requested() -> bool:
+    """Whether ``PQLAB_FRESH`` asks to measure everything again (set by ``make reproduce FRESH=1``)."""
+    return os.environ.get("PQLAB_FRESH", "").strip().lower() not in ("", "0", "no", "false")
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes ("missing" when it cannot be read)."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return "missing"
+
+
+def file_digests(paths) -> dict[str, str]:
+    return {str(p): file_digest(p) for p in sorted(set(paths))}
+
+
+def cache_key(parts: dict) -> str:
+    """sha256 of the key's parts (a JSON-serialisable dict), in a canonical form."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class MemoryCache:
+    """Entries ``<root>/<key[:2]>/<key>.json``: the key's parts, the stored figures, the run that measured them.
+
+    `fresh`: None = :func:`fresh_requested`; True = every lookup misses (entries are replaced)."""
+
+    def __init__(self, root: Path | str | None = None, fresh: bool | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root()
+        self.fresh = fresh_requested() if fresh is None else fresh
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None: none stored, or one that
+        does not check out (a warning says which and why; the caller measures again and replaces it)."""
+        if self.fresh:
+            return None
+        path = self._path(key)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._bad(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})")
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            return self._bad(path, "is not whole JSON (cut short or damaged)")
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return self._bad(path, "is not the entry of its key")
+        recorded = entry.pop("sha256", None)
+        if recorded is None:  # stored by an older pqlab: measured again and replaced, nothing wrong with it
+            return None
+        if recorded != entry_digest(entry):
+            return self._bad(path, "does not match the sha256 recorded when it was stored (edited or damaged)")
+        return entry
+
+    @staticmethod
+    def _bad(path: Path, why: str) -> None:
+
+        warn(f"memory cache entry {path} {why}: measuring it again")
+        return None
+
+    def put(self, key: str, parts: dict, value: dict, run_id: str) -> None:
+        entry = {"key": key, "parts": parts, "value": value, "run_id": run_id,
+                 "stored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        entry["sha256"] = entry_digest(entry)
+        atomic_write_text(self._path(key), json.dumps(entry, sort_keys=True) + "\n")
+
+
+def entry_digest(entry: dict) -> str:
+    """sha256 of an entry's content (its ``sha256`` field left out), in the canonical form of :func:`cache_key`."""
+    return cache_key({k: v for k, v in entry.items() if k != "sha256"})

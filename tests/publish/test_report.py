@@ -1,0 +1,246 @@
+"""The report (pqlab.publish.report): a profile's executed notebooks as static HTML pages with an index, checked in a browser.
+
+A tiny notebook (a matplotlib figure, an SVG, an image from a file, an image its Markdown links, a table, Markdown
+output, a progress bar) is executed with papermill into tmp_path with a hostile parameter, beside exports whose run
+context carries hostile text; the report is rendered from it and every page is opened in Debian's chromium through
+Playwright (``executable_path``: no browser is ever downloaded).  Without chromium or Playwright the browser tests
+skip, unless PQLAB_REQUIRE_BROWSER=1 (CI): then they fail with one line naming ``python -m pqlab.app.provision browser``.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from conftest import require_browser
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from pqlab.core import paths
+from pqlab.publish import report
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(2)>&amp;'
+PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+STEM = "01_tiny"
+
+
+def tiny_notebook() -> nbformat.NotebookNode:
+    cells = [
+        new_markdown_cell("# 01 · Does the report show a tiny notebook?\n\nAn image its Markdown links: ![a pixel](pixel.png)"),
+        new_code_cell('label = "plain"', metadata={"tags": ["parameters"]}),
+        new_code_cell("%matplotlib inline\nimport matplotlib.pyplot as plt\n\nfig, ax = plt.subplots(figsize=(2, 1.5))\n"
+                      "ax.plot([1, 2, 3], [1, 4, 9])\nplt.show()"),
+        new_code_cell("from IPython.display import SVG, Image, Markdown, display\n\n"
+                      "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"20\">"
+                      "<rect width=\"40\" height=\"20\" fill=\"teal\"/></svg>'))\n"
+                      "display(Image(filename='pixel.png'))"),
+        new_code_cell("import pandas as pd\nfrom pqlab import formatting\n\n"
+                      "display(formatting.table(pd.DataFrame({'algorithm': ['ML-KEM-768', label], 'public_key_bytes': [1184, 32]})))"),
+        new_code_cell("print(label)\ndisplay(Markdown(formatting.markdown(label)))"),
+        new_code_cell("from tqdm.auto import tqdm\n\nfor _ in tqdm(range(3), desc='steps'):\n    pass"),
+    ]
+    return new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                              "language": "python"}})
+
+
+def kernel_name() -> str:
+    """The pqlab kernel where make setup registered it, else the kernel of this interpreter."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return "pqlab" if "pqlab" in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+def write_exports(exports: Path) -> None:
+    """A table exported by pqlab.publish.export from a run whose CPU model is hostile, and a figure's record by hand, older
+    than the notebook's run."""
+    from pqlab.publish import export
+
+    run = SimpleNamespace(run_id="20261125T000000Z-01_tiny-abc123", meta={"cpu": {"model": HOSTILE, "usable_cores": 2}})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paths, "TABLES", exports / "data" / "tables")
+        mp.setattr(paths, "PROFILE", "quick")
+        import pandas as pd
+
+        export.save_table(pd.DataFrame({"algorithm": ["ML-KEM-768"], "public_key_bytes": [1184]}), STEM, "sizes",
+                          runs=[run], caption=f"Sizes {HOSTILE}")
+    figures = exports / "figures" / STEM
+    figures.mkdir(parents=True)
+    (figures / "pixel.png").write_bytes(PIXEL)
+    record = {"export": "figure", "topic": STEM, "name": "pixel", "profile": "quick", "runs": [run.run_id],
+              "context": [["CPU", HOSTILE], ["runs", run.run_id]], "files": ["pixel.png", "../../../etc/passwd"]}
+    (figures / "pixel.export.json").write_text(json.dumps(record))
+    os.utime(figures / "pixel.export.json", (946684800, 946684800))  # before the notebook ran: stale
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """tmp/notebooks/01_tiny.ipynb executed by papermill into tmp/build/quick, its exports, and the report."""
+    import papermill
+
+    root = tmp_path_factory.mktemp("report")
+    notebooks, folder = root / "notebooks", root / "build" / "quick"
+    notebooks.mkdir()
+    folder.mkdir(parents=True)
+    (notebooks / "pixel.png").write_bytes(PIXEL)
+    nbformat.write(tiny_notebook(), notebooks / f"{STEM}.ipynb")
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# never executed")]), notebooks / "02_not_run.ipynb")
+    write_exports(folder)
+    papermill.execute_notebook(str(notebooks / f"{STEM}.ipynb"), str(folder / f"{STEM}.ipynb"),
+                               parameters={"label": HOSTILE}, kernel_name=kernel_name(), cwd=str(notebooks),
+                               progress_bar=False, log_output=False)
+    built = report.build_report(folder, exports=folder, cwd=notebooks, sources=notebooks)
+    return SimpleNamespace(root=root, folder=folder, report=built, out=folder / report.REPORT)
+
+
+def test_the_report_has_a_page_per_notebook_an_index_and_copies_of_the_exports(built):
+    out = built.out
+    assert sorted(p.name for p in out.glob("*.html")) == ["01_tiny.html", "index.html"]
+    assert (out / "exports" / "tables" / STEM / "sizes.csv").is_file()
+    assert (out / "exports" / "figures" / STEM / "pixel.png").read_bytes() == PIXEL
+    assert not list(out.rglob("passwd")), "a file name from an export record must never leave its folder"
+    index = (out / "index.html").read_text()
+    hrefs = re.findall(r'href="([^"]*)"', index)
+    assert hrefs and all(not re.match(r"^[a-z]+:|/|\.\.", h) for h in hrefs), hrefs
+    assert "02_not_run: not executed" in index
+    assert "written before this notebook" in index  # the figure record is older than the run
+    assert built.report.notebooks[0].images >= 3 and built.report.notebooks[0].errors == 0
+
+
+def test_text_from_data_is_escaped_on_the_index_and_the_pages(built):
+    index = (built.out / "index.html").read_text()
+    page = (built.out / f"{STEM}.html").read_text()
+    assert HOSTILE not in index and "<script" not in index
+    escaped = html.escape(HOSTILE)
+    assert index.count(escaped) >= 3  # the parameter, the run context (CPU), the caption
+    assert HOSTILE not in page and "<script" not in page.lower()
+
+
+def test_a_progress_bar_is_shown_as_its_final_state_without_a_widget_manager(built):
+    page = (built.out / f"{STEM}.html").read_text()
+    assert report.WIDGET_VIEW not in page and report.WIDGET_STATE not in page
+    assert re.search(r"steps: 100%\|█+\| 3/3", html.unescape(page))
+
+
+def test_widget_text_reads_tqdm_state_and_says_when_it_is_missing():
+    state = {"box": {"state": {"children": ["IPY_MODEL_a", "IPY_MODEL_b", "IPY_MODEL_c"]}},
+             "a": {"state": {"value": "run:\u2007100%"}}, "b": {"state": {"value": 4.0, "max": 4.0}},
+             "c": {"state": {"value": "\u20074/4\u2007[00:01&lt;00:00]"}}}
+    assert report.widget_text("box", state) == "run: 100%|██████████| 4/4 [00:01<00:00]"
+    assert report.widget_text("gone", state) is None
+    nb = nbformat.from_dict({"cells": [{"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
+                                        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {
+                                            report.WIDGET_VIEW: {"model_id": "gone"}, "text/plain": "0%"}}]}],
+                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    data = report.prepare(nb).cells[0].outputs[0].data
+    assert list(data) == ["text/plain"] and "not saved" in data["text/plain"]
+
+
+def test_every_page_loads_in_chromium_with_every_image_shown_and_no_error(built):
+    require_browser()
+    checked = report.check_pages(built.out)
+    assert not checked.problems, checked.summary()
+    assert [p["page"] for p in checked.pages] == ["index.html", "01_tiny.html"]
+    tiny = checked.pages[1]
+    # the figure, the SVG, the file image and the image the Markdown links, each decoded
+    assert tiny["images"] >= 4 and tiny["loaded"] == tiny["images"], checked.summary()
+    assert checked.pages[0]["links"] > 0 and tiny["links"] > 0
+
+
+def test_hostile_text_shows_as_text_in_chromium(built):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=report.find_chromium())
+        try:
+            page = browser.new_page()
+            dialogs = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            for name in ("index.html", f"{STEM}.html"):
+                page.goto((built.out / name).as_uri(), wait_until="load")
+                assert HOSTILE in page.inner_text("body"), name
+            assert dialogs == []
+        finally:
+            browser.close()
+
+
+def test_the_report_works_copied_elsewhere(built, tmp_path):
+    require_browser()
+    copy = tmp_path / "sent to a referee"
+    shutil.copytree(built.out, copy)
+    checked = report.check_pages(copy)
+    assert not checked.problems, checked.summary()
+    assert checked.images == checked.loaded > 0
+
+
+def broken_notebook() -> nbformat.NotebookNode:
+    """A notebook as papermill leaves a failed one: an error output, an image that is not there, one from a server."""
+    error = new_output("error", ename="ValueError", evalue="boom",
+                       traceback=["Traceback (most recent call last):", "ValueError: boom"])
+    shown = new_output("display_data", data={"text/html": '<img src="missing.png"><img src="http://127.0.0.1:9/x.png">'})
+    # a function name from data, not escaped for Markdown: read as a link
+    text = new_output("display_data", data={"text/markdown": "allocated in (<pyo3::buffer::PyUntypedBuffer>::get)"})
+    nb = new_notebook(cells=[new_markdown_cell("# broken"), new_code_cell("raise ValueError('boom')", outputs=[error]),
+                             new_code_cell("", outputs=[shown, text])])
+    nb.metadata["papermill"] = {"exception": True, "duration": 1.0, "start_time": "2026-11-25T00:00:00+00:00",
+                                "end_time": "2026-11-25T00:00:01+00:00", "parameters": {}}
+    return nb
+
+
+def test_the_check_finds_error_outputs_missing_images_outside_requests_and_stray_links(tmp_path):
+    folder = tmp_path / "build" / "quick"
+    folder.mkdir(parents=True)
+    nbformat.write(broken_notebook(), folder / "01_broken.ipynb")
+    built = report.build_report(folder, exports=folder, cwd=tmp_path, sources=tmp_path)
+    assert built.notebooks[0].errors == 1
+    assert "1 error output(s)" in (folder / "report" / "index.html").read_text()
+    require_browser()
+    problems = "\n".join(report.check_pages(folder / "report").problems)
+    assert "01_broken.html: 1 error output(s)" in problems
+    assert "Traceback (most recent call last)" in problems
+    assert "image not shown: 'missing.png'" in problems
+    assert "image not shown: 'http://127.0.0.1:9/x.png'" in problems
+    assert "link 'pyo3::buffer::PyUntypedBuffer' is not relative" in problems
+
+
+def test_a_missing_browser_skips_here_and_fails_in_ci(monkeypatch):
+    monkeypatch.setattr(report, "find_chromium", lambda: None)
+    monkeypatch.delenv("PQLAB_CHROMIUM", raising=False)
+    for required, outcome in ((False, pytest.skip.Exception), (True, pytest.fail.Exception)):
+        monkeypatch.setenv("PQLAB_REQUIRE_BROWSER", "1" if required else "0")
+        with pytest.raises(outcome) as caught:
+            require_browser()
+        message = str(caught.value)
+        assert "python -m pqlab.app.provision browser" in message and "\n" not in message
+
+
+def test_the_command_line_builds_the_report_and_refuses_an_empty_folder(built, tmp_path, capsys):
+    from pqlab.app import cli
+
+    assert report.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no executed notebooks" in err and "make reproduce" in err
+    folder = tmp_path / "quick"
+    shutil.copytree(built.folder, folder, ignore=shutil.ignore_patterns("report"))
+    assert cli.main(["report", str(folder), "--exports", str(folder)]) == 0
+    assert "report: " in capsys.readouterr().out and (folder / "report" / "index.html").is_file()
+
+
+def test_the_noise_of_each_run_is_read_from_the_run_contexts_of_the_exports():
+    text = ("r-a: 3 rounds, 0 busy; steal 0.0%; r-b: 3 rounds, 1 busy; no reference shift; "
+            "2 run(s) without rounds (a runner that cannot do them, or made before rounds)")
+    assert report.noise_by_run([text, "r-a: another export's text"], ["r-a", "r-b", "r-c"]) == {
+        "r-a": "3 rounds, 0 busy; steal 0.0%", "r-b": "3 rounds, 1 busy; no reference shift"}
+
+
+def test_a_notebook_still_running_is_named_on_the_index():
+    book = report.Notebook(stem="05_energy", title="t", ended="", started="2026-11-25T00:00:00+00:00", seconds=None,
+                           cells=3, parameters={}, errors=0, images=0)
+    index = report.render_index([book], "quick", [], [], [], [])
+    assert "05_energy: papermill recorded no end: it was still running" in index

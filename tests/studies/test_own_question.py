@@ -1,0 +1,307 @@
+"""A researcher's own question in a notebook (issue 29): a ratio that knows what it compares, a bench that says
+which backend it picked, arguments that refuse what they do not know, units instead of multipliers, and a run,
+a figure and an export that display as a reader expects."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from conftest import fake_run  # noqa: E402
+
+import pqlab  # noqa: E402
+from pqlab.backends import algorithms
+from pqlab.core.errors import BadInput, PqlabWarning, UnknownName  # noqa: E402
+from pqlab.measure import stats  # noqa: E402
+from pqlab.publish import export, plotting
+from pqlab.store.results import Run  # noqa: E402
+
+LIBOQS = "liboqs 0.13.0 (default build)"
+OPENSSL = "cryptography 50.0.2 (OpenSSL 4.0.3)"
+
+
+def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operation="sign", message_bytes=100):
+    """A run of one operation per (algorithm, backend, implementation, loops, ns per call, build), measured in
+    `rounds` rounds of a few samples each, with per-round noise shared by every side (as a real round shares
+    its machine)."""
+    rng = np.random.default_rng(1)
+    shared = np.exp(rng.normal(0, 0.05, rounds))
+    measurements, samples = [], []
+    for algorithm, backend, implementation, loops, ns, build in sides:
+        measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
+                             "operation": operation, "message_bytes": message_bytes, "loops": loops, "verified": True,
+                             "implementation": implementation, "library_version": implementation.split()[1],
+                             "time_ns_median": ns, "samples": rounds * 4})
+        for r in range(rounds):
+            for i in range(4):
+                samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
+                                "operation": operation, "message_bytes": message_bytes, "round": r, "sample": i,
+                                "loops": loops,
+                                "time_ns": ns * shared[r] * (1 + 0.01 * i)})
+    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
+
+
+@pytest.fixture
+def run():
+    return synthetic_run([("ML-DSA-65", "liboqs", LIBOQS, 1, 50_000.0, "liboqs-0.13.0"),
+                          ("ML-DSA-65", "cryptography", OPENSSL, 1, 340_000.0, ""),
+                          ("ECDSA-P384", "cryptography", OPENSSL, 1, 100_000.0, "")])
+
+
+def test_a_ratio_across_libraries_warns_unless_both_sides_name_their_backend(run):
+    with pytest.warns(PqlabWarning, match="different implementations: liboqs .* against cryptography"):
+        r = run.ratio("ML-DSA-65@liboqs", "ECDSA-P384", operation="sign")
+    assert "cross-implementation" in r.flags and "⚠ different implementations" in str(r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # named on both sides: said in the text and flags, not warned
+        named = run.ratio("ML-DSA-65@liboqs", "ECDSA-P384@cryptography", operation="sign")
+    assert "cross-implementation" in named.flags and "different implementations" in str(named)
+    assert "Name both backends" not in str(named)
+
+
+def test_a_ratio_within_one_library_says_so_and_has_its_paired_interval(run):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = run.ratio("ML-DSA-65@cryptography", "ECDSA-P384@cryptography", operation="sign")
+    assert r.flags == () and r.rounds == 6 and r.statistic == "median"
+    assert r.low < r.value < r.high and r.value == pytest.approx(3.4, rel=0.01)
+    assert r.high / r.low < 1.1  # the shared per-round noise cancels: paired by round
+    assert f"Both sides ran in {OPENSSL}" in str(r) and r.text in r._repr_html_()
+
+
+def test_a_name_that_ran_on_several_backends_must_be_chosen(run):
+    with pytest.raises(BadInput, match="ML-DSA-65 ran on several backends .*'ML-DSA-65@cryptography' or "
+                                       "'ML-DSA-65@liboqs'"):
+        run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
+
+
+def test_a_ratio_refuses_unknown_names_operations_and_backends_with_close_matches(run):
+    with pytest.raises(UnknownName, match="'ECDSA-P348'; close matches: ECDSA-P384"):
+        run.ratio("ML-DSA-65@liboqs", "ECDSA-P348", operation="sign")
+    with pytest.raises(UnknownName, match="'sing'; close matches: sign"):
+        run.ratio("ML-DSA-65@liboqs", "ECDSA-P384", operation="sing")
+    with pytest.raises(UnknownName, match="'oqs'; close matches: liboqs"):
+        run.ratio("ML-DSA-65@oqs", "ECDSA-P384", operation="sign")
+
+
+def test_different_builds_of_one_library_are_flagged_as_another_release():
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
+                         ("ML-DSA-65", "liboqs", "liboqs 0.13.0 (generic build)", 1, 60_000.0, "liboqs-0.13.0+generic")])
+    with pytest.warns(PqlabWarning, match="different releases or builds"):
+        r = run.ratio("ML-DSA-65", "ML-KEM-768", operation="sign")
+    assert r.flags == ("cross-release",)
+
+
+def test_samples_of_different_loop_counts_are_compared_by_their_medians_and_flagged():
+    run = synthetic_run([("AES-256-GCM", "cryptography", OPENSSL, 20, 1_000.0, ""),
+                         ("ECDSA-P384", "cryptography", OPENSSL, 1, 100_000.0, "")])
+    r = run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign")
+    assert r.statistic == "median" and "unequal-batches" in r.flags and r.loops == (20, 1)
+    assert "means of 20 and 1 calls" in str(r)
+    asked = run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign", statistic="mean")
+    assert asked.statistic == "mean" and "means of" in str(asked)
+    with pytest.raises(UnknownName, match="median"):
+        run.ratio("AES-256-GCM", "ECDSA-P384", operation="sign", statistic="meen")
+
+
+def stalled_run(rounds=18, stalls=3):
+    """ML-DSA-65 sign (18 µs calls, batches of 4) against ECDSA-P384 sign (27 µs single calls), each round a few
+    samples, with 0.4-1.1 ms stalls among `stalls` samples of every round on the ECDSA side (issue #41)."""
+    rng = np.random.default_rng(7)
+    run_id = "20261129T000000Z-stall-abc123"
+    measurements, samples = [], []
+    for algorithm, loops, ns in (("ML-DSA-65", 4, 18_000.0), ("ECDSA-P384", 1, 27_000.0)):
+        measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": "cryptography", "build": "",
+                             "operation": "sign", "message_bytes": 100, "loops": loops, "verified": True,
+                             "implementation": OPENSSL, "library_version": "50.0.2", "time_ns_median": ns,
+                             "samples": rounds * 20})
+        for r in range(rounds):
+            times = ns * np.exp(rng.normal(0, 0.01, 20))
+            if algorithm == "ECDSA-P384":
+                times[rng.choice(20, stalls, replace=False)] += rng.uniform(400_000, 1_100_000, stalls)
+            samples += [{"run_id": run_id, "algorithm": algorithm, "backend": "cryptography", "build": "",
+                         "operation": "sign", "message_bytes": 100, "round": r, "sample": i, "loops": loops,
+                         "time_ns": t} for i, t in enumerate(times)]
+    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
+
+
+def test_a_ratio_over_rounds_with_stalls_agrees_with_the_medians_beside_it():
+    run = stalled_run()
+    r = run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
+    medians = {a: stats.round_interval(run.sample_values(a, "sign"))[0] for a in ("ML-DSA-65", "ECDSA-P384")}
+    of_medians = medians["ML-DSA-65"] / medians["ECDSA-P384"]
+    per_round = (stats.round_values(run.sample_values("ML-DSA-65", "sign"))
+                 / stats.round_values(run.sample_values("ECDSA-P384", "sign")))
+    assert r.value == pytest.approx(of_medians)
+    assert per_round.min() <= r.value <= per_round.max()
+    assert r.low <= of_medians <= r.high and r.high / r.low < 1.1
+    assert r.value == pytest.approx(18 / 27, rel=0.02)  # the stalls' means would give about 0.3
+
+
+def test_few_rounds_give_no_interval_and_say_so():
+    r = synthetic_run([("A", "cryptography", OPENSSL, 1, 10.0, ""), ("B", "cryptography", OPENSSL, 1, 20.0, "")],
+                      rounds=2).ratio("A", "B", operation="sign")
+    assert "no-interval" in r.flags and "no interval" in str(r) and "[" not in r.text
+
+
+def test_a_run_displays_as_its_summary(run):
+    html = run._repr_html_()
+    assert run.run_id in html and "Time median" in html and "time_ns_q1" not in html
+    text = repr(run)
+    assert text.splitlines()[0] == run.headline() and "ECDSA-P384" in text and "time_ns_q1" not in text
+    assert len(text.splitlines()) < 20  # the summary, not a dump of the frames
+
+
+def test_bench_says_once_which_backend_a_name_runs_on_and_why(monkeypatch):
+    if len(algorithms.backends_of("ML-DSA-65")) < 2:
+        pytest.skip("ML-DSA-65 has one backend here")
+    monkeypatch.setattr(algorithms, "_ANNOUNCED", set())
+    with pytest.warns(PqlabWarning, match=r"ML-DSA-65 runs on liboqs, the first of pqlab's backend order") as seen:
+        said = algorithms.announce_defaults(["ML-DSA-65", "ML-DSA-65@cryptography", ("Ed25519", "cryptography")])
+    assert len(said) == 1 and len([w for w in seen if "ML-DSA-65 runs on" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert algorithms.announce_defaults("ML-DSA-65") == []  # once per name and process
+        assert algorithms.announce_defaults(["Ed25519@cryptography"]) == []  # named: nothing to say
+
+
+def test_bench_announces_after_refusing_bad_input(monkeypatch):
+    monkeypatch.setattr(algorithms, "_ANNOUNCED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the refusal comes alone, before any announcement
+        with pytest.raises(BadInput, match="has no operation 'sign'"):
+            pqlab.bench(["ML-KEM-768"], operations=["sign"], save=False, progress=False)
+    assert "ML-KEM-768" not in algorithms._ANNOUNCED
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: pqlab.names(kind="signature"), "unknown kind 'signature'; close matches: sig"),
+    (lambda: pqlab.names(backend="openssl"), "unknown backend 'openssl'"),
+    (lambda: stats.round_interval(np.ones(5), stat="medain"), "unknown stat 'medain'; close matches: median"),
+    (lambda: algorithms.implementations(["ML-DSA-44"], ["liboq"]), "unknown backend 'liboq'; close matches: liboqs"),
+    (lambda: export.save_figure(lambda w: None, "own", "x", runs=[], formats=("pdf", "jpg")),
+     "unknown figure format 'jpg'"),
+])
+def test_enum_arguments_refuse_unknown_values_with_close_matches(call, match):
+    with pytest.raises(UnknownName, match=match):
+        call()
+
+
+def test_kinds_are_listed_and_each_has_names():
+    assert set(algorithms.KINDS) == {"sig", "kem", "pke", "cipher"}
+    assert pqlab.names(kind="sig") and pqlab.names(kind="cipher")
+
+
+def test_bars_take_a_unit_not_a_multiplier():
+    df = pd.DataFrame({"algorithm": ["A", "B"], "operation": ["sign", "sign"], "time_ns_median": [2_000.0, 5_000.0],
+                       "time_ns_q1": [1_900.0, 4_900.0], "time_ns_q3": [2_100.0, 5_100.0]})
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median",
+                                low="time_ns_q1", high="time_ns_q3", unit="µs", log=False)
+    heights = sorted(p.get_height() for p in fig.axes[0].patches)
+    assert heights == pytest.approx([2.0, 5.0]) and "(µs)" in fig.axes[0].get_ylabel()
+    plt.close(fig)
+    with pytest.raises(UnknownName, match="unknown unit of time column 'time_ns_median' 'us'; close matches: .*µs"):
+        plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median", unit="us")
+    with pytest.raises(BadInput, match="does not say its unit in its name"):
+        plotting.grouped_bars(df.rename(columns={"time_ns_median": "t"}), category="algorithm", group="operation",
+                              value="t", unit="µs")
+    with pytest.raises(TypeError, match="scale"):
+        plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median", scale=1e3)
+
+
+def test_save_figure_shows_the_figure_each_time_in_a_notebook_and_leaves_none_open(export_tree, monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Kernel", (), {"kernel": object()})())
+    monkeypatch.setattr(IPython.display, "display", lambda fig: shown.append(fig))
+    plt.close("all")
+    df = pd.DataFrame({"algorithm": ["A"], "operation": ["sign"], "time_ns_median": [2_000.0]})
+
+    def draw(w):
+        return plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median",
+                                     unit="µs", width=w)
+
+    for _ in range(2):
+        written = export.save_figure(draw, "own", "bars", runs=[fake_run()])
+        assert "figures/own/" in repr(written) and "bars.pdf" in repr(written)
+    assert len(shown) == 2 and plt.get_fignums() == []
+
+
+def test_outside_a_notebook_save_figure_shows_nothing(export_tree, monkeypatch):
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert export.show_in_notebook(plt.figure()) is False
+    plt.close("all")
+
+
+@pytest.mark.parametrize("venv_first", [True, False])
+def test_suggested_commands_work_from_a_kernel_whatever_its_path(monkeypatch, venv_first):
+    """A notebook's kernel often lacks the venv on PATH (`!python -m pqlab list`: No module named pqlab)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from pqlab.core.errors import shell_command
+
+    venv_bin = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", os.pathsep.join(([venv_bin] if venv_first else []) + ["/usr/bin", "/bin"]))
+    command = shell_command("pqlab list --kind kem")
+    assert command.startswith("python -m") == venv_first
+    out = subprocess.run(shlex.split(command), capture_output=True, text=True)
+    assert out.returncode == 0 and "ML-KEM-768" in out.stdout
+
+
+def test_an_unknown_algorithm_suggests_the_python_call_and_a_working_command():
+    with pytest.raises(UnknownName, match=r"pqlab.names\(\) lists every registered name \(shell: .*-m pqlab list\)"):
+        pqlab.get("ML-DSA-6")
+
+
+def test_a_table_column_names_the_unit_its_values_are_stored_in():
+    from pqlab.core import formatting
+
+    df = pd.DataFrame({"algorithm": ["A"], "100": [0.0123]})  # milliseconds, under a name that says nothing
+    t = formatting.table(df, ["algorithm", formatting.Column("100", "100 B", stored="ms")])
+    assert t.units[1] == "µs" and t.rows[0][1] == "12.3"
+    with pytest.raises(UnknownName, match="'msec'; close matches: ms"):
+        formatting.Column("100", stored="msec")
+
+
+def test_an_empty_table_says_so_and_files_in_unrelated_folders_are_each_named():
+    from pqlab.core import formatting
+
+    assert formatting.table(pd.DataFrame({"a_bytes": []}), ["a_bytes"]).to_string() == "(no rows; columns: A [B])"
+    text = export.written(["/tmp/pqlab-a/x.csv", "/var/tmp/pqlab-b/y.csv"])
+    assert text == "2 files written: /tmp/pqlab-a/ (1), /var/tmp/pqlab-b/ (1)" and "//" not in text
+
+
+@pytest.mark.parametrize("name, release, says", [
+    ("SPHINCS+-SHA2-128f-simple", "0.16.0", "is not in liboqs 0.16.0; there: SLH-DSA-SHA2-128f"),
+    ("HQC-128", "0.16.0", "HQC-2023-128 is not in liboqs 0.16.0; there: HQC-2025-1 as HQC-1 (related, not the same"),
+    ("Dilithium2", "0.15.0", "is not in liboqs 0.15.0"),
+])
+def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch, name, release, says):
+    """A machine whose liboqs is newer than the name a notebook asks for (issue 30): the error says what that
+    release has instead, not only close matches."""
+    monkeypatch.setattr(algorithms, "_loaded_release", lambda: release)
+    monkeypatch.setattr(algorithms, "_REGISTRY", {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
+    with pytest.raises(UnknownName, match=re.escape(says)):
+        algorithms.get(name)
+
+
+def test_a_ratio_of_operations_without_a_message_works():
+    """keygen, encaps, decaps have no message size (a missing value in the results): a ratio of them works."""
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
+                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "liboqs-0.13.0")], operation="keygen", message_bytes=None)
+    r = run.ratio("ML-KEM-768", "X25519", operation="keygen")
+    assert r.value == pytest.approx(0.5, rel=0.01) and r.rounds == 6
