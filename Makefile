@@ -31,7 +31,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
-CORE := $(filter-out pqlab/studies/% pqlab/publish/report.py,$(wildcard pqlab/*.py pqlab/*/*.py))
+CORE := $(filter-out pqlab/studies/% pqlab/publish/report%.py,$(wildcard pqlab/*.py pqlab/*/*.py pqlab/*/*/*.py))
 LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/core/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs/build.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build and the older liboqs releases (pqlab.core.builds): not part of setup, built on first
@@ -114,20 +114,22 @@ paper: $(EXECUTED) ## Typeset paper/ from the PROFILE's exports (reproducing the
 	@$(PY) -m pqlab.app.provision latex
 	$(PY) -m pqlab paper --profile $(PROFILE)
 
-build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: pqlab/studies/aes_rsa_sphincs.py
-build/$(PROFILE)/02_message_scaling.ipynb: pqlab/studies/message_scaling.py
-build/$(PROFILE)/03_memory_footprint.ipynb: pqlab/studies/memory_footprint.py
+# a study is a module or a package of pqlab/studies/
+study = $(wildcard pqlab/studies/$(1).py pqlab/studies/$(1)/*.py)
+build/$(PROFILE)/01_aes_rsa_sphincs.ipynb: $(call study,aes_rsa_sphincs)
+build/$(PROFILE)/02_message_scaling.ipynb: $(call study,message_scaling)
+build/$(PROFILE)/03_memory_footprint.ipynb: $(call study,memory_footprint)
 # notebook 04 also compares the portable liboqs build with the default one, and liboqs releases
-build/$(PROFILE)/04_signature_cycles.ipynb: pqlab/studies/signature_cycles.py pqlab/studies/round2_study.py \
-    pqlab/studies/liboqs_releases.py $(GENERIC) $(RELEASES)
-build/$(PROFILE)/05_energy.ipynb: $(wildcard pqlab/studies/energy_pi4*.py)
-build/$(PROFILE)/06_tls_handshake.ipynb: pqlab/studies/tls_handshake.py $(TLS_RUNNER)
-build/$(PROFILE)/07_atlas.ipynb: pqlab/studies/atlas.py
+build/$(PROFILE)/04_signature_cycles.ipynb: $(call study,signature_cycles) $(call study,round2_study) \
+    $(call study,liboqs_releases) $(GENERIC) $(RELEASES)
+build/$(PROFILE)/05_energy.ipynb: $(call study,energy_pi4)
+build/$(PROFILE)/06_tls_handshake.ipynb: $(call study,tls_handshake) $(TLS_RUNNER)
+build/$(PROFILE)/07_atlas.ipynb: $(call study,atlas)
 # notebook 08 builds the programs of native/impls on first use (pqlab.runners.impls), not make
-build/$(PROFILE)/08_implementations.ipynb: pqlab/studies/implementations.py pqlab/runners/impls.py pqlab/checks/crosscheck.py \
+build/$(PROFILE)/08_implementations.ipynb: $(call study,implementations) pqlab/runners/impls.py pqlab/checks/crosscheck.py \
     pqlab/checks/vectors.py $(wildcard native/impls/PROTOCOL.md)
 # notebook 09 builds the programs of native/leakage on first use (pqlab.runners.leakage), not make
-build/$(PROFILE)/09_timing_leakage.ipynb: pqlab/studies/timing_leakage.py pqlab/checks/leakage.py pqlab/runners/leakage.py \
+build/$(PROFILE)/09_timing_leakage.ipynb: $(call study,timing_leakage) pqlab/checks/leakage.py pqlab/runners/leakage.py \
     $(wildcard native/leakage/PROTOCOL.md)
 
 # the conformance caveats and the price of a missing check (issue #42), shared by the notebooks that time liboqs ML-DSA
@@ -156,7 +158,7 @@ test: test-unit test-notebooks test-paper ## Run the unit tests, execute every n
 UNIT ?= tests
 NBVAL ?= build/nbval
 test-unit: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
-	$(PY) -m pytest $(UNIT)
+	@t=$$(date +%s) && $(PY) -m pytest $(UNIT) && echo "== unit tests ($(UNIT)) in $$(( $$(date +%s) - t )) s"
 
 TEST_OUTPUT ?= build/test-output
 # README's recipe (notebooks/own_comparison.ipynb) runs under nbval too, into its own folder as a user's notebook
@@ -167,7 +169,8 @@ NBVAL_RUN = $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-wit
 	    --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider
 test-notebooks: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
-	PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(NBVAL_RUN) $(NBVAL)
+	@t=$$(date +%s) && PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(NBVAL_RUN) $(NBVAL) \
+	    && echo "== notebooks under nbval in $$(( $$(date +%s) - t )) s"
 	$(if $(RECIPE),$(PY) tests/nbval_prepare.py $(dir $(RECIPE)) --pattern $(notdir $(RECIPE)))
 	$(if $(RECIPE),PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(RECIPE_OUTPUT) $(NBVAL_RUN) $(RECIPE))
 

@@ -2,10 +2,11 @@
 
 The package is thin, in layers, each folder importing only those below it (``tests/test_import_graph.py``):
 
-==================  ===========================================================================================
+==================  =========================================================================================
 folder              holds
-==================  ===========================================================================================
-:mod:`~pqlab.core`      errors, vocabularies, the column schema and its units, formatting, inputs, builds, files
+==================  =========================================================================================
+:mod:`~pqlab.core`      errors, vocabularies, the column schema and its units, formatting, inputs, builds,
+                        files
 :mod:`~pqlab.liboqs`    liboqs builds: compiled, loaded by build, names per release
 :mod:`~pqlab.measure`   clocks, cycle counters, the machine's noise, loads, statistics and ratios
 :mod:`~pqlab.backends`  the algorithm registry and one adapter per Python library
@@ -15,14 +16,15 @@ folder              holds
 :mod:`~pqlab.publish`   run context, figures, exports, the paper and the report
 :mod:`~pqlab.studies`   one study per notebook
 :mod:`~pqlab.app`       the command line, provisioning, JupyterLab
-==================  ===========================================================================================
+==================  =========================================================================================
 
-The bench API (:func:`bench`) is :mod:`pqlab.benchmark`; calibration of the intervals is :mod:`pqlab.calibration`.
-Notebooks hold narrative, parameters and calls.
+The bench API (:func:`bench`) is :mod:`pqlab.benchmark`; calibration of the intervals is
+:mod:`pqlab.calibration`.  Notebooks hold narrative, parameters and calls.
 
-``import pqlab`` is light: it loads neither liboqs nor pandas nor matplotlib.  The names below and every submodule
-are imported on first use (PEP 562); a module's name before the layers (``pqlab.results``, ``pqlab.export`` ...)
-still reaches it.  Without a usable liboqs, every other backend still lists, measures and exports.
+``import pqlab`` is light: it loads neither liboqs nor pandas nor matplotlib.  The names below and every
+submodule are imported on first use (PEP 562); a module's name before the layers (``pqlab.results``,
+``pqlab.export`` ...) still reaches it.  Without a usable liboqs, every other backend still lists, measures
+and exports.
 """
 from __future__ import annotations
 
@@ -47,13 +49,14 @@ _MOVED = {
     "vocabulary": "core.vocabulary", "integrity": "core.integrity", "schema": "core.schema",
     "formatting": "core.formatting", "inputs": "core.inputs", "builds": "core.builds",
     "reference": "core.references", "liboqs_build": "liboqs.build", "liboqs_loader": "liboqs.loader",
-    "liboqs_names": "liboqs.names", "cycles": "measure.cycles", "noise": "measure.noise", "stats": "measure.stats",
-    "timing": "measure.timing", "machine": "measure.machine", "load": "measure.load", "ratio": "measure.ratio",
-    "algorithms": "backends.algorithms", "results": "store.results", "recorder": "store.recorder",
-    "bundle": "store.bundle", "bundle_checks": "store.bundle_checks", "rounds": "runners.rounds",
-    "memory": "runners.memory", "energy": "runners.energy", "fidelity": "runners.fidelity",
-    "crosscheck": "checks.crosscheck", "vectors": "checks.vectors", "conformance": "checks.conformance",
-    "interop": "checks.interop", "leakage": "checks.leakage", "taint": "checks.taint", "context": "publish.context",
+    "liboqs_names": "liboqs.names", "cycles": "measure.cycles", "noise": "measure.noise",
+    "stats": "measure.stats", "timing": "measure.timing", "machine": "measure.machine",
+    "load": "measure.load", "ratio": "measure.ratio", "algorithms": "backends.algorithms",
+    "results": "store.results", "recorder": "store.recorder", "bundle": "store.bundle",
+    "bundle_checks": "store.bundle_checks", "rounds": "runners.rounds", "memory": "runners.memory",
+    "energy": "runners.energy", "fidelity": "runners.fidelity", "crosscheck": "checks.crosscheck",
+    "vectors": "checks.vectors", "conformance": "checks.conformance", "interop": "checks.interop",
+    "leakage": "checks.leakage", "taint": "checks.taint", "context": "publish.context",
     "plotting": "publish.plotting", "export": "publish.export", "paper": "publish.paper",
     "report": "publish.report", "durations": "publish.durations", "cli": "app.cli", "lab": "app.lab",
     "provision": "app.provision",

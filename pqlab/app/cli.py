@@ -1,7 +1,7 @@
-"""`python -m pqlab list | builds | bench | conformance | calibrate | compare | fidelity | bundle | merge | machine | paper |
-report | cite | lab`:
-measuring without a notebook, moving results between machines, the cycle counters here, building the paper, the
-executed notebooks as HTML pages and starting JupyterLab.
+"""`python -m pqlab list | builds | bench | conformance | calibrate | compare | fidelity | bundle | merge |
+machine | paper | report | cite | lab`:
+measuring without a notebook, moving results between machines, the cycle counters here, building the paper,
+the executed notebooks as HTML pages and starting JupyterLab.
 
 Bad input is refused with one ``error:`` line (exit 2) before anything is measured; warnings are one
 ``warning:`` line each.  SIGINT, SIGTERM and SIGHUP stop a run with one line saying what was kept
@@ -19,12 +19,11 @@ from pathlib import Path
 
 from pqlab.app import lab
 from pqlab.backends.algorithms import UNAVAILABLE, catalogue, names, resolve
-from pqlab.core import inputs
+from pqlab.core import files, inputs
 from pqlab.core.errors import BadInput
-from pqlab.core.files import atomic_write
 from pqlab.core.formatting import fmt_factor_ci, fmt_time_ns
 from pqlab.core.paths import check_environment
-from pqlab.core.schema import KIND_OPERATIONS
+from pqlab.core.schema import KIND_OPERATIONS, convert_unit
 from pqlab.liboqs import loader as liboqs_loader
 from pqlab.measure.load import LOADS
 from pqlab.measure.load import describe as load_describe
@@ -96,15 +95,17 @@ def _cmd_bench(args) -> int:
     from pqlab.benchmark import MESSAGE_BYTES, bench
     from pqlab.measure.timing import TARGET_REL_CI
 
-    if args.out:  # refused before anything is measured: an existing file (without --force), a link, the results folder
+    # refused before anything is measured: an existing file (without --force), a link, the results folder
+    if args.out:
         inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
-        check_folder(Path(args.out).resolve().parent, "folder of --out", fix="name an --out file in a writable folder")
+        check_folder(Path(args.out).resolve().parent, "folder of --out",
+                     fix="name an --out file in a writable folder")
     target = TARGET_REL_CI if args.target_rel_ci is None else args.target_rel_ci or None
     run = bench(args.algorithms, args.operations, args.message_bytes or [MESSAGE_BYTES], budget_s=args.budget,
                 min_samples=args.min_samples, max_samples=args.max_samples, target_rel_ci=target,
-                rounds=args.rounds, max_rounds=args.max_rounds, quiet_only=args.quiet_only, isolation=args.isolation,
-                study=args.study, folder=args.folder, run_id=args.run_id, progress=not args.no_progress,
-                allow_nonconforming=args.allow_nonconforming)
+                rounds=args.rounds, max_rounds=args.max_rounds, quiet_only=args.quiet_only,
+                isolation=args.isolation, study=args.study, folder=args.folder, run_id=args.run_id,
+                progress=not args.no_progress, allow_nonconforming=args.allow_nonconforming)
     written = False
     try:
         print(run.summary().to_string())  # the notebooks' rules: units, sensible digits, flags as marks
@@ -112,17 +113,19 @@ def _cmd_bench(args) -> int:
         if args.out:
 
             try:
-                atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False), replace=args.force)
+                files.atomic_write(Path(args.out), lambda tmp: run.measurements.to_csv(tmp, index=False),
+                                   replace=args.force)
             except FileExistsError:
-                raise BadInput(f"--out {args.out} appeared while the run measured and was left alone: the run is "
-                               f"saved in {run.path}; pass --force to replace the file") from None
+                raise BadInput(f"--out {args.out} appeared while the run measured and was left alone: the "
+                               f"run is saved in {run.path}; pass --force to replace the file") from None
             written = True
             print(f"measurements also written to {args.out}", file=sys.stderr)
     except KeyboardInterrupt as exc:  # the run is complete on disk: say so, and what was not done
         signum = getattr(exc, "signum", signal.SIGINT)
         skipped = f"; --out {args.out} not written" if args.out and not written else ""
-        raise Interrupted(signum, f"{signal.Signals(signum).name} after the run was saved: run {run.run_id} is "
-                                  f"complete in {run.path} (status {run.meta.get('status')}){skipped}") from None
+        raise Interrupted(signum, f"{signal.Signals(signum).name} after the run was saved: run {run.run_id} "
+                                  f"is complete in {run.path} (status {run.meta.get('status')})"
+                                  f"{skipped}") from None
     return 0 if run.measurements["verified"].fillna(False).astype(bool).all() else 1
 
 
@@ -221,9 +224,10 @@ def _cmd_calibrate(args) -> int:
         runs = args.runs
     else:
         if not args.algorithms:
-            raise BadInput("name the algorithms to calibrate (e.g. Ed25519 ML-KEM-768), or --runs RUN... to check "
-                           "runs already made")
-        kwargs = {} if args.target_rel_ci is None else {"target_rel_ci": args.target_rel_ci or None}  # 0: none
+            raise BadInput("name the algorithms to calibrate (e.g. Ed25519 ML-KEM-768), or --runs RUN... to "
+                           "check runs already made")
+        # --target-rel-ci 0: none
+        kwargs = {} if args.target_rel_ci is None else {"target_rel_ci": args.target_rel_ci or None}
         if args.budget is not None:
             kwargs["budget_s"] = args.budget
         if args.rounds is not None:
@@ -231,17 +235,19 @@ def _cmd_calibrate(args) -> int:
         programs = [p for p in (args.programs or "").split(",") if p]
         if not programs:
             kwargs.update(isolation=args.isolation, quiet_only=args.quiet_only)
-        print(f"{args.repeats} runs, profile {args.profile}, load: {load_describe(args.load)} ...", file=sys.stderr,
-              flush=True)
+        print(f"{args.repeats} runs, profile {args.profile}, load: {load_describe(args.load)} ...",
+              file=sys.stderr, flush=True)
         runs = repeat(args.algorithms, args.repeats, profile=args.profile, load=args.load, programs=programs,
-                      folder=args.folder, progress=lambda k, run: print(f"  run {k + 1} of {args.repeats}: saved "
-                                                                        f"{run.run_id}", file=sys.stderr, flush=True),
+                      folder=args.folder,
+                      progress=lambda k, run: print(f"  run {k + 1} of {args.repeats}: saved "
+                                                    f"{run.run_id}", file=sys.stderr, flush=True),
                       **kwargs)
     result = analyse(runs)
     rows = result["rows"]
     if not rows.empty:
         shown = pd.DataFrame({
-            "algorithm": rows["algorithm"] + "@" + rows["backend"].astype(str), "operation": rows["operation"],
+            "algorithm": rows["algorithm"] + "@" + rows["backend"].astype(str),
+            "operation": rows["operation"],
             "method": rows["method"], "pooled median": rows["pooled"].map(fmt_time_ns),
             "± (median)": rows["half_width"].map(lambda v: f"{v:.1%}"),
             "holds pooled": [f"{c:.0%}" for c in rows["cover_pooled"]],
@@ -263,9 +269,10 @@ def _cmd_calibrate(args) -> int:
     print(describe(result))
     if args.out:
 
-        atomic_write(Path(args.out), lambda tmp: pd.concat([rows.assign(what="measurement"),
-                                                             ratios.assign(what="ratio")]).to_csv(tmp, index=False),
-                     replace=args.force)
+        files.atomic_write(Path(args.out),
+                           lambda tmp: pd.concat([rows.assign(what="measurement"),
+                                                  ratios.assign(what="ratio")]).to_csv(tmp, index=False),
+                           replace=args.force)
         print(f"written to {args.out}", file=sys.stderr)
     return 0
 
@@ -282,10 +289,12 @@ def _cmd_bundle(args) -> int:
 
 def _cmd_merge(args) -> int:
 
-    caps = {f"max_{k}_bytes": int(v * (1 << 20)) for k, v in (("member", args.max_member_mib),
-            ("manifest", args.max_manifest_mib), ("total", args.max_total_mib)) if v is not None}
+    caps = {f"max_{k}_bytes": int(convert_unit(v, "MiB", "bytes"))
+            for k, v in (("member", args.max_member_mib), ("manifest", args.max_manifest_mib),
+                         ("total", args.max_total_mib)) if v is not None}
     for r in merge_bundles(args.bundles, folder=args.folder, override=args.override, **caps):
-        who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})" if r["override"] else "")
+        who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})"
+                                 if r["override"] else "")
         if r["status"] == "already imported":
             print(f"{r['bundle']}: already imported (machine {who}); nothing changed")
             continue
@@ -293,7 +302,8 @@ def _cmd_merge(args) -> int:
         print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
               f"{len(r['present'])} already present -> {r['folder']}")
         for run_id, status in r["partial"].items():
-            print(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan only)")
+            print(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan "
+                  "only)")
     return 0
 
 
@@ -323,12 +333,14 @@ def _checked(check, *args, **kwargs):
 def _round_options(p: argparse.ArgumentParser, profiled: bool = False) -> None:
     from pqlab.measure.stats import MIN_ROUNDS
 
-    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS), default=None if profiled else ROUNDS,
+    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS),
+                   default=None if profiled else ROUNDS,
                    help="first-stage rounds, each a fresh worker process (default "
-                        + ("the profile's, bench's " if profiled else "") + f"{ROUNDS}; at least {MIN_ROUNDS})")
+                        + ("the profile's, bench's " if profiled else "")
+                        + f"{ROUNDS}; at least {MIN_ROUNDS})")
     p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"),
-                   help=f"most rounds an operation gets (default {MAX_ROUNDS_FACTOR} times --rounds: {MAX_ROUNDS} for "
-                        f"{ROUNDS})")
+                   help=f"most rounds an operation gets (default {MAX_ROUNDS_FACTOR} times --rounds: "
+                        f"{MAX_ROUNDS} for {ROUNDS})")
     p.add_argument("--isolation", choices=["process", "in-process"], default="process",
                    help="where rounds run: each in a fresh worker process (default), or all in this one")
 
@@ -339,20 +351,23 @@ def parser() -> argparse.ArgumentParser:
     from pqlab.measure.stats import CONFIDENCE
     from pqlab.store.results import ALPHA, MIN_FACTOR
 
-    p = _Parser(prog="python -m pqlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="python -m pqlab", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="print algorithms with backend, family, NIST level and operations")
     ls.add_argument("--kind", choices=list(KIND_OPERATIONS))
     ls.add_argument("--backend")
     ls.set_defaults(func=_cmd_list)
-    bl = sub.add_parser("builds", help="list the liboqs builds: pqlab's own (each release, each option) and any given")
+    bl = sub.add_parser("builds",
+                        help="list the liboqs builds: pqlab's own (each release, each option) and any given")
     bl.set_defaults(func=_cmd_builds)
     b = sub.add_parser("bench", help="measure algorithms and write a results file")
-    b.add_argument("algorithms", nargs="+", help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography), "
-                                                 "NAME@liboqs-0.12.0 a liboqs build (python -m pqlab builds)")
+    b.add_argument("algorithms", nargs="+",
+                   help="names; NAME@backend picks a backend (e.g. ML-DSA-44@cryptography), "
+                        "NAME@liboqs-0.12.0 a liboqs build (python -m pqlab builds)")
     b.add_argument("--operations", nargs="+",
-                   help="keygen sign verify encaps decaps encrypt decrypt, each of which every algorithm must have; "
-                        "default all (each algorithm's own)")
+                   help="keygen sign verify encaps decaps encrypt decrypt, each of which every algorithm "
+                        "must have; default all (each algorithm's own)")
     b.add_argument("--message-bytes", type=_checked(inputs.message_size), action="append",
                    help=f"message size in bytes (repeat for several; default {MESSAGE_BYTES})")
     b.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
@@ -360,28 +375,34 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
     b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
     b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
-                   help=f"make rounds until the {CONFIDENCE * 100:g}%% interval is expected within ± this fraction (default "
-                        "pqlab.measure.timing.TARGET_REL_CI; 0: always --max-rounds)")
+                   help=f"make rounds until the {convert_unit(CONFIDENCE, 'fraction', '%'):g}%% interval is "
+                        "expected within ± this fraction (default pqlab.measure.timing.TARGET_REL_CI; 0: "
+                        "always --max-rounds)")
     _round_options(b)
     b.add_argument("--quiet-only", action="store_true",
-                   help="refuse to measure when the machine is busy (other processes' CPU or steal: pqlab.measure.noise)")
+                   help="refuse to measure when the machine is busy (other processes' CPU or steal: "
+                        "pqlab.measure.noise)")
     b.add_argument("--study", default="", help="label stored with every row")
-    b.add_argument("--out", help="also write the measurements table to this CSV file (a new one; not in the results "
-                                 "folder, not a symbolic link)")
+    b.add_argument("--out",
+                   help="also write the measurements table to this CSV file (a new one; not in the results "
+                        "folder, not a symbolic link)")
     b.add_argument("--force", action="store_true", help="let --out replace an existing file")
     b.add_argument("--folder", help="results folder (default data/results)")
     b.add_argument("--run-id", help="the run's id (default: a new unique one); must not exist in the folder")
     b.add_argument("--no-progress", action="store_true")
     b.add_argument("--allow-nonconforming", action="store_true",
-                   help="time an implementation that fails its known-answer checks (pqlab conformance); the run "
-                        "records that it was asked")
+                   help="time an implementation that fails its known-answer checks (pqlab conformance); the "
+                        "run records that it was asked")
     b.set_defaults(func=_cmd_bench)
-    co = sub.add_parser("conformance", help="the known-answer and invalid-input checks of each implementation "
-                                            "(cached per build): vectors run, passed, failed by kind, skipped")
-    co.add_argument("algorithms", nargs="*", help="names as for bench, e.g. ML-DSA-44@liboqs Ed25519@cryptography "
-                                                  "ML-DSA-44@liboqs-0.12.0 (a liboqs build: checked in a worker)")
-    co.add_argument("--programs", help="also notebook 08's programs (comma-separated, e.g. rust,openssl,go): every "
-                                       "implementation of the named algorithms (all they list when none is named)")
+    co = sub.add_parser("conformance",
+                        help="the known-answer and invalid-input checks of each implementation "
+                             "(cached per build): vectors run, passed, failed by kind, skipped")
+    co.add_argument("algorithms", nargs="*",
+                    help="names as for bench, e.g. ML-DSA-44@liboqs Ed25519@cryptography "
+                         "ML-DSA-44@liboqs-0.12.0 (a liboqs build: checked in a worker)")
+    co.add_argument("--programs",
+                    help="also notebook 08's programs (comma-separated, e.g. rust,openssl,go): every "
+                         "implementation of the named algorithms (all they list when none is named)")
     co.add_argument("--json", action="store_true", help="the records as JSON")
     co.add_argument("--refresh", action="store_true", help="check again, ignoring the cache")
     co.add_argument("--records", action="store_true", help="print the whole records as JSON (this process's "
@@ -390,75 +411,87 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare run B with run A: factor and significance per measurement")
     c.add_argument("a", help="run id or path of the baseline run")
     c.add_argument("b", help="run id or path of the other run")
-    c.add_argument("--alpha", type=float, default=ALPHA, help="significance level, in (0, 1) (default %(default)g)")
+    c.add_argument("--alpha", type=float, default=ALPHA,
+                   help="significance level, in (0, 1) (default %(default)g)")
     c.add_argument("--min-factor", type=float, default=MIN_FACTOR,
-                   help="smallest factor called slower or faster, >= 1 (default %(default)g; 1: any significant "
-                        "difference)")
+                   help="smallest factor called slower or faster, >= 1 (default %(default)g; 1: any "
+                        "significant difference)")
     c.add_argument("--allow-different", action="store_true",
                    help="compare runs from different machines, parameters or liboqs builds (they are named)")
     c.add_argument("--allow-partial", action="store_true",
                    help="compare runs that did not finish (interrupted, failed, abandoned; they are named)")
     c.add_argument("--allow-changed-meaning", action="store_true",
-                   help="runs of two liboqs releases: compare names that mean different algorithms in them too "
-                        "(a name liboqs re-used for another algorithm; each such row says so)")
+                   help="runs of two liboqs releases: compare names that mean different algorithms in them "
+                        "too (a name liboqs re-used for another algorithm; each such row says so)")
     c.set_defaults(func=_cmd_compare)
-    f = sub.add_parser("fidelity", help="pqlab's liboqs path, liboqs-python and a bare loop against liboqs timed from C "
-                                        "(harness check, one run)")
+    f = sub.add_parser("fidelity",
+                       help="pqlab's liboqs path, liboqs-python and a bare loop against liboqs timed from C "
+                            "(harness check, one run)")
     f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,
                    help="seconds of sampling per operation and arm (default %(default)g)")
     f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,
                    help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
-    bu = sub.add_parser("bundle", help="pack this machine's runs, raw traces and executed notebooks into one archive")
+    bu = sub.add_parser("bundle",
+                        help="pack this machine's runs, raw traces and executed notebooks into one archive")
     bu.add_argument("--profile", choices=["quick", "full"],
                     help="only the runs and notebooks of `make reproduce PROFILE=...` (default: every run)")
-    bu.add_argument("--out", help="the archive to write, a new file outside the results folder and not a symbolic link "
-                                  "(default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+    bu.add_argument("--out",
+                    help="the archive to write, a new file outside the results folder and not a symbolic "
+                         "link (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
     bu.add_argument("--force", action="store_true", help="let --out replace an existing file")
     bu.add_argument("--no-notebooks", action="store_true", help="leave the executed notebooks out")
     bu.add_argument("--folder", help="results folder (default data/results)")
     bu.set_defaults(func=_cmd_bundle)
-    me = sub.add_parser("merge", help="verify bundles and import their runs under data/results/machines/<id>/")
+    me = sub.add_parser("merge",
+                        help="verify bundles and import their runs under data/results/machines/<id>/")
     me.add_argument("bundles", nargs="+", metavar="BUNDLE", help="archives made by `python -m pqlab bundle`")
     me.add_argument("--folder", help="results folder (default data/results)")
     me.add_argument("--override", action="store_true",
-                    help="merge a bundle that carries this host's own machine id (only one made here: its runs "
-                         "count as this machine's)")
-    for what, default, text in (("member", 256, "one file in a bundle"), ("manifest", 16, "a bundle's manifest"),
+                    help="merge a bundle that carries this host's own machine id (only one made here: its "
+                         "runs count as this machine's)")
+    for what, default, text in (("member", 256, "one file in a bundle"),
+                                ("manifest", 16, "a bundle's manifest"),
                                 ("total", 2048, "all files of one bundle")):
         me.add_argument(f"--max-{what}-mib", type=_checked(inputs.positive_number, f"--max-{what}-mib"),
                         help=f"the cap on {text}, MiB (default {default})")
     me.set_defaults(func=_cmd_merge)
-    cal = sub.add_parser("calibrate", help=f"run one benchmark K times and check that its {CONFIDENCE * 100:g}%% "
-                                           "intervals hold")
-    cal.add_argument("algorithms", nargs="*", help="names, as for bench (every operation of each is measured)")
+    cal = sub.add_parser("calibrate", help="run one benchmark K times and check that its "
+                                           f"{convert_unit(CONFIDENCE, 'fraction', '%'):g}%% intervals hold")
+    cal.add_argument("algorithms", nargs="*",
+                     help="names, as for bench (every operation of each is measured)")
     cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", MIN_RUNS), default=6,
                      help="separate runs of the benchmark (default %(default)s)")
     cal.add_argument("--runs", nargs="+", metavar="RUN", help="check these runs instead of making new ones")
     cal.add_argument("--profile", choices=list(PROFILES), default="default",
-                     help="the measurement settings repeated: bench's defaults, or the notebooks' quick profile "
-                          + "(" + ", ".join(f"{k} {v}" for k, v in PROFILES["quick"].items()) + "); "
+                     help="the measurement settings repeated: bench's defaults, or the notebooks' quick "
+                          "profile (" + ", ".join(f"{k} {v}" for k, v in PROFILES["quick"].items()) + "); "
                           "--budget, --rounds and --target-rel-ci override it")
     cal.add_argument("--load", choices=list(LOADS), default="none",
-                     help="a standard background load started before the first run and stopped after the last: "
-                          + "; ".join(f"{k}: {v}" for k, v in LOADS.items()))
-    cal.add_argument("--programs", help="calibrate notebook 08's programs instead of pqlab's harness: a comma-"
-                                        "separated list of native/impls programs (e.g. rust,openssl,go)")
+                     help="a standard background load started before the first run and stopped after the "
+                          "last: " + "; ".join(f"{k}: {v}" for k, v in LOADS.items()))
+    cal.add_argument("--programs",
+                     help="calibrate notebook 08's programs instead of pqlab's harness: a comma-"
+                          "separated list of native/impls programs (e.g. rust,openssl,go)")
     cal.add_argument("--screen", type=_checked(inputs.count, "--screen"), metavar="BLOCKS",
-                     help="calibrate the timing-leakage screen instead: its false-positive rate over --repeats "
-                          "screens of BLOCKS blocks of one class labelled twice (notebook 09's experiment)")
+                     help="calibrate the timing-leakage screen instead: its false-positive rate over "
+                          "--repeats screens of BLOCKS blocks of one class labelled twice (notebook 09's "
+                          "experiment)")
     cal.add_argument("--budget", type=_checked(inputs.positive_number, "the value"),
                      help="as for bench (default: the profile's)")
     cal.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
                      help="as for bench (default bench's)")
     _round_options(cal, profiled=True)
-    cal.add_argument("--quiet-only", action="store_true", help="as for bench: refuse to start on a busy machine")
+    cal.add_argument("--quiet-only", action="store_true",
+                     help="as for bench: refuse to start on a busy machine")
     cal.add_argument("--folder", help="results folder for the runs (default data/results)")
-    cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file (as for bench)")
+    cal.add_argument("--out", help="also write the per-measurement and per-ratio table to this CSV file (as "
+                                   "for bench)")
     cal.add_argument("--force", action="store_true", help="let --out replace an existing file")
     cal.set_defaults(func=_cmd_calibrate)
-    m = sub.add_parser("machine", help="the cycle counters here (core cycles, TSC), whether to trust them, and "
-                                       "whether the machine is quiet right now")
+    m = sub.add_parser("machine",
+                       help="the cycle counters here (core cycles, TSC), whether to trust them, and "
+                            "whether the machine is quiet right now")
     m.set_defaults(func=_cmd_machine)
     pp = sub.add_parser("paper", help="typeset paper/pqlab.tex from one profile's exports (make paper)")
     pp.add_argument("--profile", default=os.environ.get("PQLAB_PROFILE") or "full",
@@ -468,16 +501,18 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--twocolumn", action="store_true", help="typeset it in two columns")
     pp.set_defaults(func=_cmd_paper)
 
-    rp = add_arguments(sub.add_parser("report", help="render a profile's executed notebooks and exports as static "
-                                                     "HTML pages: build/PROFILE/report/index.html (make report)"))
+    rp = add_arguments(sub.add_parser("report",
+                                      help="render a profile's executed notebooks and exports as static "
+                                           "HTML pages: build/PROFILE/report/index.html (make report)"))
     rp.set_defaults(func=_cmd_report)
     ci = sub.add_parser("cite", help="print CITATION.cff with the commit of this checkout")
     ci.set_defaults(func=_cmd_cite)
-    la = sub.add_parser("lab", help="start JupyterLab on the checkout (or --dir) and say where it listens (make lab)")
+    la = sub.add_parser("lab", help="start JupyterLab on the checkout (or --dir) and say where it listens "
+                                    "(make lab)")
     la.add_argument("--ip", default="127.0.0.1")
     la.add_argument("--port", type=int, default=8888)
-    la.add_argument("--dir", default="", help="the folder to open (make lab LAB_DIR=...; default: the checkout, with "
-                    "my-notebooks/ for your own notebooks)")
+    la.add_argument("--dir", default="", help="the folder to open (make lab LAB_DIR=...; default: the "
+                                              "checkout, with my-notebooks/ for your own notebooks)")
     la.set_defaults(func=_cmd_lab)
     return p
 

@@ -1,12 +1,18 @@
 """`python -m pqlab.app.provision ...`: the steps of `make setup` that need Python.
 
-    python -m pqlab.app.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's build)
-    python -m pqlab.app.provision liboqs generic   # the portable build (notebook 04 and the tests, on first need)
-    python -m pqlab.app.provision liboqs liboqs-0.12.0   # another release (pqlab.core.builds; also built on first need)
-    python -m pqlab.app.provision liboqs releases  # every release in native/liboqs/ but setup's (notebook 04, the tests)
+    python -m pqlab.app.provision liboqs default   # liboqs for liboqs-python (a loadable one, else pqlab's
+                                                   # build)
+    python -m pqlab.app.provision liboqs generic   # the portable build (notebook 04 and the tests, on first
+                                                   # need)
+    python -m pqlab.app.provision liboqs liboqs-0.12.0   # another release (pqlab.core.builds; also built on
+                                                         # first need)
+    python -m pqlab.app.provision liboqs releases  # every release in native/liboqs/ but setup's (notebook 04,
+                                                   # the tests)
     python -m pqlab.app.provision latex            # pdflatex for `make paper` (exit 1: not there)
-    python -m pqlab.app.provision browser          # chromium for the report's browser test (exit 1: not there)
-    python -m pqlab.app.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git filter)
+    python -m pqlab.app.provision browser          # chromium for the report's browser test (exit 1: not
+                                                   # there)
+    python -m pqlab.app.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git
+                                                   # filter)
     python -m pqlab.app.provision runners          # the measuring helpers outside Python:
 
 - the TSC helper (pqlab/measure/tsc.c, reference cycles from Python) into the per-user cache;
@@ -39,9 +45,9 @@ from pqlab.publish.report import CHROMIUM_PACKAGE, browser_problem, browser_vers
 
 
 def liboqs(spec: str) -> None:
-    """Provide the build `spec` names (pqlab.core.builds: ``default``, ``generic``, ``liboqs-0.12.0``...).  For the
-    default one, a liboqs that is already loadable (system, conda, OQS_INSTALL_PATH) wins; otherwise pqlab's
-    build, found by the venv through a .pth file."""
+    """Provide the build `spec` names (pqlab.core.builds: ``default``, ``generic``, ``liboqs-0.12.0``...).
+    For the default one, a liboqs that is already loadable (system, conda, OQS_INSTALL_PATH) wins; otherwise
+    pqlab's build, found by the venv through a .pth file."""
     build = parse(spec)
     site = Path(sysconfig.get_paths()["purelib"])
     if build == SETUP and (existing := find_usable_liboqs()):
@@ -60,8 +66,9 @@ def native_runners() -> None:
 
     for options in OPTIONS:
         if not (parse(options).prefix / "lib" / "liboqs.so").exists():
-            why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with it"
-                   if options == "generic" else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
+            why = ("the portable liboqs is built on first need (notebook 04, the tests), and its runner with "
+                   "it" if options == "generic"
+                   else "pqlab's liboqs build is not installed (a system or conda liboqs is in use)")
             print(f"native runner ({parse(options).id}): not built now: {why}")
             continue
         print(f"native runner ({parse(options).id}): {build_native_runner(options)}")
@@ -82,7 +89,8 @@ def reference_loops() -> None:
         _library()
         print(f"reference loops (pqlab.measure.noise): {helper_path(_SOURCES, 'reference')}")
     except OSError as exc:
-        print(f"reference loops: skipped ({exc.strerror or exc}); rounds record no reference and no machine drift")
+        print(f"reference loops: skipped ({exc.strerror or exc}); rounds record no reference and no machine "
+              "drift")
 
 
 def bc_runner() -> None:
@@ -96,7 +104,8 @@ def bc_runner() -> None:
 
 
 def apt_install(packages, why: str) -> bool:
-    """Install Debian `packages` with apt-get when this process can (root, apt-get present); says what it does."""
+    """Install Debian `packages` with apt-get when this process can (root, apt-get present); says what it
+    does."""
     apt = shutil.which("apt-get")
     if not apt or os.geteuid() != 0:
         return False
@@ -133,22 +142,22 @@ def latex() -> bool:
 
 
 def browser() -> bool:
-    """Debian's chromium, which tests/publish/test_report.py drives through Playwright (pqlab.publish.report.check_pages), installed
-    where apt-get can.  Playwright itself comes from requirements.lock (make setup) and never downloads a browser
-    (`playwright install` is never run)."""
+    """Debian's chromium, which tests/publish/test_report.py drives through Playwright
+    (pqlab.publish.report.check_pages), installed where apt-get can.  Playwright itself comes from
+    requirements.lock (make setup) and never downloads a browser (`playwright install` is never run)."""
 
     os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     if find_chromium() is None and not os.environ.get("PQLAB_CHROMIUM"):
         apt_install([CHROMIUM_PACKAGE], "chromium for the report's browser test")
     problem = browser_problem()
     if problem and os.environ.get("PQLAB_CHROMIUM"):
-        print(f"error: {problem}: name a Chromium binary there, or unset it to use Debian's {CHROMIUM_PACKAGE}",
-              file=sys.stderr)
+        print(f"error: {problem}: name a Chromium binary there, or unset it to use Debian's "
+              f"{CHROMIUM_PACKAGE}", file=sys.stderr)
         return False
     if problem and find_chromium() is None:
         print(f"error: {problem} and could not be installed here (needs root and apt-get): install Debian's "
-              f"{CHROMIUM_PACKAGE} (sudo apt-get install {CHROMIUM_PACKAGE}) or set PQLAB_CHROMIUM to a Chromium "
-              "binary, and run the tests again", file=sys.stderr)
+              f"{CHROMIUM_PACKAGE} (sudo apt-get install {CHROMIUM_PACKAGE}) or set PQLAB_CHROMIUM to a "
+              "Chromium binary, and run the tests again", file=sys.stderr)
         return False
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -156,28 +165,30 @@ def browser() -> bool:
     try:
         print(f"chromium: {find_chromium()}, version {browser_version()}, driven by Playwright")
     except Exception as exc:  # Playwright's own errors: the pair does not work together
-        print(f"error: Playwright cannot launch {find_chromium()}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"error: Playwright cannot launch {find_chromium()}: {str(exc).splitlines()[0]}",
+              file=sys.stderr)
         return False
     return True
 
 
-#: nbstripout's command as the git filter of .gitattributes: cell ids kept (tests/nbval_expected is keyed by them),
-#: and the kernel's language_info (the Python version of whoever saved) dropped with the outputs
+#: nbstripout's command as the git filter of .gitattributes: cell ids kept (tests/nbval_expected is keyed by
+#: them), and the kernel's language_info (the Python version of whoever saved) dropped with the outputs
 NBSTRIPOUT_ARGS = ("--keep-id", "--extra-keys", "metadata.language_info")
 
 
 def nbstripout_command() -> list[str]:
-    """The one command that strips a notebook (add ``-t`` to filter standard input to standard output): git's filter
-    runs it, and so does `make lab`'s pre-save hook (:func:`pqlab.app.lab.stripped`), so they agree byte for byte."""
+    """The one command that strips a notebook (add ``-t`` to filter standard input to standard output): git's
+    filter runs it, and so does `make lab`'s pre-save hook (:func:`pqlab.app.lab.stripped`), so they agree
+    byte for byte."""
     return [sys.executable, "-m", "nbstripout", *NBSTRIPOUT_ARGS]
 
 
 def notebook_filter(root: Path | None = None) -> bool:
     """Configure this checkout's git so that a notebook run and saved in JupyterLab (or anywhere) is stored
     without outputs: .gitattributes (committed) names the filter ``nbstripout`` for ``*.ipynb``; this sets its
-    command in .git/config, with this venv's Python (nbstripout comes from requirements.lock).  The working file
-    keeps its outputs for its user; ``git status`` and ``git diff`` see the stripped notebook.  Idempotent; a
-    folder that is not a git checkout needs nothing (returns True)."""
+    command in .git/config, with this venv's Python (nbstripout comes from requirements.lock).  The working
+    file keeps its outputs for its user; ``git status`` and ``git diff`` see the stripped notebook.
+    Idempotent; a folder that is not a git checkout needs nothing (returns True)."""
 
     root = root or ROOT
     if shutil.which("git") is None or subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"],
@@ -188,7 +199,8 @@ def notebook_filter(root: Path | None = None) -> bool:
     for key, value in (("filter.nbstripout.clean", strip), ("filter.nbstripout.smudge", "cat"),
                        ("filter.nbstripout.required", "true"), ("diff.ipynb.textconv", f"{strip} -t")):
         subprocess.run(["git", "-C", str(root), "config", key, value], check=True)
-    # git's stat cache, refreshed once now through the filter: else the first status after a clone runs it per notebook
+    # git's stat cache, refreshed once now through the filter: else the first status after a clone runs it per
+    # notebook
     subprocess.run(["git", "-C", str(root), "update-index", "-q", "--refresh"], capture_output=True)
     print("notebook filter: git stores notebooks without outputs (nbstripout, .gitattributes)")
     return True
@@ -213,7 +225,8 @@ def main(argv: list[str]) -> int:
             others = [f"liboqs-{release}" for release in own_releases() if release != SETUP_RELEASE]
             for spec in others if argv[1] == "releases" else [argv[1]]:
                 liboqs(spec)
-        except (LiboqsBuildError, BadInput, UnknownName) as exc:  # an unknown build: one line naming those there are
+        except (LiboqsBuildError, BadInput, UnknownName) as exc:
+            # an unknown build: one line naming those there are
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

@@ -1,9 +1,10 @@
-"""The algorithm registry's lookup: canonical name -> adapter (:mod:`pqlab.backends.base`), every backend module
-loaded on first need (:func:`load_all`).
+"""The algorithm registry's lookup: canonical name -> adapter (:mod:`pqlab.backends.base`), every backend
+module loaded on first need (:func:`load_all`).
 
-Each backend module has a ``register_all()``; a backend whose library is missing or unusable registers nothing and
-says why in :data:`UNAVAILABLE` (``python -m pqlab list`` prints it), and every other backend still works.  Adapters
-import :mod:`pqlab.backends.base` only, so loading them through importlib is an arrow down, never a loop.
+Each backend module has a ``register_all()``; a backend whose library is missing or unusable registers nothing
+and says why in :data:`UNAVAILABLE` (``python -m pqlab list`` prints it), and every other backend still works.
+Adapters import :mod:`pqlab.backends.base` only, so loading them through importlib is an arrow down, never a
+loop.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from pqlab.core.errors import LiboqsNotFound, choice, shell_command, warn
 from pqlab.core.schema import KIND_OPERATIONS
 from pqlab.core.vocabulary import LIBRARY_BACKENDS, POST_QUANTUM, family_of, find
 from pqlab.core.vocabulary import backend as backend_entry
-from pqlab.liboqs.loader import liboqs_info
 
 MODULES = tuple(dict.fromkeys(backend_entry(name).module for name in LIBRARY_BACKENDS))
 #: backend module -> why it registered nothing (a missing optional library, no usable liboqs)
@@ -69,20 +69,22 @@ def _liboqs_missing() -> str:
     return UNAVAILABLE.get("liboqs", "")
 
 
-#: the kinds of algorithm (:func:`names`, ``python -m pqlab list --kind``): signatures, KEMs, public-key encryption,
-#: symmetric ciphers
+#: the kinds of algorithm (:func:`names`, ``python -m pqlab list --kind``): signatures, KEMs, public-key
+#: encryption, symmetric ciphers
 KINDS = tuple(KIND_OPERATIONS)
 
 
 def known_backends() -> list[str]:
-    """Every backend pqlab knows here: those that registered algorithms and those unavailable (with a reason)."""
+    """Every backend pqlab knows here: those that registered algorithms and those unavailable (with a
+    reason)."""
     _load_backends()
     return sorted({b for _, b in _REGISTRY} | set(UNAVAILABLE))
 
 
 def names(kind: str | None = None, backend: str | None = None) -> list[str]:
     """Canonical names, sorted, optionally only of one `kind` (one of :data:`KINDS`: "sig", "kem", "pke",
-    "cipher") or `backend` (:func:`known_backends`); an unknown kind or backend is refused with close matches."""
+    "cipher") or `backend` (:func:`known_backends`); an unknown kind or backend is refused with close
+    matches."""
 
     _load_backends()
     if kind is not None:
@@ -102,8 +104,9 @@ def _backends_of(name: str) -> list[str]:
 
 
 def backends_of(name: str) -> list[str]:
-    """Every backend that implements `name`, preferred first: one per implementation, so not a backend that measures
-    another of them through another path (``liboqs-python``, liboqs through its binding: name it to get it)."""
+    """Every backend that implements `name`, preferred first: one per implementation, so not a backend that
+    measures another of them through another path (``liboqs-python``, liboqs through its binding: name it to
+    get it)."""
     _load_backends()
     return _distinct(_backends_of(name))
 
@@ -144,8 +147,8 @@ def get(name: str, backend: str | None = None) -> Algorithm:
 
 
 def _in_another_liboqs(name: str) -> str:
-    """Why the loaded liboqs lacks `name` where another liboqs release has it (:func:`pqlab.liboqs.names.missing_in`:
-    renamed there, or what it has instead); "" otherwise."""
+    """Why the loaded liboqs lacks `name` where another liboqs release has it
+    (:func:`pqlab.liboqs.names.missing_in`: renamed there, or what it has instead); "" otherwise."""
     from pqlab.liboqs.names import missing_in
 
     return missing_in(name, _loaded_release())
@@ -153,6 +156,7 @@ def _in_another_liboqs(name: str) -> str:
 
 def _loaded_release() -> str:
     """The release of the liboqs this process loaded (e.g. "0.13.0")."""
+    from pqlab.liboqs.loader import liboqs_info
 
     return str(liboqs_info()["liboqs_version"])
 
@@ -177,10 +181,12 @@ def announce_defaults(items) -> list[str]:
         if len(found) < 2 or name in _ANNOUNCED:
             continue
         _ANNOUNCED.add(name)
-        order = [b for b in BACKEND_PREFERENCE if b in found] + [b for b in found if b not in BACKEND_PREFERENCE]
-        said.append(f"{name} runs on {found[0]}, the first of pqlab's backend order ({', '.join(order)}) that "
-                    f"implements it (liboqs first for post-quantum algorithms, OpenSSL through cryptography for "
-                    f"classical ones); name another to measure it there, e.g. '{name}@{found[1]}'")
+        order = ([b for b in BACKEND_PREFERENCE if b in found]
+                 + [b for b in found if b not in BACKEND_PREFERENCE])
+        said.append(f"{name} runs on {found[0]}, the first of pqlab's backend order ({', '.join(order)}) "
+                    f"that implements it (liboqs first for post-quantum algorithms, OpenSSL through "
+                    f"cryptography for classical ones); name another to measure it there, e.g. "
+                    f"'{name}@{found[1]}'")
         warn(said[-1])
     return said
 
@@ -201,9 +207,9 @@ def resolve(items: Iterable) -> list[Algorithm]:
 
 
 def implementations(names: Iterable[str], backends: Iterable[str] | None = None) -> list[str]:
-    """"NAME@backend" for every backend of `backends` that implements each name (every implementation when None:
-    :func:`backends_of`); a name none of them implements gets its preferred backend.  An unknown backend is refused
-    with close matches (:func:`known_backends`)."""
+    """"NAME@backend" for every backend of `backends` that implements each name (every implementation when
+    None: :func:`backends_of`); a name none of them implements gets its preferred backend.  An unknown backend
+    is refused with close matches (:func:`known_backends`)."""
 
     _load_backends()
     wanted = list(backends) if backends is not None else None

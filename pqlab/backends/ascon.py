@@ -38,7 +38,8 @@ class Ascon128a(Algorithm):
         super().__init__(ALGORITHM, "cipher", "symmetric", "ascon", f"ascon {v} (pure Python, PyPI)", v, 1,
                          f"raw key ({KEY_BYTES} bytes)",
                          "Ascon v1.2 (NIST LWC submission), not SP 800-232 Ascon-AEAD128; random "
-                         f"{NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES * 8}-bit tag appended")
+                         f"{NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES * 8}-bit tag "
+                         "appended")
 
     def generate(self) -> bytes:
         return os.urandom(KEY_BYTES)
@@ -50,8 +51,8 @@ class Ascon128a(Algorithm):
         return functools.partial(decrypt, key)
 
     def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
-        """(encrypt, decrypt) under a given nonce and associated data, for known answers (the adapter draws its
-        nonce): ciphertext ‖ tag."""
+        """(encrypt, decrypt) under a given nonce and associated data, for known answers (the adapter draws
+        its nonce): ciphertext ‖ tag."""
         import ascon
 
         def unseal(sealed: bytes) -> bytes:

@@ -49,9 +49,10 @@ class Trial:
     each ``x`` of ``fresh(n)`` (:func:`pqlab.measure.timing.measure` feeds them).
 
     A backend whose calls can run in a loop of their own language also sets `repeat` and `output`:
-    ``repeat(n)`` (or ``repeat(batch)``, a batch of ``fresh``) makes a sample's calls there, with one call from
-    Python, and ``output(what repeat returned)`` is the last call's output, read after the clock stops, where a
-    failed call raises :class:`VerificationError` (pqlab's liboqs backend: a C loop, :mod:`pqlab.backends.liboqs`)."""
+    ``repeat(n)`` (or ``repeat(batch)``, a batch of ``fresh``) makes a sample's calls there, with one call
+    from Python, and ``output(what repeat returned)`` is the last call's output, read after the clock stops,
+    where a failed call raises :class:`VerificationError` (pqlab's liboqs backend: a C loop,
+    :mod:`pqlab.backends.liboqs`)."""
 
     run: Callable[..., Any]
     check: Callable[..., None]
@@ -146,11 +147,12 @@ class Algorithm:
         """What ran, as the columns of a measurement row."""
         return {"backend": self.backend, "implementation": self.implementation,
                 "library_version": self.library_version, "build": self.extra.get("build", ""),
-                "algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level}
+                "algorithm": self.name, "kind": self.kind, "family": self.family,
+                "nist_level": self.nist_level}
 
     def describe(self) -> dict:
-        return {"algorithm": self.name, "kind": self.kind, "family": self.family, "nist_level": self.nist_level,
-                "backend": self.backend, "implementation": self.implementation,
+        return {"algorithm": self.name, "kind": self.kind, "family": self.family,
+                "nist_level": self.nist_level, "backend": self.backend, "implementation": self.implementation,
                 "library_version": self.library_version, "operations": ",".join(self.operations)}
 
     # ----- primitives (implemented by backends) -----
@@ -198,7 +200,8 @@ class Algorithm:
                              f"choose from {', '.join(self.operations)}")
         if signed is not None:
             if self.kind != "sig" or operation != "verify" or keys is None:
-                raise ValueError("signed= is a signature to verify: for verify of a signature scheme, with its keys")
+                raise ValueError("signed= is a signature to verify: for verify of a signature scheme, with "
+                                 "its keys")
             return self._trial_sig(operation, signed[0], keys, signed[1])
         return getattr(self, f"_trial_{self.kind}")(operation, message, keys)
 
@@ -206,7 +209,8 @@ class Algorithm:
         def checker(verify):
             def check_signature(sig: bytes, msg: bytes = message) -> None:
                 _require(verify(msg, sig) is True, "signature does not verify")
-                _require(_rejects(lambda: verify(msg, _tamper(sig)), None), "a tampered signature was accepted")
+                _require(_rejects(lambda: verify(msg, _tamper(sig)), None),
+                         "a tampered signature was accepted")
                 _require(_rejects(lambda: verify(_tamper(msg), sig), None), "a tampered message was accepted")
             return check_signature
 
@@ -228,7 +232,8 @@ class Algorithm:
 
         def check_verdict(ok) -> None:
             _require(ok is True, f"verify returned {ok!r} for a valid signature")
-            _require(_rejects(lambda: verify(message, _tamper(sig)), None), "a tampered signature was accepted")
+            _require(_rejects(lambda: verify(message, _tamper(sig)), None),
+                     "a tampered signature was accepted")
 
         return Trial(functools.partial(verify, message, sig), check_verdict)
 
@@ -237,7 +242,8 @@ class Algorithm:
             def check_encaps(out) -> None:
                 ct, ss = out
                 _require(decaps(ct) == ss, "decapsulation does not give the encapsulated secret")
-                _require(_rejects(lambda: decaps(_tamper(ct)), ss), "a tampered ciphertext gave the same secret")
+                _require(_rejects(lambda: decaps(_tamper(ct)), ss),
+                         "a tampered ciphertext gave the same secret")
             return check_encaps
 
         def check_pair(keys) -> None:
@@ -264,23 +270,25 @@ class Algorithm:
                                                                         self.decryptor(keys[1])), keys)
 
     def _trial_cipher(self, operation: str, message: bytes, keys=None) -> Trial:
-        return self._trial_encryption(operation, message, lambda key: (self.encryptor(key), self.decryptor(key)),
-                                      keys)
+        return self._trial_encryption(operation, message,
+                                      lambda key: (self.encryptor(key), self.decryptor(key)), keys)
 
     def _trial_encryption(self, operation, message, bind, keys=None) -> Trial:
         def checker(decrypt):
             def check_ciphertext(ct: bytes, msg: bytes = message) -> None:
                 try:
                     plain = decrypt(ct)
-                except Exception as exc:  # noqa: BLE001 - a ciphertext that does not decrypt is a wrong output
-                    raise VerificationError(f"the ciphertext does not decrypt: {type(exc).__name__}: {exc}") from exc
+                except Exception as exc:  # noqa: BLE001 - an undecryptable ciphertext is a wrong output
+                    raise VerificationError(f"the ciphertext does not decrypt: {type(exc).__name__}: "
+                                            f"{exc}") from exc
                 _require(plain == msg, "decryption does not return the plaintext")
-                _require(_rejects(lambda: decrypt(_tamper(ct)), msg), "a tampered ciphertext decrypted to the plaintext")
+                _require(_rejects(lambda: decrypt(_tamper(ct)), msg),
+                         "a tampered ciphertext decrypted to the plaintext")
             return check_ciphertext
 
         def check_keys(keys) -> None:
-            # never the empty message: RSA PKCS#1 v1.5 decryption with implicit rejection (OpenSSL 3.2+) turns a
-            # tampered ciphertext into a synthetic message, which is empty about once in 245 tries
+            # never the empty message: RSA PKCS#1 v1.5 decryption with implicit rejection (OpenSSL 3.2+) turns
+            # a tampered ciphertext into a synthetic message, which is empty about once in 245 tries
             probe = message or KEYGEN_PROBE
             encrypt, decrypt = bind(keys)
             checker(decrypt)(encrypt(probe), probe)
@@ -291,8 +299,8 @@ class Algorithm:
         check_ciphertext = checker(decrypt)
         if operation == "encrypt":
             fresh = fresh_messages(message)
-            return Trial(encrypt, check_ciphertext, fresh) if fresh else Trial(functools.partial(encrypt, message),
-                                                                               check_ciphertext)
+            return (Trial(encrypt, check_ciphertext, fresh) if fresh
+                    else Trial(functools.partial(encrypt, message), check_ciphertext))
         ct = encrypt(message)
         check_ciphertext(ct)
 
@@ -303,8 +311,8 @@ class Algorithm:
 
     def sizes(self, message: bytes = b"\x00" * 100, keys=None, signature: bytes | None = None) -> dict:
         """Every size in bytes, observed on real outputs (and declared maxima where given), with `keys` or new
-        ones; `signature`: one already made with `keys` on a message of `message`'s length (a signature scheme:
-        not signed again)."""
+        ones; `signature`: one already made with `keys` on a message of `message`'s length (a signature
+        scheme: not signed again)."""
         row = {"algorithm": self.name, "backend": self.backend, "family": self.family,
                "nist_level": self.nist_level, "key_encoding": self.key_encoding}
         keys = keys if keys is not None else self.generate()

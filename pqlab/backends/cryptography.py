@@ -23,8 +23,8 @@ def _versions() -> tuple[str, str]:
 class _OpenSSL(Algorithm):
     def __init__(self, name, kind, family, level=None, key_encoding="raw", notes=""):
         version, ossl = _versions()
-        super().__init__(name, kind, family, "cryptography", f"cryptography {version} ({ossl})", version, level,
-                         key_encoding, notes)
+        super().__init__(name, kind, family, "cryptography", f"cryptography {version} ({ossl})", version,
+                         level, key_encoding, notes)
 
 
 def _der_sizes(keys) -> dict:
@@ -32,7 +32,8 @@ def _der_sizes(keys) -> dict:
 
     pk, sk = keys
     return {"public_key_bytes": len(pk.public_bytes(s.Encoding.DER, s.PublicFormat.SubjectPublicKeyInfo)),
-            "secret_key_bytes": len(sk.private_bytes(s.Encoding.DER, s.PrivateFormat.PKCS8, s.NoEncryption()))}
+            "secret_key_bytes": len(sk.private_bytes(s.Encoding.DER, s.PrivateFormat.PKCS8,
+                                                     s.NoEncryption()))}
 
 
 # ----- signatures -----
@@ -40,8 +41,9 @@ class RSASignature(_OpenSSL):
     def __init__(self, bits: int, padding_name: str):
         self.bits, self.padding_name = bits, padding_name
         suffix = "PSS" if padding_name == "pss" else "PKCS1v15-sig"
+        padding = "PSS with MGF1-SHA-256, maximum salt" if padding_name == "pss" else "PKCS#1 v1.5"
         super().__init__(f"RSA-{bits}-{suffix}", "sig", "RSA", key_encoding="DER (SPKI / PKCS#8)",
-                         notes=f"SHA-256, {'PSS with MGF1-SHA-256, maximum salt' if padding_name == 'pss' else 'PKCS#1 v1.5'}")
+                         notes=f"SHA-256, {padding}")
 
     def _padding(self):
         from cryptography.hazmat.primitives.asymmetric import padding
@@ -69,14 +71,16 @@ class RSASignature(_OpenSSL):
 class ECDSASignature(_OpenSSL):
     def __init__(self, curve: str):
         self.curve = curve
-        super().__init__(f"ECDSA-{curve}", "sig", "elliptic-curve", key_encoding="X9.62 uncompressed point / scalar",
+        super().__init__(f"ECDSA-{curve}", "sig", "elliptic-curve",
+                         key_encoding="X9.62 uncompressed point / scalar",
                          notes=f"SHA-{'256' if curve == 'P256' else '384'}")
 
     def _objects(self):
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import ec
 
-        curve, h = (ec.SECP256R1(), hashes.SHA256()) if self.curve == "P256" else (ec.SECP384R1(), hashes.SHA384())
+        curve, h = ((ec.SECP256R1(), hashes.SHA256()) if self.curve == "P256"
+                    else (ec.SECP384R1(), hashes.SHA384()))
         return ec, curve, h
 
     def generate(self):
@@ -109,8 +113,8 @@ class RawKeySignature(_OpenSSL):
 
     def __init__(self, name: str, module: str, cls: str, family: str, level=None, context: bool = False):
         self.module, self.cls = module, cls
-        encoding = f"raw (secret key: the {MLDSA_SEED_BYTES}-byte seed of FIPS 204)" if name.startswith("ML-DSA") \
-            else "raw"
+        encoding = (f"raw (secret key: the {MLDSA_SEED_BYTES}-byte seed of FIPS 204)"
+                    if name.startswith("ML-DSA") else "raw")
         super().__init__(name, "sig", family, level, encoding)
 
     def generate(self):
@@ -120,9 +124,11 @@ class RawKeySignature(_OpenSSL):
         return sk.public_key(), sk
 
     def from_seed(self, seed: bytes):
-        """The secret key from its seed (ML-DSA's 32-byte ξ; Ed25519's and Ed448's raw secret), for known answers."""
+        """The secret key from its seed (ML-DSA's 32-byte ξ; Ed25519's and Ed448's raw secret), for known
+        answers."""
 
-        cls = getattr(importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{self.module}"), self.cls)
+        cls = getattr(importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{self.module}"),
+                      self.cls)
         return cls.from_seed_bytes(seed) if hasattr(cls, "from_seed_bytes") else cls.from_private_bytes(seed)
 
     def signer(self, sk):
@@ -133,7 +139,8 @@ class RawKeySignature(_OpenSSL):
 
     def key_sizes(self, keys) -> dict:
         pk, sk = keys
-        return {"public_key_bytes": len(pk.public_bytes_raw()), "secret_key_bytes": len(sk.private_bytes_raw())}
+        return {"public_key_bytes": len(pk.public_bytes_raw()),
+                "secret_key_bytes": len(sk.private_bytes_raw())}
 
 
 def ecdsa_der_max(bits: int) -> int:
@@ -187,7 +194,8 @@ class MLKEM(_OpenSSL):
 
     def key_sizes(self, keys) -> dict:
         pk, sk = keys
-        return {"public_key_bytes": len(pk.public_bytes_raw()), "secret_key_bytes": len(sk.private_bytes_raw())}
+        return {"public_key_bytes": len(pk.public_bytes_raw()),
+                "secret_key_bytes": len(sk.private_bytes_raw())}
 
 
 def _swap(encapsulate) -> tuple[bytes, bytes]:
@@ -200,7 +208,8 @@ class X25519Kem(_OpenSSL):
 
     def __init__(self):
         super().__init__("X25519", "kem", "elliptic-curve", None, "raw",
-                         notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral public key")
+                         notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral "
+                               "public key")
 
     def generate(self):
         from cryptography.hazmat.primitives.asymmetric import x25519
@@ -236,7 +245,8 @@ class ECDHP256Kem(_OpenSSL):
 
     def __init__(self):
         super().__init__("ECDH-P256", "kem", "elliptic-curve", None, "X9.62 uncompressed point",
-                         notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral public key")
+                         notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral "
+                               "public key")
 
     @staticmethod
     def _point(sk) -> bytes:
@@ -264,7 +274,8 @@ class ECDHP256Kem(_OpenSSL):
     def decapsulator(self, sk):
         from cryptography.hazmat.primitives.asymmetric import ec
 
-        return lambda ct: sk.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ct))
+        return lambda ct: sk.exchange(ec.ECDH(),
+                                      ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ct))
 
     def key_sizes(self, keys) -> dict:
         pk, sk = keys
@@ -277,7 +288,8 @@ class RSAEncryption(_OpenSSL):
         self.bits, self.padding_name = bits, padding_name
         super().__init__(f"RSA-{bits}-{'OAEP' if padding_name == 'oaep' else 'PKCS1v15-enc'}", "pke", "RSA",
                          key_encoding="DER (SPKI / PKCS#8)",
-                         notes="OAEP with SHA-256 and MGF1-SHA-256" if padding_name == "oaep" else "PKCS#1 v1.5")
+                         notes="OAEP with SHA-256 and MGF1-SHA-256" if padding_name == "oaep"
+                         else "PKCS#1 v1.5")
 
     def _padding(self):
         from cryptography.hazmat.primitives.asymmetric import padding
@@ -303,8 +315,8 @@ class RSAEncryption(_OpenSSL):
 class OpenSSLCipher(_OpenSSL):
     def __init__(self, name: str):
         super().__init__(name, "cipher", "symmetric", 5, "raw key",
-                         notes=f"random {NONCE_BYTES * 8}-bit nonce per message, prepended" if "CBC" not in name
-                         else "random IV per message, prepended; PKCS#7 padding")
+                         notes=f"random {NONCE_BYTES * 8}-bit nonce per message, prepended"
+                         if "CBC" not in name else "random IV per message, prepended; PKCS#7 padding")
 
     def generate(self):
         return os.urandom(32)
@@ -327,8 +339,8 @@ class OpenSSLCipher(_OpenSSL):
         return aead.AESGCM(key) if self.name == "AES-256-GCM" else aead.ChaCha20Poly1305(key)
 
     def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
-        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its IV):
-        ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
+        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its
+        IV): ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
         if self.name == "AES-256-CBC":
             if aad:
                 raise ValueError("AES-CBC takes no associated data")
@@ -379,7 +391,8 @@ def register_all() -> None:
              functools.partial(RawKeySignature, "Ed448", "ed448", "Ed448PrivateKey", "elliptic-curve"))
     for level, nist in (("44", 2), ("65", 3), ("87", 5)):
         register(f"ML-DSA-{level}", "cryptography",
-                 functools.partial(RawKeySignature, f"ML-DSA-{level}", "mldsa", f"MLDSA{level}PrivateKey", "lattice", nist))
+                 functools.partial(RawKeySignature, f"ML-DSA-{level}", "mldsa", f"MLDSA{level}PrivateKey",
+                                   "lattice", nist))
     for level, nist in (("768", 3), ("1024", 5)):
         register(f"ML-KEM-{level}", "cryptography", functools.partial(MLKEM, level, nist))
     register("X25519", "cryptography", X25519Kem)

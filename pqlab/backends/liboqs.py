@@ -1,12 +1,13 @@
-"""Every signature and KEM enabled in liboqs, twice: backend ``liboqs`` times liboqs through pqlab's lean path,
-backend ``liboqs-python`` through liboqs-python, the binding a user calls.
+"""Every signature and KEM enabled in liboqs, twice: backend ``liboqs`` times liboqs through pqlab's lean
+path, backend ``liboqs-python`` through liboqs-python, the binding a user calls.
 
-The lean path calls liboqs's C API directly: objects made once (``OQS_KEM_new``), buffers allocated once, foreign
-functions with their argument types set, and a sample's calls made by a C loop (``pqlab/backends/lean_loops.c``) with one
-call from Python per sample, so a microsecond operation is not measured with the binding's cost on top.  The
-``liboqs-python`` rows are the same library through ``oqs.KeyEncapsulation`` and ``oqs.Signature`` as a user
-writes them; the difference between the two is what the binding costs (``python -m pqlab fidelity``).  Both check
-every output the same way (:class:`pqlab.backends.algorithms.Algorithm`), outside the timed region.
+The lean path calls liboqs's C API directly: objects made once (``OQS_KEM_new``), buffers allocated once,
+foreign functions with their argument types set, and a sample's calls made by a C loop
+(``pqlab/backends/lean_loops.c``) with one call from Python per sample, so a microsecond operation is not
+measured with the binding's cost on top.  The ``liboqs-python`` rows are the same library through
+``oqs.KeyEncapsulation`` and ``oqs.Signature`` as a user writes them; the difference between the two is what
+the binding costs (``python -m pqlab fidelity``).  Both check every output the same way
+(:class:`pqlab.backends.algorithms.Algorithm`), outside the timed region.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ _LOOPS = ("pqlab_keypair", "pqlab_encaps", "pqlab_decaps", "pqlab_sign", "pqlab_
 _P, _B, _N, _L = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_long
 #: liboqs's C API as pqlab calls it: name -> (result, argument types); the same from liboqs 0.9 to 0.16
 _API = {
-    "OQS_KEM_new": (_P, [_B]), "OQS_KEM_free": (None, [_P]), "OQS_SIG_new": (_P, [_B]), "OQS_SIG_free": (None, [_P]),
+    "OQS_KEM_new": (_P, [_B]), "OQS_KEM_free": (None, [_P]), "OQS_SIG_new": (_P, [_B]),
+    "OQS_SIG_free": (None, [_P]),
     "OQS_KEM_keypair": (ctypes.c_int, [_P, _P, _P]), "OQS_SIG_keypair": (ctypes.c_int, [_P, _P, _P]),
     "OQS_KEM_encaps": (ctypes.c_int, [_P, _P, _P, _P]), "OQS_KEM_decaps": (ctypes.c_int, [_P, _P, _B, _P]),
     "OQS_SIG_sign": (ctypes.c_int, [_P, _P, ctypes.POINTER(_N), _B, _N, _P]),
@@ -79,8 +81,8 @@ def lean_noop_trial():
 
 
 class _Batch(list):
-    """A sample's fresh messages, and the same bytes laid end to end in a buffer for the C loop (made before the
-    clock starts)."""
+    """A sample's fresh messages, and the same bytes laid end to end in a buffer for the C loop (made before
+    the clock starts)."""
 
     def __init__(self, messages) -> None:
         super().__init__(messages)
@@ -89,12 +91,14 @@ class _Batch(list):
 
 def _buffer(data: bytes | int):
     """A buffer holding `data` (or `n` zero bytes: a writable one), and its address."""
-    buf = ctypes.create_string_buffer(data, len(data)) if isinstance(data, bytes) else ctypes.create_string_buffer(data)
+    buf = (ctypes.create_string_buffer(data, len(data)) if isinstance(data, bytes)
+           else ctypes.create_string_buffer(data))
     return buf, ctypes.addressof(buf)
 
 
 def _checked(what: str, value):
-    """`value` (a loop's output) where no call failed; the failures counted by the loop raise, outside the timer."""
+    """`value` (a loop's output) where no call failed; the failures counted by the loop raise, outside the
+    timer."""
     def output(failures):
         if failures:
             raise VerificationError(f"{what}: {failures} calls did not return OQS_SUCCESS")
@@ -111,10 +115,11 @@ def _object(kind: str, name: str) -> int:
     return obj
 
 
-# ----------------------------------------------------------------------------------------------- the lean path
+# --------------------------------------------------------------------------- the lean path
 # Each operation is an object: ``__call__`` makes one call (warm-up, checks, callers outside the timer) and
-# ``loop(*args)`` gives (repeat, output) for pqlab.measure.timing.measure: `repeat` is the C loop with every argument but
-# the count bound (a buffer's address, a length), so that a sample costs one ctypes call of plain integers.
+# ``loop(*args)`` gives (repeat, output) for pqlab.measure.timing.measure: `repeat` is the C loop with every
+# argument but the count bound (a buffer's address, a length), so that a sample costs one ctypes call of plain
+# integers.
 
 
 class _Lean:
@@ -136,8 +141,8 @@ class _Keypair(_Lean):
 
     def loop(self):
         api, loops = _c()
-        return (functools.partial(loops.pqlab_keypair, api[f"OQS_{self.kind}_keypair"][1], self.obj, self.pk_at,
-                                  self.sk_at), self.output)
+        return (functools.partial(loops.pqlab_keypair, api[f"OQS_{self.kind}_keypair"][1], self.obj,
+                                  self.pk_at, self.sk_at), self.output)
 
 
 class _Encaps(_Lean):
@@ -154,12 +159,13 @@ class _Encaps(_Lean):
 
     def loop(self):
         api, loops = _c()
-        return (functools.partial(loops.pqlab_encaps, api["OQS_KEM_encaps"][1], self.obj, self.ct_at, self.ss_at,
-                                  self.pk_at), self.output)
+        return (functools.partial(loops.pqlab_encaps, api["OQS_KEM_encaps"][1], self.obj, self.ct_at,
+                                  self.ss_at, self.pk_at), self.output)
 
 
 def _exact(data: bytes, length: int, what: str) -> bytes:
-    """`data` when it is `length` bytes; else one line: liboqs's C reads a fixed length, past a short buffer's end."""
+    """`data` when it is `length` bytes; else one line: liboqs's C reads a fixed length, past a short buffer's
+    end."""
     if len(data) != length:
         raise ValueError(f"a {what} of this algorithm is {length} bytes, not {len(data)}")
     return bytes(data)
@@ -179,7 +185,8 @@ class _Decaps(_Lean):
 
     def loop(self, ct: bytes):
         api, loops = _c()
-        self.ct, ct_at = _buffer(_exact(ct, self.ct_len, "ciphertext"))  # kept with this object while its loop runs
+        # the buffer kept with this object while its loop runs
+        self.ct, ct_at = _buffer(_exact(ct, self.ct_len, "ciphertext"))
         return (functools.partial(loops.pqlab_decaps, api["OQS_KEM_decaps"][1], self.obj, self.ss_at, ct_at,
                                   self.sk_at), self.output)
 
@@ -201,9 +208,11 @@ class _Sign(_Lean):
         return _checked("sign", lambda: ctypes.string_at(self.sig_at, self.length.value))(failures)
 
     def loop(self, message: bytes | None = None):
-        """The loop over one `message`, or (``repeat(batch)``) over a sample's fresh ones (:class:`_Batch`)."""
+        """The loop over one `message`, or (``repeat(batch)``) over a sample's fresh ones
+        (:class:`_Batch`)."""
         api, loops = _c()
-        bound = functools.partial(loops.pqlab_sign, api["OQS_SIG_sign"][1], self.obj, self.sig_at, self.length_at)
+        bound = functools.partial(loops.pqlab_sign, api["OQS_SIG_sign"][1], self.obj, self.sig_at,
+                                  self.length_at)
         if message is not None:
             self.message, at = _buffer(bytes(message))
             return functools.partial(bound, at, len(message), 0, self.sk_at), self.output
@@ -224,13 +233,14 @@ class _Verify(_Lean):
     def loop(self, message: bytes, signature: bytes):
         api, loops = _c()
         (self.message, m_at), (self.signature, s_at) = _buffer(bytes(message)), _buffer(bytes(signature))
-        return (functools.partial(loops.pqlab_verify, api["OQS_SIG_verify"][1], self.obj, m_at, len(message), s_at,
-                                  len(signature), self.pk_at),
+        return (functools.partial(loops.pqlab_verify, api["OQS_SIG_verify"][1], self.obj, m_at, len(message),
+                                  s_at, len(signature), self.pk_at),
                 lambda failures: failures == 0)  # a rejected valid signature: False, which the check refuses
 
 
 def _with_loop(trial):
-    """`trial` with the C loop of its timed call (:class:`pqlab.backends.algorithms.Trial` ``repeat`` and ``output``)."""
+    """`trial` with the C loop of its timed call (:class:`pqlab.backends.algorithms.Trial` ``repeat`` and
+    ``output``)."""
 
     run = trial.run
     func, args = (run.func, run.args) if isinstance(run, functools.partial) else (run, ())
@@ -242,8 +252,8 @@ def _with_loop(trial):
 
 
 class _LeanMixin:
-    """The lean path: a liboqs object of its own (``_KIND``: KEM or SIG), freed with the adapter; the key pair as a
-    lean operation; the base class's trials, with the C loop."""
+    """The lean path: a liboqs object of its own (``_KIND``: KEM or SIG), freed with the adapter; the key pair
+    as a lean operation; the base class's trials, with the C loop."""
 
     _KIND = ""
 
@@ -252,13 +262,14 @@ class _LeanMixin:
         self._obj = _object(self._KIND, self.name)
         weakref.finalize(self, _c()[0][f"OQS_{self._KIND}_free"][0], self._obj)
         d = self.extra["details"]
-        self.generate = _Keypair(self._KIND, self._obj, d["length_public_key"], d["length_secret_key"])  # and its loop
+        self.generate = _Keypair(self._KIND, self._obj, d["length_public_key"],
+                                 d["length_secret_key"])  # and its loop
 
     def trial(self, operation, message=b"", keys=None, signed=None):
         return _with_loop(super().trial(operation, message, keys, signed))
 
 
-# ------------------------------------------------------------------------------------------------ the adapters
+# --------------------------------------------------------------------------- the adapters
 
 
 def _describe(name: str, kind: str, backend: str):
@@ -354,16 +365,16 @@ class LeanKem(_LeanMixin, OqsKem):
 
 
 def register_all() -> None:
-    """Both backends; only ``liboqs-python`` where pqlab's C loop cannot be compiled here (no C compiler), which
-    is said once, so that a bare name then means liboqs through its binding, as the rows say."""
+    """Both backends; only ``liboqs-python`` where pqlab's C loop cannot be compiled here (no C compiler),
+    which is said once, so that a bare name then means liboqs through its binding, as the rows say."""
     oqs = import_oqs()
     try:
         _c()
         lean = True
     except OSError as exc:
 
-        warn(f"pqlab's C loop into liboqs cannot be built here ({exc}): liboqs is measured through liboqs-python "
-             "only (backend liboqs-python)")
+        warn(f"pqlab's C loop into liboqs cannot be built here ({exc}): liboqs is measured through "
+             "liboqs-python only (backend liboqs-python)")
         lean = False
     for name in oqs.get_enabled_sig_mechanisms():
         if lean:
@@ -376,10 +387,11 @@ def register_all() -> None:
 
 
 def decaps_each(name: str, sk: bytes, cts: list[bytes], calls) -> tuple[bytes, list[int]]:
-    """Decapsulate ``cts[calls[i]]`` for every i in one C loop (``pqlab_decaps_each``), each call timed on its own:
-    (the calls' shared secrets end to end, for the caller to check after the loop; each call's nanoseconds).  The
-    timing screen's loop (:mod:`pqlab.runners.leakage`); a call that does not return OQS_SUCCESS raises.  Equal
-    ciphertexts share one copy, and each distinct one starts a page of its own (``_PAGE``)."""
+    """Decapsulate ``cts[calls[i]]`` for every i in one C loop (``pqlab_decaps_each``), each call timed on its
+    own: (the calls' shared secrets end to end, for the caller to check after the loop; each call's
+    nanoseconds).  The timing screen's loop (:mod:`pqlab.runners.leakage`); a call that does not return
+    OQS_SUCCESS raises.  Equal ciphertexts share one copy, and each distinct one starts a page of its own
+    (``_PAGE``)."""
 
     api, loops = _c()
     obj = _object("KEM", name)

@@ -62,7 +62,8 @@ def implementation_label(module: str, components, version: str) -> str:
     words = next((w for prefix, w in SCHEME_WORDS.items() if module.startswith(prefix)), ())
     crates = [c for c in components if any(w in c.get("name", "").lower() for w in words)]
     pqclean = any("pqclean" in f"{c.get('name', '')} {c.get('description', '')}".lower() for c in components)
-    crate = ", ".join(f"{c['name']} {c.get('version', '')}".strip() for c in crates) or "no crate named after it"
+    crate = (", ".join(f"{c['name']} {c.get('version', '')}".strip() for c in crates)
+             or "no crate named after it")
     return (f"pqcrypto {version} (Rust crate {crate}; "
             + ("PQClean code listed" if pqclean else "no PQClean code") + " in the wheel's SBOM)")
 
@@ -81,8 +82,9 @@ class _PQCrypto(Algorithm):
     def __init__(self, name: str, kind: str, module: str, family: str, level: int, notes: str = ""):
         self._mod = _module("sign" if kind == "sig" else "kem", module)
         version = package_version()
-        super().__init__(name, kind, family, "pqcrypto", implementation_label(module, sbom_components(), version), version,
-                         level, "raw", notes, extra={"module": f"pqcrypto.{'sign' if kind == 'sig' else 'kem'}.{module}"})
+        super().__init__(name, kind, family, "pqcrypto",
+                         implementation_label(module, sbom_components(), version), version, level, "raw",
+                         notes, extra={"module": f"pqcrypto.{'sign' if kind == 'sig' else 'kem'}.{module}"})
 
     def generate(self):
         return self._mod.keygen()
@@ -124,8 +126,8 @@ def register_all() -> None:
     for h, bits, v in SLH_DSA_SETS:
         name = slh_dsa_name(h, bits, v)
         register(name, "pqcrypto", functools.partial(
-            PQCryptoSignature, name, "sig", f"slh_dsa_{h.lower()}_{bits}{v}", "hash-based", SLH_DSA_LEVELS[bits],
-            "FIPS 205 pure SLH-DSA, empty context"))
+            PQCryptoSignature, name, "sig", f"slh_dsa_{h.lower()}_{bits}{v}", "hash-based",
+            SLH_DSA_LEVELS[bits], "FIPS 205 pure SLH-DSA, empty context"))
     for p, level in ML_DSA_LEVELS.items():
         register(f"ML-DSA-{p}", "pqcrypto", functools.partial(
             PQCryptoSignature, f"ML-DSA-{p}", "sig", f"ml_dsa_{p}", "lattice", level,

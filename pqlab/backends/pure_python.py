@@ -44,8 +44,9 @@ class DilithiumPy(Algorithm):
 
         self._impl = getattr(ml_dsa, f"ML_DSA_{level}")
         v = version("dilithium-py")
-        super().__init__(f"ML-DSA-{level}", "sig", "lattice", "pure-python", f"dilithium-py {v} (pure Python)", v,
-                         ML_DSA_LEVELS[level], "raw (FIPS 204 encodings)", "FIPS 204 pure ML-DSA, empty context")
+        super().__init__(f"ML-DSA-{level}", "sig", "lattice", "pure-python",
+                         f"dilithium-py {v} (pure Python)", v, ML_DSA_LEVELS[level],
+                         "raw (FIPS 204 encodings)", "FIPS 204 pure ML-DSA, empty context")
 
     def generate(self):
         return self._impl.keygen()  # (pk, sk)
@@ -70,7 +71,8 @@ class SlhDsaPy(Algorithm):
         v = version("slh-dsa")
         super().__init__(slh_dsa_name(hash_name, bits, tradeoff), "sig", "hash-based", "pure-python",
                          f"slh-dsa {v} (Python, {slh_dsa_form()})", v, SLH_DSA_LEVELS[bits],
-                         "raw (FIPS 205 encodings)", "FIPS 205 pure SLH-DSA (sign_pure/verify_pure), empty context",
+                         "raw (FIPS 205 encodings)",
+                         "FIPS 205 pure SLH-DSA (sign_pure/verify_pure), empty context",
                          extra={"form": slh_dsa_form()})
 
     def generate(self):

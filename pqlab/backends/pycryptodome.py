@@ -29,7 +29,8 @@ class _Dome(Algorithm):
     def __init__(self, name, kind, family, level=None, key_encoding="raw", notes=""):
         import Crypto
 
-        super().__init__(name, kind, family, "pycryptodome", f"PyCryptodome {Crypto.__version__} ({engine(name)})",
+        super().__init__(name, kind, family, "pycryptodome",
+                         f"PyCryptodome {Crypto.__version__} ({engine(name)})",
                          Crypto.__version__, level, key_encoding, notes)
 
 
@@ -37,8 +38,8 @@ class DomeCipher(_Dome):
     def __init__(self, name: str):
         super().__init__(name, "cipher", "symmetric", 5, "raw key",
                          "random IV per message, prepended; PKCS#7 padding" if "CBC" in name
-                         else f"random {NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES}-byte tag "
-                              "appended")
+                         else f"random {NONCE_BYTES * 8}-bit nonce per message, prepended; {TAG_BYTES}-byte "
+                              "tag appended")
 
     def generate(self):
         from Crypto.Random import get_random_bytes
@@ -52,8 +53,8 @@ class DomeCipher(_Dome):
         return functools.partial(_DECRYPT[self.name], key)
 
     def sealer(self, key: bytes, iv: bytes, aad: bytes = b""):
-        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its IV):
-        ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
+        """(encrypt, decrypt) under a given IV and associated data, for known answers (the adapter draws its
+        IV): ciphertext ‖ tag (AES-CBC: the padded ciphertext, and no associated data)."""
         if self.name == "AES-256-CBC":
             if aad:
                 raise ValueError("AES-CBC takes no associated data")
@@ -156,12 +157,14 @@ class DomeRSAEncryption(_Dome):
 
     def key_sizes(self, keys) -> dict:
         pk, sk = keys
-        return {"public_key_bytes": len(pk.export_key("DER")), "secret_key_bytes": len(sk.export_key("DER", pkcs=8))}
+        return {"public_key_bytes": len(pk.export_key("DER")),
+                "secret_key_bytes": len(sk.export_key("DER", pkcs=8))}
 
 
 class DomeECDSA(_Dome):
     def __init__(self):
-        super().__init__("ECDSA-P256", "sig", "elliptic-curve", key_encoding="X9.62 uncompressed point / scalar",
+        super().__init__("ECDSA-P256", "sig", "elliptic-curve",
+                         key_encoding="X9.62 uncompressed point / scalar",
                          notes="SHA-256, FIPS 186-3 randomised nonces, DER signature")
 
     def generate(self):

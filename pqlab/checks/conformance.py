@@ -1,25 +1,27 @@
 """Conformance: does an implementation pqlab times pass its known-answer and invalid-input checks?
 
-A number for an implementation that accepts forged signatures is not comparable with one for an implementation that
-does not (liboqs 0.12.0 and 0.13.0's default ML-DSA verifier accepts Wycheproof's "z out of bound" signatures;
-their portable build refuses them).  So every implementation pqlab times is checked before it is timed, and every
-row that shows a time says what its implementation passed.
+A number for an implementation that accepts forged signatures is not comparable with one for an implementation
+that does not (liboqs 0.12.0 and 0.13.0's default ML-DSA verifier accepts Wycheproof's "z out of bound"
+signatures; their portable build refuses them).  So every implementation pqlab times is checked before it is
+timed, and every row that shows a time says what its implementation passed.
 
-**A record per (implementation, build, algorithm)** (:func:`check`): the vectors that ran (:mod:`pqlab.checks.vectors`:
-source and files), how many passed, failed and were skipped (with the reasons), and the failures by kind
-(:data:`pqlab.checks.vectors.FAILURE_KINDS`: "accepts invalid signatures", "refuses a valid signature", ...).  Its
-``status`` is :data:`CONFORMS` (every vector that ran passed), :data:`NONCONFORMING` (one failed) or
-:data:`NOT_CHECKED` (no vector could run: no source for the algorithm, or the vectors could not be fetched, with
-the reason).  A record is made once and cached per user (``~/.cache/pqlab/conformance/``) under the build's
-identity: the implementation and its release, the liboqs build (release, options, its library's checksum) where
-that is what ran, the vectors' source and the checking code's own hash, so a new build, a new release or a new
-check is checked again and an unchanged one costs nothing.
+**A record per (implementation, build, algorithm)** (:func:`check`): the vectors that ran
+(:mod:`pqlab.checks.vectors`: source and files), how many passed, failed and were skipped (with the reasons),
+and the failures by kind (:data:`pqlab.checks.vectors.FAILURE_KINDS`: "accepts invalid signatures", "refuses a
+valid signature", ...).  Its ``status`` is :data:`CONFORMS` (every vector that ran passed),
+:data:`NONCONFORMING` (one failed) or :data:`NOT_CHECKED` (no vector could run: no source for the algorithm,
+or the vectors could not be fetched, with the reason).  A record is made once and cached per user
+(``~/.cache/pqlab/conformance/``) under the build's identity: the implementation and its release, the liboqs
+build (release, options, its library's checksum) where that is what ran, the vectors' source and the checking
+code's own hash, so a new build, a new release or a new check is checked again and an unchanged one costs
+nothing.
 
-**Where it is used.**  :func:`pqlab.benchmark.bench` checks every algorithm before anything is measured, refuses a
-non-conforming one unless asked (``allow_nonconforming=True``, CLI ``--allow-nonconforming``; the run records that
-it was asked), and stores the records in the run's metadata (``meta["conformance"]``, keyed ``NAME@backend``);
-:func:`pqlab.publish.export.save_table` turns them into a ``conformance`` column and a footnote on every row that shows a
-time.  ``python -m pqlab conformance [NAME@backend ...]`` prints the records as a table (``--json``).
+**Where it is used.**  :func:`pqlab.benchmark.bench` checks every algorithm before anything is measured,
+refuses a non-conforming one unless asked (``allow_nonconforming=True``, CLI ``--allow-nonconforming``; the
+run records that it was asked), and stores the records in the run's metadata (``meta["conformance"]``, keyed
+``NAME@backend``); :func:`pqlab.publish.export.save_table` turns them into a ``conformance`` column and a
+footnote on every row that shows a time.  ``python -m pqlab conformance [NAME@backend ...]`` prints the
+records as a table (``--json``).
 
     check(pqlab.backends.algorithms.get("ML-DSA-44", "liboqs"))   -> the record (a dict)
     table(["ML-DSA-44@liboqs", "Ed25519@cryptography"])  -> a DataFrame, one row per record
@@ -55,7 +57,8 @@ _SOURCES = [Path(__file__).with_name("vectors.py"), Path(__file__), Path(__file_
 
 
 def cache_folder() -> Path:
-    """Where records are cached: pqlab's per-user cache (:func:`pqlab.measure.cycles.cache_dir`), ``conformance/``."""
+    """Where records are cached: pqlab's per-user cache (:func:`pqlab.measure.cycles.cache_dir`),
+    ``conformance/``."""
 
     return cache_dir() / "conformance"
 
@@ -68,8 +71,9 @@ def _code_hash() -> str:
 
 
 def identity(algo) -> dict:
-    """What a record belongs to: the algorithm's implementation, release and build (for liboqs, the loaded build's
-    id, options, compiler settings and the sha256 of its library file), the vectors' source and the checks' code."""
+    """What a record belongs to: the algorithm's implementation, release and build (for liboqs, the loaded
+    build's id, options, compiler settings and the sha256 of its library file), the vectors' source and the
+    checks' code."""
 
     out = {"algorithm": algo.name, "backend": algo.backend, "implementation": algo.implementation,
            "library_version": algo.library_version, "build": algo.extra.get("build", ""),
@@ -82,7 +86,8 @@ def identity(algo) -> dict:
     if algo.backend in ("liboqs", "liboqs-python"):
 
         info = liboqs_info()
-        out["liboqs"] = {"build": info["build"], "options": info["options"], "build_config": info["build_config"],
+        out["liboqs"] = {"build": info["build"], "options": info["options"],
+                         "build_config": info["build_config"],
                          "library_sha256": _file_hash(info["liboqs_path"])}
     return out
 
@@ -102,17 +107,18 @@ def _key(ident: dict) -> str:
 
 
 def record_from_rows(rows: pd.DataFrame, ident: dict, seconds: float, why_not: str = "") -> dict:
-    """A record from the vector rows one implementation and algorithm ran (:func:`pqlab.checks.vectors.run`)."""
+    """A record from the vector rows one implementation and algorithm ran
+    (:func:`pqlab.checks.vectors.run`)."""
 
     ran = rows[rows["passed"].notna()] if not rows.empty else rows
     failed = ran[ran["passed"] == False] if not ran.empty else ran  # noqa: E712 - object column
     skipped = rows[rows["passed"].isna()] if not rows.empty else rows
-    kinds = failed["kind"].fillna("error").value_counts().to_dict() if "kind" in failed and not failed.empty else (
-        {"error": len(failed)} if len(failed) else {})
+    kinds = (failed["kind"].fillna("error").value_counts().to_dict() if "kind" in failed and not failed.empty
+             else {"error": len(failed)} if len(failed) else {})
     status = NOT_CHECKED if ran.empty else NONCONFORMING if len(failed) else CONFORMS
-    return {**ident, "status": status, "why_not": why_not or ("no vector of its API ran" if ran.empty else ""),
-            "ran": int(len(ran)), "passed": int(len(ran) - len(failed)), "failed": int(len(failed)),
-            "skipped": int(len(skipped)),
+    return {**ident, "status": status,
+            "why_not": why_not or ("no vector of its API ran" if ran.empty else ""), "ran": int(len(ran)),
+            "passed": int(len(ran) - len(failed)), "failed": int(len(failed)), "skipped": int(len(skipped)),
             "skip_reasons": skipped["detail"].fillna("").value_counts().to_dict() if len(skipped) else {},
             "failures": {getattr(vectors, "FAILURE_KINDS", {}).get(k, k): int(n) for k, n in kinds.items()},
             "files": sorted({f for f in rows.get("file", pd.Series(dtype=str)).dropna() if f}),
@@ -121,8 +127,8 @@ def record_from_rows(rows: pd.DataFrame, ident: dict, seconds: float, why_not: s
 
 
 def _participant(algo):
-    """`algo` as the vectors see it: pqlab's Python participant of its backend, answering with this very adapter
-    (a test's planted double is checked as itself)."""
+    """`algo` as the vectors see it: pqlab's Python participant of its backend, answering with this very
+    adapter (a test's planted double is checked as itself)."""
     from pqlab.checks.crosscheck import PythonParticipant
 
     class One(PythonParticipant):
@@ -133,10 +139,10 @@ def _participant(algo):
 
 
 def check(algo, *, refresh: bool = False) -> dict:
-    """The conformance record of `algo` (an adapter of :mod:`pqlab.backends.algorithms`, in the liboqs build this process
-    loaded), from the cache where this identity was checked before, else checked now (its vectors through
-    :class:`pqlab.checks.crosscheck.PythonParticipant`) and cached; an adapter that is not the registry's own (a test's
-    double) is never cached.  ``record["cached"]`` says which."""
+    """The conformance record of `algo` (an adapter of :mod:`pqlab.backends.algorithms`, in the liboqs build
+    this process loaded), from the cache where this identity was checked before, else checked now (its vectors
+    through :class:`pqlab.checks.crosscheck.PythonParticipant`) and cached; an adapter that is not the
+    registry's own (a test's double) is never cached.  ``record["cached"]`` says which."""
 
     ident = identity(algo)
     path = cache_folder() / f"{_key(ident)}.json"
@@ -169,8 +175,8 @@ def check(algo, *, refresh: bool = False) -> dict:
 
 
 def verdict(record: dict | None) -> str:
-    """A record in a few words, for a table cell: "passed 412 vectors", "accepts invalid signatures (37 of 414)",
-    "not checked: <why>"; "not checked" where there is no record."""
+    """A record in a few words, for a table cell: "passed 412 vectors", "accepts invalid signatures (37 of
+    414)", "not checked: <why>"; "not checked" where there is no record."""
     if not record:
         return f"{NOT_CHECKED}: no record"
     if record["status"] == CONFORMS:
@@ -182,7 +188,8 @@ def verdict(record: dict | None) -> str:
 
 def _row(algo_name: str, backend: str, r: dict) -> dict:
     return {"algorithm": algo_name, "backend": backend, "implementation": r["implementation"],
-            "build": r.get("build") or (r.get("liboqs") or {}).get("build", "") or r.get("library_version", ""),
+            "build": (r.get("build") or (r.get("liboqs") or {}).get("build", "")
+                      or r.get("library_version", "")),
             "status": r["status"], "ran": r["ran"], "passed": r["passed"], "failed": r["failed"],
             "failures": "; ".join(f"{k} ×{n}" for k, n in r["failures"].items()), "skipped": r["skipped"],
             "skip_reasons": "; ".join(f"{why} ×{n}" for why, n in r["skip_reasons"].items()),
@@ -193,9 +200,9 @@ def _row(algo_name: str, backend: str, r: dict) -> dict:
 def table(specs=(), *, refresh: bool = False, programs=()) -> pd.DataFrame:
     """One row per implementation and algorithm: implementation, build, status, vectors run, passed, failed by
     kind, skipped with reasons, seconds, cached.  `specs`: ``NAME@backend`` as for bench, a liboqs build too
-    (``ML-DSA-44@liboqs-0.12.0``: checked in a worker process that loads it, as bench measures there); `programs`:
-    notebook 08's programs (:mod:`pqlab.runners.impls`), each implementation of each named algorithm.  Every input
-    is checked first."""
+    (``ML-DSA-44@liboqs-0.12.0``: checked in a worker process that loads it, as bench measures there);
+    `programs`: notebook 08's programs (:mod:`pqlab.runners.impls`), each implementation of each named
+    algorithm.  Every input is checked first."""
 
     specs = inputs.names(list(specs), "algorithm") if specs else []
     by_build: dict = {}
@@ -224,14 +231,15 @@ def table(specs=(), *, refresh: bool = False, programs=()) -> pd.DataFrame:
 
 
 def liboqs_records(algorithms, build="default") -> dict[str, dict]:
-    """{algorithm: record} of liboqs `build`'s implementation of each of `algorithms` (liboqs names): what a program
-    that links that very library (the native C runner) inherits.  Checked here where this process loaded that
-    build, else in a worker that loads it."""
+    """{algorithm: record} of liboqs `build`'s implementation of each of `algorithms` (liboqs names): what a
+    program that links that very library (the native C runner) inherits.  Checked here where this process
+    loaded that build, else in a worker that loads it."""
 
     build = builds.parse(build, given_builds())
     if build.id == liboqs_info()["build"]:
         return {a: {k: v for k, v in check(get(a, "liboqs")).items() if k != "cached"} for a in algorithms}
-    return {r["algorithm"]: r for r in _in_worker([f"{a}@liboqs" for a in algorithms], "--records", build=build)}
+    return {r["algorithm"]: r for r in _in_worker([f"{a}@liboqs" for a in algorithms], "--records",
+                                                  build=build)}
 
 
 def _elsewhere(names: list[str], build, refresh: bool) -> list[dict]:
@@ -240,7 +248,8 @@ def _elsewhere(names: list[str], build, refresh: bool) -> list[dict]:
 
 
 def _in_worker(names: list[str], *options: str, build) -> list:
-    """``python -m pqlab conformance NAMES OPTIONS`` in a worker process that loads liboqs `build`: its JSON."""
+    """``python -m pqlab conformance NAMES OPTIONS`` in a worker process that loads liboqs `build`: its
+    JSON."""
 
 
     proc = subprocess.run([sys.executable, "-m", "pqlab", "conformance", *names, *options],
@@ -253,8 +262,8 @@ def _in_worker(names: list[str], *options: str, build) -> list:
 
 def _programs(algorithms, programs: list[str]) -> list[dict]:
     """:func:`table` rows of notebook 08's programs: every implementation of each of `algorithms` (None: every
-    algorithm a program lists) through its serve session, records made by :func:`record_from_rows` (not cached: a
-    program is rebuilt whenever its sources change, and its vectors take seconds)."""
+    algorithm a program lists) through its serve session, records made by :func:`record_from_rows` (not
+    cached: a program is rebuilt whenever its sources change, and its vectors take seconds)."""
     from pqlab.checks.crosscheck import has, participants_for
     from pqlab.runners import impls
 
@@ -273,7 +282,8 @@ def _programs(algorithms, programs: list[str]) -> list[dict]:
                 vrows = vectors.run({name: participant}, [alg])
                 release = impls.release_of(versions.get(name, ""), alg)
                 ident = {"algorithm": alg, "backend": name, "implementation": f"{name} {release}".strip(),
-                         "library_version": release, "build": release, "program": participant.session.program.name}
+                         "library_version": release, "build": release,
+                         "program": participant.session.program.name}
                 rows.append(_row(alg, name, {**record_from_rows(vrows, ident, time.perf_counter() - started),
                                              "cached": False}))
     finally:
@@ -283,11 +293,12 @@ def _programs(algorithms, programs: list[str]) -> list[dict]:
 
 
 def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
-    """The records of `algos` (:func:`check`), keyed ``NAME@backend``, for a run's metadata; a non-conforming one
-    refused in one line (:class:`pqlab.core.errors.BadInput`) unless `allow_nonconforming`."""
+    """The records of `algos` (:func:`check`), keyed ``NAME@backend``, for a run's metadata; a non-conforming
+    one refused in one line (:class:`pqlab.core.errors.BadInput`) unless `allow_nonconforming`."""
 
     records: dict[str, dict] = {}
-    for a in algos:  # two adapters of one name and backend (a test's double beside the real one): the worse counts
+    # two adapters of one name and backend (a test's double beside the real one): the worse counts
+    for a in algos:
         r, key = check(a), f"{a.name}@{a.backend}"
         if key not in records or r["status"] == NONCONFORMING:
             records[key] = r
@@ -296,19 +307,20 @@ def for_run(algos, allow_nonconforming: bool = False) -> dict[str, dict]:
         k, r = next(iter(bad.items()))
         raise BadInput(f"{k} ({r['implementation']}) fails its known-answer checks: {verdict(r)}"
                        + (f", and {len(bad) - 1} more" if len(bad) > 1 else "")
-                       + "; time it anyway with allow_nonconforming=True (CLI: --allow-nonconforming), and the run "
-                       "records that you asked (`python -m pqlab conformance` shows the record)")
+                       + "; time it anyway with allow_nonconforming=True (CLI: --allow-nonconforming), and "
+                       "the run records that you asked (`python -m pqlab conformance` shows the record)")
     return {k: {x: v for x, v in r.items() if x != "cached"} for k, r in records.items()}
 
 
 def build_of(record: dict) -> str:
     """The build a record belongs to: the liboqs build's id where liboqs ran, else the release."""
-    return (record.get("liboqs") or {}).get("build") or record.get("build") or record.get("library_version", "")
+    return ((record.get("liboqs") or {}).get("build") or record.get("build")
+            or record.get("library_version", ""))
 
 
 def records_of(runs) -> dict[tuple[str, str], dict]:
-    """``(NAME@backend, build)`` -> conformance record, from the runs' metadata (runs of two liboqs builds keep
-    one record each; the first run that has one for a key wins)."""
+    """``(NAME@backend, build)`` -> conformance record, from the runs' metadata (runs of two liboqs builds
+    keep one record each; the first run that has one for a key wins)."""
     out: dict[tuple[str, str], dict] = {}
     for run in runs if isinstance(runs, (list, tuple)) else [runs]:
         for key, record in ((getattr(run, "meta", None) or {}).get("conformance") or {}).items():
@@ -317,7 +329,8 @@ def records_of(runs) -> dict[tuple[str, str], dict]:
 
 
 def record_for(records: dict, key: str, build: str) -> dict | None:
-    """The record of `key` for a row of `build` ("" where the table names none): that build's, else the only one."""
+    """The record of `key` for a row of `build` ("" where the table names none): that build's, else the only
+    one."""
     mine = {b: r for (k, b), r in records.items() if k == key}
     if build and build in mine:
         return mine[build]
@@ -325,11 +338,11 @@ def record_for(records: dict, key: str, build: str) -> dict | None:
 
 
 def with_conformance(df: pd.DataFrame, runs, flags_column: str = "flags") -> tuple[pd.DataFrame, list[str]]:
-    """`df` (rows with ``algorithm`` and ``backend``, and a ``build`` column where it holds several builds) with a
-    ``conformance`` column (:func:`verdict` of each row's record in `runs`: the record of the row's build) and, in
-    `flags_column`, the flags ``non-conforming`` / ``conformance-not-checked`` a paper table turns into footnote
-    marks; and the notes naming each failure (for the caption).  `df` unchanged where it has no such rows or the
-    runs carry no records."""
+    """`df` (rows with ``algorithm`` and ``backend``, and a ``build`` column where it holds several builds)
+    with a ``conformance`` column (:func:`verdict` of each row's record in `runs`: the record of the row's
+    build) and, in `flags_column`, the flags ``non-conforming`` / ``conformance-not-checked`` a paper table
+    turns into footnote marks; and the notes naming each failure (for the caption).  `df` unchanged where it
+    has no such rows or the runs carry no records."""
 
     records = records_of(runs)
     if df.empty or not records or not {"algorithm", "backend"} <= set(df.columns):
@@ -364,11 +377,11 @@ def _ran(record: dict) -> str:
 
 
 def caveat(runs, *, markdown: bool = True, glyph: str = "⚠ ") -> str:
-    """One sentence per implementation of `runs` that failed its known-answer checks, from the records the runs
-    carry (:func:`records_of`): what it fails, how often, and that its times belong to an implementation that
-    skips that check; "" where every implementation that ran conforms.  A study's text shows it wherever it times
-    or compares such an implementation; `markdown` escapes it for a notebook's Markdown; `glyph` starts each sentence
-    ("" for LaTeX)."""
+    """One sentence per implementation of `runs` that failed its known-answer checks, from the records the
+    runs carry (:func:`records_of`): what it fails, how often, and that its times belong to an implementation
+    that skips that check; "" where every implementation that ran conforms.  A study's text shows it wherever
+    it times or compares such an implementation; `markdown` escapes it for a notebook's Markdown; `glyph`
+    starts each sentence ("" for LaTeX)."""
 
     lines = []
     for (key, _), r in records_of(runs).items():
@@ -376,13 +389,13 @@ def caveat(runs, *, markdown: bool = True, glyph: str = "⚠ ") -> str:
             continue
         lines.append(f"{glyph}{key} ({_ran(r)}) is non-conforming: of Wycheproof's vectors it "
                      + " and ".join(f"{_verb(kind)} ({n} of {r['ran']})" for kind, n in r["failures"].items())
-                     + ". Its times are those of an implementation that skips a check a conforming one makes: not "
-                       "like for like.")
+                     + ". Its times are those of an implementation that skips a check a conforming one "
+                       "makes: not like for like.")
     text = " ".join(lines)
     return md(text) if markdown and text else text
 
 
 def _verb(kind: str) -> str:
     """A failure kind as a clause: "accepts invalid signatures", "gives a wrong shared secret"."""
-    return kind if kind.split()[0] in ("accepts", "refuses") else f"gives a {kind}" if kind.startswith("wrong") \
-        else f"fails ({kind})"
+    return (kind if kind.split()[0] in ("accepts", "refuses")
+            else f"gives a {kind}" if kind.startswith("wrong") else f"fails ({kind})")

@@ -1,14 +1,15 @@
 """Every implementation of a standard checked against every other before anything is timed.
 
-For a KEM, each implementation makes a key pair; every implementation (itself included) encapsulates to its public
-key, and the key's owner must decapsulate each ciphertext to the same shared secret; a ciphertext with its first
-byte flipped must give another secret (ML-KEM's implicit rejection; Diffie-Hellman "KEMs" have no such check).
-For a signature, each implementation signs a message, and every implementation must accept the signature and refuse
-it with one byte flipped, and refuse it for another message.  Public keys, ciphertexts and signatures cross in the
-standard encodings of ``native/impls/PROTOCOL.md``; secret keys never leave their implementation.
+For a KEM, each implementation makes a key pair; every implementation (itself included) encapsulates to its
+public key, and the key's owner must decapsulate each ciphertext to the same shared secret; a ciphertext with
+its first byte flipped must give another secret (ML-KEM's implicit rejection; Diffie-Hellman "KEMs" have no
+such check).  For a signature, each implementation signs a message, and every implementation must accept the
+signature and refuse it with one byte flipped, and refuse it for another message.  Public keys, ciphertexts
+and signatures cross in the standard encodings of ``native/impls/PROTOCOL.md``; secret keys never leave their
+implementation.
 
-Who is to blame when two disagree: an implementation fails an algorithm when it fails with itself, or with more
-than half of the others; :func:`excluded` names each with the failed checks, and
+Who is to blame when two disagree: an implementation fails an algorithm when it fails with itself, or with
+more than half of the others; :func:`excluded` names each with the failed checks, and
 :func:`pqlab.runners.impls.measure` leaves them out.  Nothing fails silently.
 
     participants = participants_for(algorithms)      # runners' serve sessions and pqlab's Python backends
@@ -43,7 +44,8 @@ class Participant:
 
     name: str
     language: str
-    #: a slow implementation (the interpreter does the arithmetic): the known-answer tests run fewer of its vectors
+    #: a slow implementation (the interpreter does the arithmetic): the known-answer tests run fewer of its
+    #: vectors
     slow = False
 
     def has(self, alg) -> bool:
@@ -55,7 +57,8 @@ class Participant:
         return seeded(self, alg)
 
     def imports(self, alg) -> bool:
-        """Whether :meth:`import_private` takes a given secret key of `alg` (the vectors that come with one)."""
+        """Whether :meth:`import_private` takes a given secret key of `alg` (the vectors that come with
+        one)."""
         return False
 
     def seals(self, alg) -> bool:
@@ -86,8 +89,8 @@ class RunnerParticipant(Participant):
 
 
 class PythonParticipant(Participant):
-    """A backend of pqlab's own harness (an adapter of :mod:`pqlab.backends.algorithms`), its keys turned into and read from
-    the standard encodings."""
+    """A backend of pqlab's own harness (an adapter of :mod:`pqlab.backends.algorithms`), its keys turned into
+    and read from the standard encodings."""
 
     language = "Python"
 
@@ -104,19 +107,21 @@ class PythonParticipant(Participant):
             sk = self._algo(alg).from_seed(seed)
             pk = sk.public_key()
         else:
-            raise impls.ImplementationError(f"{alg} in {self.name}: seeded key generation is not in its adapter")
+            raise impls.ImplementationError(f"{alg} in {self.name}: seeded key generation is not in its "
+                                            "adapter")
         handle = f"k{len(self._keys) + 1}"
         self._keys[handle] = sk
         return handle, standard_public(pk)
 
     def seeded(self, alg) -> tuple[str, ...]:
-        """The operations whose randomness this adapter lets a caller give: key generation from the FIPS seed where
-        the adapter has ``from_seed`` (cryptography's ML-KEM and ML-DSA)."""
+        """The operations whose randomness this adapter lets a caller give: key generation from the FIPS seed
+        where the adapter has ``from_seed`` (cryptography's ML-KEM and ML-DSA)."""
         return ("keygen",) if hasattr(self._algo(alg), "from_seed") else ()
 
     def encaps(self, alg, public_key, seed=None):
         if seed is not None:
-            raise impls.ImplementationError(f"{alg} in {self.name}: seeded encapsulation is not in its adapter")
+            raise impls.ImplementationError(f"{alg} in {self.name}: seeded encapsulation is not in its "
+                                            "adapter")
         return self._algo(alg).encapsulator(own_public(self._algo(alg), public_key))()
 
     def decaps(self, alg, handle, ciphertext):
@@ -139,7 +144,8 @@ class PythonParticipant(Participant):
 
     def imports(self, alg) -> bool:
         algo = self._algo(alg)
-        return algo.kind in ("kem", "pke") and not (algo.backend == "cryptography" and alg.startswith("ML-KEM"))
+        return algo.kind in ("kem", "pke") and not (algo.backend == "cryptography"
+                                                    and alg.startswith("ML-KEM"))
 
     def import_private(self, alg, private: bytes) -> str:
         """A handle to a given secret key in its standard encoding (:func:`own_private`), for ``decaps`` (a
@@ -156,14 +162,14 @@ class PythonParticipant(Participant):
         return hasattr(self._algo(alg), "sealer")
 
     def seal(self, alg, key: bytes, iv: bytes, aad: bytes, message: bytes) -> bytes:
-        """`message` encrypted under a given key and IV with associated data `aad`, through the adapter's library
-        (the adapter draws its IV at random): ciphertext ‖ tag (AES-CBC: the padded ciphertext)."""
+        """`message` encrypted under a given key and IV with associated data `aad`, through the adapter's
+        library (the adapter draws its IV at random): ciphertext ‖ tag (AES-CBC: the padded ciphertext)."""
         return self._algo(alg).sealer(key, iv, aad)[0](message)
 
     def unseal(self, alg, key: bytes, iv: bytes, aad: bytes, sealed: bytes) -> bytes:
-        """The plaintext of ciphertext ‖ tag under a given key and IV; raises on a wrong tag or padding.  Through the
-        adapter's own decryptor (its framing: IV ‖ ciphertext ‖ tag) where there is no associated data, which the
-        adapter does not take; else through its library."""
+        """The plaintext of ciphertext ‖ tag under a given key and IV; raises on a wrong tag or padding.
+        Through the adapter's own decryptor (its framing: IV ‖ ciphertext ‖ tag) where there is no associated
+        data, which the adapter does not take; else through its library."""
         if not aad:
             return self._algo(alg).decryptor(key)(iv + sealed)
         return self._algo(alg).sealer(key, iv, aad)[1](sealed)
@@ -209,9 +215,9 @@ def own_public(algo, raw: bytes):
 
 
 def own_private(algo, raw: bytes):
-    """A secret key in its standard encoding as `algo`'s adapter takes it (:meth:`PythonParticipant.import_private`):
-    X25519's 32 bytes, ECDH-P256's scalar (big-endian), RSA's PKCS#8 DER, ML-KEM's FIPS 203 decapsulation key (bytes
-    for liboqs and pqcrypto)."""
+    """A secret key in its standard encoding as `algo`'s adapter takes it
+    (:meth:`PythonParticipant.import_private`): X25519's 32 bytes, ECDH-P256's scalar (big-endian), RSA's
+    PKCS#8 DER, ML-KEM's FIPS 203 decapsulation key (bytes for liboqs and pqcrypto)."""
     if algo.backend == "pycryptodome" and algo.name.startswith("RSA"):
         from Crypto.PublicKey import RSA
 
@@ -226,17 +232,19 @@ def own_private(algo, raw: bytes):
     if algo.name == "ECDH-P256":
         return ec.derive_private_key(int.from_bytes(raw, "big"), ec.SECP256R1())
     if algo.name.startswith("RSA"):
-        # the vectors' keys are given, not made: OpenSSL's check of an RSA key (its primes) costs more than all
-        # the vectors of a file, and is no part of decryption
+        # the vectors' keys are given, not made: OpenSSL's check of an RSA key (its primes) costs more than
+        # all the vectors of a file, and is no part of decryption
         return serialization.load_der_private_key(raw, None, unsafe_skip_rsa_key_validation=True)
     raise impls.ImplementationError(f"{algo.name} in {algo.backend}: the adapter takes no given secret key")
 
 
 def participants_for(algorithms: Sequence[str], programs: Iterable[str] | None = None,
-                     python: Iterable[str] | None = None) -> tuple[dict[str, Participant], list[impls.Session]]:
-    """{implementation: participant} for every implementation of any of `algorithms`: the programs' (`programs`,
-    default every available one) and pqlab's Python backends (`python`, default every one that has one of them;
-    backends measured through another's path are the same code and left out), and the serve sessions to close."""
+                     python: Iterable[str] | None = None) -> tuple[dict[str, Participant],
+                                                                   list[impls.Session]]:
+    """{implementation: participant} for every implementation of any of `algorithms`: the programs'
+    (`programs`, default every available one) and pqlab's Python backends (`python`, default every one that
+    has one of them; backends measured through another's path are the same code and left out), and the serve
+    sessions to close."""
     found, sessions = {}, []
     for name, document in impls.available(programs).items():
         mine = {a["implementation"] for a in document["algorithms"] if a["algorithm"] in algorithms}
@@ -245,7 +253,8 @@ def participants_for(algorithms: Sequence[str], programs: Iterable[str] | None =
         session = impls.Session(name)
         sessions.append(session)
         found.update({impl: RunnerParticipant(session, impl) for impl in sorted(mine)})
-    backends = python if python is not None else sorted({b for alg in algorithms for b in registry.backends_of(alg)
+    backends = python if python is not None else sorted({b for alg in algorithms
+                                                         for b in registry.backends_of(alg)
                                                           if alg in registry.names(backend=b)})
     found.update({b: PythonParticipant(b) for b in backends})
     return found, sessions
@@ -259,14 +268,16 @@ def _listed(participant: RunnerParticipant, alg: str) -> dict | None:
 
 
 def seeded(participant: Participant, alg: str) -> tuple[str, ...]:
-    """The operations of `alg` whose randomness `participant` lets a caller give (the known-answer tests need them)."""
+    """The operations of `alg` whose randomness `participant` lets a caller give (the known-answer tests need
+    them)."""
     if isinstance(participant, PythonParticipant):
         return participant.seeded(alg)
     return tuple((_listed(participant, alg) or {}).get("seeded", ()))
 
 
 def has(participant: Participant, alg: str) -> bool:
-    """Whether `participant` implements `alg` (for a Python backend, its adapter registry; for a runner, its list)."""
+    """Whether `participant` implements `alg` (for a Python backend, its adapter registry; for a runner, its
+    list)."""
     if isinstance(participant, PythonParticipant):
         return alg in registry.names(backend=participant.backend)
     return _listed(participant, alg) is not None
@@ -322,8 +333,8 @@ def _sig_checks(alg: str, owner: Participant, peers: list[Participant], rows: li
 
 
 def cross_check(algorithms: Sequence[str], participants: dict[str, Participant]) -> pd.DataFrame:
-    """One row per (algorithm, owner, peer, check): ``passed`` and a ``detail``.  Owner: the implementation whose
-    key pair it is (it decapsulates, or signs); peer: the one that encapsulates, or verifies."""
+    """One row per (algorithm, owner, peer, check): ``passed`` and a ``detail``.  Owner: the implementation
+    whose key pair it is (it decapsulates, or signs); peer: the one that encapsulates, or verifies."""
     rows: list[dict] = []
     for alg in algorithms:
         mine = [p for p in participants.values() if has(p, alg)]
@@ -332,7 +343,8 @@ def cross_check(algorithms: Sequence[str], participants: dict[str, Participant])
             try:
                 (_kem_checks if kind == "kem" else _sig_checks)(alg, owner, mine, rows)
             except Exception as exc:  # noqa: BLE001 - key generation or signing itself failed
-                rows.append({"algorithm": alg, "owner": owner.name, "peer": owner.name, "check": "key pair made",
+                rows.append({"algorithm": alg, "owner": owner.name, "peer": owner.name,
+                             "check": "key pair made",
                              "passed": False, "detail": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"})
     return pd.DataFrame(rows, columns=["algorithm", "owner", "peer", "check", "passed", "detail"])
 
@@ -346,11 +358,11 @@ def registry_kind(alg: str, participants: Sequence[Participant]) -> str:
 
 
 def excluded(checks: pd.DataFrame) -> dict[str, str]:
-    """{"implementation/algorithm": why} for every implementation that fails an algorithm.  Who is wrong is decided
-    step by step: an implementation that fails with itself goes first; otherwise the ones that fail with the most
-    others go (all of them on a tie: two that disagree with no third to tell them apart both go); and again, among
-    those left, until no check fails.  One broken implementation among several agreeing ones is the only one left
-    out."""
+    """{"implementation/algorithm": why} for every implementation that fails an algorithm.  Who is wrong is
+    decided step by step: an implementation that fails with itself goes first; otherwise the ones that fail
+    with the most others go (all of them on a tie: two that disagree with no third to tell them apart both
+    go); and again, among those left, until no check fails.  One broken implementation among several agreeing
+    ones is the only one left out."""
     out = {}
     for alg, mine in checks.groupby("algorithm"):
         left = set(mine["owner"]) | set(mine["peer"])
@@ -359,7 +371,8 @@ def excluded(checks: pd.DataFrame) -> dict[str, str]:
             if bad.empty:
                 break
             alone = set(bad.loc[bad["owner"] == bad["peer"], "owner"])
-            partners = {n: {p for o, p in zip(bad["owner"], bad["peer"]) for p in (o, p) if p != n and n in (o, p)}
+            partners = {n: {p for o, p in zip(bad["owner"], bad["peer"]) for p in (o, p)
+                            if p != n and n in (o, p)}
                         for n in left}
             most = max(len(p) for p in partners.values())
             drop = alone or {n for n, p in partners.items() if len(p) == most}
@@ -367,7 +380,8 @@ def excluded(checks: pd.DataFrame) -> dict[str, str]:
                 mistakes = bad[(bad["owner"] == name) | (bad["peer"] == name)]
                 first = mistakes.iloc[0]
                 out[f"{name}/{alg}"] = (f"failed {len(mistakes)} cross-check(s), e.g. {first['check']} "
-                                        f"({first['owner']} → {first['peer']}): {first['detail'] or 'mismatch'}")
+                                        f"({first['owner']} → {first['peer']}): "
+                                        f"{first['detail'] or 'mismatch'}")
             left -= drop
     return out
 

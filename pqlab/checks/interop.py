@@ -20,7 +20,8 @@ PURE_BACKEND = "pure-python"
 
 
 def round3_equivalent(name: str) -> str | None:
-    """The liboqs round-3 SPHINCS+ set doing the same work as a FIPS 205 SLH-DSA set (the simple construction)."""
+    """The liboqs round-3 SPHINCS+ set doing the same work as a FIPS 205 SLH-DSA set (the simple
+    construction)."""
     if not name.startswith("SLH-DSA-"):
         return None
     return "SPHINCS+-" + name[len("SLH-DSA-"):] + "-simple"
@@ -54,7 +55,8 @@ def cross_verify(signer: Algorithm | str, verifier: Algorithm | str, message: by
     return {"verifies": verify(message, sig) is True, "rejects_tampered": verify(message, bad) is not True}
 
 
-def agreement_pairs(ml_dsa: str = "ML-DSA-44", slh_dsa: Sequence[str] = ("SLH-DSA-SHA2-128f", "SLH-DSA-SHAKE-128f"),
+def agreement_pairs(ml_dsa: str = "ML-DSA-44",
+                    slh_dsa: Sequence[str] = ("SLH-DSA-SHA2-128f", "SLH-DSA-SHAKE-128f"),
                     pure_backend: str = PURE_BACKEND) -> list[tuple[str, str, bool]]:
     """(signer, verifier, expected) pairs: every ordered pair of ML-DSA implementations; pure-Python
     SLH-DSA against every native SLH-DSA; liboqs's round-3 SPHINCS+ against FIPS 205 SLH-DSA
@@ -66,20 +68,22 @@ def agreement_pairs(ml_dsa: str = "ML-DSA-44", slh_dsa: Sequence[str] = ("SLH-DS
         native = [b for b in algorithms.backends_of(name) if b != pure_backend]
         if pure_backend in algorithms.backends_of(name):
             for b in native:
-                pairs += [(f"{name}@{pure_backend}", f"{name}@{b}", True), (f"{name}@{b}", f"{name}@{pure_backend}", True)]
+                pairs += [(f"{name}@{pure_backend}", f"{name}@{b}", True),
+                          (f"{name}@{b}", f"{name}@{pure_backend}", True)]
         old = round3_equivalent(name)
         if native and old in algorithms.names():
-            pairs += [(f"{old}@liboqs", f"{name}@{native[0]}", False), (f"{name}@{native[0]}", f"{old}@liboqs", False)]
+            pairs += [(f"{old}@liboqs", f"{name}@{native[0]}", False),
+                      (f"{name}@{native[0]}", f"{old}@liboqs", False)]
     return pairs
 
 
 ROUND3_VS_FIPS205 = (
-    "liboqs {version} ships SPHINCS+ as submitted in round 3 (v3.1), not FIPS 205 SLH-DSA. Keys and signatures "
-    "have the same sizes and layout, but (1) pure SLH-DSA signs M' = 0x00 || len(ctx) || ctx || M (a domain "
-    "separator between pure and pre-hash signing, with a context string) instead of M, and (2) FIPS 205 reads "
-    "the FORS indices from the message digest most-significant bit first, where the round-3 reference code "
-    "read them least-significant bit first (NIST, pqc-forum, May 2023). So a round-3 signature cannot verify as "
-    "SLH-DSA, nor the reverse.")
+    "liboqs {version} ships SPHINCS+ as submitted in round 3 (v3.1), not FIPS 205 SLH-DSA. Keys and "
+    "signatures have the same sizes and layout, but (1) pure SLH-DSA signs M' = 0x00 || len(ctx) || ctx || M "
+    "(a domain separator between pure and pre-hash signing, with a context string) instead of M, and (2) "
+    "FIPS 205 reads the FORS indices from the message digest most-significant bit first, where the round-3 "
+    "reference code read them least-significant bit first (NIST, pqc-forum, May 2023). So a round-3 "
+    "signature cannot verify as SLH-DSA, nor the reverse.")
 
 
 def round3_note() -> str:
@@ -133,16 +137,20 @@ def describe_agreement(checks: pd.DataFrame, internal: pd.DataFrame | None = Non
             f"(and reject a tampered signature)."]
     failed = same[~(same["verifies"] & same["rejects_tampered"])]
     if not failed.empty:
-        text.append("  **Disagreement:** " + "; ".join(f"{r.signer} → {r.verifier}" for r in failed.itertuples()))
+        text.append("  **Disagreement:** " + "; ".join(f"{r.signer} → {r.verifier}"
+                                                       for r in failed.itertuples()))
     if not diff.empty:
-        text.append(f"- Round-3 SPHINCS+ vs FIPS 205 SLH-DSA: {int((~diff['verifies']).sum())} of {len(diff)} pairs "
-                    f"refuse each other's signatures, as expected. {round3_note()}")
+        text.append(f"- Round-3 SPHINCS+ vs FIPS 205 SLH-DSA: {int((~diff['verifies']).sum())} of "
+                    f"{len(diff)} pairs refuse each other's signatures, as expected. {round3_note()}")
     if internal is not None and not internal.empty:
         ok = internal[internal["verifies_as_slh_dsa_internal"]]
-        text.append("- Without the M' prefix (FIPS 205's internal verification) a round-3 signature verifies for "
-                    + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})" for r in ok.itertuples()) or "no set")
+        others = internal[~internal['verifies_as_slh_dsa_internal']]
+        text.append("- Without the M' prefix (FIPS 205's internal verification) a round-3 signature verifies "
+                    "for " + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})" for r in ok.itertuples())
+                              or "no set")
                     + " and not for "
-                    + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})"
-                                 for r in internal[~internal['verifies_as_slh_dsa_internal']].itertuples()) or "any other")
-                    + ": with a = 8 each FORS index is one whole byte, so both bit orders read the same indices.")
+                    + (", ".join(f"{r.round3_set} (a = {r.fors_height_a})" for r in others.itertuples())
+                       or "any other")
+                    + ": with a = 8 each FORS index is one whole byte, so both bit orders read the same "
+                    "indices.")
     return "\n".join(text)

@@ -1,8 +1,8 @@
 """A timing-leakage screen: does an operation's time depend on its secret input?
 
-One operation runs on two or more fixed input classes (valid vs invalid ciphertext, Marvin's padding classes, a
-short vs a full nonce), all of one length.  Every *block* runs each class once, in an order drawn at random per
-block, so that drift, frequency changes and a neighbour's noise hit every class alike; the program of
+One operation runs on two or more fixed input classes (valid vs invalid ciphertext, Marvin's padding classes,
+a short vs a full nonce), all of one length.  Every *block* runs each class once, in an order drawn at random
+per block, so that drift, frequency changes and a neighbour's noise hit every class alike; the program of
 ``native/leakage/`` (or pqlab's lean C loop for liboqs) times each call and checks its output after the clock.
 Per block the difference of each class to the first (the baseline) is one paired observation; the tests are:
 
@@ -10,29 +10,30 @@ Per block the difference of each class to the first (the baseline) is one paired
 * the **Wilcoxon signed-rank test** (``scipy.stats.wilcoxon``),
 * the **Friedman test** across all classes when there are more than two (``scipy.stats.friedmanchisquare``),
 
-each at the family-wise `alpha` split over the screen's tests (Bonferroni).  Block order is randomised, so with no
-leak every class's time is exchangeable within a block and the paired tests hold their level despite drift and
-autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).  The blocks are split
-over several fresh processes of the program (*rounds*, same inputs, each warmed up), so that one process's JIT
-decisions and code layout do not decide the result.
+each at the family-wise `alpha` split over the screen's tests (Bonferroni).  Block order is randomised, so
+with no leak every class's time is exchangeable within a block and the paired tests hold their level despite
+drift and autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).  The
+blocks are split over several fresh processes of the program (*rounds*, same inputs, each warmed up), so that
+one process's JIT decisions and code layout do not decide the result.
 
 The effect is the **median of the paired differences** with a percentile **bootstrap interval**
-(``scipy.stats.bootstrap`` over blocks).  A *leak* is a significant test together with a median difference whose
-interval excludes zero; a test that is significant while no interval excludes zero (part of the distribution moved,
-by less than the median resolves: a branch predicted differently in some calls) is an *unresolved difference*, with
-its mean difference, neither a leak nor a clean result.  When nothing is found the
-screen says "no leak larger than X ns at this sample size", X being the largest bound of those intervals and at least
-the counter's step: never "constant time".
+(``scipy.stats.bootstrap`` over blocks).  A *leak* is a significant test together with a median difference
+whose interval excludes zero; a test that is significant while no interval excludes zero (part of the
+distribution moved, by less than the median resolves: a branch predicted differently in some calls) is
+an *unresolved difference*, with its mean difference, neither a leak nor a clean result.  When nothing is
+found the screen says "no leak larger than X ns at this sample size", X being the largest bound of those
+intervals and at least the counter's step: never "constant time".
 
-**Load.**  A screen on a loaded machine (other processes' CPU or steal, :mod:`pqlab.measure.noise`) keeps its verdict and
-names the load (:attr:`Screen.load`, :attr:`Screen.others_cores`, and its reason): a load steady over a block adds
-to every class of the block alike and cancels in the paired differences.  It gives **no verdict** only where the
-load cannot cancel (:func:`unjudgeable`): other processes and steal left it no more than :data:`FREE_CORES` of a core
-free, or its clock moved between its start and its end (the scalar reference loop, a chain of integer operations
-whose time follows the frequency, by :data:`pqlab.measure.noise.SHIFT_LIMIT` or more); that reason names the load and how
-long a quiet rerun takes.  The vector loop is recorded too but does not gate: two readings of it a few seconds
-apart in one process moved by 11-12 % while the scalar loop held within 2 % (memory traffic of the program's
-processes, not a frequency change), and a paired block shares whatever it measures across its classes.
+**Load.**  A screen on a loaded machine (other processes' CPU or steal, :mod:`pqlab.measure.noise`) keeps its
+verdict and names the load (:attr:`Screen.load`, :attr:`Screen.others_cores`, and its reason): a load steady
+over a block adds to every class of the block alike and cancels in the paired differences.  It gives **no
+verdict** only where the load cannot cancel (:func:`unjudgeable`): other processes and steal left it no more
+than :data:`FREE_CORES` of a core free, or its clock moved between its start and its end (the scalar reference
+loop, a chain of integer operations whose time follows the frequency, by
+:data:`pqlab.measure.noise.SHIFT_LIMIT` or more); that reason names the load and how long a quiet rerun takes.
+The vector loop is recorded too but does not gate: two readings of it a few seconds apart in one process moved
+by 11-12 % while the scalar loop held within 2 % (memory traffic of the program's processes, not a frequency
+change), and a paired block shares whatever it measures across its classes.
 
     screen(program, target, blocks=...) -> Screen     one screen (refuses bad input before anything runs)
     analyse(times, classes, alpha=...)                the statistics of a blocks x classes array of times
@@ -65,21 +66,22 @@ LEAK, NO_LEAK, NO_VERDICT, NOT_SCREENED = "leak", "no leak found", "no verdict",
 #: A significant test while no median difference's interval excludes zero: part of the distribution moved.
 UNRESOLVED = "unresolved difference"
 #: The rule for load (issue #41): a screen keeps its verdict while other processes and steal (in cores:
-#: ``others_cores`` plus the steal share of every core, :func:`load_cores`) leave more than this much of a core
-#: free, and gives none where they take the rest (:func:`unjudgeable`).  Why a load may stay: every block runs its
-#: classes back to back in an order drawn at random, so a load steady over a block (a block lasts from
-#: microseconds to tens of milliseconds) slows every class of the block alike and cancels in the paired
+#: ``others_cores`` plus the steal share of every core, :func:`load_cores`) leave more than this much of a
+#: core free, and gives none where they take the rest (:func:`unjudgeable`).  Why a load may stay: every block
+#: runs its classes back to back in an order drawn at random, so a load steady over a block (a block lasts
+#: from microseconds to tens of milliseconds) slows every class of the block alike and cancels in the paired
 #: differences: in issue #41 a program with planted leaks, screened beside two spinning processes, gave the
-#: differences it gave on a quiet machine, and the old rule (no verdict from :data:`pqlab.measure.noise.BUSY_OTHERS_CORES`
-#: cores of load) refused every screen of a researcher's machine with its usual background load.  Why a heavy
-#: load may not: with no free core the scheduler shares the program's core in time slices of milliseconds, as
-#: long as a block or longer, so the load is no longer steady over a block but lands on single calls of single
-#: classes, where the random order is all that holds the tests' level.  The evidence on a machine is measured by
-#: :func:`pqlab.studies.timing_leakage.under_load` and stated by its ``describe_load_check``; on the project's
-#: 2-core KVM guest (AMD EPYC, 2026-11-29, issue #41's closing note) the standard ``spin`` load (one core busy,
-#: other processes 0.93-1.15 cores) left python-rsa 4.9's leak at 210 ns [180, 241] (quiet: 250 [211, 281]) and
-#: Bouncy Castle 1.83's at 13770 ns [9974, 17792] (quiet: 12504 [9854, 15002]), both flagged, and 0 of 20
-#: false-positive screens said leak (quiet: 0 of 20).
+#: differences it gave on a quiet machine, and the old rule (no verdict from
+#: :data:`pqlab.measure.noise.BUSY_OTHERS_CORES` cores of load) refused every screen of a researcher's machine
+#: with its usual background load.  Why a heavy load may not: with no free core the scheduler shares the
+#: program's core in time slices of milliseconds, as long as a block or longer, so the load is no longer
+#: steady over a block but lands on single calls of single classes, where the random order is all that holds
+#: the tests' level.  The evidence on a machine is measured by :func:`pqlab.studies.timing_leakage.under_load`
+#: and stated by its ``describe_load_check``; on the project's 2-core KVM guest (AMD EPYC, 2026-11-29,
+#: issue #41's closing note) the standard ``spin`` load (one core busy, other processes 0.93-1.15 cores) left
+#: python-rsa 4.9's leak at 210 ns [180, 241] (quiet: 250 [211, 281]) and Bouncy Castle 1.83's at 13770 ns
+#: [9974, 17792] (quiet: 12504 [9854, 15002]), both flagged, and 0 of 20 false-positive screens said leak
+#: (quiet: 0 of 20).
 FREE_CORES = 0.5
 
 
@@ -113,13 +115,14 @@ class Screen:
         return 0 if self.times is None else len(self.times)
 
     def summary(self) -> dict:
-        """One row for a table: the verdict, the largest difference with its interval, the samples, the time."""
+        """One row for a table: the verdict, the largest difference with its interval, the samples, the
+        time."""
         row = {"program": self.program, "target": self.target, "implementation": self.implementation,
                "version": self.version, "operation": self.operation, "verdict": self.verdict,
-               "blocks": self.blocks, "rounds": self.rounds, "classes": len(self.classes), "wall_s": self.wall_s,
-               "detectable_ns": self.detectable_ns, "reason": self.reason, "load": self.load,
-               "others_cores": self.others_cores, "quiet_s": self.quiet_s, "clock_moved": _moved(self.noise),
-               "no_free_core": _no_free_core(self.noise)}
+               "blocks": self.blocks, "rounds": self.rounds, "classes": len(self.classes),
+               "wall_s": self.wall_s, "detectable_ns": self.detectable_ns, "reason": self.reason,
+               "load": self.load, "others_cores": self.others_cores, "quiet_s": self.quiet_s,
+               "clock_moved": _moved(self.noise), "no_free_core": _no_free_core(self.noise)}
         if not self.differences.empty:
             top = self.differences.loc[self.differences["median_ns"].abs().idxmax()]
             row.update(largest=top["pair"], median_ns=top["median_ns"], ci_low_ns=top["ci_low_ns"],
@@ -136,8 +139,8 @@ def order(blocks: int, k: int, seed: int) -> list[list[int]]:
 def analyse(times, classes, alpha: float = ALPHA, confidence: float = CONFIDENCE, seed: int = 0
             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(tests, differences) of a blocks x classes array of times: one row per test with its p-value and the
-    Bonferroni threshold it is held to, one row per class against the baseline (the first) with the median paired
-    difference and its bootstrap interval."""
+    Bonferroni threshold it is held to, one row per class against the baseline (the first) with the median
+    paired difference and its bootstrap interval."""
     from scipy import stats
 
     times = np.asarray(times, dtype=float)
@@ -173,14 +176,14 @@ def resolution(times) -> float:
 
 
 def detectable(differences: pd.DataFrame, step: float = 0.0) -> float:
-    """The largest difference the screen leaves possible: the largest |bound| of its pairs' intervals, and never
-    less than the counter's step (ns)."""
+    """The largest difference the screen leaves possible: the largest |bound| of its pairs' intervals, and
+    never less than the counter's step (ns)."""
     return max(float(differences[["ci_low_ns", "ci_high_ns"]].abs().to_numpy().max()), step)
 
 
 def leaking(tests: pd.DataFrame, differences: pd.DataFrame) -> pd.DataFrame:
-    """The pairs that leak: a significant test of the pair (or of all classes, Friedman) and a median difference
-    whose interval excludes zero."""
+    """The pairs that leak: a significant test of the pair (or of all classes, Friedman) and a median
+    difference whose interval excludes zero."""
     hits = set(tests.loc[tests["significant"], "pair"])
     excludes_zero = (differences["ci_low_ns"] > 0) | (differences["ci_high_ns"] < 0)
     return differences[excludes_zero & (differences["pair"].isin(hits) | ("all classes" in hits))]
@@ -188,8 +191,8 @@ def leaking(tests: pd.DataFrame, differences: pd.DataFrame) -> pd.DataFrame:
 
 def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float,
              rounds: int | None = None) -> tuple[dict, list, int]:
-    """The target's entry, the classes to screen and the rounds; refuses bad input in one line before anything runs.
-    `rounds` None: :data:`ROUNDS`, fewer when `blocks` cannot give each round :data:`MIN_BLOCKS`."""
+    """The target's entry, the classes to screen and the rounds; refuses bad input in one line before anything
+    runs.  `rounds` None: :data:`ROUNDS`, fewer when `blocks` cannot give each round :data:`MIN_BLOCKS`."""
     if program not in programs.names():
         raise UnknownName("screen program", program, programs.names())
     why = programs.why_not(program)
@@ -201,8 +204,8 @@ def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int
         if c not in entry["classes"]:
             raise UnknownName(f"class of {target}", c, entry["classes"])
     if len(classes) < 2:
-        raise BadInput(f"a screen compares two or more classes, not {len(classes)}: pass classes=None for all of "
-                       f"{target}'s ({', '.join(entry['classes'])})")
+        raise BadInput(f"a screen compares two or more classes, not {len(classes)}: pass classes=None for "
+                       f"all of {target}'s ({', '.join(entry['classes'])})")
     if not isinstance(blocks, int) or blocks < MIN_BLOCKS:
         raise BadInput(f"blocks must be an integer of at least {MIN_BLOCKS}, not {blocks!r}")
     if not isinstance(warmup_blocks, int) or warmup_blocks < 0:
@@ -212,19 +215,20 @@ def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int
     if rounds is None:
         rounds = max(1, min(ROUNDS, blocks // MIN_BLOCKS))
     elif not isinstance(rounds, int) or not 1 <= rounds <= blocks // MIN_BLOCKS:
-        raise BadInput(f"rounds must be an integer from 1 to {blocks // MIN_BLOCKS} (each round runs at least "
-                       f"{MIN_BLOCKS} of the {blocks} blocks), not {rounds!r}")
+        raise BadInput(f"rounds must be an integer from 1 to {blocks // MIN_BLOCKS} (each round runs at "
+                       f"least {MIN_BLOCKS} of the {blocks} blocks), not {rounds!r}")
     return entry, classes, rounds
 
 
 def cores() -> int:
-    """The machine's logical CPUs: what :mod:`pqlab.measure.noise`'s ``others_cores`` and steal are shares of."""
+    """The machine's logical CPUs: what :mod:`pqlab.measure.noise`'s ``others_cores`` and steal are shares
+    of."""
     return os.cpu_count() or 1
 
 
 def load_cores(record: dict) -> float | None:
-    """The cores other processes and the hypervisor took during a screen: ``others_cores`` plus the steal share of
-    every core (steal None counts as none); None where the machine does not say."""
+    """The cores other processes and the hypervisor took during a screen: ``others_cores`` plus the steal
+    share of every core (steal None counts as none); None where the machine does not say."""
     if record.get("others_cores") is None:
         return None
     return record["others_cores"] + (record.get("steal") or 0.0) * cores()
@@ -240,8 +244,8 @@ def describe_load(record: dict) -> str:
 
 
 def _moved(record: dict) -> str:
-    """How the clock (the scalar reference loop) moved between the screen's start and end: '' when by less than
-    :data:`pqlab.measure.noise.SHIFT_LIMIT`."""
+    """How the clock (the scalar reference loop) moved between the screen's start and end: '' when by less
+    than :data:`pqlab.measure.noise.SHIFT_LIMIT`."""
     a, b = record.get("scalar_start_ns"), record.get("scalar_end_ns")
     return f"{b / a - 1:+.0%}" if a and b and abs(b / a - 1) >= noise.SHIFT_LIMIT else ""
 
@@ -253,17 +257,19 @@ def _no_free_core(record: dict) -> bool:
 
 
 def unjudgeable(record: dict) -> str:
-    """Why a screen with this noise record can give no verdict: its machine had no free core (:data:`FREE_CORES`)
-    or its clock moved; "" when a load, if any, cancels in the paired blocks."""
+    """Why a screen with this noise record can give no verdict: its machine had no free core
+    (:data:`FREE_CORES`) or its clock moved; "" when a load, if any, cancels in the paired blocks."""
     moved = _moved(record)
     return "; ".join(filter(None, [
-        _no_free_core(record) and f"other processes and steal left no more than {FREE_CORES:g} of a core free",
+        _no_free_core(record)
+        and f"other processes and steal left no more than {FREE_CORES:g} of a core free",
         moved and f"the clock's reference loop moved ({moved})"]))
 
 
 def quiet_seconds(wall_s: float, cpu_s: float) -> float:
     """How long a screen would take on a quiet machine: the CPU time its processes used (what a load does not
-    add), and never more than it took (`wall_s`): a runtime's extra threads (a JVM's compiler) run beside it."""
+    add), and never more than it took (`wall_s`): a runtime's extra threads (a JVM's compiler) run beside
+    it."""
     return min(wall_s, cpu_s)
 
 
@@ -274,17 +280,17 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
     `warmup_blocks`.
 
     Bad input (an unknown program, target or class, too few blocks) is refused before anything runs; a program
-    that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen` with
-    verdict "not screened" and the reason."""
+    that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen`
+    with verdict "not screened" and the reason."""
     entry, classes, rounds = validate(program, target, classes, blocks, warmup_blocks, alpha, rounds)
     base = Screen(program, target, classes, NOT_SCREENED, implementation=entry["implementation"],
-                  version=entry["version"], operation=entry["operation"], counter=entry["counter"], alpha=alpha,
-                  rounds=rounds)
+                  version=entry["version"], operation=entry["operation"], counter=entry["counter"],
+                  alpha=alpha, rounds=rounds)
     before, start = noise.snapshot(), noise.reference_times()
     began, times = time.monotonic(), []
     for part in np.array_split(np.asarray(order(blocks, len(classes), seed)), rounds):
-        request = {"target": target, "classes": classes, "order": part.tolist(), "warmup_blocks": warmup_blocks,
-                   "seed": seed}
+        request = {"target": target, "classes": classes, "order": part.tolist(),
+                   "warmup_blocks": warmup_blocks, "seed": seed}
         try:
             times.append(programs.run(program, request)["times_ns"])
         except programs.ClassCheckFailed as exc:
@@ -301,8 +307,8 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
     why = unjudgeable(record)
     if why:
         base.verdict = NO_VERDICT
-        base.reason = (f"no verdict: {why} during the screen ({describe_load(record) or 'load unknown'}); a quiet "
-                       f"rerun takes about {base.quiet_s:.0f} s")
+        base.reason = (f"no verdict: {why} during the screen ({describe_load(record) or 'load unknown'}); a "
+                       f"quiet rerun takes about {base.quiet_s:.0f} s")
         return base
     if not leaking(base.tests, base.differences).empty:
         hit = base.tests.loc[base.tests["p"].idxmin()]
@@ -313,8 +319,9 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
         hit = base.tests.loc[base.tests["p"].idxmin()]
         mean = base.differences.loc[base.differences["mean_ns"].abs().idxmax()]
         base.verdict = UNRESOLVED
-        base.reason = (f"{hit['test']} p = {_p(hit['p'])}, but no median difference's interval excludes zero: part "
-                       f"of the distribution moved (largest mean difference {mean['mean_ns']:.1f} ns, {mean['pair']})")
+        base.reason = (f"{hit['test']} p = {_p(hit['p'])}, but no median difference's interval excludes "
+                       f"zero: part of the distribution moved (largest mean difference {mean['mean_ns']:.1f} "
+                       f"ns, {mean['pair']})")
     else:
         base.verdict = NO_LEAK
         base.reason = (f"no leak larger than {base.detectable_ns:.0f} ns at {blocks} blocks "

@@ -1,14 +1,15 @@
-"""Secret-dependent branches and memory addresses in liboqs, as valgrind's memcheck sees them (ctgrind, TIMECOP).
+"""Secret-dependent branches and memory addresses in liboqs, as valgrind's memcheck sees them (ctgrind,
+TIMECOP).
 
 Memcheck reports a conditional jump, and a load or store address, that depends on memory marked "undefined".
 Marking a secret key undefined therefore makes it report where the code's control flow or memory access
 pattern depends on that key: the two kinds of timing leak a constant-time implementation must not have.
-``pqlab/checks/taint_harness.c`` (compiled like pqlab's other C helpers, with ``$CC``, into ``$XDG_CACHE_HOME/pqlab``)
-makes a key pair untainted, marks the secret key undefined (its public parts, copies of the public key and of
-its hashes, stay defined), runs one operation, and marks its outputs defined before checking them: a KEM's
-decapsulation of a valid and of an altered ciphertext, a signature's signing of one message.  Its ``control``
-kind needs no liboqs: ``leaky`` branches on a secret byte and indexes a table with it (memcheck must report
-both), ``clean`` selects with a mask (it must report nothing).
+``pqlab/checks/taint_harness.c`` (compiled like pqlab's other C helpers, with ``$CC``, into
+``$XDG_CACHE_HOME/pqlab``) makes a key pair untainted, marks the secret key undefined (its public parts,
+copies of the public key and of its hashes, stay defined), runs one operation, and marks its outputs defined
+before checking them: a KEM's decapsulation of a valid and of an altered ciphertext, a signature's signing of
+one message.  Its ``control`` kind needs no liboqs: ``leaky`` branches on a secret byte and indexes a table
+with it (memcheck must report both), ``clean`` selects with a mask (it must report nothing).
 
     available() -> str                                 "" or why the check cannot run here, in one line
     check("ML-KEM-768", kind="kem", build="generic")   -> dict: errors, by_kind, findings (frames), wall_s ...
@@ -43,14 +44,16 @@ LIMITS = """\
 Memcheck reports branches and memory addresses that depend on the secret key; it does not see:
 - instructions whose latency depends on their operands: a division of a secret (KyberSlash) or a variable-time
   multiply is silent, and so is a conditional move (cmov; constant time on x86, rightly silent);
-- other builds: another compiler, other flags, or CPU dispatch choose other code, which may branch where this code
+- other builds: another compiler, other flags, or CPU dispatch choose other code, which may branch where \
+this code
   does not (valgrind hides AVX-512 from the program, so AVX-512 paths never run under it);
 - paths these inputs do not take: one key, one valid and one altered ciphertext, one message; it is not
   coverage guided, so rare paths (an extra rejection round, an error branch) may never run;
 - secrets other than the secret key: key generation and the random bytes (encapsulation coins, ML-DSA's rnd)
   stay untainted, and so do the parts of the key found to be copies of public values (the public key, its
   SHA3-256 or SHAKE256 hash, a seed both keys start with);
-- the hardware: caches, speculation (Spectre), frequency (Hertzbleed).  A flagged index may be harmless (within a
+- the hardware: caches, speculation (Spectre), frequency (Hertzbleed).  A flagged index may be harmless \
+(within a
   cache line), and a flagged branch may be on a value the design makes public (ML-DSA's rejection loop)."""
 
 KINDS = ("kem", "sig", "control")
@@ -60,14 +63,17 @@ ERROR_EXIT = 99
 CALLERS = 12
 TIMEOUT_S = 1800
 _SOURCE = Path(__file__).with_name("taint_harness.c")
-#: flagged functions of liboqs 0.13.0's ML-DSA (pqcrystals ref and avx2), read from its sources and disassembly
+#: flagged functions of liboqs 0.13.0's ML-DSA (pqcrystals ref and avx2), read from its sources and
+#: disassembly
 KNOWN = {
-    "chknorm": "ML-DSA rejection test (norm bound on z, r0 or ct0): only whether a candidate is rejected leaks",
+    "chknorm": "ML-DSA rejection test (norm bound on z, r0 or ct0): only whether a candidate is rejected "
+               "leaks",
     "make_hint": "ML-DSA hint h, which the signature publishes",
     "poly_challenge": "ML-DSA challenge c sampled from c~, which the signature publishes",
     "pack_sig": "ML-DSA packing of the hint, which the signature publishes",
-    "signature_internal": "ML-DSA signing loop: branches on the rejection tests' results and the hint's weight, "
-                          "copying the hint (read from the disassembly of the liboqs release pqlab builds)",
+    "signature_internal": "ML-DSA signing loop: branches on the rejection tests' results and the hint's "
+                          "weight, copying the hint (read from the disassembly of the liboqs release pqlab "
+                          "builds)",
 }
 
 
@@ -83,8 +89,8 @@ def _valgrind() -> tuple[str, str]:
 
     found = find_valgrind()
     if not found["path"]:
-        raise TaintUnavailable("valgrind is not installed: install it (apt-get install valgrind, or conda install "
-                               "-c conda-forge valgrind) to run the taint check")
+        raise TaintUnavailable("valgrind is not installed: install it (apt-get install valgrind, or conda "
+                               "install -c conda-forge valgrind) to run the taint check")
     if not found["available"]:
         raise TaintUnavailable(f"{found['reason']}: reinstall valgrind to run the taint check")
     return found["path"], found["version"]
@@ -92,7 +98,8 @@ def _valgrind() -> tuple[str, str]:
 
 def harness() -> Path:
     """The harness program, compiled with $CC (default cc) into pqlab's cache unless there with its recorded
-    sha256 (:func:`pqlab.measure.cycles.compile_helper` does the same for shared libraries); TaintUnavailable says why not."""
+    sha256 (:func:`pqlab.measure.cycles.compile_helper` does the same for shared libraries); TaintUnavailable
+    says why not."""
 
 
     path = helper_path([_SOURCE], "taint_harness").with_suffix("")
@@ -105,16 +112,17 @@ def harness() -> Path:
             return path
         cc = os.environ.get("CC") or "cc"
         if shutil.which(cc) is None:
-            raise TaintUnavailable(f"no C compiler ({cc}) to build the taint harness: install one (apt-get install "
-                                   "gcc, or conda install -c conda-forge c-compiler)")
+            raise TaintUnavailable(f"no C compiler ({cc}) to build the taint harness: install one (apt-get "
+                                   "install gcc, or conda install -c conda-forge c-compiler)")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         proc = subprocess.run([cc, "-O2", "-g", "-o", str(tmp), str(_SOURCE), "-ldl"], capture_output=True,
                               text=True, timeout=120)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             if "memcheck.h" in proc.stderr:
-                raise TaintUnavailable("valgrind's header valgrind/memcheck.h is missing: install valgrind with its "
-                                       "headers (apt-get install valgrind, or conda install -c conda-forge valgrind)")
+                raise TaintUnavailable("valgrind's header valgrind/memcheck.h is missing: install valgrind "
+                                       "with its headers (apt-get install valgrind, or conda install -c "
+                                       "conda-forge valgrind)")
             why = " ".join(proc.stderr.split())[:300]
             raise TaintUnavailable(f"{cc} could not build the taint harness {_SOURCE}: {why}")
         os.replace(tmp, path)
@@ -150,7 +158,8 @@ def _library(build) -> tuple[builds.Build, Path]:
     library = prefix / "lib" / "liboqs.so"
     bad = load_problem(library)
     if bad:
-        raise TaintUnavailable(f"{bad}: run `python -m pqlab.app.provision liboqs {target.id}` to install it again")
+        raise TaintUnavailable(f"{bad}: run `python -m pqlab.app.provision liboqs {target.id}` to install it "
+                               "again")
     return target, library
 
 
@@ -161,10 +170,11 @@ def _check_name(algorithm: str, kind: str, release: str) -> None:
     names = liboqs_names.names(release, kind)
     if algorithm not in names:
         other = "sig" if kind == "kem" else "kem"
-        hint = (f"{algorithm} is a {'signature' if other == 'sig' else 'KEM'} in liboqs {release}: kind={other!r}"
-                if algorithm in liboqs_names.names(release, other) else
+        hint = (f"{algorithm} is a {'signature' if other == 'sig' else 'KEM'} in liboqs {release}: "
+                f"kind={other!r}" if algorithm in liboqs_names.names(release, other) else
                 f"pqlab.liboqs.names.names({release!r}, {kind!r}) lists them")
-        raise UnknownName(f"liboqs {release} {'KEM' if kind == 'kem' else 'signature'}", algorithm, names, hint)
+        raise UnknownName(f"liboqs {release} {'KEM' if kind == 'kem' else 'signature'}", algorithm, names,
+                          hint)
 
 
 def _frame(frame: ET.Element) -> str:
@@ -183,11 +193,12 @@ def _note(frames: list[str]) -> str:
 
 
 def parse_xml(path: Path | str) -> list[dict]:
-    """memcheck's XML output as findings, most frequent first: kind (memcheck's words), count, frames (innermost
-    first, function names where the object has symbols), note (:data:`KNOWN`)."""
+    """memcheck's XML output as findings, most frequent first: kind (memcheck's words), count, frames
+    (innermost first, function names where the object has symbols), note (:data:`KNOWN`)."""
     root = ET.parse(path).getroot()
     tables = root.findall("errorcounts")
-    counts = {p.findtext("unique"): int(p.findtext("count") or 0) for p in tables[-1].iter("pair")} if tables else {}
+    counts = ({p.findtext("unique"): int(p.findtext("count") or 0) for p in tables[-1].iter("pair")}
+              if tables else {})
     findings = []
     for error in root.iter("error"):
         if (error.findtext("kind") or "").startswith("Leak_"):
@@ -195,16 +206,19 @@ def parse_xml(path: Path | str) -> list[dict]:
         stack = error.find("stack")
         frames = [_frame(f) for f in (stack.iter("frame") if stack is not None else ())]
         findings.append({"kind": error.findtext("what") or error.findtext("kind") or "?",
-                         "memcheck": error.findtext("kind") or "", "count": counts.get(error.findtext("unique"), 1), "frames": frames, "note": _note(frames)})
+                         "memcheck": error.findtext("kind") or "",
+                         "count": counts.get(error.findtext("unique"), 1), "frames": frames,
+                         "note": _note(frames)})
     return sorted(findings, key=lambda f: -f["count"])
 
 
 def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_s: float = TIMEOUT_S) -> dict:
-    """Run the harness under memcheck with `algorithm`'s secret key tainted (kind ``kem``: decapsulation of a valid
-    and an altered ciphertext; ``sig``: signing; ``control``: `algorithm` is ``leaky`` or ``clean``, no liboqs).
-    Returns errors (memcheck's total), contexts, by_kind, branches and indices (conditional jumps, and addresses,
-    on the secret), phases (errors per harness step), findings, the secret key's tainted and public bytes,
-    rejection (a KEM's: implicit or explicit), wall_s (the valgrind run), build, liboqs_version, valgrind, command."""
+    """Run the harness under memcheck with `algorithm`'s secret key tainted (kind ``kem``: decapsulation of a
+    valid and an altered ciphertext; ``sig``: signing; ``control``: `algorithm` is ``leaky`` or ``clean``, no
+    liboqs).  Returns errors (memcheck's total), contexts, by_kind, branches and indices (conditional jumps,
+    and addresses, on the secret), phases (errors per harness step), findings, the secret key's tainted and
+    public bytes, rejection (a KEM's: implicit or explicit), wall_s (the valgrind run), build, liboqs_version,
+    valgrind, command."""
     kind = choice(kind, "taint check kind", KINDS)
     if kind == "control":
         algorithm, target, library = choice(algorithm, "taint control", CONTROLS), None, "-"
@@ -225,21 +239,23 @@ def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
-            raise TaintUnavailable(f"the taint check of {algorithm} did not finish within {timeout_s:g} s under "
-                                   "valgrind: pass a larger timeout_s") from exc
+            raise TaintUnavailable(f"the taint check of {algorithm} did not finish within {timeout_s:g} s "
+                                   "under valgrind: pass a larger timeout_s") from exc
         wall = time.monotonic() - start
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         report = json.loads(lines[-1]) if lines else {}
         if not report.get("ok"):
-            why = report.get("error") or " ".join(proc.stderr.split()[-40:]) or f"exit status {proc.returncode}"
+            why = (report.get("error") or " ".join(proc.stderr.split()[-40:])
+                   or f"exit status {proc.returncode}")
             where, status = (target.id if target else "the control"), report.get("status")
             if status == 2:
                 raise BadInput(f"{algorithm}: {why} ({where}); choose another algorithm or build")
             if status == 3:
-                raise TaintUnavailable(f"{algorithm} ({where}) failed the harness's check of its output: {why}; "
-                                       "a liboqs problem, not a taint finding, so there is no taint result")
-            raise TaintUnavailable(f"valgrind could not run the taint harness on {algorithm} ({where}): {why}; "
-                                   "try build='generic' (plain C) or a newer valgrind")
+                raise TaintUnavailable(f"{algorithm} ({where}) failed the harness's check of its output: "
+                                       f"{why}; a liboqs problem, not a taint finding, so there is no taint "
+                                       "result")
+            raise TaintUnavailable(f"valgrind could not run the taint harness on {algorithm} ({where}): "
+                                   f"{why}; try build='generic' (plain C) or a newer valgrind")
         findings = parse_xml(xml) if xml.exists() else []
     by_kind: Counter = Counter()
     by_code: Counter = Counter()
@@ -252,6 +268,8 @@ def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_
     return {"algorithm": algorithm, "kind": kind, "build": target.id if target else "", "library": library,
             "liboqs_version": report.get("liboqs_version", ""), "valgrind": version,
             "errors": sum(by_kind.values()), "contexts": len(findings), "by_kind": dict(by_kind),
-            "branches": by_code["UninitCondition"], "indices": by_code["UninitValue"], "phases": phases, "findings": findings, "secret_bytes": report.get("secret_bytes"),
+            "branches": by_code["UninitCondition"], "indices": by_code["UninitValue"], "phases": phases,
+            "findings": findings, "secret_bytes": report.get("secret_bytes"),
             "tainted_bytes": report.get("tainted_bytes"), "public_ranges": report.get("public_ranges"),
-            "rejection": report.get("rejection", ""), "wall_s": round(wall, 2), "exit_status": proc.returncode, "command": " ".join(cmd)}
+            "rejection": report.get("rejection", ""), "wall_s": round(wall, 2),
+            "exit_status": proc.returncode, "command": " ".join(cmd)}

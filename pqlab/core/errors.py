@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 
 
 def shell_command(args: str) -> str:
-    """A command to suggest in a message that works wherever it is typed, a terminal or a notebook's ``!`` line:
-    ``python -m ARGS`` when ``python`` on PATH is this interpreter (an activated venv, ``make lab``), else this
-    interpreter's full path (a kernel whose PATH is not the venv's)."""
+    """A command to suggest in a message that works wherever it is typed, a terminal or a notebook's ``!``
+    line: ``python -m ARGS`` when ``python`` on PATH is this interpreter (an activated venv, ``make lab``),
+    else this interpreter's full path (a kernel whose PATH is not the venv's)."""
     found = shutil.which("python")
     same = found is not None and os.path.realpath(found) == os.path.realpath(sys.executable) and \
         os.path.dirname(os.path.abspath(found)) == os.path.dirname(os.path.abspath(sys.executable))
@@ -48,19 +48,21 @@ class UnknownName(KeyError):
 
 def choice(value, name: str, choices: Sequence[str]) -> str:
     """One of `choices` (an enum-like argument); anything else is refused with the close matches
-    (:class:`UnknownName`).  Here, beside the errors, so that any module can check an argument without importing
-    more (``pqlab.core.inputs`` hands it on)."""
+    (:class:`UnknownName`).  Here, beside the errors, so that any module can check an argument without
+    importing more (``pqlab.core.inputs`` hands it on)."""
     if isinstance(value, str) and value in choices:
         return value
     raise UnknownName(name, str(value), choices, f"{name} is one of {', '.join(choices)}")
 
 
 class BadInput(ValueError):
-    """Input pqlab refuses before measuring anything: the message names the problem and the fix, in one line."""
+    """Input pqlab refuses before measuring anything: the message names the problem and the fix, in one
+    line."""
 
 
 class PqlabWarning(UserWarning):
-    """Something pqlab changed or noticed on the caller's behalf (a duplicate dropped, a fallback folder used)."""
+    """Something pqlab changed or noticed on the caller's behalf (a duplicate dropped, a fallback folder
+    used)."""
 
 
 def warn(text: str) -> None:
@@ -70,5 +72,5 @@ def warn(text: str) -> None:
 
 
 class LiboqsNotFound(RuntimeError):
-    """No usable liboqs: names where it looked and how to get one (raised by :mod:`pqlab.liboqs.loader`; here so
-    that code which only catches it does not load the loader)."""
+    """No usable liboqs: names where it looked and how to get one (raised by :mod:`pqlab.liboqs.loader`; here
+    so that code which only catches it does not load the loader)."""

@@ -4,8 +4,9 @@ renamed into place, so a crash leaves either the old complete file or the new on
 A temporary name carries its writer: ``.<name>.<host>.<pid>-<start>.<random>.tmp`` (``start``: the
 process's start time in clock ticks, so a reused pid is not mistaken for the writer).  A process
 killed while writing (SIGKILL, power loss) leaves its temporary file behind; :func:`remove_orphans`
-deletes those whose writer no longer exists (and, after a day, those that do not name a writer).  :func:`process_identity` and :func:`process_alive` are
-the same test for whole runs (a ``running`` run whose process is gone was abandoned).
+deletes those whose writer no longer exists (and, after a day, those that do not name a writer).
+:func:`process_identity` and :func:`process_alive` are the same test for whole runs (a ``running`` run whose
+process is gone was abandoned).
 """
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def process_alive(identity: dict | None) -> bool | None:
 
 def _temp_for(path: Path) -> str:
     pid = os.getpid()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_host()}.{pid}-{_start_ticks(pid) or 0}.", suffix=".tmp",
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_host()}.{pid}-{_start_ticks(pid) or 0}.",
+                               suffix=".tmp", dir=path.parent)
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -133,9 +134,9 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _place(tmp: str, path: Path) -> None:
-    """Put `tmp` at `path` only if nothing is there: a hard link fails when the name exists, so two writers (or a
-    file made meanwhile) are never overwritten; FileExistsError then.  Where links are not supported, the last
-    check and the rename are two steps."""
+    """Put `tmp` at `path` only if nothing is there: a hard link fails when the name exists, so two writers
+    (or a file made meanwhile) are never overwritten; FileExistsError then.  Where links are not supported,
+    the last check and the rename are two steps."""
     try:
         os.link(tmp, path, follow_symlinks=False)
     except FileExistsError:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 SEPARATOR = ";"
 MAX_DETAIL = 240
-#: Thresholds of the instability flags (pyperf-like; pqlab.measure.stats applies them): raise them in a run's parameters
-#: if needed.
+#: Thresholds of the instability flags (pyperf-like; pqlab.measure.stats applies them): raise them in a run's
+#: parameters if needed.
 CV_LIMIT = 0.10
 MIN_SAMPLES = 10
 MIN_FAR = 0.20  # (median - min) / median
@@ -29,17 +29,21 @@ FLAGS: dict[str, str] = {
     "min-far-from-median": f"the fastest sample is more than {MIN_FAR * 100:g} % below the median",
     "no-samples": "no sample was taken",
     # conformance (pqlab.checks.conformance)
-    "non-conforming": "the implementation failed known-answer or invalid-input checks (the note names how): its time "
-                      "is not comparable with a conforming implementation's",
-    "conformance-not-checked": "no known-answer vectors ran for this implementation and algorithm (the detail says "
-                               "why); only the timing's own output checks",
-    "no-rounds": "measured in one process only: no interval is shown (an interval needs rounds; the detail says why)",
+    "non-conforming": "the implementation failed known-answer or invalid-input checks (the note names how): "
+                      "its time is not comparable with a conforming implementation's",
+    "conformance-not-checked": "no known-answer vectors ran for this implementation and algorithm (the "
+                               "detail says why); only the timing's own output checks",
+    "no-rounds": "measured in one process only: no interval is shown (an interval needs rounds; the detail "
+                 "says why)",
     "few-rounds": "fewer rounds than an interval needs: none is shown",
     "rounds-in-process": "the rounds ran in this process, not in fresh worker processes; the detail says why",
-    "busy": "the machine was busy during some rounds (other processes' CPU or steal); the detail says how many",
-    "reference-shift": "the reference loops' speed moved during some rounds; the detail gives the rounds and sizes",
-    "precision-not-reached": "the interval is wider than the target precision (target_rel_ci); the detail says "
-                             "what ended the sampling (the budget, the most rounds, or the machine's drift)",
+    "busy": "the machine was busy during some rounds (other processes' CPU or steal); the detail says how "
+            "many",
+    "reference-shift": "the reference loops' speed moved during some rounds; the detail gives the rounds and "
+                       "sizes",
+    "precision-not-reached": "the interval is wider than the target precision (target_rel_ci); the detail "
+                             "says what ended the sampling (the budget, the most rounds, or the machine's "
+                             "drift)",
     # counters
     "no-cycles": "no cycle counter was available; the detail says why",
     "cycles-dropped": "the cycle counter failed for some samples; their cycles are missing",

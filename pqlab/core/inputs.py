@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.errors import BadInput, UnknownName, choice, warn  # noqa: F401 (choice: inputs.choice, as every check here)
-from pqlab.core.formatting import fmt_bytes_binary
+from pqlab.core.errors import BadInput, UnknownName, choice, warn  # noqa: F401 - choice is inputs.choice too
+from pqlab.core.quantities import fmt_bytes_binary
 from pqlab.core.schema import KIND_OPERATIONS, MESSAGE_OPERATIONS
 
 #: Message sizes above this get a warning with the memory they need.
@@ -56,8 +56,8 @@ def factor(value, name: str) -> float:
     """A finite factor >= 1: the smallest ratio either way that counts as a change (1.05 = 5 %; 1 = any)."""
     number = positive_number(value, name)
     if number < 1:
-        raise BadInput(f"{name} must be a finite number >= 1 (the smallest factor either way called a change: "
-                       f"1.05 = 5 %, 1 = any significant difference), got {value!r}")
+        raise BadInput(f"{name} must be a finite number >= 1 (the smallest factor either way called a "
+                       f"change: 1.05 = 5 %, 1 = any significant difference), got {value!r}")
     return number
 
 
@@ -71,8 +71,8 @@ def file_label(value, name: str, *, empty: bool = False) -> str:
     '_' or '-', starting with a letter or digit (no path separator); "" too with `empty`."""
     if isinstance(value, str) and (_SAFE_NAME.fullmatch(value) or (empty and value == "")):
         return value
-    raise BadInput(f"{name} {value!r} cannot be part of a file name: use 1 to {MAX_LABEL} letters, digits, '.', '_' "
-                   "or '-', starting with a letter or digit (for example 01_aes_rsa_sphincs)")
+    raise BadInput(f"{name} {value!r} cannot be part of a file name: use 1 to {MAX_LABEL} letters, digits, "
+                   "'.', '_' or '-', starting with a letter or digit (for example 01_aes_rsa_sphincs)")
 
 
 def names(value, what: str) -> list:
@@ -114,7 +114,8 @@ def sample_bounds(min_samples, max_samples) -> tuple[int, int]:
     """1 <= min_samples <= max_samples."""
     low, high = count(min_samples, "min_samples"), count(max_samples, "max_samples")
     if low > high:
-        raise BadInput(f"min_samples ({low}) must not exceed max_samples ({high}): lower one or raise the other")
+        raise BadInput(f"min_samples ({low}) must not exceed max_samples ({high}): lower one or raise the "
+                       "other")
     return low, high
 
 
@@ -126,8 +127,8 @@ def message_size(value) -> int:
         raise BadInput(f"a message size must be a whole number of bytes >= 0, got {value!r}")
     if n > MAX_MESSAGE_BYTES:
         raise BadInput(f"message size {n} B is above the largest pqlab measures, {MAX_MESSAGE_BYTES} B "
-                       f"({fmt_bytes_binary(MAX_MESSAGE_BYTES + 1)} less one byte: a reproducible message is drawn "
-                       f"as one random number of at most {RANDOM_BITS:,} bits): choose a smaller size")
+                       f"({fmt_bytes_binary(MAX_MESSAGE_BYTES + 1)} less one byte: a reproducible message is "
+                       f"drawn as one random number of at most {RANDOM_BITS:,} bits): choose a smaller size")
     return n
 
 
@@ -142,9 +143,9 @@ def message_sizes(value, copies: int = 6) -> list[int]:
     sizes = [message_size(v) for v in sizes]
     for size in dict.fromkeys(sizes):
         if size > LARGE_MESSAGE_BYTES:
-            warn(f"message size {fmt_bytes_binary(size)} is above {fmt_bytes_binary(LARGE_MESSAGE_BYTES)}: measuring it can "
-                 f"hold up to {fmt_bytes_binary(copies * size)} in memory at once (messages, outputs and the "
-                 "copies the checks make)")
+            warn(f"message size {fmt_bytes_binary(size)} is above {fmt_bytes_binary(LARGE_MESSAGE_BYTES)}: "
+                 f"measuring it can hold up to {fmt_bytes_binary(copies * size)} in memory at once "
+                 "(messages, outputs and the copies the checks make)")
     return sizes
 
 
@@ -163,9 +164,9 @@ def operations(algos: Sequence, wanted) -> list[list[str]]:
         lacking = [f"{a.name}@{a.backend} ({a.kind}: {', '.join(a.operations)})" for a in algos
                    if op not in a.operations]
         if lacking:
-            raise BadInput(f"{', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no operation {op!r}: "
-                           "ask for operations every algorithm has, measure the others in another run, "
-                           "or ask for all (each algorithm's own operations)")
+            raise BadInput(f"{', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no operation "
+                           f"{op!r}: ask for operations every algorithm has, measure the others in another "
+                           "run, or ask for all (each algorithm's own operations)")
     return [[op for op in algo.operations if op in wanted] for algo in algos]
 
 
@@ -190,12 +191,12 @@ def plan(algos: Sequence, wanted, sizes: Sequence[int]) -> list[tuple]:
 
 
 def round_counts(rounds, max_rounds, factor: int = 3) -> tuple[int, int]:
-    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.runners.rounds: below the minimum no interval can be given); `max_rounds`
-    None: `factor` times `rounds`."""
+    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.runners.rounds: below the minimum no interval can be given);
+    `max_rounds` None: `factor` times `rounds`."""
     low = _whole(rounds)
     if low is None or low < MIN_ROUNDS:
-        raise BadInput(f"rounds must be a whole number >= {MIN_ROUNDS}, got {rounds!r}: an interval over fewer "
-                       f"rounds is not shown, so a run with fewer would have none")
+        raise BadInput(f"rounds must be a whole number >= {MIN_ROUNDS}, got {rounds!r}: an interval over "
+                       f"fewer rounds is not shown, so a run with fewer would have none")
     high = low * factor if max_rounds is None else count(max_rounds, "max_rounds")
     if high < low:
         raise BadInput(f"max_rounds ({high}) is below rounds ({low}): choose max_rounds >= rounds")
@@ -203,17 +204,17 @@ def round_counts(rounds, max_rounds, factor: int = 3) -> tuple[int, int]:
 
 
 def output_file(value, option: str = "--out", *, force: bool = False, stores=()) -> Path:
-    """A file the caller asked pqlab to write (``--out FILE``), checked before anything runs: never a symbolic link
-    (refused even with `force`: pqlab does not write through one), never inside the results store
-    (:data:`pqlab.core.paths.RESULTS` and its subfolders; for each folder of `stores`, a command's own results folder,
-    the folder and its ``machines/`` subfolders: their files belong to the runs), not a folder, and not an
-    existing file unless `force`.  Returns the path as given."""
+    """A file the caller asked pqlab to write (``--out FILE``), checked before anything runs: never a symbolic
+    link (refused even with `force`: pqlab does not write through one), never inside the results store
+    (:data:`pqlab.core.paths.RESULTS` and its subfolders; for each folder of `stores`, a command's own results
+    folder, the folder and its ``machines/`` subfolders: their files belong to the runs), not a folder, and
+    not an existing file unless `force`.  Returns the path as given."""
 
 
     path = Path(os.fspath(value))
     if path.is_symlink():
-        raise BadInput(f"{option} {path} is a symbolic link: pqlab never writes through one (not even with --force); "
-                       "name the file itself or another path")
+        raise BadInput(f"{option} {path} is a symbolic link: pqlab never writes through one (not even with "
+                       "--force); name the file itself or another path")
     if path.is_dir():
         raise BadInput(f"{option} {path} is a folder: name a file")
     where = path.parent.resolve() / path.name  # the folder's links resolved, the file's own name kept
@@ -222,8 +223,8 @@ def output_file(value, option: str = "--out", *, force: bool = False, stores=())
         # RESULTS holds runs only, at any depth; another results folder holds them in itself and in machines/
         tree = store if store == results else store / "machines"
         if where.parent == store or where == tree or tree in where.parents:
-            raise BadInput(f"{option} {path} is inside the results folder {store}, whose files belong to its runs: "
-                           "write it somewhere else")
+            raise BadInput(f"{option} {path} is inside the results folder {store}, whose files belong to its "
+                           "runs: write it somewhere else")
     if path.exists() and not force:
         raise BadInput(f"{option} {path} exists already: pass --force to replace it, or name another file")
     return path

@@ -1,16 +1,17 @@
 """Cache entries that check what they hand out, and shared libraries checked before they are loaded.
 
 Everything pqlab builds once and reuses (the liboqs builds in ``~/.cache/pqlab/liboqs/<key>/``, the C helpers
-``~/.cache/pqlab/tsc-*.so``, the native, TLS and Bouncy Castle runners, the memory cache's entries) carries the
-sha256 of its bytes, recorded when it was made, and is verified against it on every hit: an entry that was
-truncated, replaced or made by an older pqlab is rebuilt (or refused) with one line saying so, never handed out.
-A single file's sha256 sits beside it in ``<file>.sha256`` (:func:`record`, :func:`problem`); a liboqs build
-keeps its own in its ``build.json``.
+``~/.cache/pqlab/tsc-*.so``, the native, TLS and Bouncy Castle runners, the memory cache's entries) carries
+the sha256 of its bytes, recorded when it was made, and is verified against it on every hit: an entry that was
+truncated, replaced or made by an older pqlab is rebuilt (or refused) with one line saying so, never handed
+out.  A single file's sha256 sits beside it in ``<file>.sha256`` (:func:`record`, :func:`problem`); a liboqs
+build keeps its own in its ``build.json``.
 
-A truncated shared library is worse than a wrong one: ``dlopen`` maps it whole and the process dies with SIGBUS
-(exit 135, no message) when it touches a page past the end of the file.  :func:`elf_problem` reads the ELF
-headers first and refuses a file that is shorter than the segments and section table they describe, so such a
-file never reaches the loader, whoever made it (a liboqs of the system or conda has no recorded sha256).
+A truncated shared library is worse than a wrong one: ``dlopen`` maps it whole and the process dies with
+SIGBUS (exit 135, no message) when it touches a page past the end of the file.  :func:`elf_problem` reads the
+ELF headers first and refuses a file that is shorter than the segments and section table they describe, so
+such a file never reaches the loader, whoever made it (a liboqs of the system or conda has no recorded
+sha256).
 """
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def recorded(path: Path | str) -> str | None:
 
 
 def problem(path: Path | str, expected: str | None = None) -> str:
-    """"" when `path` is there and its sha256 is the one recorded when it was made (`expected`, else the one in its
-    ``.sha256`` file); otherwise what is wrong, as a phrase that follows the file's name."""
+    """"" when `path` is there and its sha256 is the one recorded when it was made (`expected`, else the one
+    in its ``.sha256`` file); otherwise what is wrong, as a phrase that follows the file's name."""
     path = Path(path)
     if not path.is_file():
         return "is missing"
@@ -76,8 +77,8 @@ def problem(path: Path | str, expected: str | None = None) -> str:
         return "has no sha256 recorded when it was made (made by an older pqlab, or by hand)"
     got = sha256_file(path)
     if got != want:
-        return (f"does not match the sha256 recorded when it was made (sha256 {got[:12]}…, recorded {want[:12]}…; "
-                f"{path.stat().st_size} B): truncated or replaced")
+        return (f"does not match the sha256 recorded when it was made (sha256 {got[:12]}…, recorded "
+                f"{want[:12]}…; {path.stat().st_size} B): truncated or replaced")
     return ""
 
 
@@ -114,7 +115,8 @@ def elf_problem(path: Path | str) -> str:
                 else:  # p_type, p_offset, p_vaddr, p_paddr, p_filesz
                     kind, offset, _, _, filesz = struct.unpack_from(end + "IIIII", entry)
                 if kind == _PT_LOAD and offset + filesz > size:
-                    return f"is a truncated ELF file ({size} B, a loadable segment ends at {offset + filesz} B)"
+                    return (f"is a truncated ELF file ({size} B, a loadable segment ends at "
+                            f"{offset + filesz} B)")
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     except struct.error:
@@ -123,9 +125,9 @@ def elf_problem(path: Path | str) -> str:
 
 
 def library_problem(path: Path | str, expected: str | None = None) -> str:
-    """"" when the shared library at `path` may be handed to ``dlopen``: a whole ELF file and, where a sha256 was
-    recorded when it was made (`expected`, else its ``.sha256`` file), that one; else what is wrong (a phrase
-    that follows the file's name)."""
+    """"" when the shared library at `path` may be handed to ``dlopen``: a whole ELF file and, where a sha256
+    was recorded when it was made (`expected`, else its ``.sha256`` file), that one; else what is wrong (a
+    phrase that follows the file's name)."""
     why = elf_problem(path)
     if why or not (expected or recorded(path)):
         return why
@@ -133,15 +135,17 @@ def library_problem(path: Path | str, expected: str | None = None) -> str:
 
 
 def tree_digests(root: Path | str, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """``{relative path: sha256}`` of every file under `root` (names in `skip` left out), to record in an entry."""
+    """``{relative path: sha256}`` of every file under `root` (names in `skip` left out), to record in an
+    entry."""
     root = Path(root)
     return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*"))
             if p.is_file() and p.name not in skip}
 
 
 def tree_problem(root: Path | str, digests: dict | None) -> str:
-    """"" when every file of `digests` (:func:`tree_digests`, recorded when `root` was made) is under `root` with
-    that sha256; otherwise the first file that is not, and why (a phrase that follows the folder's name)."""
+    """"" when every file of `digests` (:func:`tree_digests`, recorded when `root` was made) is under `root`
+    with that sha256; otherwise the first file that is not, and why (a phrase that follows the folder's
+    name)."""
     if not isinstance(digests, dict) or not digests:
         return "has no sha256 recorded when it was made (made by an older pqlab, or by hand)"
     for name, digest in digests.items():

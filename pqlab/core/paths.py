@@ -45,7 +45,8 @@ def profile_problem(value: str | None) -> str:
 _PROBLEMS: dict[str, str] = {}
 _output_env, _profile_env = os.environ.get("PQLAB_OUTPUT", ""), os.environ.get("PQLAB_PROFILE", "")
 if output_problem(_output_env):
-    _PROBLEMS.update(dict.fromkeys(("OUTPUT", "RESULTS", "EXPORTS", "TABLES", "FIGURES"), output_problem(_output_env)))
+    _PROBLEMS.update(dict.fromkeys(("OUTPUT", "RESULTS", "EXPORTS", "TABLES", "FIGURES"),
+                                   output_problem(_output_env)))
 else:
     #: Where runs write what they produce.  The repository itself, unless PQLAB_OUTPUT names another
     #: folder (an absolute path; empty counts as unset): `make test` points it into build/ so that the
@@ -53,7 +54,8 @@ else:
     OUTPUT = Path(_output_env) if _output_env else ROOT
     RESULTS = OUTPUT / "data" / "results"  # one file set per run, never edited in place
 if profile_problem(_profile_env):
-    _PROBLEMS.update(dict.fromkeys(("PROFILE", "EXPORTS", "TABLES", "FIGURES"), profile_problem(_profile_env)))
+    _PROBLEMS.update(dict.fromkeys(("PROFILE", "EXPORTS", "TABLES", "FIGURES"),
+                                   profile_problem(_profile_env)))
 else:
     #: The profile whose exports this process writes: "full" (the paper-sized runs of `make reproduce`),
     #: "quick" (`make reproduce PROFILE=quick`, `make test`), or "interactive" (a notebook run by hand, whose

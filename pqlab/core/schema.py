@@ -15,17 +15,17 @@ Version history (results of an older version are converted on load by :func:`con
 - 3: the median's confidence interval from order statistics (binomial; was a bootstrap), the precision
   reached (``time_ns_rel_ci``) and the sampling's target (``target_rel_ci``); ``cycles_source`` is
   ``none`` (not empty) where no counter ran.  Older rows keep their intervals and get empty precision.
-- 4: rounds (pqlab.runners.rounds).  Samples carry their ``round``; a row's ``rounds`` counts them; ``time_ns_median`` is
-  the estimate over rounds (the median of the rounds' medians) and ``time_ns_ci_low``/``high`` its 95 %
-  t-interval over rounds.  Older rows were measured in one process: they convert with ``rounds`` 1, their
-  samples in round 0, and no interval (their order-statistic interval over one process's consecutive samples was
-  about three times too narrow), flagged ``no-rounds``.
-- 5: builds as records (:mod:`pqlab.core.builds`).  The ``build`` column names the liboqs build that ran by its id
-  (``liboqs-0.13.0``, ``liboqs-0.13.0+generic``, ``liboqs-0.16.0+given``); it replaces the old default/generic
-  word, which did not say which release.  Older rows convert from the release they recorded (their
-  ``library_version``, else the run's liboqs record), and the run's liboqs record gains ``options`` and ``build``.
-  Backend ``liboqs`` is pqlab's lean path into liboqs's C API (pqlab.backends.liboqs); older ``liboqs`` rows were
-  measured through liboqs-python and convert to backend ``liboqs-python``.
+- 4: rounds (pqlab.runners.rounds).  Samples carry their ``round``; a row's ``rounds`` counts them;
+  ``time_ns_median`` is the estimate over rounds (the median of the rounds' medians) and
+  ``time_ns_ci_low``/``high`` its 95 % t-interval over rounds.  Older rows were measured in one process: they
+  convert with ``rounds`` 1, their samples in round 0, and no interval (their order-statistic interval over
+  one process's consecutive samples was about three times too narrow), flagged ``no-rounds``.
+- 5: builds as records (:mod:`pqlab.core.builds`).  The ``build`` column names the liboqs build that ran by
+  its id (``liboqs-0.13.0``, ``liboqs-0.13.0+generic``, ``liboqs-0.16.0+given``); it replaces the old
+  default/generic word, which did not say which release.  Older rows convert from the release they recorded
+  (their ``library_version``, else the run's liboqs record), and the run's liboqs record gains ``options`` and
+  ``build``.  Backend ``liboqs`` is pqlab's lean path into liboqs's C API (pqlab.backends.liboqs); older
+  ``liboqs`` rows were measured through liboqs-python and convert to backend ``liboqs-python``.
 """
 from __future__ import annotations
 
@@ -39,19 +39,24 @@ from pqlab.core.vocabulary import BACKENDS, FAMILIES
 SCHEMA_VERSION = 5
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
-#: The units a column's values can be in (pqlab.core.formatting shows each in a suitable display unit); "" for a count,
-#: a label or a flag.
+#: The units a column's values can be in (pqlab.core.formatting shows each in a suitable display unit); "" for
+#: a count, a label or a flag.
 UNITS = ("ns", "cycles", "bytes", "µJ", "W", "fraction")
-#: The one unit table: every unit pqlab stores, reads or shows -> (its quantity, its size in the quantity's stored
-#: unit, :data:`UNITS`).  :func:`convert_unit` is the one place a value changes unit; pqlab.core.formatting picks its
-#: display units from here; a hand conversion anywhere else fails ``tests/core/test_units.py``.
+#: The one unit table: every unit pqlab stores, reads or shows -> (its quantity, its size in the quantity's
+#: stored unit, :data:`UNITS`; for a frequency, which no column stores, in Hz: the runs' metadata records the
+#: counter's rate in Hz and the CPU's limits in kHz).  :func:`convert_unit` is the one place a value changes
+#: unit; pqlab.core.formatting picks its display units from here; a hand conversion anywhere
+#: else fails ``tests/core/test_units.py``.
 UNIT_TABLE = {
     "ns": ("time", 1.0), "µs": ("time", 1e3), "ms": ("time", 1e6), "s": ("time", 1e9),
-    "cycles": ("cycles", 1.0), "kcycles": ("cycles", 1e3), "Mcycles": ("cycles", 1e6), "Gcycles": ("cycles", 1e9),
-    "bytes": ("size", 1.0), "KiB": ("size", 1024.0), "MiB": ("size", 1024.0 ** 2), "GiB": ("size", 1024.0 ** 3),
+    "cycles": ("cycles", 1.0), "kcycles": ("cycles", 1e3), "Mcycles": ("cycles", 1e6),
+    "Gcycles": ("cycles", 1e9),
+    "bytes": ("size", 1.0), "KiB": ("size", 1024.0), "MiB": ("size", 1024.0 ** 2),
+    "GiB": ("size", 1024.0 ** 3),
     "µJ": ("energy", 1.0), "mJ": ("energy", 1e3), "J": ("energy", 1e6),
     "µW": ("power", 1e-6), "mW": ("power", 1e-3), "W": ("power", 1.0),
     "fraction": ("percent", 1.0), "%": ("percent", 0.01),
+    "Hz": ("frequency", 1.0), "kHz": ("frequency", 1e3), "MHz": ("frequency", 1e6), "GHz": ("frequency", 1e9),
 }
 #: the same units as other sources spell them (column names, published tables, C programs' JSON)
 UNIT_ALIASES = {"us": "µs", "uJ": "µJ", "uW": "µW", "B": "bytes", "pct": "%", "percent": "%"}
@@ -68,8 +73,8 @@ def unit_size(unit: str) -> tuple[str, float]:
 
 
 def convert_unit(value, unit: str, to: str):
-    """`value` (a number, an array or a Series) in `unit` expressed in `to`: ``convert_unit(1500, "ns", "µs")`` is
-    1.5.  Units of two quantities (time and energy) are refused in one line."""
+    """`value` (a number, an array or a Series) in `unit` expressed in `to`: ``convert_unit(1500, "ns",
+    "µs")`` is 1.5.  Units of two quantities (time and energy) are refused in one line."""
 
     (quantity, size), (other, target) = unit_size(unit), unit_size(to)
     if quantity != other:
@@ -78,8 +83,8 @@ def convert_unit(value, unit: str, to: str):
 
 
 class Col(NamedTuple):
-    """One column, pyperf-style: its type, its meaning and the unit its values are in.  A reader takes the unit
-    from here (:func:`unit_of`), never from the column's name."""
+    """One column, pyperf-style: its type, its meaning and the unit its values are in.  A reader takes the
+    unit from here (:func:`unit_of`), never from the column's name."""
 
     dtype: str
     meaning: str
@@ -91,13 +96,15 @@ MEASUREMENTS: dict[str, Col] = {
     "schema_version": Col(INT, "schema version the row was written with"),
     "run_id": Col(STR, "the run (one set of files in data/results)"),
     "started_at": Col(STR, "when the run started, ISO 8601 UTC"),
-    "machine_id": Col(STR, "a stable id of the machine (pqlab.measure.machine.machine_id; PQLAB_MACHINE_ID overrides it)"),
+    "machine_id": Col(STR, "a stable id of the machine (pqlab.measure.machine.machine_id; PQLAB_MACHINE_ID "
+                           "overrides it)"),
     "study": Col(STR, "the notebook or label the run belongs to"),
     "backend": Col(STR, " | ".join(b.name for b in BACKENDS) + " (pqlab.core.vocabulary)"),
     "implementation": Col(STR, 'what ran, e.g. "liboqs <version> (default build)"'),
     "library_version": Col(STR, "version of the library that ran"),
-    "build": Col(STR, "the liboqs build that ran (pqlab.core.builds id: liboqs-0.13.0, liboqs-0.13.0+generic, "
-                      "liboqs-0.16.0+given), empty for a library pqlab does not build"),
+    "build": Col(STR, "the liboqs build that ran (pqlab.core.builds id: liboqs-0.13.0, "
+                      "liboqs-0.13.0+generic, liboqs-0.16.0+given), empty for a library pqlab does not "
+                      "build"),
     "algorithm": Col(STR, "canonical name: ML-DSA-44, SPHINCS+-SHAKE-128f-simple, RSA-2048, AES-256-GCM ..."),
     "kind": Col(STR, "sig | kem | pke | cipher | noop | tls (a TLS handshake: pqlab.runners.tls)"),
     "family": Col(STR, " | ".join(FAMILIES) + " (pqlab.core.vocabulary.family_of)"),
@@ -106,19 +113,21 @@ MEASUREMENTS: dict[str, Col] = {
     "message_bytes": Col(INT, "message length for sign/verify/encrypt/decrypt, empty otherwise", "bytes"),
     "samples": Col(INT, "number of samples (each the mean of `loops` back-to-back calls)"),
     "loops": Col(INT, "calls per sample"),
-    "rounds": Col(INT, "rounds the row's samples come from (pqlab.runners.rounds: each a fresh worker process); 1: one process, "
-                       "no interval"),
+    "rounds": Col(INT, "rounds the row's samples come from (pqlab.runners.rounds: each a fresh worker "
+                       "process); 1: one process, no interval"),
     "time_ns_median": Col(FLOAT, "time per call, ns: the median of the rounds' medians (the median of the "
                                  "samples where there is one round)", "ns"),
     "time_ns_q1": Col(FLOAT, "first quartile, ns", "ns"),
     "time_ns_q3": Col(FLOAT, "third quartile, ns", "ns"),
-    "time_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of time_ns_median, low end, ns: a "
-                                 "t-interval over the rounds' log medians (pqlab.measure.stats.round_interval), empty below "
+    "time_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of time_ns_median, "
+                                 "low end, ns: a t-interval over the rounds' log medians "
+                                 "(pqlab.measure.stats.round_interval), empty below "
                                  "pqlab.measure.stats.MIN_ROUNDS rounds", "ns"),
     "time_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
     "time_ns_rel_ci": Col(FLOAT, "precision reached: (ci_high - ci_low) / 2 / median", "fraction"),
-    "target_rel_ci": Col(FLOAT, "precision target the sampling stopped at (pqlab.measure.timing.measure); empty: the whole "
-                                "budget was used; missed: flag precision-not-reached", "fraction"),
+    "target_rel_ci": Col(FLOAT, "precision target the sampling stopped at (pqlab.measure.timing.measure); "
+                                "empty: the whole budget was used; missed: flag precision-not-reached",
+                         "fraction"),
     "time_ns_min": Col(FLOAT, "fastest sample, ns", "ns"),
     "time_ns_mean": Col(FLOAT, "mean of the samples, ns", "ns"),
     "time_ns_cv": Col(FLOAT, "coefficient of variation of the samples", "fraction"),
@@ -126,8 +135,8 @@ MEASUREMENTS: dict[str, Col] = {
     "cycles_q1": Col(FLOAT, "first quartile of cycles", "cycles"),
     "cycles_q3": Col(FLOAT, "third quartile of cycles", "cycles"),
     "cycles_mean": Col(FLOAT, "mean cycles per call", "cycles"),
-    "cycles_source": Col(STR, "the counter: core-cycles | tsc | none (pqlab.measure.cycles); the TSC's rate is in the run's "
-                              "meta (counter.hz)"),
+    "cycles_source": Col(STR, "the counter: core-cycles | tsc | none (pqlab.measure.cycles); the TSC's rate "
+                              "is in the run's meta (counter.hz)"),
     "overhead_ns": Col(FLOAT, "cost of a do-nothing call through the same harness path, ns", "ns"),
     "peak_heap_bytes": Col(INT, "heap the operation adds, bytes (memory_source says how measured)", "bytes"),
     "peak_stack_bytes": Col(INT, "stack the operation adds, bytes", "bytes"),
@@ -149,7 +158,8 @@ SIZES: dict[str, Col] = {
     "public_key_bytes": Col(INT, "public key, bytes (raw unless key_encoding says otherwise)", "bytes"),
     "secret_key_bytes": Col(INT, "secret key, bytes", "bytes"),
     "signature_bytes": Col(INT, "observed length of a signature of the run's message", "bytes"),
-    "signature_max_bytes": Col(INT, "declared maximum (liboqs length_signature); equals observed for fixed sizes", "bytes"),
+    "signature_max_bytes": Col(INT, "declared maximum (liboqs length_signature); equals observed for fixed "
+                                    "sizes", "bytes"),
     "ciphertext_bytes": Col(INT, "ciphertext, bytes", "bytes"),
     "shared_secret_bytes": Col(INT, "shared secret, bytes", "bytes"),
     "symmetric_key_bytes": Col(INT, "symmetric key, bytes", "bytes"),
@@ -163,7 +173,8 @@ SAMPLES: dict[str, Col] = {
     "algorithm": Col(STR, "canonical name"),
     "operation": Col(STR, "operation"),
     "message_bytes": Col(INT, "message length", "bytes"),
-    "round": Col(INT, "the round (a fresh worker process) the sample was taken in; empty: a runner without rounds"),
+    "round": Col(INT, "the round (a fresh worker process) the sample was taken in; empty: a runner without "
+                      "rounds"),
     "sample": Col(INT, "index of the sample"),
     "loops": Col(INT, "calls in the sample"),
     "time_ns": Col(FLOAT, "time per call, ns", "ns"),
@@ -180,15 +191,19 @@ TLS_MEASUREMENTS: dict[str, Col] = {
     "chain_depth": Col(INT, "certificates the server sends: 1 (leaf) or 2 (leaf + intermediate)"),
     "mutual": Col(BOOL, "the client authenticates too"),
     "resumed": Col(BOOL, "PSK resumption (psk_dhe_ke) from a ticket of the previous connection"),
-    "client_cpu_ns_median": Col(FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns", "ns"),
-    "client_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of that median, low end, ns", "ns"),
+    "client_cpu_ns_median": Col(FLOAT, "client thread CPU time (CLOCK_THREAD_CPUTIME_ID) in SSL_connect, ns",
+                                "ns"),
+    "client_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of that "
+                                       "median, low end, ns", "ns"),
     "client_cpu_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
     "server_cpu_ns_median": Col(FLOAT, "server thread CPU time in SSL_accept (tickets included), ns", "ns"),
-    "server_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of that median, low end, ns", "ns"),
+    "server_cpu_ns_ci_low": Col(FLOAT, "confidence interval (at pqlab.measure.stats.CONFIDENCE) of that "
+                                       "median, low end, ns", "ns"),
     "server_cpu_ns_ci_high": Col(FLOAT, "high end, ns", "ns"),
     "bytes_c1": Col(INT, "wire bytes (records) of the client's first flight (ClientHello)", "bytes"),
     "bytes_s1": Col(INT, "the server's first flight (ServerHello .. Finished)", "bytes"),
-    "bytes_c2": Col(INT, "the client's second flight (CCS, [Certificate, CertificateVerify], Finished)", "bytes"),
+    "bytes_c2": Col(INT, "the client's second flight (CCS, [Certificate, CertificateVerify], Finished)",
+                    "bytes"),
     "bytes_s2": Col(INT, "after the handshake: NewSessionTicket messages", "bytes"),
 }
 # ... and its samples (one per handshake: time_ns = wall time) these, after the schema's:
@@ -200,7 +215,8 @@ TLS_SAMPLES: dict[str, Col] = {
     "bytes_c2": Col(INT, "wire bytes of the client's second flight", "bytes"),
     "bytes_s2": Col(INT, "wire bytes of the tickets after the handshake", "bytes"),
     "cv_signature_bytes": Col(INT, "signature length in the server's CertificateVerify", "bytes"),
-    "client_cv_signature_bytes": Col(INT, "signature length in the client's CertificateVerify (mutual)", "bytes"),
+    "client_cv_signature_bytes": Col(INT, "signature length in the client's CertificateVerify (mutual)",
+                                     "bytes"),
     "ticket_bytes": Col(INT, "length of the ticket a resumed client offered", "bytes"),
     "cipher": Col(STR, "negotiated TLS 1.3 cipher suite"),
     "chain_depth": Col(INT, "as in the measurements"),
@@ -235,8 +251,8 @@ def dtypes(part: str) -> dict[str, str]:
 
 
 def unit_of(column: str) -> str | None:
-    """The unit (:data:`UNITS`, or "" for none) the schema declares for `column` of any part, TLS runs' included;
-    None for a column the schema does not have (a study's own derived column)."""
+    """The unit (:data:`UNITS`, or "" for none) the schema declares for `column` of any part, TLS runs'
+    included; None for a column the schema does not have (a study's own derived column)."""
     for part in (MEASUREMENTS, SIZES, SAMPLES, TLS_MEASUREMENTS, TLS_SAMPLES):
         if column in part:
             return part[column].unit
@@ -248,8 +264,8 @@ def typed(df, part: str):
     import pandas as pd
 
     columns = PARTS[part]
-    data = {col: _as_type(df[col] if col in df.columns else pd.Series(pd.NA, index=df.index, dtype=object), c.dtype)
-            for col, c in columns.items()}
+    data = {col: _as_type(df[col] if col in df.columns else pd.Series(pd.NA, index=df.index, dtype=object),
+                          c.dtype) for col, c in columns.items()}
     data.update((c, df[c].copy()) for c in df.columns if c not in columns)
     return pd.DataFrame(data, index=df.index)  # built at once: a frame grown column by column is slow to make
 
@@ -265,7 +281,8 @@ def _as_type(series, dtype: str):
     if dtype == FLOAT:
         return pd.to_numeric(series, errors="coerce").astype("float64")
     values, missing = series.to_numpy(dtype=object), series.isna().to_numpy()
-    return pd.Series([np.nan if m else str(v) for v, m in zip(values, missing)], index=series.index, dtype="str")
+    return pd.Series([np.nan if m else str(v) for v, m in zip(values, missing)], index=series.index,
+                     dtype="str")
 
 
 def kind_of(operations) -> str:
@@ -285,8 +302,8 @@ _SIZE_KINDS = (("signature_bytes", "sig"), ("signature_max_bytes", "sig"), ("sha
 
 
 def _stored_kind(algorithm, sizes) -> str:
-    """The kind of `algorithm` as the run's own sizes table says it ("" when it does not): a conversion reads what
-    the run stored, never today's registry (whose answer would depend on what is installed)."""
+    """The kind of `algorithm` as the run's own sizes table says it ("" when it does not): a conversion reads
+    what the run stored, never today's registry (whose answer would depend on what is installed)."""
     if sizes is None or "algorithm" not in getattr(sizes, "columns", ()):
         return ""
     rows = sizes[sizes["algorithm"] == algorithm]
@@ -299,8 +316,8 @@ _OLD_OPTIONS = "variant"
 
 
 def _old_build(release: str, options: str) -> str:
-    """The build id of schema 4's liboqs `release` and options word ("default" | "generic"; others were default
-    builds with a target of their own)."""
+    """The build id of schema 4's liboqs `release` and options word ("default" | "generic"; others were
+    default builds with a target of their own)."""
 
     return Build(release, "generic" if options == "generic" else "default").id
 
@@ -319,8 +336,9 @@ def convert_meta(meta: dict, version: int) -> dict:
 
 def _build_column(frame, meta: dict | None, key=None):
     """`frame` with schema 5's ``build`` column in place of the old options column: ``liboqs-<release>`` (with
-    ``+generic``) from the release each row recorded (``library_version``, else the run's liboqs record), or, for
-    samples (which record no release), from the measurement rows `key` maps by algorithm, backend and options."""
+    ``+generic``) from the release each row recorded (``library_version``, else the run's liboqs record), or,
+    for samples (which record no release), from the measurement rows `key` maps by algorithm, backend and
+    options."""
     if frame is None or _OLD_OPTIONS not in frame.columns:
         return frame
     old = frame[_OLD_OPTIONS].astype(object).where(frame[_OLD_OPTIONS].notna(), "")

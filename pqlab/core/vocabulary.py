@@ -1,12 +1,12 @@
-"""pqlab's shared words, in one place: who runs an algorithm (the backends), which family it belongs to, and the
-notebooks' topic ids.  Every other module reads them here; none spells its own list.
+"""pqlab's shared words, in one place: who runs an algorithm (the backends), which family it belongs to, and
+the notebooks' topic ids.  Every other module reads them here; none spells its own list.
 
-    BACKENDS                      every backend, library or runner, with its language, caller and packages
-    backend("liboqs")             one of them (an unknown name: one line with close matches); find(): or None
-    LIBRARY_BACKENDS              the backends measured in pqlab's own harness, in the order a bare name picks them
-    FAMILIES, family_of(name)     the family column's words, and the family of any algorithm name pqlab measures
-    POST_QUANTUM                  the post-quantum families; CLASSICAL_PUBLIC_KEY those Shor's algorithm breaks
-    TOPICS                        one id per numbered notebook: its file name, its results' study, its exports' folder
+    BACKENDS                   every backend, library or runner, with its language, caller and packages
+    backend("liboqs")          one of them (an unknown name: one line with close matches); find(): or None
+    LIBRARY_BACKENDS           the backends pqlab's own harness measures, in the order a bare name picks them
+    FAMILIES, family_of(name)  the family column's words, and the family of any algorithm name pqlab measures
+    POST_QUANTUM               the post-quantum families; CLASSICAL_PUBLIC_KEY those Shor's algorithm breaks
+    TOPICS                     one id per numbered notebook: its file name, its runs' study, its export folder
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from pqlab.core.errors import choice
 
 @dataclass(frozen=True)
 class Backend:
-    """One value of the ``backend`` column.  `language`: what does the work; `caller`: the language of the timed
-    loop; `module`: ``pqlab/backends/<module>.py`` for a library measured in pqlab's harness ("" for a runner, a
-    program of its own under ``pqlab/runners/``); `packages`: the PyPI distributions whose versions a run
-    records; `binding`: the Python binding, where the implementation's name does not say it; `through`: the backend
-    this one measures too, through another path (``liboqs-python`` is liboqs through its binding); `c_loop`: a
-    sample's calls run in a C loop, one call from Python per sample."""
+    """One value of the ``backend`` column.  `language`: what does the work; `caller`: the language of the
+    timed loop; `module`: ``pqlab/backends/<module>.py`` for a library measured in pqlab's harness ("" for a
+    runner, a program of its own under ``pqlab/runners/``); `packages`: the PyPI distributions whose versions
+    a run records; `binding`: the Python binding, where the implementation's name does not say it; `through`:
+    the backend this one measures too, through another path (``liboqs-python`` is liboqs through its binding);
+    `c_loop`: a sample's calls run in a C loop, one call from Python per sample."""
 
     name: str
     language: str
@@ -79,15 +79,15 @@ def c_loop(name: str) -> bool:
 
 
 #: The family column's words (pqlab.publish.plotting gives each a colour).
-FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "isogeny", "RSA", "elliptic-curve", "symmetric",
-            "other")
+FAMILIES = ("lattice", "hash-based", "multivariate", "code-based", "isogeny", "RSA", "elliptic-curve",
+            "symmetric", "other")
 #: The post-quantum families.
 POST_QUANTUM = ("lattice", "hash-based", "multivariate", "code-based", "isogeny")
 #: The classical public-key families: those Shor's algorithm breaks.
 CLASSICAL_PUBLIC_KEY = ("RSA", "elliptic-curve")
-#: Name prefix -> family, for every algorithm name pqlab measures (first match wins): liboqs's post-quantum names
-#: of every release, the other libraries' and runners' names, and the studies' own labels (SPHINCS-256, MIRACL's
-#: RSA and ECDSA).
+#: Name prefix -> family, for every algorithm name pqlab measures (first match wins): liboqs's post-quantum
+#: names of every release, the other libraries' and runners' names, and the studies' own labels (SPHINCS-256,
+#: MIRACL's RSA and ECDSA).
 _PREFIXES = (
     ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
     ("Kyber", "lattice"), ("FrodoKEM", "lattice"), ("eFrodoKEM", "lattice"), ("sntrup", "lattice"),
@@ -107,7 +107,7 @@ def family_of(name: str) -> str:
     return next((family for prefix, family in _PREFIXES if str(name).startswith(prefix)), "other")
 
 
-#: One id per numbered notebook: ``notebooks/<id>.ipynb``, the ``study`` of its runs, its folder of exports and
-#: of parameters (``notebooks/params/<id>.yaml``).  A study module's ``TOPIC`` is one of these.
-TOPICS = ("01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles", "05_energy",
-          "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage")
+#: One id per numbered notebook: ``notebooks/<id>.ipynb``, the ``study`` of its runs, its folder of exports
+#: and of parameters (``notebooks/params/<id>.yaml``).  A study module's ``TOPIC`` is one of these.
+TOPICS = ("01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles",
+          "05_energy", "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage")

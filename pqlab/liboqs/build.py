@@ -1,9 +1,9 @@
 """Building liboqs once per machine and release: CMake over the crates.io sources of oqs-sys, cached per user.
 
 liboqs-python needs the C library liboqs as a shared ``liboqs.so``.  pqlab builds each liboqs release that
-crates.io carries (0.9.0, 0.12.0, 0.13.0: :mod:`pqlab.core.builds`) from the sources its ``oqs-sys`` crate bundles,
-pinned with its checksum in ``native/liboqs/<release>/Cargo.lock``: cargo only downloads and unpacks the crate
-(``cargo metadata`` names where), CMake builds the static library with the options oqs-sys
+crates.io carries (0.9.0, 0.12.0, 0.13.0: :mod:`pqlab.core.builds`) from the sources its ``oqs-sys`` crate
+bundles, pinned with its checksum in ``native/liboqs/<release>/Cargo.lock``: cargo only downloads and unpacks
+the crate (``cargo metadata`` names where), CMake builds the static library with the options oqs-sys
 uses, and the C compiler links it whole, with the one function liboqs-python 0.16 adds
 (``native/liboqs_shim.c``), into ``liboqs.so`` exporting every ``OQS_*`` symbol
 (``native/liboqs.map``).  There is no Rust compile and no bindgen step.
@@ -87,8 +87,8 @@ def _first_line(cmd: list[str]) -> str:
 
 
 def crate_checksum(build: Build) -> tuple[str, str]:
-    """(version, sha256 of the .crate archive) of oqs-sys as the build's native/liboqs/<release>/Cargo.lock pins
-    it.  cargo checks the downloaded archive against this checksum, so it identifies the sources."""
+    """(version, sha256 of the .crate archive) of oqs-sys as the build's native/liboqs/<release>/Cargo.lock
+    pins it.  cargo checks the downloaded archive against this checksum, so it identifies the sources."""
     lockfile = build.manifest.with_name("Cargo.lock")
     lock = tomllib.loads(lockfile.read_text())
     for package in lock.get("package", []):
@@ -107,8 +107,9 @@ def c_flags() -> list[str]:
 
 def cmake_options(options: str) -> dict[str, str]:
     """The liboqs CMake options of oqs-sys with features ``kems`` and ``sigs`` (HQC included: liboqs 0.13
-    switches it off by default, oqs-sys switches it on), and the target of the build's `options`.  The families
-    an older release lacks (ML-KEM, ML-DSA, CROSS, MAYO, UOV before 0.12/0.13) are options its CMake ignores."""
+    switches it off by default, oqs-sys switches it on), and the target of the build's `options`.  The
+    families an older release lacks (ML-KEM, ML-DSA, CROSS, MAYO, UOV before 0.12/0.13) are options its CMake
+    ignores."""
     enabled = ["KEM_CLASSIC_MCELIECE", "KEM_FRODOKEM", "KEM_HQC", "KEM_KYBER", "KEM_ML_KEM", "KEM_NTRUPRIME",
                "SIG_CROSS", "SIG_DILITHIUM", "SIG_FALCON", "SIG_MAYO", "SIG_ML_DSA", "SIG_SPHINCS", "SIG_UOV"]
     chosen = {f"OQS_ENABLE_{name}": "Yes" for name in enabled} | {
@@ -135,8 +136,8 @@ def _own(build) -> Build:
 
 
 def build_key(build) -> tuple[str, dict]:
-    """The cache key of `build` (a :class:`pqlab.core.builds.Build` or its id) here, and the inputs it hashes (stored in
-    each entry: the build's record of where it came from)."""
+    """The cache key of `build` (a :class:`pqlab.core.builds.Build` or its id) here, and the inputs it hashes
+    (stored in each entry: the build's record of where it came from)."""
     build = _own(build)
     version, checksum = crate_checksum(build)
     cc = c_compiler()
@@ -155,7 +156,8 @@ def build_key(build) -> tuple[str, dict]:
 
 def crate_sources(build: Build) -> Path:
     """The liboqs sources inside the build's oqs-sys crate; cargo downloads and unpacks it if needed."""
-    cargo = _tool("cargo", "it fetches the liboqs sources from crates.io; install Rust from https://rustup.rs")
+    cargo = _tool("cargo",
+                  "it fetches the liboqs sources from crates.io; install Rust from https://rustup.rs")
     proc = subprocess.run([cargo, "metadata", "--locked", "--format-version", "1", "--manifest-path",
                            str(build.manifest)], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -205,13 +207,15 @@ def _compile(build: Build, inputs: dict, work: Path, log: Path) -> Path:
           f"-DCMAKE_ASM_COMPILER={cc}", f"-DCMAKE_INSTALL_PREFIX={staged}"], log, "cmake configure")
     _run([cmake, "--build", str(build), "--target", "install", "--parallel", str(os.cpu_count() or 1)],
          log, "cmake build")
-    static = next((p for p in (staged / "lib" / "liboqs.a", staged / "lib64" / "liboqs.a") if p.exists()), None)
+    static = next((p for p in (staged / "lib" / "liboqs.a", staged / "lib64" / "liboqs.a") if p.exists()),
+                  None)
     if static is None:
         raise LiboqsBuildError(f"the CMake build installed no liboqs.a under {staged} (log: {log})")
     (out / "lib").mkdir(parents=True)
     shutil.copytree(staged / "include", out / "include")
     shim = work / "liboqs_shim.o"
-    _run([cc, *c_flags(), "-O3", "-I", str(out / "include"), "-c", str(SHIM), "-o", str(shim)], log, "compile shim")
+    _run([cc, *c_flags(), "-O3", "-I", str(out / "include"), "-c", str(SHIM), "-o", str(shim)], log,
+         "compile shim")
     _run([cc, *LINK_FLAGS, f"-Wl,--version-script={VERSION_SCRIPT}", "-o", str(out / "lib" / "liboqs.so"),
           "-Wl,--whole-archive", str(static), "-Wl,--no-whole-archive", str(shim)], log, "link liboqs.so")
     return out
@@ -226,8 +230,8 @@ def _read_record(folder: Path) -> dict:
 
 
 def entry_problem(entry: Path) -> str:
-    """"" when the cache entry (or installed copy) `entry` holds the files its build.json recorded, each with its
-    sha256; otherwise what is wrong, as a phrase that follows the folder's name."""
+    """"" when the cache entry (or installed copy) `entry` holds the files its build.json recorded, each with
+    its sha256; otherwise what is wrong, as a phrase that follows the folder's name."""
 
     record = _read_record(entry)
     if not record:
@@ -239,8 +243,8 @@ def entry_problem(entry: Path) -> str:
 
 
 def _adopt(entry: Path, announce) -> bool:
-    """Record the sha256 of an entry an older pqlab built (its build.json has no ``files``), when its library is a
-    whole ELF file that loads in a child process; whether it was adopted."""
+    """Record the sha256 of an entry an older pqlab built (its build.json has no ``files``), when its library
+    is a whole ELF file that loads in a child process; whether it was adopted."""
 
     record = _read_record(entry)
     library = entry / "lib" / "liboqs.so"
@@ -252,15 +256,17 @@ def _adopt(entry: Path, announce) -> bool:
         return False
     record["files"] = tree_digests(entry, skip=(RECORD, "build.log"))
     atomic_write_text(entry / RECORD, json.dumps(record, indent=1) + "\n")
-    announce(f"liboqs: the cache entry {entry} was built by an older pqlab without sha256 records; its library "
-             "loads, so its files' sha256 are recorded now")
+    announce(f"liboqs: the cache entry {entry} was built by an older pqlab without sha256 records; its "
+             "library loads, so its files' sha256 are recorded now")
     return True
 
 
 def _check(library: Path) -> None:
-    """Refuse a library liboqs-python could not use (checked in a child: this process keeps its own liboqs)."""
+    """Refuse a library liboqs-python could not use (checked in a child: this process keeps its own
+    liboqs)."""
     code = "import sys; from pqlab.liboqs.loader import check_library; print(check_library(sys.argv[1]))"
-    proc = subprocess.run([sys.executable, "-c", code, str(library)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code, str(library)], capture_output=True, text=True,
+                          timeout=120)
     why = proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip()[-500:]
     if why:
         raise LiboqsBuildError(f"the freshly built {library} is not usable: {why}")

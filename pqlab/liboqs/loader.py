@@ -43,24 +43,18 @@ from pqlab.core.errors import (  # raised here, defined there: catching it loads
     shell_command,
 )
 from pqlab.core.files import atomic_write_text
-from pqlab.liboqs.build import (
-    BuildToolMissing,
-    LiboqsBuildError,
-    build_key,
-    cache_root,
-    entry_problem,
-    installed_key,
-    provide,
-)
+from pqlab.liboqs import build as liboqs_build
+from pqlab.liboqs.build import BuildToolMissing, LiboqsBuildError
 
-#: liboqs-python 0.16 looks these up when imported; liboqs 0.9-0.13 get OQS_SIG_supports_ctx_str from native/'s shim,
-#: and liboqs 0.9 (no stateful signatures) the OQS_SIG_STFL_* ones too.  A liboqs lacking one is refused, never loaded.
+#: liboqs-python 0.16 looks these up when imported; liboqs 0.9-0.13 get OQS_SIG_supports_ctx_str from
+#: native/'s shim, and liboqs 0.9 (no stateful signatures) the OQS_SIG_STFL_* ones too.  A liboqs lacking one
+#: is refused, never loaded.
 REQUIRED_SYMBOLS = ("OQS_init", "OQS_version", "OQS_SIG_new", "OQS_KEM_new", "OQS_SIG_supports_ctx_str",
                     "OQS_SIG_STFL_alg_count", "OQS_SIG_STFL_alg_identifier", "OQS_SIG_STFL_new",
                     "OQS_SIG_STFL_SECRET_KEY_new", "OQS_SIG_STFL_SECRET_KEY_serialize",
                     "OQS_SIG_STFL_SECRET_KEY_deserialize", "OQS_SIG_STFL_SECRET_KEY_SET_store_cb",
-                    "OQS_SIG_STFL_keypair", "OQS_SIG_STFL_sign", "OQS_SIG_STFL_verify", "OQS_SIG_STFL_sigs_remaining",
-                    "OQS_SIG_STFL_sigs_total")
+                    "OQS_SIG_STFL_keypair", "OQS_SIG_STFL_sign", "OQS_SIG_STFL_verify",
+                    "OQS_SIG_STFL_sigs_remaining", "OQS_SIG_STFL_sigs_total")
 HOW_TO_GET = "run `make setup` (it builds liboqs from native/), or use the conda route in README.md"
 
 
@@ -72,7 +66,8 @@ def search_order() -> list[Path]:
         lib = ctypes.util.find_library(name)
         if lib:
             found.append(Path(lib))
-    install = Path(os.environ["OQS_INSTALL_PATH"]) if "OQS_INSTALL_PATH" in os.environ else Path.home() / "_oqs"
+    install = (Path(os.environ["OQS_INSTALL_PATH"]) if "OQS_INSTALL_PATH" in os.environ
+               else Path.home() / "_oqs")
     return found + [install / "lib" / "liboqs.so", install / "lib64" / "liboqs.so"]
 
 
@@ -83,8 +78,8 @@ def _candidates() -> list[Path]:
 
 
 def recorded_sha256(library: Path | str) -> str | None:
-    """The sha256 that the build.json of pqlab's build beside `library` (``<prefix>/lib/liboqs.so``) recorded for
-    it, or None (not pqlab's build, or built before pqlab recorded them)."""
+    """The sha256 that the build.json of pqlab's build beside `library` (``<prefix>/lib/liboqs.so``) recorded
+    for it, or None (not pqlab's build, or built before pqlab recorded them)."""
     library = Path(library)
     try:
         files = json.loads((library.parent.parent / "build.json").read_text()).get("files") or {}
@@ -127,14 +122,16 @@ def library_problem() -> str:
         try:
             ctypes.CDLL(str(path))
         except OSError as exc:
-            tried.append(str(exc).splitlines()[0] if path.exists() or "/" not in str(path) else f"{path}: absent")
+            tried.append(str(exc).splitlines()[0] if path.exists() or "/" not in str(path)
+                         else f"{path}: absent")
             continue
         return check_library(path)
     return "no liboqs loads (" + "; ".join(tried) + ")"
 
 
 def _fix_for(library: Path) -> str:
-    """How to replace a damaged `library`: pqlab's own build is installed again, any other one by whoever made it."""
+    """How to replace a damaged `library`: pqlab's own build is installed again, any other one by whoever made
+    it."""
     own = builds.own_build_at(library.parent.parent)
     if own is not None:
         return f"reinstall it: {shell_command(f'pqlab.app.provision liboqs {own.id}')}"
@@ -142,15 +139,15 @@ def _fix_for(library: Path) -> str:
 
 
 def repair_own_builds(paths: list[Path] | None = None) -> None:
-    """Install again, from the per-user cache, each of pqlab's own builds among `paths` (default: the libraries
-    liboqs-python would try) whose library is not a whole ELF file with its recorded sha256; one line on stderr
-    each."""
+    """Install again, from the per-user cache, each of pqlab's own builds among `paths` (default: the
+    libraries liboqs-python would try) whose library is not a whole ELF file with its recorded sha256; one
+    line on stderr each."""
     for path in search_order() if paths is None else paths:
         own = builds.own_build_at(path.parent.parent)
         if own is not None and path.exists() and load_problem(path):
 
             try:
-                provide(own, announce=lambda line: print(line, file=sys.stderr))
+                liboqs_build.provide(own, announce=lambda line: print(line, file=sys.stderr))
             except LiboqsBuildError as exc:
                 print(f"{own.id}: the damaged build could not be replaced: {exc}", file=sys.stderr)
 
@@ -166,19 +163,21 @@ def find_usable_liboqs() -> Path | None:
 
 
 def given_builds() -> tuple[builds.Build, ...]:
-    """The liboqs pqlab was given rather than built (system, conda, OQS_INSTALL_PATH) and could use, as a build
-    named by its own ``OQS_version()``.  Each is checked and read in a child process: a liboqs loaded here, even
-    to look at it, would be the one a later ``import oqs`` binds to (the loader matches the bare name liboqs.so
-    against the libraries already loaded)."""
+    """The liboqs pqlab was given rather than built (system, conda, OQS_INSTALL_PATH) and could use, as a
+    build named by its own ``OQS_version()``.  Each is checked and read in a child process: a liboqs loaded
+    here, even to look at it, would be the one a later ``import oqs`` binds to (the loader matches the bare
+    name liboqs.so against the libraries already loaded)."""
     code = ("import sys; from pqlab.liboqs.loader import check_library; why = check_library(sys.argv[1]); "
             "import ctypes; lib = None if why else ctypes.CDLL(sys.argv[1]); "
             "lib is None or setattr(lib.OQS_version, 'restype', ctypes.c_char_p); "
             "print(why or 'version ' + lib.OQS_version().decode())")
     found = []
     for path in _candidates():
-        if paths.LIBOQS_PREFIX in path.parents or not (path.exists() or "/" not in str(path)) or load_problem(path):
+        if (paths.LIBOQS_PREFIX in path.parents or not (path.exists() or "/" not in str(path))
+                or load_problem(path)):
             continue
-        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                              timeout=60)
         release = proc.stdout.strip().removeprefix("version ")
         if proc.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+", release):
             found.append(builds.Build(release, builds.GIVEN, str(path)))
@@ -187,8 +186,9 @@ def given_builds() -> tuple[builds.Build, ...]:
 
 def catalogue() -> list[dict]:
     """Every liboqs build pqlab knows here (``python -m pqlab builds``): its own builds of each release in
-    native/liboqs/ and each option (installed, in the per-user cache, or built on first use), then the liboqs it
-    was given.  Each a dict: build, release, options, source, state, prefix, loaded (this process's liboqs)."""
+    native/liboqs/ and each option (installed, in the per-user cache, or built on first use), then the liboqs
+    it was given.  Each a dict: build, release, options, source, state, prefix, loaded (this process's
+    liboqs)."""
 
     try:
         loaded = liboqs_info()["build"]
@@ -199,14 +199,14 @@ def catalogue() -> list[dict]:
         for options in builds.OPTIONS:
             build = builds.Build(release, options)
             try:
-                key, inputs = build_key(build)
+                key, inputs = liboqs_build.build_key(build)
             except LiboqsBuildError as exc:
                 rows.append({"build": build.id, "release": release, "options": options, "source": "",
                              "state": f"cannot be built here: {exc}", "prefix": str(build.prefix)})
                 continue
-            if installed_key(build) == key and not entry_problem(build.prefix):
+            if liboqs_build.installed_key(build) == key and not liboqs_build.entry_problem(build.prefix):
                 state = "installed"
-            elif not entry_problem(cache_root() / key):
+            elif not liboqs_build.entry_problem(liboqs_build.cache_root() / key):
                 state = "in the per-user cache (installed on first use)"
             else:
                 state = "built on first use"
@@ -221,16 +221,16 @@ def catalogue() -> list[dict]:
 
 
 def build_environment(build, base: dict | None = None) -> dict:
-    """Environment for a worker process that must load `build` (a :class:`pqlab.core.builds.Build` or its id): pqlab's
-    own builds are installed first when missing, damaged or built from other inputs than today's (built on first
-    need: the per-user cache makes that a copy), a given liboqs is used where it is."""
+    """Environment for a worker process that must load `build` (a :class:`pqlab.core.builds.Build` or its id):
+    pqlab's own builds are installed first when missing, damaged or built from other inputs than today's
+    (built on first need: the per-user cache makes that a copy), a given liboqs is used where it is."""
     build = builds.parse(build, given_builds() if isinstance(build, str) and "given" in build else ())
     if build.own:
 
         try:
-            provide(build, announce=lambda line: print(line, file=sys.stderr))
+            liboqs_build.provide(build, announce=lambda line: print(line, file=sys.stderr))
         except BuildToolMissing as exc:  # no compiler here now: a whole installed copy is still that build
-            if entry_problem(build.prefix):
+            if liboqs_build.entry_problem(build.prefix):
                 raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc
         except LiboqsBuildError as exc:
             raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc
@@ -261,8 +261,8 @@ def import_oqs():
 
 
 def loaded_library_path() -> str:
-    """The liboqs shared object liboqs-python loaded in this process (the path it opened, resolved), else the first
-    one this process has mapped (/proc/self/maps), or ""."""
+    """The liboqs shared object liboqs-python loaded in this process (the path it opened, resolved), else the
+    first one this process has mapped (/proc/self/maps), or ""."""
     module = sys.modules.get("oqs.oqs")
     opened = getattr(module.native(), "_name", "") if module is not None and hasattr(module, "native") else ""
     if opened and os.path.isabs(opened):
@@ -292,7 +292,8 @@ def read_build_config(library: str | Path) -> dict:
 def cpu_extensions(library: str | Path) -> list[str] | None:
     """The CPU extensions the liboqs at `library` detects (``OQS_CPU_has_extension``): what its runtime
     dispatch may use on this CPU; empty for a build without CPU-specific code.  Names and their order come
-    from the ``OQS_CPU_EXT`` enum in the build's own common.h; None where that header or the symbol is missing."""
+    from the ``OQS_CPU_EXT`` enum in the build's own common.h; None where that header or the symbol is
+    missing."""
     header = Path(library).parent.parent / "include" / "oqs" / "common.h"
     names = re.findall(r"^\s*OQS_CPU_EXT_(\w+),", header.read_text(), re.M) if header.exists() else []
     try:
@@ -324,13 +325,14 @@ def cpu_specific_code(config: dict) -> dict[str, list[str]]:
 
 
 def options_of(config: dict) -> str:
-    """A loaded build's options from its build-info: ``default`` (a dist build), ``generic`` (no CPU-specific code
-    at all), ``native-<target>``, or ``unknown``."""
+    """A loaded build's options from its build-info: ``default`` (a dist build), ``generic`` (no CPU-specific
+    code at all), ``native-<target>``, or ``unknown``."""
     if not config:
         return "unknown"
     if config.get("OQS_DIST_BUILD") == "1":
         return "default"
-    return "generic" if config.get("OQS_OPT_TARGET") == "generic" else f"native-{config.get('OQS_OPT_TARGET')}"
+    return ("generic" if config.get("OQS_OPT_TARGET") == "generic"
+            else f"native-{config.get('OQS_OPT_TARGET')}")
 
 
 def liboqs_info() -> dict:
@@ -345,7 +347,8 @@ def liboqs_info() -> dict:
         "options": options_of(config),
         "build": _build_id(oqs.oqs_version(), path, options_of(config)),
         "build_config": {k: v for k, v in config.items() if k in (
-            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET", "OQS_USE_OPENSSL")
+            "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET",
+            "OQS_USE_OPENSSL")
             or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
         "cpu_extensions": cpu_extensions(path) if path else None,
         "cpu_specific": cpu_specific_code(config),
@@ -353,14 +356,14 @@ def liboqs_info() -> dict:
     requested = os.environ.get("PQLAB_LIBOQS_BUILD")
     if requested and info["build"] != requested:
         raise LiboqsNotFound(
-            f"asked for {requested} but loaded {path} ({info['build']}); a liboqs on the system loader path takes "
-            "precedence in liboqs-python: remove it from the loader path to compare builds")
+            f"asked for {requested} but loaded {path} ({info['build']}); a liboqs on the system loader path "
+            "takes precedence in liboqs-python: remove it from the loader path to compare builds")
     return info
 
 
 def _build_id(release: str, path: str, options: str) -> str:
-    """The id of the build loaded from `path` (:class:`pqlab.core.builds.Build`): pqlab's own under .venv/liboqs, else
-    a given one."""
+    """The id of the build loaded from `path` (:class:`pqlab.core.builds.Build`): pqlab's own under
+    .venv/liboqs, else a given one."""
     own = builds.own_build_at(Path(path).parent.parent) if path else None
     if own is not None:
         return builds.Build(release, options).id

@@ -1,16 +1,16 @@
 """liboqs's algorithm names in each release and the algorithm each name means.
 
 liboqs renames and re-uses names between releases: 0.15.0 drops ``Dilithium2``, 0.16.0 drops every
-``SPHINCS+-*-simple`` and renames ``HQC-128`` to ``HQC-1`` for another HQC, and 0.16.0's ``FrodoKEM-640-AES`` is
-not the one of 0.15.0 (that one is ``eFrodoKEM-640-AES`` now).  Two tables in ``data/reference/`` hold what is
-known, each with its provenance in ``sources.yaml``:
+``SPHINCS+-*-simple`` and renames ``HQC-128`` to ``HQC-1`` for another HQC, and 0.16.0's ``FrodoKEM-640-AES``
+is not the one of 0.15.0 (that one is ``eFrodoKEM-640-AES`` now).  Two tables in ``data/reference/`` hold what
+is known, each with its provenance in ``sources.yaml``:
 
 - ``liboqs_names``: every KEM and signature name of each listed release, transcribed from the release's
   ``src/kem/kem.h`` and ``src/sig/sig.h``;
 - ``liboqs_meanings``: for each name and range of releases, the algorithm it means (a stable id such as
   ``HQC-2023-128`` or ``SLH-DSA-SHA2-128f (FIPS 205)``), its standard and version, and its *lineage*: the
-  algorithms that share a parameter set across versions or standards, which is what :func:`name_for` offers when
-  an algorithm is missing.
+  algorithms that share a parameter set across versions or standards, which is what :func:`name_for` offers
+  when an algorithm is missing.
 
 A caller asks for an algorithm by what it means and gets the release's name for it, or a one-line refusal
 naming what that release has instead.  Nothing here loads liboqs; the tables are data, so any release can be
@@ -38,8 +38,8 @@ NAMES_TABLE, MEANINGS_TABLE = "liboqs_names", "liboqs_meanings"
 #: the kinds of algorithm a name can be: key encapsulation or signature (stateful signatures are not listed)
 KINDS = ("kem", "sig")
 
-__all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "missing_in", "name_for", "names",
-           "resolve"]
+__all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "missing_in", "name_for",
+           "names", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ class Meaning:
     kind: str
     first_release: str
     last_release: str
-    #: the algorithm's stable id: equal ids mean the same algorithm (same specification, same known-answer test)
+    #: the algorithm's stable id: equal ids mean the same algorithm (same specification, same known-answer
+    #: test)
     algorithm: str
     #: algorithms related to this one across versions or standards (same family and parameter set or level)
     lineage: str
@@ -142,28 +143,31 @@ def _row(name: str, release: str) -> Meaning:
 
 def meaning(name: str, release: str) -> str:
     """The algorithm (its stable id) that `name` means in liboqs `release`, e.g. ``HQC-128`` on 0.13.0 ->
-    ``HQC-2023-128``.  A name the release does not list raises :class:`~pqlab.core.errors.UnknownName` with the
-    release's close matches and the releases where the name exists."""
+    ``HQC-2023-128``.  A name the release does not list raises :class:`~pqlab.core.errors.UnknownName` with
+    the release's close matches and the releases where the name exists."""
     return _row(name, release).algorithm
 
 
 def _related(algorithm: str, release: str) -> list[Meaning]:
     """Rows of `release` whose algorithm shares `algorithm`'s lineage (another algorithm than `algorithm`)."""
     lineages = {m.lineage for m in _meanings() if m.algorithm == algorithm}
-    return [m for m in _meanings() if m.covers(release) and m.lineage in lineages and m.algorithm != algorithm]
+    return [m for m in _meanings()
+            if m.covers(release) and m.lineage in lineages and m.algorithm != algorithm]
 
 
 def name_for(algorithm: str, release: str) -> str:
-    """The name liboqs `release` gives `algorithm` (an id of ``liboqs_meanings``, as :func:`meaning` returns it):
-    the same name, or another one where the release renamed it (the unsalted FrodoKEM-640-AES is
-    ``eFrodoKEM-640-AES`` in 0.16.0).  Where the release lacks the algorithm, :class:`~pqlab.core.errors.BadInput`
-    says so in one line and lists what it has instead: the related algorithms (SLH-DSA for round-3 SPHINCS+, the
-    2025 HQC for the 2023 one), each said to be another algorithm, else the closest algorithm ids."""
+    """The name liboqs `release` gives `algorithm` (an id of ``liboqs_meanings``, as :func:`meaning` returns
+    it): the same name, or another one where the release renamed it (the unsalted FrodoKEM-640-AES is
+    ``eFrodoKEM-640-AES`` in 0.16.0).  Where the release lacks the algorithm,
+    :class:`~pqlab.core.errors.BadInput` says so in one line and lists what it has instead: the related
+    algorithms (SLH-DSA for round-3 SPHINCS+, the 2025 HQC for the 2023 one), each said to be another
+    algorithm, else the closest algorithm ids."""
     release = _release(release)
     known = sorted({m.algorithm for m in _meanings()})
     if algorithm not in known:
         raise UnknownName("liboqs algorithm", algorithm, known,
-                          "algorithm ids are those of data/reference/liboqs_meanings.csv (meaning() returns them)")
+                          "algorithm ids are those of data/reference/liboqs_meanings.csv (meaning() returns "
+                          "them)")
     here = [m for m in _meanings() if m.algorithm == algorithm and m.covers(release)]
     if here:
         return here[0].name
@@ -178,27 +182,29 @@ def name_for(algorithm: str, release: str) -> str:
     rows = [m for m in _meanings() if m.algorithm == algorithm]
     first = min((m.first_release for m in rows), key=version_key)
     last = max((m.last_release for m in rows), key=version_key)
-    raise BadInput(f"{algorithm} is not in liboqs {release}; there: {there}. It is in liboqs {_span(first, last)}"
-                   f" (named {', '.join(sorted({m.name for m in rows}))})")
+    raise BadInput(f"{algorithm} is not in liboqs {release}; there: {there}. It is in liboqs "
+                   f"{_span(first, last)} (named {', '.join(sorted({m.name for m in rows}))})")
 
 
 def changed_between(name: str, a: str, b: str) -> bool:
     """Whether `name` means different algorithms in liboqs releases `a` and `b` (``FrodoKEM-640-AES`` between
-    0.15.0 and 0.16.0: True; ``ML-KEM-768`` between 0.12.0 and 0.16.0, whose implementation changed: False).  A
-    name missing from either release raises :class:`~pqlab.core.errors.UnknownName` (it cannot be compared)."""
+    0.15.0 and 0.16.0: True; ``ML-KEM-768`` between 0.12.0 and 0.16.0, whose implementation changed: False).
+    A name missing from either release raises :class:`~pqlab.core.errors.UnknownName` (it cannot be
+    compared)."""
     return meaning(name, a) != meaning(name, b)
 
 
 def resolve(names_asked: Sequence[str], release: str, baseline: str) -> dict[str, str]:
     """Each of `names_asked` (liboqs names as of release `baseline`) resolved on `release` through what it
-    means: name -> the release's name for the same algorithm.  Raises the first refusal (:class:`BadInput`)."""
+    means: name -> the release's name for the same algorithm.  Raises the first refusal
+    (:class:`BadInput`)."""
     return {name: name_for(meaning(name, baseline), release) for name in names_asked}
 
 
 def missing_in(name: str, release: str) -> str:
     """Why liboqs `release` has no algorithm called `name` although another listed release does, in one line:
-    the name it has there for the same algorithm, or what it has instead (:func:`name_for`); "" where `release`
-    lists `name`, where no listed release does, or where `release` itself is not listed."""
+    the name it has there for the same algorithm, or what it has instead (:func:`name_for`); "" where
+    `release` lists `name`, where no listed release does, or where `release` itself is not listed."""
     if release not in RELEASES or name in names(release) or not history(name):
         return ""
     latest = max(history(name), key=lambda m: version_key(m.last_release))
@@ -206,4 +212,5 @@ def missing_in(name: str, release: str) -> str:
         renamed = name_for(latest.algorithm, release)
     except BadInput as refusal:
         return str(refusal)
-    return f"liboqs {release} names {latest.algorithm} '{renamed}' (it was '{name}' in liboqs {latest.releases})"
+    return (f"liboqs {release} names {latest.algorithm} '{renamed}' (it was '{name}' in liboqs "
+            f"{latest.releases})")

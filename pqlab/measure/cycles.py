@@ -23,8 +23,8 @@ The TSC is read through a small C helper (``pqlab/measure/tsc.c``, sharing ``pql
 native runner) that `make setup`, or the first use, compiles with the machine's C compiler into
 ``$XDG_CACHE_HOME/pqlab`` (default ``~/.cache/pqlab``) and ctypes loads: no Rust or liboqs build
 needed, so conda users get it too.  The sha256 recorded when it was compiled is checked before every load
-(:mod:`pqlab.core.integrity`): a helper that was truncated or replaced is compiled again, with one line saying so,
-and never reaches the loader.  Its rate comes from the kernel where known (sysfs
+(:mod:`pqlab.core.integrity`): a helper that was truncated or replaced is compiled again, with one line saying
+so, and never reaches the loader.  Its rate comes from the kernel where known (sysfs
 ``tsc_freq_khz``, else the kernel log's "tsc: Detected/Refined ... MHz"), from CNTFRQ_EL0 on
 aarch64, else it is calibrated against ``time.perf_counter_ns`` over :data:`CALIBRATION_S`;
 ``hz_source`` says which.  Opening a counter measures what one read costs from Python
@@ -49,6 +49,7 @@ from pathlib import Path
 from pqlab.core import integrity
 from pqlab.core.errors import warn
 from pqlab.core.integrity import elf_problem
+from pqlab.core.schema import convert_unit
 
 #: The labels (values of the ``cycles_source`` column).
 CORE_CYCLES, TSC, NONE = "core-cycles", "tsc", "none"
@@ -80,12 +81,17 @@ class CounterUnavailable(RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
+def ghz(hz: float) -> float:
+    """A rate in Hz (ticks per second) in GHz: Hz are cycles per second, so the cycle units convert it."""
+    return convert_unit(hz, "cycles", "Gcycles")
+
+
 def describe(label: str, hz: float | None = None) -> str:
     """How tables, axes and sentences name a counter's unit ("TSC reference cycles at 2.45 GHz")."""
     if label == CORE_CYCLES:
         return "core cycles"
     if label == TSC:
-        return f"TSC reference cycles at {hz / 1e9:.2f} GHz" if hz else "TSC reference cycles"
+        return f"TSC reference cycles at {ghz(hz):.2f} GHz" if hz else "TSC reference cycles"
     return "no cycle counter"
 
 
@@ -166,7 +172,8 @@ def _perf_event_open() -> int:
     """A perf_event fd counting this thread's user-space core cycles, or OSError (with errno)."""
     nr = _SYSCALL.get(platform.machine())
     if nr is None or platform.system() != "Linux":
-        raise OSError(errno.ENOSYS, f"perf_event_open is not known on {platform.system()} {platform.machine()}")
+        raise OSError(errno.ENOSYS,
+                      f"perf_event_open is not known on {platform.system()} {platform.machine()}")
     attr = ctypes.create_string_buffer(_ATTR_SIZE)
     struct.pack_into("IIQ", attr, 0, PERF_TYPE_HARDWARE, _ATTR_SIZE, PERF_COUNT_HW_CPU_CYCLES)
     struct.pack_into("Q", attr, 40, _EXCLUDE_KERNEL | _EXCLUDE_HV)
@@ -191,7 +198,8 @@ def cache_dir() -> Path:
 
 
 def helper_path(sources: list[Path] | None = None, stem: str = "tsc") -> Path:
-    """Where a helper built from `sources` (default the TSC helper's) for this architecture lives (built or not)."""
+    """Where a helper built from `sources` (default the TSC helper's) for this architecture lives (built or
+    not)."""
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources or _SOURCES)).hexdigest()[:16]
     return cache_dir() / f"{stem}-{platform.machine()}-{digest}.so"
 
@@ -200,8 +208,9 @@ def build_helper() -> Path:
     """The TSC helper, compiled with $CC (default cc) unless already cached; OSError says why not."""
     arch = platform.machine()
     if arch not in _TSC_ARCH:
-        raise OSError(errno.ENOSYS, f"no reference-cycle counter known on {arch} (pqlab reads rdtsc on x86-64 "
-                                    "and cntvct_el0 on aarch64)")
+        raise OSError(errno.ENOSYS,
+                      f"no reference-cycle counter known on {arch} (pqlab reads rdtsc on x86-64 "
+                      "and cntvct_el0 on aarch64)")
     return compile_helper(_SOURCES, "tsc", "the TSC helper")
 
 
@@ -220,7 +229,8 @@ def compile_helper(sources: list[Path], stem: str, what: str) -> Path:
         bad = integrity.problem(path)
         if not bad:  # another process compiled it while we waited
             return path
-        # one compiled before sha256 records is compiled again without a word, unless it is not even a whole file
+        # one compiled before sha256 records is compiled again without a word, unless it is not even a whole
+        # file
         why = bad if integrity.recorded(path) else integrity.elf_problem(path) if path.exists() else ""
         if why:
 
@@ -242,8 +252,8 @@ def compile_helper(sources: list[Path], stem: str, what: str) -> Path:
 
 
 def load_helper(path: Path, symbols: tuple[str, ...], what: str) -> ctypes.CDLL:
-    """ctypes' handle of a helper of :func:`compile_helper`, checked as a whole ELF file before it is loaded and
-    for its `symbols` after; OSError (one line) otherwise."""
+    """ctypes' handle of a helper of :func:`compile_helper`, checked as a whole ELF file before it is loaded
+    and for its `symbols` after; OSError (one line) otherwise."""
 
     bad = elf_problem(path)
     if bad:
@@ -283,7 +293,8 @@ class TscCounter(Counter):
         self.read_cost_ticks_in_c = lib.pqlab_tsc_span(100_000) / 100_000
 
     def metadata(self) -> dict:
-        return dict(super().metadata(), instruction=self.instruction, read_cost_ticks_in_c=self.read_cost_ticks_in_c)
+        return dict(super().metadata(), instruction=self.instruction,
+                    read_cost_ticks_in_c=self.read_cost_ticks_in_c)
 
 
 _KERNEL_TSC = re.compile(r"tsc: (?:Refined TSC clocksource calibration: |Detected )([0-9.]+) MHz")
@@ -312,14 +323,15 @@ def tsc_frequency(register_hz: int, read) -> tuple[float, str]:
     if register_hz:
         return float(register_hz), "CNTFRQ_EL0 (the generic timer's stated rate)"
     try:
-        return float(TSC_KHZ.read_text()) * 1e3, f"kernel: {TSC_KHZ}"
+        return convert_unit(float(TSC_KHZ.read_text()), "kcycles", "cycles"), f"kernel: {TSC_KHZ}"
     except (OSError, ValueError):
         pass
     text, where = _kernel_log()
     mhz = kernel_log_tsc_mhz(text)
     if mhz:
-        return mhz * 1e6, f"kernel log ({where}): tsc {mhz} MHz"
-    return calibrate(read, CALIBRATION_S), f"calibrated against time.perf_counter_ns over {CALIBRATION_S * 1e3:.0f} ms"
+        return convert_unit(mhz, "Mcycles", "cycles"), f"kernel log ({where}): tsc {mhz} MHz"
+    return calibrate(read, CALIBRATION_S), ("calibrated against time.perf_counter_ns over "
+                                            f"{convert_unit(CALIBRATION_S, 's', 'ms'):.0f} ms")
 
 
 def calibrate(read, seconds: float) -> float:
@@ -328,7 +340,7 @@ def calibrate(read, seconds: float) -> float:
     t0, c0 = clock(), read()
     time.sleep(seconds)
     c1, t1 = read(), clock()
-    return (c1 - c0) / (t1 - t0) * 1e9
+    return (c1 - c0) / convert_unit(t1 - t0, "ns", "s")
 
 
 # --------------------------------------------------------------------------- choosing
@@ -341,7 +353,8 @@ def requested(value: str | None = None) -> str:
 
         near = get_close_matches(value, list(CHOICES), n=1)
         hint = f" (did you mean {near[0]}?)" if near else ""
-        raise CounterUnavailable(f"{ENV}={value!r} is not a counter{hint}: choose one of {', '.join(CHOICES)}")
+        raise CounterUnavailable(f"{ENV}={value!r} is not a counter{hint}: choose one of "
+                                 f"{', '.join(CHOICES)}")
     return value
 
 
@@ -350,7 +363,8 @@ _opened: dict[str, Counter | OSError] = {}
 
 
 def _open(name: str) -> Counter:
-    """The `name` ("perf" or "tsc") counter of this process, opened once; OSError (remembered) if unavailable."""
+    """The `name` ("perf" or "tsc") counter of this process, opened once; OSError (remembered) if
+    unavailable."""
     if name not in _opened:
         try:
             _opened[name] = _MAKERS[name]()

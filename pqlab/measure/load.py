@@ -1,17 +1,17 @@
-"""A standard background load to calibrate against: what a researcher's laptop always has, started and stopped by
-pqlab itself so that "under load" means the same thing on every machine.
+"""A standard background load to calibrate against: what a researcher's laptop always has, started and stopped
+by pqlab itself so that "under load" means the same thing on every machine.
 
     with load.running("spin"):
         run = pqlab.bench([...])
 
 * ``spin``: one process spinning one core flat out (a build, a video call, a browser tab gone wild);
-* ``bursty``: one process that alternates busy and idle stretches of random length (:data:`BURST_S`), about half busy
-  (an editor, a mail client, an indexer);
+* ``bursty``: one process that alternates busy and idle stretches of random length (:data:`BURST_S`), about
+  half busy (an editor, a mail client, an indexer);
 * ``none``: nothing.
 
-The load runs as ``python -m pqlab.measure.load KIND``, a process of its own with no other work, at the scheduler's default
-priority (it competes as the user's other work would).  :func:`running` stops it on the way out, whatever
-happened, and :func:`describe` says in one line what ran.
+The load runs as ``python -m pqlab.measure.load KIND``, a process of its own with no other work, at the
+scheduler's default priority (it competes as the user's other work would).  :func:`running` stops it on the
+way out, whatever happened, and :func:`describe` says in one line what ran.
 """
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def _spin(seconds: float) -> None:
 def main(argv: list[str]) -> int:
     kind = argv[0] if argv else "spin"
     if kind not in LOADS or kind == "none":
-        print(f"error: unknown load {kind!r}: one of {', '.join(k for k in LOADS if k != 'none')}", file=sys.stderr)
+        print(f"error: unknown load {kind!r}: one of {', '.join(k for k in LOADS if k != 'none')}",
+              file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     rng = random.Random(os.getpid())

@@ -16,7 +16,7 @@ from pqlab.core.errors import BadInput
 from pqlab.core.paths import ROOT
 from pqlab.core.vocabulary import BACKENDS
 from pqlab.liboqs.loader import liboqs_info, library_problem
-from pqlab.measure.cycles import availability, describe, in_use
+from pqlab.measure.cycles import availability, describe, ghz, in_use
 
 #: CPU flags that say whether the x86 TSC ticks at one fixed rate (constant_tsc), also in deep
 #: idle states (nonstop_tsc), at a rate the kernel knows without calibrating (tsc_known_freq).
@@ -58,9 +58,11 @@ def frequency() -> dict:
     """Governor, scaling limits and boost state where the kernel exposes them; why not, where not."""
     base = "/sys/devices/system/cpu/cpu0/cpufreq"
     if not Path(base).exists():
-        return {"available": False, "reason": f"{base} does not exist (no cpufreq: typical of virtual machines)"}
+        return {"available": False,
+                "reason": f"{base} does not exist (no cpufreq: typical of virtual machines)"}
     out = {"available": True}
-    for name in ("scaling_governor", "scaling_min_freq", "scaling_max_freq", "cpuinfo_max_freq", "scaling_driver"):
+    for name in ("scaling_governor", "scaling_min_freq", "scaling_max_freq", "cpuinfo_max_freq",
+                 "scaling_driver"):
         out[name] = _read(f"{base}/{name}")
     out["boost"] = _read("/sys/devices/system/cpu/cpufreq/boost") or _read(
         "/sys/devices/system/cpu/intel_pstate/no_turbo").replace("1", "off (no_turbo=1)").replace("0", "on")
@@ -78,7 +80,8 @@ def hypervisor() -> str:
             return ""
         return out.stdout.strip() if out.returncode == 0 else ""
 
-    vm = detect("--vm") or vendor or ("unnamed (cpu flag 'hypervisor')" if cpu().get("hypervisor_flag") else "")
+    vm = detect("--vm") or vendor or ("unnamed (cpu flag 'hypervisor')" if cpu().get("hypervisor_flag")
+                                      else "")
     container = detect("--container")
     return f"{vm or 'none'}, in {container}" if container else vm
 
@@ -91,8 +94,9 @@ def git_state() -> dict:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return {"commit": "", "dirty": None, "reason": head.stderr.strip()[:200]}
-        # the notebooks' nbstripout filter (.gitattributes) is not run: a file compares as it is, in milliseconds
-        # (through the filter, a status after notebooks were written ran it per notebook, past the timeout)
+        # the notebooks' nbstripout filter (.gitattributes) is not run: a file compares as it is, in
+        # milliseconds (through the filter, a status after notebooks were written ran it per notebook, past
+        # the timeout)
         dirty = git("-c", "filter.nbstripout.clean=cat", "status", "--porcelain",
                     "--untracked-files=no").stdout.strip() != ""
         return {"commit": head.stdout.strip(), "dirty": dirty}
@@ -128,10 +132,11 @@ def host_id() -> str:
 
 
 def check_machine_id(value: str, where: str = ID_OVERRIDE) -> str:
-    """`value` when it is a usable machine id (it names a folder of the results store), else a one-line error."""
+    """`value` when it is a usable machine id (it names a folder of the results store), else a one-line
+    error."""
     if not _SAFE_ID.match(value or ""):
-        raise BadInput(f"{where}={value!r} is not a usable machine id: use 1 to {MAX_ID} letters, digits, '.', '_', "
-                         "'+' or '-', starting with a letter or digit (for example 'pi4-lab')")
+        raise BadInput(f"{where}={value!r} is not a usable machine id: use 1 to {MAX_ID} letters, digits, "
+                       "'.', '_', '+' or '-', starting with a letter or digit (for example 'pi4-lab')")
     return value
 
 
@@ -217,16 +222,19 @@ def counter_report(info: dict | None = None, freq: dict | None = None, used: dic
         lines.append(f"core cycles   unavailable: {perf['error']}")
     lines.append(f"              perf_event_paranoid = {info['perf_event_paranoid'] or 'unknown'}")
     if tsc["available"]:
-        lines.append(f"TSC           available ({tsc['instruction']}): {tsc['hz'] / 1e9:.4f} GHz, from {tsc['hz_source']}")
-        lines.append(f"              one read costs {tsc['read_cost_ns']:.0f} ns = {tsc['read_cost_ticks']:.0f} ticks "
-                     f"from Python, {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
+        lines.append(f"TSC           available ({tsc['instruction']}): {ghz(tsc['hz']):.4f} GHz, "
+                     f"from {tsc['hz_source']}")
+        lines.append(f"              one read costs {tsc['read_cost_ns']:.0f} ns = "
+                     f"{tsc['read_cost_ticks']:.0f} ticks from Python, {tsc['read_cost_ticks_in_c']:.0f} "
+                     "ticks inside C")
     else:
         lines.append(f"TSC           unavailable: {tsc['error']}")
     flags = tsc.get("flags") or {}
     if flags:
         lines.append("              " + ", ".join(f"{k} {yes(v)}" for k, v in flags.items()))
     if freq.get("available"):
-        lines.append(f"clock         governor {freq.get('scaling_governor') or '?'}, boost {freq.get('boost') or 'unknown'}")
+        lines.append(f"clock         governor {freq.get('scaling_governor') or '?'}, "
+                     f"boost {freq.get('boost') or 'unknown'}")
     else:
         lines.append(f"clock         {freq.get('reason')}")
     chosen = used.get("label")
@@ -250,15 +258,16 @@ def verdict(info: dict, freq: dict) -> list[str]:
             out.append("Core cycles count here, but boost is " + (boost or "unknown") + ": turn boost off "
                        "(and fix the governor) before publishing cycle tables.")
     elif tsc["available"]:
-        out.append(f"Cycle tables measured here are TSC reference cycles at {tsc['hz'] / 1e9:.2f} GHz: elapsed time "
-                   "in another unit, not core cycles. Do not compare them with core-cycle tables.")
+        out.append(f"Cycle tables measured here are TSC reference cycles at {ghz(tsc['hz']):.2f} GHz: "
+                   "elapsed time in another unit, not core cycles. Do not compare them with core-cycle "
+                   "tables.")
     else:
         out.append("No cycle counter works here: results carry times only.")
     flags = tsc.get("flags") or {}
     if tsc["available"] and flags and not (flags.get("constant_tsc") and flags.get("nonstop_tsc")):
-        out.append("The TSC may change rate with the clock or stop in idle (constant_tsc/nonstop_tsc missing): "
-                   "its counts are not reliable reference cycles.")
+        out.append("The TSC may change rate with the clock or stop in idle (constant_tsc/nonstop_tsc "
+                   "missing): its counts are not reliable reference cycles.")
     if not perf["available"]:
-        out.append("Publishable cycle tables need core cycles: a machine with a PMU (perf_event_open working) "
-                   "and boost off.")
+        out.append("Publishable cycle tables need core cycles: a machine with a PMU (perf_event_open "
+                   "working) and boost off.")
     return out

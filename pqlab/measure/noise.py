@@ -12,17 +12,19 @@ Per round (:func:`snapshot` at its start and end, :func:`round_noise` between th
 
 What the machine does not report is recorded as None ("unknown"), never as zero.  A round is *busy*
 (:func:`busy_reason`) when other processes used :data:`BUSY_OTHERS_CORES` cores or more, or steal reached
-:data:`BUSY_STEAL`; its rows carry the flag ``busy``.  ``python -m pqlab machine`` and ``bench(quiet_only=True)``
-look for :data:`QUIET_CHECK_S` before measuring (:func:`quiet_now`).
+:data:`BUSY_STEAL`; its rows carry the flag ``busy``.  ``python -m pqlab machine`` and
+``bench(quiet_only=True)`` look for :data:`QUIET_CHECK_S` before measuring (:func:`quiet_now`).
 
-**The reference workload** (``pqlab/measure/reference_loops.c``, compiled like the TSC helper into pqlab's cache): a fixed
-scalar loop (a dependent chain of integer multiply-adds) and a fixed vector loop (AVX2 16-bit multiplies as in the
-NTTs of ML-KEM and ML-DSA, and FMAs; SSE2, NEON or plain C elsewhere), each a few milliseconds, timed
-:data:`REFERENCE_REPEATS` times at the start and at the end of every round (the fastest counts; the round's reading
-is the faster of its start and end).  A move of the host's speed for vector code that leaves scalar code alone (seen on these KVM guests: liboqs's AVX2 rows 1.5x slower for minutes
-while OpenSSL's scalar rows did not move) shows as a move of ``vector_ns`` alone.  :func:`reference_shifts` flags
-each round whose reference is :data:`SHIFT_LIMIT` or more away from the run's median, and :func:`compare_references`
-does the same between two runs; rows and ratios over such rounds carry ``reference-shift`` with its size.
+**The reference workload** (``pqlab/measure/reference_loops.c``, compiled like the TSC helper into pqlab's
+cache): a fixed scalar loop (a dependent chain of integer multiply-adds) and a fixed vector loop (AVX2 16-bit
+multiplies as in the NTTs of ML-KEM and ML-DSA, and FMAs; SSE2, NEON or plain C elsewhere), each a few
+milliseconds, timed :data:`REFERENCE_REPEATS` times at the start and at the end of every round (the fastest
+counts; the round's reading is the faster of its start and end).  A move of the host's speed for vector code
+that leaves scalar code alone (seen on these KVM guests: liboqs's AVX2 rows 1.5x slower for minutes while
+OpenSSL's scalar rows did not move) shows as a move of ``vector_ns`` alone.  :func:`reference_shifts` flags
+each round whose reference is :data:`SHIFT_LIMIT` or more away from the run's median, and
+:func:`compare_references` does the same between two runs; rows and ratios over such rounds carry
+``reference-shift`` with its size.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import statistics
 import time
 from pathlib import Path
 
+from pqlab.core.schema import convert_unit
 from pqlab.measure.cycles import compile_helper
 
 #: Other processes' CPU, in cores, from which a round is busy.
@@ -44,10 +47,11 @@ QUIET_CHECK_S = 1.0
 #: Fixed iteration counts of the reference loops (a few ms each on a 2.5 GHz x86-64 core).
 SCALAR_STEPS, VECTOR_STEPS = 1 << 20, 1 << 19
 REFERENCE_REPEATS = 5
-#: A reference that moved by this fraction or more from the run's median (or the other run's) is a shift.  Between
-#: fresh processes on a quiet 2-core KVM guest the loops' own spread (the fastest of 5, 20 processes) was 2.3 %
-#: (scalar) and 7 % (vector) standard deviation, single processes up to 8 % and 28 % off: that spread is real (it
-#: is what rounds are for), and this limit keeps a single ordinary round from being called a shift.
+#: A reference that moved by this fraction or more from the run's median (or the other run's) is a shift.
+#: Between fresh processes on a quiet 2-core KVM guest the loops' own spread (the fastest of 5, 20 processes)
+#: was 2.3 % (scalar) and 7 % (vector) standard deviation, single processes up to 8 % and 28 % off: that
+#: spread is real (it is what rounds are for), and this limit keeps a single ordinary round from being called
+#: a shift.
 SHIFT_LIMIT = 0.10
 _SOURCES = [Path(__file__).with_name("reference_loops.c")]
 _PROC_STAT, _LOADAVG = Path("/proc/stat"), Path("/proc/loadavg")
@@ -56,8 +60,8 @@ _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _proc_stat() -> dict | None:
-    """The all-CPU line of /proc/stat in seconds (busy, idle, steal), each CPU's busy seconds (``cores``) and ctxt;
-    None where unreadable."""
+    """The all-CPU line of /proc/stat in seconds (busy, idle, steal), each CPU's busy seconds (``cores``) and
+    ctxt; None where unreadable."""
     try:
         lines = _PROC_STAT.read_text().splitlines()
     except OSError:
@@ -70,7 +74,8 @@ def _proc_stat() -> dict | None:
             user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
             busy = (user + nice + system + irq + softirq) / _TICK
             if parts[0] == "cpu":
-                out.update(busy=busy, idle=(idle + iowait) / _TICK, steal=steal / _TICK, steal_known=len(parts) > 8)
+                out.update(busy=busy, idle=(idle + iowait) / _TICK, steal=steal / _TICK,
+                           steal_known=len(parts) > 8)
             elif parts[0][3:].isdigit():
                 out["cores"][int(parts[0][3:])] = busy
         elif parts and parts[0] == "ctxt":
@@ -89,14 +94,14 @@ def _mhz() -> float | None:
     values = []
     for f in _CPUFREQ.glob("cpu[0-9]*/cpufreq/scaling_cur_freq"):
         try:
-            values.append(int(f.read_text()) / 1000)
+            values.append(convert_unit(int(f.read_text()), "kcycles", "Mcycles"))  # kHz -> MHz
         except (OSError, ValueError):
             pass
     return statistics.fmean(values) if values else None
 
 
-#: The scheduler priority a measuring process asks for (a nice value; lower runs first).  Only a user with the right
-#: (root, or RLIMIT_NICE) gets it; anyone else keeps their own, and the round records which.
+#: The scheduler priority a measuring process asks for (a nice value; lower runs first).  Only a user with the
+#: right (root, or RLIMIT_NICE) gets it; anyone else keeps their own, and the round records which.
 NICE = -5
 #: How long :func:`protect` watches the CPUs to find the least busy one.
 PICK_S = 0.05
@@ -110,11 +115,12 @@ def _affinity() -> set[int]:
 
 
 def protect(pin: bool = True) -> dict:
-    """Protect this (measuring) process from a normal background load without changing the machine: pin it to the
-    CPU that was least busy over the last :data:`PICK_S` seconds (among those it may use: other work then keeps the
-    others and this process is not migrated between caches mid-sample), and raise its scheduler priority to
-    :data:`NICE` as far as the user's rights go.  Returns what was used, for the round's record:
-    ``{"cpu": n or None, "nice": the value in force, "nice_asked": NICE, "refused": why, where something was}``."""
+    """Protect this (measuring) process from a normal background load without changing the machine: pin it to
+    the CPU that was least busy over the last :data:`PICK_S` seconds (among those it may use: other work then
+    keeps the others and this process is not migrated between caches mid-sample), and raise its scheduler
+    priority to :data:`NICE` as far as the user's rights go.  Returns what was used, for the round's record:
+    ``{"cpu": n or None, "nice": the value in force, "nice_asked": NICE, "refused": why, where something
+    was}``."""
     used: dict = {"cpu": None, "nice_asked": NICE, "refused": []}
     cpus = _affinity()
     if pin and len(cpus) > 1:
@@ -146,13 +152,14 @@ def protect(pin: bool = True) -> dict:
 
 def snapshot() -> dict:
     """The counters :func:`round_noise` compares: /proc/stat, this process's CPU time and switches, the clock.
-    Its own CPU time includes its finished children's: a runner it waited for (the native C runner, a JVM) is the
-    measurement, not another process."""
+    Its own CPU time includes its finished children's: a runner it waited for (the native C runner, a JVM) is
+    the measurement, not another process."""
     ru, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpus = _affinity()
     return {"t": time.monotonic(), "stat": _proc_stat(),
             "own_cpu": ru.ru_utime + ru.ru_stime + kids.ru_utime + kids.ru_stime,
-            "own_involuntary": ru.ru_nivcsw, "mhz": _mhz(), "cpu": next(iter(cpus)) if len(cpus) == 1 else None}
+            "own_involuntary": ru.ru_nivcsw, "mhz": _mhz(),
+            "cpu": next(iter(cpus)) if len(cpus) == 1 else None}
 
 
 def round_noise(before: dict, after: dict) -> dict:
@@ -169,7 +176,8 @@ def round_noise(before: dict, after: dict) -> dict:
         own = after["own_cpu"] - before["own_cpu"]
         out["others_cores"] = max(0.0, (b["busy"] - a["busy"]) - own) / wall
         pinned = after.get("cpu")
-        if a.get("cores") and b.get("cores"):  # where the other work ran: each CPU's busy share, ours less our own
+        # where the other work ran: each CPU's busy share, ours less our own
+        if a.get("cores") and b.get("cores"):
             out["others_by_core"] = {str(c): round(max(0.0, b["cores"][c] - a["cores"].get(c, 0.0)
                                                        - (own if c == pinned else 0.0)) / wall, 3)
                                      for c in sorted(b["cores"])}
@@ -181,8 +189,9 @@ def round_noise(before: dict, after: dict) -> dict:
 
 
 def busy_reason(noise: dict) -> str:
-    """Why a round with this noise is busy ("" when it is not, or nothing is known), graded: how many cores other
-    work used, and where the round was pinned to one CPU (:func:`protect`), how much of that CPU it shared."""
+    """Why a round with this noise is busy ("" when it is not, or nothing is known), graded: how many cores
+    other work used, and where the round was pinned to one CPU (:func:`protect`), how much of that CPU it
+    shared."""
     parts = []
     if noise.get("others_cores") is not None and noise["others_cores"] >= BUSY_OTHERS_CORES:
         where = ""
@@ -197,12 +206,14 @@ def busy_reason(noise: dict) -> str:
 
 def describe_busy(records: list[dict]) -> str:
     """How busy the busy rounds of `records` were, graded, as a clause for a row's flag: the mean cores other
-    processes used and, where the rounds were pinned (:func:`protect`), the mean share of the measuring CPU they
-    took (what slows a measurement; the rest ran beside it): ", other work 1.02 cores, 0.03 on the measuring CPU"."""
+    processes used and, where the rounds were pinned (:func:`protect`), the mean share of the measuring CPU
+    they took (what slows a measurement; the rest ran beside it): ", other work 1.02 cores, 0.03 on the
+    measuring CPU"."""
     others = [r["others_cores"] for r in records if r.get("others_cores") is not None]
     if not others:
         return ""
-    mine = [(r.get("others_by_core") or {}).get(str(r.get("cpu"))) for r in records if r.get("cpu") is not None]
+    mine = [(r.get("others_by_core") or {}).get(str(r.get("cpu"))) for r in records
+            if r.get("cpu") is not None]
     mine = [x for x in mine if x is not None]
     return (f", other work {statistics.fmean(others):.2f} cores"
             + (f", {statistics.fmean(mine):.2f} on the measuring CPU" if mine else ""))
@@ -220,7 +231,8 @@ def quiet_now(seconds: float = QUIET_CHECK_S) -> tuple[bool, str, dict]:
     if reason:
         return False, f"busy: {reason} over {seconds:g} s", noise
     steal = "unknown" if noise["steal"] is None else f"{noise['steal']:.1%}"
-    return True, f"quiet: other processes used {noise['others_cores']:.2f} cores, steal {steal} over {seconds:g} s", noise
+    return True, (f"quiet: other processes used {noise['others_cores']:.2f} cores, steal {steal} over "
+                  f"{seconds:g} s"), noise
 
 
 # --------------------------------------------------------------------------- the reference workload
@@ -266,8 +278,8 @@ def _time_loop(fn, steps: int) -> float:
 
 
 def reference_times() -> dict:
-    """The reference loops timed now: ``{"scalar_ns", "vector_ns"}`` (the fastest of :data:`REFERENCE_REPEATS`), or
-    both None where the loops cannot be built here."""
+    """The reference loops timed now: ``{"scalar_ns", "vector_ns"}`` (the fastest of
+    :data:`REFERENCE_REPEATS`), or both None where the loops cannot be built here."""
     try:
         lib = _library()
     except OSError:
@@ -280,14 +292,15 @@ KINDS = ("scalar", "vector")
 
 
 def round_record(round_index: int, before: dict, start: dict) -> dict:
-    """A round's record at its end: the noise since `before` (:func:`snapshot`), the reference loops at its start
-    (`start`, :func:`reference_times`) and now (the round's reading is the faster of the two: an interrupt only
-    adds), and whether it was busy."""
+    """A round's record at its end: the noise since `before` (:func:`snapshot`), the reference loops at its
+    start (`start`, :func:`reference_times`) and now (the round's reading is the faster of the two: an
+    interrupt only adds), and whether it was busy."""
     end = reference_times()
     record = {"round": round_index, "pid": os.getpid(), **round_noise(before, snapshot())}
     for kind in KINDS:
         a, b = start[f"{kind}_ns"], end[f"{kind}_ns"]
-        record.update({f"{kind}_start_ns": a, f"{kind}_end_ns": b, f"{kind}_ns": min(a, b) if a and b else None})
+        record.update({f"{kind}_start_ns": a, f"{kind}_end_ns": b,
+                       f"{kind}_ns": min(a, b) if a and b else None})
     record["busy"] = busy_reason(record)
     return record
 
@@ -295,8 +308,8 @@ def round_record(round_index: int, before: dict, start: dict) -> dict:
 def reference_shifts(rounds: list[dict], limit: float = SHIFT_LIMIT) -> dict[int, str]:
     """{round: description} of the rounds whose reference moved by `limit` or more from the run's median.
 
-    `rounds`: one dict per round with ``round`` and ``scalar_ns``/``vector_ns`` (the faster of the start and end
-    timings; None where unknown).  The description names the kind and the size, e.g. ``"vector +48%"``."""
+    `rounds`: one dict per round with ``round`` and ``scalar_ns``/``vector_ns`` (the faster of the start and
+    end timings; None where unknown).  The description names the kind and the size, e.g. ``"vector +48%"``."""
     medians = {}
     for kind in KINDS:
         values = [r[f"{kind}_ns"] for r in rounds if r.get(f"{kind}_ns")]
@@ -327,7 +340,8 @@ def compare_references(a: dict, b: dict, limit: float = SHIFT_LIMIT) -> str:
     """How run b's reference moved from run a's (``"vector +48%"``), "" when neither kind moved by `limit`."""
     ra, rb = run_reference(a), run_reference(b)
     moved = [f"{kind} {rb[f'{kind}_ns'] / ra[f'{kind}_ns'] - 1:+.0%}" for kind in KINDS
-             if ra[f"{kind}_ns"] and rb[f"{kind}_ns"] and abs(rb[f"{kind}_ns"] / ra[f"{kind}_ns"] - 1) >= limit]
+             if ra[f"{kind}_ns"] and rb[f"{kind}_ns"]
+             and abs(rb[f"{kind}_ns"] / ra[f"{kind}_ns"] - 1) >= limit]
     return ", ".join(moved)
 
 
@@ -342,11 +356,14 @@ def describe_noise(meta: dict) -> str:
         values = [r[key] for r in rounds if r.get(key) is not None]
         return "unknown" if not values else f"{fmt(min(values))}–{fmt(max(values))}"
 
+    def ms(v):
+        return f"{convert_unit(v, 'ns', 'ms'):.2f}"
+
     busy = [r for r in rounds if r.get("busy")]
     shifts = [f"round {r['round']} {r['reference_shift']}" for r in rounds if r.get("reference_shift")]
-    text = (f"{len(rounds)} rounds, {len(busy)} busy; steal {span('steal', lambda v: f'{v:.1%}')}, other processes "
-            f"{span('others_cores', lambda v: f'{v:.2f}')} cores; reference loops scalar "
-            f"{span('scalar_ns', lambda v: f'{v / 1e6:.2f}')} ms, vector {span('vector_ns', lambda v: f'{v / 1e6:.2f}')} ms")
+    text = (f"{len(rounds)} rounds, {len(busy)} busy; steal {span('steal', lambda v: f'{v:.1%}')}, other "
+            f"processes {span('others_cores', lambda v: f'{v:.2f}')} cores; reference loops scalar "
+            f"{span('scalar_ns', ms)} ms, vector {span('vector_ns', ms)} ms")
     text += "; reference shifts: " + "; ".join(shifts) if shifts else "; no reference shift"
     return text + describe_protection(rounds)
 
@@ -360,5 +377,5 @@ def describe_protection(rounds: list[dict]) -> str:
     cpus = sorted({p["cpu"] for p in got if p.get("cpu") is not None})
     nices = sorted({p["nice"] for p in got if p.get("nice") is not None})
     refused = sorted({p["refused"] for p in got if p.get("refused")})
-    return (f"; workers pinned to CPU {', '.join(map(str, cpus)) or 'none'} at nice {', '.join(map(str, nices)) or '?'}"
-            + (f" (refused: {'; '.join(refused)})" if refused else ""))
+    return (f"; workers pinned to CPU {', '.join(map(str, cpus)) or 'none'} at nice "
+            f"{', '.join(map(str, nices)) or '?'}" + (f" (refused: {'; '.join(refused)})" if refused else ""))

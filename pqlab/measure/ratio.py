@@ -1,4 +1,5 @@
-"""One operation of one algorithm over one of another, from one run: the ratio with its interval, and what it compares.
+"""One operation of one algorithm over one of another, from one run: the ratio with its interval, and what it
+compares.
 
     run = pqlab.bench(["ML-DSA-65", "ECDSA-P384"], operations=["sign", "verify"])
     run.ratio("ML-DSA-65", "ECDSA-P384", operation="sign")
@@ -6,24 +7,24 @@
        against OpenSSL
 
 A number belongs to an implementation and a release, not to an algorithm name: a ratio whose two sides ran in
-different implementations (liboqs against OpenSSL through ``cryptography``) or different releases or builds of one
-says so in its text and its flags, every time.  Where a side did not name its backend (``"ML-DSA-65"`` rather than
-``"ML-DSA-65@liboqs"``) and the sides differ, it also warns (:func:`pqlab.core.errors.warn`): the conclusion then rests
-on a default the caller never chose.
+different implementations (liboqs against OpenSSL through ``cryptography``) or different releases or builds of
+one says so in its text and its flags, every time.  Where a side did not name its backend (``"ML-DSA-65"``
+rather than ``"ML-DSA-65@liboqs"``) and the sides differ, it also warns (:func:`pqlab.core.errors.warn`): the
+conclusion then rests on a default the caller never chose.
 
-The estimate is the ratio of the two medians a table of the run shows (each side's median of its round medians),
-and the interval is over rounds, paired by round (both operations were measured in the same rounds of the run:
-:func:`pqlab.measure.stats.ratio_ci`), centred on it: the ratio never disagrees with the medians printed beside it.  The
-statistic is the median, whatever the sides' loop counts; a mean is used only where asked for
-(``statistic="mean"``, to compare with a published mean), and the ratio then says so.
+The estimate is the ratio of the two medians a table of the run shows (each side's median of its round
+medians), and the interval is over rounds, paired by round (both operations were measured in the same rounds
+of the run: :func:`pqlab.measure.stats.ratio_ci`), centred on it: the ratio never disagrees with the medians
+printed beside it.  The statistic is the median, whatever the sides' loop counts; a mean is used only where
+asked for (``statistic="mean"``, to compare with a published mean), and the ratio then says so.
 
-**Loop counts.**  A sample is the mean per call of `loops` back-to-back calls (:mod:`pqlab.measure.timing`), so a median of
-samples is a median of batch means.  For an operation whose time does not vary from call to call that is the median
-call whatever the loops; for one that varies by design (the rejection sampling of ML-DSA and Falcon signing), a
-median of batches of four calls sits above the median of single calls, towards the mean.  A ratio whose sides
-batch differently carries the flag ``unequal-batches`` and says each side's loops, so a reader knows where that
-matters; switching to per-round means instead (as pqlab did until issue #41) let a few 0.4-1.1 ms stalls among
-18 µs calls move a ratio from 0.67 to 0.96.
+**Loop counts.**  A sample is the mean per call of `loops` back-to-back calls (:mod:`pqlab.measure.timing`),
+so a median of samples is a median of batch means.  For an operation whose time does not vary from call to
+call that is the median call whatever the loops; for one that varies by design (the rejection sampling of
+ML-DSA and Falcon signing), a median of batches of four calls sits above the median of single calls, towards
+the mean.  A ratio whose sides batch differently carries the flag ``unequal-batches`` and says each side's
+loops, so a reader knows where that matters; switching to per-round means instead (as pqlab did until
+issue #41) let a few 0.4-1.1 ms stalls among 18 µs calls move a ratio from 0.67 to 0.96.
 """
 from __future__ import annotations
 
@@ -61,14 +62,15 @@ class Side:
 
     @property
     def label(self) -> str:
-        """What ran, as the ratio names it: "ML-DSA-65@liboqs sign" (a number belongs to an implementation)."""
+        """What ran, as the ratio names it: "ML-DSA-65@liboqs sign" (a number belongs to an
+        implementation)."""
         return f"{self.algorithm}@{self.backend} {self.operation}"
 
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` of one run, with its interval over rounds and what differs between the sides.
-    ``str()`` and a notebook's display give the sentence; ``flags`` the codes of :data:`FLAGS`."""
+    """``numerator / denominator`` of one run, with its interval over rounds and what differs between the
+    sides.  ``str()`` and a notebook's display give the sentence; ``flags`` the codes of :data:`FLAGS`."""
 
     numerator: Side
     denominator: Side
@@ -97,13 +99,15 @@ class Ratio:
 
     def lines(self) -> list[str]:
         a, b = self.numerator, self.denominator
-        interval = (f"{self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval over rounds, "
-                    "paired by round"
-                    if "no-interval" not in self.flags else f"{self.statistic}s; no interval: {FLAGS['no-interval']}")
+        interval = (f"{self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval over "
+                    "rounds, paired by round"
+                    if "no-interval" not in self.flags
+                    else f"{self.statistic}s; no interval: {FLAGS['no-interval']}")
         out = [f"{a.label} / {b.label}: {self.text} ({interval}; run {self.run_id})"]
         if "unequal-batches" in self.flags:
-            out.append(f"Each side's samples are means of {self.loops[0]} and {self.loops[1]} calls: for an operation "
-                       "whose time varies from call to call, a median of larger batches sits nearer the mean.")
+            out.append(f"Each side's samples are means of {self.loops[0]} and {self.loops[1]} calls: for an "
+                       "operation whose time varies from call to call, a median of larger batches sits "
+                       "nearer the mean.")
         if self.differs:
             out.append(f"⚠ {self.differs}." + ("" if a.named and b.named else
                                                 " Name both backends (e.g. " + ", ".join(_alternatives(self))
@@ -124,7 +128,8 @@ class Ratio:
 
 def _ran(side: Side) -> str:
     options = builds.options_of(side.build)
-    return side.implementation + (f", build {side.build}" if options and options not in side.implementation else "")
+    return side.implementation + (f", build {side.build}" if options and options not in side.implementation
+                                  else "")
 
 
 def _alternatives(r: Ratio) -> list[str]:
@@ -132,13 +137,14 @@ def _alternatives(r: Ratio) -> list[str]:
 
 
 def _side(run, spec: str, operation: str, build: str | None, message_bytes) -> tuple[Side, object, int]:
-    """The verified measurement row `spec` ("NAME", "NAME@backend" or "NAME@liboqs-0.12.0": a liboqs build, which
-    must be the one the run loaded) names in `run`, with its samples and loops."""
+    """The verified measurement row `spec` ("NAME", "NAME@backend" or "NAME@liboqs-0.12.0": a liboqs build,
+    which must be the one the run loaded) names in `run`, with its samples and loops."""
     spec, asked = builds.split(str(spec))
     loaded = (run.meta.get("liboqs") or {}).get("build", "")
     if asked and asked not in (loaded, loaded.removesuffix(f"+{builds.GIVEN}")):
-        raise BadInput(f"run {run.run_id} loaded {loaded or 'no liboqs build pqlab knows'}, not {asked} (one run "
-                       "loads one liboqs): compare runs of two builds with pqlab.store.results.compare_runs")
+        raise BadInput(f"run {run.run_id} loaded {loaded or 'no liboqs build pqlab knows'}, not {asked} (one "
+                       "run loads one liboqs): compare runs of two builds with "
+                       "pqlab.store.results.compare_runs")
     name, _, backend = spec.partition("@")
     m = run.verified()
     if name not in set(m["algorithm"]):
@@ -166,25 +172,28 @@ def _side(run, spec: str, operation: str, build: str | None, message_bytes) -> t
     if message_bytes is not None:
         rows = rows[rows["message_bytes"].eq(message_bytes).fillna(False).astype(bool)]
     elif len(sizes) > 1:
-        raise BadInput(f"{spec} {operation} was measured at several message sizes: choose one with message_bytes= "
-                       f"({', '.join(map(str, sizes))})")
+        raise BadInput(f"{spec} {operation} was measured at several message sizes: choose one with "
+                       f"message_bytes= ({', '.join(map(str, sizes))})")
     if rows.empty:
         raise BadInput(f"run {run.run_id} has no verified {spec} {operation} row"
-                       + (f" for {message_bytes} bytes (sizes: {', '.join(map(str, sizes))})" if sizes else ""))
+                       + (f" for {message_bytes} bytes (sizes: {', '.join(map(str, sizes))})" if sizes
+                          else ""))
     row = rows.iloc[0]
     side = Side(name, str(row["backend"]), str(row["build"]) if isinstance(row["build"], str) else "",
-                operation, str(row.get("implementation") or row["backend"]), str(row.get("library_version") or ""),
-                bool(backend))
-    mb = None if pd.isna(row["message_bytes"]) else int(row["message_bytes"])  # keygen, encaps ...: no message
+                operation, str(row.get("implementation") or row["backend"]),
+                str(row.get("library_version") or ""), bool(backend))
+    # keygen, encaps ...: no message
+    mb = None if pd.isna(row["message_bytes"]) else int(row["message_bytes"])
     values = run.sample_values(name, operation, backend=side.backend, build=side.build, message_bytes=mb)
     return side, values, row["loops"]
 
 
-def run_ratio(run, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
+def run_ratio(run, numerator: str, denominator: str, operation: str, *,
+              denominator_operation: str | None = None,
               build: str | None = None, message_bytes=None, statistic: str = "median") -> Ratio:
-    """:meth:`pqlab.store.results.Run.ratio`: `numerator` over `denominator` ("NAME" or "NAME@backend") for `operation`
-    (and `denominator_operation` for the denominator, e.g. sign over verify of one algorithm); `statistic` of
-    each round, "median" (the table's) or, asked for, "mean"."""
+    """:meth:`pqlab.store.results.Run.ratio`: `numerator` over `denominator` ("NAME" or "NAME@backend") for
+    `operation` (and `denominator_operation` for the denominator, e.g. sign over verify of one algorithm);
+    `statistic` of each round, "median" (the table's) or, asked for, "mean"."""
     statistic = stat_choice(statistic)
     a, xa, loops_a = _side(run, numerator, operation, build, message_bytes)
     b, xb, loops_b = _side(run, denominator, denominator_operation or operation, build, message_bytes)
@@ -199,7 +208,8 @@ def run_ratio(run, numerator: str, denominator: str, operation: str, *, denomina
         flags.append("no-interval")
     if int(loops_a) != int(loops_b):
         flags.append("unequal-batches")
-    r = Ratio(a, b, value, low, high, statistic, shared, run.run_id, tuple(flags), (int(loops_a), int(loops_b)))
+    r = Ratio(a, b, value, low, high, statistic, shared, run.run_id, tuple(flags),
+              (int(loops_a), int(loops_b)))
     if r.differs and not (a.named and b.named):
         warn(f"{a.label} / {b.label} compares {r.differs}; name both backends "
              f"({', '.join(_alternatives(r))}) to choose the comparison")

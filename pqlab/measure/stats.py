@@ -1,6 +1,6 @@
-"""Robust summaries of timing samples (median, quartiles, MAD, instability flags) and the intervals pqlab shows:
-over rounds (:func:`round_interval`, :func:`combined_ci`, :func:`ratio_ci`), never over one process's consecutive
-samples alone (:func:`median_ci` is kept for the within-round precision and the old schema)."""
+"""Robust summaries of timing samples (median, quartiles, MAD, instability flags) and the intervals pqlab
+shows: over rounds (:func:`round_interval`, :func:`combined_ci`, :func:`ratio_ci`), never over one process's
+consecutive samples alone (:func:`median_ci` is kept for the within-round precision and the old schema)."""
 from __future__ import annotations
 
 import math
@@ -17,11 +17,13 @@ from pqlab.core.flags import (  # the instability flags' thresholds, defined wit
     MIN_FAR,
     MIN_SAMPLES,
 )
-from pqlab.core.inputs import MIN_ROUNDS  # noqa: F401 (stats.MIN_ROUNDS: fewest rounds with an interval, validated in inputs)
+from pqlab.core.inputs import MIN_ROUNDS  # noqa: F401 (stats.MIN_ROUNDS: fewest rounds with an interval)
 
-#: Confidence level of every interval pqlab computes (t-intervals over rounds, the order-statistic interval that
-#: decides when one process stops sampling, the leakage screen's bootstrap intervals).
+#: Confidence level of every interval pqlab computes (t-intervals over rounds, the order-statistic interval
+#: that decides when one process stops sampling, the leakage screen's bootstrap intervals).
 CONFIDENCE = 0.95
+#: the step in log space of ratio_ci's numerical derivative d log f / d log g_i (a nudge, not a unit)
+LOG_STEP = 1e-6
 
 
 @lru_cache(maxsize=4096)
@@ -124,7 +126,8 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 300):
         m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                    -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
             d = 1 + num * d
             d = 1 / (d if abs(d) > tiny else tiny)
             c = 1 + num / c
@@ -139,7 +142,8 @@ def _t_cdf(t: float, df: float) -> float:
     """P(T <= t) of Student's t with `df` degrees of freedom (through the incomplete beta function)."""
     x = df / (df + t * t)
     a, b = df / 2, 0.5
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
+                     + b * math.log1p(-x))
     ib = front * _betacf(a, b, x) / a if x < (a + 1) / (a + b + 2) else 1 - front * _betacf(b, a, 1 - x) / b
     return 1 - ib / 2 if t >= 0 else ib / 2
 
@@ -180,9 +184,10 @@ def round_values(values, stat: str = "median"):
 
 def machine_spread(values, index, ratio: bool = False) -> float:
     """How much the machine's own speed moved over the rounds in `index` ((run_id, round) pairs): the standard
-    deviation of the log times of the reference loops (:mod:`pqlab.measure.noise`) over those rounds, the larger of the
-    scalar and the vector loop's (`ratio`: of the vector/scalar ratio, what moves a ratio of vector to scalar code);
-    0 where `values` carry no reference (``attrs["rounds"]``: run id -> the run's ``meta["rounds"]``)."""
+    deviation of the log times of the reference loops (:mod:`pqlab.measure.noise`) over those rounds, the
+    larger of the scalar and the vector loop's (`ratio`: of the vector/scalar ratio, what moves a ratio of
+    vector to scalar code); 0 where `values` carry no reference (``attrs["rounds"]``: run id -> the run's
+    ``meta["rounds"]``)."""
     noise = getattr(values, "attrs", {}).get("rounds") or {}
     if not noise:
         return 0.0
@@ -196,10 +201,11 @@ def reference_spread(records: list[dict], ratio: bool = False) -> float:
 
     The spread counted is drift the machine has, not the reference loops' own noise: from the variance of the
     readings over rounds, the variance one reading has by itself is taken away, estimated from the start and
-    end readings of each round (half the variance of their log difference; that difference holds the loops' noise
-    and whatever moved within a round, which the rounds' own spread already carries).  On a quiet machine the
-    loops' noise was most of their spread and inflated every interval about fourfold (issue #41: six runs' spread
-    was 0.24 of what their intervals implied); a machine whose speed really moves between rounds keeps it."""
+    end readings of each round (half the variance of their log difference; that difference holds the loops'
+    noise and whatever moved within a round, which the rounds' own spread already carries).  On a quiet
+    machine the loops' noise was most of their spread and inflated every interval about fourfold (issue #41:
+    six runs' spread was 0.24 of what their intervals implied); a machine whose speed really moves between
+    rounds keeps it."""
     picked = [r for r in records if r.get("scalar_ns") and r.get("vector_ns")]
     if len(picked) < 2:
         return 0.0
@@ -220,7 +226,8 @@ def reference_spread(records: list[dict], ratio: bool = False) -> float:
         vector, scalar = own_noise("vector"), own_noise("scalar")
         noise = vector - scalar if vector.size == scalar.size else np.zeros(0)
         return beyond_noise(float(np.var(drift("vector") - drift("scalar"), ddof=1)), noise)
-    return max(beyond_noise(float(np.var(drift(kind), ddof=1)), own_noise(kind)) for kind in ("scalar", "vector"))
+    return max(beyond_noise(float(np.var(drift(kind), ddof=1)), own_noise(kind))
+               for kind in ("scalar", "vector"))
 
 
 #: The standard error of a median of k normal values over that of their mean (sqrt(pi / 2), Fisher).
@@ -230,20 +237,22 @@ MAD_SD = 1.4826
 
 
 #: Below this many rounds the scale of the rounds is their standard deviation wherever that is larger than the
-#: robust one.  With three to seven rounds the median absolute deviation ignores the one round that differs: three
-#: rounds of 46.2, 17.6 and 17.75 (notebook 03) gave a MAD scale of 0.6 % and an interval of ±5 % that excluded the
-#: first round by construction; among so few rounds a stalled round cannot be told from a real one, so it counts.
+#: robust one.  With three to seven rounds the median absolute deviation ignores the one round that differs:
+#: three rounds of 46.2, 17.6 and 17.75 (notebook 03) gave a MAD scale of 0.6 % and an interval of ±5 % that
+#: excluded the first round by construction; among so few rounds a stalled round cannot be told from a real
+#: one, so it counts.
 ROBUST_FROM = 8
 
 
 def log_center_se(values) -> tuple[float, float, int]:
-    """(median, its standard error, k) of the logs of `values` (round values): the median, robust to a round the
-    host stalled, and its standard error ``sqrt(pi/2) * scale / sqrt(k)``.  The scale is robust from
-    :data:`ROBUST_FROM` rounds on (``1.4826 * MAD``: a stalled round among many inflates a standard deviation as
-    much as it would have dragged a mean); below it, the larger of that and the standard deviation, so that no
-    round is ignored by construction.  Where rounds tie (round values are medians of whole nanoseconds, so two of
-    three rounds now and then agree to the nanosecond) the MAD is 0 although the rounds differ: the robust scale is
-    then the mean absolute deviation's, ``sqrt(pi/2) * mean|dev|``, zero only where every round agrees."""
+    """(median, its standard error, k) of the logs of `values` (round values): the median, robust to a round
+    the host stalled, and its standard error ``sqrt(pi/2) * scale / sqrt(k)``.  The scale is robust from
+    :data:`ROBUST_FROM` rounds on (``1.4826 * MAD``: a stalled round among many inflates a standard deviation
+    as much as it would have dragged a mean); below it, the larger of that and the standard deviation, so that
+    no round is ignored by construction.  Where rounds tie (round values are medians of whole nanoseconds, so
+    two of three rounds now and then agree to the nanosecond) the MAD is 0 although the rounds differ: the
+    robust scale is then the mean absolute deviation's, ``sqrt(pi/2) * mean|dev|``, zero only where every
+    round agrees."""
     logs = np.log(np.asarray(values, float))
     k = logs.size
     centre = float(np.median(logs))
@@ -258,24 +267,26 @@ def log_center_se(values) -> tuple[float, float, int]:
 
 def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
                    spread: float | None = None) -> tuple[float, float, float, int]:
-    """The estimate of a measurement made in rounds and its `confidence` interval: ``(value, low, high, rounds)``.
+    """The estimate of a measurement made in rounds and its `confidence` interval:
+    ``(value, low, high, rounds)``.
 
-    Each round (a fresh worker process: pqlab.runners.rounds) gives one value, the `stat` of its samples; the estimate is
-    their median, and the interval a t-interval on their logarithms widened by the machine's own drift:
-    ``exp(median ± t_{k-1} sqrt(se² + m²))``, where se is the standard error of the median log round value
-    (:func:`log_center_se`, from the median absolute deviation) and m the spread of the machine's speed over those
-    rounds, read from the reference loops (:func:`machine_spread`; `spread` gives it instead).
+    Each round (a fresh worker process: pqlab.runners.rounds) gives one value, the `stat` of its samples; the
+    estimate is their median, and the interval a t-interval on their logarithms widened by the machine's own
+    drift: ``exp(median ± t_{k-1} sqrt(se² + m²))``, where se is the standard error of the median log round
+    value (:func:`log_center_se`, from the median absolute deviation) and m the spread of the machine's speed
+    over those rounds, read from the reference loops (:func:`machine_spread`; `spread` gives it instead).
 
-    Why these choices.  Rounds, because consecutive samples of one process are correlated and their interval is too
-    narrow.  A t-interval rather than a cluster bootstrap, because with the 3-20 rounds a run affords a percentile
-    bootstrap cannot widen for the few clusters it has, while the t quantile does.  Logarithms, because times are
-    positive and skewed and ratios are then symmetric.  The median of the rounds and a robust scale, because a shared
-    host now and then stalls a whole round (a round 40 % slow among quiet ones was seen here), which would drag a
-    mean and inflate a standard deviation.  The machine's drift, because the speed of a shared virtual
-    machine wanders over minutes: a run samples one stretch of it, so its rounds alone under-state how far another
-    run lands (six back-to-back runs held the pooled median in 70 % of their intervals without this term, 98 %
-    with it: README, "Do the intervals hold here?").  The reference loops measure that drift in the same rounds,
-    whatever is being measured.  Fewer than :data:`MIN_ROUNDS` rounds, or values without rounds: no interval."""
+    Why these choices.  Rounds, because consecutive samples of one process are correlated and their interval
+    is too narrow.  A t-interval rather than a cluster bootstrap, because with the 3-20 rounds a run affords a
+    percentile bootstrap cannot widen for the few clusters it has, while the t quantile does.  Logarithms,
+    because times are positive and skewed and ratios are then symmetric.  The median of the rounds and a
+    robust scale, because a shared host now and then stalls a whole round (a round 40 % slow among quiet ones
+    was seen here), which would drag a mean and inflate a standard deviation.  The machine's drift, because
+    the speed of a shared virtual machine wanders over minutes: a run samples one stretch of it, so its rounds
+    alone under-state how far another run lands (six back-to-back runs held the pooled median in 70 % of their
+    intervals without this term, 98 % with it: README, "Do the intervals hold here?").  The reference loops
+    measure that drift in the same rounds, whatever is being measured.  Fewer than :data:`MIN_ROUNDS` rounds,
+    or values without rounds: no interval."""
     r = round_values(values, stat)
     if r is None:
         x = np.asarray(values, float)
@@ -283,8 +294,8 @@ def round_interval(values, stat: str = "median", confidence: float = CONFIDENCE,
         return (float(_STATISTICS[stat](x)) if x.size else math.nan), math.nan, math.nan, (1 if x.size else 0)
     if r.empty:
         return math.nan, math.nan, math.nan, 0
-    return interval_over_rounds(r.to_numpy(float), machine_spread(values, r.index) if spread is None else spread,
-                                confidence)
+    return interval_over_rounds(r.to_numpy(float),
+                                machine_spread(values, r.index) if spread is None else spread, confidence)
 
 
 def interval_over_rounds(per_round, spread: float = 0.0,
@@ -302,22 +313,25 @@ def _parts(samples) -> list:
     return list(samples) if isinstance(samples, tuple) else [samples]
 
 
-def combined_ci(samples, combine, stat: str = "median", confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+def combined_ci(samples, combine, stat: str = "median",
+                confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """``combine([estimate of x for x in samples])`` with a `confidence` interval over rounds.
 
     `combine` takes a list of values (floats, or arrays of per-round values) and returns one value each, e.g.
     ``lambda s: (s[0] / s[1]) / (s[2] / s[3])`` for a ratio on one machine over the same ratio on another.
 
-    The estimate is always ``combine`` of each side's own estimate over all its rounds (the median of its round
-    medians: the number a table beside it shows), so a ratio never disagrees with the medians printed next to it.
+    The estimate is always ``combine`` of each side's own estimate over all its rounds (the median of its
+    round medians: the number a table beside it shows), so a ratio never disagrees with the medians printed
+    next to it.
 
     * **Paired by round** where every sample has rounds and they share :data:`MIN_ROUNDS` or more (run, round)
-      pairs: one combined value per shared round gives the interval's width (:func:`log_center_se` of their logs,
-      the t quantile), centred on the estimate, widened by how much the vector/scalar speed ratio of the machine
-      moved over those rounds (drift that hits every side of a round alike cancels; drift that hits vector code and
-      not scalar code does not).
-    * **Independent** where they share fewer (different runs): each side's median log round value and its standard
-      error, its machine drift added, combined by the delta method with Welch-Satterthwaite degrees of freedom.
+      pairs: one combined value per shared round gives the interval's width (:func:`log_center_se` of their
+      logs, the t quantile), centred on the estimate, widened by how much the vector/scalar speed ratio of the
+      machine moved over those rounds (drift that hits every side of a round alike cancels; drift that hits
+      vector code and not scalar code does not).
+    * **Independent** where they share fewer (different runs): each side's median log round value and its
+      standard error, its machine drift added, combined by the delta method with Welch-Satterthwaite degrees
+      of freedom.
     * No interval (nan, nan) where any side has no rounds (a runner that cannot do them) or fewer than
       :data:`MIN_ROUNDS`.  Returns ``(value, low, high)``."""
     parts = list(samples)
@@ -349,8 +363,8 @@ def combined_ci(samples, combine, stat: str = "median", confidence: float = CONF
     terms = []
     for i, ((_, se, k), x, r) in enumerate(zip(stats, parts, rounds)):  # d log f / d log g_i, numerically
         bumped = list(estimates)
-        bumped[i] *= math.exp(1e-6)
-        slope = (math.log(float(combine(bumped))) - math.log(value)) / 1e-6
+        bumped[i] *= math.exp(LOG_STEP)
+        slope = (math.log(float(combine(bumped))) - math.log(value)) / LOG_STEP
         terms.append(((slope * math.hypot(se, machine_spread(x, r.index))) ** 2, k - 1))
     var = sum(t for t, _ in terms)
     if var == 0:
@@ -360,11 +374,12 @@ def combined_ci(samples, combine, stat: str = "median", confidence: float = CONF
     return value, value * math.exp(-q), value * math.exp(q)
 
 
-def ratio_ci(numerator, denominator, stat: str = "median", confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """``estimate(numerator) / estimate(denominator)`` with its interval over rounds (:func:`combined_ci`: paired
-    by round where both were measured in the same rounds).  Either side may be a tuple of samples, standing for
-    the sum of their estimates (e.g. sign + verify).  `stat` is each round's statistic, "median" or "mean":
-    compare like with like.  Returns ``(ratio, low, high)``; no interval without rounds."""
+def ratio_ci(numerator, denominator, stat: str = "median",
+             confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``estimate(numerator) / estimate(denominator)`` with its interval over rounds (:func:`combined_ci`:
+    paired by round where both were measured in the same rounds).  Either side may be a tuple of samples,
+    standing for the sum of their estimates (e.g. sign + verify).  `stat` is each round's statistic, "median"
+    or "mean": compare like with like.  Returns ``(ratio, low, high)``; no interval without rounds."""
     a, b = _parts(numerator), _parts(denominator)
     k = len(a)
     return combined_ci(a + b, lambda s: sum(s[:k]) / sum(s[k:]), stat, confidence)
@@ -412,9 +427,11 @@ def welch_p(a, b) -> float:
 
 
 def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):
-    """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input of
-    :func:`pqlab.measure.stats.round_interval` and :func:`pqlab.measure.stats.ratio_ci`), else as a plain array.  `rounds`: run id
-    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the interval."""
+    """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input
+    of :func:`pqlab.measure.stats.round_interval` and :func:`pqlab.measure.stats.ratio_ci`), else as a plain
+    array.  `rounds`: run id
+    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the
+    interval."""
     values = samples[column].to_numpy(dtype=float)
     if "round" not in samples.columns or samples.empty or samples["round"].isna().any():
         return values
@@ -426,7 +443,7 @@ def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | N
 
 
 def round_records(*runs) -> dict:
-    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for :func:`with_rounds`
-    over samples of several runs."""
+    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for
+    :func:`with_rounds` over samples of several runs."""
     return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("rounds") or []
             for r in runs if r is not None}

@@ -6,8 +6,8 @@ value is the mean per call.  Warm-up calls run first and are never samples: at l
 more for `warmup_s` (default a tenth of the sampling budget, at most 50 ms: caches, lazily set-up
 state and Python's specialising interpreter are warm after a few calls; a short budget is not
 spent twice, once on warming up); none where `loops` is given and ``warm_up=False`` (a later round of
-:mod:`pqlab.runners.rounds` for a slow call whose first round showed no cold-call cost).  ``Samples.first_call_ns``
-is the first warm-up call, the cold one.  The number of
+:mod:`pqlab.runners.rounds` for a slow call whose first round showed no cold-call cost).
+``Samples.first_call_ns`` is the first warm-up call, the cold one.  The number of
 loops is calibrated so one sample lasts at least `target_sample_ns` (well above the timer's
 resolution and the cost of reading the cycle counter: 20 µs keeps both under 1 %); operations
 slower than that get loops = 1.  Keep loops small: a sample is the *mean* of its loops, and for
@@ -58,6 +58,7 @@ import numpy as np
 
 from pqlab.core import flags
 from pqlab.core.inputs import positive_number, precision_target, sample_bounds
+from pqlab.core.schema import convert_unit
 from pqlab.measure import cycles
 from pqlab.measure.stats import median_ci, relative_half_width
 
@@ -65,9 +66,9 @@ from pqlab.measure.stats import median_ci, relative_half_width
 TARGET_REL_CI = 0.01
 #: The longest default warm-up, seconds (a tenth of the budget below 0.5 s)
 WARMUP_S = 0.05
-#: The shortest sample (ns) of a trial that loops in C (``repeat``): Python's one call per sample, and what it does
-#: between samples (the output check, which evicts the operation's data from the caches), then cost under 1 % of
-#: a sample; such a loop costs a few ns per call, so longer samples cost nothing else.
+#: The shortest sample (ns) of a trial that loops in C (``repeat``): Python's one call per sample, and what it
+#: does between samples (the output check, which evicts the operation's data from the caches), then cost under
+#: 1 % of a sample; such a loop costs a few ns per call, so longer samples cost nothing else.
 REPEAT_SAMPLE_NS = 200_000
 
 
@@ -115,13 +116,14 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
             output: Callable[[Any], Any] | None = None) -> Samples:
     """Time `run()` (checking its outputs outside the timer) until the median is known to
     `target_rel_ci`, or `budget_s` seconds of sampling are spent, or `max_samples` are taken; with
-    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring).  With `repeat`,
-    a sample's calls are ``repeat(loops)`` (``repeat(batch)`` with `fresh`): one call that loops in the
-    implementation's own language, whose last output ``output(what repeat returned)`` gives after the clock stops
-    (:class:`pqlab.backends.algorithms.Trial`); warm-up calls are ``run()``."""
+    `fresh`, ``run(x)`` on a new input of ``fresh(n)`` every call (see the module's docstring).  With
+    `repeat`, a sample's calls are ``repeat(loops)`` (``repeat(batch)`` with `fresh`): one call that loops in
+    the implementation's own language, whose last output ``output(what repeat returned)`` gives after the
+    clock stops (:class:`pqlab.backends.algorithms.Trial`); warm-up calls are ``run()``."""
     target_rel_ci = precision_target(target_rel_ci)
     budget_s = positive_number(budget_s, "budget_s")
-    warmup_s = min(WARMUP_S, budget_s / 10) if warmup_s is None else positive_number(warmup_s, "warmup_s", zero=True)
+    warmup_s = (min(WARMUP_S, budget_s / 10) if warmup_s is None
+                else positive_number(warmup_s, "warmup_s", zero=True))
     min_samples, max_samples = sample_bounds(min_samples, max_samples)
     clock = time.perf_counter_ns
     cc = cycles.counter()
@@ -138,7 +140,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         t0 = clock()
         out = run(*x)
         warm_times.append(clock() - t0)
-        if clock() - warm_start >= warmup_s * 1e9 or len(warm_times) >= 10_000:
+        if clock() - warm_start >= convert_unit(warmup_s, "s", "ns") or len(warm_times) >= 10_000:
             break
     calls = len(warm_times)
     if check is not None and calls:
@@ -150,7 +152,7 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
     times: list[float] = []
     counts: list[float] = []
     read_errors: list[str] = []
-    deadline = clock() + budget_s * 1e9
+    deadline = clock() + convert_unit(budget_s, "s", "ns")
     next_look = max(min_samples, 1) if target_rel_ci else max_samples + 1
     checked = 1 if calls else 0
     rng = range(loops)
@@ -215,5 +217,5 @@ def measure(run: Callable[..., Any], check: Callable[..., None] | None = None, *
         marks.append(flags.make("cycles-dropped", f"{missing} of {len(times)} samples: {read_errors[0]}"))
     reached = precision(time_ns)
     marks += precision_marks(reached, target_rel_ci, stopped_by)
-    return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached, stopped_by,
-                   last, float(warm_times[0]) if warm_times else math.nan)
+    return Samples(time_ns, cycle_arr, loops, calls, cc.label, marks, checked, target_rel_ci, reached,
+                   stopped_by, last, float(warm_times[0]) if warm_times else math.nan)

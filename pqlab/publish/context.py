@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pqlab.core.errors import shell_command
-from pqlab.core.formatting import (
+from pqlab.core.escaping import markdown
+from pqlab.core.quantities import (
     fmt_count,
     fmt_percent,
     fmt_span,
     fmt_time_ns,
-    markdown,
     not_resolved_text,
     resolved_rel,
 )
+from pqlab.core.schema import convert_unit
 from pqlab.measure.cycles import CORE_CYCLES, TSC, describe
 from pqlab.measure.noise import describe_noise
 
@@ -25,7 +26,8 @@ from pqlab.measure.noise import describe_noise
 SHOWN_PACKAGES = ("liboqs-python", "cryptography", "pycryptodome", "pqcrypto", "numpy", "pandas")
 
 
-def _runs(runs) -> list:
+def as_runs(runs) -> list:
+    """`runs` as a list of runs: one run, an iterable of runs (None left out) or None (no runs)."""
     if runs is None:
         return []
     if hasattr(runs, "meta"):
@@ -45,7 +47,10 @@ def counter_text(meta: dict) -> str:
     if counter.get("error"):
         return f"unavailable ({counter['error']})"
     label = counter.get("label") or "none"
-    text = label if not counter.get("hz") else f"{label} at {float(counter['hz']) / 1e9:.3f} GHz"
+    if counter.get("hz"):
+        text = f"{label} at {convert_unit(float(counter['hz']), 'Hz', 'GHz'):.3f} GHz"
+    else:
+        text = label
     why = counter.get("reason")
     return f"{text} ({why})" if why and label == "none" else text
 
@@ -59,7 +64,7 @@ def frequency_text(meta: dict) -> str:
         return f"unknown: {f.get('reason', 'not exposed')}"
     parts = [f"governor {f.get('scaling_governor') or '?'}"]
     if f.get("scaling_max_freq"):
-        parts.append(f"max {int(f['scaling_max_freq']) / 1e6:.2f} GHz")
+        parts.append(f"max {convert_unit(int(f['scaling_max_freq']), 'kHz', 'GHz'):.2f} GHz")
     parts.append(f"boost {f.get('boost') or 'unknown'}")
     return ", ".join(parts)
 
@@ -70,7 +75,8 @@ def liboqs_text(meta: dict) -> str:
         return "not loaded"
     config = info.get("build_config") or {}
     options = ", ".join(f"{k.removeprefix('OQS_')}={v}" for k, v in config.items() if k != "OQS_VERSION_TEXT")
-    return f"{info.get('liboqs_version', '?')} ({info.get('options', '?')} build; {options or 'options unknown'})"
+    return (f"{info.get('liboqs_version', '?')} ({info.get('options', '?')} build; "
+            f"{options or 'options unknown'})")
 
 
 def git_text(meta: dict) -> str:
@@ -87,13 +93,13 @@ def _run_id(run) -> str | None:
 
 def _run_ids(runs) -> list[str]:
     """The runs' ids, each once."""
-    return _unique(_run_id(r) for r in _runs(runs))
+    return _unique(_run_id(r) for r in as_runs(runs))
 
 
 def run_context(runs) -> list[tuple[str, str]]:
     """(what, value) pairs describing where the runs measured; a value that differs between runs lists each
     value with the runs it belongs to ("0.14.0 (default build; ...) (runs A, B); not loaded (run C)")."""
-    listed = _runs(runs)
+    listed = as_runs(runs)
     metas = [r.meta for r in listed]
     if not metas:
         return []
@@ -103,7 +109,8 @@ def run_context(runs) -> list[tuple[str, str]]:
         by_value: dict[str, list[str]] = {}
         for run_id, m in zip(ids, metas):
             value = get(m)
-            by_value.setdefault(str(value) if value not in (None, "", {}) else "not recorded", []).append(run_id)
+            shown = str(value) if value not in (None, "", {}) else "not recorded"
+            by_value.setdefault(shown, []).append(run_id)
         if len(by_value) == 1:
             return next(iter(by_value))
         return "; ".join(f"{v} ({'run' if len(r) == 1 else 'runs'} {', '.join(dict.fromkeys(r))})"
@@ -112,7 +119,8 @@ def run_context(runs) -> list[tuple[str, str]]:
     def cpu(m) -> str:
         c = m.get("cpu") or {}
         cores = c.get("usable_cores") or c.get("logical_cores")
-        return f"{c.get('model') or 'unknown CPU'}, {cores} cores" if cores else c.get("model") or "unknown CPU"
+        model = c.get("model") or "unknown CPU"
+        return f"{model}, {cores} cores" if cores else model
 
     def implementations() -> str:
         by_backend: dict[str, list] = {}
@@ -144,11 +152,11 @@ def run_context(runs) -> list[tuple[str, str]]:
 
 
 def noise_text(runs) -> str:
-    """Per run that measured in rounds, the noise its rounds saw (:func:`pqlab.measure.noise.describe_noise`); runs
-    without rounds are counted, not described."""
+    """Per run that measured in rounds, the noise its rounds saw (:func:`pqlab.measure.noise.describe_noise`);
+    runs without rounds are counted, not described."""
 
     parts, without = [], 0
-    for r in _runs(runs):
+    for r in as_runs(runs):
         if r.meta.get("rounds"):
             parts.append(f"{r.run_id}: {describe_noise(r.meta)}")
         else:
@@ -159,8 +167,9 @@ def noise_text(runs) -> str:
 
 
 def context_markdown(runs, title: str = "Run context") -> str:
-    """A Markdown block with :func:`run_context` (for the top of a notebook's results): a table of two columns,
-    every value from the metadata escaped (:func:`pqlab.core.formatting.markdown`), so it shows as written."""
+    """A Markdown block with :func:`run_context` (for the top of a notebook's results): a table of two
+    columns, every value from the metadata escaped (:func:`pqlab.core.formatting.markdown`), so it shows as
+    written."""
     rows = run_context(runs)
     if not rows:
         return f"**{markdown(title)}:** no run."
@@ -172,7 +181,7 @@ def context_markdown(runs, title: str = "Run context") -> str:
 def context_line(runs) -> str:
     """One short line: CPU, hypervisor, counter, liboqs build and run ids (a figure's footer), as plain text
     straight from the metadata: whoever writes it escapes it for its language (pqlab.core.formatting)."""
-    metas = [r.meta for r in _runs(runs)]
+    metas = [r.meta for r in as_runs(runs)]
     if not metas:
         return ""
     m = metas[0]
@@ -192,13 +201,14 @@ def counter_markdown(counter: dict, availability: dict) -> str:
 
     label = counter.get("label")
     if label not in (CORE_CYCLES, TSC):
-        return (f"**No cycle counter ran** ({markdown(counter.get('reason') or counter.get('error'))}): the tables show "
-                "measured times, and ratios are ratios of mean times per call.")
+        return (f"**No cycle counter ran** ({markdown(counter.get('reason') or counter.get('error'))}): the "
+                "tables show measured times, and ratios are ratios of mean times per call.")
     text = f"Cycles here are **{describe(label, counter.get('hz'))}** (`cycles_source` = `{label}`"
     text += f"; rate from {markdown(counter['hz_source'])})" if label == TSC else ")"
     if counter.get("reason") and counter["reason"] != "auto":
         text += f", chosen because: {markdown(counter['reason'])}"
-    return text + ". " + read_costs_text(availability) + f" `{shell_command('pqlab machine')}` shows the same on one screen."
+    return (text + ". " + read_costs_text(availability)
+            + f" `{shell_command('pqlab machine')}` shows the same on one screen.")
 
 
 def read_costs_text(availability: dict) -> str:
@@ -206,8 +216,8 @@ def read_costs_text(availability: dict) -> str:
     tsc, perf = availability.get("tsc") or {}, availability.get("perf") or {}
     parts = []
     if tsc.get("available"):
-        parts.append(f"One TSC read costs {fmt_time_ns(tsc['read_cost_ns'])} ({tsc['read_cost_ticks']:.0f} ticks) "
-                     f"from Python and {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
+        parts.append(f"One TSC read costs {fmt_time_ns(tsc['read_cost_ns'])} ({tsc['read_cost_ticks']:.0f} "
+                     f"ticks) from Python and {tsc['read_cost_ticks_in_c']:.0f} ticks inside C")
     else:
         parts.append(f"No TSC here ({markdown(tsc.get('error', 'not recorded'))})")
     if perf.get("available"):
@@ -220,9 +230,9 @@ def read_costs_text(availability: dict) -> str:
 
 
 def interval_method(rounds) -> str:
-    """How every interval pqlab shows is made (:func:`pqlab.measure.stats.round_interval`), with the counts of rounds it
-    came from (`rounds`: one count per row or ratio; missing ones ignored): "95 % t-intervals on the logarithms of
-    the per-round values (3 to 18 rounds), widened by the machine's drift over those rounds"."""
+    """How every interval pqlab shows is made (:func:`pqlab.measure.stats.round_interval`), with the counts of
+    rounds it came from (`rounds`: one count per row or ratio; missing ones ignored): "95 % t-intervals on the
+    logarithms of the per-round values (3 to 18 rounds), widened by the machine's drift over those rounds"."""
     from pqlab.measure.stats import CONFIDENCE
 
     return (f"{fmt_percent(CONFIDENCE, 0)} t-intervals on the logarithms of the per-round values "
@@ -231,10 +241,10 @@ def interval_method(rounds) -> str:
 
 def precision_markdown(measurements) -> str:
     """How precise the medians of a measurements table are, every number from its rows (Markdown): how the
-    intervals were made (:func:`pqlab.measure.stats.round_interval`: rounds, a t quantile on logarithms, the machine's
-    drift; the confidence level and the rows' round counts), the median and worst half-width of the rows whose
-    interval resolves them, how many do not (:func:`pqlab.core.formatting.resolved_rel`: never shown as a precision),
-    and how many are wider than their target (flag ``precision-not-reached``)."""
+    intervals were made (:func:`pqlab.measure.stats.round_interval`: rounds, a t quantile on logarithms, the
+    machine's drift; the confidence level and the rows' round counts), the median and worst half-width of the
+    rows whose interval resolves them, how many do not (:func:`pqlab.core.formatting.resolved_rel`: never
+    shown as a precision), and how many are wider than their target (flag ``precision-not-reached``)."""
     import pandas as pd
 
     from pqlab.measure.stats import CONFIDENCE
@@ -244,20 +254,23 @@ def precision_markdown(measurements) -> str:
         else pd.Series(dtype=float)
     rows = measurements[rel.notna()] if len(rel) else measurements.iloc[0:0]
     if rows.empty:
-        return (f"**Precision of the medians**: not recorded (no row has a {level} interval: fewer rounds than an "
-                "interval needs, or an older run).")
+        return (f"**Precision of the medians**: not recorded (no row has a {level} interval: fewer rounds "
+                "than an interval needs, or an older run).")
     rel = rel[rel.notna()]
     ok = rel.map(resolved_rel).astype(bool)
-    method = f"half the interval over the estimate; {interval_method(rows['rounds'] if 'rounds' in rows else [])}"
+    rounds = rows["rounds"] if "rounds" in rows else []
+    method = f"half the interval over the estimate; {interval_method(rounds)}"
     parts = [f"median ±{fmt_percent(rel[ok].median(), 2)}, worst ±{fmt_percent(rel[ok].max(), 2)} over "
              f"{fmt_count(ok.sum())} rows"] if ok.any() else []
     if not ok.all():
-        parts.append(f"{fmt_count((~ok).sum())} of {fmt_count(len(rel))} rows {not_resolved_text()}, left out of "
-                     "the median and the worst")
-    targets = pd.to_numeric(rows["target_rel_ci"], errors="coerce") if "target_rel_ci" in rows else rel * float("nan")
+        parts.append(f"{fmt_count((~ok).sum())} of {fmt_count(len(rel))} rows {not_resolved_text()}, left "
+                     "out of the median and the worst")
+    targets = (pd.to_numeric(rows["target_rel_ci"], errors="coerce") if "target_rel_ci" in rows
+               else rel * float("nan"))
     if targets.notna().any():
         known = targets.dropna().unique()
         target = f" of ±{fmt_percent(known[0], 2)}" if len(known) == 1 else ""
-        parts.append(f"{fmt_count((rel > targets).sum())} of {fmt_count(targets.notna().sum())} rows are wider than "
-                     f"their target{target} (flag `precision-not-reached`, whose detail says what ended their rounds)")
+        parts.append(f"{fmt_count((rel > targets).sum())} of {fmt_count(targets.notna().sum())} rows are "
+                     f"wider than their target{target} (flag `precision-not-reached`, whose detail says what "
+                     "ended their rounds)")
     return f"**Precision of the medians** ({method}): {'; '.join(parts)}."

@@ -6,8 +6,8 @@ run times of one build folder into ``durations.csv`` (``make reproduce`` calls i
 total); :func:`update_readme` writes the time column of README.md's notebook table from the
 quick and full profiles' files (``make readme-durations``).
 
-    python -m pqlab.publish.durations build/full     # write build/full/durations.csv, print each notebook and the total
-    python -m pqlab.publish.durations --readme       # rewrite README.md's time column from build/{quick,full}/durations.csv
+    python -m pqlab.publish.durations build/full  # write build/full/durations.csv, print each and the total
+    python -m pqlab.publish.durations --readme    # README.md's time column from build/*/durations.csv
 
 Columns: ``notebook`` (stem), ``seconds`` (papermill's duration of the whole run), ``cells`` (how
 many cells ran), ``executed_at`` (papermill's end time), ``machine`` and ``cores`` (the machine that
@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from pqlab.core.files import atomic_write_text
-from pqlab.core.formatting import fmt_duration
 from pqlab.core.paths import BUILD, ROOT
+from pqlab.core.quantities import fmt_duration
 from pqlab.measure.machine import cpu
 
 COLUMNS = ("notebook", "seconds", "cells", "executed_at", "machine", "cores")
@@ -45,7 +45,8 @@ def notebook_duration(path: Path) -> dict:
     run = meta.get("metadata", {}).get("papermill", {})
     if run.get("duration") is None:
         raise DurationsError(f"{path} has no papermill duration: execute it with papermill (make reproduce)")
-    cells = [c for c in meta.get("cells", []) if c.get("metadata", {}).get("papermill", {}).get("duration") is not None]
+    cells = [c for c in meta.get("cells", [])
+             if c.get("metadata", {}).get("papermill", {}).get("duration") is not None]
     return {"notebook": Path(path).stem, "seconds": round(float(run["duration"]), 1), "cells": len(cells),
             "executed_at": run.get("end_time") or ""}
 
@@ -62,7 +63,8 @@ def write_durations(folder: Path | str) -> list[dict]:
     folder = Path(folder)
     notebooks = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
-        raise DurationsError(f"{folder} holds no executed notebooks (NN_topic.ipynb): run make reproduce first")
+        raise DurationsError(f"{folder} holds no executed notebooks (NN_topic.ipynb): run make reproduce "
+                             "first")
     model, cores = describe_machine()
     rows = [notebook_duration(nb) | {"machine": model, "cores": cores} for nb in notebooks]
     text = io.StringIO()
@@ -90,7 +92,8 @@ def describe_total(rows: list[dict], profile: str) -> str:
     total = sum(r["seconds"] for r in rows)
     first, last = rows[0]["notebook"][:2], rows[-1]["notebook"][:2]
     return (f"make reproduce ({profile}): notebooks {first}–{last} took {fmt_duration(total)} in total "
-            f"({total:,.0f} s, the sum of each notebook's last run) on {rows[0]['machine']}, {rows[0]['cores']} cores")
+            f"({total:,.0f} s, the sum of each notebook's last run) on {rows[0]['machine']}, "
+            f"{rows[0]['cores']} cores")
 
 
 def _profile_line(profile: str, rows: list[dict]) -> str:

@@ -12,10 +12,10 @@
 
 Where: the profile's export tree (:func:`pqlab.core.paths.export_root`): the full profile's in figures/ and
 data/tables/, the quick profile's in build/quick/, and a notebook run by hand (the "interactive" profile:
-JupyterLab, your own notebooks) in build/interactive/figures/ and build/interactive/data/tables/.  Each function
-returns the files it wrote as :class:`Written`, which a notebook shows as where they went (:func:`written`).
-Every export records its profile and the runs it shows: in a sidecar NAME.export.json, in the PDF/SVG/PNG
-metadata and in numbers.tex comments.  Every file is written atomically.
+JupyterLab, your own notebooks) in build/interactive/figures/ and build/interactive/data/tables/.  Each
+function returns the files it wrote as :class:`Written`, which a notebook shows as where they went
+(:func:`written`).  Every export records its profile and the runs it shows: in a sidecar NAME.export.json, in
+the PDF/SVG/PNG metadata and in numbers.tex comments.  Every file is written atomically.
 
 Tables are pre-formatted text, not siunitx S columns: the same rules (pqlab.core.formatting) then give the
 notebook display, the Markdown and the LaTeX, units and "–" included, and a paper needs only booktabs and
@@ -24,12 +24,15 @@ two-column document a table that fits \\columnwidth is a column float and a wide
 (table*); a table wider than the page is a LaTeX error naming the fix, never silently too wide.
 
 Strings from data or metadata (run ids, machine facts, names, captions, notes) may come from another machine's
-bundle: each export writes them through the escaping rule of its language (pqlab.core.formatting): ``latex()`` in
-.tex cells, captions and comments, ``markdown()`` in .md, and the figure footer as plain text, never mathtext.
+bundle: each export writes them through the escaping rule of its language (pqlab.core.formatting): ``latex()``
+in .tex cells, captions and comments, ``markdown()`` in .md, and the figure footer as plain text, never
+mathtext.
+
+Figures and tables are written here; numbers by :mod:`pqlab.publish.export_numbers`, and what every export
+records and returns by :mod:`pqlab.publish.export_records`: every name is reachable from here.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import pickle
@@ -42,12 +45,39 @@ from importlib import resources
 from pathlib import Path
 
 from pqlab.checks import conformance
-from pqlab.core import formatting, inputs, paths
+from pqlab.core import inputs, paths
+from pqlab.core.escaping import latex, markdown
 from pqlab.core.files import atomic_write, atomic_write_text
-from pqlab.core.formatting import latex, markdown
-from pqlab.publish.context import context_line, run_context
+from pqlab.core.tables import FLAGS_COLUMN, INTERNAL, table
+from pqlab.publish.context import context_line
+from pqlab.publish.export_numbers import (
+    NOT_MEASURED,
+    SENTENCE_CHARS,
+    format_number,
+    macro_name,
+    save_numbers,
+    unresolved_keys,
+)
+from pqlab.publish.export_records import (
+    SAFE_NAME,
+    Written,
+    as_runs,
+    check_name,
+    export_stamp,
+    provenance,
+    read_sidecars,
+    write_sidecar,
+    written,
+)
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+__all__ = [
+    "FORMATS", "LAYOUTS", "LONG_ROWS", "NOT_MEASURED", "SENTENCE_CHARS", "SIZES", "STYLE_FILE", "Written",
+    "check_layout", "format_number", "macro_name", "provenance", "read_sidecars", "save_figure",
+    "save_figure_or_note", "save_numbers", "save_table", "show_in_notebook", "table_tex", "unresolved_keys",
+    "written",
+]
+#: the safe-name pattern under its name before the split (:data:`pqlab.publish.export_records.SAFE_NAME`)
+_NAME = SAFE_NAME
 #: figure sizes: file-name suffix -> width attribute of pqlab.publish.plotting
 SIZES = {"": "FULL_WIDTH", ".col": "COLUMN_WIDTH"}
 #: tables with more rows than this are long tables (longtable: they break across pages)
@@ -64,78 +94,8 @@ FORK_FIGURES: bool | None = None
 HEADER_LINE = 11
 
 
-class Written(list):
-    """The paths an export wrote (a list); a notebook shows it as :func:`written` says, not as a list of paths."""
-
-    def __repr__(self) -> str:  # IPython's pretty printer uses it too: a subclass's own __repr__ comes first
-        return written(self)
-
-
-def _shown(path: Path) -> str:
-    """`path` relative to the checkout (as a user finds it), else as it is."""
-    try:
-        return str(Path(path).resolve().relative_to(paths.ROOT.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def written(files) -> str:
-    """Where files went, in one line: "3 files written in build/interactive/data/tables/x/: a.csv, a.md, a.tex",
-    or, over several folders, their count per folder under the folder they share."""
-    files = [Path(f) for f in files]
-    if not files:
-        return "no files written"
-    folders = list(dict.fromkeys(f.parent for f in files))
-    noun = "file" if len(files) == 1 else "files"
-    if len(folders) == 1:
-        names = [f.name for f in files]
-        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        return f"{len(files)} {noun} written in {_shown(folders[0])}/: {shown}"
-    common = Path(os.path.commonpath([str(f) for f in folders]))
-    counts = {d: sum(f.parent == d for f in files) for d in folders}
-    if common == Path(common.anchor):  # nothing shared but the root: each folder as a user finds it
-        return f"{len(files)} {noun} written: " + ", ".join(f"{_shown(d)}/ ({n})" for d, n in counts.items())
-    parts = ", ".join(f"{d.relative_to(common)}/ ({n})" for d, n in counts.items())
-    return f"{len(files)} {noun} written under {_shown(common)}/: {parts}"
-
-
-def _check(topic: str, name: str) -> None:
-    for label, value in (("topic", topic), ("name", name)):
-        if not _NAME.match(value):
-            raise ValueError(f"{label} {value!r} is not a safe file name: use letters, digits, '_', '-' or '.' "
-                             "(for example '01_aes_rsa_sphincs')")
-
-
-def _runs(runs) -> list:
-    if runs is None:
-        return []
-    return [runs] if hasattr(runs, "meta") else [r for r in runs if r is not None]
-
-
-def provenance(runs) -> dict:
-    """What every export records: the profile, the run ids and the run context (pqlab.publish.context)."""
-
-    runs = _runs(runs)
-    return {"profile": paths.PROFILE, "runs": list(dict.fromkeys(r.run_id for r in runs)),
-            "context": [list(p) for p in run_context(runs)]}
-
-
-def _stamp(prov: dict) -> str:
-    """One line: profile and runs."""
-    return f"pqlab export; profile {prov['profile']}; runs {', '.join(prov['runs']) or 'none'}"
-
-
-def _sidecar(base: Path, what: str, topic: str, name: str, prov: dict, files: list[Path], **extra) -> Path:
-    data = {"export": what, "topic": topic, "name": name, **prov, "files": [p.name for p in files], **extra}
-    return atomic_write_text(f"{base}.export.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def read_sidecars(root: Path) -> list[dict]:
-    """Every export sidecar under `root` (an export tree's figures/ or data/tables/), with its path."""
-    return [dict(json.loads(p.read_text(encoding="utf-8")), path=str(p)) for p in sorted(Path(root).rglob("*.export.json"))]
-
-
-# ----- figures -----------------------------------------------------------------------------------------------
+# ----- figures
+# -----------------------------------------------------------------------------------------------
 
 def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
     """`text` wrapped into lines no wider than `width_pt` at the footer's size, measured as drawn (run ids and
@@ -146,7 +106,8 @@ def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
     try:
         while True:
             lines = textwrap.wrap(text, chars, break_on_hyphens=False)  # run ids stay whole
-            widest = max((probe.set_text(line) or probe.get_window_extent(renderer).width for line in lines), default=0)
+            widest = max((probe.set_text(line) or probe.get_window_extent(renderer).width for line in lines),
+                         default=0)
             if widest * 72 / fig.dpi <= width_pt or chars <= 20:
                 return lines
             chars = int(chars * 0.9)
@@ -157,8 +118,9 @@ def _wrap_to_width(fig, text: str, width_pt: float) -> list[str]:
 def _add_footer(fig, text: str):
     """`text` in small grey type in a band added under the figure, wrapped to its width.  The figure is laid
     out first at its drawn size; then everything keeps its size and place above the band.  Returns the text.
-    The footer is plain text (``parse_math=False``): the machine facts and run ids it shows are never mathtext."""
-    from pqlab.publish.plotting import draw
+    The footer is plain text (``parse_math=False``): the machine facts and run ids it shows are never
+    mathtext."""
+    from pqlab.publish.figure_layout import draw
 
     draw(fig)
     to_fraction = fig.transFigure.inverted()
@@ -186,19 +148,21 @@ def _texts(fig) -> list:
     """Every text the figure draws: titles, labels, legends, annotations, and the tick labels it shows."""
     from matplotlib.text import Text
 
-    from pqlab.publish.plotting import drawn_tick_labels
+    from pqlab.publish.figure_layout import drawn_tick_labels
 
     ticks = {id(lab) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
              for t in axis.get_major_ticks() + axis.get_minor_ticks() for lab in (t.label1, t.label2)}
     out = [t for t in fig.findobj(Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()]
-    return out + [lab for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for _, lab in drawn_tick_labels(axis)]
+    return out + [lab for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                  for _, lab in drawn_tick_labels(axis)]
 
 
 def check_layout(fig, what: str, footer=None) -> float:
     """Refuse a figure whose text would be unreadable in print: any text smaller than
     plotting.MIN_TEXT_PT, outside the figure, over the `footer` text, or over another text (tick labels,
     titles, axis labels, annotations, legend entries).  Returns the smallest text size."""
-    from pqlab.publish.plotting import MIN_TEXT_PT, draw, drawn_tick_labels, overlapping_tick_labels
+    from pqlab.publish.figure_layout import draw, drawn_tick_labels, overlapping_tick_labels
+    from pqlab.publish.plotting import MIN_TEXT_PT
 
     draw(fig)
     renderer = fig.canvas.get_renderer()
@@ -206,19 +170,20 @@ def check_layout(fig, what: str, footer=None) -> float:
     texts = _texts(fig)
     for t in texts:
         if t.get_fontsize() < MIN_TEXT_PT:
-            raise ValueError(f"{what}: text {t.get_text()!r} is {t.get_fontsize():g} pt, below {MIN_TEXT_PT:g} pt: "
-                             "draw it larger")
+            raise ValueError(f"{what}: text {t.get_text()!r} is {t.get_fontsize():g} pt, below "
+                             f"{MIN_TEXT_PT:g} pt: draw it larger")
         box = t.get_window_extent(renderer)
         if box.x0 < frame.x0 - 1 or box.y0 < frame.y0 - 1 or box.x1 > frame.x1 + 1 or box.y1 > frame.y1 + 1:
             raise ValueError(f"{what}: text {t.get_text()!r} falls outside the figure: shorten it or lay the "
                              "figure out for its width")
     if footer is not None:
         box = footer.get_window_extent(renderer)
-        others = [t for t in texts if t is not footer] + fig.legends + [leg for ax in fig.axes for leg in [ax.get_legend()]
-                                                                       if leg is not None]
+        others = [t for t in texts if t is not footer] + fig.legends + [
+            leg for ax in fig.axes for leg in [ax.get_legend()] if leg is not None]
         for other in others:
             if box.overlaps(other.get_window_extent(renderer)):
-                raise ValueError(f"{what}: the footer line overlaps {getattr(other, 'get_text', lambda: 'a legend')()!r}")
+                shown = getattr(other, "get_text", lambda: "a legend")()
+                raise ValueError(f"{what}: the footer line overlaps {shown!r}")
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             pair = overlapping_tick_labels(axis)
@@ -229,14 +194,16 @@ def check_layout(fig, what: str, footer=None) -> float:
                for _, lab in drawn_tick_labels(axis)}
     square = [t for t in texts if t.get_rotation() % 90 == 0]  # boxes of slanted texts are not their outline
     boxes = sorted(((t.get_window_extent(renderer).padded(-1), t) for t in square), key=lambda b: b[0].x0)
-    for i, (box, t) in enumerate(boxes):  # any two texts (labels, annotations, titles, legends): a sweep along x
+    # any two texts (labels, annotations, titles, legends): a sweep along x
+    for i, (box, t) in enumerate(boxes):
         for other, u in boxes[i + 1:]:
             if other.x0 >= box.x1:
                 break
-            same_axis = id(t) in axis_of and axis_of.get(id(t)) == axis_of.get(id(u))  # checked above, exactly
+            # two tick labels of one axis: checked above, exactly
+            same_axis = id(t) in axis_of and axis_of.get(id(t)) == axis_of.get(id(u))
             if box.overlaps(other) and not same_axis:
-                raise ValueError(f"{what}: the texts {t.get_text()!r} and {u.get_text()!r} overlap: lay the figure "
-                                 "out for its width (fewer or shorter labels, more room)")
+                raise ValueError(f"{what}: the texts {t.get_text()!r} and {u.get_text()!r} overlap: lay the "
+                                 "figure out for its width (fewer or shorter labels, more room)")
     return min((t.get_fontsize() for t in texts), default=MIN_TEXT_PT)
 
 
@@ -247,9 +214,9 @@ def _fork_figures() -> bool:
 
 
 class _Forked:
-    """``fn(*args)`` in a forked process.  :meth:`result` waits and returns its value, or raises its exception,
-    after re-emitting here the warnings it raised; :meth:`cancel` kills it if it is still running.  The
-    child writes nothing to the parent's streams (in a notebook those are the kernel's) and ends with
+    """``fn(*args)`` in a forked process.  :meth:`result` waits and returns its value, or raises its
+    exception, after re-emitting here the warnings it raised; :meth:`cancel` kills it if it is still running.
+    The child writes nothing to the parent's streams (in a notebook those are the kernel's) and ends with
     ``os._exit``, so it never runs the parent's exit handlers."""
 
     def __init__(self, fn, *args) -> None:
@@ -287,7 +254,8 @@ class _Forked:
         self.pid = None
         if not data:
             raise RuntimeError(f"the process drawing a figure ended without a result (wait status {status}): "
-                               f"set pqlab.publish.export.FORK_FIGURES = False to draw in this process and see why")
+                               "set pqlab.publish.export.FORK_FIGURES = False to draw in this process and "
+                               "see why")
         (kind, value), said = pickle.loads(data)
         for message, category, filename, lineno in said:
             warnings.warn_explicit(message, category, filename, lineno)
@@ -304,13 +272,13 @@ class _Forked:
 
 
 def _metadata(ext: str, title: str, prov: dict) -> dict:
-    stamp = _stamp(prov)
+    stamp = export_stamp(prov)
     if ext == "pdf":  # no dates: identical inputs give identical files
-        return {"Creator": "pqlab", "Title": title, "Subject": stamp, "Keywords": f"profile={prov['profile']}",
-                "CreationDate": None}
+        return {"Creator": "pqlab", "Title": title, "Subject": stamp,
+                "Keywords": f"profile={prov['profile']}", "CreationDate": None}
     if ext == "svg":
-        return {"Creator": "pqlab", "Title": title, "Description": stamp, "Keywords": [f"profile={prov['profile']}"],
-                "Date": None}
+        return {"Creator": "pqlab", "Title": title, "Description": stamp,
+                "Keywords": [f"profile={prov['profile']}"], "Date": None}
     return {"Software": "pqlab", "Title": title, "Description": stamp}
 
 
@@ -321,23 +289,23 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
 
     Written: FIGURES/TOPIC/NAME.{pdf,svg,png} (plotting.FULL_WIDTH) and NAME.col.* (plotting.COLUMN_WIDTH),
     each checked by :func:`check_layout`, with the runs' context line (machine, counter, run ids) as a
-    footer when `footer` and `runs` are given, and NAME.export.json.  FIGURES is :data:`pqlab.core.paths.FIGURES`:
-    figures/ for ``make reproduce``, build/quick/figures/ for the quick profile, and build/interactive/figures/
-    for a notebook run by hand.  `runs`: the runs the figure shows (``[]`` for published data only).  In a
-    notebook the full-width figure is shown each time and then closed (no figure stays open).  Returns the
-    files as :class:`Written` (a notebook shows where they went)."""
+    footer when `footer` and `runs` are given, and NAME.export.json.  FIGURES is
+    :data:`pqlab.core.paths.FIGURES`: figures/ for ``make reproduce``, build/quick/figures/ for the quick
+    profile, and build/interactive/figures/ for a notebook run by hand.  `runs`: the runs the figure shows
+    (``[]`` for published data only).  In a notebook the full-width figure is shown each time and then closed
+    (no figure stays open).  Returns the files as :class:`Written` (a notebook shows where they went)."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
     from pqlab.publish import plotting
 
-    _check(topic, name)
+    check_name(topic, name)
     formats = tuple(inputs.choice(f, "figure format", FORMATS) for f in formats)
     if not callable(draw) or isinstance(draw, Figure):
-        raise TypeError(f"save_figure({topic}/{name}): pass a function of the width in inches that returns the "
-                        "figure, e.g. lambda w: plot(df, width=w), not a drawn Figure")
+        raise TypeError(f"save_figure({topic}/{name}): pass a function of the width in inches that returns "
+                        "the figure, e.g. lambda w: plot(df, width=w), not a drawn Figure")
     prov = provenance(runs)
-    line = context_line(_runs(runs)) if footer else ""
+    line = context_line(as_runs(runs)) if footer else ""
     base = paths.FIGURES / topic / name
 
     def write(suffix: str):
@@ -350,8 +318,8 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
                 raise TypeError(f"{what}: the draw function returned {type(fig).__name__}, not a Figure")
             if abs(fig.get_figwidth() - width) > 0.01:
                 plt.close(fig)
-                raise ValueError(f"{what}: drawn {fig.get_figwidth():.2f} in wide, not {width} in: pass the width "
-                                 "to the plot function (width=w)")
+                raise ValueError(f"{what}: drawn {fig.get_figwidth():.2f} in wide, not {width} in: pass the "
+                                 "width to the plot function (width=w)")
             plotting.fit_titles(fig)
             plotting.refit_category_labels(fig)
             plotting.thin_value_ticks(fig)
@@ -360,8 +328,9 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
             files = []
             for ext in formats:
                 meta = _metadata(ext, f"{topic}/{name}{suffix}", prov)
-                files.append(atomic_write(Path(f"{base}{suffix}.{ext}"), lambda tmp, f=fig, e=ext, m=meta: f.savefig(
-                    tmp, format=e, dpi=dpi, metadata=m)))
+                files.append(atomic_write(Path(f"{base}{suffix}.{ext}"),
+                                          lambda tmp, f=fig, e=ext, m=meta: f.savefig(
+                                              tmp, format=e, dpi=dpi, metadata=m)))
         size = {"width_in": width, "height_in": round(fig.get_figheight(), 3), "smallest_text_pt": smallest}
         if not suffix:
             show_in_notebook(fig)
@@ -381,13 +350,13 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     finally:
         for job in pending.values():
             job.cancel()
-    _sidecar(base, "figure", topic, name, prov, out, sizes=sizes)
+    write_sidecar(base, "figure", topic, name, prov, out, sizes=sizes)
     return Written(out)
 
 
 def show_in_notebook(fig) -> bool:
-    """Show `fig` in the cell's output when this process is a Jupyter kernel (whatever the matplotlib backend);
-    returns whether it did.  The caller closes the figure: none piles up."""
+    """Show `fig` in the cell's output when this process is a Jupyter kernel (whatever the matplotlib
+    backend); returns whether it did.  The caller closes the figure: none piles up."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     if shell is None or not hasattr(shell, "kernel"):
         return False
@@ -399,14 +368,14 @@ def show_in_notebook(fig) -> bool:
 
 def save_figure_or_note(draw, topic: str, name: str, missing: str, *, runs) -> str:
     """Write the figure ``draw(width)`` returns (as :func:`save_figure`) and return ""; or, where it returns
-    None because nothing was measured to plot, write nothing, remove the figure an earlier run left there (both
-    widths), and return a Markdown note naming the figure and `missing` (why).  No empty figure is ever
+    None because nothing was measured to plot, write nothing, remove the figure an earlier run left there
+    (both widths), and return a Markdown note naming the figure and `missing` (why).  No empty figure is ever
     exported."""
     import matplotlib.pyplot as plt
 
     from pqlab.publish import plotting
 
-    _check(topic, name)
+    check_name(topic, name)
     probe = draw(plotting.FULL_WIDTH)
     if probe is not None:
         plt.close(probe)
@@ -419,7 +388,8 @@ def save_figure_or_note(draw, topic: str, name: str, missing: str, *, runs) -> s
     return f"*Figure `{name}` is not written: {markdown(missing)}.*"
 
 
-# ----- tables ------------------------------------------------------------------------------------------------
+# ----- tables
+# ------------------------------------------------------------------------------------------------
 
 def _header_cell(label: str, align: str) -> str:
     """A header label, on two or three balanced lines when long (a nested tabular: no package needed)."""
@@ -428,7 +398,8 @@ def _header_cell(label: str, align: str) -> str:
     lines = min(3, math.ceil(len(label) / HEADER_LINE))
     parts = textwrap.wrap(label, math.ceil(len(label) / lines) + 2)
     # a line that starts with "[" is braced: \\ would take it for its optional argument
-    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(_cell_tex(p) for p in parts) + r"\end{tabular}"
+    return (rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(_cell_tex(p) for p in parts)
+            + r"\end{tabular}")
 
 
 def _cell_tex(text: str, numeric: bool = False) -> str:
@@ -457,10 +428,12 @@ def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -
     long = len(t.rows) > LONG_ROWS
     macro = r"\pqlablongtable" if long else rf"\pqlabtable{{{layout}}}"
     return "\n".join([
-        f"% pqlab table {topic}/{name}: {latex(_stamp(prov), 'comment')}",
-        f"% written by pqlab.publish.export.save_table; needs \\usepackage{{pqlabtables}} ({STYLE_FILE} beside the tables)",
-        r"\ifdefined\pqlabtable\else\errmessage{pqlab table " + f"{topic}/{name}" + r": add \string\usepackage"
-        r"{pqlabtables} to the preamble (" + STYLE_FILE + r" is in the exported tables folder)}\fi",
+        f"% pqlab table {topic}/{name}: {latex(export_stamp(prov), 'comment')}",
+        (f"% written by pqlab.publish.export.save_table; needs \\usepackage{{pqlabtables}} "
+         f"({STYLE_FILE} beside the tables)"),
+        r"\ifdefined\pqlabtable\else\errmessage{pqlab table " + f"{topic}/{name}"
+        + r": add \string\usepackage{pqlabtables} to the preamble (" + STYLE_FILE
+        + r" is in the exported tables folder)}\fi",
         f"{macro}{{tab:{topic}:{name}}}{{{latex(caption)}}}{{{''.join(aligns)}}}{{%",
         head, "}{%", *body, "}{%", notes, "}", ""])
 
@@ -478,9 +451,10 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     """Write `df` as TABLES/TOPIC/NAME.csv (every column, full precision) and, when `paper`, a table a
     paper can use unedited: NAME.md and NAME.tex with `columns` only (see :func:`pqlab.core.formatting.table`:
     human headers with units, numbers formatted per column kind, "–" for missing values, flags as marks
-    with a legend, run ids never), plus NAME.export.json (profile, runs).  TABLES is :data:`pqlab.core.paths.TABLES`:
-    data/tables/ for ``make reproduce``, build/quick/data/tables/ for the quick profile, and
-    build/interactive/data/tables/ for a notebook run by hand.  Returns the files as :class:`Written`.
+    with a legend, run ids never), plus NAME.export.json (profile, runs).  TABLES is
+    :data:`pqlab.core.paths.TABLES`: data/tables/ for ``make reproduce``, build/quick/data/tables/ for the
+    quick profile, and build/interactive/data/tables/ for a notebook run by hand.  Returns the files as
+    :class:`Written`.
 
     `runs`: the runs the table shows (``[]`` for published data only).  `caption`: required for a paper
     table.  `layout`: "auto" (a column float in a two-column document when it fits, else the page's width),
@@ -490,7 +464,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     A table with no rows (nothing was measured for it here, e.g. no JDK for Bouncy Castle's rows) is never
     exported as an empty paper table: its CSV holds the header only, the .md and .tex an earlier run left
     are removed, its sidecar says ``paper: false, rows: 0``, and a warning names it."""
-    _check(topic, name)
+    check_name(topic, name)
     inputs.choice(layout, "layout", LAYOUTS)
     if paper and not caption:
         raise ValueError(f"table {topic}/{name}: a paper table needs a caption (caption=...), or paper=False "
@@ -500,7 +474,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     # every row that shows a time says what its implementation passed: a column in the CSV, a mark in .md/.tex
     # (the paper table keeps the columns it would have shown: the marks and notes carry the verdicts there)
     if columns is None and not df.empty:
-        columns = [c for c in df.columns if c not in formatting.INTERNAL and c != formatting.FLAGS_COLUMN]
+        columns = [c for c in df.columns if c not in INTERNAL and c != FLAGS_COLUMN]
     df, failing = conformance.with_conformance(df, runs)
     notes = [*notes, *failing]
     if show_flags is not None:
@@ -511,7 +485,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
         paper = False
         for ext in ("md", "tex"):
             Path(f"{base}.{ext}").unlink(missing_ok=True)
-    t = formatting.table(df, columns, show_flags=show_flags, notes=notes) if paper else None
+    t = table(df, columns, show_flags=show_flags, notes=notes) if paper else None
     if t is not None and len(t.rows) > LONG_ROWS and layout == "landscape":
         raise ValueError(f"table {topic}/{name}: {len(t.rows)} rows do not fit one landscape page: split it "
                          "(e.g. one table per family or operation) or use layout='auto'")
@@ -520,100 +494,6 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
         out.append(atomic_write_text(f"{base}.md", f"{markdown(caption)}\n\n{t.to_markdown()}\n"))
         out.append(atomic_write_text(f"{base}.tex", table_tex(t, topic, name, caption, layout, prov)))
         _write_style()
-    _sidecar(base, "table", topic, name, prov, out, caption=caption, paper=paper,
+    write_sidecar(base, "table", topic, name, prov, out, caption=caption, paper=paper,
              rows=len(df), long=bool(t is not None and len(t.rows) > LONG_ROWS), layout=layout)
     return Written(out)
-
-
-# ----- numbers -----------------------------------------------------------------------------------------------
-
-_DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
-
-
-def macro_name(key: str) -> str:
-    """The LaTeX macro of a number's key: "sphincs_sign_over_verify" -> "pqlabSphincsSignOverVerify"
-    (words capitalised; digits spelled, as macro names hold letters only: "ml_dsa_44" -> "pqlabMlDsaFourFour")."""
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", str(key)) if w]
-    if not words:
-        raise ValueError(f"number key {key!r} has no letters or digits: name it like 'sphincs_sign_over_verify'")
-    parts = re.findall(r"[A-Za-z]+|[0-9]", "".join(w[0].upper() + w[1:] for w in words))
-    return "pqlab" + "".join(_DIGITS[int(p)] if p.isdigit() else p[0].upper() + p[1:] for p in parts)
-
-
-def format_number(value) -> str:
-    """A quoted number as text: strings as given (a study formats with units: "1.23×", "51 µs"), integers with
-    thousands separators, other numbers with three significant digits, missing values as "–"."""
-    if isinstance(value, str):
-        return value
-    if formatting.is_missing(value):
-        return formatting.TABLE_MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    x = float(value)
-    if x == int(x) and abs(x) < 1e15:
-        return f"{int(x):,}"
-    return formatting._sig(x)
-
-
-#: a quoted text longer than this is a sentence, which LaTeX may break between words (save_numbers); a shorter one
-#: (a number with its unit and interval) stays on one line
-SENTENCE_CHARS = 60
-#: what a text shows for a number its run did not give (save_numbers)
-NOT_MEASURED = "not measured"
-
-
-def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
-    """Write the numbers a text quotes: TABLES/TOPIC/numbers.tex (as :func:`save_table`) with one macro per key
-    (``\\newcommand{\\pqlabKey}{value}``, no trailing space: write ``\\pqlabKey{}`` in running text), comments
-    naming the profile and runs, one KEY.txt per number (the same text, no newline) for other tools, and
-    numbers.export.json.
-
-    A missing value (None or NaN: the runs did not give it on this machine) is still written, never
-    invented: its macro typesets :data:`NOT_MEASURED` in italics, its KEY.txt is empty and the sidecar lists
-    its key under ``not_measured``, so a text quoting it says so instead of failing on an undefined macro."""
-    _check(topic, "numbers")
-    prov = provenance(runs)
-    folder = paths.TABLES / topic
-    macros: dict[str, str] = {}
-    for key in numbers:
-        m = macro_name(key)
-        if m in macros.values():
-            other = next(k for k, v in macros.items() if v == m)
-            raise ValueError(f"numbers {other!r} and {key!r} of {topic} both become \\{m}: rename one")
-        macros[key] = m
-    lines = [f"% pqlab numbers of {topic}: {latex(_stamp(prov), 'comment')}",
-             "% written by pqlab.publish.export.save_numbers; use \\pqlabName{} in running text"]
-    out, unmeasured = [], []
-    unresolved = unresolved_keys(numbers)
-    for key, value in numbers.items():
-        missing = not isinstance(value, str) and formatting.is_missing(value)
-        text = "" if missing else unresolved.get(key) or format_number(value)
-        _check(topic, formatting.slug(key))
-        out.append(atomic_write_text(folder / f"{formatting.slug(key)}.txt", text))
-        lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
-                     + (": not measured" if missing else ""))
-        # a number with its unit stays on one line; a sentence (a caveat) breaks where LaTeX likes
-        shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text) if len(text) > SENTENCE_CHARS \
-            else latex(text).replace(" ", "~")
-        lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
-        if missing:
-            unmeasured.append(key)
-    out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
-    _sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros, not_measured=unmeasured,
-             not_resolved=sorted(unresolved))
-    return Written(out)
-
-
-def unresolved_keys(numbers: dict) -> dict[str, str]:
-    """The quoted numbers whose interval does not resolve them (:func:`pqlab.core.formatting.resolved`): for a key K
-    with K_ci_low and K_ci_high beside it, K becomes "not resolved (...)" and its ends
-    :data:`pqlab.core.formatting.NOT_RESOLVED_MARK`, so a sentence quoting the three never prints a number an interval
-    spanning orders of magnitude cannot support (issue #41)."""
-    out = {}
-    for key, value in numbers.items():
-        low, high = numbers.get(f"{key}_ci_low"), numbers.get(f"{key}_ci_high")
-        if isinstance(value, str) or low is None or high is None or formatting.resolved(low, high):
-            continue
-        out.update({key: formatting.not_resolved_text(), f"{key}_ci_low": formatting.NOT_RESOLVED_MARK,
-                    f"{key}_ci_high": formatting.NOT_RESOLVED_MARK})
-    return out

@@ -10,13 +10,14 @@
    exported table and figure that the sections do not show.
 3. pdflatex runs twice (a third time when references changed), never with shell escape
    (:data:`PDFLATEX_OPTIONS`); every string from data in the generated inputs is escaped
-   (:func:`pqlab.core.formatting.latex`).  The log is checked: any LaTeX error, any Overfull \\hbox of more than
-   :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure, macro, character, reference or
-   citation is a problem.  The PDF and its log stay in OUT.
+   (:func:`pqlab.core.formatting.latex`).  The log is checked: any LaTeX error, any Overfull \\hbox of more
+   than :data:`MAX_OVERFULL_PT`, a float too large for its page, a missing figure, macro, character, reference
+   or citation is a problem.  The PDF and its log stay in OUT.
 4. Every number the text quotes (``\\pqlabName{}``) must be an exported one: an undefined name is a problem
    naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
-   two samples per side, a stack depth needs valgrind) is typeset as :data:`pqlab.publish.export.NOT_MEASURED`, the
-   run context lists it by notebook and key, and :attr:`Build.unmeasured` names the line that quotes it.
+   two samples per side, a stack depth needs valgrind) is typeset as
+   :data:`pqlab.publish.export.NOT_MEASURED`, the run context lists it by notebook and key, and
+   :attr:`Build.unmeasured` names the line that quotes it.
 
 `twocolumn=True` typesets the same paper in two columns (every table placed by pqlabtables.sty, the
 column-width figures): the test builds both.
@@ -31,15 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.formatting import latex
+from pqlab.core.escaping import latex
 from pqlab.measure.machine import git_state
-from pqlab.publish.export import _NAME, NOT_MEASURED, STYLE_FILE, read_sidecars
+from pqlab.publish.export import STYLE_FILE
+from pqlab.publish.export_numbers import NOT_MEASURED
+from pqlab.publish.export_records import SAFE_NAME, read_sidecars
 
 #: Debian packages that give pdflatex, the packages and fonts paper/pqlab.tex uses, and pdffonts/pdftoppm
-TEX_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended", "poppler-utils")
+TEX_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended",
+                "poppler-utils")
 MAX_OVERFULL_PT = 1.0
-#: how pdflatex runs: never a shell command (whatever the texmf.cnf allows: \write18 from a source is refused),
-#: never stopping for input, errors as FILE:LINE
+#: how pdflatex runs: never a shell command (whatever the texmf.cnf allows: \write18 from a source is
+#: refused), never stopping for input, errors as FILE:LINE
 PDFLATEX_OPTIONS = ("-no-shell-escape", "-interaction=nonstopmode", "-file-line-error")
 #: floats between two \clearpage in the appendix (LaTeX holds a limited number of unplaced floats)
 FLOATS_PER_PAGE_BREAK = 6
@@ -68,27 +72,29 @@ def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
     whose topic or name is not a safe file name."""
     sidecars = read_sidecars(tables) + read_sidecars(figures)
     if not sidecars:
-        raise PaperError(f"no exports in {tables.parent.parent}: run make paper PROFILE={profile}, which runs the "
-                         "notebooks first (if they ran but their exports were deleted, delete their executed copies "
-                         f"build/{profile}/*.ipynb too)")
+        raise PaperError(f"no exports in {tables.parent.parent}: run make paper PROFILE={profile}, which "
+                         "runs the notebooks first (if they ran but their exports were deleted, delete their "
+                         f"executed copies build/{profile}/*.ipynb too)")
     other = [s for s in sidecars if s.get("profile") != profile]
     if other:
         found = sorted({s.get("profile", "?") for s in other})
         root = tables.parent.parent
         where = ", ".join(str(Path(s["path"]).relative_to(root)) for s in other[:3])
-        raise PaperError(f"the {profile} exports in {root} are mixed with exports of profile {', '.join(found)} "
-                         f"({where}{' ...' if len(other) > 3 else ''}): re-run make reproduce PROFILE={profile}; "
-                         "a paper never mixes profiles")
-    unsafe = [s["path"] for s in sidecars if not all(_NAME.match(str(s.get(k, ""))) for k in ("topic", "name"))]
+        raise PaperError(f"the {profile} exports in {root} are mixed with exports of profile "
+                         f"{', '.join(found)} ({where}{' ...' if len(other) > 3 else ''}): re-run make "
+                         f"reproduce PROFILE={profile}; a paper never mixes profiles")
+    unsafe = [s["path"] for s in sidecars
+              if not all(SAFE_NAME.match(str(s.get(k, ""))) for k in ("topic", "name"))]
     if unsafe:  # the appendix \input's them: a name is a file name, never LaTeX
-        raise PaperError(f"{unsafe[0]} names an export by no safe file name (letters, digits, '_', '-', '.'): "
-                         "delete it and re-run its notebook")
+        raise PaperError(f"{unsafe[0]} names an export by no safe file name (letters, digits, '_', '-', "
+                         "'.'): delete it and re-run its notebook")
     return sidecars
 
 
 def _sources(paper: Path) -> dict[str, str]:
     """The hand-written .tex files under `paper`: path relative to it -> text, in path order."""
-    return {p.relative_to(paper).as_posix(): p.read_text(encoding="utf-8") for p in sorted(Path(paper).rglob("*.tex"))}
+    return {p.relative_to(paper).as_posix(): p.read_text(encoding="utf-8")
+            for p in sorted(Path(paper).rglob("*.tex"))}
 
 
 def _used(sources: dict[str, str]) -> set[str]:
@@ -97,7 +103,8 @@ def _used(sources: dict[str, str]) -> set[str]:
     return set(re.findall(r"\\(?:input|pqlabfigure)\{([0-9]{2}_[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\}", text))
 
 
-#: a number's macro (pqlab.publish.export.macro_name: "pqlab" and a capital), and where a section loads its topic's numbers
+#: a number's macro (pqlab.publish.export.macro_name: "pqlab" and a capital), and where a section
+#: loads its topic's numbers
 _NUMBER = re.compile(r"\\(pqlab[A-Z][A-Za-z]*)")
 _NUMBERS_INPUT = re.compile(r"\\input\{([0-9]{2}_[A-Za-z0-9_.-]+)/numbers\}")
 _COMMENT = re.compile(r"(?<!\\)%.*")
@@ -123,9 +130,11 @@ def quoted_numbers(sources: dict[str, str]) -> list[Quoted]:
     return list(out.values())
 
 
-def number_problems(quoted: list[Quoted], sidecars: list[dict]) -> tuple[list[Quoted], list[tuple[Quoted, str, str]]]:
-    """The quoted numbers no export defines (a misspelt name, or a number its notebook never writes: problems),
-    and the quoted numbers their notebook wrote as not measured on this machine, each with its topic and key."""
+def number_problems(quoted: list[Quoted],
+                    sidecars: list[dict]) -> tuple[list[Quoted], list[tuple[Quoted, str, str]]]:
+    """The quoted numbers no export defines (a misspelt name, or a number its notebook never writes:
+    problems), and the quoted numbers their notebook wrote as not measured on this machine, each with its
+    topic and key."""
     defined = {m for s in sidecars if s["export"] == "numbers" for m in s.get("macros", {}).values()}
     unmeasured = {s["macros"][k]: (s["topic"], k) for s in sidecars if s["export"] == "numbers"
                   for k in s.get("not_measured", [])}
@@ -160,8 +169,9 @@ def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] 
         by_topic.setdefault(topic, []).append(latex(key.replace("_", " ")))
     many = len(unmeasured) > 1
     lacking = ("" if not unmeasured else
-               rf"{{\raggedright {len(unmeasured)} number{'s' if many else ''} the text quotes {'were' if many else 'was'} "
-               rf"not measured in these runs and {'are' if many else 'is'} typeset \textit{{{NOT_MEASURED}}}: "
+               rf"{{\raggedright {len(unmeasured)} number{'s' if many else ''} the text quotes "
+               rf"{'were' if many else 'was'} not measured in these runs and {'are' if many else 'is'} "
+               rf"typeset \textit{{{NOT_MEASURED}}}: "
                + "; ".join(f"notebook {latex(topic.split('_', 1)[0])}: " + ", ".join(keys)
                            for topic, keys in by_topic.items())
                + ". The notebooks' closing notes say what their runs gave." + r"\par}" + "\n")
@@ -179,8 +189,8 @@ def context_tex(sidecars: list[dict], unmeasured: list[tuple[Quoted, str, str]] 
 
 
 def studies_tex() -> str:
-    """The bibliography, from data/reference/sources.yaml: each seed study once, with what was transcribed from
-    it (cite as study000 ... study004), and each published source an entry lists (cite by its key)."""
+    """The bibliography, from data/reference/sources.yaml: each seed study once, with what was transcribed
+    from it (cite as study000 ... study004), and each published source an entry lists (cite by its key)."""
     import yaml
 
     sources = yaml.safe_load((paths.REFERENCE / "sources.yaml").read_text(encoding="utf-8"))
@@ -188,18 +198,21 @@ def studies_tex() -> str:
     cited = []
     for stem, entry in sources.items():
         if "seed" in entry:
-            seed = seeds.setdefault(entry["seed"], {"study": entry.get("study", ""), "sha": entry.get("seed_sha256", ""),
-                                                    "stems": [], "machine": entry.get("machine", "")})
+            seed = seeds.setdefault(entry["seed"], {"study": entry.get("study", ""),
+                                                    "sha": entry.get("seed_sha256", ""), "stems": [],
+                                                    "machine": entry.get("machine", "")})
             seed["stems"].append(stem)
         for key, text in (entry.get("sources") or {}).items():
             url, _, rest = str(text).partition(" ")
             cited.append(rf"\bibitem{{{key}}} \url{{{latex(url, 'url')}}} {latex(rest)}. Transcribed in "
                          rf"\url{{{latex(f'data/reference/{stem}.csv', 'url')}}}.")
-    studies = [rf"\bibitem{{study{seed[:3]}}} {latex(s['study'])}. Write-up \url{{{latex(seed, 'url')}}} (SHA-256 "
-               rf"\url{{{latex(s['sha'][:16], 'url')}}}\dots). Machine: {latex(s['machine'])}. Transcribed in "
-               + ", ".join(rf"\url{{{latex(f'data/reference/{stem}.csv', 'url')}}}" for stem in s["stems"]) + "."
-               for seed, s in seeds.items()]
-    return "\n".join([r"\begin{thebibliography}{9}", r"\raggedright", *studies, *cited, r"\end{thebibliography}", ""])
+    studies = [rf"\bibitem{{study{seed[:3]}}} {latex(s['study'])}. Write-up \url{{{latex(seed, 'url')}}} "
+               rf"(SHA-256 \url{{{latex(s['sha'][:16], 'url')}}}\dots). Machine: {latex(s['machine'])}. "
+               "Transcribed in "
+               + ", ".join(rf"\url{{{latex(f'data/reference/{stem}.csv', 'url')}}}" for stem in s["stems"])
+               + "." for seed, s in seeds.items()]
+    return "\n".join([r"\begin{thebibliography}{9}", r"\raggedright", *studies, *cited,
+                      r"\end{thebibliography}", ""])
 
 
 def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
@@ -224,10 +237,11 @@ def appendix_tex(sidecars: list[dict], used: set[str]) -> str:
     data_only = sorted((f"{s['topic']}/{s['name']}.csv", s.get("rows") == 0) for s in sidecars
                        if s["export"] == "table" and not s.get("paper"))
     if data_only:
-        lines.append(r"\subsection{Data-only tables}" + "\n{\\raggedright These tables are exported as CSV files only, "
-                     "beside the tables: " + ", ".join(rf"\url{{{latex(d, 'url')}}}" + (" (no rows: nothing measured for it in "
-                                                                             "these runs)" if empty else "")
-                                                      for d, empty in data_only) + ".\\par}")
+        listed = ", ".join(rf"\url{{{latex(d, 'url')}}}"
+                           + (" (no rows: nothing measured for it in these runs)" if empty else "")
+                           for d, empty in data_only)
+        lines.append(r"\subsection{Data-only tables}" + "\n{\\raggedright These tables are exported as CSV "
+                     "files only, beside the tables: " + listed + ".\\par}")
     return "\n".join(lines + [""]) if lines else "Every export is shown in the sections above.\n"
 
 
@@ -237,7 +251,8 @@ def citation() -> str:
     text = (paths.ROOT / "CITATION.cff").read_text(encoding="utf-8")
     git = git_state()
     if git.get("commit"):
-        text += f"commit: {git['commit']}" + ("  # plus uncommitted changes" if git.get("dirty") else "") + "\n"
+        text += (f"commit: {git['commit']}" + ("  # plus uncommitted changes" if git.get("dirty") else "")
+                 + "\n")
     return text
 
 
@@ -299,21 +314,23 @@ def pdflatex() -> str:
     """The pdflatex command, or a PaperError naming the Debian packages to install."""
     found = shutil.which("pdflatex")
     if not found:
-        raise PaperError("pdflatex not found: install " + " ".join(TEX_PACKAGES) + " (Debian: sudo apt-get install "
-                         "...; make paper does it where it runs as root)")
+        raise PaperError("pdflatex not found: install " + " ".join(TEX_PACKAGES)
+                         + " (Debian: sudo apt-get install ...; make paper does it where it runs as root)")
     return found
 
 
 def build(profile: str, *, output: Path | None = None, out: Path | None = None, paper: Path | None = None,
           twocolumn: bool = False) -> Build:
-    """Typeset `paper` (default paper/) from `profile`'s exports under `output` (default pqlab.core.paths.OUTPUT)
-    into `out` (default build/paper); returns the PDF, the log and the problems found in the log."""
+    """Typeset `paper` (default paper/) from `profile`'s exports under `output` (default
+    pqlab.core.paths.OUTPUT) into `out` (default build/paper); returns the PDF, the log and the problems found
+    in the log."""
     paper = Path(paper or paths.PAPER).resolve()  # pdflatex runs in `out`: every path absolute
     out = Path(out or paths.BUILD / "paper").resolve()
     tables, figures = tree(profile, Path(output).resolve() if output else None)
     sidecars = check_exports(tables, figures, profile)
     if not (tables / STYLE_FILE).exists():
-        raise PaperError(f"{tables / STYLE_FILE} is missing: no paper table was exported; re-run the notebooks")
+        raise PaperError(f"{tables / STYLE_FILE} is missing: no paper table was exported; re-run the "
+                         "notebooks")
     command = pdflatex()
     generated = out / "generated"
     generated.mkdir(parents=True, exist_ok=True)
@@ -327,7 +344,8 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     for name, text in files.items():
         (generated / name).write_text(text, encoding="utf-8")
     job = "pqlab-twocolumn" if twocolumn else "pqlab"
-    inputs = dict.fromkeys([str(paper), str(paths.PAPER), str(generated), str(tables)])  # paper/ has the preamble
+    # paper/ has the preamble
+    inputs = dict.fromkeys([str(paper), str(paths.PAPER), str(generated), str(tables)])
     env = dict(os.environ, TEXINPUTS=os.pathsep.join([*inputs, ""]), max_print_line="100000")  # unwrapped log
     source = (r"\def\pqlabtwocolumn{}" if twocolumn else "") + r"\input{pqlab.tex}"
     log = out / f"{job}.log"
@@ -341,5 +359,6 @@ def build(profile: str, *, output: Path | None = None, out: Path | None = None, 
     problems = log_problems(text)
     if not pdf.exists() and not problems:
         problems = [f"pdflatex wrote no PDF; see {log}"]
-    notes = [f"{q.where}: \\{q.macro} ({topic} {key}) was not measured in these runs" for q, topic, key in unmeasured]
+    notes = [f"{q.where}: \\{q.macro} ({topic} {key}) was not measured in these runs"
+             for q, topic, key in unmeasured]
     return Build(pdf, log, [undefined_problem(q) for q in undefined] + problems, notes)

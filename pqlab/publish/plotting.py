@@ -6,20 +6,46 @@ export it with :func:`pqlab.publish.export.save_figure`.
 
 Names and labels from the data (categories, legend entries, panel titles, annotations) are drawn through
 :func:`pqlab.core.formatting.mpl_text`: a ``$`` in a name never starts mathtext.  No figure uses TeX.
+
+The layout steps that fit texts to a drawn figure are :mod:`pqlab.publish.figure_layout` (every name is
+reachable from here too).
 """
 from __future__ import annotations
 
 import functools
-import math
-import textwrap
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator
 
-from pqlab.core.formatting import fmt_compact, label_from_name, mpl_text, unit_divisor
+from pqlab.core.escaping import mpl_text
+from pqlab.core.quantities import fmt_compact
+from pqlab.core.tables import label_from_name, unit_divisor
+from pqlab.publish.figure_layout import (
+    categories_on_y,
+    draw,
+    drawn_tick_labels,
+    figure_legend,
+    fit_panel_labels,
+    fit_tick_labels,
+    fit_titles,
+    grow_to_fit_labels,
+    legend_columns,
+    overlapping_tick_labels,
+    refit_category_labels,
+    thin_value_ticks,
+)
+
+__all__ = [
+    "BAR_IN", "BAR_ROW_IN", "COLUMN_WIDTH", "DOT_LABEL_LINE_IN", "DOT_ROW_IN", "FAMILY_COLORS", "FONT",
+    "FULL_WIDTH", "LABEL_LINE_IN", "MARKERS", "MAX_BARS_HEIGHT_IN", "MIN_TEXT_PT", "PALETTE", "SMALL_PT",
+    "STYLE", "categories_on_y", "category_rows", "color_map", "draw", "drawn_tick_labels", "family_color",
+    "figure_legend", "finish_ratio_bars", "fit_panel_labels", "fit_tick_labels", "fit_titles", "grouped_bars",
+    "grow_to_fit_labels", "hbars", "heatmap", "legend_columns", "lines", "marker_map",
+    "overlapping_tick_labels", "panel_lines", "place_labels", "refit_category_labels", "scatter",
+    "shaded_family_colors", "styled", "thin_value_ticks",
+]
 
 FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
     "lattice": "#0072B2",
@@ -31,46 +57,39 @@ FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in 
     "symmetric": "#999999",
     "other": "#000000",
 }
-MARKERS = ["o", "s", "^", "D", "v", "p", "h", "<", ">", "8"]  # filled shapes only
 #: Stable colours for categories that are not families (operations, backends, sources).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
-#: Widths in inches at which every exported figure is drawn (pqlab.publish.export.save_figure writes both): the text
-#: width of a one-column A4 article with 2.5 cm margins, and one column of a two-column paper (IEEE 3.5 in,
-#: ACM 3.33 in).  Placed at these widths, no text is smaller than MIN_TEXT_PT.
+#: Widths in inches at which every exported figure is drawn (pqlab.publish.export.save_figure writes both):
+#: the text width of a one-column A4 article with 2.5 cm margins, and one column of a two-column paper (IEEE
+#: 3.5 in, ACM 3.33 in).  Placed at these widths, no text is smaller than MIN_TEXT_PT.
 FULL_WIDTH = 6.29
 COLUMN_WIDTH = 3.3
 MIN_TEXT_PT = 6.0
-#: The figures' font: STIX (shipped with matplotlib, TrueType) matches the Times of the paper (paper/pqlab.tex).
+#: The figures' font: STIX (shipped with matplotlib, TrueType) matches the Times of
+#: the paper (paper/pqlab.tex).
 FONT = "STIXGeneral"
 
 STYLE = {
     "figure.dpi": 110, "savefig.dpi": 300, "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8,
     "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "figure.titlesize": 9,
     "font.family": "serif", "font.serif": [FONT, "DejaVu Serif"], "mathtext.fontset": "stix",
-    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
-    "legend.frameon": False, "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "pqlab",
-    "figure.constrained_layout.use": True, "text.usetex": False,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
+    "grid.linewidth": 0.5, "legend.frameon": False, "pdf.fonttype": 42, "ps.fonttype": 42,
+    "svg.fonttype": "none", "svg.hashsalt": "pqlab", "figure.constrained_layout.use": True,
+    "text.usetex": False,
 }
 #: the smallest text a helper writes (value labels, annotations), in points
 SMALL_PT = 6.5
 
 
 def styled(draw):
-    """Decorator: draw (and later save, see :func:`pqlab.publish.export.save_figure`) in the house style, without
-    touching the global rcParams of the session."""
+    """Decorator: draw (and later save, see :func:`pqlab.publish.export.save_figure`) in the house style,
+    without touching the global rcParams of the session."""
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):
         with plt.rc_context(STYLE):
             return draw(*args, **kwargs)
     return wrapper
-
-
-def draw(fig) -> None:
-    """Lay the figure out and draw it, unless nothing changed since it was last drawn (matplotlib marks a
-    figure stale when any of its artists changes).  Every fitting step measures texts on a drawn figure; a
-    draw of a dense figure costs up to a second, and most steps change nothing, so they do not draw again."""
-    if fig.stale:
-        fig.canvas.draw()
 
 
 def family_color(family: str) -> str:
@@ -87,10 +106,11 @@ MARKERS = ("o", "s", "D", "^", "v", "P", "X")
 
 
 def marker_map(keys) -> dict:
-    """A (colour, marker) pair per category, distinct for up to len(PALETTE) x len(MARKERS) categories when their
-    lengths are coprime (a second shape where the colours repeat)."""
+    """A (colour, marker) pair per category, distinct for up to len(PALETTE) x len(MARKERS) categories when
+    their lengths are coprime (a second shape where the colours repeat)."""
     keys = list(dict.fromkeys(keys))
-    return {k: (PALETTE[i % len(PALETTE)], MARKERS[(i // len(PALETTE)) % len(MARKERS)]) for i, k in enumerate(keys)}
+    return {k: (PALETTE[i % len(PALETTE)], MARKERS[(i // len(PALETTE)) % len(MARKERS)])
+            for i, k in enumerate(keys)}
 
 
 def _labels_fit_under_bars(cats, width: float, height: float) -> bool:
@@ -130,11 +150,11 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     along x with the categories down the side, first at the top (None: when the labels would not fit under
     vertical bars of a figure this wide; the figure then grows to fit its categories).  `dots`: one marker
     per group on a row per category instead of bars (None: when horizontal bars would make the figure taller
-    than MAX_BARS_HEIGHT_IN).  `ylabel` names the value axis either way.  `legend=False`: no legend (the caller
-    makes one).  `unit`: show the values in this unit ("µs", "ms", "kcycles", "B" ...), converted from the unit
-    the `value` column's name says (time_ns_median holds ns: :func:`pqlab.core.formatting.unit_divisor`); `low` and
-    `high` are in the same unit.  Empty: the values as they are.  The axis label is `ylabel`, or the value's name
-    with the unit."""
+    than MAX_BARS_HEIGHT_IN).  `ylabel` names the value axis either way.  `legend=False`: no legend (the
+    caller makes one).  `unit`: show the values in this unit ("µs", "ms", "kcycles", "B" ...), converted from
+    the unit the `value` column's name says (time_ns_median holds ns:
+    :func:`pqlab.core.formatting.unit_divisor`); `low` and `high` are in the same unit.  Empty: the values as
+    they are.  The axis label is `ylabel`, or the value's name with the unit."""
     scale = unit_divisor(value, unit) if unit else 1.0
     ylabel = ylabel or (f"{label_from_name(value)} ({unit})" if unit else "")
     cats = list(dict.fromkeys(df[category]))
@@ -196,200 +216,6 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     return fig
 
 
-def legend_columns(labels, width: float, most: int) -> int:
-    """How many legend columns of these labels fit across `width` inches (at most `most`), from the length of
-    their longest line at the legend's 7 pt."""
-    chars = max((len(line) for lab in labels for line in str(lab).split("\n")), default=1)
-    longest = chars * 0.5 * 7 + 22  # text, handle and gap, points
-    return max(1, min(most, int(width * 72 * 0.95 // longest)))
-
-
-def figure_legend(fig, handles_labels, max_cols: int = 4):
-    """One legend for the figure, below the axes, in as many columns as fit its width (at most `max_cols`); a
-    label wider than the figure wraps onto more lines (at spaces: a run id or a name stays whole)."""
-    handles, labels = [], []
-    for h, lab in zip(*handles_labels):
-        if lab not in labels:  # each label once, with its first handle
-            handles.append(h)
-            labels.append(lab)
-    width = fig.get_figwidth()
-    chars = max(12, int((width * 72 * 0.95 - 22) / (0.5 * 7)))
-    labels = ["\n".join(textwrap.wrap(str(lab), chars, break_on_hyphens=False)) or str(lab) for lab in labels]
-    legend = fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns(labels, width, max_cols))
-    draw(fig)  # the legend takes its room from the figure: give the figure that room (the axes keep theirs)
-    fig.set_figheight(fig.get_figheight() + legend.get_window_extent().height / fig.dpi)
-    return legend
-
-
-def categories_on_y(ax) -> bool:
-    """Whether a grouped_bars chart runs its categories down the side (its values along x)."""
-    return isinstance(ax.yaxis.get_major_locator(), FixedLocator) and not isinstance(ax.xaxis.get_major_locator(),
-                                                                                      FixedLocator)
-
-
-def drawn_tick_labels(axis) -> list:
-    """(position along the axis in pixels, label) of every tick label `axis` draws (both sides, major and
-    minor; ticks outside the view and empty labels left out).  Call after the figure was drawn."""
-    ax = axis.axes
-    horizontal = axis.axis_name == "x"
-    low, high = sorted(axis.get_view_interval())
-    out = []
-    for locs, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks), (axis.get_minorticklocs(), axis.get_minor_ticks)):
-        for loc, tick in zip(locs, ticks(len(locs))):
-            if not low <= loc <= high:
-                continue
-            point = ax.transData.transform((loc, 0) if horizontal else (0, loc))
-            out += [(point[0] if horizontal else point[1], lab) for lab in (tick.label1, tick.label2)
-                    if lab.get_visible() and lab.get_text().strip()]
-    return sorted(out, key=lambda p: p[0])
-
-
-def _extent(label, renderer) -> tuple[float, float]:
-    """Width and height in pixels of a label as if it were not rotated (the label is left as it was, drawn
-    figure included: turning it and back changes nothing drawn)."""
-    rotation, stale = label.get_rotation(), label.figure.stale
-    label.set_rotation(0)
-    box = label.get_window_extent(renderer)
-    label.set_rotation(rotation)
-    label.figure.stale = stale
-    return box.width, box.height
-
-
-def overlapping_tick_labels(axis, rotation: float | None = None, pad: float = 1.0):
-    """The first two neighbouring tick labels of `axis` that overlap (as texts), or None; at the labels'
-    own rotation, or at `rotation` (degrees) to ask before rotating.  Call after the figure was drawn."""
-    renderer = axis.figure.canvas.get_renderer()
-    labels = drawn_tick_labels(axis)
-    for (p1, a), (p2, b) in zip(labels, labels[1:]):
-        if a.get_position() != b.get_position() and abs(p2 - p1) < 0.5:
-            continue  # label1 and label2 of one tick, on opposite sides
-        (w1, h1), (w2, h2) = _extent(a, renderer), _extent(b, renderer)
-        angle = math.radians(a.get_rotation() if rotation is None else rotation) % math.pi
-        gap = abs(p2 - p1)
-        if axis.axis_name == "y":  # stacked labels: their heights must fit the spacing
-            need = (h1 + h2) / 2 if abs(math.sin(angle)) < 1e-6 else (w1 + w2) / 2
-        elif abs(math.sin(angle)) < 1e-6:
-            need = (w1 + w2) / 2
-        else:  # parallel slanted strips: their distance across the text must exceed the text height
-            gap *= abs(math.sin(angle))
-            need = max(h1, h2)
-        if gap + 1e-9 < need + pad:
-            return a.get_text(), b.get_text()
-    return None
-
-
-def fit_tick_labels(ax, axis: str = "x", rotations=(0, 30, 45, 90)) -> float:
-    """Rotate the tick labels of `ax`'s `axis` by the first angle in `rotations` at which no two overlap,
-    laid out as the figure is (slanted labels end at their tick); returns the angle."""
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    draw(ax.figure)
-    angle = next((r for r in rotations if overlapping_tick_labels(target, r) is None), rotations[-1])
-    for label in target.get_ticklabels():
-        label.set_rotation(angle)
-        if axis == "x" and 0 < angle < 90:
-            label.set_horizontalalignment("right")
-            label.set_rotation_mode("anchor")
-    return angle
-
-
-def fit_titles(fig, tries: int = 4) -> None:
-    """Wrap every axes title and axis label, and the figure's title, onto more lines where they are longer
-    than their axes (along the axis, for an axis label) or the figure; then make the figure taller while its
-    layout leaves the axes no room (constrained layout gives up then)."""
-    texts = [(fig._suptitle, None, "x")] if getattr(fig, "_suptitle", None) else []
-    texts += [(t, ax, d) for ax in fig.axes for t, d in ((ax.title, "x"), (ax.xaxis.label, "x"), (ax.yaxis.label, "y"))]
-
-    def collapsed() -> bool:  # draws the figure; whether constrained layout gave up on it
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            fig.canvas.draw()
-        return any("collapsed" in str(w.message) for w in seen)
-
-    def room(ax, d) -> float:  # a title or label no longer than its axes, the figure's title than the figure
-        return 0.96 * fig.bbox.width if ax is None else 0.98 * (ax.bbox.width if d == "x" else ax.bbox.height)
-
-    def length(t, d) -> float:
-        box = t.get_window_extent()
-        return box.width if d == "x" else box.height
-
-    gave_up = collapsed()
-    for _ in range(tries):
-        long = [(t, ax, d) for t, ax, d in texts if t.get_text() and t.get_visible() and length(t, d) > room(ax, d)]
-        if not long:
-            break
-        for t, ax, d in long:
-            text = " ".join(t.get_text().split())
-            chars = max(10, int(len(text) * room(ax, d) / length(t, d)) - 2)
-            t.set_text(textwrap.fill(text, chars))
-        gave_up = collapsed()
-    for _ in range(12):  # wrapped titles take height: the figure grows until the layout leaves its axes room
-        if not gave_up:
-            return
-        fig.set_figheight(fig.get_figheight() + 0.3)
-        gave_up = collapsed()
-
-
-def refit_category_labels(fig) -> None:
-    """Where category labels overlap now that the figure is laid out whole (legends, wrapped titles and
-    colour bars take room after the axes were drawn): rotate them again along x, or make the figure taller
-    where they stand down the side."""
-    draw(fig)
-    for ax in fig.axes:
-        if categories_on_y(ax):
-            grow_to_fit_labels(ax)
-        elif isinstance(ax.xaxis.get_major_locator(), FixedLocator) and overlapping_tick_labels(ax.xaxis):
-            fit_tick_labels(ax)
-
-
-def thin_value_ticks(fig) -> None:
-    """Where the labels of a value axis overlap, label fewer ticks: first no minor labels (log axes label 2, 3,
-    4 ... within a decade), then fewer major ones.  Axes with ticks placed by hand (categories) are left alone."""
-    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
-
-    draw(fig)
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            if isinstance(axis.get_major_locator(), FixedLocator) or overlapping_tick_labels(axis) is None:
-                continue
-            axis.set_minor_formatter(NullFormatter())
-            for n in (5, 4, 3):
-                draw(fig)
-                if overlapping_tick_labels(axis) is None:
-                    break
-                log = axis.get_scale() == "log"
-                axis.set_major_locator(LogLocator(numticks=n) if log else MaxNLocator(nbins=n))
-
-
-def _stack_room(axis) -> float:
-    """The smallest ratio of spacing to the room two neighbouring stacked labels need (1 or more: no overlap)."""
-    renderer = axis.figure.canvas.get_renderer()
-    labels = drawn_tick_labels(axis)
-    ratios = [abs(p2 - p1) / ((_extent(a, renderer)[1] + _extent(b, renderer)[1]) / 2 + 1.0)
-              for (p1, a), (p2, b) in zip(labels, labels[1:])]
-    return min(ratios, default=1.0)
-
-
-def fit_panel_labels(axes, narrow: bool) -> None:
-    """The category labels of stacked panels: narrow (bars along x, labels down the side) the figure grows
-    until the first panel's labels fit; wide, the bottom panel's labels are fitted along x."""
-    if narrow:
-        grow_to_fit_labels(axes[0])
-    else:
-        fit_tick_labels(axes[-1])
-
-
-def grow_to_fit_labels(ax, tries: int = 4) -> None:
-    """Make the figure taller until the y tick labels of `ax` (stacked categories) no longer overlap."""
-    fig = ax.figure
-    for _ in range(tries):
-        draw(fig)
-        room = _stack_room(ax.yaxis)
-        if room >= 1 and overlapping_tick_labels(ax.yaxis) is None:
-            return
-        axes_in = ax.get_position().height * fig.get_figheight()
-        fig.set_figheight(fig.get_figheight() + axes_in * (1.05 / max(room, 0.2) - 1) + 0.05)
-
-
 def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) -> None:
     """Scales, labels and title: the same for every x-y figure."""
     ax.set_xscale("log" if logx else "linear")
@@ -403,7 +229,8 @@ def _finish(ax, logx: bool, logy: bool, xlabel: str, ylabel: str, title: str) ->
 @styled
 def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm", hue: str = "family",
             xlabel: str = "", ylabel: str = "", logx: bool = True, logy: bool = True, title: str = "",
-            width: float = COLUMN_WIDTH * 1.4, height: float = 3.0, annotate: bool = True, colors: dict | None = None):
+            width: float = COLUMN_WIDTH * 1.4, height: float = 3.0, annotate: bool = True,
+            colors: dict | None = None):
     """One point per row, coloured by `hue` (family colours when hue is 'family'), optionally labelled."""
     fig, ax = plt.subplots(figsize=(width, height))
     keys = list(dict.fromkeys(df[hue]))
@@ -423,9 +250,10 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str | None = "algorithm"
 @styled
 def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None, high: str | None = None,
           unit: str = "", xlabel: str = "", ylabel: str = "", logx: bool = False, logy: bool = True,
-          title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.4, height: float = 2.8, ax=None):
-    """One line per `hue` of `y` against `x`, with a band from `low` to `high` when given.  `unit`: show `y` (and
-    the band) in this unit, converted from the unit the column's name says (as :func:`grouped_bars`)."""
+          title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.4, height: float = 2.8,
+          ax=None):
+    """One line per `hue` of `y` against `x`, with a band from `low` to `high` when given.  `unit`: show `y`
+    (and the band) in this unit, converted from the unit the column's name says (as :func:`grouped_bars`)."""
     scale = unit_divisor(y, unit) if unit else 1.0
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(width, height))
     keys = list(dict.fromkeys(df[hue]))
@@ -461,9 +289,9 @@ def shaded_family_colors(df: pd.DataFrame, key: str = "algorithm", family: str =
 def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panels: list | None = None,
                 model: pd.DataFrame | None = None, mark: str | None = None, colors: dict | None = None,
                 linestyles: dict | None = None, connect: bool = True, unit: str = "", xlabel: str = "",
-                ylabel: str = "", logx: bool = True, logy: bool = True, symlog_x: bool = False, eng_x: bool = False,
-                model_label: str = "fitted model", mark_label: str = "", width: float = FULL_WIDTH,
-                height: float = 3.0, legend_cols: int = 4, title: str = ""):
+                ylabel: str = "", logx: bool = True, logy: bool = True, symlog_x: bool = False,
+                eng_x: bool = False, model_label: str = "fitted model", mark_label: str = "",
+                width: float = FULL_WIDTH, height: float = 3.0, legend_cols: int = 4, title: str = ""):
     """Small multiples: one panel per value of `panel`, one series per `hue` of `y` against `x`.
 
     `model` (optional): rows with columns `hue`, `panel`, ``intercept`` and ``slope`` (units of `y`
@@ -473,8 +301,8 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
     `symlog_x` puts x = 0 on a log-like axis (linear below 1), ticked at 0 and at powers of ten;
     `eng_x` labels x with SI prefixes (10k, 1M).  One legend below the panels.  In a narrow figure (a column)
     the panels stand one above the other, each `height` high less the legend's share.  The legend has as many
-    columns (up to `legend_cols`) as fit the width.  `unit`: show `y` and the model in this unit, converted from
-    the unit the column's name says (as :func:`grouped_bars`)."""
+    columns (up to `legend_cols`) as fit the width.  `unit`: show `y` and the model in this unit, converted
+    from the unit the column's name says (as :func:`grouped_bars`)."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import EngFormatter, NullLocator
 
@@ -496,8 +324,8 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
             if s.empty:
                 continue
             style = (linestyles or {}).get(k, "-") if connect else "none"
-            ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=3 if connect else 3.5, lw=0.9, ls=style,
-                    color=colors[k], label=mpl_text(k), mec="white" if not connect else None,
+            ax.plot(s[x], s[y] / scale, marker=MARKERS[i % len(MARKERS)], ms=3 if connect else 3.5, lw=0.9,
+                    ls=style, color=colors[k], label=mpl_text(k), mec="white" if not connect else None,
                     mew=0.3 if not connect else 1)
             if model is None:
                 continue
@@ -509,11 +337,13 @@ def panel_lines(df: pd.DataFrame, *, x: str, y: str, hue: str, panel: str, panel
             xs = np.unique(np.concatenate([[lo], np.geomspace(max(lo, 1), hi, 200)]))
             ax.plot(xs, (a + b * xs) / scale, ls=model_style, lw=0.8, color=colors[k], alpha=0.9, zorder=1)
             if mark and np.isfinite(xm := float(m[mark].iloc[0])) and lo <= xm <= hi:
-                ax.plot([xm], [(a + b * xm) / scale], marker="|", ms=8, mew=1.2, color="0.1", ls="none", zorder=3)
+                ax.plot([xm], [(a + b * xm) / scale], marker="|", ms=8, mew=1.2, color="0.1", ls="none",
+                        zorder=3)
         if symlog_x:
             ax.set_xscale("symlog", linthresh=1, linscale=0.3)
             top = float(np.nanmax(df[x]))
-            ax.xaxis.set_major_locator(FixedLocator([0] + [10.0 ** k for k in range(1, int(np.log10(max(top, 10))) + 1)]))
+            decades = range(1, int(np.log10(max(top, 10))) + 1)
+            ax.xaxis.set_major_locator(FixedLocator([0] + [10.0 ** k for k in decades]))
             ax.xaxis.set_minor_locator(NullLocator())
             eng_x = True
         else:
@@ -549,8 +379,8 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
 
     `annotations` (same shape): the values written in the cells instead of `matrix`'s, e.g. raw
     values over a per-column normalised colour scale; `fmt` formats them (default
-    :func:`pqlab.core.formatting.fmt_compact`).  Values that do not fit their cells at this width are left out,
-    and the title says so."""
+    :func:`pqlab.core.formatting.fmt_compact`).  Values that do not fit their cells at this width are left
+    out, and the title says so."""
     from matplotlib.colors import LogNorm
 
 
@@ -570,7 +400,8 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
         shown = values if annotations is None else annotations.to_numpy(float)
         for (i, j), v in np.ndenumerate(shown):
             if np.isfinite(v):
-                light = not np.isfinite(values[i, j]) or im.norm(values[i, j]) > 0.65  # dark text on yellow, blank
+                # dark text on yellow, blank
+                light = not np.isfinite(values[i, j]) or im.norm(values[i, j]) > 0.65
                 cells.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=SMALL_PT,
                                      color="black" if light else "white"))
     fig.colorbar(im, ax=ax, label=cbar_label)
@@ -581,7 +412,8 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
         draw(fig)
         cell_w = ax.bbox.width / matrix.shape[1]
         cell_h = ax.bbox.height / matrix.shape[0]
-        if any(c.get_window_extent().width > 0.95 * cell_w or c.get_window_extent().height > cell_h for c in cells):
+        if any(c.get_window_extent().width > 0.95 * cell_w or c.get_window_extent().height > cell_h
+               for c in cells):
             for c in cells:
                 c.remove()
             if title:
@@ -590,9 +422,10 @@ def heatmap(matrix: pd.DataFrame, *, log: bool = True, cbar_label: str = "", tit
 
 
 @styled
-def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "", log: bool = True,
-          title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7, height: float | None = None,
-          reference: float | None = None, fmt=None, low: str | None = None, high: str | None = None):
+def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlabel: str = "",
+          log: bool = True, title: str = "", colors: dict | None = None, width: float = COLUMN_WIDTH * 1.7,
+          height: float | None = None, reference: float | None = None, fmt=None, low: str | None = None,
+          high: str | None = None):
     """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
     `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
     `reference` draws a vertical line at that value (e.g. 1 for ratios); `fmt` formats the values (default
@@ -615,7 +448,8 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     ends = vals if err is None else vals + err[1]
     for yi, v, end in zip(y, vals, ends):
         if np.isfinite(v):
-            ax.annotate(fmt(v), (end, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=SMALL_PT)
+            ax.annotate(fmt(v), (end, yi), xytext=(2, 0), textcoords="offset points", va="center",
+                        fontsize=SMALL_PT)
     ax.set_yticks(y, [mpl_text(v) for v in df[label]])
     ax.tick_params(axis="y", labelsize=SMALL_PT if len(df) > 30 else 7)
     ax.set_ylim(-0.6, len(df) - 0.4)
@@ -650,20 +484,21 @@ def place_labels(ax, xs, ys, texts, fontsize: float = SMALL_PT) -> None:
         w = 0.55 * fontsize * len(texts[i])
         left = min(fx[i] + 3, width_pt - w)
         bottom = fy[i] + 2
-        while any(left < r and left + w > lft and bottom < t and bottom + line > b for lft, r, b, t in placed):
+        while any(left < r and left + w > lft and bottom < t and bottom + line > b
+                  for lft, r, b, t in placed):
             bottom -= line
         placed.append((left, left + w, bottom, bottom + line))
         dx, dy = left - fx[i], bottom - fy[i]
         moved = abs(dy - 2) > 0.5
-        ax.annotate(mpl_text(texts[i]), (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                    va="bottom", ha="left",
+        ax.annotate(mpl_text(texts[i]), (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points",
+                    fontsize=fontsize, va="bottom", ha="left",
                     arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5", "shrinkA": 0, "shrinkB": 2}
                     if moved else None)
 
 
 def finish_ratio_bars(fig, log: bool) -> None:
-    """Bars of ratios (from :func:`grouped_bars`, upright or turned horizontal for the width): a dashed line at 1
-    along the value axis, plain-number ticks on a log axis."""
+    """Bars of ratios (from :func:`grouped_bars`, upright or turned horizontal for the width): a dashed line
+    at 1 along the value axis, plain-number ticks on a log axis."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax = fig.axes[0]

@@ -1,8 +1,8 @@
 """`make report`: one profile's executed notebooks as static HTML pages a referee can read without Jupyter.
 
     python -m pqlab.publish.report build/quick                    # -> build/quick/report/index.html
-    python -m pqlab.publish.report build/full --exports .         # the full profile's exports are figures/, data/tables/
-    python -m pqlab.publish.report build/quick --check            # then open every page in chromium (check_pages)
+    python -m pqlab.publish.report build/full --exports .         # full's exports: figures/, data/tables/
+    python -m pqlab.publish.report build/quick --check            # then open every page in chromium
     python -m pqlab.publish.report build/quick --check --no-build # check the report already there
     python -m pqlab report build/quick                    # the same, from pqlab's CLI
 
@@ -25,28 +25,49 @@ parameters, run context, file names) is HTML-escaped with :func:`pqlab.core.form
 :func:`check_pages` opens every page in Debian's chromium through Playwright (``executable_path``; Playwright
 never downloads a browser here): each page loads, every ``<img>`` is decoded (``naturalWidth > 0``), no error
 output, no traceback, no script, no request leaves the folder, every relative link resolves inside it.
-``python -m pqlab.app.provision browser`` installs chromium where apt-get can; ``PQLAB_CHROMIUM`` names another
-Chromium binary.
+``python -m pqlab.app.provision browser`` installs chromium where apt-get can; ``PQLAB_CHROMIUM`` names
+another Chromium binary.
 """
 from __future__ import annotations
 
 import argparse
 import html as _html
-import json
 import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from pqlab.core import paths
 from pqlab.core.errors import shell_command
-from pqlab.core.formatting import fmt_duration, html
+from pqlab.core.escaping import html
+from pqlab.core.quantities import fmt_duration
+from pqlab.core.schema import convert_unit
 from pqlab.measure.machine import git_state
+from pqlab.publish.context import git_text
 from pqlab.publish.durations import read_durations
+from pqlab.publish.report_notebooks import (
+    WIDGET_STATE,
+    WIDGET_VIEW,
+    Notebook,
+    ReportError,
+    collect_exports,
+    executed_notebooks,
+    notebook_facts,
+    prepare,
+    read_notebook,
+    widget_text,
+)
+
+__all__ = [
+    "CHROMIUM_PACKAGE", "CSP", "INDEX", "REPORT", "WIDGET_STATE", "WIDGET_VIEW", "BrowserCheck", "Notebook",
+    "Report", "ReportError", "add_arguments", "browser_problem", "browser_version", "build_report",
+    "check_pages", "collect_exports", "executed_notebooks", "find_chromium", "main", "noise_by_run",
+    "prepare", "render_index", "render_notebook", "run", "widget_text",
+]
 
 REPORT = "report"
 INDEX = "index.html"
@@ -54,17 +75,14 @@ INDEX = "index.html"
 CHROMIUM_PACKAGE = "chromium"
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 #: what a page may load: inline styles, data: images and fonts; no script, nothing from a file or a server
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; base-uri 'none'; form-action 'none'"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; base-uri 'none'; "
+       "form-action 'none'")
 #: run-context rows shown per notebook rather than in the report's summary (they name runs)
 PER_NOTEBOOK = ("runs", "noise during the runs (rounds)")
 #: text that marks a failed cell on a page: a Python traceback, papermill's banner above a failed notebook
 ERROR_TEXT = ("Traceback (most recent call last)", "An Exception was encountered at")
 #: files of one export linked in full on the index; the rest fold under <details>
 SHOWN_FILES = 8
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 # nbconvert's lab template without anything that loads from outside or runs a script, with the report's line
 # on top of each page and every error output marked (nbconvert gives errors and stderr the same markup).
@@ -97,35 +115,17 @@ _CSS = """
 """
 
 _INDEX_CSS = """
-body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 24px auto; padding: 0 16px; color: #222; }
+body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 24px auto; padding: 0 16px; \
+color: #222; }
 table { border-collapse: collapse; margin: 8px 0 16px; width: 100%; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; \
+overflow-wrap: break-word; }
 th { background: #f3f3f3; }
 code { font-size: 90%; }
 .problem { color: #a00; font-weight: bold; }
 .files { overflow-wrap: anywhere; }
 .note { color: #555; }
 """
-
-
-class ReportError(ValueError):
-    """A folder the report cannot be made from or checked in; says why in one line."""
-
-
-@dataclass
-class Notebook:
-    """What the index says about one executed notebook (read from its papermill metadata and its exports)."""
-
-    stem: str
-    title: str
-    ended: str
-    started: str
-    seconds: float | None
-    cells: int
-    parameters: dict
-    errors: int
-    images: int
-    exports: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -149,135 +149,11 @@ class Report:
         return "\n".join([text, *(f"report: note: {n}" for n in self.notes)])
 
 
-# ----- reading executed notebooks -------------------------------------------------------------------------
-
-def executed_notebooks(folder: Path) -> list[Path]:
-    return sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))
-
-
-def _title(nb) -> str:
-    """The first line of the first markdown cell, without its heading marks."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.strip():
-            return cell.source.strip().splitlines()[0].lstrip("#").strip()
-    return ""
-
-
-def _outputs(nb):
-    for cell in nb.cells:
-        yield from cell.get("outputs", [])
-
-
-def count_errors(nb) -> int:
-    """Error outputs in `nb`, plus one when papermill recorded an exception without one."""
-    errors = sum(o.get("output_type") == "error" for o in _outputs(nb))
-    return errors or int(bool(nb.metadata.get("papermill", {}).get("exception")))
-
-
-def count_images(nb) -> int:
-    return sum(any(t in o.get("data", {}) for t in IMAGE_TYPES) for o in _outputs(nb))
-
-
-def widget_text(model_id: str, state: dict) -> str | None:
-    """The text a widget showed when the notebook was saved (tqdm's bar: description, bar, count and rate), from the
-    widget state papermill stored; None when its model was not stored."""
-    model = state.get(model_id)
-    if not isinstance(model, dict):
-        return None
-    own = model.get("state") or {}
-    parts = [own] if "children" not in own else [
-        (state.get(str(c).removeprefix("IPY_MODEL_")) or {}).get("state") or {} for c in own["children"]]
-    texts = []
-    for part in parts:
-        value, top = part.get("value"), part.get("max")
-        if isinstance(value, int | float) and isinstance(top, int | float) and top > 0:
-            filled = max(0, min(10, round(10 * value / top)))
-            texts.append("|" + "█" * filled + " " * (10 - filled) + "|")
-        elif isinstance(value, str):
-            texts.append(_html.unescape(re.sub(r"<[^>]*>", "", value)))
-    return "".join(texts).replace("\u2007", " ").strip() or None
-
-
-def prepare(nb):
-    """`nb` as the report shows it: each widget view replaced by the text of its final state (a static page
-    has no widget manager), the widget state dropped (the template would load a manager from a CDN for it)."""
-    state = (nb.metadata.pop("widgets", None) or {}).get(WIDGET_STATE, {}).get("state", {})
-    for output in _outputs(nb):
-        data = output.get("data", {})
-        if WIDGET_VIEW in data:
-            view = data.pop(WIDGET_VIEW)
-            text = widget_text(str(view.get("model_id", "")), state)
-            if text is None:
-                shown = data.get("text/plain", "")
-                text = f"{''.join(shown) if isinstance(shown, list) else shown} (a widget; its final state was not saved)"
-            data["text/plain"] = text
-    return nb
-
-
-def _read(path: Path):
-    import nbformat
-
-    try:
-        return nbformat.read(path, as_version=4)
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path} cannot be read as a notebook ({exc}): execute it again (make reproduce)") from None
-
-
-def _notebook(path: Path, nb) -> Notebook:
-    run = nb.metadata.get("papermill", {})
-    cells = sum(c.get("metadata", {}).get("papermill", {}).get("duration") is not None for c in nb.cells)
-    return Notebook(stem=path.stem, title=_title(nb), ended=run.get("end_time") or "", started=run.get("start_time") or "",
-                    seconds=run.get("duration"), cells=cells, parameters=dict(run.get("parameters") or {}),
-                    errors=count_errors(nb), images=count_images(nb))
-
-
-# ----- exports --------------------------------------------------------------------------------------------
-
-def _timestamp(iso: str) -> float | None:
-    try:
-        return datetime.fromisoformat(iso).timestamp()
-    except (TypeError, ValueError):
-        return None
-
-
 def _when(iso: str) -> str:
     try:
         return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     except (TypeError, ValueError):
         return "not recorded"
-
-
-def collect_exports(exports: Path, book: Notebook, out: Path) -> tuple[list[dict], int, list[str]]:
-    """The export sidecars of `book` under `exports` (figures/STEM/, data/tables/STEM/), each with the files it
-    lists copied to `out`/exports/{figures,tables}/STEM/; (sidecars, files copied, notes)."""
-    copied, notes, found = 0, [], []
-    started = _timestamp(book.started)
-    for kind, folder in (("figures", exports / "figures" / book.stem), ("tables", exports / "data" / "tables" / book.stem)):
-        for sidecar in sorted(folder.glob("*.export.json")) if folder.is_dir() else []:
-            try:
-                data = json.loads(sidecar.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                notes.append(f"{sidecar} is not readable ({exc}): left out")
-                continue
-            if not isinstance(data, dict):
-                notes.append(f"{sidecar} is not an export record: left out")
-                continue
-            target = out / "exports" / kind / book.stem
-            target.mkdir(parents=True, exist_ok=True)
-            links, absent = [], []
-            listed = data.get("files") if isinstance(data.get("files"), list) else []
-            for name in [sidecar.name, *listed]:
-                src = folder / str(name)
-                if not _SAFE_NAME.match(str(name)) or src.is_symlink() or not src.is_file():
-                    absent.append(str(name))
-                    continue
-                shutil.copyfile(src, target / src.name)
-                copied += 1
-                links.append(f"exports/{kind}/{book.stem}/{src.name}")
-            mtime = sidecar.stat().st_mtime
-            found.append({**data, "kind": kind, "sidecar": links[0] if links else "", "links": links[1:],
-                          "absent": absent, "stale": started is not None and mtime < started})
-    return found, copied, notes
 
 
 # ----- pages ----------------------------------------------------------------------------------------------
@@ -297,7 +173,8 @@ def render_notebook(nb, book: Notebook, profile: str, cwd: Path, exporter=None) 
     ran = (f"ran {fmt_duration(book.seconds)}, ended {_when(book.ended)}" if book.seconds is not None
            else "no papermill run recorded")
     header = (f'<nav class="pqlab-report-nav"><a href="{INDEX}">Report index</a> · '
-              f'<a href="{INDEX}#{html(book.stem)}">this notebook\'s parameters, run context and exports</a> · '
+              f'<a href="{INDEX}#{html(book.stem)}">this notebook\'s parameters, run context and exports'
+              '</a> · '
               f"executed notebook <code>{html(book.stem)}</code>, profile {html(profile)}, {html(ran)}</nav>")
     resources = {"metadata": {"name": f"{book.stem} ({profile})", "path": str(cwd)}, "pqlab_csp": CSP,
                  "pqlab_css": _CSS, "pqlab_header": header}
@@ -307,7 +184,8 @@ def render_notebook(nb, book: Notebook, profile: str, cwd: Path, exporter=None) 
 
 def _table(rows, header=None) -> str:
     head = "<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>" if header else ""
-    return "<table>" + head + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</table>"
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return "<table>" + head + body + "</table>"
 
 
 def _parameters(book: Notebook) -> str:
@@ -317,7 +195,8 @@ def _parameters(book: Notebook) -> str:
 
 
 def _context(books: list[Notebook]) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], dict]:
-    """(what, [(value, notebooks)]) over every export's run context, and per notebook the rows of PER_NOTEBOOK."""
+    """(what, [(value, notebooks)]) over every export's run context, and per notebook the rows of
+    PER_NOTEBOOK."""
     summary: dict[str, dict[str, list[str]]] = {}
     own: dict[str, dict[str, list[str]]] = {}
     for book in books:
@@ -350,10 +229,16 @@ def noise_by_run(texts: list[str], runs: list[str]) -> dict[str, str]:
     return found
 
 
+def _export_runs(export: dict) -> list:
+    """The runs an export's sidecar names ([] when it names none)."""
+    return export.get("runs") if isinstance(export.get("runs"), list) else []
+
+
 def _export_rows(book: Notebook, labels: dict[str, str]) -> list[list[str]]:
     rows = []
     for e in book.exports:
-        anchors = [f'<a href="{html(quote(link))}">{html(link.rsplit("/", 1)[-1])}</a>' for link in e["links"]]
+        anchors = [f'<a href="{html(quote(link))}">{html(link.rsplit("/", 1)[-1])}</a>'
+                   for link in e["links"]]
         files = ", ".join(anchors[:SHOWN_FILES])
         if len(anchors) > SHOWN_FILES:
             files += (f"<details><summary>{len(anchors) - SHOWN_FILES} more files</summary>"
@@ -363,74 +248,76 @@ def _export_rows(book: Notebook, labels: dict[str, str]) -> list[list[str]]:
         record = f' (<a href="{html(quote(e["sidecar"]))}">record</a>)' if e["sidecar"] else ""
         note = html(e.get("caption") or "")
         if e["stale"]:
-            note += (' <span class="problem">written before this notebook\'s last run: not rewritten by it, it may '
-                     'show older runs</span>')
-        runs = ", ".join(html(labels.get(str(r), r)).replace(" ", "&nbsp;") for r in (e.get("runs") if isinstance(e.get("runs"), list)
-                                                               else [])) or "none (published data only)"
+            note += (' <span class="problem">written before this notebook\'s last run: not rewritten by it, '
+                     'it may show older runs</span>')
+        runs = (", ".join(html(labels.get(str(r), r)).replace(" ", "&nbsp;") for r in _export_runs(e))
+                or "none (published data only)")
         rows.append([f"{html(e.get('name', '?'))}{record}", html(e.get("export", e["kind"])),
                      f'<span class="files">{files or "–"}</span>', runs, note])
     return rows
 
 
-def render_index(books: list[Notebook], profile: str, durations: list[dict], missing: list[str], failed: list[str],
-                 notes: list[str]) -> str:
+def render_index(books: list[Notebook], profile: str, durations: list[dict], missing: list[str],
+                 failed: list[str], notes: list[str]) -> str:
     """The index page: every value from data HTML-escaped."""
 
     summary, own = _context(books)
     machines = sorted({f"{r.get('machine')}, {r.get('cores')} cores" for r in durations})
-    git = git_state()
-    commit = (git["commit"][:12] + (" (uncommitted changes)" if git.get("dirty") else "")) if git.get("commit") \
-        else f"unknown ({git.get('reason', 'not a git checkout')})"
+    commit = git_text({"git": git_state()})
     parts = [f"<h1>pqlab: the executed notebooks of the {html(profile)} profile</h1>",
-             f"<p>Each page is an executed notebook as <code>make reproduce PROFILE={html(profile)}</code> left it in "
-             f"<code>build/{html(profile)}/</code>: its narrative, parameters, code and outputs, with the text it "
-             "generated from the data. The pages are static: images are embedded, no script runs, every link is "
-             "relative, so this folder can be copied or archived alone. The exports (figures and tables) are copied "
-             "under <code>exports/</code>.</p>"]
+             f"<p>Each page is an executed notebook as <code>make reproduce PROFILE={html(profile)}</code> "
+             f"left it in <code>build/{html(profile)}/</code>: its narrative, parameters, code and outputs, "
+             "with the text it generated from the data. The pages are static: images are embedded, no script "
+             "runs, every link is relative, so this folder can be copied or archived alone. The exports "
+             "(figures and tables) are copied under <code>exports/</code>.</p>"]
     stale = {b.stem: sum(e["stale"] for e in b.exports) for b in books}
     running = [b.stem for b in books if not b.ended]
     if any(b.errors for b in books) or any(stale.values()) or running or failed or missing or notes:
         items = [f"<li>{html(b.stem)}: {b.errors} error output(s)</li>" for b in books if b.errors]
-        items += [f"<li>{html(s)}: papermill recorded no end: it was still running, or was stopped, when this "
-                  "report was written; its page shows the cells run so far</li>" for s in running]
-        items += [f'<li>{html(s)}: {n} export(s) written before its last run (<a href="#{html(s)}">marked below</a>): '
-                  "that run did not rewrite them, they may show older runs</li>" for s, n in stale.items() if n]
+        items += [f"<li>{html(s)}: papermill recorded no end: it was still running, or was stopped, when "
+                  "this report was written; its page shows the cells run so far</li>" for s in running]
+        items += [f'<li>{html(s)}: {n} export(s) written before its last run (<a href="#{html(s)}">marked '
+                  'below</a>): that run did not rewrite them, they may show older runs</li>'
+                  for s, n in stale.items() if n]
         items += [f"<li>{html(s)}: its last run failed; the executed copy with the error is "
-                  f"<code>build/{html(profile)}/failed/{html(s)}.ipynb</code> (not in this report)</li>" for s in failed]
-        items += [f"<li>{html(s)}: not executed in this profile (no <code>build/{html(profile)}/{html(s)}.ipynb</code>)"
-                  "</li>" for s in missing]
+                  f"<code>build/{html(profile)}/failed/{html(s)}.ipynb</code> (not in this report)</li>"
+                  for s in failed]
+        items += [f"<li>{html(s)}: not executed in this profile (no "
+                  f"<code>build/{html(profile)}/{html(s)}.ipynb</code>)</li>" for s in missing]
         items += [f"<li>{html(n)}</li>" for n in notes]
         parts.append(f'<h2 class="problem">Read this first</h2><ul>{"".join(items)}</ul>')
     rows = [[f'<a href="{html(quote(b.stem))}.html">{html(b.stem)}</a>', html(b.title), _parameters(b),
-             html(_when(b.ended)), html(fmt_duration(b.seconds)) if b.seconds is not None else "–", str(b.cells),
-             str(b.images), f'<span class="problem">{b.errors}</span>' if b.errors else "0",
+             html(_when(b.ended)), html(fmt_duration(b.seconds)) if b.seconds is not None else "–",
+             str(b.cells), str(b.images), f'<span class="problem">{b.errors}</span>' if b.errors else "0",
              f'<a href="#{html(b.stem)}">{len(b.exports)}</a>'] for b in books]
     parts.append("<h2>Notebooks</h2>" + _table(rows, ["page", "question", "parameters", "papermill run ended",
-                                                       "run time", "cells run", "image outputs", "error outputs", "exports"]))
+                                                       "run time", "cells run", "image outputs",
+                                                       "error outputs", "exports"]))
     ran_on = "; ".join(html(m) for m in machines) or "not recorded (no durations.csv)"
     parts.append(f"<p>Executed on: {ran_on} (<code>durations.csv</code>). This index was written from commit "
                  f"<code>{html(commit)}</code>.</p>")
-    parts.append("<h2>Run context</h2><p>As the exports recorded it (each export's <code>context</code>, from the "
-                 "metadata of the runs it shows); a value not shared by every notebook names the notebooks.</p>")
+    parts.append("<h2>Run context</h2><p>As the exports recorded it (each export's <code>context</code>, "
+                 "from the metadata of the runs it shows); a value not shared by every notebook names the "
+                 "notebooks.</p>")
     rows = []
     for what, values in summary:
         shown = [html(v) + ("" if len(values) == 1 and len(stems) == len([b for b in books if b.exports])
-                            else f' <span class="note">({html(", ".join(stems))})</span>') for v, stems in values]
+                            else f' <span class="note">({html(", ".join(stems))})</span>')
+                 for v, stems in values]
         rows.append([html(what), "<br>".join(shown)])
     parts.append(_table(rows) if rows else "<p>No export recorded a run context.</p>")
     for b in books:
-        parts.append(f'<h2 id="{html(b.stem)}">{html(b.stem)}</h2><p><a href="{html(quote(b.stem))}.html">the '
-                     f"executed notebook</a>; {html(b.title)}</p>")
-        runs = list(dict.fromkeys(str(r) for e in b.exports for r in (e.get("runs") if isinstance(e.get("runs"), list)
-                                                                       else [])))
+        parts.append(f'<h2 id="{html(b.stem)}">{html(b.stem)}</h2><p><a href="{html(quote(b.stem))}.html">'
+                     f"the executed notebook</a>; {html(b.title)}</p>")
+        runs = list(dict.fromkeys(str(r) for e in b.exports for r in _export_runs(e)))
         noise = noise_by_run(own.get(b.stem, {}).get(PER_NOTEBOOK[1], []), runs)
         labels = {r: f"run {i}" for i, r in enumerate(runs, 1)}
-        parts.append(_table([[labels[r].replace(" ", "&nbsp;"), html(r), html(noise.get(r, "no rounds recorded"))]
-                             for r in runs],
+        parts.append(_table([[labels[r].replace(" ", "&nbsp;"), html(r),
+                              html(noise.get(r, "no rounds recorded"))] for r in runs],
                             ["", "run its exports show", "noise during its rounds"])
                      if runs else "<p>Its exports name no run.</p>")
-        parts.append(_table(_export_rows(b, labels), ["export", "kind", "files", "runs", "caption, note"]) if b.exports
-                     else "<p>No exports.</p>")
+        parts.append(_table(_export_rows(b, labels), ["export", "kind", "files", "runs", "caption, note"])
+                     if b.exports else "<p>No exports.</p>")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f"<title>pqlab report: {html(profile)}</title>\n<style>{_INDEX_CSS}</style>\n</head>\n<body>\n"
@@ -441,10 +328,10 @@ def build_report(folder: Path | str, exports: Path | str | None = None, out: Pat
                  cwd: Path | str | None = None, sources: Path | str | None = None) -> Report:
     """Render the executed notebooks of `folder` (build/<profile>) into `out` (default `folder`/report).
 
-    `exports`: the profile's export tree (default :func:`pqlab.core.paths.export_root` of the profile named by the
-    folder); `cwd`: where papermill ran them (markdown images; default notebooks/); `sources`: the notebooks a
-    complete report has (default notebooks/), to name those not executed.  The report is written beside and
-    then moved into place, so a reader never sees half of one."""
+    `exports`: the profile's export tree (default :func:`pqlab.core.paths.export_root` of the profile named by
+    the folder); `cwd`: where papermill ran them (markdown images; default notebooks/); `sources`: the
+    notebooks a complete report has (default notebooks/), to name those not executed.  The report is written
+    beside and then moved into place, so a reader never sees half of one."""
 
     folder = Path(folder)
     notebooks = executed_notebooks(folder)
@@ -456,15 +343,16 @@ def build_report(folder: Path | str, exports: Path | str | None = None, out: Pat
     cwd = Path(cwd) if cwd is not None else paths.NOTEBOOKS
     sources = Path(sources) if sources is not None else paths.NOTEBOOKS
     failed = sorted(p.stem for p in (folder / "failed").glob("[0-9][0-9]_*.ipynb"))
-    missing = sorted({p.stem for p in sources.glob("[0-9][0-9]_*.ipynb")} - {p.stem for p in notebooks} - set(failed))
+    missing = sorted({p.stem for p in sources.glob("[0-9][0-9]_*.ipynb")} - {p.stem for p in notebooks}
+                     - set(failed))
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         exporter, books, pages, files, notes = _exporter(), [], [], 0, []
         for path in notebooks:
-            nb = _read(path)
-            book = _notebook(path, nb)
+            nb = read_notebook(path)
+            book = notebook_facts(path, nb)
             book.exports, copied, why = collect_exports(exports, book, tmp)
             files, notes = files + copied, notes + why
             page = tmp / f"{path.stem}.html"
@@ -480,14 +368,15 @@ def build_report(folder: Path | str, exports: Path | str | None = None, out: Pat
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Report(index=out / INDEX, pages=pages, notebooks=books, files=files, missing=missing, failed=failed,
-                  notes=notes)
+    return Report(index=out / INDEX, pages=pages, notebooks=books, files=files, missing=missing,
+                  failed=failed, notes=notes)
 
 
 # ----- the browser check ----------------------------------------------------------------------------------
 
 def find_chromium() -> str | None:
-    """The chromium binary to drive: PQLAB_CHROMIUM when set (None when it is not executable), else Debian's."""
+    """The chromium binary to drive: PQLAB_CHROMIUM when set (None when it is not executable), else
+    Debian's."""
     named = os.environ.get("PQLAB_CHROMIUM")
     if named:
         return named if os.access(named, os.X_OK) else None
@@ -503,7 +392,8 @@ def browser_problem() -> str:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "Playwright is not installed in this environment (make setup installs it from requirements.lock)"
+        return ("Playwright is not installed in this environment (make setup installs it from "
+                "requirements.lock)")
     return ""
 
 
@@ -541,13 +431,15 @@ class BrowserCheck:
 
     def summary(self) -> str:
         links = sum(p["links"] for p in self.pages)
-        text = (f"browser check ({self.chromium}): {len(self.pages)} pages loaded, {self.loaded} of {self.images} "
-                f"images shown, {links} relative links resolve, {sum(p['errors'] for p in self.pages)} error outputs")
+        errors = sum(p["errors"] for p in self.pages)
+        text = (f"browser check ({self.chromium}): {len(self.pages)} pages loaded, {self.loaded} of "
+                f"{self.images} images shown, {links} relative links resolve, {errors} error outputs")
         return "\n".join([text, *(f"problem: {p}" for p in self.problems)])
 
 
 def _link_problem(page: Path, href: str, root: Path, anchors: dict[Path, set[str]]) -> str:
-    """Why a link of `page` does not resolve inside `root` ("" when it does; an http(s) or mailto link is fine)."""
+    """Why a link of `page` does not resolve inside `root` ("" when it does; an http(s) or mailto link is
+    fine)."""
     parts = urlsplit(href)
     if parts.scheme in ("http", "https", "mailto"):
         return ""
@@ -561,16 +453,18 @@ def _link_problem(page: Path, href: str, root: Path, anchors: dict[Path, set[str
         return f"{page.name}: link {href!r} names no file"
     if parts.fragment and target.suffix == ".html":
         if target not in anchors:  # a page not opened yet: its ids from its source
-            anchors[target] = {_html.unescape(i) for i in re.findall(r'\sid="([^"]+)"', target.read_text(encoding="utf-8"))}
-        if not {parts.fragment, unquote(parts.fragment)} & anchors[target]:  # browsers try the raw id, then decoded
+            anchors[target] = {_html.unescape(i)
+                               for i in re.findall(r'\sid="([^"]+)"', target.read_text(encoding="utf-8"))}
+        # browsers try the raw id, then decoded
+        if not {parts.fragment, unquote(parts.fragment)} & anchors[target]:
             return f"{page.name}: link {href!r} names no anchor of {target.name}"
     return ""
 
 
 def check_pages(report: Path | str, chromium: str | None = None, timeout_s: float = 60) -> BrowserCheck:
     """Open the index and every page of `report` in chromium (Playwright, ``executable_path``; nothing is
-    downloaded): each page loads, every ``<img>`` is shown (naturalWidth > 0), no error output, no traceback, no
-    script and no dialog, no request outside the folder, every relative link resolves inside it."""
+    downloaded): each page loads, every ``<img>`` is shown (naturalWidth > 0), no error output, no traceback,
+    no script and no dialog, no request outside the folder, every relative link resolves inside it."""
     os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     problem = browser_problem() if chromium is None else ""
     if problem:
@@ -596,18 +490,20 @@ def check_pages(report: Path | str, chromium: str | None = None, timeout_s: floa
             page = context.new_page()
             page.on("dialog", lambda d: (events.append(f"a dialog ({d.message[:60]!r})"), d.dismiss()))
             page.on("pageerror", lambda exc: events.append(f"a script error ({str(exc)[:80]})"))
-            page.on("console", lambda m: m.type == "error" and events.append(f"a console error ({m.text[:120]})"))
+            page.on("console",
+                    lambda m: m.type == "error" and events.append(f"a console error ({m.text[:120]})"))
             for path in files:
                 outside.clear()
                 events.clear()
                 try:
-                    page.goto(path.as_uri(), wait_until="load", timeout=timeout_s * 1000)
+                    page.goto(path.as_uri(), wait_until="load", timeout=convert_unit(timeout_s, "s", "ms"))
                     facts = page.evaluate(_FACTS)
                 except PlaywrightError as exc:
                     result.problems.append(f"{path.name} did not load: {str(exc).splitlines()[0]}")
                     continue
                 anchors[path] = set(facts["anchors"])
-                relative = [h for h in facts["links"] if urlsplit(h).scheme not in ("http", "https", "mailto")]
+                relative = [h for h in facts["links"]
+                            if urlsplit(h).scheme not in ("http", "https", "mailto")]
                 found = [f"{path.name}: image not shown: {src!r}" for src in facts["broken"]]
                 found += [f"{path.name}: {facts['errors']} error output(s)"] if facts["errors"] else []
                 found += [f"{path.name}: shows {t!r}" for t in ERROR_TEXT if t in facts["text"]]
@@ -629,7 +525,8 @@ def browser_version(chromium: str | None = None) -> str:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium or find_chromium(), args=["--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(executable_path=chromium or find_chromium(),
+                                     args=["--disable-dev-shm-usage"])
         try:
             return browser.version
         finally:
@@ -640,11 +537,12 @@ def browser_version(chromium: str | None = None) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("folder", help="the executed notebooks: build/quick or build/full")
-    p.add_argument("--exports", help="the profile's export tree (default: build/quick for quick, the repository "
-                                     "for full: figures/ and data/tables/)")
-    p.add_argument("--check", action="store_true", help="then open every page in chromium (python -m pqlab.app.provision "
-                                                        "browser installs it)")
-    p.add_argument("--no-build", action="store_true", help="with --check: check the report already in FOLDER/report")
+    p.add_argument("--exports", help="the profile's export tree (default: build/quick for quick, the "
+                                     "repository for full: figures/ and data/tables/)")
+    p.add_argument("--check", action="store_true", help="then open every page in chromium (python -m "
+                                                        "pqlab.app.provision browser installs it)")
+    p.add_argument("--no-build", action="store_true",
+                   help="with --check: check the report already in FOLDER/report")
     return p
 
 
@@ -663,8 +561,9 @@ def run(args) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args = add_arguments(argparse.ArgumentParser(prog="python -m pqlab.publish.report", description=__doc__,
-                                                 formatter_class=argparse.RawDescriptionHelpFormatter)).parse_args(argv)
+    parser = argparse.ArgumentParser(prog="python -m pqlab.publish.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    args = add_arguments(parser).parse_args(argv)
     try:
         return run(args)
     except ReportError as exc:

@@ -14,10 +14,11 @@ class RunnerError(RuntimeError):
 
 
 def call_json(cmd: Sequence, *, what: str, timeout_s: float, error: type[Exception] = RunnerError,
-              env: dict | None = None, stdin: str | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """Run `cmd` (`what`: the program's name in messages; `stdin`: text it reads) and return its process and the
-    JSON document it printed on stdout (None when stdout is not one).  A timeout raises `error` naming the command; what the exit code
-    means is the caller's (each program has its own)."""
+              env: dict | None = None,
+              stdin: str | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run `cmd` (`what`: the program's name in messages; `stdin`: text it reads) and return its process and
+    the JSON document it printed on stdout (None when stdout is not one).  A timeout raises `error` naming the
+    command; what the exit code means is the caller's (each program has its own)."""
     cmd = [str(c) for c in cmd]
     try:
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -32,18 +33,20 @@ def call_json(cmd: Sequence, *, what: str, timeout_s: float, error: type[Excepti
 
 def list_document(cmd: Sequence, *, what: str, protocol: int, error: type[Exception] = RunnerError) -> dict:
     """The JSON document `cmd` prints for ``list`` (`what`: the program's name in messages), checked for the
-    `protocol` pqlab speaks; `error` in one line when it fails, prints something else, or speaks another protocol."""
+    `protocol` pqlab speaks; `error` in one line when it fails, prints something else, or speaks another
+    protocol."""
     proc, document = call_json([*cmd, "list"], what=what, timeout_s=120, error=error)
     if proc.returncode != 0 or document is None:
         raise error(f"{what}'s list failed ({failure(proc, document)})")
     if document.get("protocol") != protocol:
-        raise error(f"{what} speaks protocol {document.get('protocol')}, pqlab speaks {protocol}: rebuild it from "
-                    "this checkout")
+        raise error(f"{what} speaks protocol {document.get('protocol')}, pqlab speaks {protocol}: rebuild it "
+                    "from this checkout")
     return document
 
 
 def failure(proc: subprocess.CompletedProcess, document: dict | None = None, tail: int = 2000) -> str:
-    """How a program ended and why, for an error message: "exit 3: <its error>" or "signal 9: <stderr's end>"."""
+    """How a program ended and why, for an error message: "exit 3: <its error>" or "signal 9: <stderr's
+    end>"."""
     status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
     why = (document or {}).get("error") or (proc.stderr or proc.stdout or "").strip()[-tail:] or "no output"
     return f"{status}: {why}"
@@ -53,10 +56,11 @@ def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) 
     """One algorithm's measurement rows from its rounds, each round one process of a runner that printed
     ``operations`` of raw samples (``samples_ns``, and ``samples_cycles`` where it counts cycles).
 
-    `to_rows(result, base)` makes the rows of a result (the rounds' samples merged: the summary of every sample),
-    `to_samples(result, run_id=, round_index=)` its sample rows.  The estimate and interval are over rounds
-    (:func:`pqlab.measure.stats.round_interval`, widened by the machine's drift read from the rounds' reference loops), and
-    a row flags the busy rounds of `rec` (a :class:`pqlab.store.recorder.RunRecorder`)."""
+    `to_rows(result, base)` makes the rows of a result (the rounds' samples merged: the summary of every
+    sample), `to_samples(result, run_id=, round_index=)` its sample rows.  The estimate and interval are over
+    rounds (:func:`pqlab.measure.stats.round_interval`, widened by the machine's drift read from the rounds'
+    reference loops), and a row flags the busy rounds of `rec` (a
+    :class:`pqlab.store.recorder.RunRecorder`)."""
     import pandas as pd
 
     from pqlab.measure.stats import relative_half_width, round_interval, with_rounds
@@ -70,14 +74,17 @@ def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) 
             merged["samples_cycles"] = [c for o in ops for c in o["samples_cycles"]]
         return merged
 
-    merged = dict(results[0][1], operations=[merged_op(i, op) for i, op in enumerate(results[0][1]["operations"])])
-    samples = pd.concat([to_samples(r, run_id=rec.run_id, round_index=k) for k, r in results], ignore_index=True)
+    merged = dict(results[0][1],
+                  operations=[merged_op(i, op) for i, op in enumerate(results[0][1]["operations"])])
+    samples = pd.concat([to_samples(r, run_id=rec.run_id, round_index=k) for k, r in results],
+                        ignore_index=True)
     rows = to_rows(merged, rec.base).to_dict("records")
     for row in rows:
         mine = samples[samples["operation"] == row["operation"]]
         if not row["verified"] or mine.empty:
             continue
-        value, low, high, k = round_interval(with_rounds(mine, "time_ns", {rec.run_id: rec.meta.get("rounds")}))
+        value, low, high, k = round_interval(with_rounds(mine, "time_ns",
+                                                         {rec.run_id: rec.meta.get("rounds")}))
         marks = [flags.make(c, d) for c, d in flags.parse(row["flags"]) if c != "no-rounds"]
         busy = [x["round"] for x in rec.meta.get("rounds", []) if x.get("busy")]
         if busy:

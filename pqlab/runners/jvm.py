@@ -31,7 +31,7 @@ from pqlab.core import flags, inputs, integrity
 from pqlab.core.errors import warn
 from pqlab.core.inputs import precision_target
 from pqlab.core.paths import NATIVE
-from pqlab.core.schema import typed
+from pqlab.core.schema import convert_unit, typed
 from pqlab.core.vocabulary import family_of
 from pqlab.measure.stats import summarize
 from pqlab.measure.timing import precision_marks
@@ -80,7 +80,8 @@ def jdk_available() -> tuple[bool, str]:
     if not shutil.which("mvn"):
         return False, "Maven not found: install maven (a JDK is present)"
     try:
-        java, javac, mvn = (_version_line(c) for c in (["java", "-version"], ["javac", "-version"], ["mvn", "-v"]))
+        java, javac, mvn = (_version_line(c)
+                            for c in (["java", "-version"], ["javac", "-version"], ["mvn", "-v"]))
     except (OSError, subprocess.SubprocessError) as e:
         return False, f"cannot run java/javac/mvn: {e}"
     m = re.search(r'version "(\d+)', java)
@@ -111,7 +112,8 @@ def _maven(options: list[str], timeout_s: float) -> tuple[int, str]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=RUNNER_DIR)
     except subprocess.TimeoutExpired as e:
-        raise RuntimeError(f"Maven build of the Bouncy Castle runner timed out after {timeout_s:.0f} s") from e
+        raise RuntimeError("Maven build of the Bouncy Castle runner timed out after "
+                           f"{timeout_s:.0f} s") from e
     return proc.returncode, _ANSI.sub("", proc.stdout + proc.stderr).strip()
 
 
@@ -153,17 +155,18 @@ def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | 
     if code != 0 or not jar.exists():
         missing = unresolved(output)
         if missing:
-            raise BouncyCastleUnavailable(f"Maven could not provide org.bouncycastle:bcprov-jdk18on:{version}: {missing}")
+            raise BouncyCastleUnavailable("Maven could not provide "
+                                          f"org.bouncycastle:bcprov-jdk18on:{version}: {missing}")
         tail = "\n".join(output.splitlines()[-40:])
-        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {code}): mvn {' '.join(options)} "
-                           f"package\n{tail}")
+        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {code}): "
+                           f"mvn {' '.join(options)} package\n{tail}")
     integrity.record(jar)
     return jar
 
 
 def _jar_problem(jar: Path) -> str:
-    """"" when `jar` has the sha256 recorded when Maven built it; a jar built before pqlab recorded them gets its
-    sha256 recorded once every member passes its CRC check.  Otherwise what is wrong with it."""
+    """"" when `jar` has the sha256 recorded when Maven built it; a jar built before pqlab recorded them gets
+    its sha256 recorded once every member passes its CRC check.  Otherwise what is wrong with it."""
     bad = integrity.problem(jar)
     if bad and integrity.recorded(jar) is None:
 
@@ -179,13 +182,14 @@ def _jar_problem(jar: Path) -> str:
 
 def bc_algorithms(version: str | None = None) -> list[str]:
     """The algorithm names the runner supports with that Bouncy Castle release (``--list``)."""
-    out = subprocess.run(["java", "-jar", str(build_bc_runner(version=version)), "--list"], capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = subprocess.run(["java", "-jar", str(build_bc_runner(version=version)), "--list"],
+                         capture_output=True, text=True, timeout=120, check=True)
     return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
 
 
-def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
-           warmup_s: float | None = None, min_samples: int = 5, max_samples: int = 20000,
+def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5,
+           warm_budget_s: float = 1.0, warmup_s: float | None = None, min_samples: int = 5,
+           max_samples: int = 20000,
            java_opts: tuple[str, ...] = (), timeout_s: float | None = None, version: str | None = None,
            target_rel_ci: float | None = None) -> dict:
     """Run one algorithm in a fresh JVM and return the runner's JSON document.
@@ -193,8 +197,9 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
     ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
     interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
     most sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it;
-    `target_rel_ci`: sampling stops once the median is known to this precision (as :func:`pqlab.measure.timing.measure`;
-    None: the whole budget).  `version`: the Bouncy Castle release (default: pom.xml's).
+    `target_rel_ci`: sampling stops once the median is known to this precision (as
+    :func:`pqlab.measure.timing.measure`; None: the whole budget).  `version`: the Bouncy Castle release
+    (default: pom.xml's).
     Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
     """
     jar = build_bc_runner(version=version)
@@ -206,7 +211,8 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
     if operations:
         cmd += ["--ops", ",".join(operations)]
     if timeout_s is None:  # generous: RSA keygen and SPHINCS+ signing take up to a few hundred ms per call
-        timeout_s = 300 + 10 * cold + 3 * ((warmup_s if warmup_s is not None else warm_budget_s) + 3 * warm_budget_s)
+        timeout_s = 300 + 10 * cold + 3 * ((warmup_s if warmup_s is not None else warm_budget_s)
+                                           + 3 * warm_budget_s)
     proc, result = call_json(cmd, what="bc-runner", timeout_s=timeout_s)
     if proc.returncode == 2:
         raise ValueError(proc.stderr.strip().removeprefix("bc-runner: "))
@@ -218,7 +224,8 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
 def implementation(result: dict) -> str:
     """E.g. "Bouncy Castle 1.86 (FIPS 205 SLH-DSA) on OpenJDK 17.0.15"."""
     runtime = "OpenJDK" if "OpenJDK" in result.get("jvm", "") else "Java"
-    return f"Bouncy Castle {result['bouncycastle_version']} ({result['api']}) on {runtime} {result['java_version']}"
+    return (f"Bouncy Castle {result['bouncycastle_version']} ({result['api']}) on {runtime} "
+            f"{result['java_version']}")
 
 
 def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
@@ -236,15 +243,18 @@ def bc_measurements(result: dict, base: dict | None = None) -> pd.DataFrame:
             if phase == "cold" and not ns:
                 continue
             t = summarize(ns) if len(ns) else {}
-            marks = ([flags.make("jvm-cold")] if phase == "cold" else []) + [flags.make("no-cycles", "jvm")] + failed
+            marks = (([flags.make("jvm-cold")] if phase == "cold" else []) + [flags.make("no-cycles", "jvm")]
+                     + failed)
             marks.append(flags.make("no-rounds", "one JVM process"))
             target = result.get("target_rel_ci") if phase == "warm" else None
             if phase == "warm":
                 marks += t.get("flags", [])
-                marks += precision_marks(t.get("rel_ci", float("nan")), target, op.get("stopped_by") or "budget")
+                marks += precision_marks(t.get("rel_ci", float("nan")), target,
+                                         op.get("stopped_by") or "budget")
             rows.append({**ident, "operation": op["operation"], "message_bytes": op["message_bytes"],
                          "samples": len(ns), "loops": op.get("loops", 1), "rounds": 1, **summary_columns(t),
-                         "target_rel_ci": target, "verified": bool(op["verified"]), "flags": flags.join(marks)})
+                         "target_rel_ci": target, "verified": bool(op["verified"]),
+                         "flags": flags.join(marks)})
     return typed(pd.DataFrame(rows), "measurements")
 
 
@@ -264,8 +274,10 @@ def bc_sizes(result: dict) -> pd.DataFrame:
     s, alg = result["sizes"], result["algorithm"]
     sig = s.get("signature_bytes")
     row = {"algorithm": alg, "backend": BACKEND, "family": family_of(alg), "nist_level": NIST_LEVEL.get(alg),
-           "public_key_bytes": s.get("public_key_raw_bytes"), "secret_key_bytes": s.get("secret_key_raw_bytes"),
-           "signature_bytes": sig, "signature_max_bytes": sig,  # SPHINCS+/SLH-DSA signatures have a fixed size
+           "public_key_bytes": s.get("public_key_raw_bytes"),
+           "secret_key_bytes": s.get("secret_key_raw_bytes"),
+           # SPHINCS+/SLH-DSA signatures have a fixed size
+           "signature_bytes": sig, "signature_max_bytes": sig,
            "ciphertext_bytes": s.get("ciphertext_bytes"), "symmetric_key_bytes": s.get("symmetric_key_bytes"),
            "key_encoding": "raw (encoded: SubjectPublicKeyInfo / PKCS#8 DER)",
            "public_key_encoded_bytes": s.get("public_key_encoded_bytes"),
@@ -275,32 +287,35 @@ def bc_sizes(result: dict) -> pd.DataFrame:
 
 def bc_summary(result: dict) -> pd.DataFrame:
     """The study's view next to the steady state: first call, mean of the first 5 calls, warm median (ms)."""
-    return pd.DataFrame([{"algorithm": result["algorithm"], "operation": op["operation"],
-                          "cold_first_ms": op["cold_ns"][0] / 1e6 if op["cold_ns"] else None,
-                          "cold_mean_first5_ms": (op["cold_mean_first5_ns"] or np.nan) / 1e6,
-                          "warm_median_ms": np.median(op["warm_ns"]) / 1e6 if op["warm_ns"] else None,
-                          "warm_samples": len(op["warm_ns"]), "verified": op["verified"]}
-                         for op in result["operations"]])
+    return pd.DataFrame([
+        {"algorithm": result["algorithm"], "operation": op["operation"],
+         "cold_first_ms": convert_unit(op["cold_ns"][0], "ns", "ms") if op["cold_ns"] else None,
+         "cold_mean_first5_ms": convert_unit(op["cold_mean_first5_ns"] or np.nan, "ns", "ms"),
+         "warm_median_ms": convert_unit(np.median(op["warm_ns"]), "ns", "ms") if op["warm_ns"] else None,
+         "warm_samples": len(op["warm_ns"]), "verified": op["verified"]}
+        for op in result["operations"]])
 
 
 def not_run(reason: str) -> Run:
-    """A run of nothing (unsaved, no rows) that says why: what :func:`bc_run` returns when no algorithm ran."""
+    """A run of nothing (unsaved, no rows) that says why: what :func:`bc_run` returns when no algorithm
+    ran."""
     return Run.from_rows("", [], [], [], {NOT_RUN: reason})
 
 
-def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0, study: str = "",
-           enabled: bool = True, save: bool = True, version: str | None = None,
+def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
+           study: str = "", enabled: bool = True, save: bool = True, version: str | None = None,
            target_rel_ci: float | None = None) -> Run:
     """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
-    Always returns a :class:`pqlab.store.results.Run`; ``run.meta["not_run"]`` says what did not run and why: the whole
-    release (no JDK, switched off, Maven could not provide it: Maven's message; the run then has no rows and is
-    not saved) or the algorithms that release does not have ("" when everything ran).
+    Always returns a :class:`pqlab.store.results.Run`; ``run.meta["not_run"]`` says what did not run and why:
+    the whole release (no JDK, switched off, Maven could not provide it: Maven's message; the run then has no
+    rows and is not saved) or the algorithms that release does not have ("" when everything ran).
     """
     inputs.names(algorithms, "algorithm")
     message_bytes = inputs.message_size(message_bytes)
     cold, warm_budget_s = inputs.count(cold, "cold"), inputs.positive_number(warm_budget_s, "warm_budget_s")
-    study, target_rel_ci = inputs.file_label(study, "study", empty=True), inputs.precision_target(target_rel_ci)
+    study, target_rel_ci = (inputs.file_label(study, "study", empty=True),
+                            inputs.precision_target(target_rel_ci))
     ok, why = jdk_available()
     if not enabled:
         return not_run("the Bouncy Castle runs were switched off (parameter)")

@@ -2,15 +2,18 @@
 (``native/leakage/PROTOCOL.md``: ``list`` and ``screen``).  :mod:`pqlab.checks.leakage` does the statistics.
 
     python          native/leakage/python/screen.py under pqlab's own interpreter (cryptography, hmac)
-    python-leaky    the same program in its own hash-pinned environment of known-leaky releases (python-rsa 4.9,
-                    ecdsa 0.19.1, cryptography 3.2.1): built on first need, never importable from pqlab's .venv
+    python-leaky    the same program in its own hash-pinned environment of known-leaky releases
+                    (python-rsa 4.9, ecdsa 0.19.1, cryptography 3.2.1): built on first need, never importable
+                    from pqlab's .venv
     bc-1.83         Bouncy Castle 1.83 (CVE-2026-5598: FrodoKEM decapsulation) and bc-1.84 (the fix), one Java
     bc-1.84         source built twice
-    liboqs          liboqs's KEM decapsulation through pqlab's lean path, in this process (a C loop times each call)
+    liboqs          liboqs's KEM decapsulation through pqlab's lean path, in this process (a C loop times
+                    each call)
 
     names()                          the programs
     describe(name) -> list document  built first where needed; targets() -> one row per (program, target)
-    run(name, request) -> document   the screen document (raises ClassCheckFailed when a class fails its check)
+    run(name, request) -> document   the screen document (raises ClassCheckFailed when a class fails its
+                                     check)
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import sys
 import time
 from functools import cache
 
-from pqlab.backends.liboqs import _info, decaps_each
+from pqlab.backends import liboqs as liboqs_adapter  # by module: a test replaces its decaps_each
 from pqlab.core.errors import UnknownName
 from pqlab.core.paths import NATIVE
 from pqlab.liboqs.loader import import_oqs
@@ -34,7 +37,8 @@ PACKAGES = {"python-rsa": "rsa", "python-ecdsa": "ecdsa", "cryptography": "crypt
             "bouncy-castle": "bcprov-jdk18on"}
 _JAVA = dict(language="Java", tools=("mvn", "java"), version=("java", "-version"),
              install="install a JDK 17 or newer and Maven", build=("mvn", "-q", "package", "-DskipTests"),
-             artifact="target/leak.jar", run=("java", "-jar", "target/leak.jar"), sources="java", root=LEAKAGE)
+             artifact="target/leak.jar", run=("java", "-jar", "target/leak.jar"), sources="java",
+             root=LEAKAGE)
 PROGRAMS = (
     Program("python-leaky", "Python", ("python3",), ("python3", "--version"),
             "install Python 3 with its venv module (apt-get install python3-venv)", ("sh", "build.sh"),
@@ -79,9 +83,9 @@ def _check_versions(name: str, document: dict) -> None:
     for target in document.get("targets", []):
         package = PACKAGES.get(target.get("implementation"), "")
         if package and locked.get(package) != target.get("version"):
-            raise LeakageRunError(f"the {name} program loaded {package} {target.get('version')}, but its lock pins "
-                                  f"{locked.get(package, 'nothing')}: delete {_BY_NAME[name].folder}/build or "
-                                  "target and run again to rebuild it")
+            raise LeakageRunError(f"the {name} program loaded {package} {target.get('version')}, but its "
+                                  f"lock pins {locked.get(package, 'nothing')}: delete "
+                                  f"{_BY_NAME[name].folder}/build or target and run again to rebuild it")
 
 
 @cache
@@ -102,8 +106,8 @@ _WHY_NOT: dict[str, str] = {}
 
 
 def why_not(name: str) -> str:
-    """'' when the program answers here, else the one-line reason it cannot (a missing toolchain, a failed build),
-    found once per session: a build that failed is not tried again at every call."""
+    """'' when the program answers here, else the one-line reason it cannot (a missing toolchain, a failed
+    build), found once per session: a build that failed is not tried again at every call."""
     if name not in _WHY_NOT:
         try:
             describe(name)
@@ -126,8 +130,8 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
     if name == LIBOQS:
         return _liboqs_screen(request)
 
-    proc, document = call_json(_command(name) + ["screen"], what=f"the {name} screen program", timeout_s=timeout_s,
-                               error=LeakageRunError, stdin=json.dumps(request))
+    proc, document = call_json(_command(name) + ["screen"], what=f"the {name} screen program",
+                               timeout_s=timeout_s, error=LeakageRunError, stdin=json.dumps(request))
     if proc.returncode == 3 and document:
         raise ClassCheckFailed(f"class {document.get('class')!r} failed its check: {document.get('error')}")
     if proc.returncode != 0 or document is None or "times_ns" not in document:
@@ -145,11 +149,12 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
 
 def _liboqs_list() -> dict:
 
-    version, options, _ = _info()
-    return {"protocol": PROTOCOL, "language": "C", "runtime": f"liboqs {version} ({options} build), pqlab's lean path",
-            "build": {}, "targets": [
+    version, options, _ = liboqs_adapter._info()
+    return {"protocol": PROTOCOL, "language": "C",
+            "runtime": f"liboqs {version} ({options} build), pqlab's lean path", "build": {}, "targets": [
                 {"name": f"{kem}-decaps", "implementation": "liboqs", "version": version,
-                 "operation": f"{kem} decapsulation", "classes": list(LIBOQS_CLASSES), "counter": LIBOQS_COUNTER,
+                 "operation": f"{kem} decapsulation", "classes": list(LIBOQS_CLASSES),
+                 "counter": LIBOQS_COUNTER,
                  "notes": "invalid ciphertexts: the first or the last byte flipped (implicit rejection: a "
                           "pseudo-random shared secret)"} for kem in LIBOQS_KEMS]}
 
@@ -163,9 +168,11 @@ def _liboqs_screen(request: dict) -> dict:
         pk = k.generate_keypair()
         sk = k.export_secret_key()
         ct, ss = k.encap_secret(pk)
-    inputs = {"valid": ct, "invalid-first": bytes([ct[0] ^ 1]) + ct[1:], "invalid-last": ct[:-1] + bytes([ct[-1] ^ 1])}
+    inputs = {"valid": ct, "invalid-first": bytes([ct[0] ^ 1]) + ct[1:],
+              "invalid-last": ct[:-1] + bytes([ct[-1] ^ 1])}
     cts = [inputs[c] for c in classes]
-    expected, _ = decaps_each(kem, sk, cts, range(len(cts)))  # each class once, untimed: the class checks
+    # each class once, untimed: the class checks
+    expected, _ = liboqs_adapter.decaps_each(kem, sk, cts, range(len(cts)))
     n = len(ss)
     expected = [expected[i * n:(i + 1) * n] for i in range(len(cts))]
     for name, got in zip(classes, expected):
@@ -175,10 +182,10 @@ def _liboqs_screen(request: dict) -> dict:
     order, warm = request["order"], request.get("warmup_blocks", 0)
     k = len(classes)
     if warm:
-        decaps_each(kem, sk, cts, [c for b in range(warm) for c in order[b % len(order)]])
+        liboqs_adapter.decaps_each(kem, sk, cts, [c for b in range(warm) for c in order[b % len(order)]])
     calls = [c for block in order for c in block]
     start = time.monotonic()
-    secrets, ns = decaps_each(kem, sk, cts, calls)
+    secrets, ns = liboqs_adapter.decaps_each(kem, sk, cts, calls)
     wall = time.monotonic() - start
     bad = next((i for i, c in enumerate(calls) if secrets[i * n:(i + 1) * n] != expected[c]), None)
     if bad is not None:
@@ -187,6 +194,7 @@ def _liboqs_screen(request: dict) -> dict:
     times = [[0] * k for _ in order]
     for i, c in enumerate(calls):
         times[i // k][c] = ns[i]
-    return {"protocol": PROTOCOL, "target": entry["name"], "implementation": "liboqs", "version": entry["version"],
-            "operation": entry["operation"], "classes": list(classes), "counter": LIBOQS_COUNTER,
+    return {"protocol": PROTOCOL, "target": entry["name"], "implementation": "liboqs",
+            "version": entry["version"], "operation": entry["operation"], "classes": list(classes),
+            "counter": LIBOQS_COUNTER,
             "times_ns": times, "checked": len(calls), "wall_s": wall}

@@ -73,17 +73,20 @@ class UnknownNativeAlgorithm(NativeRunnerError):
 
 def runner_path(build: str = "default") -> Path:
     """Where the runner for `build` is built (it may not exist yet)."""
-    return BENCH_DIR / "build" / prefix(build).name / "pqbench"  # one folder per build id (refuses unknown ones)
+    # one folder per build id (refuses unknown ones)
+    return BENCH_DIR / "build" / prefix(build).name / "pqbench"
 
 
 def build_native_runner(build: str = "default") -> Path:
     """Build (incrementally, with make) the runner for the `build` liboqs build; its path."""
     where = prefix(build)
-    missing = [p for p in (where / "lib" / "liboqs.so", where / "include" / "oqs" / "oqs.h") if not p.exists()]
+    missing = [p for p in (where / "lib" / "liboqs.so", where / "include" / "oqs" / "oqs.h")
+               if not p.exists()]
     if missing:
         raise LiboqsBuildMissing(
             f"the {build} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
-            f"run `make setup` in the repository root, or `{shell_command(f'pqlab.app.provision liboqs {build}')}`")
+            "run `make setup` in the repository root, or "
+            f"`{shell_command(f'pqlab.app.provision liboqs {build}')}`")
     for tool in ("make", "cc"):
         if shutil.which(tool) is None:
             raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "
@@ -160,13 +163,13 @@ def run_native(
 ) -> dict:
     """Run the native runner once and return its JSON (plus ``binary`` and ``command``).
 
-    `operations` defaults to all of the algorithm's kind (keygen, sign, verify or keygen, encaps,
-    decaps).  `budget_s` is wall-clock seconds per operation, checks included; `min_samples` are
-    always taken.  `counter` is a label of :data:`pqlab.measure.cycles.LABELS`; by default the counter
-    this process measures with (PQLAB_COUNTER), so pqlab's and the runner's cycles are the same
-    quantity; the runner must report that counter.  Raises :class:`UnknownNativeAlgorithm` (with close matches) for a name this
-    liboqs build does not enable, and :class:`NativeRunnerError` when the runner fails, times out,
-    or (unless `allow_failed`) an operation fails its output check.
+    `operations` defaults to all of the algorithm's kind (keygen, sign, verify or keygen, encaps, decaps).
+    `budget_s` is wall-clock seconds per operation, checks included; `min_samples` are always taken.
+    `counter` is a label of :data:`pqlab.measure.cycles.LABELS`; by default the counter this process measures
+    with (PQLAB_COUNTER), so pqlab's and the runner's cycles are the same quantity; the runner must report
+    that counter.  Raises :class:`UnknownNativeAlgorithm` (with close matches) for a name this liboqs build
+    does not enable, and :class:`NativeRunnerError` when the runner fails, times out, or (unless
+    `allow_failed`) an operation fails its output check.
     """
     label = counter or cycles.counter().label
     binary = build_native_runner(build)
@@ -192,7 +195,8 @@ def run_native(
         if result is not None and proc.returncode == 2 and "unknown algorithm" in result.get("error", ""):
             listing = native_algorithms(build)
             near = close_matches(algorithm, listing["sig"] + listing["kem"])
-            hint = f"; close matches: {', '.join(near)}" if near else "; `pqbench --list` names the enabled ones"
+            hint = (f"; close matches: {', '.join(near)}" if near
+                    else "; `pqbench --list` names the enabled ones")
             raise UnknownNativeAlgorithm(
                 f"{algorithm!r} is not a signature or KEM enabled in liboqs "
                 f"{result.get('liboqs_version', '')} ({build} build){hint}", near)
@@ -200,7 +204,8 @@ def run_native(
                                 f"command: {' '.join(cmd)}")
     check_version(result, binary)
     if result.get("cycles_source") != label:
-        raise NativeRunnerError(f"the native runner counted {result.get('cycles_source')!r}, not {label!r} as asked")
+        raise NativeRunnerError(f"the native runner counted {result.get('cycles_source')!r}, not {label!r} "
+                                "as asked")
     failed = [op for op in result["operations"] if not op["verified"]]
     if failed and not allow_failed:
         raise NativeRunnerError(f"{algorithm} ({build} build) failed its output checks: " + "; ".join(
@@ -232,7 +237,8 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
     for op in result["operations"]:
         row = dict(base or {}, backend=BACKEND, implementation=implementation_name(result),
                    library_version=result["liboqs_version"], build=result["build"],
-                   algorithm=result["algorithm"], kind=result.get("kind"), family=family_of(result["algorithm"]),
+                   algorithm=result["algorithm"], kind=result.get("kind"),
+                   family=family_of(result["algorithm"]),
                    nist_level=result.get("claimed_nist_level") or None, operation=op["operation"],
                    message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]), loops=1, rounds=1,
                    overhead_ns=result.get("timer_overhead_ns"), cycles_source=result["cycles_source"],
@@ -250,8 +256,9 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
                 row.update(summary_columns(summarize(kept), "cycles"))
             missing = len(op["samples_cycles"]) - len(kept)
             if missing:
-                marks.append(flags.make("cycles-dropped", f"{missing} of {len(op['samples_cycles'])} samples: no "
-                                        "count (the perf counter was multiplexed away or a read failed)"))
+                marks.append(flags.make("cycles-dropped",
+                                        f"{missing} of {len(op['samples_cycles'])} samples: no count (the "
+                                        "perf counter was multiplexed away or a read failed)"))
         if not op["verified"]:
             marks.append(flags.make("failed", op.get("error") or "check failed"))
         row["flags"] = flags.join(marks)
@@ -265,35 +272,38 @@ def native_samples(result: dict, *, run_id: str = "", round_index: int | None = 
     for op in result["operations"]:
         n = len(op["samples_ns"])
         cycles = op["samples_cycles"] if len(op["samples_cycles"]) == n else [None] * n
-        rows += [{"run_id": run_id, "backend": BACKEND, "build": result["build"], "algorithm": result["algorithm"],
-                  "operation": op["operation"], "message_bytes": op.get("message_bytes"), "round": round_index,
-                  "sample": i, "loops": 1, "time_ns": t, "cycles": c}
+        rows += [{"run_id": run_id, "backend": BACKEND, "build": result["build"],
+                  "algorithm": result["algorithm"], "operation": op["operation"],
+                  "message_bytes": op.get("message_bytes"), "round": round_index, "sample": i, "loops": 1,
+                  "time_ns": t, "cycles": c}
                  for i, (t, c) in enumerate(zip(op["samples_ns"], cycles))]
     return typed(pd.DataFrame(rows), "samples")
 
 
 def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: float = 1.0, *,
                build: str = "default", study: str = "", folder=None, min_samples: int = 5, warmup: int = 1,
-               fixed_message: bool = True, params: dict | None = None, save: bool = True, rounds: int | None = None,
-               pool: int = 16, conformance: dict):
+               fixed_message: bool = True, params: dict | None = None, save: bool = True,
+               rounds: int | None = None, pool: int = 16, conformance: dict):
     """Measure `algorithms` with the C runner (every operation of each) in rounds and record them as one run.
 
     Each round runs the C runner once per algorithm, a fresh process each, the algorithms in an order shuffled
     per round, with ``budget_s / rounds`` of sampling and ``ceil(min_samples / rounds)`` samples at least; the
-    estimate and its interval are over rounds, as for :func:`pqlab.benchmark.bench` (:mod:`pqlab.runners.rounds`), and each
-    round records the machine's noise and reference loops (:mod:`pqlab.measure.noise`).  Every input is checked first
-    (names this liboqs build enables, with close matches; budget, sample count, rounds and message size; a name
-    given twice is measured once).  A failed output check is a row with ``verified`` False and a ``failed`` flag,
-    never an exception.  `pool`: the pre-made signatures / ciphertexts verify and decaps cycle through (1: one,
-    verified or decapsulated again and again, as pqlab's own verify and decaps do, so the two harnesses time the
-    same input and cache state).  `conformance`: the known-answer records of that build's liboqs by algorithm
-    (:func:`pqlab.checks.conformance.liboqs_records`), carried by the run.  Raises :class:`NativeRunnerError` if
-    the runner did not load the `build` build."""
+    estimate and its interval are over rounds, as for :func:`pqlab.benchmark.bench`
+    (:mod:`pqlab.runners.rounds`), and each round records the machine's noise and reference loops
+    (:mod:`pqlab.measure.noise`).  Every input is checked first (names this liboqs build enables, with close
+    matches; budget, sample count, rounds and message size; a name given twice is measured once).  A failed
+    output check is a row with ``verified`` False and a ``failed`` flag, never an exception.  `pool`: the
+    pre-made signatures / ciphertexts verify and decaps cycle through (1: one, verified or decapsulated again
+    and again, as pqlab's own verify and decaps do, so the two harnesses time the same input and cache state).
+    `conformance`: the known-answer records of that build's liboqs by algorithm
+    (:func:`pqlab.checks.conformance.liboqs_records`), carried by the run.  Raises :class:`NativeRunnerError`
+    if the runner did not load the `build` build."""
 
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
     min_samples = inputs.sample_bounds(min_samples, 1000)[0]  # run_native's max_samples
-    rounds = inputs.round_counts(ROUNDS if rounds is None else rounds, ROUNDS if rounds is None else rounds)[0]
+    rounds = inputs.round_counts(ROUNDS if rounds is None else rounds,
+                                 ROUNDS if rounds is None else rounds)[0]
     message_bytes = inputs.message_size(message_bytes)
     warmup = inputs.count(warmup, "warmup", 0)
     pool = inputs.count(pool, "pool")
@@ -304,30 +314,31 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
         if name not in enabled:
             raise UnknownName(f"algorithm for the native runner ({build} build)", name, enabled)
     run_params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "budget_s": budget_s,
-                  "build": build, "fixed_message": fixed_message, "min_samples": min_samples, "rounds": rounds,
-                  "pool": pool,
+                  "build": build, "fixed_message": fixed_message, "min_samples": min_samples,
+                  "rounds": rounds, "pool": pool,
                   **(params or {})}
     libraries = set()
     results: dict[str, list] = {name: [] for name in algorithms}
-    # the runner links that build's liboqs: its rows carry that library's conformance records, which the caller
-    # checked (pqlab.checks.conformance.liboqs_records: checks sit above the runners they check through)
+    # the runner links that build's liboqs: its rows carry that library's conformance records, which the
+    # caller checked (pqlab.checks.conformance.liboqs_records: checks sit above the runners they check
+    # through)
     records = {f"{a}@{BACKEND}": r for a, r in conformance.items() if a in algorithms}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
-                     save=save, liboqs=False, meta={"native": {"build": build, "fixed_message": fixed_message},
-                                                    "rounds": [], "isolation": "process",
-                                                    "conformance": records}) as rec:
+                     save=save, liboqs=False,
+                     meta={"native": {"build": build, "fixed_message": fixed_message}, "rounds": [],
+                           "isolation": "process", "conformance": records}) as rec:
         for r in range(rounds):
             before, start = noise.snapshot(), noise.reference_times()
             order = list(algorithms)
             random.Random(f"native-{r}").shuffle(order)
             for name in order:
-                result = run_native(name, None, message_bytes, budget_s / rounds, build, fixed_message=fixed_message,
-                                    min_samples=math.ceil(min_samples / rounds), warmup=warmup, pool=pool,
-                                    allow_failed=True)
+                result = run_native(name, None, message_bytes, budget_s / rounds, build,
+                                    fixed_message=fixed_message, min_samples=math.ceil(min_samples / rounds),
+                                    warmup=warmup, pool=pool, allow_failed=True)
                 options = parse(build).options  # a given build's options are what its maker chose
                 if options in OPTIONS and bool(result.get("oqs_dist_build")) is not (options == "default"):
-                    raise NativeRunnerError(f"the native runner for {name} did not load the {build} liboqs build: "
-                                            f"{result.get('liboqs_path')}")
+                    raise NativeRunnerError(f"the native runner for {name} did not load the {build} liboqs "
+                                            f"build: {result.get('liboqs_path')}")
                 libraries.add(result.get("liboqs_path", ""))
                 results[name].append((r, result))
                 rec.add(samples=native_samples(result, run_id=rec.run_id, round_index=r).to_dict("records"))

@@ -6,37 +6,39 @@ cache state and neighbours on a shared host change between processes and over mi
 Six separate runs of one `pqlab bench` showed a between-run spread 3.3 times the one its within-process
 intervals implied; their 95 % intervals held the pooled median in 40 % of the rows.  So:
 
-* **A round is a fresh process** (``python -m pqlab.runners.rounds``, :func:`run_round_in_worker`): it imports pqlab,
-  loads the libraries and makes its keys anew, so what changes between processes (address-space layout, the
-  heap's state, the library's lazily set-up tables, which core and neighbours it gets) is drawn again each
+* **A round is a fresh process** (``python -m pqlab.runners.rounds``, :func:`run_round_in_worker`): it imports
+  pqlab, loads the libraries and makes its keys anew, so what changes between processes (address-space layout,
+  the heap's state, the library's lazily set-up tables, which core and neighbours it gets) is drawn again each
   round.  Adapters that are not registered by name (a test's doubles) cannot be rebuilt in another process:
   their rounds run in this process (:func:`run_round`), and their rows carry ``rounds-in-process``.
 * **Inside a round every item (algorithm x operation x size, and the harness's no-op) runs once, in an order
-  shuffled per round** (:func:`order`; sign is kept before the verify that uses its signature).  Drift within a
-  round then hits every item alike, and a ratio of two items is paired by round.
+  shuffled per round** (:func:`order`; sign is kept before the verify that uses its signature).  Drift within
+  a round then hits every item alike, and a ratio of two items is paired by round.
 * **Each round gives each item one value**, the median of its samples in that round; the estimate and its 95 %
-  interval are a t-interval over rounds (:func:`pqlab.measure.stats.round_interval`), and a ratio of two items is one
-  ratio per round, then the same interval (:func:`pqlab.measure.stats.ratio_ci`).
+  interval are a t-interval over rounds (:func:`pqlab.measure.stats.round_interval`), and a ratio of two items
+  is one ratio per round, then the same interval (:func:`pqlab.measure.stats.ratio_ci`).
 * **How many rounds (a sequential rule that keeps coverage).**  A first stage of `rounds` rounds (default
-  :data:`ROUNDS`); then, per item, Stein's two-stage rule: the number of rounds needed for the target precision
-  ``N = ceil((t_{n0-1} s0 / log(1 + target))^2)`` from the first stage's spread ``s0`` of log round values, at most
-  `max_rounds`.  The number of rounds depends on the first stage's spread only, never on the estimate, so
-  stopping does not make the interval optimistic (Stein, 1945) as stopping at the first good look does.  An item
-  whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.  Extra rounds also stop at
-  the item's time budget (:data:`BUDGET_FACTOR` times `budget_s`, its warm-ups and output checks included): an
-  operation slower than a round's share of the budget keeps its first stage, ``precision-not-reached:budget``.
+  :data:`ROUNDS`); then, per item, Stein's two-stage rule: the number of rounds needed for the target
+  precision ``N = ceil((t_{n0-1} s0 / log(1 + target))^2)`` from the first stage's spread ``s0`` of log round
+  values, at most `max_rounds`.  The number of rounds depends on the first stage's spread only, never on the
+  estimate, so stopping does not make the interval optimistic (Stein, 1945) as stopping at the first good look
+  does.  An item whose N exceeds `max_rounds` stops there with ``precision-not-reached:max-rounds``.  Extra
+  rounds also stop at the item's time budget (:data:`BUDGET_FACTOR` times `budget_s`, its warm-ups and output
+  checks included): an operation slower than a round's share of the budget keeps its first stage,
+  ``precision-not-reached:budget``.
 * **Warm-up.**  The first round warms every item up for ``timing.WARMUP_S`` (capped at half its round's
-  sampling) and calibrates its loops from it.  Later rounds reuse the loops and warm up for :data:`LATER_WARMUP_S`
-  (fast calls settle within about ten calls, measured on ML-KEM-768 encaps and ML-DSA-44 verify), and a call of
-  at least :data:`COLD_CALL_S` none at all where the first round's cold call was within :data:`COLD_TOLERANCE`
-  of its sample (:func:`later_warmup`): one warm-up of a 1.5 s SPHINCS+ sign costs as much as its sample and
-  tells nothing the first round did not.  A run's ``meta["warmup_skipped"]`` names those items.
-* **The noise of every round is recorded** (:mod:`pqlab.measure.noise`: steal, other processes' CPU and on which CPUs,
-  context switches, load, frequency, and the reference loops at the start and end of the round) in
+  sampling) and calibrates its loops from it.  Later rounds reuse the loops and warm up for
+  :data:`LATER_WARMUP_S` (fast calls settle within about ten calls, measured on ML-KEM-768 encaps and
+  ML-DSA-44 verify), and a call of at least :data:`COLD_CALL_S` none at all where the first round's cold call
+  was within :data:`COLD_TOLERANCE` of its sample (:func:`later_warmup`): one warm-up of a 1.5 s SPHINCS+ sign
+  costs as much as its sample and tells nothing the first round did not.  A run's ``meta["warmup_skipped"]``
+  names those items.
+* **The noise of every round is recorded** (:mod:`pqlab.measure.noise`: steal, other processes' CPU and on
+  which CPUs, context switches, load, frequency, and the reference loops at the start and end of the round) in
   ``meta["rounds"]``.
 * **A worker protects its measurement** where the operating system lets it, without changing the machine
-  (:func:`pqlab.measure.noise.protect`): it pins itself to the CPU that was least busy when it started and asks for a
-  higher scheduler priority as far as the user's rights go; the round's record says what it got
+  (:func:`pqlab.measure.noise.protect`): it pins itself to the CPU that was least busy when it started and
+  asks for a higher scheduler priority as far as the user's rights go; the round's record says what it got
   (``protection``).  Rounds made in the caller's own process (``isolation="in-process"``) leave it alone.
 
 A worker that crashes or is killed loses the items of its round that it had not reported; every other round is
@@ -57,13 +59,15 @@ from dataclasses import dataclass, field
 from pqlab.backends.algorithms import get, random_message, resolve
 from pqlab.backends.base import Algorithm, Noop, VerificationError
 from pqlab.backends.liboqs import lean_noop_trial
+from pqlab.core.schema import convert_unit
 from pqlab.measure import noise
 
 #: First-stage rounds (bench's default), and the most rounds an item gets as a multiple of the first stage's
 #: (bench's default max_rounds: 18 for 6).
 ROUNDS, MAX_ROUNDS_FACTOR = 6, 3
-#: An item's extra rounds stop where its time so far (warm-ups, samples, checks) would pass this times budget_s:
-#: its sampling is budget_s over max_rounds rounds, and each round's warm-up at most half its sampling.
+#: An item's extra rounds stop where its time so far (warm-ups, samples, checks) would pass this times
+#: budget_s: its sampling is budget_s over max_rounds rounds, and each round's warm-up at most half its
+#: sampling.
 BUDGET_FACTOR = 2
 MAX_ROUNDS = ROUNDS * MAX_ROUNDS_FACTOR
 #: Warm-up of later rounds (the first round's calibrated the loops), and the calls that skip it: at least
@@ -107,10 +111,11 @@ class ItemRound:
 def later_warmup(first: dict, round_budget_s: float) -> float:
     """Warm-up seconds of an item in rounds after the first, from `first` (its first round's
     :class:`ItemRound` fields): none for a call of at least :data:`COLD_CALL_S` whose cold call was within
-    :data:`COLD_TOLERANCE` of its sample, else :data:`LATER_WARMUP_S` (capped at half the round's sampling)."""
+    :data:`COLD_TOLERANCE` of its sample, else :data:`LATER_WARMUP_S` (capped at half the round's
+    sampling)."""
     times, cold = first.get("time_ns") or [], first.get("first_call_ns")
     sample = sorted(times)[len(times) // 2] if times else 0.0
-    if cold and sample >= COLD_CALL_S * 1e9 and cold <= sample * (1 + COLD_TOLERANCE):
+    if cold and sample >= convert_unit(COLD_CALL_S, "s", "ns") and cold <= sample * (1 + COLD_TOLERANCE):
         return 0.0
     return min(LATER_WARMUP_S, round_budget_s / 2)
 
@@ -138,16 +143,16 @@ def _keys(algo: Algorithm):
         return None
 
 
-def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, seed: int | None, round_budget_s: float,
-              min_samples: int, max_samples: int, loops: dict[int, int], sizes_at: int | None,
-              emit: Callable[[dict], None], warmups: dict[int, float] | None = None,
+def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, seed: int | None,
+              round_budget_s: float, min_samples: int, max_samples: int, loops: dict[int, int],
+              sizes_at: int | None, emit: Callable[[dict], None], warmups: dict[int, float] | None = None,
               protection: dict | None = None) -> None:
     """Measure every item once, in this round's order, in this process; `emit` gets one dict per item (an
-    :class:`ItemRound`'s fields), one per sizes row (``{"sizes": ...}``, when `sizes_at` is a size) and last the
-    round's own record (``{"round": ...}``: noise and reference loops).  `loops`: item -> loops fixed by an
-    earlier round (the first round calibrates them); `warmups`: item -> its warm-up seconds in this round
-    (:func:`later_warmup`; default the first round's); `protection`: what :func:`pqlab.measure.noise.protect` used in this
-    (worker) process, kept in the round's record."""
+    :class:`ItemRound`'s fields), one per sizes row (``{"sizes": ...}``, when `sizes_at` is a size) and last
+    the round's own record (``{"round": ...}``: noise and reference loops).  `loops`: item -> loops fixed by
+    an earlier round (the first round calibrates them); `warmups`: item -> its warm-up seconds in this round
+    (:func:`later_warmup`; default the first round's); `protection`: what :func:`pqlab.measure.noise.protect`
+    used in this (worker) process, kept in the round's record."""
     from pqlab.measure.timing import WARMUP_S, measure
 
     before, ref_start = noise.snapshot(), noise.reference_times()
@@ -155,8 +160,8 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
     signed: dict[tuple, tuple] = {}
     noop = Noop()
     warmup_s = min(WARMUP_S, round_budget_s / 2)
-    # each round its own messages (reproducible from the seed): fresh messages never repeat across rounds either,
-    # so an adapter that remembers (rounds in one process) cannot pass a cached result
+    # each round its own messages (reproducible from the seed): fresh messages never repeat across rounds
+    # either, so an adapter that remembers (rounds in one process) cannot pass a cached result
     message_seed = None if seed is None else f"{seed}-round-{round_index}"
     for i in order(items, round_index, seed):
         it = items[i]
@@ -186,7 +191,8 @@ def run_round(algos: list[Algorithm], items: list[Item], round_index: int, *, se
             result.spent_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failing item is a row with its error, the round goes on
 
-            result.error = f"verification: {exc}" if isinstance(exc, VerificationError) else f"{type(exc).__name__}: {exc}"
+            result.error = (f"verification: {exc}" if isinstance(exc, VerificationError)
+                            else f"{type(exc).__name__}: {exc}")
             emit(vars(result))
             continue
         if it.operation == "sign" and keys.get(it.algo) is not None:
@@ -217,8 +223,8 @@ def _sizes_row(algo: Algorithm, message: bytes, keys=None, signed: tuple | None 
 
 
 def registered(algo: Algorithm) -> bool:
-    """Whether a worker process can rebuild `algo` from its name and backend: it is the registry's own object (the
-    registry gives one per name and backend)."""
+    """Whether a worker process can rebuild `algo` from its name and backend: it is the registry's own object
+    (the registry gives one per name and backend)."""
 
     try:
         return get(algo.name, algo.backend) is algo
@@ -226,16 +232,17 @@ def registered(algo: Algorithm) -> bool:
         return False
 
 
-def run_round_in_worker(algos: list[Algorithm], items: list[Item], round_index: int, emit: Callable[[dict], None],
-                        timeout_s: float | None = None, **job) -> str:
-    """:func:`run_round` in a fresh ``python -m pqlab.runners.rounds`` process, its results passed to `emit` as they come;
-    returns "" or, where the worker died before finishing, why (its last lines of stderr)."""
-    spec = {"algorithms": [f"{a.name}@{a.backend}" for a in algos], "items": [[i.algo, i.operation, i.size]
-                                                                              for i in items],
+def run_round_in_worker(algos: list[Algorithm], items: list[Item], round_index: int,
+                        emit: Callable[[dict], None], timeout_s: float | None = None, **job) -> str:
+    """:func:`run_round` in a fresh ``python -m pqlab.runners.rounds`` process, its results passed to `emit`
+    as they come; returns "" or, where the worker died before finishing, why (its last lines of stderr)."""
+    spec = {"algorithms": [f"{a.name}@{a.backend}" for a in algos],
+            "items": [[i.algo, i.operation, i.size] for i in items],
             "round": round_index, **job, "loops": {str(k): v for k, v in job["loops"].items()},
             "warmups": {str(k): v for k, v in (job.get("warmups") or {}).items()}}
-    proc = subprocess.Popen([sys.executable, "-m", "pqlab.runners.rounds"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    proc = subprocess.Popen([sys.executable, "-m", "pqlab.runners.rounds"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:  # read when the worker is done: this process stays idle while it measures
         out, err = proc.communicate(json.dumps(spec), timeout=timeout_s)
         rc = proc.returncode
@@ -256,8 +263,8 @@ def run_round_in_worker(algos: list[Algorithm], items: list[Item], round_index: 
 
 
 def main() -> int:
-    """The worker: a job (JSON) on stdin, one JSON line per result on stdout (anything else the libraries print
-    goes to stderr)."""
+    """The worker: a job (JSON) on stdin, one JSON line per result on stdout (anything else the libraries
+    print goes to stderr)."""
 
     protection = noise.protect()  # before the libraries load: their threads and pages start on the chosen CPU
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")

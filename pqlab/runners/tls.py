@@ -12,8 +12,8 @@ long it took in ``native/tls-runner/target/build-record.json`` and the binary's 
 
 The runner's numbers have bounds (:data:`MAX_HANDSHAKES`, :data:`MAX_WARMUP`, :data:`MAX_PAYLOAD`; the runner
 has the same ones) and ``pin`` names two CPUs this process may run on: :func:`check_run_options` refuses
-anything else in one line (:class:`~pqlab.core.errors.BadInput`) before anything runs.  A run reports the pinning
-the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back after pinning.
+anything else in one line (:class:`~pqlab.core.errors.BadInput`) before anything runs.  A run reports the
+pinning the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back after pinning.
 
     build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "sigalgs": [...]}
     resolve_group("ML-KEM-768") -> "MLKEM768"       check_names(groups, signatures)   (before anything runs)
@@ -21,14 +21,14 @@ the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back aft
     run_handshakes(group, signature, ...) -> dict   measure_handshakes(configs, ...) -> Run (data/results)
 
 Certificates: root -> intermediate -> leaf, made with ``cryptography`` (keys derived from fixed
-seeds where it can, so DER sizes are reproducible) or, for key types it cannot sign with
-(SLH-DSA), by the runner's OpenSSL.  Sizes are read from the files, never computed.
+seeds where it can, so DER sizes are reproducible: :mod:`pqlab.runners.tls_certificates`) or, for key types
+it cannot sign with (SLH-DSA), by the runner's OpenSSL.  Sizes are read from the files, never computed.
+The records each side wrote are sorted into flights by :mod:`pqlab.runners.tls_messages`.
 """
 from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -47,6 +47,20 @@ from pqlab.core.inputs import count
 from pqlab.core.schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
 from pqlab.measure import noise
 from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.runners.tls_certificates import (
+    CHAIN_FILES,
+    HOST,  # noqa: F401 - tls.HOST before the split
+    _write_chain_with_cryptography,
+)
+from pqlab.runners.tls_messages import (  # noqa: F401 - CONTENT_TYPES, HANDSHAKE_TYPES, flight_of: tls's
+    CONTENT_TYPES,
+    FLIGHTS,
+    HANDSHAKE_TYPES,
+    cv_signature_bytes,
+    flight_bytes,
+    flight_of,
+    message_rows,
+)
 from pqlab.store.recorder import RunRecorder, summary_columns
 
 RUNNER_DIR = paths.NATIVE / "tls-runner"
@@ -79,14 +93,6 @@ SIGNATURES = {
     "SLH-DSA-SHA2-128f": (None, "openssl"),
 }
 
-#: TLS record content types and handshake message types (RFC 8446) as the runner reports them.
-CONTENT_TYPES = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data"}
-HANDSHAKE_TYPES = {1: "client_hello", 2: "server_hello", 4: "new_session_ticket", 8: "encrypted_extensions",
-                   11: "certificate", 13: "certificate_request", 15: "certificate_verify", 20: "finished",
-                   24: "key_update"}
-#: Flights: C1 the ClientHello, S1 the server's first flight (ServerHello .. Finished), C2 the
-#: client's second flight (.. Finished), S2 what the server sends after the handshake (tickets).
-FLIGHTS = ("C1", "S1", "C2", "S2")
 #: Bounds of a run's numbers, the runner's own (native/tls-runner/src/main.rs): checked here first.
 MAX_HANDSHAKES = 100_000
 MAX_WARMUP = 10_000
@@ -141,8 +147,9 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
     if not forced and not _stale() and not _damaged():
         return BINARY
     if cargo is None:
-        raise TlsRunnerBuildError("building the TLS runner failed at step `find cargo`: cargo is not on PATH; "
-                                  "install Rust (rustup or apt-get install cargo) and run the target again")
+        raise TlsRunnerBuildError("building the TLS runner failed at step `find cargo`: cargo is not on "
+                                  "PATH; install Rust (rustup or apt-get install cargo) and run the target "
+                                  "again")
     TARGET_DIR.mkdir(parents=True, exist_ok=True)
     with open(TARGET_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (make -j, parallel tests)
@@ -166,17 +173,18 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
             try:
                 proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
             except subprocess.TimeoutExpired as exc:
-                raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build`: timed out after "
-                                          f"{timeout_s:.0f} s; log: {BUILD_LOG}") from exc
+                raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build`: timed out "
+                                          f"after {timeout_s:.0f} s; log: {BUILD_LOG}") from exc
         seconds = time.monotonic() - start
         if proc.returncode != 0 or not BINARY.exists():
-            raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build` (exit {proc.returncode}): "
-                                      f"see {BUILD_LOG}")
+            raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build` "
+                                      f"(exit {proc.returncode}): see {BUILD_LOG}")
         BINARY.touch()  # make's prerequisite check sees the build as current
         integrity.record(BINARY)
         version = _call(["version"]).get("openssl_version", "")
         builds = build_records() + [{
-            "seconds": round(seconds, 1), "cold": cold, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "seconds": round(seconds, 1), "cold": cold,
+            "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "openssl_version": version, "cores": os.cpu_count(), "load_before": round(load, 2),
             "command": " ".join(cmd)}]
         atomic_write_text(BUILD_RECORD, json.dumps({"builds": builds[-20:]}, indent=2) + "\n")
@@ -186,7 +194,8 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
 def _call(args: Sequence[str], timeout_s: float = 600) -> dict:
     proc, out = call_json([BINARY, *args], what="the TLS runner", timeout_s=timeout_s, error=TlsError)
     if out is None:
-        raise TlsError(f"the TLS runner failed ({failure(proc, tail=1500)}) for `tls-runner {' '.join(args)}`")
+        raise TlsError(f"the TLS runner failed ({failure(proc, tail=1500)}) for "
+                       f"`tls-runner {' '.join(args)}`")
     if proc.returncode != 0:
         raise TlsError(f"the TLS runner refused `tls-runner {' '.join(args)}`: {out.get('error', out)}")
     return out
@@ -208,7 +217,8 @@ def capabilities() -> dict:
 
 
 def resolve_group(name: str, groups: Iterable[str] | None = None) -> str:
-    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.core.errors.UnknownName` (one line) otherwise."""
+    """OpenSSL's group name for a pqlab or OpenSSL name; :class:`pqlab.core.errors.UnknownName` (one line)
+    otherwise."""
     groups = list(groups if groups is not None else capabilities()["groups"])
     by_lower = {g.lower(): g for g in groups}
     candidate = GROUPS.get(name, name)
@@ -230,8 +240,8 @@ def check_signature(name: str, sigalgs: Iterable[str] | None = None) -> str:
     if name in SIGNATURES:
         return name
     schemes = sigalgs if sigalgs is not None else capabilities()["sigalgs"]
-    raise UnknownName("signature", name, SIGNATURES, f"Chains are built for {', '.join(SIGNATURES)} (the stack's "
-                      f"TLS 1.3 signature schemes: {', '.join(schemes)})")
+    raise UnknownName("signature", name, SIGNATURES, f"Chains are built for {', '.join(SIGNATURES)} (the "
+                      f"stack's TLS 1.3 signature schemes: {', '.join(schemes)})")
 
 
 def check_names(groups: Iterable[str], signatures: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -242,85 +252,6 @@ def check_names(groups: Iterable[str], signatures: Iterable[str]) -> tuple[list[
 
 
 # --------------------------------------------------------------------------- certificates
-
-NOT_BEFORE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-NOT_AFTER = dt.datetime(2036, 1, 1, tzinfo=dt.UTC)
-HOST = "pqlab.test"
-CHAIN_FILES = ("root.der", "intermediate.der", "server-1.der", "server-2.der", "client-1.der", "client-2.der",
-               "server.key.der", "client.key.der")
-
-
-def _seed(algorithm: str, role: str) -> bytes:
-    """A fixed 32-byte seed per algorithm and role: test keys, reproducible sizes (not secrets)."""
-    return hashlib.sha256(f"pqlab tls {algorithm} {role}".encode()).digest()
-
-
-def _private_key(algorithm: str, role: str):
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, mldsa, rsa
-
-    seed = _seed(algorithm, role)
-    if algorithm == "RSA-2048":
-        return rsa.generate_private_key(65537, 2048)  # no seeded RSA in cryptography; the size is fixed
-    if algorithm == "ECDSA-P256":
-        order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
-        return ec.derive_private_key(int.from_bytes(seed) % (order - 1) + 1, ec.SECP256R1())
-    if algorithm == "Ed25519":
-        return ed25519.Ed25519PrivateKey.from_private_bytes(seed)
-    classes = {"ML-DSA-44": mldsa.MLDSA44PrivateKey, "ML-DSA-65": mldsa.MLDSA65PrivateKey,
-               "ML-DSA-87": mldsa.MLDSA87PrivateKey}
-    return classes[algorithm].from_seed_bytes(seed)
-
-
-def _certificate(algorithm: str, role: str, serial: int, key, issuer=None):
-    """One X.509 v3 certificate with the extensions the runner's mkchain writes too."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    cn = {"root": f"pqlab {algorithm} root", "intermediate": f"pqlab {algorithm} intermediate",
-          "server": HOST, "client": "pqlab client"}[role]
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    issuer_cert, issuer_key = issuer if issuer else (None, key)
-    ca = role in ("root", "intermediate")
-    b = (x509.CertificateBuilder().subject_name(subject)
-         .issuer_name(issuer_cert.subject if issuer_cert else subject)
-         .public_key(key.public_key()).serial_number(serial).not_valid_before(NOT_BEFORE).not_valid_after(NOT_AFTER)
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if role == "intermediate" else None), critical=True)
-         .add_extension(x509.KeyUsage(digital_signature=not ca, content_commitment=False, key_encipherment=False,
-                                      data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
-                                      encipher_only=False, decipher_only=False), critical=True))
-    if role == "server":
-        b = (b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-             .add_extension(x509.SubjectAlternativeName([x509.DNSName(HOST)]), critical=False))
-    elif role == "client":
-        b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-    b = b.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-    if issuer_cert is not None:
-        b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-                            critical=False)
-    if algorithm in ("RSA-2048",):
-        return b.sign(issuer_key, hashes.SHA256())
-    if algorithm == "ECDSA-P256":
-        return b.sign(issuer_key, hashes.SHA256(), ecdsa_deterministic=True)
-    return b.sign(issuer_key, None)
-
-
-def _write_chain_with_cryptography(algorithm: str, folder: Path) -> None:
-    from cryptography.hazmat.primitives import serialization
-
-    keys = {role: _private_key(algorithm, role) for role in ("root", "intermediate", "server", "client")}
-    root = _certificate(algorithm, "root", 1, keys["root"])
-    inter = _certificate(algorithm, "intermediate", 2, keys["intermediate"], (root, keys["root"]))
-    certs = {"root.der": root, "intermediate.der": inter,
-             "server-1.der": _certificate(algorithm, "server", 3, keys["server"], (root, keys["root"])),
-             "server-2.der": _certificate(algorithm, "server", 4, keys["server"], (inter, keys["intermediate"])),
-             "client-1.der": _certificate(algorithm, "client", 5, keys["client"], (root, keys["root"])),
-             "client-2.der": _certificate(algorithm, "client", 6, keys["client"], (inter, keys["intermediate"]))}
-    for name, cert in certs.items():
-        (folder / name).write_bytes(cert.public_bytes(serialization.Encoding.DER))
-    for role in ("server", "client"):
-        (folder / f"{role}.key.der").write_bytes(keys[role].private_bytes(
-            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 
 def build_chain(algorithm: str, folder: Path | None = None) -> Path:
@@ -350,7 +281,8 @@ def certificate_sizes(signatures: Iterable[str], folder: Path | None = None) -> 
         size = {f: (chain / f).stat().st_size for f in CHAIN_FILES}
         rows.append({"signature": sig, "built_with": SIGNATURES[sig][1], "root": size["root.der"],
                      "intermediate": size["intermediate.der"], "leaf_from_root": size["server-1.der"],
-                     "leaf_from_intermediate": size["server-2.der"], "client_leaf_from_root": size["client-1.der"],
+                     "leaf_from_intermediate": size["server-2.der"],
+                     "client_leaf_from_root": size["client-1.der"],
                      "client_leaf_from_intermediate": size["client-2.der"],
                      "depth1_sent": size["server-1.der"],
                      "depth2_sent": size["server-2.der"] + size["intermediate.der"]})
@@ -400,7 +332,8 @@ def check_pin(pin: str | None) -> str | None:
     return ",".join(p.strip() for p in parts)
 
 
-def check_run_options(handshakes, warmup, payload=64, pin: str | None = None) -> tuple[int, int, int, str | None]:
+def check_run_options(handshakes, warmup, payload=64,
+                      pin: str | None = None) -> tuple[int, int, int, str | None]:
     """(handshakes, warmup, payload, pin) within the runner's bounds, checked before anything runs."""
 
     return (count(handshakes, "handshakes", 1, MAX_HANDSHAKES), count(warmup, "warmup", 0, MAX_WARMUP),
@@ -435,60 +368,12 @@ def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin
     return out
 
 
-def flight_of(side: str, messages: Sequence[Sequence[int]]) -> list[str]:
-    """The flight (C1, S1, C2, S2 or 'after') of each message a side wrote, in order."""
-    flights, done = [], False
-    for content_type, hs_type, *_ in messages:
-        if content_type != 22 and content_type != 20:
-            flights.append("after")
-            continue
-        if side == "client":
-            flights.append("C1" if hs_type == 1 else ("after" if done else "C2"))
-        else:
-            flights.append("S2" if done else "S1")
-        if content_type == 22 and hs_type == 20:
-            done = True
-    return flights
-
-
-def message_rows(result: dict, handshake: dict) -> list[dict]:
-    """One row per message either side wrote in one handshake: flight, type, length, wire bytes."""
-    rows = []
-    for side in ("client", "server"):
-        msgs = handshake.get(f"{side}_messages") or []
-        for (ct, hs, length, wire, *ext), flight in zip(msgs, flight_of(side, msgs)):
-            rows.append({"index": handshake["index"], "from": side, "flight": flight,
-                         "message": HANDSHAKE_TYPES.get(hs, f"type {hs}") if ct == 22 else CONTENT_TYPES.get(ct, str(ct)),
-                         "message_bytes": length, "wire_bytes": wire,
-                         "extensions": " ".join(f"{t}:{n}" for t, n in (ext[0] if ext else []))})
-    return rows
-
-
 def failure_reason(result: dict) -> str:
     """OpenSSL's reason a configuration failed, or '' if every handshake passed its checks."""
     if result.get("setup_error"):
         return result["setup_error"]
     bad = [h for h in result["handshakes"] if not h["ok"]]
     return "; ".join(bad[0]["errors"]) if bad else ""
-
-
-def flight_bytes(handshake: dict) -> dict:
-    """Wire bytes per flight of one handshake (C1, S1, C2, S2)."""
-    out = dict.fromkeys(FLIGHTS, 0)
-    for side in ("client", "server"):
-        msgs = handshake.get(f"{side}_messages") or []
-        for (_ct, _hs, _len, wire, *_), flight in zip(msgs, flight_of(side, msgs)):
-            if flight in out:
-                out[flight] += wire
-    return out
-
-
-def cv_signature_bytes(handshake: dict, side: str = "server") -> int | None:
-    """The signature length in `side`'s CertificateVerify (its message minus 8 bytes of framing)."""
-    for ct, hs, length, _wire, *_ in handshake.get(f"{side}_messages") or []:
-        if ct == 22 and hs == 15:
-            return length - 8  # 4 handshake header + 2 scheme + 2 length
-    return None
 
 
 def _window() -> dict:
@@ -498,9 +383,10 @@ def _window() -> dict:
 
 
 def window_noise(start: dict) -> dict:
-    """What the machine did while one configuration ran (:func:`pqlab.measure.noise.round_noise`: the runner, a finished
-    child of this process, counts as this process's own CPU, not another's), and whether that was busy
-    (:func:`pqlab.measure.noise.busy_reason`): a runner without rounds can still say when the machine was not quiet."""
+    """What the machine did while one configuration ran (:func:`pqlab.measure.noise.round_noise`: the runner,
+    a finished child of this process, counts as this process's own CPU, not another's), and whether that was
+    busy (:func:`pqlab.measure.noise.busy_reason`): a runner without rounds can still say when the machine was
+    not quiet."""
 
     record = noise.round_noise(start, noise.snapshot())
     record["busy"] = noise.busy_reason(record)
@@ -513,8 +399,8 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     """Run every configuration (names checked first) and store the run in the results store.
 
     One measurement row per configuration: wall time (``time_ns_*``), client and server CPU time
-    with medians (no interval: one client and one server process, no rounds), wire bytes per flight; a refused or failed
-    configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
+    with medians (no interval: one client and one server process, no rounds), wire bytes per flight; a refused
+    or failed configuration gives a row with ``verified`` False and OpenSSL's reason in a ``failed`` flag, and
     the matrix goes on.  Samples hold every handshake; ``meta["tls"]["messages"]`` the message
     breakdown of each configuration's first measured handshake; ``meta["tls"]["noise"]`` what the machine did
     while each configuration ran (:func:`window_noise`), and a busy one's row carries the flag ``busy``.
@@ -527,13 +413,16 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     version = caps["openssl_version"]
     params = {"configs": [vars(c) for c in configs], "handshakes": handshakes, "warmup": warmup,
               "pin": default_pin() if pin == "auto" else pin}
-    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {}, "noise": {}}}
+    meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {},
+                    "noise": {}}}
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(configs), desc=study or "handshakes", unit="config", leave=True, dynamic_ncols=True)
-    with RunRecorder(study, params, label=study or "tls", folder=folder, save=save, liboqs=False, meta=meta) as rec:
+        bar = tqdm(total=len(configs), desc=study or "handshakes", unit="config", leave=True,
+                   dynamic_ncols=True)
+    with RunRecorder(study, params, label=study or "tls", folder=folder, save=save, liboqs=False,
+                     meta=meta) as rec:
         for config in configs:
             if bar is not None:
                 bar.set_postfix_str(f"{config.pair} {config.mode} d{config.depth}")
@@ -546,7 +435,8 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                           library_version=version.split()[1] if " " in version else "", algorithm=config.pair,
                           kind="tls", operation=f"handshake:{config.mode}", samples=len(measured), loops=1,
                           cycles_source="none",
-                          tls_group=resolve_group(config.group, caps["groups"]), tls_signature=config.signature,
+                          tls_group=resolve_group(config.group, caps["groups"]),
+                          tls_signature=config.signature,
                           chain_depth=config.depth, mutual=config.mutual, resumed=config.resume,
                           verified=not reason, flags=flags.make("failed", reason) if reason else "")
             key = f"{config.pair} | {config.mode} | depth {config.depth}"
@@ -571,13 +461,15 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
                 for i, h in enumerate(measured):
                     fb = flight_bytes(h)
                     samples.append({"run_id": rec.run_id, "backend": BACKEND, "algorithm": config.pair,
-                                    "operation": row["operation"], "sample": i, "loops": 1, "time_ns": h["wall_ns"],
+                                    "operation": row["operation"], "sample": i, "loops": 1,
+                                    "time_ns": h["wall_ns"],
                                     "client_cpu_ns": h["client_cpu_ns"], "server_cpu_ns": h["server_cpu_ns"],
                                     **{f"bytes_{f.lower()}": fb[f] for f in FLIGHTS},
                                     "cv_signature_bytes": cv_signature_bytes(h),
                                     "client_cv_signature_bytes": cv_signature_bytes(h, "client"),
                                     "ticket_bytes": h.get("offered_ticket_bytes"), "cipher": h.get("cipher"),
-                                    "chain_depth": config.depth, "mutual": config.mutual, "resumed": config.resume})
+                                    "chain_depth": config.depth, "mutual": config.mutual,
+                                    "resumed": config.resume})
             elif result["handshakes"]:
                 rec.meta["tls"]["messages"][key] = message_rows(result, result["handshakes"][-1])
             rec.add(measurements=[{**dict.fromkeys(TLS_MEASUREMENT_COLUMNS), **row}],

@@ -1,14 +1,16 @@
-"""What a bundle must be before anything of it is written: its manifest's fields and types, every name it carries,
-its sizes, and rows that agree with their own samples (:mod:`pqlab.store.bundle` reads, merges and makes bundles).
+"""What a bundle must be before anything of it is written: its manifest's fields and types, every name it
+carries, its sizes, and rows that agree with their own samples (:mod:`pqlab.store.bundle_read` reads,
+:mod:`pqlab.store.bundle` merges and :mod:`pqlab.store.bundle_pack` makes bundles).
 
 A bundle comes from another machine, often from someone else: it is untrusted input.  Every identifier in it
-becomes part of a file name or is shown to a reader, so each is checked with the rule ``bench`` uses for its own
-(:func:`pqlab.core.inputs.file_label`: letters, digits, '.', '_' and '-'; machine ids with
-:func:`pqlab.measure.machine.check_machine_id`): run ids (in the manifest, in each run's metadata and in the file names
-under ``runs/``), the machine id and host id, study labels, the ``TOPIC/RUN`` folders of raw traces and the
-notebooks' file names.  Sizes are capped (:class:`Limits`) and checked against the manifest before a byte is
-extracted.  A row whose time estimate contradicts its own samples is refused (:func:`estimate_problem`).
-Each refusal is one :class:`BundleError` line naming the bundle, the check and the fix.
+becomes part of a file name or is shown to a reader, so each is checked with the rule ``bench`` uses for its
+own (:func:`pqlab.core.inputs.file_label`: letters, digits, '.', '_' and '-'; machine ids with
+:func:`pqlab.measure.machine.check_machine_id`): run ids (in the manifest, in each run's metadata and in the
+file names under ``runs/``), the machine id and host id, study labels, the ``TOPIC/RUN`` folders of raw traces
+and the notebooks' file names.  Sizes are capped (:class:`Limits`) and checked against the manifest before a
+byte is extracted.  A row whose time estimate contradicts its own samples is refused
+(:func:`estimate_problem`).  Each refusal is one :class:`BundleError` line naming the bundle, the check and
+the fix.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import NamedTuple
 from pqlab.core.errors import BadInput
 from pqlab.core.flags import has
 from pqlab.core.inputs import file_label
-from pqlab.core.schema import SCHEMA_VERSION
+from pqlab.core.schema import SCHEMA_VERSION, convert_unit
 from pqlab.measure import machine
 
 FORMAT = "pqlab-bundle"
@@ -34,10 +36,11 @@ MANIFEST = f"{TOP}/MANIFEST.json"
 RUN_PARTS = (".measurements.csv", ".sizes.csv", ".samples.csv.gz", ".meta.json")  # meta last
 PROFILES = ("quick", "full")
 MIB = 1 << 20
-#: the relative difference between a row's stored time estimate and the one its samples give above which the row
-#: is refused.  Both come from the same float64 samples by the same arithmetic and pandas writes floats to CSV
-#: exactly (shortest round-tripping repr), so a faithful row differs by rounding only (about 1e-15); 1e-6 also
-#: passes a writer that printed seven or more significant digits, and refuses any edit a reader could see.
+#: the relative difference between a row's stored time estimate and the one its samples give above which the
+#: row is refused.  Both come from the same float64 samples by the same arithmetic and pandas writes floats to
+#: CSV exactly (shortest round-tripping repr), so a faithful row differs by rounding only (about 1e-15); 1e-6
+#: also passes a writer that printed seven or more significant digits, and refuses any edit a reader could
+#: see.
 ESTIMATE_TOLERANCE = 1e-6
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -79,7 +82,7 @@ RAISE = {"member": "max_member_bytes=... (CLI: --max-member-mib N)",
 
 
 def mib(n: int) -> str:
-    return f"{n / MIB:.4g} MiB"
+    return f"{convert_unit(n, 'bytes', 'MiB'):.4g} MiB"
 
 
 _CAPPED = {"member": "one file", "manifest": "a manifest", "total": "a bundle"}
@@ -88,8 +91,8 @@ _CAPPED = {"member": "one file", "manifest": "a manifest", "total": "a bundle"}
 def over_cap(path, what: str, size: int, cap: str, limits: Limits) -> BundleError:
     """The refusal of `what`, `size` bytes, over the cap `cap` ("member", "manifest" or "total")."""
     return BundleError(path, "size", f"{what} is {size} bytes, over the {mib(getattr(limits, cap))} cap on "
-                                     f"{_CAPPED[cap]}: a damaged or hostile bundle; if you trust it, raise the cap "
-                                     f"with {RAISE[cap]}")
+                                     f"{_CAPPED[cap]}: a damaged or hostile bundle; if you trust it, raise "
+                                     f"the cap with {RAISE[cap]}")
 
 
 def bundle_id(machine_id, files: dict) -> str:
@@ -115,9 +118,9 @@ def _machine_id(path, value, what: str) -> str:
 
 
 def member_problem(name: str, run_ids: set[str]) -> str | None:
-    """Why a listed file name cannot be a member of a bundle of runs `run_ids` (None when it can): ``runs/RUN.PART``
-    of a listed run, ``raw/TOPIC/RUN/FILE...`` of a listed run, ``notebooks/PROFILE/NAME.ipynb``; every part a
-    file label."""
+    """Why a listed file name cannot be a member of a bundle of runs `run_ids` (None when it can):
+    ``runs/RUN.PART`` of a listed run, ``raw/TOPIC/RUN/FILE...`` of a listed run,
+    ``notebooks/PROFILE/NAME.ipynb``; every part a file label."""
     if not isinstance(name, str):
         return f"a file name must be a string, not {type(name).__name__}"
     parts = PurePosixPath(name).parts
@@ -125,20 +128,22 @@ def member_problem(name: str, run_ids: set[str]) -> str | None:
         return f"{name!r} is not a path inside {TOP}/"
     bad = next((p for p in parts[1:] if not _is_label(p)), None)
     if bad is not None:
-        return f"{name!r} has the part {bad!r}, which cannot be part of a file name: a bundle uses letters, " \
-               "digits, '.', '_' and '-' only"
+        return (f"{name!r} has the part {bad!r}, which cannot be part of a file name: a bundle uses "
+                "letters, digits, '.', '_' and '-' only")
     kind = parts[1]
     if kind == "runs" and len(parts) == 3:
         if any(parts[2].endswith(part) and parts[2][: -len(part)] in run_ids for part in RUN_PARTS):
             return None
         return f"{name!r} is not one of the files ({', '.join(RUN_PARTS)}) of a run the manifest lists"
     if kind == "raw" and len(parts) >= 5:
-        return None if parts[3] in run_ids else f"{name!r} is in the raw folder of {parts[3]!r}, not of a listed run"
+        return None if parts[3] in run_ids else (f"{name!r} is in the raw folder of {parts[3]!r}, not of a "
+                                                 "listed run")
     if kind == "notebooks" and len(parts) == 4:
         if parts[2] in PROFILES and parts[3].endswith(".ipynb"):
             return None
         return f"{name!r} is not notebooks/PROFILE/NAME.ipynb with PROFILE {' or '.join(PROFILES)}"
-    return f"{name!r} is not a run's file (runs/), a raw trace (raw/TOPIC/RUN/) or a notebook (notebooks/PROFILE/)"
+    return (f"{name!r} is not a run's file (runs/), a raw trace (raw/TOPIC/RUN/) or a notebook "
+            "(notebooks/PROFILE/)")
 
 
 def _is_label(part: str) -> bool:
@@ -158,7 +163,8 @@ def _typed(path, where: str, value, kinds: tuple, words: str, *, optional: bool 
     ok = (value is None and optional) or (isinstance(value, kinds)
                                           and not (isinstance(value, bool) and bool not in kinds))
     if not ok:
-        raise BundleError(path, "manifest", f"its {where} must be {words}, not {_kind(value)} ({value!r:.60})")
+        raise BundleError(path, "manifest",
+                          f"its {where} must be {words}, not {_kind(value)} ({value!r:.60})")
     return value
 
 
@@ -171,12 +177,14 @@ def check_manifest(path, manifest, limits: Limits | None = None) -> dict:
         raise BundleError(path, "manifest", f"{MANIFEST} is not a {FORMAT} manifest (a foreign archive)")
     version = manifest.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
-        raise BundleError(path, "format", f"bundle format {version!r}; this pqlab reads 1 to {FORMAT_VERSION}: "
-                                          "update pqlab to merge it")
-    for key, kind, words in (("files", dict, "an object"), ("runs", list, "a list"), ("machine", dict, "an object"),
-                             ("bundle_id", str, "a string")):
+        raise BundleError(path, "format",
+                          f"bundle format {version!r}; this pqlab reads 1 to {FORMAT_VERSION}: "
+                          "update pqlab to merge it")
+    for key, kind, words in (("files", dict, "an object"), ("runs", list, "a list"),
+                             ("machine", dict, "an object"), ("bundle_id", str, "a string")):
         if not isinstance(manifest.get(key), kind):
-            raise BundleError(path, "manifest", f"its {key!r} entry is missing or malformed (must be {words})")
+            raise BundleError(path, "manifest",
+                              f"its {key!r} entry is missing or malformed (must be {words})")
     for key, kinds, words in (("created_at", str, "a string"), ("created_by", str, "a string"),
                               ("libraries", dict, "an object"), ("commit", dict, "an object"),
                               ("schema_versions", list, "a list")):
@@ -212,14 +220,16 @@ def _check_runs_list(path, runs: list) -> set[str]:
     ids: set[str] = set()
     for r in runs:
         if not isinstance(r, dict) or not isinstance(r.get("run_id"), str):
-            raise BundleError(path, "manifest", "a 'runs' entry has no run_id (an object with a string run_id)")
+            raise BundleError(path, "manifest",
+                              "a 'runs' entry has no run_id (an object with a string run_id)")
         run_id = _name(path, r["run_id"], "run id")
         if run_id in ids:
             raise BundleError(path, "manifest", f"run {run_id} is listed twice in its 'runs'")
         ids.add(run_id)
         if r.get("study") is not None:
             _name(path, r["study"], f"study of run {run_id}", empty=True)
-        _typed(path, f"run {run_id}'s 'schema_version'", r.get("schema_version"), (int,), "a whole number or null")
+        _typed(path, f"run {run_id}'s 'schema_version'", r.get("schema_version"), (int,),
+               "a whole number or null")
         for key in ("started_at", "status", "profile"):
             _typed(path, f"run {run_id}'s {key!r}", r.get(key), (str,), "a string or null")
         if r.get("profile") is not None:
@@ -234,10 +244,12 @@ def _check_files(path, files: dict, run_ids: set[str], limits: Limits) -> None:
         if problem:
             raise BundleError(path, "name", f"{problem}; a bundle carrying it is refused")
         size = entry.get("bytes") if isinstance(entry, dict) else None
-        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and _SHA256.fullmatch(entry["sha256"])
+        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+                and _SHA256.fullmatch(entry["sha256"])
                 and isinstance(size, int) and not isinstance(size, bool) and size >= 0):
-            raise BundleError(path, "manifest", f"its entry of {name} must be {{'sha256': 64 hex digits, 'bytes': a "
-                                                f"whole number >= 0}}, not {entry!r:.80}")
+            raise BundleError(path, "manifest",
+                              f"its entry of {name} must be {{'sha256': 64 hex digits, 'bytes': a "
+                              f"whole number >= 0}}, not {entry!r:.80}")
         if entry["bytes"] > limits.member:
             raise over_cap(path, name, entry["bytes"], "member", limits)
         total += entry["bytes"]
@@ -250,13 +262,14 @@ def _check_files(path, files: dict, run_ids: set[str], limits: Limits) -> None:
 
 # ----- a run's contents -----
 def check_run(path, run_id: str, meta: dict, run) -> None:
-    """A run of a bundle, as :func:`pqlab.store.results.load_run` read it: its metadata's run id is its file name's, its
-    labels are file labels, and each row agrees with its own samples (:func:`estimate_problem`).  A run of an older
-    schema that recorded no run id in its metadata is named by its files."""
+    """A run of a bundle, as :func:`pqlab.store.results.load_run` read it: its metadata's run id is its file
+    name's, its labels are file labels, and each row agrees with its own samples (:func:`estimate_problem`).
+    A run of an older schema that recorded no run id in its metadata is named by its files."""
     old = isinstance(meta.get("schema_version"), int) and meta["schema_version"] < SCHEMA_VERSION
     if meta.get("run_id") != run_id and not (old and meta.get("run_id") is None):
-        raise BundleError(path, "name", f"run {run_id}'s metadata names run {meta.get('run_id')!r:.60}: renamed "
-                                        "after it was saved; a bundle carrying it is refused")
+        raise BundleError(path, "name",
+                          f"run {run_id}'s metadata names run {meta.get('run_id')!r:.60}: renamed "
+                          "after it was saved; a bundle carrying it is refused")
     if meta.get("study") is not None:
         _name(path, meta["study"], f"study of run {run_id}", empty=True)
     for part, column, check in (("measurements", "run_id", "run"), ("measurements", "study", "study"),
@@ -269,8 +282,9 @@ def check_run(path, run_id: str, meta: dict, run) -> None:
                 _name(path, value, f"{column} in run {run_id}'s {part}", empty=check == "study")
     problem = estimate_problem(run)
     if problem:
-        raise BundleError(path, "values", f"run {run_id}: {problem}: a row edited apart from its samples; make the "
-                                          "bundle again from the unedited run")
+        raise BundleError(path, "values",
+                          f"run {run_id}: {problem}: a row edited apart from its samples; make the "
+                          "bundle again from the unedited run")
 
 
 #: columns that tell rows of one run apart beyond the results key (a TLS run's configurations)
@@ -280,7 +294,8 @@ _KEY = ("algorithm", "backend", "build", "operation", "message_bytes")
 
 def _norm(value) -> str:
     """A key cell as text, the same whether it was read as a number, a bool or a string ('' when missing)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or str(value) in ("<NA>", "nan", "NaT"):
+    if (value is None or (isinstance(value, float) and math.isnan(value))
+            or str(value) in ("<NA>", "nan", "NaT")):
         return ""
     if type(value).__name__ in ("bool", "bool_"):  # Python's or numpy's
         return str(bool(value))
@@ -294,15 +309,15 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
     (relative), described; None when every row agrees.
 
     The estimate is derived as each runner makes it: a row flagged ``no-rounds`` (one process: pqlab's
-    ``measurement_row``, the JVM and TLS runners, rows converted from schemas before rounds) is the median of its
-    samples' ``time_ns``; any other is the estimate over rounds (:func:`pqlab.measure.stats.round_interval`: the median
-    of the rounds' positive medians, taken on their logarithms), which is the samples' median where they carry no
-    round.  A row's samples are those with its algorithm, backend, build, operation and message size (and a TLS
-    configuration's depth and mode; a JVM row's phase, cold or warm).  A run that did not finish
-    (:data:`pqlab.store.results.PARTIAL`) may have been stopped between a round's samples and the rows rewritten from
-    them: its row may also agree with its samples without their last round.  Skipped: rows without a finite
-    estimate, rows with no samples, and rows that these columns do not tell apart (no writer of pqlab makes
-    those)."""
+    ``measurement_row``, the JVM and TLS runners, rows converted from schemas before rounds) is the median of
+    its samples' ``time_ns``; any other is the estimate over rounds
+    (:func:`pqlab.measure.stats.round_interval`: the median of the rounds' positive medians, taken on their
+    logarithms), which is the samples' median where they carry no round.  A row's samples are those with its
+    algorithm, backend, build, operation and message size (and a TLS configuration's depth and mode; a JVM
+    row's phase, cold or warm).  A run that did not finish (:data:`pqlab.store.results.PARTIAL`) may have been
+    stopped between a round's samples and the rows rewritten from them: its row may also agree with its
+    samples without their last round.  Skipped: rows without a finite estimate, rows with no samples, and rows
+    that these columns do not tell apart (no writer of pqlab makes those)."""
     import numpy as np
     import pandas as pd
 
@@ -327,7 +342,8 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
     partial = (getattr(run, "meta", None) or {}).get("status") in PARTIAL
 
     def agrees(stored: float, g: pd.DataFrame, pooled: bool) -> tuple[bool, float]:
-        derived = float(np.median(g["time_ns"].to_numpy(float))) if pooled else round_interval(with_rounds(g))[0]
+        derived = (float(np.median(g["time_ns"].to_numpy(float))) if pooled
+                   else round_interval(with_rounds(g))[0])
         return not np.isfinite(derived) or abs(stored - derived) <= tolerance * abs(derived), derived
 
     for i, key in enumerate(rows):
@@ -341,10 +357,12 @@ def estimate_problem(run, tolerance: float = ESTIMATE_TOLERANCE) -> str | None:
             continue
         pooled = has(row.get("flags"), "no-rounds")
         ok, derived = agrees(stored, g, pooled)
-        if not ok and partial and "round" in g.columns and g["round"].notna().all() and g["round"].nunique() > 1:
+        if (not ok and partial and "round" in g.columns and g["round"].notna().all()
+                and g["round"].nunique() > 1):
             ok = agrees(stored, g[g["round"] != g["round"].max()], pooled)[0]  # rows one round behind
         if not ok:
-            what = " ".join(str(row[c]) for c in ("algorithm", "backend", "build", "operation", "message_bytes")
+            what = " ".join(str(row[c])
+                            for c in ("algorithm", "backend", "build", "operation", "message_bytes")
                             if _norm(row[c]))
             return (f"the row {what!r:.120} has time_ns_median {stored:.6g} ns but its {len(g)} samples give "
                     f"{derived:.6g} ns")

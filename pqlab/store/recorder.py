@@ -48,8 +48,9 @@ from pqlab.core.formatting import fmt_bytes_binary
 from pqlab.core.schema import SCHEMA_VERSION, typed
 from pqlab.measure import machine
 
-#: summarize() key -> column suffix, for times and for cycles.  No interval: one process's samples cannot give an
-#: honest one (pqlab.runners.rounds); rows measured in rounds get theirs from pqlab.measure.stats.round_interval.
+#: summarize() key -> column suffix, for times and for cycles.  No interval: one process's samples cannot give
+#: an honest one (pqlab.runners.rounds); rows measured in rounds get theirs from
+#: pqlab.measure.stats.round_interval.
 TIME_STATS = ("median", "q1", "q3", "min", "mean", "cv")
 CYCLE_STATS = ("median", "q1", "q3", "mean")
 #: Free space a results folder needs before a run starts (a run's files are far smaller).
@@ -91,13 +92,13 @@ def check_folder(folder: Path | str, what: str = "results folder", margin: int =
         raise BadInput(f"cannot write in the {what} {folder} ({exc.strerror or exc}): {fix}") from None
     if free < margin:
 
-        raise BadInput(f"the {what} {folder} has {fmt_bytes_binary(free)} free, less than the {fmt_bytes_binary(margin)} a run "
-                       f"needs: free some space, or {fix}")
+        raise BadInput(f"the {what} {folder} has {fmt_bytes_binary(free)} free, less than the "
+                       f"{fmt_bytes_binary(margin)} a run needs: free some space, or {fix}")
     return folder
 
 
-#: The reservation of a run id while its run is recorded: ``<folder>/<run_id>.lock`` (readers of the results store
-#: look at ``*.meta.json`` only, so they never see it).
+#: The reservation of a run id while its run is recorded: ``<folder>/<run_id>.lock`` (readers of the results
+#: store look at ``*.meta.json`` only, so they never see it).
 LOCK_SUFFIX = ".lock"
 _RUN_ID_FIX = "choose a new one (or leave it out: pqlab makes a unique one)"
 
@@ -108,10 +109,10 @@ def _run_files(folder: Path, run_id: str) -> list[Path]:
 
 
 def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
-    """Reserve `run_id` in `folder` for this process: an exclusive lock (flock) on ``<run_id>.lock`` that lasts
-    until :func:`release_run_id` (or until the process ends: a run killed outright never blocks its id, its
-    files alone say it exists).  Returns the lock's descriptor (None on a file system without locks, where only
-    the run's files are checked).
+    """Reserve `run_id` in `folder` for this process: an exclusive lock (flock) on ``<run_id>.lock`` that
+    lasts until :func:`release_run_id` (or until the process ends: a run killed outright never blocks its id,
+    its files alone say it exists).  Returns the lock's descriptor (None on a file system without locks, where
+    only the run's files are checked).
 
     Two processes that start with one id at the same moment cannot both pass: the lock is taken first, and
     only its holder checks that the run has no files yet.  Refused with one line (:class:`BadInput`) when
@@ -150,8 +151,8 @@ def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps({"run_id": run_id, **process_identity()}) + "\n").encode())
         return fd
-    raise BadInput(f"could not reserve run id {run_id!r} in {folder}: other processes keep taking and releasing it; "
-                   f"{_RUN_ID_FIX}")
+    raise BadInput(f"could not reserve run id {run_id!r} in {folder}: other processes keep taking and "
+                   f"releasing it; {_RUN_ID_FIX}")
 
 
 def _holder(fd: int) -> str:
@@ -164,7 +165,8 @@ def _holder(fd: int) -> str:
 
 
 def release_run_id(fd: int, folder: Path | str, run_id: str) -> None:
-    """End a reservation of :func:`reserve_run_id`: its file removed while still locked, then the lock released."""
+    """End a reservation of :func:`reserve_run_id`: its file removed while still locked, then the lock
+    released."""
     try:
         Path(folder, f"{run_id}{LOCK_SUFFIX}").unlink(missing_ok=True)
     except OSError:
@@ -234,8 +236,9 @@ class RunRecorder:
         self.measurements: list[dict] = []
         self.sizes: list[dict] = []
         self._typed: dict = {}  # part -> its rows typed so far (rows are final once added: add() takes them)
-        self._samples = None  # the typed samples so far, one frame (each add() appends: a checkpoint after every
-        # operation would otherwise concatenate hundreds of frames each time)
+        # the typed samples so far, one frame (each add() appends: a checkpoint after every operation would
+        # otherwise concatenate hundreds of frames each time)
+        self._samples = None
         self._sample_gz: list[bytes] | None = []  # the samples' encodings (gzip members), one per add()
         self._cleaned: set[Path] = set()
         self._signals: dict | None = None  # the handlers replaced while inside `with`
@@ -278,7 +281,8 @@ class RunRecorder:
             self._samples = frame if first else pd.concat([self._samples, frame], ignore_index=True)
 
     def set_measurements(self, rows) -> None:
-        """Replace the measurement rows (a runner that refines its rows as rounds come in: pqlab.benchmark)."""
+        """Replace the measurement rows (a runner that refines its rows as rounds come in:
+        pqlab.benchmark)."""
         self.measurements = list(rows)
         self._typed.pop("measurements", None)
 
@@ -330,7 +334,8 @@ class RunRecorder:
         try:
             self.meta["status"] = status
             samples = self._samples if self._samples is not None else typed(pd.DataFrame(), "samples")
-            self.run = Run(self.run_id, self._typed_part("measurements"), self._typed_part("sizes"), samples, self.meta)
+            self.run = Run(self.run_id, self._typed_part("measurements"), self._typed_part("sizes"), samples,
+                           self.meta)
             if self.save:
                 self._save()
         finally:
@@ -351,7 +356,8 @@ class RunRecorder:
         rows, done = getattr(self, part), self._typed.get(part)
         if done is None or len(done) < len(rows):
             new = typed(pd.DataFrame(rows[0 if done is None else len(done):]), part)
-            self._typed[part] = new if done is None or done.empty else pd.concat([done, new], ignore_index=True)
+            self._typed[part] = (new if done is None or done.empty
+                                 else pd.concat([done, new], ignore_index=True))
         return self._typed[part]
 
     def _save(self) -> None:
@@ -374,7 +380,8 @@ class RunRecorder:
                 errors.append(f"{folder} ({exc.strerror or exc})")
                 continue
             if errors:
-                for old in _run_files(self.folder, self.run_id):  # an older checkpoint: the run lives on in `folder`
+                # an older checkpoint: the run lives on in `folder`
+                for old in _run_files(self.folder, self.run_id):
                     try:
                         old.unlink()
                     except OSError:

@@ -58,20 +58,24 @@ class Run:
     @classmethod
     def from_rows(cls, run_id, measurements, sizes, samples, meta) -> Run:
         return cls(run_id, typed(pd.DataFrame(list(measurements)), "measurements"),
-                   typed(pd.DataFrame(list(sizes)), "sizes"), typed(pd.DataFrame(list(samples)), "samples"), meta)
+                   typed(pd.DataFrame(list(sizes)), "sizes"), typed(pd.DataFrame(list(samples)), "samples"),
+                   meta)
 
-    def save(self, folder: Path | str | None = None, *, samples_gz: bytes | None = None, fsync: bool = True) -> Path:
+    def save(self, folder: Path | str | None = None, *, samples_gz: bytes | None = None,
+             fsync: bool = True) -> Path:
         """Write the run's files as one set, the meta file last (with each file's rows and SHA-256);
         returns the meta file's path.  `samples_gz`: the samples file's bytes when the caller has them
         encoded already (the recorder compresses each operation's samples once)."""
         folder = Path(folder or paths.RESULTS)
         data = {"samples.csv.gz": encode_table(self.samples, gz=True) if samples_gz is None else samples_gz,
                 "sizes.csv": encode_table(self.sizes), "measurements.csv": encode_table(self.measurements)}
-        files = {suffix: {"rows": len(getattr(self, PART_FILES[suffix])), "sha256": hashlib.sha256(b).hexdigest()}
+        files = {suffix: {"rows": len(getattr(self, PART_FILES[suffix])),
+                          "sha256": hashlib.sha256(b).hexdigest()}
                  for suffix, b in data.items()}
         meta = dict(self.meta, schema_version=SCHEMA_VERSION, run_id=self.run_id, files=files)
         written = atomic_write_set([(folder / f"{self.run_id}.{suffix}", b) for suffix, b in data.items()]
-                                   + [(folder / f"{self.run_id}.meta.json", strict_json(meta).encode())], fsync=fsync)
+                                   + [(folder / f"{self.run_id}.meta.json", strict_json(meta).encode())],
+                                   fsync=fsync)
         self.path = written[-1]
         return self.path
 
@@ -80,9 +84,9 @@ class Run:
         return verified_rows(self.measurements, operations)
 
     #: the columns of :meth:`raw_summary`, in order
-    SUMMARY_COLUMNS = ("algorithm", "backend", "library_version", "build", "operation", "message_bytes", "samples",
-                       "time_ns_median", "time_ns_q1", "time_ns_q3", "time_ns_rel_ci", "cycles_median", "cycles_source",
-                       "verified", "flags")
+    SUMMARY_COLUMNS = ("algorithm", "backend", "library_version", "build", "operation", "message_bytes",
+                       "samples", "time_ns_median", "time_ns_q1", "time_ns_q3", "time_ns_rel_ci",
+                       "cycles_median", "cycles_source", "verified", "flags")
 
     def raw_summary(self) -> pd.DataFrame:
         """The measurements a reader looks at first, raw (ns, cycles, flags cells): one row per algorithm,
@@ -90,21 +94,24 @@ class Run:
         return self.measurements[[c for c in self.SUMMARY_COLUMNS if c in self.measurements]]
 
     def summary(self):
-        """:meth:`raw_summary` as a reader sees it (:func:`pqlab.core.formatting.table`, the rules of the paper
-        tables): units in the headers, sensible digits, flags as short marks with a legend.  Shown as a table
-        in a notebook; ``.frame`` is its DataFrame of strings; the raw numbers are :meth:`raw_summary`."""
+        """:meth:`raw_summary` as a reader sees it (:func:`pqlab.core.formatting.table`, the rules of the
+        paper tables): units in the headers, sensible digits, flags as short marks with a legend.  Shown as a
+        table in a notebook; ``.frame`` is its DataFrame of strings; the raw numbers are
+        :meth:`raw_summary`."""
 
         raw = self.raw_summary()
-        optional = ("library_version", "build", "message_bytes", "time_ns_rel_ci", "cycles_median", "cycles_source")
+        optional = ("library_version", "build", "message_bytes", "time_ns_rel_ci", "cycles_median",
+                    "cycles_source")
         shown = [c for c in raw.columns if c != "flags" and not (c in optional and raw[c].isna().all())]
         return table(raw, shown)
 
-    def ratio(self, numerator: str, denominator: str, operation: str, *, denominator_operation: str | None = None,
+    def ratio(self, numerator: str, denominator: str, operation: str, *,
+              denominator_operation: str | None = None,
               build: str | None = None, message_bytes=None, statistic: str = "median"):
-        """`numerator`'s `operation` over `denominator`'s (each "NAME" or "NAME@backend"), with its interval over
-        rounds, paired by round, and what the two sides ran in: a :class:`pqlab.measure.ratio.Ratio` (shown as one
-        sentence; ``.value``, ``.low``, ``.high``, ``.flags``, ``.text``).  Sides from different implementations or
-        releases are flagged and said; where a side did not name its backend, also warned.
+        """`numerator`'s `operation` over `denominator`'s (each "NAME" or "NAME@backend"), with its interval
+        over rounds, paired by round, and what the two sides ran in: a :class:`pqlab.measure.ratio.Ratio`
+        (shown as one sentence; ``.value``, ``.low``, ``.high``, ``.flags``, ``.text``).  Sides from different
+        implementations or releases are flagged and said; where a side did not name its backend, also warned.
         `denominator_operation`: another operation for the denominator (e.g. sign over verify).  `build`
         (its id, or ``default``/``generic``), `message_bytes`: required where the run measured several.
         `statistic`: of each round, "median" (the table's, the default) or "mean" (to compare with a published
@@ -121,20 +128,21 @@ class Run:
         return f"<p>{html(self.headline())}</p>{self.summary()._repr_html_()}"
 
     def headline(self) -> str:
-        """One line: the run's id, status, how many measurements of how many algorithms, and where it is saved."""
+        """One line: the run's id, status, how many measurements of how many algorithms, and where it is
+        saved."""
         rows = self.verified()
         where = f"saved in {self.path.parent}" if self.path else "not saved"
         pairs = len(rows[["algorithm", "backend"]].drop_duplicates())
-        return (f"Run {self.run_id} ({self.meta.get('status', 'in memory')}): {len(rows)} verified measurements of "
-                f"{pairs} algorithm/backend pairs; {where}. .summary() is the table below, "
+        return (f"Run {self.run_id} ({self.meta.get('status', 'in memory')}): {len(rows)} verified "
+                f"measurements of {pairs} algorithm/backend pairs; {where}. .summary() is the table below, "
                 ".raw_summary() its numbers, .ratio(a, b, operation=...) a ratio with its interval")
 
     def sample_values(self, algorithm: str, operation: str, *, backend: str | None = None,
                       build: str | None = None, message_bytes=None, column: str = "time_ns"):
-        """The raw per-call values of one measurement, for intervals of ratios (:mod:`pqlab.measure.stats`): a Series
-        indexed by (run_id, round) where the run measured in rounds, so that ratios are paired by round; a plain
-        array where it did not (a runner without rounds: no interval).  `build`: its id, or ``default``/``generic``
-        (:func:`pqlab.core.builds.matches`)."""
+        """The raw per-call values of one measurement, for intervals of ratios (:mod:`pqlab.measure.stats`): a
+        Series indexed by (run_id, round) where the run measured in rounds, so that ratios are paired by
+        round; a plain array where it did not (a runner without rounds: no interval).  `build`: its id, or
+        ``default``/``generic`` (:func:`pqlab.core.builds.matches`)."""
         s = self.samples
         sel = (s["algorithm"] == algorithm) & (s["operation"] == operation)
         if backend is not None:
@@ -143,12 +151,13 @@ class Run:
             sel &= selected(s["build"], build)
         if message_bytes is not None:
             sel &= s["message_bytes"] == message_bytes
-        return with_rounds(s.loc[sel].dropna(subset=[column]), column, {self.run_id: self.meta.get("rounds") or []})
+        return with_rounds(s.loc[sel].dropna(subset=[column]), column,
+                           {self.run_id: self.meta.get("rounds") or []})
 
 
 def concat_values(parts: list):
-    """Per-call values of several runs as one: round-labelled Series stay labelled (their round records merged),
-    anything else becomes a plain array."""
+    """Per-call values of several runs as one: round-labelled Series stay labelled (their round records
+    merged), anything else becomes a plain array."""
     parts = [p for p in parts if len(p)]
     if parts and all(type(p).__name__ == "Series" for p in parts):
         out = pd.concat(parts)
@@ -213,12 +222,13 @@ def _load(base: Path, verify: bool) -> Run:
         process = meta["process"]
         meta = dict(meta, status="abandoned", abandoned=f"saved as running by process {process['pid']} on "
                     f"{process['host']}, which no longer exists")
-    return Run(base.name, typed(measurements, "measurements"), typed(sizes, "sizes"), typed(samples, "samples"),
-               meta, meta_path)
+    return Run(base.name, typed(measurements, "measurements"), typed(sizes, "sizes"),
+               typed(samples, "samples"), meta, meta_path)
 
 
 class CorruptRun(ValueError):
-    """A file of a run that is missing, unreadable or not what its meta file recorded; the message names it."""
+    """A file of a run that is missing, unreadable or not what its meta file recorded; the message names
+    it."""
 
 
 #: a run's data files, in the order they are written: file suffix -> table part
@@ -261,23 +271,26 @@ def _read_meta(path: Path) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CorruptRun(f"{path} is not readable JSON ({exc}): {fix}") from None
     if not isinstance(meta, dict):
-        raise CorruptRun(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata (an object): {fix}")
+        raise CorruptRun(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata (an object): "
+                         f"{fix}")
     return meta
 
 
 def _recorded(meta: dict, meta_path: Path) -> dict:
     """The rows and SHA-256 of each data file a current-schema meta file records; refused when missing."""
     files = meta.get("files")
-    if not (isinstance(files, dict) and all(isinstance(files.get(s), dict) and isinstance(files[s].get("sha256"), str)
-                                            for s in PART_FILES)):
-        raise CorruptRun(f"{meta_path} does not record its files' checksums ('files' missing or damaged), so they "
-                         "cannot be checked: restore it from a copy or re-run, or read the run unchecked with "
-                         "load_run(..., verify=False)")
+    if not (isinstance(files, dict)
+            and all(isinstance(files.get(s), dict) and isinstance(files[s].get("sha256"), str)
+                    for s in PART_FILES)):
+        raise CorruptRun(f"{meta_path} does not record its files' checksums ('files' missing or damaged), so "
+                         "they cannot be checked: restore it from a copy or re-run, or read the run "
+                         "unchecked with load_run(..., verify=False)")
     return files
 
 
 def finish_cut_saves(folder: Path | str, run_id: str | None = None) -> list[str]:
-    """Complete the saves in `folder` (of `run_id`, or of every run) that a dead writer cut among their renames.
+    """Complete the saves in `folder` (of `run_id`, or of every run) that a dead writer cut among their
+    renames.
 
     A save stages every file first, its meta file last (:meth:`Run.save`), so a writer's staged meta file
     that parses means all its files were written; when each of the run's files is either in place or
@@ -318,8 +331,9 @@ def _read_part(path: Path, record: dict | None, meta_path: Path) -> pd.DataFrame
                          "restore the file or re-run the measurement") from None
     if record is not None and hashlib.sha256(data).hexdigest() != record.get("sha256"):
         raise CorruptRun(f"{path} does not match the checksum in {meta_path.name} (it was saved with "
-                         f"{record.get('rows')} rows): it was cut or changed after the run was saved; restore it "
-                         "from a copy or re-run, or read it as it is with load_run(..., verify=False)")
+                         f"{record.get('rows')} rows): it was cut or changed after the run was saved; "
+                         "restore it from a copy or re-run, or read it as it is with load_run(..., "
+                         "verify=False)")
     try:
         return pd.read_csv(io.BytesIO(data), compression="gzip" if path.suffix == ".gz" else None,
                            keep_default_na=False, na_values=[""], low_memory=False)
@@ -344,8 +358,8 @@ def load_runs(refs=None, folder: Path | str | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else typed(pd.DataFrame(), "measurements")
 
 
-#: what a measurement is, across runs: its build by options, since the release may differ (compare_runs' rows name
-#: each side's build)
+#: what a measurement is, across runs: its build by options, since the release may differ (compare_runs' rows
+#: name each side's build)
 KEY = ["algorithm", "backend", "build_options", "operation", "message_bytes"]
 #: what must be equal for two runs to be compared without being told to (label -> meta reader)
 SAME = {
@@ -357,11 +371,13 @@ SAME = {
 
 def run_differences(a: Run, b: Run) -> list[str]:
     """What differs between two runs' machine, parameters and liboqs build, in words."""
-    return [f"{label} ({get(a.meta)} vs {get(b.meta)})" for label, get in SAME.items() if get(a.meta) != get(b.meta)]
+    return [f"{label} ({get(a.meta)} vs {get(b.meta)})"
+            for label, get in SAME.items() if get(a.meta) != get(b.meta)]
 
 
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
-    """The :data:`KEY` columns, without missing values (a run without liboqs rows has an all-empty build column)."""
+    """The :data:`KEY` columns, without missing values (a run without liboqs rows has an all-empty build
+    column)."""
     build = df["build"].astype(object).where(df["build"].notna(), "")
     return df.assign(build=build, build_options=build.map(options_of),
                      message_bytes=df["message_bytes"].astype(float).fillna(-1))
@@ -371,21 +387,22 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
 ALPHA, MIN_FACTOR = 0.01, 1.05
 
 
-def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA, min_factor: float = MIN_FACTOR,
-                 allow_different: bool = False, allow_partial: bool = False,
+def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
+                 min_factor: float = MIN_FACTOR, allow_different: bool = False, allow_partial: bool = False,
                  allow_changed_meaning: bool = False) -> pd.DataFrame:
     """Each measurement present in both runs: the factor b/a with its interval over rounds and a test.
 
     One statistic: the ratio of the rows' own estimates (medians over rounds, as their tables show) with its
-    interval over rounds (:func:`pqlab.measure.stats.ratio_ci`: the runs' rounds are independent), and a Mann-Whitney test
-    of the pooled samples where both sides' samples are means of the same number of calls, else Welch's
-    (``equal_loops`` says which).  Where the runs' reference loops moved (:func:`pqlab.measure.noise.compare_references`) each verdict
-    says so, with the size of the move (``attrs["reference_moved"]``).  A difference is called only when p < `alpha`, the interval excludes 1 and the factor is at
-    least `min_factor` either way (asv's factor, pyperf's --min-speed).  Runs from different machines,
-    parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names them.
-    A run that did not finish (interrupted, failed, abandoned, still running) is refused unless
-    `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement
-    in common.  Runs of two liboqs releases compare a liboqs name only where it means the same algorithm in both
+    interval over rounds (:func:`pqlab.measure.stats.ratio_ci`: the runs' rounds are independent), and a
+    Mann-Whitney test of the pooled samples where both sides' samples are means of the same number of calls,
+    else Welch's (``equal_loops`` says which).  Where the runs' reference loops moved
+    (:func:`pqlab.measure.noise.compare_references`) each verdict says so, with the size of the move
+    (``attrs["reference_moved"]``).  A difference is called only when p < `alpha`, the interval excludes 1 and
+    the factor is at least `min_factor` either way (asv's factor, pyperf's --min-speed).  Runs from different
+    machines, parameters or liboqs builds are refused unless `allow_different`; ``attrs["differences"]`` names
+    them.  A run that did not finish (interrupted, failed, abandoned, still running) is refused unless
+    `allow_partial`; ``attrs["partial"]`` names such runs.  The harness's no-op row is not a measurement in
+    common.  Runs of two liboqs releases compare a liboqs name only where it means the same algorithm in both
     (:func:`pqlab.liboqs.names.changed_between`: ``HQC-128`` or ``FrodoKEM-640-AES`` do not); such names are
     refused unless `allow_changed_meaning`, and then their verdicts say what each side measured
     (``attrs["changed_meaning"]``).
@@ -406,18 +423,22 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
     changed = _changed_meaning(ra, rb, merged)
     if changed and not allow_changed_meaning:
         raise ValueError(f"runs {ra.run_id} and {rb.run_id} load different liboqs releases, and there "
-                         + "; ".join(changed.values()) + ": compare them anyway with allow_changed_meaning=True "
+                         + "; ".join(changed.values())
+                         + ": compare them anyway with allow_changed_meaning=True "
                          "(CLI: --allow-changed-meaning), and each such row says so")
     sa, sb = (_keyed(r.samples) for r in (ra, rb))
-    groups_a = {k: with_rounds(g, rounds={ra.run_id: ra.meta.get("rounds") or []}) for k, g in sa.groupby(KEY, dropna=False)}
-    groups_b = {k: with_rounds(g, rounds={rb.run_id: rb.meta.get("rounds") or []}) for k, g in sb.groupby(KEY, dropna=False)}
+    groups_a = {k: with_rounds(g, rounds={ra.run_id: ra.meta.get("rounds") or []})
+                for k, g in sa.groupby(KEY, dropna=False)}
+    groups_b = {k: with_rounds(g, rounds={rb.run_id: rb.meta.get("rounds") or []})
+                for k, g in sb.groupby(KEY, dropna=False)}
     moved = compare_references(ra.meta, rb.meta)
     rows = []
     for _, r in merged.iterrows():
         key = tuple(r[k] for k in KEY)
         xa, xb = groups_a.get(key, np.array([])), groups_b.get(key, np.array([]))
         same_loops = r["loops_a"] == r["loops_b"]
-        factor, low, high = ratio_ci(xb, xa)  # medians, as the rows beside it (pqlab.measure.stats.combined_ci)
+        # medians, as the rows beside it (pqlab.measure.stats.combined_ci)
+        factor, low, high = ratio_ci(xb, xa)
         va, vb = np.asarray(xa, float), np.asarray(xb, float)
         p = mann_whitney(va, vb)[1] if same_loops else welch_p(va, vb)
         excludes_one = not (low <= 1 <= high)  # False without an interval (nan): no difference is called
@@ -452,8 +473,9 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
 
 
 def _changed_meaning(ra: Run, rb: Run, merged: pd.DataFrame) -> dict[str, str]:
-    """The liboqs names in common that mean different algorithms in the two runs' liboqs releases: name -> what
-    each means ("HQC-128 is HQC-2023-128 in liboqs 0.13.0 and HQC-2025-1 in 0.16.0"); {} for one release."""
+    """The liboqs names in common that mean different algorithms in the two runs' liboqs releases: name ->
+    what each means ("HQC-128 is HQC-2023-128 in liboqs 0.13.0 and HQC-2025-1 in 0.16.0"); {} for one
+    release."""
     from pqlab.liboqs.names import RELEASES, meaning
 
     a, b = ((r.meta.get("liboqs") or {}).get("liboqs_version") for r in (ra, rb))

@@ -1,15 +1,17 @@
 """Notebooks 01-05 and 07: what the conformance records of their runs say, and what the missing check costs.
 
-liboqs's default (optimised) ML-DSA verifier of some releases accepts forged signatures that its portable build
-refuses (issue #42; :mod:`pqlab.checks.conformance` keeps the record of every implementation pqlab times).  A notebook that
-times such a verifier says so wherever it quotes its times, from the records its runs carry, and, where the
-portable build of the same release conforms, shows both verify times side by side:
+liboqs's default (optimised) ML-DSA verifier of some releases accepts forged signatures that its portable
+build refuses (issue #42; :mod:`pqlab.checks.conformance` keeps the record of every implementation pqlab
+times).  A notebook that times such a verifier says so wherever it quotes its times, from the records its runs
+carry, and, where the portable build of the same release conforms, shows both verify times side by side:
 
-    caveat(runs)                      -> the sentences for the non-conforming implementations (Markdown), "" if none
+    caveat(runs)                      -> the sentences for the non-conforming implementations (Markdown),
+                                         "" if none
     paper_caveat(runs, "ML-DSA")      -> the same for a paper macro (plain text; says so where all conform)
     price_of_check(["ML-DSA-44"], budget_s=0.05, ...) -> Price(table, sentence, runs): verify on both builds
     price_table({"default": run, "generic": run}) -> the same from runs that measured both builds already
-    unlike_work(default_run, generic_run, algorithm) -> why two builds' ratio compares unlike work ("" if alike)
+    unlike_work(default_run, generic_run, algorithm) -> why two builds' ratio compares unlike work
+                                                        ("" if alike)
 
 Every sentence is built from the records and the measurements; nothing here knows a count or a release.
 """
@@ -27,7 +29,8 @@ from pqlab.measure.stats import ratio_ci
 
 #: the liboqs builds :func:`price_of_check` compares: the one every notebook times, and the portable C one
 DEFAULT, PORTABLE = "default", "generic"
-#: the glyph :func:`pqlab.checks.conformance.caveat` starts each sentence with (a notebook shows it; a paper cannot)
+#: the glyph :func:`pqlab.checks.conformance.caveat` starts each sentence with (a notebook shows it; a paper
+#: cannot)
 _GLYPH = "⚠ "
 
 
@@ -40,9 +43,9 @@ def _runs(runs) -> list:
 
 
 def caveat(runs, *, markdown: bool = True) -> str:
-    """:func:`pqlab.checks.conformance.caveat` of each run on its own, each sentence once: runs of two builds of one
-    implementation carry two records under one ``NAME@backend`` key, and each run's own is the one about its
-    times."""
+    """:func:`pqlab.checks.conformance.caveat` of each run on its own, each sentence once: runs of two builds
+    of one implementation carry two records under one ``NAME@backend`` key, and each run's own is the one
+    about its times."""
     sentences = []
     for run in _runs(runs):
         text = conformance.caveat(run, markdown=markdown)
@@ -51,28 +54,30 @@ def caveat(runs, *, markdown: bool = True) -> str:
 
 
 def paragraph(runs) -> str:
-    """:func:`caveat` of `runs` as a paragraph to append to a generated text ("\\n\\n" first), "" where none."""
+    """:func:`caveat` of `runs` as a paragraph to append to a generated text ("\\n\\n" first), "" where
+    none."""
     text = caveat(runs)
     return f"\n\n{text}" if text else ""
 
 
 def nonconforming(runs, family: str = "") -> list[str]:
-    """The algorithm names (``ML-DSA-44``) whose liboqs record in any of `runs` is non-conforming, optionally only
-    those whose name starts with `family`, in the order the runs hold them."""
+    """The algorithm names (``ML-DSA-44``) whose liboqs record in any of `runs` is non-conforming, optionally
+    only those whose name starts with `family`, in the order the runs hold them."""
     out = []
     for run in _runs(runs):
         for key, r in ((getattr(run, "meta", None) or {}).get("conformance") or {}).items():
             name, _, backend = key.rpartition("@")
-            if r.get("status") == conformance.NONCONFORMING and backend == "liboqs" and name.startswith(family):
+            if (r.get("status") == conformance.NONCONFORMING and backend == "liboqs"
+                    and name.startswith(family)):
                 out.append(name)
     return list(dict.fromkeys(out))
 
 
 def paper_caveat(runs, family: str = "ML-DSA") -> str:
-    """The sentence a paper section puts beside every `family` time or ratio it quotes (a ``numbers()`` entry):
-    the caveat of each non-conforming implementation of `family` in `runs`; where every one conforms, how many
-    vectors each passed; otherwise (one not checked) each one's verdict; where no run carries a record of `family`,
-    that none was checked."""
+    """The sentence a paper section puts beside every `family` time or ratio it quotes (a ``numbers()``
+    entry): the caveat of each non-conforming implementation of `family` in `runs`; where every one conforms,
+    how many vectors each passed; otherwise (one not checked) each one's verdict; where no run carries a
+    record of `family`, that none was checked."""
     records = []
     for run in _runs(runs):
         records += [(k, r) for k, r in ((getattr(run, "meta", None) or {}).get("conformance") or {}).items()
@@ -85,7 +90,8 @@ def paper_caveat(runs, family: str = "ML-DSA") -> str:
         kept = [s for s in bad.split(_GLYPH) if s.strip().startswith(family)]
         return " ".join(s.strip() for s in kept)
     if not records:
-        return f"No conformance record exists for the {family} implementations timed here (runs made before pqlab checked them)."
+        return (f"No conformance record exists for the {family} implementations timed here (runs made before "
+                "pqlab checked them).")
     seen = ", ".join(dict.fromkeys(f"{k} ({conformance.verdict(r)})" for k, r in records))
     if all(r.get("status") == conformance.CONFORMS for _, r in records):
         return f"Every {family} implementation timed here conforms to its known-answer checks: {seen}."
@@ -93,7 +99,8 @@ def paper_caveat(runs, family: str = "ML-DSA") -> str:
 
 
 class Price(NamedTuple):
-    """What :func:`price_of_check` and :func:`price_table` give: the table, its sentence, the runs behind them."""
+    """What :func:`price_of_check` and :func:`price_table` give: the table, its sentence, the runs behind
+    them."""
 
     table: pd.DataFrame
     sentence: str
@@ -106,7 +113,8 @@ def _record(run, algorithm: str) -> dict | None:
 
 def _build_id(run) -> str:
     rows = run.measurements
-    ids = rows.loc[rows["backend"] == "liboqs", "build"].dropna().astype(str) if "build" in rows else pd.Series()
+    ids = (rows.loc[rows["backend"] == "liboqs", "build"].dropna().astype(str) if "build" in rows
+           else pd.Series())
     return next(iter(ids), "") or str((run.meta.get("liboqs") or {}).get("build", ""))
 
 
@@ -119,8 +127,8 @@ def _verify_median(run, algorithm: str, message_bytes) -> float:
 
 
 def unlike_work(default_run, portable_run, algorithm: str) -> str:
-    """Why a ratio of `algorithm` between the two builds compares unlike work, from their records ("" where both
-    builds' records agree or one is missing): which build conforms and what the other fails."""
+    """Why a ratio of `algorithm` between the two builds compares unlike work, from their records ("" where
+    both builds' records agree or one is missing): which build conforms and what the other fails."""
     a, b = _record(default_run, algorithm), _record(portable_run, algorithm)
     if not a or not b or a.get("status") == b.get("status"):
         return ""
@@ -130,28 +138,32 @@ def unlike_work(default_run, portable_run, algorithm: str) -> str:
 
 def price_table(runs: dict, algorithms=None, *, message_bytes=None) -> Price:
     """Verify of each liboqs `algorithms` (default: the non-conforming ones of the default build's run) on the
-    default build and on the portable one, side by side, from `runs` ({"default": run, "generic": run}, runs that
-    measured both): each build's median, its conformance verdict, and portable over default with its interval
-    over rounds (:func:`pqlab.measure.stats.ratio_ci`); and one sentence per algorithm."""
+    default build and on the portable one, side by side, from `runs` ({"default": run, "generic": run}, runs
+    that measured both): each build's median, its conformance verdict, and portable over default with its
+    interval over rounds (:func:`pqlab.measure.stats.ratio_ci`); and one sentence per algorithm."""
 
     default, portable = runs.get(DEFAULT), runs.get(PORTABLE)
     if default is None or portable is None:
         missing = " and ".join(b for b in (DEFAULT, PORTABLE) if runs.get(b) is None)
-        return Price(pd.DataFrame(), f"The {missing} liboqs build did not run here: no side-by-side verify times.",
+        return Price(pd.DataFrame(),
+                     f"The {missing} liboqs build did not run here: no side-by-side verify times.",
                      [r for r in (default, portable) if r is not None])
     names = list(algorithms) if algorithms is not None else nonconforming(default)
     if not names:
-        return Price(pd.DataFrame(), "Every liboqs implementation timed on the default build conforms: there is "
-                     "no missing check to price.", [default, portable])
+        return Price(pd.DataFrame(), "Every liboqs implementation timed on the default build conforms: there "
+                     "is no missing check to price.", [default, portable])
     rows, sentences = [], []
     for name in names:
-        d_med, p_med = _verify_median(default, name, message_bytes), _verify_median(portable, name, message_bytes)
-        ratio, low, high = ratio_ci(portable.sample_values(name, "verify", backend="liboqs", message_bytes=message_bytes),
-                                    default.sample_values(name, "verify", backend="liboqs", message_bytes=message_bytes))
+        d_med = _verify_median(default, name, message_bytes)
+        p_med = _verify_median(portable, name, message_bytes)
+        ratio, low, high = ratio_ci(
+            portable.sample_values(name, "verify", backend="liboqs", message_bytes=message_bytes),
+            default.sample_values(name, "verify", backend="liboqs", message_bytes=message_bytes))
         d_rec, p_rec = _record(default, name), _record(portable, name)
         rows.append({"algorithm": name, "operation": "verify", "default_build": _build_id(default),
                      "default_conformance": conformance.verdict(d_rec), "default_verify_ns": d_med,
-                     "portable_build": _build_id(portable), "portable_conformance": conformance.verdict(p_rec),
+                     "portable_build": _build_id(portable),
+                     "portable_conformance": conformance.verdict(p_rec),
                      "portable_verify_ns": p_med, "portable_over_default": ratio,
                      "portable_over_default_ci_low": low, "portable_over_default_ci_high": high})
         unlike = unlike_work(default, portable, name)
@@ -160,8 +172,9 @@ def price_table(runs: dict, algorithms=None, *, message_bytes=None) -> Price:
             f"({markdown(conformance.verdict(d_rec))}) and {fmt_time_ns(p_med)} on its portable build "
             f"({markdown(conformance.verdict(p_rec))}): portable over default "
             f"{fmt_factor_ci(ratio, low, high) if np.isfinite(ratio) else 'not measured'}"
-            + (f"; {markdown(unlike)}, so this factor is the price of that check and of the optimised code together, "
-               "not the optimisation alone." if unlike else "; both builds' records agree, like for like."))
+            + (f"; {markdown(unlike)}, so this factor is the price of that check and of the optimised code "
+               "together, not the optimisation alone." if unlike
+               else "; both builds' records agree, like for like."))
     return Price(pd.DataFrame(rows), " ".join(sentences), [default, portable])
 
 
@@ -170,15 +183,15 @@ def price_of_check(algorithms, *, budget_s: float, rounds: int, max_rounds: int 
                    study: str = "", timeout_s: float | None = None, default_run=None) -> Price:
     """Time verify of each liboqs `algorithms` (names, e.g. :func:`nonconforming` of a notebook's runs) on the
     default build (timed as the notebooks time it, ``allow_nonconforming=True``) and on the portable build
-    (``allow_nonconforming=False``: the comparison needs a conforming side), each in its own worker, and set them
-    side by side (:func:`price_table`).  `default_run`: a run of the default build that already timed their verify
-    at `message_bytes` (the notebook's own), used instead of timing it again.  No algorithm: nothing is measured,
-    the sentence says why."""
+    (``allow_nonconforming=False``: the comparison needs a conforming side), each in its own worker, and set
+    them side by side (:func:`price_table`).  `default_run`: a run of the default build that already timed
+    their verify at `message_bytes` (the notebook's own), used instead of timing it again.  No algorithm:
+    nothing is measured, the sentence says why."""
 
     names = list(dict.fromkeys(algorithms))
     if not names:
-        return Price(pd.DataFrame(), "Every liboqs implementation these runs timed conforms: there is no missing "
-                     "check to price.", [])
+        return Price(pd.DataFrame(), "Every liboqs implementation these runs timed conforms: there is no "
+                     "missing check to price.", [])
     specs = [f"{n}@liboqs" for n in names]
     options = dict(operations=["verify"], message_bytes=message_bytes, budget_s=budget_s, rounds=rounds,
                    max_rounds=max_rounds, min_samples=min_samples, target_rel_ci=target_rel_ci,
@@ -196,9 +209,10 @@ COLUMNS = {"algorithm": "algorithm", "default_verify_ns": "default build verify"
 
 
 def label_unlike_work(ratios: pd.DataFrame, runs: dict) -> pd.DataFrame:
-    """`ratios` (rows with ``algorithm`` and ``operation``: portable over optimised build) with ``unlike_work``: for
-    each verify row whose algorithm's records differ between the builds' runs (`runs`: {"default": run, "generic":
-    run}; :func:`unlike_work`), what each build passed or failed; "" where they agree or a build's run is missing."""
+    """`ratios` (rows with ``algorithm`` and ``operation``: portable over optimised build) with
+    ``unlike_work``: for each verify row whose algorithm's records differ between the builds' runs (`runs`:
+    {"default": run, "generic": run}; :func:`unlike_work`), what each build passed or failed; "" where they
+    agree or a build's run is missing."""
     default, portable = runs.get(DEFAULT), runs.get(PORTABLE)
     both = default is not None and portable is not None
     out = ratios.copy()
@@ -208,13 +222,17 @@ def label_unlike_work(ratios: pd.DataFrame, runs: dict) -> pd.DataFrame:
 
 
 def describe_unlike_work(ratios: pd.DataFrame, value: str = "speedup") -> str:
-    """One sentence per row :func:`label_unlike_work` labelled: its ratio (`value`, with ``<value>_ci_low/high``
-    where there) and why it compares unlike work (Markdown); "" where no row is."""
+    """One sentence per row :func:`label_unlike_work` labelled: its ratio (`value`, with
+    ``<value>_ci_low/high`` where there) and why it compares unlike work (Markdown); "" where no row is."""
     if "unlike_work" not in ratios:
         return ""
     rows = ratios[ratios["unlike_work"].fillna("").astype(bool)]
     ci = f"{value}_ci_low" in rows
+
+    def factor(r) -> str:
+        return (fmt_factor_ci(r[value], r[f"{value}_ci_low"], r[f"{value}_ci_high"]) if ci
+                else fmt_factor(r[value]))
+
     return " ".join(
-        f"{markdown(r['algorithm'])} {r['operation']}'s portable over optimised ratio "
-        f"({fmt_factor_ci(r[value], r[f'{value}_ci_low'], r[f'{value}_ci_high']) if ci else fmt_factor(r[value])})"
+        f"{markdown(r['algorithm'])} {r['operation']}'s portable over optimised ratio ({factor(r)})"
         f" is {markdown(r['unlike_work'])}: not the optimisation's gain alone." for _, r in rows.iterrows())

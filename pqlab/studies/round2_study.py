@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pqlab.core.formatting import Column, fmt_bytes, fmt_count, fmt_percent, markdown, table
+from pqlab.core.schema import convert_unit
 from pqlab.measure import cycles
 from pqlab.measure.cycles import per_call
 from pqlab.publish.context import frequency_text
@@ -37,8 +38,8 @@ REFERENCE_TABLE = "04_round2_signatures"
 SPHINCS_TABLE = "04_study_sphincs_round2_params"
 DILITHIUM_TABLE = "04_study_dilithium_params"
 #: Dilithium constants named in a pairing's basis, with their usual symbols
-DILITHIUM_SYMBOLS = (("ETA", "η"), ("TAU", "τ"), ("D", "d"), ("GAMMA1", "γ1"), ("GAMMA2", "γ2"), ("BETA", "β"),
-                     ("OMEGA", "ω"))
+DILITHIUM_SYMBOLS = (("ETA", "η"), ("TAU", "τ"), ("D", "d"), ("GAMMA1", "γ1"), ("GAMMA2", "γ2"),
+                     ("BETA", "β"), ("OMEGA", "ω"))
 #: Largest relative gap between the study's opt and ref cycles for which its opt code counts as portable code
 SAME_COST = 0.02
 BUILD_OPTIMISED, BUILD_PORTABLE = "liboqs optimised", "liboqs portable"
@@ -55,7 +56,8 @@ def recompute_reference(ref: pd.DataFrame, clock_hz: float | None = None) -> pd.
     out = ref.copy()
     for op in ("sign", "verify"):
         out[f"{op}_time_recomputed_s"] = (out[f"{op}_cycles"] / clock).round(6)
-        out[f"{op}_time_matches"] = np.isclose(out[f"{op}_time_s"], out[f"{op}_time_recomputed_s"], rtol=0, atol=1e-9)
+        out[f"{op}_time_matches"] = np.isclose(out[f"{op}_time_s"], out[f"{op}_time_recomputed_s"], rtol=0,
+                                               atol=1e-9)
     recomputed = out["verify_time_recomputed_s"].to_numpy()
     out["verify_time_belongs_to"] = [
         ",".join(str(r) for r in out["row"][np.isclose(recomputed, v, rtol=0, atol=1e-9)]) or "none"
@@ -86,7 +88,8 @@ def counts_markdown(counts: dict) -> str:
              ("rows whose verify time = verify cycles / clock", counts["verify_matches"]),
              ("published verify times are a permutation of the recomputed ones",
               "yes" if counts["verify_is_permutation"] else "no"),
-             ("mismatching rows holding another row's recomputed verify time", counts["verify_from_other_rows"])]
+             ("mismatching rows holding another row's recomputed verify time",
+              counts["verify_from_other_rows"])]
     return "\n".join(f"- {markdown(label)}: {value if isinstance(value, str) else fmt_count(value)}"
                      for label, value in facts)
 
@@ -99,8 +102,8 @@ RECOMPUTED_COLUMNS = ["row", "family", "scheme", "version", "verify_cycles",
 
 
 def recomputed_table(recomputed: pd.DataFrame, matching: bool, rows: int | None = None):
-    """The study's rows whose published verify time matches the one recomputed from its cycles (`matching`), or
-    those that do not (the first `rows`), as a reader sees them (:func:`pqlab.core.formatting.table`)."""
+    """The study's rows whose published verify time matches the one recomputed from its cycles (`matching`),
+    or those that do not (the first `rows`), as a reader sees them (:func:`pqlab.core.formatting.table`)."""
     part = recomputed.loc[recomputed["verify_time_matches"] == matching]
     return table(part if rows is None else part.head(rows), RECOMPUTED_COLUMNS)
 
@@ -116,28 +119,32 @@ def reference_verdict(counts: dict) -> str:
         return " and ".join(f"**{op}**" for op in ops) + (" time columns" if len(ops) > 1 else " time column")
 
     if not fail:
-        return f"Both of the study's time columns follow from its cycle columns and its stated clock, in all {n} rows."
+        return (f"Both of the study's time columns follow from its cycle columns and its stated clock, in "
+                f"all {n} rows.")
     parts = []
     if follow:
-        parts.append(f"The study's {cols(follow)} {'follow' if len(follow) > 1 else 'follows'} from its cycles and "
-                     f"its stated clock in all {n} rows")
-    parts.append(("the" if follow else "The study's") + f" {cols(fail)} {'do' if len(fail) > 1 else 'does'} not: "
+        parts.append(f"The study's {cols(follow)} {'follow' if len(follow) > 1 else 'follows'} from its "
+                     f"cycles and its stated clock in all {n} rows")
+    parts.append(("the" if follow else "The study's")
+                 + f" {cols(fail)} {'do' if len(fail) > 1 else 'does'} not: "
                  + ", ".join(f"{op} time matches in {counts[f'{op}_matches']} of {n} rows" for op in fail))
     return "; ".join(parts) + "."
 
 
 def describe_reference(counts: dict) -> str:
     """The study's time columns against its cycles and clock (Markdown)."""
-    ghz = counts["clock_hz"] / 1e9
+    ghz = convert_unit(counts["clock_hz"], "cycles", "Gcycles")  # a clock in Hz is cycles per second
     n, mismatched = counts["rows"], counts["rows"] - counts["verify_matches"]
     perm = ("a permutation of the values recomputed from the verify cycles: the right numbers, attached "
-            "to the wrong rows" if counts["verify_is_permutation"] else "not a permutation of the recomputed values")
-    text = (f"{reference_verdict(counts)} Recomputing the study's times as cycles / {ghz:.3f} GHz (its stated clock), "
-            f"rounded to its six decimals: the **sign** time matches in **{counts['sign_matches']} of {n}** rows, "
-            f"the **verify** time in **{counts['verify_matches']} of {n}**.")
+            "to the wrong rows" if counts["verify_is_permutation"]
+            else "not a permutation of the recomputed values")
+    text = (f"{reference_verdict(counts)} Recomputing the study's times as cycles / {ghz:.3f} GHz (its "
+            f"stated clock), rounded to its six decimals: the **sign** time matches in "
+            f"**{counts['sign_matches']} of {n}** rows, the **verify** time in "
+            f"**{counts['verify_matches']} of {n}**.")
     if mismatched:
-        text += (f" The published verify column is {perm}; {counts['verify_from_other_rows']} of the {mismatched} "
-                 "mismatching rows carry exactly the recomputed verify time of another row.")
+        text += (f" The published verify column is {perm}; {counts['verify_from_other_rows']} of the "
+                 f"{mismatched} mismatching rows carry exactly the recomputed verify time of another row.")
     return text + " Below, times are only ever measured, never derived from cycles with an assumed clock."
 
 
@@ -175,7 +182,8 @@ def ancestor_pairs(ref: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(pairs)
 
 
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.LShift: operator.lshift}
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.LShift: operator.lshift}
 
 
 def evaluate(expression: str, names: dict[str, int]) -> int:
@@ -199,9 +207,7 @@ def sphincs_round2_sizes() -> pd.DataFrame:
     """Per round-2 SPHINCS+ set: n, hypertree height h and layers d, FORS height a and trees k, Winternitz w,
     and the lengths the reference code derives from them (SPX_PK_BYTES = 2n, SPX_SK_BYTES = 4n, SPX_BYTES =
     n (1 + k (a + 1) + h + d len), len = len1 + len2 for w)."""
-    import pandas as pd
-
-    from pqlab.core.references import load_reference
+    from pqlab.core.references import load_reference  # loads yaml
 
     ref = load_reference(SPHINCS_TABLE)
     wide = ref.pivot_table(index="parameter_set", columns="constant", values="value", aggfunc="first")
@@ -221,9 +227,7 @@ def sphincs_round2_sizes() -> pd.DataFrame:
 def dilithium_parameters() -> pd.DataFrame:
     """Per revision (round2, fips204) and mode: every constant evaluated, the public key length
     (SEEDBYTES + K N (bits of Q - D) / 8) and the signature length of that revision's code."""
-    import pandas as pd
-
-    from pqlab.core.references import load_reference
+    from pqlab.core.references import load_reference  # loads yaml
 
     ref = load_reference(DILITHIUM_TABLE)
     rows = []
@@ -260,8 +264,9 @@ def dilithium_changes(old: pd.Series, new: pd.Series) -> str:
 
 
 def _size_changes(pairs) -> list[str]:
-    return [f"{what} {fmt_bytes(a)} → {fmt_bytes(b)}" for what, a, b in pairs if a is not None and b is not None
-            and not (isinstance(a, float) and math.isnan(a)) and int(a) != int(b)]
+    return [f"{what} {fmt_bytes(a)} → {fmt_bytes(b)}" for what, a, b in pairs
+            if a is not None and b is not None and not (isinstance(a, float) and math.isnan(a))
+            and int(a) != int(b)]
 
 
 def pair_basis(scheme: str, parameter: str, study_sizes: dict, today: dict) -> str:
@@ -287,7 +292,8 @@ def pair_basis(scheme: str, parameter: str, study_sizes: dict, today: dict) -> s
     if scheme == "CRYSTALS-DILITHIUM":
         return f"other parameter set: {changed}" + (f"; {', '.join(diffs)}" if diffs else "")
     if not diffs:
-        return "same parameter set (public key, secret key" + (", signature" if r2_sig else "") + " lengths equal)"
+        return ("same parameter set (public key, secret key" + (", signature" if r2_sig else "")
+                + " lengths equal)")
     return "lengths differ: " + ", ".join(diffs)
 
 
@@ -296,7 +302,8 @@ def study_opt_vs_ref(ref: pd.DataFrame) -> pd.DataFrame:
     med = ref.groupby(["scheme", "parameter", "build"])[["sign_cycles", "verify_cycles"]].median()
     wide = med.unstack("build")
     out = wide.xs("opt", axis=1, level="build") / wide.xs("ref", axis=1, level="build")
-    return out.dropna().rename(columns={"sign_cycles": "sign_opt_over_ref", "verify_cycles": "verify_opt_over_ref"})
+    return out.dropna().rename(columns={"sign_cycles": "sign_opt_over_ref",
+                                        "verify_cycles": "verify_opt_over_ref"})
 
 
 def our_builds(ref: pd.DataFrame, schemes, same_cost: float = SAME_COST) -> dict[tuple[str, str], str]:
@@ -306,7 +313,8 @@ def our_builds(ref: pd.DataFrame, schemes, same_cost: float = SAME_COST) -> dict
     ratios = study_opt_vs_ref(ref)
     out = {}
     for scheme in schemes:
-        gap = (ratios.loc[scheme] - 1).abs().to_numpy().max() if scheme in ratios.index.get_level_values(0) else None
+        gap = ((ratios.loc[scheme] - 1).abs().to_numpy().max() if scheme in ratios.index.get_level_values(0)
+               else None)
         out[(scheme, "ref")] = BUILD_PORTABLE
         out[(scheme, "opt")] = BUILD_PORTABLE if gap is not None and gap <= same_cost else BUILD_OPTIMISED
     return out
@@ -319,7 +327,8 @@ def describe_pairing(ref: pd.DataFrame, ancestors: pd.DataFrame, same_cost: floa
     ratios = study_opt_vs_ref(ref)
     lines = []
     for scheme, g in ancestors.groupby("r2_scheme", sort=False):
-        gap = (ratios.loc[scheme] - 1).abs().to_numpy().max() if scheme in ratios.index.get_level_values(0) else None
+        gap = ((ratios.loc[scheme] - 1).abs().to_numpy().max() if scheme in ratios.index.get_level_values(0)
+               else None)
         opt = g.loc[g["r2_build"] == "opt", "our_build"]
         faces = opt.iloc[0].split()[-1] if len(opt) else "(no opt row)"
         spread = ("no opt/ref pair to compare" if gap is None else
@@ -328,10 +337,13 @@ def describe_pairing(ref: pd.DataFrame, ancestors: pd.DataFrame, same_cost: floa
                    if faces == "portable" else f"so its opt rows face our {faces} build")
         lines.append(f"- **{scheme}**: {spread}, {verdict}. Pairs: "
                      + "; ".join(f"{r['r2_parameter']} → {r['algorithm']} ({r['basis']})"
-                                 for _, r in g.drop_duplicates(["r2_parameter", "algorithm"]).iterrows()) + ".")
-    return ("Today's sets against the study's, by the lengths and constants of their code (a pair is called the same "
-            f"parameter set only where every length compared is equal); an opt build counts as portable code when "
-            f"it costs within {fmt_percent(same_cost, 0)} of the ref build:\n\n" + "\n".join(lines))
+                                 for _, r in g.drop_duplicates(["r2_parameter", "algorithm"]).iterrows())
+                     + ".")
+    return ("Today's sets against the study's, by the lengths and constants of their code (a pair is called "
+            f"the same parameter set only where every length compared is equal); an opt build counts as "
+            f"portable code when it costs within {fmt_percent(same_cost, 0)} of the ref build:\n\n"
+            + "\n".join(lines))
+
 
 
 def describe_caveats(ref: pd.DataFrame, runs) -> str:
@@ -341,16 +353,17 @@ def describe_caveats(ref: pd.DataFrame, runs) -> str:
     src = ref.attrs.get("source", {})
     metas = [r.meta for r in runs if r is not None]
     items = []
-    if not any(w in str(src.get("method", "")).lower() for w in ("rdtsc", "rdpmc", "perf", "core cycles", "tsc")):
-        items.append("The study does not say which counter its benchmark code read (core cycles or the time-stamp "
-                     "counter), so its cycles and ours may count different things.")
+    if not any(w in str(src.get("method", "")).lower()
+               for w in ("rdtsc", "rdpmc", "perf", "core cycles", "tsc")):
+        items.append("The study does not say which counter its benchmark code read (core cycles or the "
+                     "time-stamp counter), so its cycles and ours may count different things.")
     if "turbo" in str(src.get("machine", "")).lower():
         items.append(f"The study ran with Turbo Boost disabled; here the frequency state is: "
                      f"{'; '.join(dict.fromkeys(frequency_text(m) for m in metas)) or 'not recorded'}.")
     hypervisors = sorted({m.get("hypervisor") for m in metas if m.get("hypervisor")})
     if hypervisors:
-        items.append(f"Our runs ran under a hypervisor ({', '.join(hypervisors)}): other guests may share the "
-                     "physical core and its caches.")
+        items.append(f"Our runs ran under a hypervisor ({', '.join(hypervisors)}): other guests may share "
+                     "the physical core and its caches.")
     return "\n".join(f"- {item}" for item in items)
 
 
@@ -381,18 +394,19 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> p
     today_sizes = liboqs.drop_duplicates("algorithm").set_index("algorithm")[
         ["public_key_bytes", "secret_key_bytes", "signature_max_bytes"]]
     r2["basis"] = [pair_basis(s, p, {"public_key_bytes": pk, "secret_key_bytes": sk},
-                                              today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
-                   for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"], r2["r2_pk_bytes"],
-                                              r2["r2_sk_bytes"], strict=True)]
-    means = (rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean", dropna=False)
+                              today_sizes.loc[a].to_dict()) if a in today_sizes.index else ""
+                   for s, p, a, pk, sk in zip(r2["scheme"], r2["parameter"], r2["algorithm"],
+                                              r2["r2_pk_bytes"], r2["r2_sk_bytes"], strict=True)]
+    means = (rows.pivot_table(index=["algorithm", "build"], columns="operation", values="cycles_mean",
+                              dropna=False)
              .reindex(columns=["sign", "verify"]))
     if counter.get("label") != cycles.CORE_CYCLES:
         means[:] = np.nan
     today = pd.DataFrame({"sign_cycles_today": means["sign"], "verify_cycles_today": means["verify"]},
                          index=means.index).reset_index()
     pk = rows.drop_duplicates(["algorithm", "build"])[["algorithm", "build", "public_key_bytes"]]
-    today = today.merge(pk, on=["algorithm", "build"]).rename(columns={"build": "our_build",
-                                                                         "public_key_bytes": "pk_bytes_today"})
+    today = today.merge(pk, on=["algorithm", "build"]).rename(
+        columns={"build": "our_build", "public_key_bytes": "pk_bytes_today"})
     m = r2.merge(today, on=["algorithm", "our_build"], how="inner")
     m["pk_bytes_today"] = pd.to_numeric(m["pk_bytes_today"], errors="coerce").astype("Int64")
     m["sign_ratio"] = m["sign_cycles_today"].astype(float) / m["r2_sign_cycles"]
@@ -405,7 +419,8 @@ def compare_ancestors(ref: pd.DataFrame, rows: pd.DataFrame, counter: dict) -> p
     m = (m.assign(_s=m["r2_scheme"].map(order))
          .sort_values(["_s", "algorithm", "r2_parameter", "r2_build"]).drop(columns="_s"))
     out = m[cols].reset_index(drop=True)
-    out.attrs["r2_machine"] = str(ref.attrs.get("source", {}).get("machine", "the study's machine")).split(",")[0]
+    out.attrs["r2_machine"] = str(ref.attrs.get("source", {}).get("machine",
+                                                                  "the study's machine")).split(",")[0]
     return out
 
 
@@ -417,14 +432,15 @@ def ancestors_caption(counter: dict) -> str:
     if counter.get("label") == cycles.CORE_CYCLES:
         return (f"Today's standards against their round-2 ancestors: today / round 2 {per_call(counter)}, "
                 "intervals from our samples only")
-    return ("Today's standards and their round-2 ancestors, paired by the lengths and constants of their code "
-            f"(no cycle ratio: the study counted core cycles, this run {counter['unit']})")
+    return ("Today's standards and their round-2 ancestors, paired by the lengths and constants of their "
+            f"code (no cycle ratio: the study counted core cycles, this run {counter['unit']})")
 
 
 def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
     """Today's standards against their round-2 ancestors, per scheme and build (Markdown)."""
     if counter.get("label") != cycles.CORE_CYCLES:
-        ours = f"this run counted {counter['unit']}" if counter["basis"] == "cycles" else "no cycle counter ran here"
+        ours = (f"this run counted {counter['unit']}" if counter["basis"] == "cycles"
+                else "no cycle counter ran here")
         return (f"Not compared: the study counted cycles at its core clock (Turbo Boost off), and {ours}"
                 + (f" ({counter['reason']})" if counter.get("reason") else "") + "; the two are different "
                 "quantities and never share a ratio. A machine with a PMU gives this comparison.")
@@ -447,6 +463,8 @@ def describe_ancestors(ancestors: pd.DataFrame, counter: dict) -> str:
                        f"{span(g['sign_ratio'])}, verify {span(g['verify_ratio'])}")
         parts.append(f"**our {label} build against the study's \"{build}\" rows**: " + "; ".join(per))
     machine = ancestors.attrs.get("r2_machine", "the study's machine")
-    return (f"Today's {per_call(counter)} over the study's core-clock cycles (below 1: fewer today; the study on an "
-            f"{machine} with Turbo Boost off, ours on this machine). " + ". ".join(parts) + ". Cycles on two "
-            "micro-architectures years apart compare only roughly.")
+    return (f"Today's {per_call(counter)} over the study's core-clock cycles (below 1: fewer today; the "
+            f"study on an {machine} with Turbo Boost off, ours on this machine). " + ". ".join(parts)
+
+            + ". Cycles on two micro-architectures years apart compare only roughly.")
+

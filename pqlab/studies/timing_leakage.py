@@ -1,19 +1,20 @@
-"""Does it leak?  The timing-leakage screen of notebook 09 (``09_timing_leakage``), proven on implementations known
-to leak.
+"""Does it leak?  The timing-leakage screen of notebook 09 (``09_timing_leakage``), proven on implementations
+known to leak.
 
 The screen is :mod:`pqlab.checks.leakage`; the programs that time each implementation in its own runtime are
-:mod:`pqlab.runners.leakage`.  This module runs a plan of screens into one run of the results store (a screen per
-item, saved as it finishes: an interrupted run keeps the screens done), and turns them into the notebook's tables,
-figure and sentences:
+:mod:`pqlab.runners.leakage`.  This module runs a plan of screens into one run of the results store (a screen
+per item, saved as it finishes: an interrupted run keeps the screens done), and turns them into the notebook's
+tables, figure and sentences:
 
 * :func:`run` the plan (each item: program, target, blocks, and the group and role it plays);
 * :func:`verdicts` one row per screen, :func:`published` the published effect sizes beside ours
   (``data/reference/09_leakage_published.csv``), :func:`false_positives` the screen's own error rate;
-* :func:`plot_quantiles` the class distributions as quantile differences; :func:`describe_counts` how many screens
-  said what (a screen with no verdict counted as such, never as a clean one); :func:`closing_note` what this screen
-  can and cannot detect on this machine, from the data;
-* :func:`under_load` the evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the false-positive experiment and two known
-  leaks under a standard background load (:mod:`pqlab.measure.load`), stated by :func:`describe_load_check`.
+* :func:`plot_quantiles` the class distributions as quantile differences; :func:`describe_counts` how many
+  screens said what (a screen with no verdict counted as such, never as a clean one); :func:`closing_note`
+  what this screen can and cannot detect on this machine, from the data;
+* :func:`under_load` the evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the false-positive experiment
+  and two known leaks under a standard background load (:mod:`pqlab.measure.load`), stated by
+  :func:`describe_load_check`.
 """
 from __future__ import annotations
 
@@ -43,20 +44,23 @@ ALARMS = (leakage.LEAK, leakage.UNRESOLVED)
 #: Confidence of the false-positive rate's exact interval.
 FP_CONFIDENCE = 0.95
 _KEYS = {"program", "target", "blocks", "group", "role", "classes"}
-_NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]  # one unit across a row's numbers
+#: one unit across a row's numbers
+_NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]
 #: The columns a reader sees of :func:`verdicts` and of :func:`published`.
 VERDICT_COLUMNS = ["group", "role", "implementation", "version", "target", "verdict", *_NS,
                    Column("detectable_ns", unit="ns"), "blocks", "wall_s", "others_cores"]
-#: The paper table's columns (the page's width): group and release name each screen; the rest is in the notebook and CSV.
+#: The paper table's columns (the page's width): group and release name each screen; the rest is in the
+#: notebook and CSV.
 PAPER_COLUMNS = ["group", "role", "release", "verdict", *_NS, Column("detectable_ns", unit="ns"), "blocks"]
-PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit="ns"), "published_repetitions", "ours",
-                     "verdict", *_NS, "blocks", "ours_over_published"]
+PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit="ns"),
+                     "published_repetitions", "ours", "verdict", *_NS, "blocks", "ours_over_published"]
 
 
 @dataclass(frozen=True)
 class Item:
-    """One screen of the plan: which program's target, over how many blocks, in which group (the leak it is about)
-    and in which role (a release known to leak, its fixed or constant-time counterpart, or a clean control)."""
+    """One screen of the plan: which program's target, over how many blocks, in which group (the leak it is
+    about) and in which role (a release known to leak, its fixed or constant-time counterpart, or a clean
+    control)."""
 
     program: str
     target: str
@@ -67,29 +71,34 @@ class Item:
 
 
 def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
-    """The plan's items, each checked (keys, role, blocks) before anything runs; `scale` multiplies the blocks."""
+    """The plan's items, each checked (keys, role, blocks) before anything runs; `scale` multiplies the
+    blocks."""
     out = []
     for i, raw in enumerate(items):
         if not isinstance(raw, dict) or not {"program", "target", "blocks", "group", "role"} <= set(raw):
-            raise BadInput(f"screen {i + 1} of the plan must name program, target, blocks, group and role: got {raw!r}")
+            raise BadInput(f"screen {i + 1} of the plan must name program, target, blocks, group and role: "
+                           f"got {raw!r}")
         extra = set(raw) - _KEYS
         if extra:
-            raise BadInput(f"screen {i + 1} of the plan has unknown keys {sorted(extra)}: the keys are {sorted(_KEYS)}")
+            raise BadInput(f"screen {i + 1} of the plan has unknown keys {sorted(extra)}: the keys are "
+                           f"{sorted(_KEYS)}")
         if raw["role"] not in ROLES:
             raise BadInput(f"screen {i + 1}'s role {raw['role']!r} is not one of {', '.join(ROLES)}")
         blocks = raw["blocks"]
         if not isinstance(blocks, int) or blocks < leakage.MIN_BLOCKS:
-            raise BadInput(f"screen {i + 1}'s blocks must be an integer of at least {leakage.MIN_BLOCKS}, not {blocks!r}")
+            raise BadInput(f"screen {i + 1}'s blocks must be an integer of at least {leakage.MIN_BLOCKS}, "
+                           f"not {blocks!r}")
         if raw["program"] not in programs.names():
 
             raise UnknownName("screen program", raw["program"], programs.names())
-        out.append(Item(raw["program"], raw["target"], max(leakage.MIN_BLOCKS, round(blocks * scale)), raw["group"],
-                        raw["role"], tuple(raw["classes"]) if raw.get("classes") else None))
+        out.append(Item(raw["program"], raw["target"], max(leakage.MIN_BLOCKS, round(blocks * scale)),
+                        raw["group"], raw["role"], tuple(raw["classes"]) if raw.get("classes") else None))
     return out
 
 
 def plan_table(items: Sequence[Item]) -> pd.DataFrame:
-    """The plan as a reader checks it: one row per screen (the false-positive runs as one row with their count)."""
+    """The plan as a reader checks it: one row per screen (the false-positive runs as one row with their
+    count)."""
     rows = {}
     for i in items:
         key = (i.group, i.role, i.program, i.target, ", ".join(i.classes) if i.classes else "all", i.blocks)
@@ -99,8 +108,8 @@ def plan_table(items: Sequence[Item]) -> pd.DataFrame:
 
 
 def identical(program: str, target: str, klass: str, runs: int, blocks: int) -> list[Item]:
-    """The false-positive experiment: `runs` screens of `klass` labelled twice (nothing can differ), each with its
-    own block order."""
+    """The false-positive experiment: `runs` screens of `klass` labelled twice (nothing can differ), each with
+    its own block order."""
     if not isinstance(runs, int) or runs < 1:
         raise BadInput(f"the false-positive runs must be a positive integer, not {runs!r}")
     item = plan([{"program": program, "target": target, "blocks": blocks, "group": "false positives",
@@ -109,7 +118,8 @@ def identical(program: str, target: str, klass: str, runs: int, blocks: int) -> 
 
 
 def describe_programs(names: Sequence[str]) -> str:
-    """One bullet per screen program: what it runs (implementation and release per target), or why not here."""
+    """One bullet per screen program: what it runs (implementation and release per target), or why not
+    here."""
     lines = []
     for name in names:
         why = programs.why_not(name)
@@ -131,31 +141,33 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
     measurements = []
     for _, d in s.differences.iterrows():
         tests = s.tests[s.tests["pair"].isin([d["pair"], "all classes"])]
-        measurements.append(rec.row(**common, group=item.group, role=item.role, pair=d["pair"], verdict=s.verdict,
-                                    reason=s.reason, median_diff_ns=d["median_ns"], ci_low_ns=d["ci_low_ns"],
+        measurements.append(rec.row(**common, group=item.group, role=item.role, pair=d["pair"],
+                                    verdict=s.verdict, reason=s.reason, median_diff_ns=d["median_ns"],
+                                    ci_low_ns=d["ci_low_ns"],
                                     ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
                                     detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.rounds,
                                     wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, load=s.load,
                                     others_cores=s.others_cores, quiet_s=s.quiet_s, verified=True))
     if s.times is None:
-        measurements.append(rec.row(**common, group=item.group, role=item.role, verdict=s.verdict, reason=s.reason,
-                                    verified=False))
+        measurements.append(rec.row(**common, group=item.group, role=item.role, verdict=s.verdict,
+                                    reason=s.reason, verified=False))
         return measurements, []
     k = s.times.shape[1]
     samples = pd.DataFrame({"run_id": rec.run_id, "backend": item.program, "algorithm": item.target,
-                            "operation": np.tile(s.classes, s.blocks), "sample": np.repeat(np.arange(s.blocks), k),
-                            "loops": 1, "time_ns": s.times.reshape(-1)})
+                            "operation": np.tile(s.classes, s.blocks),
+                            "sample": np.repeat(np.arange(s.blocks), k), "loops": 1,
+                            "time_ns": s.times.reshape(-1)})
     return measurements, samples.to_dict("records")
 
 
 def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1,
         folder=None, save: bool = True, progress: bool = True, load: str = "none"):
     """Screen every item (in the plan's order), each saved to one run as it finishes: ``(run, screens)``.
-    `load`: a standard background load (:mod:`pqlab.measure.load`) that runs during the screens, recorded in the run's
-    parameters and label; "none" runs nothing.
+    `load`: a standard background load (:mod:`pqlab.measure.load`) that runs during the screens, recorded in
+    the run's parameters and label; "none" runs nothing.
 
-    An item whose program cannot run here, or whose class fails its check, is a screen with verdict "not screened"
-    and the reason; the others go on."""
+    An item whose program cannot run here, or whose class fails its check, is a screen with verdict "not
+    screened" and the reason; the others go on."""
     from tqdm.auto import tqdm
 
 
@@ -195,58 +207,64 @@ def verdicts(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.Dat
     with its interval, the difference the screen could detect, the blocks and the seconds it took."""
     df = pd.DataFrame([{"group": item.group, "role": item.role, **s.summary()}
                        for item, s in zip(items, screens) if item.role != IDENTICAL])
-    df = df.reindex(columns=list(dict.fromkeys([*df.columns, "largest", "median_ns", "ci_low_ns", "ci_high_ns",
-                                                   "min_p"])))  # empty where no screen ran
+    df = df.reindex(columns=list(dict.fromkeys([*df.columns, "largest", "median_ns", "ci_low_ns",
+                                                   "ci_high_ns", "min_p"])))  # empty where no screen ran
     df["release"] = (df["implementation"].fillna("") + " " + df["version"].fillna("").astype(str)).str.strip()
     return df
 
 
 def published(table: pd.DataFrame) -> pd.DataFrame:
     """The published effect sizes (``09_leakage_published``) beside ours: each published row names the screens
-    (``program/target``, ``;``-separated, the closest first) that run the same release here; ours is the first of them
-    that ran, and empty, with the reason, where none did.  The effect is compared in magnitude (the sign only says which class the source subtracted)."""
+    (``program/target``, ``;``-separated, the closest first) that run the same release here; ours is the first
+    of them that ran, and empty, with the reason, where none did.  The effect is compared in magnitude (the
+    sign only says which class the source subtracted)."""
     from pqlab.core.references import load_reference
 
     ref = load_reference("09_leakage_published")
     keyed = {f"{r['program']}/{r['target']}": r for _, r in table.iterrows()}
     rows = []
     for _, p in ref.iterrows():
-        row = {"source": p["source"], "screen": p["screen"], "published_release": f"{p['implementation']} {p['version']}",
-               "published_ns": abs(p["value_ns"]),
-               "published_interval": p["interval_ns"], "published_repetitions": p["repetitions"],
-               "published_classes": p["classes"]}
+        row = {"source": p["source"], "screen": p["screen"],
+               "published_release": f"{p['implementation']} {p['version']}",
+               "published_ns": abs(p["value_ns"]), "published_interval": p["interval_ns"],
+               "published_repetitions": p["repetitions"], "published_classes": p["classes"]}
         wanted = p["screen"].split(";") if isinstance(p["screen"], str) and p["screen"] else []
         ours = next((keyed[w] for w in wanted if w in keyed), None)  # the first of the screens that ran
         if ours is None:
-            row["ours"] = "no screen of this release in this run" if wanted else "no screen of this release here"
+            row["ours"] = ("no screen of this release in this run" if wanted
+                           else "no screen of this release here")
         elif ours["verdict"] == leakage.NOT_SCREENED:
             row["ours"] = ours["reason"]
         else:
-            row.update(ours=f"{ours['implementation']} {ours['version']}: {ours['operation']}", verdict=ours["verdict"],
-                       pair=ours["largest"], median_ns=ours["median_ns"], ci_low_ns=ours["ci_low_ns"],
-                       ci_high_ns=ours["ci_high_ns"], blocks=ours["blocks"])  # signed, as its interval
+            row.update(ours=f"{ours['implementation']} {ours['version']}: {ours['operation']}",
+                       verdict=ours["verdict"], pair=ours["largest"], median_ns=ours["median_ns"],
+                       ci_low_ns=ours["ci_low_ns"], ci_high_ns=ours["ci_high_ns"],
+                       blocks=ours["blocks"])  # signed, as its interval
             row["ours_over_published"] = (abs(row["median_ns"]) / row["published_ns"] if row["published_ns"]
                                           else math.nan)
         rows.append(row)
     df = pd.DataFrame(rows)
-    return df.reindex(columns=list(dict.fromkeys([*df.columns, *(getattr(c, "name", c) for c in PUBLISHED_COLUMNS)])))
+    return df.reindex(columns=list(dict.fromkeys([*df.columns,
+                                                  *(getattr(c, "name", c) for c in PUBLISHED_COLUMNS)])))
 
 
 def describe_published(side: pd.DataFrame) -> str:
-    """One bullet per published number: theirs, ours for the same release, and how far apart, from the data."""
+    """One bullet per published number: theirs, ours for the same release, and how far apart, from the
+    data."""
     lines = []
     for _, r in side.iterrows():
-        theirs = (f"published for {m(r['published_release'])}: {r['published_ns']:.0f} ns ({m(r['published_classes'])}, "
-                  f"{r['published_repetitions']:.0f} repetitions per class)" if not math.isnan(r["published_ns"])
+        theirs = (f"published for {m(r['published_release'])}: {r['published_ns']:.0f} ns "
+                  f"({m(r['published_classes'])}, {r['published_repetitions']:.0f} repetitions per class)"
+                  if not math.isnan(r["published_ns"])
                   else f"no effect size published for {m(r['published_release'])}")
         if pd.isna(r.get("median_ns")):
             lines.append(f"- **{m(r['source'])}**: {theirs}; ours: {m(r['ours'])}.")
             continue
         ratio = (f"; ours is {r['ours_over_published']:.2g} times the published magnitude"
                  if not pd.isna(r.get("ours_over_published")) else "")
-        lines.append(f"- **{m(r['source'])}**: {theirs}; ours ({m(r['ours'])}, {m(r['pair'])}, {r['blocks']:.0f} "
-                     f"blocks): {r['verdict']}, {r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, "
-                     f"{r['ci_high_ns']:.0f}\\]{ratio}.")
+        lines.append(f"- **{m(r['source'])}**: {theirs}; ours ({m(r['ours'])}, {m(r['pair'])}, "
+                     f"{r['blocks']:.0f} blocks): {r['verdict']}, {r['median_ns']:.0f} ns "
+                     f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\]{ratio}.")
     return "\n".join(lines)
 
 
@@ -257,11 +275,12 @@ def tests_table(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def false_positives(items: Sequence[Item], screens: Sequence[leakage.Screen], alpha: float) -> tuple[pd.DataFrame, dict]:
-    """The false-positive experiment's screens (one row each: verdict, smallest p, median difference, the load) and
-    its summary: how many runs gave a verdict, how many of those said "leak", the rate with its exact
-    (Clopper-Pearson) interval, whether alpha lies within that interval, and how many of the judged runs ran under
-    load (:func:`loaded`)."""
+def false_positives(items: Sequence[Item], screens: Sequence[leakage.Screen],
+                    alpha: float) -> tuple[pd.DataFrame, dict]:
+    """The false-positive experiment's screens (one row each: verdict, smallest p, median difference, the
+    load) and its summary: how many runs gave a verdict, how many of those said "leak", the rate with its
+    exact (Clopper-Pearson) interval, whether alpha lies within that interval, and how many of the judged runs
+    ran under load (:func:`loaded`)."""
     from scipy.stats import binomtest
 
     runs = [(i, s) for i, s in zip(items, screens) if i.role == IDENTICAL]
@@ -291,7 +310,8 @@ def describe_false_positives(summary: dict) -> str:
     what = f"{m(summary['class'])} of {m(summary['target'])} labelled twice"
     if not summary["judged"]:
         return (f"The false-positive experiment ({what}) gave no verdict in any of its {summary['runs']} "
-                "runs (each run's reason says why: no free core, or the clock moved), so the rate is not known here.")
+                "runs (each run's reason says why: no free core, or the clock moved), so the rate is not "
+                "known here.")
     none = summary["runs"] - summary["judged"]
     text = (f"Screening {what} ({summary['blocks']} blocks each) found a difference (a leak or an unresolved "
             f"difference) in {summary['leaks']} of the {summary['judged']} runs with a verdict"
@@ -299,18 +319,18 @@ def describe_false_positives(summary: dict) -> str:
             + f": a rate of {summary['rate']:.1%} ({FP_CONFIDENCE:.0%} interval {summary['ci_low']:.1%} to "
             f"{summary['ci_high']:.1%}) against the stated alpha of {summary['alpha']:g}. ")
     if summary["loaded"]:
-        text += (f"{summary['loaded']} of the runs with a verdict ran on a loaded machine (other processes used "
-                 f"{summary['others_cores']} cores). ")
+        text += (f"{summary['loaded']} of the runs with a verdict ran on a loaded machine (other processes "
+                 f"used {summary['others_cores']} cores). ")
     text += ("The rate is consistent with alpha: its interval reaches alpha." if summary["within"] else
-             f"The rate is above alpha (one-sided p = {summary['p_above_alpha']:.3g}): the screen's tests do not "
-             "hold their level here.")
+             f"The rate is above alpha (one-sided p = {summary['p_above_alpha']:.3g}): the screen's tests do "
+             "not hold their level here.")
     return text
 
 
 # --------------------------------------------------------------------------- the screen under load
 
-#: The screens :func:`under_load` runs beside the false-positive experiment: two releases known to leak, with the
-#: classes and blocks of notebook 09's quick plan.
+#: The screens :func:`under_load` runs beside the false-positive experiment: two releases known to leak, with
+#: the classes and blocks of notebook 09's quick plan.
 LOAD_CHECK = ({"program": "python-leaky", "target": "rsa-512-pkcs1v15-decrypt", "blocks": 10000,
                "classes": ["valid", "bad-header"], "group": "Marvin", "role": "known leak"},
               {"program": "bc-1.83", "target": "frodokem640shake-decaps", "blocks": 3000, "group": "FrodoKEM",
@@ -319,12 +339,13 @@ LOAD_CHECK = ({"program": "python-leaky", "target": "rsa-512-pkcs1v15-decrypt", 
 
 def under_load(load: str = "spin", *, fp_program: str = programs.LIBOQS, fp_target: str = "ML-KEM-768-decaps",
                fp_class: str = "valid", fp_runs: int = 20, fp_blocks: int = 2000, scale: float = 1.0,
-               alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1, folder=None, save: bool = True,
-               progress: bool = True):
-    """The evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the known leaks of :data:`LOAD_CHECK` (their blocks
-    times `scale`) and the false-positive experiment (`fp_class` of `fp_target` labelled twice, `fp_runs` runs of
-    `fp_blocks` blocks), all under the standard background load `load` (:mod:`pqlab.measure.load`; "none" for the quiet
-    baseline) and saved as one run: ``(run, items, screens)``, which :func:`describe_load_check` states."""
+               alpha: float = leakage.ALPHA, warmup_blocks: int = 50, seed: int = 1, folder=None,
+               save: bool = True, progress: bool = True):
+    """The evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the known leaks of :data:`LOAD_CHECK` (their
+    blocks times `scale`) and the false-positive experiment (`fp_class` of `fp_target` labelled twice,
+    `fp_runs` runs of `fp_blocks` blocks), all under the standard background load `load`
+    (:mod:`pqlab.measure.load`; "none" for the quiet baseline) and saved as one run: ``(run, items,
+    screens)``, which :func:`describe_load_check` states."""
     items = plan(LOAD_CHECK, scale) + identical(fp_program, fp_target, fp_class, fp_runs, fp_blocks)
     done, screens = run(items, alpha=alpha, warmup_blocks=warmup_blocks, seed=seed, folder=folder, save=save,
                         progress=progress, load=load)
@@ -333,8 +354,8 @@ def under_load(load: str = "spin", *, fp_program: str = programs.LIBOQS, fp_targ
 
 def describe_load_check(items: Sequence[Item], screens: Sequence[leakage.Screen], alpha: float = leakage.ALPHA
                         ) -> str:
-    """What :func:`under_load` found, from its screens: the known leaks' verdicts with their differences and the
-    load each ran under, and the false-positive rate counted over the runs with a verdict."""
+    """What :func:`under_load` found, from its screens: the known leaks' verdicts with their differences and
+    the load each ran under, and the false-positive rate counted over the runs with a verdict."""
     table = verdicts(items, screens)
     _, fp = false_positives(items, screens, alpha)
     return "\n\n".join([describe_counts(table), describe_screen(table), describe_false_positives(fp)])
@@ -344,9 +365,9 @@ def describe_load_check(items: Sequence[Item], screens: Sequence[leakage.Screen]
 
 
 def taint(checks: Sequence[Sequence[str]]) -> pd.DataFrame:
-    """One row per (algorithm, kind, build) of :func:`pqlab.checks.taint.check`: the branches and memory indices memcheck
-    found depending on the secret key, the flagged functions with what they are known to be, and the seconds; a
-    check that cannot run here is a row with the reason."""
+    """One row per (algorithm, kind, build) of :func:`pqlab.checks.taint.check`: the branches and memory
+    indices memcheck found depending on the secret key, the flagged functions with what they are known to be,
+    and the seconds; a check that cannot run here is a row with the reason."""
     from pqlab.checks import taint as tt
 
     rows = []
@@ -361,7 +382,8 @@ def taint(checks: Sequence[Sequence[str]]) -> pd.DataFrame:
         rows.append({"algorithm": algorithm, "kind": kind, "build": r["build"] or "–",
                      "liboqs_version": r["liboqs_version"], "tainted_bytes": r["tainted_bytes"],
                      "errors": r["errors"], "branches": r["branches"], "indices": r["indices"],
-                     "contexts": r["contexts"], "flagged": "; ".join(top), "wall_s": r["wall_s"], "reason": ""})
+                     "contexts": r["contexts"], "flagged": "; ".join(top), "wall_s": r["wall_s"],
+                     "reason": ""})
     return pd.DataFrame(rows)
 
 
@@ -369,15 +391,16 @@ def describe_taint(table: pd.DataFrame) -> str:
     """One bullet per taint check, from its row."""
     lines = []
     for _, r in table.iterrows():
-        what = f"**{m(r['algorithm'])}** ({m(r['kind'])}{', ' + m(r['build']) if r['build'] not in ('', '–') else ''})"
+        build = ", " + m(r["build"]) if r["build"] not in ("", "–") else ""
+        what = f"**{m(r['algorithm'])}** ({m(r['kind'])}{build})"
         if r["reason"]:
             lines.append(f"- {what}: not checked here: {m(r['reason'])}")
         elif not r["errors"]:
-            lines.append(f"- {what}: memcheck reported nothing depending on the {r['tainted_bytes']} secret bytes "
-                         f"({r['wall_s']:.1f} s).")
+            lines.append(f"- {what}: memcheck reported nothing depending on the {r['tainted_bytes']} secret "
+                         f"bytes ({r['wall_s']:.1f} s).")
         else:
-            lines.append(f"- {what}: {r['branches']} branches and {r['indices']} memory indices depending on the "
-                         f"secret, in {r['contexts']} places: {m(r['flagged'])}.")
+            lines.append(f"- {what}: {r['branches']} branches and {r['indices']} memory indices depending on "
+                         f"the secret, in {r['contexts']} places: {m(r['flagged'])}.")
     return "\n".join(lines)
 
 
@@ -389,9 +412,10 @@ QUANTILES = np.linspace(0.10, 0.90, 17)
 @plotting.styled
 def plot_quantiles(items: Sequence[Item], screens: Sequence[leakage.Screen], groups: Sequence[str],
                    width: float = plotting.COLUMN_WIDTH):
-    """Per screen of `groups` (one panel each, known leak and counterpart side by side): each class's quantiles
-    (one line per class, named in the legend under the verdict) minus the first (baseline) class's, from the 10th to the 90th percentile, in ns (tlsfuzzer draws its quantile
-    differences so).  A leak shifts a whole curve away from zero; noise wiggles around it."""
+    """Per screen of `groups` (one panel each, known leak and counterpart side by side): each class's
+    quantiles (one line per class, named in the legend under the verdict) minus the first (baseline) class's,
+    from the 10th to the 90th percentile, in ns (tlsfuzzer draws its quantile differences so).  A leak shifts
+    a whole curve away from zero; noise wiggles around it."""
     import matplotlib.pyplot as plt
 
     shown = [(i, s) for i, s in zip(items, screens) if i.group in groups and s.times is not None]
@@ -409,8 +433,8 @@ def plot_quantiles(items: Sequence[Item], screens: Sequence[leakage.Screen], gro
                     label=mpl_text(s.classes[j]))
         ax.axhline(0, color="0.5", lw=0.5)
         ax.set_title(mpl_text(f"{s.implementation} {s.version}"))
-        ax.legend(fontsize=plotting.SMALL_PT, title=s.verdict, title_fontsize=plotting.SMALL_PT, framealpha=0.8,
-                  edgecolor="none")
+        ax.legend(fontsize=plotting.SMALL_PT, title=s.verdict, title_fontsize=plotting.SMALL_PT,
+                  framealpha=0.8, edgecolor="none")
     for n, ax in enumerate(axes.flat[:len(shown)]):
         if n + cols >= len(shown):  # the lowest panel of its column
             ax.set_xlabel("percentile")
@@ -423,15 +447,17 @@ def plot_quantiles(items: Sequence[Item], screens: Sequence[leakage.Screen], gro
 
 
 def describe_screen(table: pd.DataFrame) -> str:
-    """One bullet per screen: its verdict with the difference, interval, blocks and seconds, or why there is none."""
+    """One bullet per screen: its verdict with the difference, interval, blocks and seconds, or why there is
+    none."""
     lines = []
     for _, r in table.iterrows():
-        who = f"**{m(r['implementation'] or r['program'])} {m(r['version'] or '')}** ({m(r['target'])}, {r['role']})"
+        who = (f"**{m(r['implementation'] or r['program'])} {m(r['version'] or '')}** "
+               f"({m(r['target'])}, {r['role']})")
         if r["verdict"] == leakage.NOT_SCREENED:
             lines.append(f"- {who}: not screened: {m(r['reason'])}")
             continue
-        diff = (f"largest median difference {r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] "
-                f"({m(r['largest'])})")
+        diff = (f"largest median difference {r['median_ns']:.0f} ns "
+                f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] ({m(r['largest'])})")
         lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['rounds']} processes, "
                      f"{r['wall_s']:.1f} s; "
                      f"{m(r['reason'])}")
@@ -451,13 +477,14 @@ def loaded(table: pd.DataFrame) -> int:
 
 def counts(table: pd.DataFrame) -> dict:
     """How many screens of a :func:`verdicts` table said what: each verdict's count (a screen with no verdict
-    counted as such, never as a clean one), the screens that gave a verdict on a loaded machine, and of those with
-    no verdict, how many had no free core and how many a clock that moved, with the seconds a quiet rerun of them
-    takes."""
+    counted as such, never as a clean one), the screens that gave a verdict on a loaded machine, and of those
+    with no verdict, how many had no free core and how many a clock that moved, with the seconds a quiet rerun
+    of them takes."""
     verdict = table["verdict"]
     none = table[verdict == leakage.NO_VERDICT]
     return {"screens": len(table), "leaks": int((verdict == leakage.LEAK).sum()),
-            "no_leaks": int((verdict == leakage.NO_LEAK).sum()), "unresolved": int((verdict == leakage.UNRESOLVED).sum()),
+            "no_leaks": int((verdict == leakage.NO_LEAK).sum()),
+            "unresolved": int((verdict == leakage.UNRESOLVED).sum()),
             "no_verdicts": len(none), "not_screened": int((verdict == leakage.NOT_SCREENED).sum()),
             "loaded": loaded(table[verdict.isin(JUDGED)]), "no_free_core": int(none["no_free_core"].sum()),
             "clock_moved": int((none["clock_moved"].fillna("") != "").sum()),
@@ -465,8 +492,8 @@ def counts(table: pd.DataFrame) -> dict:
 
 
 def describe_counts(table: pd.DataFrame) -> str:
-    """The sentence that counts the screens of a :func:`verdicts` table, e.g. "Of 11 screens, 4 said leak, 6 found
-    no leak, 1 gave no verdict (...)", and how many of those with a verdict ran on a loaded machine."""
+    """The sentence that counts the screens of a :func:`verdicts` table, e.g. "Of 11 screens, 4 said leak, 6
+    found no leak, 1 gave no verdict (...)", and how many of those with a verdict ran on a loaded machine."""
     c = counts(table)
     said = [f"{c['leaks']} said leak", f"{c['no_leaks']} found no leak"]
     if c["unresolved"]:
@@ -482,19 +509,20 @@ def describe_counts(table: pd.DataFrame) -> str:
     text = f"Of {c['screens']} screens, {', '.join(said[:-1])} and {said[-1]}."
     if c["loaded"]:
         judged = table[table["verdict"].isin(JUDGED) & (table["load"].fillna("") != "")]
-        text += (f" {c['loaded']} of the screens with a verdict ran on a loaded machine (other processes used "
-                 f"{span(judged['others_cores'])} cores), a load the paired blocks cancel while it is steady.")
+        text += (f" {c['loaded']} of the screens with a verdict ran on a loaded machine (other processes "
+                 f"used {span(judged['others_cores'])} cores), a load the paired blocks cancel while it is "
+                 "steady.")
     return text
 
 
 def numbers(table: pd.DataFrame, fp: dict, alpha: float) -> dict:
-    """The figures the paper's text quotes (export.save_numbers): every verdict's count, so that no screen without
-    a verdict is read as a clean one, and the false-positive runs with and without a verdict."""
+    """The figures the paper's text quotes (export.save_numbers): every verdict's count, so that no screen
+    without a verdict is read as a clean one, and the false-positive runs with and without a verdict."""
     c = counts(table)
-    return {"screens": c["screens"], "leaks": c["leaks"], "noLeaks": c["no_leaks"], "unresolved": c["unresolved"],
-            "noVerdicts": c["no_verdicts"], "notScreened": c["not_screened"], "loaded": c["loaded"], "alpha": alpha,
-            "fpAll": fp["runs"], "fpRuns": fp["judged"], "fpNoVerdicts": fp["runs"] - fp["judged"],
-            "fpLeaks": fp["leaks"]}
+    return {"screens": c["screens"], "leaks": c["leaks"], "noLeaks": c["no_leaks"],
+            "unresolved": c["unresolved"], "noVerdicts": c["no_verdicts"], "notScreened": c["not_screened"],
+            "loaded": c["loaded"], "alpha": alpha, "fpAll": fp["runs"], "fpRuns": fp["judged"],
+            "fpNoVerdicts": fp["runs"] - fp["judged"], "fpLeaks": fp["leaks"]}
 
 
 def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
@@ -502,32 +530,35 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
     found = table[table["verdict"] == leakage.LEAK]
     clean = table[table["verdict"] == leakage.NO_LEAK]
     none = table[table["verdict"].isin([leakage.NO_VERDICT, leakage.NOT_SCREENED, leakage.UNRESOLVED])]
-    parts = [describe_counts(table), f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
-             + (", ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}, {r['median_ns']:.0f} ns)"
-                          for _, r in found.iterrows()) or "nothing") + "."]
+    parts = [describe_counts(table),
+             f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
+             + (", ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}, "
+                          f"{r['median_ns']:.0f} ns)" for _, r in found.iterrows()) or "nothing") + "."]
     known = table[table["role"] == "known leak"]
     missed = known[known["verdict"] != leakage.LEAK]
     if not missed.empty:
         parts.append("It did not flag these releases known to leak: "
-                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}): {m(r['reason'])}"
-                                 for _, r in missed.iterrows()) + ".")
+                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}): "
+                                 f"{m(r['reason'])}" for _, r in missed.iterrows()) + ".")
     elif not known.empty:
         parts.append(f"It flagged every release known to leak that it screened ({len(known)}).")
     if not clean.empty:
         parts.append("It found no leak larger than these differences, each the widest bound of the "
                      f"{leakage.CONFIDENCE:.0%} bootstrap intervals at its sample size: "
-                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} {m(r['target'])}: {r['detectable_ns']:.0f} ns "
-                                 f"({r['blocks']} blocks)" for _, r in clean.iterrows())
+                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} {m(r['target'])}: "
+                                 f"{r['detectable_ns']:.0f} ns ({r['blocks']} blocks)"
+                                 for _, r in clean.iterrows())
                      + ". Smaller leaks may exist; none of this says \"constant time\".")
     if not none.empty:
-        parts.append("No verdict, or a difference that is neither a leak nor clean, for: " + "; ".join(f"{m(r['target'])} ({m(r['reason'])})" for _, r in none.iterrows())
-                     + ".")
+        parts.append("No verdict, or a difference that is neither a leak nor clean, for: "
+                     + "; ".join(f"{m(r['target'])} ({m(r['reason'])})" for _, r in none.iterrows()) + ".")
     if fp.get("runs"):
-        parts.append(f"On two identical classes the screen found a difference in {fp['leaks']} of the {fp['judged']} "
-                     f"runs with a verdict at alpha {alpha:g}"
-                     + (f" ({fp['runs'] - fp['judged']} of {fp['runs']} runs gave none)." if fp["runs"] > fp["judged"]
-                        else "."))
-    parts.append("What it cannot see: a leak through inputs outside the classes screened (a screen compares the "
-                 "classes it is given, not every secret), effects smaller than the differences above, leaks "
-                 "through caches or power rather than time, and behaviour on other CPUs, compilers or builds.")
+        parts.append(f"On two identical classes the screen found a difference in {fp['leaks']} of the "
+                     f"{fp['judged']} runs with a verdict at alpha {alpha:g}"
+                     + (f" ({fp['runs'] - fp['judged']} of {fp['runs']} runs gave none)."
+                        if fp["runs"] > fp["judged"] else "."))
+    parts.append("What it cannot see: a leak through inputs outside the classes screened (a screen compares "
+                 "the classes it is given, not every secret), effects smaller than the differences above, "
+                 "leaks through caches or power rather than time, and behaviour on other CPUs, compilers or "
+                 "builds.")
     return " ".join(parts)

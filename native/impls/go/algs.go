@@ -40,38 +40,76 @@ type kemScheme struct {
 	parsePub func(b []byte) (kemPub, error)
 }
 
-// ML-KEM-768
+// ML-KEM-768 and ML-KEM-1024: crypto/mlkem gives each parameter set its own key types with the same methods, so one
+// generic pair of types wraps both; mlkemScheme takes the set's functions.
 
-type mlkem768Priv struct{ dk *mlkem.DecapsulationKey768 }
-type mlkem768Pub struct{ ek *mlkem.EncapsulationKey768 }
+// mlkemDK is crypto/mlkem's decapsulation key of the parameter set whose encapsulation key is EK.
+type mlkemDK[EK any] interface {
+	EncapsulationKey() EK
+	Decapsulate(ct []byte) ([]byte, error)
+	Bytes() []byte
+}
 
-func (k mlkem768Priv) Public() kemPub                   { return mlkem768Pub{k.dk.EncapsulationKey()} }
-func (k mlkem768Priv) Decaps(ct []byte) ([]byte, error) { return k.dk.Decapsulate(ct) }
-func (k mlkem768Priv) SecretBytes() []byte              { return k.dk.Bytes() }
-func (p mlkem768Pub) Bytes() []byte                     { return p.ek.Bytes() }
-func (p mlkem768Pub) Encaps() ([]byte, []byte, error) {
+// mlkemEK is crypto/mlkem's encapsulation key of a parameter set.
+type mlkemEK interface {
+	Bytes() []byte
+	Encapsulate() (ss, ct []byte)
+}
+
+// mlkemEncapsSeeded is mlkemtest's encapsulation with caller randomness m (Encapsulate768, Encapsulate1024).
+type mlkemEncapsSeeded[EK mlkemEK] func(ek EK, m []byte) (ss, ct []byte, err error)
+
+type mlkemPriv[DK mlkemDK[EK], EK mlkemEK] struct {
+	dk           DK
+	encapsSeeded mlkemEncapsSeeded[EK]
+}
+type mlkemPub[EK mlkemEK] struct {
+	ek           EK
+	encapsSeeded mlkemEncapsSeeded[EK]
+}
+
+func (k mlkemPriv[DK, EK]) Public() kemPub {
+	return mlkemPub[EK]{k.dk.EncapsulationKey(), k.encapsSeeded}
+}
+func (k mlkemPriv[DK, EK]) Decaps(ct []byte) ([]byte, error) { return k.dk.Decapsulate(ct) }
+func (k mlkemPriv[DK, EK]) SecretBytes() []byte              { return k.dk.Bytes() }
+func (p mlkemPub[EK]) Bytes() []byte                         { return p.ek.Bytes() }
+func (p mlkemPub[EK]) Encaps() ([]byte, []byte, error) {
 	ss, ct := p.ek.Encapsulate()
 	return ss, ct, nil
 }
-func (p mlkem768Pub) EncapsSeeded(m []byte) ([]byte, []byte, error) {
-	return mlkemtest.Encapsulate768(p.ek, m)
+func (p mlkemPub[EK]) EncapsSeeded(m []byte) ([]byte, []byte, error) {
+	return p.encapsSeeded(p.ek, m)
 }
 
-// ML-KEM-1024
-
-type mlkem1024Priv struct{ dk *mlkem.DecapsulationKey1024 }
-type mlkem1024Pub struct{ ek *mlkem.EncapsulationKey1024 }
-
-func (k mlkem1024Priv) Public() kemPub                   { return mlkem1024Pub{k.dk.EncapsulationKey()} }
-func (k mlkem1024Priv) Decaps(ct []byte) ([]byte, error) { return k.dk.Decapsulate(ct) }
-func (k mlkem1024Priv) SecretBytes() []byte              { return k.dk.Bytes() }
-func (p mlkem1024Pub) Bytes() []byte                     { return p.ek.Bytes() }
-func (p mlkem1024Pub) Encaps() ([]byte, []byte, error) {
-	ss, ct := p.ek.Encapsulate()
-	return ss, ct, nil
-}
-func (p mlkem1024Pub) EncapsSeeded(m []byte) ([]byte, []byte, error) {
-	return mlkemtest.Encapsulate1024(p.ek, m)
+// mlkemScheme is one parameter set of crypto/mlkem: its key generation, its decapsulation key from a seed, its
+// encapsulation key from bytes and mlkemtest's seeded encapsulation.
+func mlkemScheme[DK mlkemDK[EK], EK mlkemEK](name string, generate func() (DK, error), fromSeed func(seed []byte) (DK, error),
+	parsePub func(b []byte) (EK, error), encapsSeeded mlkemEncapsSeeded[EK]) *kemScheme {
+	return &kemScheme{
+		name: name, seeded: []string{"keygen", "encaps"}, skFormat: "seed",
+		generate: func() (kemPriv, error) {
+			dk, err := generate()
+			if err != nil {
+				return nil, err
+			}
+			return mlkemPriv[DK, EK]{dk, encapsSeeded}, nil
+		},
+		fromSeed: func(seed []byte) (kemPriv, error) {
+			dk, err := fromSeed(seed)
+			if err != nil {
+				return nil, err
+			}
+			return mlkemPriv[DK, EK]{dk, encapsSeeded}, nil
+		},
+		parsePub: func(b []byte) (kemPub, error) {
+			ek, err := parsePub(b)
+			if err != nil {
+				return nil, err
+			}
+			return mlkemPub[EK]{ek, encapsSeeded}, nil
+		},
+	}
 }
 
 // Diffie-Hellman as a KEM (crypto/ecdh): X25519, ECDH-P256
@@ -275,54 +313,10 @@ func (a *alg) ops() []string {
 }
 
 var algorithms = []*alg{
-	{name: "ML-KEM-768", kind: "kem", kem: &kemScheme{
-		name: "ML-KEM-768", seeded: []string{"keygen", "encaps"}, skFormat: "seed",
-		generate: func() (kemPriv, error) {
-			dk, err := mlkem.GenerateKey768()
-			if err != nil {
-				return nil, err
-			}
-			return mlkem768Priv{dk}, nil
-		},
-		fromSeed: func(seed []byte) (kemPriv, error) {
-			dk, err := mlkem.NewDecapsulationKey768(seed)
-			if err != nil {
-				return nil, err
-			}
-			return mlkem768Priv{dk}, nil
-		},
-		parsePub: func(b []byte) (kemPub, error) {
-			ek, err := mlkem.NewEncapsulationKey768(b)
-			if err != nil {
-				return nil, err
-			}
-			return mlkem768Pub{ek}, nil
-		},
-	}},
-	{name: "ML-KEM-1024", kind: "kem", kem: &kemScheme{
-		name: "ML-KEM-1024", seeded: []string{"keygen", "encaps"}, skFormat: "seed",
-		generate: func() (kemPriv, error) {
-			dk, err := mlkem.GenerateKey1024()
-			if err != nil {
-				return nil, err
-			}
-			return mlkem1024Priv{dk}, nil
-		},
-		fromSeed: func(seed []byte) (kemPriv, error) {
-			dk, err := mlkem.NewDecapsulationKey1024(seed)
-			if err != nil {
-				return nil, err
-			}
-			return mlkem1024Priv{dk}, nil
-		},
-		parsePub: func(b []byte) (kemPub, error) {
-			ek, err := mlkem.NewEncapsulationKey1024(b)
-			if err != nil {
-				return nil, err
-			}
-			return mlkem1024Pub{ek}, nil
-		},
-	}},
+	{name: "ML-KEM-768", kind: "kem", kem: mlkemScheme("ML-KEM-768", mlkem.GenerateKey768, mlkem.NewDecapsulationKey768,
+		mlkem.NewEncapsulationKey768, mlkemtest.Encapsulate768)},
+	{name: "ML-KEM-1024", kind: "kem", kem: mlkemScheme("ML-KEM-1024", mlkem.GenerateKey1024, mlkem.NewDecapsulationKey1024,
+		mlkem.NewEncapsulationKey1024, mlkemtest.Encapsulate1024)},
 	{name: "X25519", kind: "kem", kem: dhScheme("X25519", ecdh.X25519(), "raw")},
 	{name: "ECDH-P256", kind: "kem", kem: dhScheme("ECDH-P256", ecdh.P256(), "raw scalar")},
 	{name: "Ed25519", kind: "sig", sig: &sigScheme{

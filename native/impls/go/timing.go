@@ -200,6 +200,24 @@ func measure(c *timeCfg, r *opResult, batch func(n int) (int, error), check func
 	r.Verified = true
 }
 
+// timeKeygen measures keygen of either kind: batches of generate calls, the last key of each batch checked by check
+// (a round trip of the new key pair).
+func timeKeygen[K any](c *timeCfg, r *opResult, generate func() (K, error), check func(last K) error) {
+	var last, none K
+	measure(c, r, func(n int) (int, error) {
+		errs, first := 0, error(nil)
+		last = none
+		for i := 0; i < n; i++ {
+			k, err := generate()
+			if err != nil {
+				errs, first = errs+1, cmp(first, err)
+			}
+			last = k
+		}
+		return errs, first
+	}, func() error { return check(last) })
+}
+
 // ---- KEM -------------------------------------------------------------------------------------------------
 
 // kemRoundTrip checks a key pair: its public key survives encoding, and encaps/decaps agree.
@@ -270,19 +288,7 @@ func timeKEM(c *timeCfg, s *kemScheme, op string) opResult {
 	}
 	switch op {
 	case "keygen":
-		var last kemPriv
-		measure(c, &r, func(n int) (int, error) {
-			errs, first := 0, error(nil)
-			last = nil
-			for i := 0; i < n; i++ {
-				k, err := s.generate()
-				if err != nil {
-					errs, first = errs+1, cmp(first, err)
-				}
-				last = k
-			}
-			return errs, first
-		}, func() error { return kemRoundTrip(s, last) })
+		timeKeygen(c, &r, s.generate, func(last kemPriv) error { return kemRoundTrip(s, last) })
 	case "encaps":
 		var lastSS, lastCT []byte
 		pub := st.pub
@@ -393,19 +399,7 @@ func timeSig(c *timeCfg, s *sigScheme, op string, msg []byte) opResult {
 	}
 	switch op {
 	case "keygen":
-		var last sigPriv
-		measure(c, &r, func(n int) (int, error) {
-			errs, first := 0, error(nil)
-			last = nil
-			for i := 0; i < n; i++ {
-				k, err := s.generate()
-				if err != nil {
-					errs, first = errs+1, cmp(first, err)
-				}
-				last = k
-			}
-			return errs, first
-		}, func() error { return sigRoundTrip(s, last, msg) })
+		timeKeygen(c, &r, s.generate, func(last sigPriv) error { return sigRoundTrip(s, last, msg) })
 	case "sign":
 		var last []byte
 		priv := st.priv

@@ -5,20 +5,21 @@ runs: the same build, interpreter and valgrind give the same counts (a test meas
 and compares).  So each worker run of :mod:`pqlab.runners.memory.driver` is stored under a key, and a later
 run with the same key reuses it instead of starting valgrind again.  The key is the sha256 of:
 
-* the driver's method version (:data:`pqlab.runners.memory.driver.METHOD_VERSION`: markers, massif options,
+* the driver's method version (:data:`pqlab.runners.memory.method.METHOD_VERSION`: markers, massif options,
   warm-up calls), the valgrind version and the worker's Python version;
 * the algorithm, backend, liboqs build, operation, message size and kind of worker run
   (heap, stack, first call, their baselines, the plain run);
 * the sha256 of every file the worker runs code from: its shared objects (liboqs, OpenSSL, the
   binding's extension modules, the interpreter) and the source of every module it imports (pqlab's
-  own included), as a probe worker of the same algorithm lists them (:func:`pqlab.runners.memory.worker.loaded_files`).
+  own included), as a probe worker of the same algorithm lists them
+  (:func:`pqlab.runners.memory.worker.loaded_files`).
 
 A run is stored only when its output checked out and it loaded no file outside its key.  Entries live
 in ``$PQLAB_CACHE`` (default ``$XDG_CACHE_HOME/pqlab/memory``, i.e. ``~/.cache/pqlab/memory``), one
 JSON file per key; ``make clean`` leaves them.  Each entry holds the sha256 of its own content, recorded when
 it was stored and checked on every hit: an entry that was cut or edited is measured again and replaced, with
-one warning line saying so (one stored by an older pqlab, without a sha256, is measured again quietly).  ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures
-everything again and replaces the entries.
+one warning line saying so (one stored by an older pqlab, without a sha256, is measured again quietly).
+``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures everything again and replaces the entries.
 
 Timing is never cached: a time belongs to the moment and the machine state it was taken in (frequency,
 load, caches), and reusing it would present an old state as today's.
@@ -67,7 +68,8 @@ def cache_key(parts: dict) -> str:
 
 
 class MemoryCache:
-    """Entries ``<root>/<key[:2]>/<key>.json``: the key's parts, the stored figures, the run that measured them.
+    """Entries ``<root>/<key[:2]>/<key>.json``: the key's parts, the stored figures, the run that measured
+    them.
 
     `fresh`: None = :func:`fresh_requested`; True = every lookup misses (entries are replaced)."""
 
@@ -79,8 +81,8 @@ class MemoryCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None: none stored, or one that
-        does not check out (a warning says which and why; the caller measures again and replaces it)."""
+        """The stored entry (``parts``, ``value``, ``run_id``, ``stored_at``), or None: none stored, or one
+        that does not check out (a warning says which and why; the caller measures again and replaces it)."""
         if self.fresh:
             return None
         path = self._path(key)
@@ -100,7 +102,8 @@ class MemoryCache:
         if recorded is None:  # stored by an older pqlab: measured again and replaced, nothing wrong with it
             return None
         if recorded != entry_digest(entry):
-            return self._bad(path, "does not match the sha256 recorded when it was stored (edited or damaged)")
+            return self._bad(path, "does not match the sha256 recorded when it was stored (edited or "
+                                   "damaged)")
         return entry
 
     @staticmethod
@@ -117,5 +120,6 @@ class MemoryCache:
 
 
 def entry_digest(entry: dict) -> str:
-    """sha256 of an entry's content (its ``sha256`` field left out), in the canonical form of :func:`cache_key`."""
+    """sha256 of an entry's content (its ``sha256`` field left out), in the canonical form of
+    :func:`cache_key`."""
     return cache_key({k: v for k, v in entry.items() if k != "sha256"})

@@ -90,9 +90,10 @@ def parse_massif(source: Path | str) -> MassifProfile:
     def close() -> None:
         if current is not None and "time" in current:
             snapshots.append(MassifSnapshot(int(current["snapshot"]), int(current["time"]),
-                                            int(current.get("mem_heap_B", 0)), int(current.get("mem_heap_extra_B", 0)),
-                                            int(current.get("mem_stacks_B", 0)), current.get("heap_tree", "empty"),
-                                            tuple(sites)))
+                                            int(current.get("mem_heap_B", 0)),
+                                            int(current.get("mem_heap_extra_B", 0)),
+                                            int(current.get("mem_stacks_B", 0)),
+                                            current.get("heap_tree", "empty"), tuple(sites)))
         sites.clear()
 
     for line in text.splitlines():
@@ -111,7 +112,8 @@ def parse_massif(source: Path | str) -> MassifProfile:
         elif current is None and (h := _HEADER.match(line)):
             header[h.group(1)] = h.group(2).strip()
     close()
-    return MassifProfile(snapshots, header.get("cmd", ""), header.get("desc", ""), header.get("time_unit", ""))
+    return MassifProfile(snapshots, header.get("cmd", ""), header.get("desc", ""),
+                         header.get("time_unit", ""))
 
 
 

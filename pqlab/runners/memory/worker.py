@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pqlab.core.schema import KIND_OPERATIONS
+from pqlab.core.schema import KIND_OPERATIONS, convert_unit
 
 SIGNATURE_OPERATIONS = KIND_OPERATIONS["sig"]
 
@@ -36,7 +36,8 @@ def encode_key(key) -> tuple[str, bytes]:
         if hasattr(key, "private_bytes"):
             return "cryptography-der-private", key.private_bytes(s.Encoding.DER, s.PrivateFormat.PKCS8,
                                                                  s.NoEncryption())
-        return "cryptography-der-public", key.public_bytes(s.Encoding.DER, s.PublicFormat.SubjectPublicKeyInfo)
+        return "cryptography-der-public", key.public_bytes(s.Encoding.DER,
+                                                           s.PublicFormat.SubjectPublicKeyInfo)
     if module.startswith("Crypto."):
         kind = "ecc" if "ECC" in module else "rsa"
         return f"pycryptodome-{kind}-der", key.export_key(format="DER")
@@ -50,7 +51,8 @@ def decode_key(encoding: str, data: bytes):
     if encoding.startswith("cryptography-der"):
         from cryptography.hazmat.primitives import serialization as s
 
-        return (s.load_der_private_key(data, None) if encoding.endswith("private") else s.load_der_public_key(data))
+        return (s.load_der_private_key(data, None) if encoding.endswith("private")
+                else s.load_der_public_key(data))
     if encoding == "pycryptodome-ecc-der":
         from Crypto.PublicKey import ECC
 
@@ -76,11 +78,13 @@ def read_keys(folder: Path, encodings: dict, prefix: str = ""):
             decode_key(encodings["sk_encoding"], (folder / f"{prefix}sk.bin").read_bytes()))
 
 
-def write_inputs(folder: Path | str, algorithm: str, backend: str, message: bytes, keys, signature: bytes) -> Path:
+def write_inputs(folder: Path | str, algorithm: str, backend: str, message: bytes, keys,
+                 signature: bytes) -> Path:
     """Everything a worker needs for keygen, sign and verify of one algorithm and message."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {"algorithm": algorithm, "backend": backend, "message_bytes": len(message), **write_keys(folder, keys)}
+    meta = {"algorithm": algorithm, "backend": backend, "message_bytes": len(message),
+            **write_keys(folder, keys)}
     (folder / "message.bin").write_bytes(message)
     (folder / "signature.bin").write_bytes(signature)
     (folder / "inputs.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -154,10 +158,10 @@ def peak_rss() -> int:
         with open("/proc/self/status") as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                    return int(convert_unit(int(line.split()[1]), "KiB", "bytes"))
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return int(convert_unit(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "KiB", "bytes"))
 
 
 def executable_mappings() -> list[list]:
@@ -265,9 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m pqlab.runners.memory.worker",
-                                description="Perform ONE operation on inputs read from files (see pqlab.runners.memory.driver).")
+                                description="Perform ONE operation on inputs read from files "
+                                            "(see pqlab.runners.memory.driver).")
     p.add_argument("--job", help="a JSON file holding the arguments below by name (the driver's way: every "
-                                 "worker then starts with the same command line, environment and so initial stack)")
+                                 "worker then starts with the same command line, environment and so initial "
+                                 "stack)")
     p.add_argument("--algorithm")
     p.add_argument("--backend")
     p.add_argument("--operation", choices=SIGNATURE_OPERATIONS)
@@ -278,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stack-depth", type=int, default=0)
     p.add_argument("--trace", type=int, default=0, choices=(0, 1), help="1: tracemalloc around the operation")
     p.add_argument("--warmup", type=int, default=0, help="calls of the operation before the measured one")
-    p.add_argument("--serve", metavar="BACKEND", help="serve jobs read from stdin, one forked process each (serve())")
+    p.add_argument("--serve", metavar="BACKEND",
+                   help="serve jobs read from stdin, one forked process each (serve())")
     a = p.parse_args(argv)
     if a.serve:
         return serve(a.serve)
@@ -303,8 +310,8 @@ def serve(backend: str) -> int:
     """A fork server for massif runs: load `backend`'s library once, then for each job read from stdin (one
     JSON line, the fields of a job.json) fork a child that runs it in the job's output folder, exactly as a
     worker started afresh does after its imports, and answer ``{"pid", "status"}`` (os.waitpid's) on stdout.
-    Why, and why its figures equal a fresh worker's: :mod:`pqlab.runners.memory.driver`.  Forking also lets each child
-    inherit valgrind's translations.  A failing child leaves its traceback in ``error.txt``."""
+    Why, and why its figures equal a fresh worker's: :mod:`pqlab.runners.memory.driver`.  Forking also lets
+    each child inherit valgrind's translations.  A failing child leaves its traceback in ``error.txt``."""
     from pqlab.backends.algorithms import load_backend
 
     load_backend(backend)  # and nothing a worker started afresh does not load (its figures would differ)

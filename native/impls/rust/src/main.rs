@@ -157,6 +157,22 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<(), String> {
     }
 }
 
+/// `serve`'s keygen, alike for both kinds: the seeded call when there is a seed, else the ordinary one; the secret key
+/// boxed for a handle, and the public key's bytes.
+fn keygen_handle<Sk: 'static>(
+    seed: Option<&[u8]>,
+    keygen_seeded: impl FnOnce(&[u8]) -> Result<Sk, String>,
+    keygen: impl FnOnce() -> Res<Sk>,
+    public_bytes: impl FnOnce(&Sk) -> Vec<u8>,
+) -> Result<(Box<dyn Any>, Vec<u8>), String> {
+    let sk = match seed {
+        Some(s) => keygen_seeded(s)?,
+        None => keygen().map_err(|_| "keygen returned an error".to_string())?,
+    };
+    let pk = public_bytes(&sk);
+    Ok((Box::new(sk), pk))
+}
+
 impl<K: Kem> Alg for KemAlg<K> {
     fn name(&self) -> &'static str {
         self.0.alg()
@@ -171,12 +187,7 @@ impl<K: Kem> Alg for KemAlg<K> {
         time_kem(&self.0, p)
     }
     fn keygen(&self, seed: Option<&[u8]>) -> Result<(Box<dyn Any>, Vec<u8>), String> {
-        let sk = match seed {
-            Some(s) => self.0.keygen_seeded(s)?,
-            None => self.0.keygen().map_err(|_| "keygen returned an error".to_string())?,
-        };
-        let pk = self.0.public_bytes(&sk);
-        Ok((Box::new(sk), pk))
+        keygen_handle(seed, |s| self.0.keygen_seeded(s), || self.0.keygen(), |sk| self.0.public_bytes(sk))
     }
     fn encaps(&self, pk: &[u8], seed: Option<&[u8]>) -> Result<(Vec<u8>, Vec<u8>), String> {
         let pk = self.0.pk_from_bytes(pk)?;
@@ -214,12 +225,7 @@ impl<S: Sig> Alg for SigAlg<S> {
         time_sig(&self.0, p)
     }
     fn keygen(&self, seed: Option<&[u8]>) -> Result<(Box<dyn Any>, Vec<u8>), String> {
-        let sk = match seed {
-            Some(s) => self.0.keygen_seeded(s)?,
-            None => self.0.keygen().map_err(|_| "keygen returned an error".to_string())?,
-        };
-        let pk = self.0.public_bytes(&sk);
-        Ok((Box::new(sk), pk))
+        keygen_handle(seed, |s| self.0.keygen_seeded(s), || self.0.keygen(), |sk| self.0.public_bytes(sk))
     }
     fn encaps(&self, _: &[u8], _: Option<&[u8]>) -> Result<(Vec<u8>, Vec<u8>), String> {
         Err(wrong_kind("sig", "encaps"))
@@ -397,6 +403,17 @@ fn flip_first(bytes: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The setup of encaps and sign, alike for both kinds: a fresh key pair and its public key parsed from the bytes the
+/// API gives.
+fn setup_key_pair<Sk, Pk>(
+    keygen: impl FnOnce() -> Res<Sk>,
+    parse_public: impl FnOnce(&Sk) -> Result<Pk, String>,
+) -> Result<(Sk, Pk), String> {
+    let sk = keygen().map_err(|_| "setup: keygen returned an error".to_string())?;
+    let pk = parse_public(&sk)?;
+    Ok((sk, pk))
+}
+
 fn time_kem<K: Kem>(k: &K, p: &Params) -> (Value, Vec<OpDoc>) {
     // Sizes, from the bytes the API gives.
     let sizes = (|| -> Result<Value, String> {
@@ -426,10 +443,7 @@ fn time_kem<K: Kem>(k: &K, p: &Params) -> (Value, Vec<OpDoc>) {
     for op in &p.ops {
         let doc = match op.as_str() {
             "keygen" => measure("keygen", None, p, || k.keygen(), |sk| round_trip(sk)),
-            "encaps" => match k.keygen().map_err(|_| "setup: keygen returned an error".to_string()).and_then(|sk| {
-                let pk = k.pk_from_bytes(&k.public_bytes(&sk))?;
-                Ok((sk, pk))
-            }) {
+            "encaps" => match setup_key_pair(|| k.keygen(), |sk| k.pk_from_bytes(&k.public_bytes(sk))) {
                 Err(e) => OpDoc::failed(op, None, e),
                 Ok((sk, pk)) => measure(
                     "encaps",
@@ -518,10 +532,7 @@ fn time_sig<S: Sig>(s: &S, p: &Params) -> (Value, Vec<OpDoc>) {
     for op in &p.ops {
         let doc = match op.as_str() {
             "keygen" => measure("keygen", None, p, || s.keygen(), |sk| round_trip(sk)),
-            "sign" => match s.keygen().map_err(|_| "setup: keygen returned an error".to_string()).and_then(|sk| {
-                let pk = s.pk_from_bytes(&s.public_bytes(&sk))?;
-                Ok((sk, pk))
-            }) {
+            "sign" => match setup_key_pair(|| s.keygen(), |sk| s.pk_from_bytes(&s.public_bytes(sk))) {
                 Err(e) => OpDoc::failed(op, mb, e),
                 Ok((sk, pk)) => measure(
                     "sign",

@@ -1,5 +1,6 @@
 package pqlab;
 
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
@@ -18,7 +19,14 @@ import javax.crypto.SecretKey;
 import javax.crypto.spec.IvParameterSpec;
 
 import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
+import org.bouncycastle.crypto.AsymmetricCipherKeyPair;
+import org.bouncycastle.crypto.AsymmetricCipherKeyPairGenerator;
+import org.bouncycastle.crypto.params.AsymmetricKeyParameter;
+import org.bouncycastle.crypto.params.ParametersWithRandom;
 import org.bouncycastle.jce.provider.BouncyCastleProvider;
+import org.bouncycastle.pqc.crypto.MessageSigner;
+import org.bouncycastle.pqc.crypto.util.PrivateKeyInfoFactory;
+import org.bouncycastle.pqc.crypto.util.SubjectPublicKeyInfoFactory;
 
 /**
  * pqlab's Bouncy Castle runner: times keygen, encrypt/sign and decrypt/verify of one algorithm in a fresh JVM.
@@ -134,6 +142,43 @@ public final class BcRunner {
             s.put("secret_key_raw_format", "PKCS#1 RSAPrivateKey, DER (CRT form)");
             s.put("ciphertext_bytes", out.length);
             return s;
+        }
+    }
+
+    /**
+     * Round-3 SPHINCS+-SHAKE-128f through Bouncy Castle's lightweight API (a key-pair generator and MessageSigners). Both
+     * HashSigs sources have it; their APIs differ only in the package of its classes, the names of its parameter sets and
+     * the getters of its raw keys, so each gives those (and initializes gen) and the rest is here.
+     */
+    abstract static class SphincsPlus extends Scheme {
+        final AsymmetricCipherKeyPairGenerator gen;
+        final MessageSigner signer, verifier;
+        /** `pkg`: the package of the API's classes; `parameters`: the SPHINCSPlusParameters field used, as the classes say it. */
+        SphincsPlus(boolean robust, String pkg, String parameters, AsymmetricCipherKeyPairGenerator gen, MessageSigner signer,
+                    MessageSigner verifier) {
+            super("SPHINCS+-SHAKE-128f-" + (robust ? "robust" : "simple"), "sig", pkg + " (round 3)",
+                  "lightweight SPHINCSPlusKeyPairGenerator + SPHINCSPlusSigner, SPHINCSPlusParameters." + parameters + "; randomized signing");
+            this.gen = gen; this.signer = signer; this.verifier = verifier;
+        }
+        /** The raw public key bytes (PK.seed || PK.root) of this API's public key parameters. */
+        abstract byte[] rawPublic(AsymmetricKeyParameter pub);
+        /** The raw secret key bytes (SK.seed || SK.prf || PK.seed || PK.root) of this API's private key parameters. */
+        abstract byte[] rawPrivate(AsymmetricKeyParameter priv);
+        Object keygen() { return gen.generateKeyPair(); }
+        byte[] forward(Object k, byte[] msg) {
+            signer.init(true, new ParametersWithRandom(((AsymmetricCipherKeyPair) k).getPrivate(), RNG));
+            return signer.generateSignature(msg);
+        }
+        byte[] backward(Object k, byte[] msg, byte[] sig) {
+            verifier.init(false, ((AsymmetricCipherKeyPair) k).getPublic());
+            return new byte[]{(byte) (verifier.verifySignature(msg, sig) ? 1 : 0)};
+        }
+        Map<String, Object> sizes(Object k, byte[] sig) throws IOException {
+            AsymmetricCipherKeyPair kp = (AsymmetricCipherKeyPair) k;
+            AsymmetricKeyParameter pub = kp.getPublic(), priv = kp.getPrivate();
+            return sigSizes(SubjectPublicKeyInfoFactory.createSubjectPublicKeyInfo(pub).getEncoded("DER"),
+                            PrivateKeyInfoFactory.createPrivateKeyInfo(priv).getEncoded("DER"),
+                            rawPublic(pub), rawPrivate(priv), sig);
         }
     }
 

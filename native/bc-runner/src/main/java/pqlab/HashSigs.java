@@ -6,14 +6,10 @@ import java.security.KeyPairGenerator;
 import java.security.Signature;
 import java.util.Map;
 
-import org.bouncycastle.crypto.AsymmetricCipherKeyPair;
 import org.bouncycastle.crypto.params.AsymmetricKeyParameter;
-import org.bouncycastle.crypto.params.ParametersWithRandom;
 import org.bouncycastle.crypto.params.SLHDSAPrivateKeyParameters;
 import org.bouncycastle.crypto.params.SLHDSAPublicKeyParameters;
 import org.bouncycastle.jcajce.spec.SLHDSAParameterSpec;
-import org.bouncycastle.pqc.crypto.util.PrivateKeyInfoFactory;
-import org.bouncycastle.pqc.crypto.util.SubjectPublicKeyInfoFactory;
 import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusKeyGenerationParameters;
 import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusKeyPairGenerator;
 import org.bouncycastle.pqc.legacy.sphincsplus.SPHINCSPlusParameters;
@@ -41,32 +37,19 @@ final class HashSigs {
         }
     }
 
-    static final class SphincsRound3 extends BcRunner.Scheme {
-        final SPHINCSPlusKeyPairGenerator gen = new SPHINCSPlusKeyPairGenerator();
-        final SPHINCSPlusSigner signer = new SPHINCSPlusSigner(), verifier = new SPHINCSPlusSigner();
+    static final class SphincsRound3 extends BcRunner.SphincsPlus {
         SphincsRound3(boolean robust) {
-            super("SPHINCS+-SHAKE-128f-" + (robust ? "robust" : "simple"), "sig", "org.bouncycastle.pqc.legacy.sphincsplus (round 3)",
-                  "lightweight SPHINCSPlusKeyPairGenerator + SPHINCSPlusSigner, SPHINCSPlusParameters."
-                  + (robust ? "shake_128f_robust" : "shake_128f (simple)") + "; randomized signing");
+            super(robust, "org.bouncycastle.pqc.legacy.sphincsplus", robust ? "shake_128f_robust" : "shake_128f (simple)",
+                  new SPHINCSPlusKeyPairGenerator(), new SPHINCSPlusSigner(), new SPHINCSPlusSigner());
             gen.init(new SPHINCSPlusKeyGenerationParameters(BcRunner.RNG, robust ? SPHINCSPlusParameters.shake_128f_robust : SPHINCSPlusParameters.shake_128f));
         }
-        Object keygen() { return gen.generateKeyPair(); }
-        byte[] forward(Object k, byte[] msg) {
-            signer.init(true, new ParametersWithRandom(((AsymmetricCipherKeyPair) k).getPrivate(), BcRunner.RNG));
-            return signer.generateSignature(msg);
+        byte[] rawPublic(AsymmetricKeyParameter k) {
+            SPHINCSPlusPublicKeyParameters pub = (SPHINCSPlusPublicKeyParameters) k;
+            return BcRunner.concat(pub.getSeed(), pub.getRoot());
         }
-        byte[] backward(Object k, byte[] msg, byte[] sig) {
-            verifier.init(false, ((AsymmetricCipherKeyPair) k).getPublic());
-            return new byte[]{(byte) (verifier.verifySignature(msg, sig) ? 1 : 0)};
-        }
-        Map<String, Object> sizes(Object k, byte[] sig) throws IOException {
-            AsymmetricCipherKeyPair kp = (AsymmetricCipherKeyPair) k;
-            SPHINCSPlusPublicKeyParameters pub = (SPHINCSPlusPublicKeyParameters) kp.getPublic();
-            SPHINCSPlusPrivateKeyParameters priv = (SPHINCSPlusPrivateKeyParameters) kp.getPrivate();
-            return BcRunner.sigSizes(SubjectPublicKeyInfoFactory.createSubjectPublicKeyInfo(pub).getEncoded("DER"),
-                                     PrivateKeyInfoFactory.createPrivateKeyInfo(priv).getEncoded("DER"),
-                                     BcRunner.concat(pub.getSeed(), pub.getRoot()),
-                                     BcRunner.concat(priv.getSeed(), priv.getPrf(), priv.getPublicSeed(), priv.getRoot()), sig);
+        byte[] rawPrivate(AsymmetricKeyParameter k) {
+            SPHINCSPlusPrivateKeyParameters priv = (SPHINCSPlusPrivateKeyParameters) k;
+            return BcRunner.concat(priv.getSeed(), priv.getPrf(), priv.getPublicSeed(), priv.getRoot());
         }
     }
 

@@ -1,18 +1,12 @@
 package pqlab;
 
-import java.io.IOException;
-import java.util.Map;
-
-import org.bouncycastle.crypto.AsymmetricCipherKeyPair;
-import org.bouncycastle.crypto.params.ParametersWithRandom;
+import org.bouncycastle.crypto.params.AsymmetricKeyParameter;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusKeyGenerationParameters;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusKeyPairGenerator;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusParameters;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusPrivateKeyParameters;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusPublicKeyParameters;
 import org.bouncycastle.pqc.crypto.sphincsplus.SPHINCSPlusSigner;
-import org.bouncycastle.pqc.crypto.util.PrivateKeyInfoFactory;
-import org.bouncycastle.pqc.crypto.util.SubjectPublicKeyInfoFactory;
 
 /**
  * The hash-based signatures of Bouncy Castle releases that kept round-3 SPHINCS+ in org.bouncycastle.pqc.crypto.sphincsplus
@@ -32,32 +26,19 @@ final class HashSigs {
         }
     }
 
-    static final class SphincsRound3 extends BcRunner.Scheme {
-        final SPHINCSPlusKeyPairGenerator gen = new SPHINCSPlusKeyPairGenerator();
-        final SPHINCSPlusSigner signer = new SPHINCSPlusSigner(), verifier = new SPHINCSPlusSigner();
+    static final class SphincsRound3 extends BcRunner.SphincsPlus {
         SphincsRound3(boolean robust) {
-            super("SPHINCS+-SHAKE-128f-" + (robust ? "robust" : "simple"), "sig", "org.bouncycastle.pqc.crypto.sphincsplus (round 3)",
-                  "lightweight SPHINCSPlusKeyPairGenerator + SPHINCSPlusSigner, SPHINCSPlusParameters."
-                  + (robust ? "shake_128f (robust in this API)" : "shake_128f_simple") + "; randomized signing");
+            super(robust, "org.bouncycastle.pqc.crypto.sphincsplus", robust ? "shake_128f (robust in this API)" : "shake_128f_simple",
+                  new SPHINCSPlusKeyPairGenerator(), new SPHINCSPlusSigner(), new SPHINCSPlusSigner());
             gen.init(new SPHINCSPlusKeyGenerationParameters(BcRunner.RNG, robust ? SPHINCSPlusParameters.shake_128f : SPHINCSPlusParameters.shake_128f_simple));
         }
-        Object keygen() { return gen.generateKeyPair(); }
-        byte[] forward(Object k, byte[] msg) {
-            signer.init(true, new ParametersWithRandom(((AsymmetricCipherKeyPair) k).getPrivate(), BcRunner.RNG));
-            return signer.generateSignature(msg);
+        byte[] rawPublic(AsymmetricKeyParameter k) {
+            SPHINCSPlusPublicKeyParameters pub = (SPHINCSPlusPublicKeyParameters) k;
+            return BcRunner.concat(pub.getSeed(), pub.getRoot());
         }
-        byte[] backward(Object k, byte[] msg, byte[] sig) {
-            verifier.init(false, ((AsymmetricCipherKeyPair) k).getPublic());
-            return new byte[]{(byte) (verifier.verifySignature(msg, sig) ? 1 : 0)};
-        }
-        Map<String, Object> sizes(Object k, byte[] sig) throws IOException {
-            AsymmetricCipherKeyPair kp = (AsymmetricCipherKeyPair) k;
-            SPHINCSPlusPublicKeyParameters pub = (SPHINCSPlusPublicKeyParameters) kp.getPublic();
-            SPHINCSPlusPrivateKeyParameters priv = (SPHINCSPlusPrivateKeyParameters) kp.getPrivate();
-            return BcRunner.sigSizes(SubjectPublicKeyInfoFactory.createSubjectPublicKeyInfo(pub).getEncoded("DER"),
-                                     PrivateKeyInfoFactory.createPrivateKeyInfo(priv).getEncoded("DER"),
-                                     BcRunner.concat(pub.getSeed(), pub.getRoot()),
-                                     BcRunner.concat(priv.getSeed(), priv.getPrf(), priv.getPublicKey()), sig);
+        byte[] rawPrivate(AsymmetricKeyParameter k) {
+            SPHINCSPlusPrivateKeyParameters priv = (SPHINCSPlusPrivateKeyParameters) k;
+            return BcRunner.concat(priv.getSeed(), priv.getPrf(), priv.getPublicKey());
         }
     }
 }

@@ -17,14 +17,16 @@ from pqlab.backends.algorithms import get
 from pqlab.core import formatting
 from pqlab.core.formatting import Column, fmt_percent, fmt_span, fmt_time_ms, slug
 from pqlab.core.paths import REFERENCE, ROOT
+from pqlab.core.schema import convert_unit
 from pqlab.runners.energy import MIN_SAMPLE_PERIODS, ReplaySource, trace_from_reference, write_trace
 
 #: the study's table in data/reference/
 REFERENCE_NAME = "05_energy_pi4"
-#: energy bases of the study's numbers (the bases of ours are in :mod:`pqlab.studies.energy_pi4`)
+#: energy bases of the study's numbers (the bases of ours are in :mod:`pqlab.studies.energy_pi4.names`)
 PUBLISHED = "published (gross)"
 REPLAY_GROSS = "replay (gross)"
-#: What the replay is (the study names no statistic for its times: pqlab.runners.energy.RECONSTRUCTED_NOTE says so too)
+#: What the replay is (the study names no statistic for its times: pqlab.runners.energy.RECONSTRUCTED_NOTE
+#: says so too)
 REPLAY_NOTE = "reconstructed from the published table, not a measurement"
 
 
@@ -33,7 +35,8 @@ def replay_net_basis(idle_w: float) -> str:
 
 
 def reference_long(reference: pd.DataFrame) -> pd.DataFrame:
-    """The study's rows in the long form of :func:`pqlab.studies.energy_pi4.energy_long` (basis ``published (gross)``)."""
+    """The study's rows in the long form of :func:`pqlab.studies.energy_pi4.measure.energy_long` (basis
+    ``published (gross)``)."""
     meta = registry_meta(reference["algorithm"])
     return pd.DataFrame({
         "kind": reference["kind"], "family": reference["algorithm"].map(lambda a: meta[a][0]),
@@ -79,58 +82,65 @@ def time_power_check(reference: pd.DataFrame, printed: pd.DataFrame | None = Non
         raise ValueError("the printed table's rows differ from the reference rows: pass the same table twice")
     t, p, e = (reference[c].to_numpy(float) for c in ("time_ms", "power_w", "energy_uj"))
     dt, dp, de = (_half_unit(printed[c]) for c in ("time_ms", "power_w", "energy_uj"))
-    tp = t * p * 1e3
-    dev, low, high = e / tp - 1, (1e3 * (t - dt) * (p - dp) - de) / tp - 1, (1e3 * (t + dt) * (p + dp) + de) / tp - 1
+    tp = convert_unit(t * p, "mJ", "µJ")  # ms x W = mJ
+    dev = e / tp - 1
+    low = (convert_unit(t - dt, "ms", "µs") * (p - dp) - de) / tp - 1  # µs x W = µJ
+    high = (convert_unit(t + dt, "ms", "µs") * (p + dp) + de) / tp - 1
     return pd.DataFrame({
         "kind": reference["kind"].to_numpy(), "algorithm": reference["algorithm"].to_numpy(),
         "operation": reference["operation"].to_numpy(), "time_ms": t, "power_w": p, "energy_uj": e,
-        "time_x_power_uj": tp, "deviation_pct": 100 * dev, "rounding_low_pct": 100 * low,
-        "rounding_high_pct": 100 * high, "beyond_rounding": (dev < low) | (dev > high)})
+        "time_x_power_uj": tp, "deviation_pct": convert_unit(dev, "fraction", "%"),
+        "rounding_low_pct": convert_unit(low, "fraction", "%"),
+        "rounding_high_pct": convert_unit(high, "fraction", "%"),
+        "beyond_rounding": (dev < low) | (dev > high)})
 
 
 def time_power_table(check: pd.DataFrame):
-    """:func:`time_power_check` as a reader sees it (:func:`pqlab.core.formatting.table`): the deviations and the range
-    rounding allows in percent with three significant digits (the percent kind's one decimal would show the
-    rounding range as 0.0)."""
+    """:func:`time_power_check` as a reader sees it (:func:`pqlab.core.formatting.table`): the deviations and
+    the range rounding allows in percent with three significant digits (the percent kind's one decimal would
+    show the rounding range as 0.0)."""
     pct = [Column(c, label, "number") for c, label in (("deviation_pct", "Deviation (%)"),
                                                        ("rounding_low_pct", "Rounding allows from (%)"),
                                                        ("rounding_high_pct", "Rounding allows to (%)"))]
-    return formatting.table(check, ["algorithm", "operation", "time_ms", "power_w", Column("energy_uj", "Energy"),
-                                    Column("time_x_power_uj", "Time × power"), *pct, "beyond_rounding"])
+    return formatting.table(check, ["algorithm", "operation", "time_ms", "power_w",
+                                    Column("energy_uj", "Energy"), Column("time_x_power_uj", "Time × power"),
+                                    *pct, "beyond_rounding"])
 
 
 def describe_time_power(check: pd.DataFrame, close: float = 0.05) -> str:
     """Whether the published energy is time x power, within rounding or not, and what that makes it
-    (Markdown from :func:`time_power_check`); ``close``: the largest |deviation| still read as time x power."""
-    n, dev = len(check), check["deviation_pct"] / 100
+    (Markdown from :func:`time_power_check`); ``close``: the largest |deviation| still read as time x
+    power."""
+    n, dev = len(check), convert_unit(check["deviation_pct"], "%", "fraction")
     beyond = check[check["beyond_rounding"]]
     span = f"{fmt_percent(dev.min(), 2, signed=True)} to {fmt_percent(dev.max(), 2, signed=True)}"
     if beyond.empty:
-        text = (f"In all {n} rows the published energy equals time × power within the rounding of the printed "
-                f"time, power and energy (deviations {span})")
+        text = (f"In all {n} rows the published energy equals time × power within the rounding of the "
+                f"printed time, power and energy (deviations {span})")
     else:
         w = beyond.loc[beyond["deviation_pct"].abs().idxmax()]
-        bound = max(abs(w["rounding_low_pct"]), abs(w["rounding_high_pct"])) / 100
-        text = (f"The published energy is **not** time × power within rounding: in {len(beyond)} of {n} rows the gap "
-                f"exceeds what rounding of the printed time, power and energy allows (largest: {w['algorithm']} "
-                f"{w['operation']}, {fmt_percent(w['deviation_pct'] / 100, 2, signed=True)} against a rounding bound "
-                f"of ±{fmt_percent(bound, 3)} for that row; all rows: {span})")
+        bound = convert_unit(max(abs(w["rounding_low_pct"]), abs(w["rounding_high_pct"])), "%", "fraction")
+        deviation = convert_unit(w["deviation_pct"], "%", "fraction")
+        text = (f"The published energy is **not** time × power within rounding: in {len(beyond)} of {n} rows "
+                f"the gap exceeds what rounding of the printed time, power and energy allows (largest: "
+                f"{w['algorithm']} {w['operation']}, {fmt_percent(deviation, 2, signed=True)} against a "
+                f"rounding bound of ±{fmt_percent(bound, 3)} for that row; all rows: {span})")
     if dev.abs().max() <= close:
-        text += (f". Within {fmt_percent(dev.abs().max(), 1)} it is still time × mean whole-board power: **gross** "
-                 "energy, the board's idle draw included")
+        text += (f". Within {fmt_percent(dev.abs().max(), 1)} it is still time × mean whole-board power: "
+                 "**gross** energy, the board's idle draw included")
         if not beyond.empty:
-            text += (". *Hypothesis* (the study does not say how it computed the column): time, power and energy "
-                     "were averaged separately over repetitions, and a mean of products differs from the product "
-                     "of means when time and power vary together")
+            text += (". *Hypothesis* (the study does not say how it computed the column): time, power and "
+                     "energy were averaged separately over repetitions, and a mean of products differs from "
+                     "the product of means when time and power vary together")
     else:
-        text += (f". With deviations up to {fmt_percent(dev.abs().max(), 1)} the column is not time × mean power, "
-                 "and the study does not say how it was computed")
+        text += (f". With deviations up to {fmt_percent(dev.abs().max(), 1)} the column is not time × mean "
+                 "power, and the study does not say how it was computed")
     return text + "."
 
 
 def effective_power(reference: pd.DataFrame) -> pd.Series:
     """Published energy / published time (W): the mean power each energy implies."""
-    return reference["energy_uj"] / (reference["time_ms"] * 1e3)
+    return reference["energy_uj"] / convert_unit(reference["time_ms"], "ms", "µs")  # µJ / µs = W
 
 
 def idle_sensitivity(reference: pd.DataFrame, assumed_idle_w) -> pd.DataFrame:
@@ -159,46 +169,49 @@ def describe_idle_share(sensitivity: pd.DataFrame, reference: pd.DataFrame) -> s
     assumed = fmt_span(sensitivity["assumed_idle_w"], lambda w: f"{w:g} W")
     shares = fmt_span([sensitivity["idle_share_min"].min(), sensitivity["idle_share_max"].max()],
                       lambda x: fmt_percent(x, 0))
-    where = (f" Idle draw would be most of every row from an idle power of {every:.2f} W (half the highest power the "
-             f"table implies, {reference.at[top, 'algorithm']} {reference.at[top, 'operation']}), and of no row below "
-             f"{none:.2f} W.")
+    where = (f" Idle draw would be most of every row from an idle power of {every:.2f} W (half the highest "
+             f"power the table implies, {reference.at[top, 'algorithm']} {reference.at[top, 'operation']}), "
+             f"and of no row below {none:.2f} W.")
     if lo_rows == n:
-        text = (f"For every assumed idle power from {assumed}, an idle board would have drawn most of each published "
-                f"energy (shares {shares}): **most of what the study tabulated is the board's idle draw**, not the "
-                "cryptography.")
+        text = (f"For every assumed idle power from {assumed}, an idle board would have drawn most of each "
+                f"published energy (shares {shares}): **most of what the study tabulated is the board's idle "
+                "draw**, not the cryptography.")
     elif hi_rows == 0:
-        text = (f"For no assumed idle power from {assumed} would an idle board have drawn most of any published "
-                f"energy (shares {shares}): the tabulated energy is mostly the operations' own draw.")
+        text = (f"For no assumed idle power from {assumed} would an idle board have drawn most of any "
+                f"published energy (shares {shares}): the tabulated energy is mostly the operations' own "
+                "draw.")
     else:
-        text = (f"Whether most of what the study tabulated is the board's idle draw depends on its idle power, which "
-                f"the study does not state: assuming {lo['assumed_idle_w']:g} W, idle draw is most of the energy in "
-                f"{lo_rows} of {n} rows; assuming {hi['assumed_idle_w']:g} W, in {hi_rows}.")
+        text = (f"Whether most of what the study tabulated is the board's idle draw depends on its idle "
+                f"power, which the study does not state: assuming {lo['assumed_idle_w']:g} W, idle draw is "
+                f"most of the energy in {lo_rows} of {n} rows; assuming {hi['assumed_idle_w']:g} W, in "
+                f"{hi_rows}.")
     text += where
     bad = sensitivity[sensitivity["net_not_positive_rows"] > 0]
     if len(bad):
         b = bad.iloc[0]
-        text += (f" From {b['assumed_idle_w']:g} W, {int(b['net_not_positive_rows'])} rows would have no energy above idle: "
-                 "an idle power that high contradicts them.")
+        text += (f" From {b['assumed_idle_w']:g} W, {int(b['net_not_positive_rows'])} rows would have no "
+                 "energy above idle: an idle power that high contradicts them.")
     return text
 
 
 def describe_sensor_resolution(reference: pd.DataFrame, setup: pd.DataFrame,
                                min_periods: int = MIN_SAMPLE_PERIODS) -> str:
     """Which published rows a sensor at the study's sample rate cannot resolve per call (Markdown)."""
-    period_ms = 1e3 / setup_value(setup, "power_sample_rate")
+    period_ms = sample_period_ms(setup)
     periods = reference["time_ms"] / period_ms
     short, few = reference[periods < 1], reference[(periods >= 1) & (periods < min_periods)]
-    rate = f"At the study's {setup_value(setup, 'power_sample_rate'):g} Hz its sensor gives one sample every {fmt_time_ms(period_ms)}"
+    rate = (f"At the study's {setup_value(setup, 'power_sample_rate'):g} Hz its sensor gives one sample "
+            f"every {fmt_time_ms(period_ms)}")
     if short.empty:
         text = f"{rate}; every published operation lasts at least that long."
     else:
         text = (f"{rate}; {len(short)} of {len(reference)} published rows last less than that "
-                f"({_rows_by_algorithm(short, reference)}; {fmt_span(short['time_ms'], fmt_time_ms)}), so a window "
-                "around one call holds at most one power sample: **their power cannot have been measured per call**, "
-                "and the study does not say that it averaged back-to-back calls.")
+                f"({_rows_by_algorithm(short, reference)}; {fmt_span(short['time_ms'], fmt_time_ms)}), so a "
+                "window around one call holds at most one power sample: **their power cannot have been "
+                "measured per call**, and the study does not say that it averaged back-to-back calls.")
     if len(few):
-        text += (f" {len(few)} more rows last fewer than {min_periods} sample periods, the least that pqlab's own "
-                 "energy windows span (it repeats a call until they do).")
+        text += (f" {len(few)} more rows last fewer than {min_periods} sample periods, the least that "
+                 "pqlab's own energy windows span (it repeats a call until they do).")
     return text
 
 
@@ -233,19 +246,24 @@ def replay_reference(reference: pd.DataFrame, assumed_idle_w, folder: str | Path
         replayed = ReplaySource(trace).trace.results(idle_s=gap_s)
         path = None
         if folder is not None:
-            path = write_trace(trace, (Path(folder) / f"pi4_reconstructed_idle_{slug(f'{idle_w:g}')}W.csv").resolve())
-        traces.append({"idle_w": idle_w, "points": len(trace.t_s), "windows": len(trace.windows), "path": path,
-                       "source": trace.source})
+            name = f"pi4_reconstructed_idle_{slug(f'{idle_w:g}')}W.csv"
+            path = write_trace(trace, (Path(folder) / name).resolve())
+        traces.append({"idle_w": idle_w, "points": len(trace.t_s), "windows": len(trace.windows),
+                       "path": path, "source": trace.source})
         t, p = reference["time_ms"].to_numpy(float), reference["power_w"].to_numpy(float)
         table = pd.DataFrame({
-            "idle_w": idle_w, "kind": reference["kind"].to_numpy(), "algorithm": reference["algorithm"].to_numpy(),
+            "idle_w": idle_w, "kind": reference["kind"].to_numpy(),
+            "algorithm": reference["algorithm"].to_numpy(),
             "operation": reference["operation"].to_numpy(), "time_ms": t, "power_w": p,
             "published_energy_uj": reference["energy_uj"].to_numpy(),
-            "replay_time_ms": replayed["time_ns"].to_numpy() / 1e6,
-            "replay_gross_uj": replayed["gross_energy_uj"].to_numpy(), "replay_net_uj": replayed["energy_uj"].to_numpy(),
+            "replay_time_ms": convert_unit(replayed["time_ns"].to_numpy(), "ns", "ms"),
+            "replay_gross_uj": replayed["gross_energy_uj"].to_numpy(),
+            "replay_net_uj": replayed["energy_uj"].to_numpy(),
             "replay_baseline_w": replayed["baseline_w"].to_numpy(), "source": replayed["source"].to_numpy()})
-        table["gross_vs_time_x_power"] = table["replay_gross_uj"] / (t * p * 1e3) - 1
-        table["net_vs_time_x_excess_power"] = table["replay_net_uj"] / (t * (p - idle_w) * 1e3) - 1
+        # ms x W = mJ
+        table["gross_vs_time_x_power"] = table["replay_gross_uj"] / convert_unit(t * p, "mJ", "µJ") - 1
+        excess_uj = convert_unit(t * (p - idle_w), "mJ", "µJ")
+        table["net_vs_time_x_excess_power"] = table["replay_net_uj"] / excess_uj - 1
         frames.append(table)
     return pd.concat(frames, ignore_index=True), pd.DataFrame(traces)
 
@@ -254,9 +272,11 @@ def replay_check(table: pd.DataFrame, exact: float = 1e-9) -> pd.DataFrame:
     """The replay's checks as plain rows (deterministic): what is reproduced, and how closely."""
     assumed = ", ".join(f"{w:g} W" for w in table["idle_w"].unique())
     rows = int((table["idle_w"] == table["idle_w"].iloc[0]).sum())
-    checks = {"replayed window time = published time": (table["replay_time_ms"] / table["time_ms"] - 1).abs().max(),
+    checks = {"replayed window time = published time":
+              (table["replay_time_ms"] / table["time_ms"] - 1).abs().max(),
               "replayed gross energy = published time x power": table["gross_vs_time_x_power"].abs().max(),
-              "replayed net energy = time x (power - assumed idle)": table["net_vs_time_x_excess_power"].abs().max()}
+              "replayed net energy = time x (power - assumed idle)":
+              table["net_vs_time_x_excess_power"].abs().max()}
     return pd.DataFrame([{"check": k, "rows": rows, "assumed idle": assumed, "holds": bool(v < exact),
                           "detail": f"max |relative difference| < {exact:g}"} for k, v in checks.items()])
 
@@ -289,10 +309,11 @@ def replay_markdown(table: pd.DataFrame, traces: pd.DataFrame) -> str:
                       + (where(r.path) if r.path is not None else "") for r in traces.itertuples())
     rows = int((table["idle_w"] == table["idle_w"].iloc[0]).sum())
     return (f"The replay is **{REPLAY_NOTE}** (source label `{traces['source'].iloc[0]}`): one rectangle of "
-            "published power per row, for the published time, between idle stretches at the lowest and the highest "
-            f"**assumed** idle power ({files}). Integrating it reproduces time × power for all {rows} rows, so the "
-            "integration a live sensor's trace goes through is right; it cannot add information the published values "
-            "did not have (the study names no statistic for its times; its prose calls its powers mean power).")
+            "published power per row, for the published time, between idle stretches at the lowest and the "
+            f"highest **assumed** idle power ({files}). Integrating it reproduces time × power for all "
+            f"{rows} rows, so the integration a live sensor's trace goes through is right; it cannot add "
+            "information the published values did not have (the study names no statistic for its times; its "
+            "prose calls its powers mean power).")
 
 
 def describe_study(reference: pd.DataFrame, setup: pd.DataFrame) -> str:
@@ -303,13 +324,15 @@ def describe_study(reference: pd.DataFrame, setup: pd.DataFrame) -> str:
 
     counts = reference.drop_duplicates("algorithm")["kind"].value_counts()
     aeads = int(setup_value(setup, "algorithms_tested")) - int(counts.sum())
-    return (f"**Reproduces** study `{reference.attrs['source']['seed'].removesuffix('.txt')}`: time, mean power and "
-            f"energy per operation on a {fact('platform')} ({fact('cores')} cores, CPU '{fact('cpu')}', governor "
-            f"{fact('cpu_governor')}, liboqs '{fact('liboqs')}', Python {fact('python')}) with an {fact('power_sensor')} "
-            f"sampled at {fact('power_sample_rate')} ({fact('i2c_address')} on I2C bus {fact('i2c_bus')}, "
-            f"{fact('shunt_resistor')} shunt, {fact('warmup')} warm-up and {fact('cooldown')} cool-down), for "
-            f"{counts.get('kem', 0)} KEMs and {counts.get('sig', 0)} signatures (tables of {len(reference)} rows, "
-            f"transcribed) and {aeads} AEADs (a chart and prose only: no AEAD number was published).")
+    seed = reference.attrs["source"]["seed"].removesuffix(".txt")
+    return (f"**Reproduces** study `{seed}`: time, mean power and energy per operation on a "
+            f"{fact('platform')} ({fact('cores')} cores, CPU '{fact('cpu')}', governor "
+            f"{fact('cpu_governor')}, liboqs '{fact('liboqs')}', Python {fact('python')}) with an "
+            f"{fact('power_sensor')} sampled at {fact('power_sample_rate')} ({fact('i2c_address')} on I2C "
+            f"bus {fact('i2c_bus')}, {fact('shunt_resistor')} shunt, {fact('warmup')} warm-up and "
+            f"{fact('cooldown')} cool-down), for {counts.get('kem', 0)} KEMs and {counts.get('sig', 0)} "
+            f"signatures (tables of {len(reference)} rows, transcribed) and {aeads} AEADs (a chart and prose "
+            "only: no AEAD number was published).")
 
 
 def setup_text(setup: pd.DataFrame, name: str) -> str:
@@ -321,14 +344,26 @@ def setup_value(setup: pd.DataFrame, name: str) -> float:
     return float(setup_text(setup, name))
 
 
+def current_a(setup: pd.DataFrame, name: str) -> float:
+    """A current the study states (its set-up gives mA) in amperes.  The unit table has no current unit: at
+    one volt a current in mA is a power in mW, so mA -> A is the factor of mW -> W."""
+    return convert_unit(setup_value(setup, name), "mW", "W")
+
+
+def sample_period_ms(setup: pd.DataFrame) -> float:
+    """The time between two samples of the study's sensor (ms): one second over its sample rate (Hz)."""
+    return convert_unit(1.0, "s", "ms") / setup_value(setup, "power_sample_rate")
+
+
 def envelope_w(setup: pd.DataFrame) -> float:
     """The most power the study's prose voltage and current ranges allow (W)."""
-    return setup_value(setup, "voltage_max") * setup_value(setup, "current_max") / 1e3
+    # V x mA = mW
+    return convert_unit(setup_value(setup, "voltage_max") * setup_value(setup, "current_max"), "mW", "W")
 
 
 def envelope_markdown(setup: pd.DataFrame, reference: pd.DataFrame) -> str:
     """Whether the study's prose voltage and current ranges can produce its tabulated powers."""
-    v1, i1, limit = setup_value(setup, "voltage_max"), setup_value(setup, "current_max") / 1e3, envelope_w(setup)
+    v1, i1, limit = setup_value(setup, "voltage_max"), current_a(setup, "current_max"), envelope_w(setup)
     above = reference[reference["power_w"] > limit]
     return (f"The stated envelope allows at most {v1:g} V x {i1:g} A = {limit:.2f} W, but {len(above)} of "
             f"{len(reference)} published rows exceed it (up to {reference['power_w'].max():g} W"

@@ -1,13 +1,14 @@
 """Figures of notebook 05 (energy per operation, study 004): every drawing function is
 decorated with :func:`pqlab.publish.plotting.styled` and returns a Figure; the data they draw come from
-:mod:`pqlab.studies.energy_pi4`."""
+:mod:`pqlab.studies.energy_pi4.tables` and :mod:`pqlab.studies.energy_pi4.published`."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from pqlab.core.schema import convert_unit
 from pqlab.publish import plotting
-from pqlab.studies.energy_pi4 import (
+from pqlab.studies.energy_pi4.names import (
     KIND_LABEL,
     MEASURED_GROSS,
     MEASURED_NET,
@@ -16,15 +17,17 @@ from pqlab.studies.energy_pi4 import (
     scheme_of,
     short_name,
     sorted_rows,
-    use_totals,
 )
-from pqlab.studies.energy_pi4_published import (
+from pqlab.studies.energy_pi4.published import (
     PUBLISHED,
     REPLAY_GROSS,
+    current_a,
+    effective_power,
     reference_long,
     registry_meta,
     setup_value,
 )
+from pqlab.studies.energy_pi4.tables import use_totals
 
 #: The operations' roles, so KEMs and signatures share colours in one chart.
 PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign", "decaps": "decaps / verify",
@@ -33,12 +36,13 @@ PANEL = {"keygen": "keygen", "encaps": "encaps / sign", "sign": "encaps / sign",
 
 def basis_colors(bases) -> dict:
     """A stable colour per energy basis (published, replayed, measured, modelled)."""
-    fixed = {PUBLISHED: plotting.PALETTE[0], REPLAY_GROSS: plotting.PALETTE[5], MEASURED_NET: plotting.PALETTE[2],
-             MEASURED_GROSS: plotting.PALETTE[3]}
+    fixed = {PUBLISHED: plotting.PALETTE[0], REPLAY_GROSS: plotting.PALETTE[5],
+             MEASURED_NET: plotting.PALETTE[2], MEASURED_GROSS: plotting.PALETTE[3]}
     out = {}
     for b in dict.fromkeys(bases):
         out[b] = fixed.get(b) or (plotting.PALETTE[1] if str(b).startswith("replay") else plotting.PALETTE[4])
     return out
+
 
 def _two_lines(name: str, width: int = 10) -> str:
     """Long labels broken at their last hyphen."""
@@ -49,9 +53,10 @@ def _two_lines(name: str, width: int = 10) -> str:
 def plot_times(times: pd.DataFrame, kind: str, title: str = "", width: float = plotting.FULL_WIDTH):
     """Our median time per operation, quartile whiskers, one bar group per algorithm."""
     df = sorted_rows(times[times["kind"] == kind]).copy()
-    df["label"] = df["algorithm"].map(short_name) + np.where(df["backend"] == "liboqs", "", "\n(" + df["backend"] + ")")
-    return plotting.grouped_bars(df, category="label", group="operation", value="time_ms", low="q1_ms", high="q3_ms",
-                                 ylabel="time per operation (ms, log)", width=width,
+    df["label"] = (df["algorithm"].map(short_name)
+                   + np.where(df["backend"] == "liboqs", "", "\n(" + df["backend"] + ")"))
+    return plotting.grouped_bars(df, category="label", group="operation", value="time_ms", low="q1_ms",
+                                 high="q3_ms", ylabel="time per operation (ms, log)", width=width,
                                  title=title or f"{KIND_LABEL[kind]}s here: median and quartiles")
 
 
@@ -71,7 +76,8 @@ def plot_reference_power(reference: pd.DataFrame, setup: pd.DataFrame, width: fl
     top = df["power_w"].max() * 1.06
     ax.axvline(n_kem - 0.5, color="0.3", lw=0.8)
     ax.text(n_kem / 2 - 0.5, top, "KEMs", ha="center", va="top", fontsize=7)
-    ax.text(n_kem + (df["label"].nunique() - n_kem) / 2 - 0.5, top, "signatures", ha="center", va="top", fontsize=7)
+    ax.text(n_kem + (df["label"].nunique() - n_kem) / 2 - 0.5, top, "signatures", ha="center", va="top",
+            fontsize=7)
     ax.set_ylim(3.0, top * 1.01)
     plotting.figure_legend(fig, ax.get_legend_handles_labels(), max_cols=2)
     return fig
@@ -83,7 +89,8 @@ def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = "", width: flo
     replayed, measured, modelled) for each algorithm."""
     import matplotlib.pyplot as plt
 
-    df = sorted_rows(long[long["kind"] == kind]).assign(label=lambda d: d["algorithm"].map(short_name).map(_two_lines))
+    df = sorted_rows(long[long["kind"] == kind])
+    df = df.assign(label=lambda d: d["algorithm"].map(short_name).map(_two_lines))
     ops = [o for o in OPERATION_ORDER if o in set(df["operation"])]
     colors = basis_colors(df["basis"])
     narrow = width < 4.5  # a column: the operations side by side, the algorithms down the side
@@ -92,7 +99,8 @@ def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = "", width: flo
         height = 1.4 + plotting.category_rows(labels, df["basis"].nunique())
         fig, axes = plt.subplots(1, len(ops), figsize=(width, height), sharey=True, squeeze=False)
     else:
-        fig, axes = plt.subplots(len(ops), 1, figsize=(width, 1.55 * len(ops) + 0.5), sharex=True, squeeze=False)
+        fig, axes = plt.subplots(len(ops), 1, figsize=(width, 1.55 * len(ops) + 0.5), sharex=True,
+                                 squeeze=False)
     axes = axes.ravel()
     for ax, op in zip(axes, ops, strict=True):
         sub = df[df["operation"] == op]
@@ -113,16 +121,16 @@ def plot_aead_scaling(times: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     df = times[times["kind"] == "cipher"].dropna(subset=["message_bytes"]).copy()
     df["message_bytes"] = df["message_bytes"].astype(float)
     df["series"] = df["algorithm"] + " " + df["operation"]
-    df["mib_s"] = df["message_bytes"] / 2**20 / (df["time_ms"] / 1e3)
+    df["mib_s"] = convert_unit(df["message_bytes"], "bytes", "MiB") / convert_unit(df["time_ms"], "ms", "s")
     base = plotting.color_map(sorted(df["algorithm"].unique()))
     colors = {s: base[s.rsplit(" ", 1)[0]] for s in df["series"]}
     narrow = width < 4.5
     fig, axes = plt.subplots(2 if narrow else 1, 1 if narrow else 2, figsize=(width, 4.6 if narrow else 2.9))
     for ax, (y, label) in zip(axes, (("time_ms", "time per message (ms, log)"),
                                      ("mib_s", "throughput (MiB/s, log)")), strict=True):
-        plotting.lines(df.sort_values(["algorithm", "operation"], ascending=[True, False]), x="message_bytes", y=y,
-                       hue="series", xlabel="payload (bytes, log)", ylabel=label, logx=True, logy=True, colors=colors,
-                       ax=ax)
+        plotting.lines(df.sort_values(["algorithm", "operation"], ascending=[True, False]), x="message_bytes",
+                       y=y, hue="series", xlabel="payload (bytes, log)", ylabel=label, logx=True, logy=True,
+                       colors=colors, ax=ax)
         for line in ax.get_lines():
             if line.get_label().endswith("decrypt"):
                 line.set_linestyle("--")
@@ -136,15 +144,17 @@ def plot_aead_scaling(times: pd.DataFrame, width: float = plotting.FULL_WIDTH):
 def plot_ranking(ranking: pd.DataFrame, title: str, n: int | None = None, width: float = plotting.FULL_WIDTH):
     """Operations per joule, best at the top, coloured by family."""
     df = ranking.head(n) if n else ranking
-    return plotting.hbars(df, label="label", value="ops_per_joule", xlabel="operations per joule (log)", title=title,
-                          width=width)
+    return plotting.hbars(df, label="label", value="ops_per_joule", xlabel="operations per joule (log)",
+                          title=title, width=width)
 
 
 @plotting.styled
-def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1, width: float = plotting.FULL_WIDTH):
+def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1,
+                     width: float = plotting.FULL_WIDTH):
     """Energy against time, log-log, one point per operation, coloured by family; lines of constant
     power through the lowest and highest mean power; the costliest operation(s) of each scheme named."""
-    long = long[pd.to_numeric(long["energy_uj"], errors="coerce") > 0]  # a log axis: net values lost in noise drop out
+    # a log axis: net values lost in noise drop out
+    long = long[pd.to_numeric(long["energy_uj"], errors="coerce") > 0]
     df = long.assign(point=long["algorithm"].map(short_name) + " " + long["operation"])
     fig = plotting.scatter(df, x="time_ms", y="energy_uj", label=None, xlabel="time per operation (ms, log)",
                            ylabel="energy per operation (µJ, log)", title=title, width=width,
@@ -159,17 +169,19 @@ def plot_time_energy(long: pd.DataFrame, title: str, labels_per_scheme: int = 1,
         placed.append((x, y))
         ax.annotate(r.point, (r.time_ms, r.energy_uj), fontsize=plotting.SMALL_PT, xytext=(-3, 3),
                     textcoords="offset points", ha="right")
-    watts = df["energy_uj"] / (df["time_ms"] * 1e3)
+    watts = effective_power(df)
     t = np.geomspace(df["time_ms"].min() / 1.5, df["time_ms"].max() * 1.5, 50)
-    lines = [(watts.min(), ":"), (watts.max(), "--")] if watts.max() > watts.min() * 1.001 else [(watts.min(), "--")]
+    lines = ([(watts.min(), ":"), (watts.max(), "--")] if watts.max() > watts.min() * 1.001
+             else [(watts.min(), "--")])
     for w, style in lines:
-        ax.plot(t, w * t * 1e3, style, color="0.4", lw=0.8, label=f"constant {w:.2f} W")
+        ax.plot(t, convert_unit(w * t, "mJ", "µJ"), style, color="0.4", lw=0.8, label=f"constant {w:.2f} W")
     ax.legend(loc="upper left")
     return fig
 
 
 @plotting.styled
-def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None, width: float = plotting.FULL_WIDTH):
+def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None,
+                     width: float = plotting.FULL_WIDTH):
     """Time of one use here (top) and the study's energy of one use (bottom) against NIST level,
     one line per scheme; classical baselines as dotted horizontal lines (they have no level)."""
     import matplotlib.pyplot as plt
@@ -190,29 +202,32 @@ def plot_nist_levels(times: pd.DataFrame, reference: pd.DataFrame | None = None,
             ax = grid[2 * row + col][0] if narrow else grid[row][col]
             d = data[data["kind"] == kind].assign(scheme=lambda x: x["algorithm"].map(scheme_of))
             pq = d[d["nist_level"].notna()].astype({"nist_level": float}).sort_values(["family", "scheme"])
-            plotting.lines(pq, x="nist_level", y=value, hue="scheme", colors=colors, ax=ax, xlabel="NIST level",
-                           logy=True)
+            plotting.lines(pq, x="nist_level", y=value, hue="scheme", colors=colors, ax=ax,
+                           xlabel="NIST level", logy=True)
             ax.set_ylabel(ylabel if col == 0 or narrow else "")
             for c in d[d["nist_level"].isna()].itertuples():
-                ax.axhline(getattr(c, value), color="0.25", ls=":", lw=0.9, label=f"{c.algorithm} (classical, no level)")
+                ax.axhline(getattr(c, value), color="0.25", ls=":", lw=0.9,
+                           label=f"{c.algorithm} (classical, no level)")
             ax.set_xticks([1, 2, 3, 4, 5])
             ax.set_xlim(0.7, 5.3)
             ax.legend(fontsize=plotting.SMALL_PT)
-            ax.set_title(f"{KIND_LABEL[kind]}s ({' + '.join(USE[kind])}): " + ("here" if row == 0 else "Pi 4, published"))
+            ax.set_title(f"{KIND_LABEL[kind]}s ({' + '.join(USE[kind])}): "
+                         + ("here" if row == 0 else "Pi 4, published"))
     return fig
 
 
 @plotting.styled
 def plot_voltage_current(setup: pd.DataFrame, reference: pd.DataFrame, samples: pd.DataFrame | None = None,
                          width: float = plotting.FULL_WIDTH):
-    """Voltage against current: recorded samples (:func:`vi_samples`) when there are any, and the
+    """Voltage against current: recorded samples (:func:`~.measure.vi_samples`) when there are any, and the
     operating envelope the study states in prose as a labelled box (no sample is drawn where none
     exists), with lines of constant power at the study's lowest and highest tabulated power."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     v0, v1 = setup_value(setup, "voltage_min"), setup_value(setup, "voltage_max")
-    i0, i1 = setup_value(setup, "current_min") / 1e3, setup_value(setup, "current_max") / 1e3
+    i0, i1 = current_a(setup, "current_min"), current_a(setup, "current_max")
+    i0_ma, i1_ma = setup_value(setup, "current_min"), setup_value(setup, "current_max")
     fig, ax = plt.subplots(figsize=(width, 2.8 if width >= 4.5 else 3.2))
     has_vi = samples is not None and len(samples) > 0
     lo_i, hi_i, lo_v, hi_v = 0.55, 0.95, 4.6, 5.25
@@ -220,25 +235,32 @@ def plot_voltage_current(setup: pd.DataFrame, reference: pd.DataFrame, samples: 
         ax.scatter(samples["current_a"], samples["voltage_v"], s=1.5, alpha=0.25, color=plotting.PALETTE[0],
                    edgecolors="none", rasterized=True,
                    label=f"{samples['source'].iloc[0]} samples here ({len(samples):,})")
-        lo_i, hi_i = min(lo_i, samples["current_a"].quantile(0.001)), max(hi_i, samples["current_a"].quantile(0.999))
-        lo_v, hi_v = min(lo_v, samples["voltage_v"].quantile(0.001)), max(hi_v, samples["voltage_v"].quantile(0.999))
-    ax.add_patch(Rectangle((i0, v0), i1 - i0, v1 - v0, facecolor="0.8", edgecolor="0.2", lw=0.8, alpha=0.8, zorder=3,
-                           label=f"Pi 4 study, stated in prose: {v0:g}-{v1:g} V, {i0 * 1e3:.0f}-{i1 * 1e3:.0f} mA"))
+        lo_i = min(lo_i, samples["current_a"].quantile(0.001))
+        hi_i = max(hi_i, samples["current_a"].quantile(0.999))
+        lo_v = min(lo_v, samples["voltage_v"].quantile(0.001))
+        hi_v = max(hi_v, samples["voltage_v"].quantile(0.999))
+    ax.add_patch(Rectangle((i0, v0), i1 - i0, v1 - v0, facecolor="0.8", edgecolor="0.2", lw=0.8, alpha=0.8,
+                           zorder=3,
+                           label=f"Pi 4 study, stated in prose: {v0:g}-{v1:g} V, {i0_ma:.0f}-{i1_ma:.0f} mA"))
     currents = np.linspace(lo_i, hi_i, 100)
-    for watts, style, which in ((reference["power_w"].min(), "--", "lowest"), (reference["power_w"].max(), "-.", "highest")):
+    for watts, style, which in ((reference["power_w"].min(), "--", "lowest"),
+                                (reference["power_w"].max(), "-.", "highest")):
         ax.plot(currents, watts / currents, style, color=plotting.PALETTE[1], lw=0.9,
                 label=f"V x I = {watts:g} W (the study's {which} tabulated power)")
     ax.set_xlim(lo_i, hi_i)
     ax.set_ylim(lo_v, hi_v)
     ax.set_xlabel("current (A)")
     ax.set_ylabel("bus voltage (V)")
-    ax.set_title("Voltage against current" + ("" if has_vi else ": no samples exist, only the study's stated envelope"))
-    ax.legend(fontsize=plotting.SMALL_PT, loc="lower left", markerscale=4, frameon=True, framealpha=0.95, edgecolor="none")
+    ax.set_title("Voltage against current"
+                 + ("" if has_vi else ": no samples exist, only the study's stated envelope"))
+    ax.legend(fontsize=plotting.SMALL_PT, loc="lower left", markerscale=4, frameon=True, framealpha=0.95,
+              edgecolor="none")
     return fig
 
 
 @plotting.styled
-def plot_heatmap(matrix: pd.DataFrame, title: str = "All metrics (colour: position within each column, log scale)",
+def plot_heatmap(matrix: pd.DataFrame,
+                 title: str = "All metrics (colour: position within each column, log scale)",
                  width: float = plotting.FULL_WIDTH):
     """Each column coloured by its own log range (units differ), cells annotated with the values."""
     logs = np.log10(matrix.where(matrix > 0).astype(float))
@@ -254,9 +276,10 @@ def plot_cross_platform(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH
     our samples as whiskers (the published side has none: the x label says so)."""
     return plotting.hbars(ratios, label="label", value="pi_over_here", low="pi_over_here_ci_low",
                           high="pi_over_here_ci_high",
-                          xlabel="time on the Pi 4 (published, no interval) / median time here (log; whiskers: "
-                                 "interval from our samples)",
-                          title="How much longer each operation took on the study's Pi 4", reference=1.0, width=width)
+                          xlabel="time on the Pi 4 (published, no interval) / median time here (log; "
+                                 "whiskers: interval from our samples)",
+                          title="How much longer each operation took on the study's Pi 4", reference=1.0,
+                          width=width)
 
 
 @plotting.styled
@@ -266,8 +289,9 @@ def plot_idle_sensitivity(sensitivity, width: float = plotting.FULL_WIDTH):
     idle draw becomes the majority."""
     df = sensitivity.assign(series="published rows: median share (band: smallest to largest)").rename(
         columns=lambda c: c.replace("idle_share", "idle_fraction"))  # a fraction: unit="%" converts it
-    fig = plotting.lines(df, x="assumed_idle_w", y="idle_fraction_median", hue="series", low="idle_fraction_min",
-                         high="idle_fraction_max", unit="%", logy=False, xlabel="assumed idle power of the board (W)",
+    fig = plotting.lines(df, x="assumed_idle_w", y="idle_fraction_median", hue="series",
+                         low="idle_fraction_min", high="idle_fraction_max", unit="%", logy=False,
+                         xlabel="assumed idle power of the board (W)",
                          ylabel="idle draw / published energy (%)",
                          title="Pi 4 study: how much of each published energy is idle draw", width=width)
     ax = fig.axes[0]
