@@ -15,8 +15,8 @@ from pqlab.core import paths
 from pqlab.liboqs import build as liboqs_build
 from pqlab.measure import machine
 
-# tests/ mirrors pqlab/ (tests/store/ tests pqlab/store/ ...); a test module that reuses another's helpers imports
-# it by its name (``from test_results import make_run``), wherever the two sit
+# tests/ mirrors pqlab/ (tests/store/ tests pqlab/store/ ...); a test module that reuses another's helpers
+# imports it by its name (``from test_results import make_run``), wherever the two sit
 sys.path[:0] = [str(d) for d in sorted(Path(__file__).resolve().parent.iterdir())
                 if d.is_dir() and not d.name.startswith((".", "_")) and any(d.glob("test_*.py"))]
 
@@ -46,7 +46,8 @@ def generic_liboqs():
 
 
 def require_tools(*tools: str) -> None:
-    """Skip the test when a tool (pdflatex, pdffonts ...) is missing; fail instead under PQLAB_REQUIRE_LATEX=1."""
+    """Skip the test when a tool (pdflatex, pdffonts ...) is missing; fail instead under
+    PQLAB_REQUIRE_LATEX=1."""
     from pqlab.publish.paper import TEX_PACKAGES
 
     missing = [t for t in tools if not shutil.which(t)]
@@ -74,8 +75,8 @@ def export_tree(tmp_path, monkeypatch):
 
 
 def in_rounds(values, run_id: str = "r", rounds: int = 6):
-    """Synthetic per-call values labelled with a run and `rounds` rounds (in turn), as Run.sample_values gives the
-    samples of a run measured in rounds: the input of pqlab.measure.stats's intervals."""
+    """Synthetic per-call values labelled with a run and `rounds` rounds (in turn), as Run.sample_values gives
+    the samples of a run measured in rounds: the input of pqlab.measure.stats's intervals."""
     import numpy as np
     import pandas as pd
 
@@ -86,8 +87,9 @@ def in_rounds(values, run_id: str = "r", rounds: int = 6):
 
 
 def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: float = 0.0) -> list:
-    """Replace liboqs_build's compile (and its check of the result) by a quick fake that writes `library(options)`
-    as liboqs.so and a 0.13.0 header, after `delay_s`; returns the list of build options it was called for."""
+    """Replace liboqs_build's compile (and its check of the result) by a quick fake that writes
+    `library(options)` as liboqs.so and a 0.13.0 header, after `delay_s`; returns the list of build options it
+    was called for."""
     calls = []
 
     def compile_(build, inputs, work, log):
@@ -108,8 +110,8 @@ def fake_liboqs_compile(monkeypatch, library: Callable[[str], bytes], delay_s: f
 
 
 def require_browser() -> None:
-    """Skip a browser test when chromium or Playwright is missing; fail it instead under PQLAB_REQUIRE_BROWSER=1
-    (CI), naming the command that installs the browser."""
+    """Skip a browser test when chromium or Playwright is missing; fail it instead under
+    PQLAB_REQUIRE_BROWSER=1 (CI), naming the command that installs the browser."""
     from pqlab.publish import report
 
     problem = report.browser_problem()

@@ -23,10 +23,12 @@ TAG = "nbval-check-output"
 
 
 def checked_cells(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c["cell_type"] == "code" and TAG in c.get("metadata", {}).get("tags", [])]
+    return [c for c in nb["cells"] if c["cell_type"] == "code"
+            and TAG in c.get("metadata", {}).get("tags", [])]
 
 
-#: the numbered study notebooks; the README's recipe (own_comparison.ipynb) is prepared on its own (make test-notebooks)
+#: the numbered study notebooks; the README's recipe (own_comparison.ipynb) is prepared on its own
+#: (make test-notebooks)
 STUDIES = "[0-9][0-9]_*.ipynb"
 
 
@@ -39,8 +41,8 @@ def prepare(out_dir: Path, pattern: str = STUDIES) -> list[Path]:
         expected = json.loads(expected_file.read_text()) if expected_file.exists() else {}
         for cell in checked_cells(nb):
             if cell["id"] not in expected:
-                sys.exit(f"error: {path.name} cell {cell['id']} is tagged {TAG} but {expected_file} has no output "
-                         f"for it: run the notebook (make reproduce PROFILE=quick) and then "
+                sys.exit(f"error: {path.name} cell {cell['id']} is tagged {TAG} but {expected_file} has no "
+                         f"output for it: run the notebook (make reproduce PROFILE=quick) and then "
                          f"python tests/nbval_prepare.py --update build/quick/{path.name}")
             cell["outputs"] = expected[cell["id"]]
             cell["execution_count"] = 1  # nbval skips the comparison for cells it thinks never ran
@@ -71,7 +73,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir", nargs="?", type=Path)
     ap.add_argument("--update", type=Path, nargs="+", metavar="EXECUTED")
-    ap.add_argument("--pattern", default=STUDIES, help="the notebooks/ files to prepare (default: %(default)s)")
+    ap.add_argument("--pattern", default=STUDIES,
+                    help="the notebooks/ files to prepare (default: %(default)s)")
     args = ap.parse_args()
     if args.update:
         for p in args.update:

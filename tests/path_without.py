@@ -24,7 +24,8 @@ def path_without(folder: Path, hidden: set[str]) -> str:
             continue
         for program in Path(directory).iterdir():
             link = folder / program.name
-            if program.name in hidden or link.is_symlink() or not (program.is_file() and os.access(program, os.X_OK)):
+            if (program.name in hidden or link.is_symlink()
+                    or not (program.is_file() and os.access(program, os.X_OK))):
                 continue
             link.symlink_to(program)
     return str(folder.resolve())

@@ -32,7 +32,8 @@ def pyproject_dependencies() -> dict[str, Requirement]:
 def declared() -> list[str]:
     """The dependencies and every extra: what the lock is made from (make lock)."""
     project = pyproject()["project"]
-    return project["dependencies"] + [spec for extra in project["optional-dependencies"].values() for spec in extra]
+    return project["dependencies"] + [spec for extra in project["optional-dependencies"].values()
+                                      for spec in extra]
 
 
 def locked_direct_dependencies() -> dict[str, Requirement]:
@@ -61,7 +62,8 @@ def parse_lock(text: str) -> dict[str, dict]:
     current = None
     for line in text.splitlines():
         if m := LOCKED_LINE.match(line):
-            current = locked.setdefault(canonicalize_name(m.group(1)), {"versions": set(), "hashes": 0, "via_pqlab": False})
+            current = locked.setdefault(canonicalize_name(m.group(1)),
+                                        {"versions": set(), "hashes": 0, "via_pqlab": False})
             current["versions"].add(Version(m.group(2)))
         elif current is not None and "--hash=sha256:" in line:
             current["hashes"] += 1
@@ -74,9 +76,9 @@ LOCK = parse_lock((ROOT / "requirements.lock").read_text())
 
 
 def test_environment_names_only_pyprojects_dependencies_with_the_same_bounds():
-    """environment.yml lists what conda-forge should provide (pyproject.toml's bound each); anything it leaves out
-    comes from PyPI through its ``-e .`` line, so a new dependency (a new backend's library) is one line in
-    pyproject.toml and the lock, and environment.yml changes only to take it from conda-forge."""
+    """environment.yml lists what conda-forge should provide (pyproject.toml's bound each); anything it leaves
+    out comes from PyPI through its ``-e .`` line, so a new dependency (a new backend's library) is one line
+    in pyproject.toml and the lock, and environment.yml changes only to take it from conda-forge."""
     conda, pip = environment_dependencies(), pyproject_dependencies()
     assert set(conda) <= set(pip), f"only in environment.yml: {sorted(set(conda) - set(pip))}"
     differ = {name: (str(conda[name].specifier), str(pip[name].specifier))

@@ -1,7 +1,7 @@
 """pqlab's modules import each other in one direction (issue 30): no circle, imports inside functions included
-(a lazy import keeps `import pqlab` light, it does not make a loop acceptable).  Its folders are its layers (issue
-43): each imports only its own layer and those below, at most 10 floors, no folder over a quarter of the lines.
-A conversion of an old run reads what the run stored, never the live registry."""
+(a lazy import keeps `import pqlab` light, it does not make a loop acceptable).  Its folders are its layers
+(issue 43): each imports only its own layer and those below, at most 10 floors, no folder over a quarter of
+the lines.  A conversion of an old run reads what the run stored, never the live registry."""
 from __future__ import annotations
 
 import ast
@@ -90,16 +90,18 @@ def test_the_circle_finder_finds_one():
 def test_converting_an_old_run_reads_its_own_sizes_not_the_registry():
     from pqlab.core.schema import convert
 
-    m = pd.DataFrame({"algorithm": ["Not-Registered-Sig", "Not-Registered-Other"], "operation": ["keygen", "keygen"],
+    m = pd.DataFrame({"algorithm": ["Not-Registered-Sig", "Not-Registered-Other"],
+                      "operation": ["keygen", "keygen"],
                       "family": ["lattice", "lattice"], "cycles_source": [None, None], "flags": ["", ""],
                       "time_ns_median": [1.0, 1.0], "schema_version": [1, 1]})
-    sizes = pd.DataFrame({"algorithm": ["Not-Registered-Sig"], "signature_bytes": [2420], "schema_version": [1]})
+    sizes = pd.DataFrame({"algorithm": ["Not-Registered-Sig"], "signature_bytes": [2420],
+                          "schema_version": [1]})
     converted, _, _ = convert(m, sizes, pd.DataFrame(), 1)
     assert list(converted["kind"]) == ["sig", ""]
 
 
-#: pqlab's layers, bottom first: a module imports only from its own layer and those below (``pqlab/__init__.py``
-#: and ``CONTRIBUTING.md`` say what each holds)
+#: pqlab's layers, bottom first: a module imports only from its own layer and those below
+#: (``pqlab/__init__.py`` and ``CONTRIBUTING.md`` say what each holds)
 LAYERS = ("core", "liboqs", "measure", "backends", "store", "runners", "checks", "publish", "benchmark",
           "calibration", "studies", "app", "__main__")
 MAX_FLOORS = 10
@@ -112,8 +114,8 @@ def layer_of(module: str) -> str:
 
 
 def room_graph() -> dict[str, set[str]]:
-    """Imports between pqlab's rooms (its folders and its top-level modules), the package root left out: it imports
-    nothing of its own until a name is asked for."""
+    """Imports between pqlab's rooms (its folders and its top-level modules), the package root left out: it
+    imports nothing of its own until a name is asked for."""
     known = modules()
     graph: dict[str, set[str]] = {}
     for m, p in known.items():
@@ -148,8 +150,8 @@ def test_no_import_goes_up_a_layer():
                 if t != "pqlab" and LAYERS.index(layer_of(t)) > LAYERS.index(layer_of(m)))
     assert up == []
     source = (PACKAGE / "backends" / "base.py").read_text(encoding="utf-8")
-    assert "import_module" not in source and "pqlab.backends.algorithms" not in imports(PACKAGE / "backends" / "base.py",
-                                                                                        known)
+    assert ("import_module" not in source
+            and "pqlab.backends.algorithms" not in imports(PACKAGE / "backends" / "base.py", known))
 
 
 def test_at_most_ten_floors():
@@ -161,16 +163,18 @@ def test_the_floor_counter_counts():
     assert floors({"a": {"b"}, "b": {"c"}, "c": set()}) == {"a": 3, "b": 2, "c": 1}
 
 
-#: the source files of native/'s programs (their build outputs, locks and vendored trees are not code pqlab wrote)
+#: the source files of native/'s programs (their build outputs, locks and vendored trees are not code
+#: pqlab wrote)
 NATIVE_CODE = (".c", ".h", ".rs", ".go", ".java", ".mjs", ".js", ".py", ".s", ".sh")
 
 
 def rooms_lines() -> dict[str, int]:
-    """Lines of code per room of the repository's code: each folder of pqlab/ (``pqlab/studies``) and each program
-    of native/ (``native/impls``); a top-level module or file is a room of its own."""
+    """Lines of code per room of the repository's code: each folder of pqlab/ (``pqlab/studies``) and each
+    program of native/ (``native/impls``); a top-level module or file is a room of its own."""
     files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
     native = ROOT / "native"
-    tracked = subprocess.run(["git", "ls-files", "native"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    tracked = subprocess.run(["git", "ls-files", "native"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
     files += [ROOT / f for f in tracked if f.endswith(NATIVE_CODE) and (ROOT / f).is_file()]
     rooms: dict[str, int] = {}
     for p in files:

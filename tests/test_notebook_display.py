@@ -1,12 +1,13 @@
 """Notebooks show tables the way a reader sees them, and say where their files went.
 
-* Every table a notebook shows goes through :func:`pqlab.core.formatting.table` (issue 29, "Display that behaves"):
-  no code cell prints a frame as text (``.to_string(``, ``print(df.head(..))``), shows a bare frame as its last
-  expression (``df[cols]``, ``df.round(3)``) or hands one to ``display`` raw.
+* Every table a notebook shows goes through :func:`pqlab.core.formatting.table` (issue 29, "Display that
+  behaves"): no code cell prints a frame as text (``.to_string(``, ``print(df.head(..))``), shows a bare
+  frame as its last expression (``df[cols]``, ``df.round(3)``) or hands one to ``display`` raw.
 * The exports cell of each numbered notebook (the last that calls ``export.save_*``) prints
   ``export.written(...)``: where the files actually went, not the checkout's root.
-* :func:`pqlab.publish.export.written` and :class:`pqlab.publish.export.Written`: one folder, several, inside the checkout and
-  outside, nothing; a ``Written`` shows itself as that line (repr and IPython's pretty printer) and stays a list.
+* :func:`pqlab.publish.export.written` and :class:`pqlab.publish.export.Written`: one folder, several, inside
+  the checkout and outside, nothing; a ``Written`` shows itself as that line (repr and IPython's pretty
+  printer) and stays a list.
 """
 from __future__ import annotations
 
@@ -22,13 +23,16 @@ from pqlab.publish import export
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NUMBERED = [p for p in NOTEBOOKS if p.name[:2].isdigit()]
-#: DataFrame methods whose result is a frame: printed, shown bare or displayed raw, they bypass formatting.table
-FRAME_METHODS = {"head", "tail", "round", "to_string", "drop", "fillna", "astype", "sort_values", "reset_index",
-                 "set_index", "pivot_table", "pivot", "unstack", "describe", "query", "rename", "assign", "merge"}
+#: DataFrame methods whose result is a frame: printed, shown bare or displayed raw, they bypass
+#: formatting.table
+FRAME_METHODS = {"head", "tail", "round", "to_string", "drop", "fillna", "astype", "sort_values",
+                 "reset_index", "set_index", "pivot_table", "pivot", "unstack", "describe", "query", "rename",
+                 "assign", "merge"}
 
 
 def code_cells(path: Path) -> list[tuple[str, str]]:
-    """(cell id, source) of every code cell, IPython magics and shell lines blanked so that ast parses them."""
+    """(cell id, source) of every code cell, IPython magics and shell lines blanked so that ast parses
+    them."""
     nb = json.loads(path.read_text())
     cells = []
     for i, cell in enumerate(nb["cells"]):
@@ -56,7 +60,8 @@ def raw_tables(src: str) -> list[str]:
         problems.append("calls .to_string(")
     tree = ast.parse(src)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "display"):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("print", "display")):
             for arg in node.args:
                 if _is_raw_frame(arg):
                     problems.append(f"{node.func.id}({ast.unparse(arg)[:60]}...)")
@@ -75,8 +80,10 @@ def test_every_table_a_notebook_shows_goes_through_formatting_table(path):
 def _prints_written(src: str) -> bool:
     for node in ast.walk(ast.parse(src)):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
-                and any(isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "written"
-                        and isinstance(a.func.value, ast.Name) and a.func.value.id == "export" for a in node.args)):
+                and any(isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
+                        and a.func.attr == "written"
+                        and isinstance(a.func.value, ast.Name) and a.func.value.id == "export"
+                        for a in node.args)):
             return True
     return False
 
@@ -102,7 +109,7 @@ def test_the_static_check_catches_each_raw_form():
     assert not _prints_written('print(f"{len(paths)} files written under {export.paths.OUTPUT}")')
 
 
-# ----- export.written / Written ---------------------------------------------------------------------------------
+# ----- export.written / Written -----------------------------------------------------------------------------
 
 
 def test_one_folder_lists_the_names(tmp_path):
@@ -128,7 +135,8 @@ def test_paths_in_the_checkout_are_shown_from_its_root():
     folder = paths.ROOT / "build" / "interactive" / "data" / "tables" / "t"
     assert export.written([folder / "a.csv"]) == "1 file written in build/interactive/data/tables/t/: a.csv"
     files = [paths.ROOT / "build" / "quick" / "figures" / "t" / "f.pdf", folder / "a.csv"]
-    assert export.written(files) == "2 files written under build/: quick/figures/t/ (1), interactive/data/tables/t/ (1)"
+    assert (export.written(files) == "2 files written under build/: quick/figures/t/ (1), "
+                                     "interactive/data/tables/t/ (1)")
     assert str(paths.ROOT) not in export.written(files)
 
 
@@ -152,11 +160,12 @@ def test_written_shows_itself_as_the_line_and_stays_a_list(tmp_path):
     assert isinstance(w, export.Written) and list(w) == [a, b]
     assert repr(w) == pretty(w) == export.written([a, b])
     both = w + export.Written([c])
-    assert list(both) == [a, b, c] and export.written(both) == f"3 files written in {tmp_path}/: a.csv, b.csv, c.csv"
+    assert (list(both) == [a, b, c]
+            and export.written(both) == f"3 files written in {tmp_path}/: a.csv, b.csv, c.csv")
     assert w[0] == a and len(w) == 2 and [p.name for p in w] == ["a.csv", "b.csv"]
 
 
-# ----- the study functions behind the converted tables ----------------------------------------------------------
+# ----- the study functions behind the converted tables ------------------------------------------------------
 
 
 def test_the_studys_published_memory_values_are_shown_exactly_as_published():
@@ -173,7 +182,8 @@ def test_the_studys_published_memory_values_are_shown_exactly_as_published():
 
 
 def test_round2_recomputed_times_share_one_unit_and_counts_read_as_text():
-    """Notebook 04: the published and the recomputed verify time in one unit, so that they compare at a glance."""
+    """Notebook 04: the published and the recomputed verify time in one unit, so that they compare at a
+    glance."""
     from pqlab.core.references import load_reference
     from pqlab.studies import round2_study
 
@@ -195,19 +205,20 @@ def test_round2_recomputed_times_share_one_unit_and_counts_read_as_text():
 def test_time_power_deviations_keep_three_significant_digits():
     """Notebook 05: deviations well under a percent must not show as 0.0 (the percent kind's one decimal)."""
     from pqlab.core.references import load_reference
-    from pqlab.studies import energy_pi4_published as pi4
+    from pqlab.studies.energy_pi4 import published as pi4
 
     check = pi4.time_power_check(load_reference(pi4.REFERENCE_NAME))
     shown = pi4.time_power_table(check)
     cells = shown.frame["Deviation (%)"].map(float)
     assert cells.to_numpy() == pytest.approx(check["deviation_pct"].to_numpy(), rel=5e-3, abs=1e-12)
     assert set(shown.frame["Beyond rounding"]) <= {"yes", "no"}
-    assert len({u for c, u in zip(shown.columns, shown.units) if c.kind == "energy"}) == 1  # published, time x power
+    # published, time x power
+    assert len({u for c, u in zip(shown.columns, shown.units) if c.kind == "energy"}) == 1
 
 
 def test_energies_here_are_a_formatted_table_with_their_unit():
-    """Notebook 05: the energies measured or modelled here, one column per basis, with the unit in each header,
-    missing message lengths as a dash, no index tuples and no "nan"."""
+    """Notebook 05: the energies measured or modelled here, one column per basis, with the unit in each
+    header, missing message lengths as a dash, no index tuples and no "nan"."""
     import pandas as pd
 
     from pqlab.runners.energy import NoPowerSource
@@ -216,8 +227,10 @@ def test_energies_here_are_a_formatted_table_with_their_unit():
     ours = pd.DataFrame({"algorithm": ["Ed25519", "Ed25519", "ML-KEM-768", "ML-KEM-768"],
                          "operation": ["sign", "sign", "encaps", "encaps"],
                          "message_bytes": [100, 100, float("nan"), float("nan")],
-                         "basis": ["measured (net)", "measured (gross)"] * 2, "energy_uj": [12.5, 40.1, 3.2, 9.9]})
+                         "basis": ["measured (net)", "measured (gross)"] * 2,
+                         "energy_uj": [12.5, 40.1, 3.2, 9.9]})
     shown = energy_pi4.describe_energy_here(ours, NoPowerSource("none"), []).split("\n\n")[1]
     header = shown.splitlines()[0]
     assert header.count("µJ") == 2 and "Message" in header and "B\\]" in header
-    assert "nan" not in shown and "('" not in shown and "–" in shown.splitlines()[-1]  # ML-KEM-768: no message
+    # ML-KEM-768: no message
+    assert "nan" not in shown and "('" not in shown and "–" in shown.splitlines()[-1]

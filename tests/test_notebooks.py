@@ -27,7 +27,8 @@ def test_there_are_notebooks():
 def test_committed_notebook_has_no_outputs(path):
     dirty = [c.get("id") for c in load(path)["cells"]
              if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
-    assert not dirty, f"{path.name}: cells {dirty} carry outputs or execution counts; strip them before committing"
+    assert not dirty, (f"{path.name}: cells {dirty} carry outputs or execution counts; strip them before "
+                       "committing")
 
 
 def parameters_cell(nb):
@@ -41,7 +42,8 @@ def test_parameters_cell_holds_literal_values_only(path):
     source = "".join(parameters_cell(load(path))["source"])
     names = []
     for node in ast.parse(source).body:
-        assert isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name), \
+        assert (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)), \
             f"{path.name}: the parameters cell may only assign names: {ast.unparse(node)}"
         ast.literal_eval(node.value)  # raises for anything that is not a literal
         names.append(node.targets[0].id)
@@ -58,7 +60,8 @@ def test_papermill_reads_every_parameter(path):
     source = "".join(parameters_cell(load(path))["source"])
     names = {n.targets[0].id for n in ast.parse(source).body}
     missing = names - set(papermill.inspect_notebook(str(path)))
-    assert not missing, f"{path.name}: papermill cannot read the parameters {sorted(missing)}: reword their comments"
+    assert not missing, (f"{path.name}: papermill cannot read the parameters {sorted(missing)}: reword their "
+                         "comments")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -78,8 +81,8 @@ def test_notebook_uses_the_project_kernel(path):
 
 def test_every_notebook_is_in_make_reproduce():
     for profile in ("quick", "full"):
-        out = subprocess.run(["make", "-n", "-B", "reproduce", f"PROFILE={profile}"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run(["make", "-n", "-B", "reproduce", f"PROFILE={profile}"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
         for path in NOTEBOOKS:
             assert f"notebooks/{path.name}" in out and f"build/{profile}/{path.name}" in out, \
                 f"{path.name} is not executed by `make reproduce PROFILE={profile}`"
@@ -100,7 +103,8 @@ def test_every_notebook_is_prepared_for_nbval(tmp_path):
 
 def test_make_test_runs_nbval_on_the_prepared_notebooks():
     makefile = (ROOT / "Makefile").read_text()
-    assert "nbval_prepare.py build/nbval" in makefile and "--nbval-lax" in makefile and "build/nbval" in makefile
+    assert ("nbval_prepare.py build/nbval" in makefile and "--nbval-lax" in makefile
+            and "build/nbval" in makefile)
 
 
 def test_readme_indexes_every_notebook():

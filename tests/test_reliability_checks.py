@@ -150,8 +150,8 @@ def test_reliability_verify_and_the_sizes_row_use_what_sign_made_and_nothing_sig
             return counted
 
     monkeypatch.setattr(timing, "measure", watched)  # the rounds of an adapter outside the registry run here
-    run = bench([Counted()], operations=["sign", "verify"], message_bytes=[32, 64], budget_s=0.01, min_samples=3,
-                save=False, progress=False)
+    run = bench([Counted()], operations=["sign", "verify"], message_bytes=[32, 64], budget_s=0.01,
+                min_samples=3, save=False, progress=False)
     m = run.measurements
     assert m["verified"].all() and list(m["operation"]) == ["noop", "sign", "sign", "verify", "verify"]
     assert outside == []
@@ -199,12 +199,15 @@ def test_reliability_the_feeding_cost_is_measured_and_said():
     run = bench([Ed25519()], budget_s=0.02, min_samples=3, save=False, progress=False)
     meta, m = run.meta, run.measurements.set_index("operation")
     assert meta["harness_feed_ns"] == pytest.approx(meta["harness_fed_ns"] - meta["harness_overhead_ns"])
-    assert m.loc["sign", "overhead_ns"] == meta["harness_fed_ns"]  # a fed operation's harness is the fed no-op
+    # a fed operation's harness is the fed no-op
+    assert m.loc["sign", "overhead_ns"] == meta["harness_fed_ns"]
     assert m.loc["keygen", "overhead_ns"] == m.loc["noop", "time_ns_median"] == meta["harness_overhead_ns"]
     text = describe_harness(run)
     assert fmt_time_ns(meta["harness_overhead_ns"]) in text and fmt_time_ns(meta["harness_fed_ns"]) in text
-    assert f"({fmt_time_ns(abs(meta['harness_feed_ns']))} {'more' if meta['harness_feed_ns'] >= 0 else 'less'})" in text
-    unfed = bench([Ed25519()], operations=["keygen"], budget_s=0.01, min_samples=3, save=False, progress=False)
+    assert (f"({fmt_time_ns(abs(meta['harness_feed_ns']))} "
+            f"{'more' if meta['harness_feed_ns'] >= 0 else 'less'})" in text)
+    unfed = bench([Ed25519()], operations=["keygen"], budget_s=0.01, min_samples=3, save=False,
+                  progress=False)
     assert "harness_feed_ns" not in unfed.meta and "fresh" not in describe_harness(unfed)
 
 

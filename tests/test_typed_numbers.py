@@ -2,7 +2,7 @@
 
 Scanned: every notebook's markdown cells and the string literals of its code cells (the literal-only
 ``parameters`` cell excepted), the string literals of every study module, and the string literals of
-every core module (``pqlab/*.py``, ``pqlab/backends/``, ``pqlab/runners/memory/``): ``describe_*`` text, error
+every core module (every module of ``pqlab/`` outside ``pqlab/studies/``): ``describe_*`` text, error
 and warning messages, printed lines, table headers, flag legends, CLI help, row labels.  Docstrings are
 excepted (they document code, a reader of a notebook never sees them), except a core module's own
 docstring where the module hands ``__doc__`` to the user (printed as usage, or argparse's description:
@@ -31,14 +31,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-STUDIES = sorted(p for p in (ROOT / "pqlab" / "studies").glob("*.py") if p.name != "__init__.py")
+STUDIES = sorted(p for p in (ROOT / "pqlab" / "studies").rglob("*.py") if p.name != "__init__.py")
 PACKAGE = ROOT / "pqlab"
 #: The core: every module of pqlab that is not a study (pqlab.studies is scanned above).
-CORE = sorted(p for folder in (PACKAGE, PACKAGE / "backends", PACKAGE / "memory") for p in folder.glob("*.py"))
+CORE = sorted(p for p in PACKAGE.rglob("*.py") if "studies" not in p.relative_to(PACKAGE).parts)
 
 #: Names with digits in them, removed before scanning (each a regex; keep the list short and explicit).
 NAMES = [
-    r"\b(?:[A-Za-z][\w+#]*-)+\d+[A-Za-z]*(?:-[\w+]+)*",  # SHA2-128f, ML-DSA-44, AES-256-CBC, RSA-2048, P-256, SPHINCS+-...
+    # SHA2-128f, ML-DSA-44, AES-256-CBC, RSA-2048, P-256, SPHINCS+-...
+    r"\b(?:[A-Za-z][\w+#]*-)+\d+[A-Za-z]*(?:-[\w+]+)*",
     r"\b(?:Ed|X)(?:25519|448)\b",                          # Ed25519, X25519
     r"\b(?:FIPS|SP|NIST SP)\s?\d[\d-]*\b",                 # FIPS 205, SP 800-232
     r"\bRFC\s?\d+(?:\s+(?:section\s+)?\d+(?:\.\d+)*)?",    # RFC 8446, RFC 8446 4.2.8
@@ -60,14 +61,16 @@ PATTERNS = {
     "number next to a unit": re.compile(rf"(?<![\w.])\d[\d,.]*(?:\s|-)?(?:{UNITS})(?![\w])"),
     "spelled-out count next to a unit": re.compile(rf"\b(?:{SPELLED})(?:\s|-)(?:{UNITS})\b", re.IGNORECASE),
     "version after a product name": re.compile(
-        r"\b(?:liboqs|OpenSSL|Bouncy Castle|BC|bcprov|Python|Java|OpenJDK|JDK|pqcrypto|cryptography|pycryptodome|"
-        r"numpy|pandas|valgrind|gcc|clang|Maven|dilithium-py|slh-dsa|SUPERCOP)\s+v?\d+(?:\.\d+)+"),
+        r"\b(?:liboqs|OpenSSL|Bouncy Castle|BC|bcprov|Python|Java|OpenJDK|JDK|pqcrypto|cryptography|"
+        r"pycryptodome|numpy|pandas|valgrind|gcc|clang|Maven|dilithium-py|slh-dsa|SUPERCOP)"
+        r"\s+v?\d+(?:\.\d+)+"),
     "major version after a product name": re.compile(
         r"\b(?:liboqs|OpenSSL|Python|Java|OpenJDK|JDK)\s+v?\d+\b(?![.\d])"),
     "three-part version": re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?![\w.])"),
     "multiplier": re.compile(r"(?<![\w.])\d[\d,.]*\s?×"),
     "typed default": re.compile(r"\bdefault:?\s+[-+]?\d"),
-    "typed threshold": re.compile(r"\b(?:at least|at most|fewer than|more than|less than|no more than)\s+[-+]?\d"),
+    "typed threshold": re.compile(r"\b(?:at least|at most|fewer than|more than|less than|"
+                                  r"no more than)\s+[-+]?\d"),
 }
 
 
@@ -83,7 +86,8 @@ _FACTOR_CI = re.compile(r"(?<![\w.])\d[\d,.]*×\s?\[([-\d,.]+),\s?([-\d,.]+)\]")
 
 def unresolved_factors(text: str) -> list[str]:
     """Every factor `text` prints as a number with an interval that does not resolve it (wider than
-    :data:`pqlab.core.formatting.RESOLVED_FACTOR`, or reaching zero): generated text must say "not resolved" instead."""
+    :data:`pqlab.core.formatting.RESOLVED_FACTOR`, or reaching zero): generated text must say "not resolved"
+    instead."""
     from pqlab.core.formatting import resolved
 
     return [m.group(0) for m in _FACTOR_CI.finditer(text)
@@ -95,7 +99,8 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
                 out.add(id(first.value))
     return out
 
@@ -167,13 +172,21 @@ def _core_name(path: Path) -> str:
 CORE_ALLOWED: dict[tuple[str, str], str] = {
     ("__init__.py", "three-part version: '0.1.0'"):
         "the package's version string itself (`__version__`): the datum other text is generated from",
-    ("inputs.py", "number next to a unit: '5 %'"):
+    ("core/inputs.py", "number next to a unit: '5 %'"):
         "a worked example of the unit in factor()'s error ('1.05 = 5 %'): an arithmetic identity, no fact",
-    ("inputs.py", "number next to a unit: '1 %'"):
+    ("core/inputs.py", "number next to a unit: '1 %'"):
         "a worked example of the unit in precision_target()'s error ('0.01 = ±1 %'): an arithmetic identity",
-    ("report.py", "number next to a unit: '90%'"):
+    ("runners/impls.py", "major version after a product name: 'JDK 17'"):
+        "an install hint naming the oldest JDK the Java program's pom.xml compiles for "
+        "(maven.compiler.release)",
+    ("runners/leakage.py", "major version after a product name: 'JDK 17'"):
+        "an install hint naming the oldest JDK the Java program's pom.xml compiles for "
+        "(maven.compiler.release)",
+    ("runners/leakage.py", "major version after a product name: 'Python 3'"):
+        "an install hint: the language's name (python3-venv), no measured or configured quantity",
+    ("publish/report.py", "number next to a unit: '90%'"):
         "CSS of the HTML report's index page (code { font-size: 90% }): a style, not a statement",
-    ("report.py", "number next to a unit: '100%'"):
+    ("publish/report.py", "number next to a unit: '100%'"):
         "CSS of the HTML report's index page (table { width: 100% }): a style, not a statement",
 }
 
@@ -194,9 +207,11 @@ PENDING: set[str] = set()
 
 
 def _param(path: Path):
-    marks = [pytest.mark.xfail(strict=True, reason="typed numbers not yet removed (issue #14, other notebooks)")] \
+    marks = [pytest.mark.xfail(strict=True,
+                               reason="typed numbers not yet removed (issue #14, other notebooks)")] \
         if path.name in PENDING else []
-    return pytest.param(path, marks=marks, id=path.name)
+    return pytest.param(path, marks=marks, id=str(path.relative_to(PACKAGE / "studies"))
+                        if path.is_relative_to(PACKAGE / "studies") else path.name)
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
@@ -208,12 +223,14 @@ def test_notebook_prose_types_no_numbers(path):
 @pytest.mark.parametrize("path", [_param(p) for p in STUDIES])
 def test_study_strings_type_no_numbers(path):
     hits = report(module_texts(path))
-    assert not hits, f"{path.name}: typed numbers in string literals (generate them from data):\n" + "\n".join(hits)
+    assert not hits, (f"{path.name}: typed numbers in string literals (generate them from data):\n"
+                      + "\n".join(hits))
 
 
 def _core_param(path: Path):
     name = _core_name(path)
-    marks = [pytest.mark.xfail(strict=True, reason=f"{name}: typed numbers not yet removed ({CORE_PENDING[name]})")] \
+    marks = [pytest.mark.xfail(strict=True,
+                               reason=f"{name}: typed numbers not yet removed ({CORE_PENDING[name]})")] \
         if name in CORE_PENDING else []
     return pytest.param(path, marks=marks, id=name)
 
@@ -221,8 +238,9 @@ def _core_param(path: Path):
 @pytest.mark.parametrize("path", [_core_param(p) for p in CORE])
 def test_core_strings_type_no_numbers(path):
     hits = core_report(path)
-    assert not hits, (f"pqlab/{_core_name(path)}: typed numbers in user-visible strings (format the constant the "
-                      "code uses, or add a reasoned CORE_ALLOWED entry if it is no statement):\n" + "\n".join(hits))
+    assert not hits, (f"pqlab/{_core_name(path)}: typed numbers in user-visible strings (format the constant "
+                      "the code uses, or add a reasoned CORE_ALLOWED entry if it is no statement):\n"
+                      + "\n".join(hits))
 
 
 def test_core_allow_list_and_pending_list_name_real_things():
@@ -235,10 +253,12 @@ def test_core_allow_list_and_pending_list_name_real_things():
 
 def test_core_covers_the_printed_usage_texts():
     names = {_core_name(p) for p in CORE}
-    assert {"cli.py", "durations.py", "flags.py", "backends/ascon.py", "memory/driver.py"} <= names
-    for module in ("cli.py", "durations.py", "provision.py"):  # python -m ... prints these docstrings
+    assert {"app/cli.py", "publish/durations.py", "core/flags.py", "backends/ascon.py",
+            "runners/memory/driver.py"} <= names
+    # python -m ... prints these docstrings
+    for module in ("app/cli.py", "publish/durations.py", "app/provision.py"):
         assert core_texts(PACKAGE / module)[0][0] == "docstring (printed)", module
-    assert not any(where.startswith("docstring") for where, _ in core_texts(PACKAGE / "stats.py"))
+    assert not any(where.startswith("docstring") for where, _ in core_texts(PACKAGE / "measure" / "stats.py"))
 
 
 # ----- the scanner itself -----
@@ -256,9 +276,10 @@ def test_scanner_finds_typed_numbers(text):
 
 @pytest.mark.parametrize("text", [
     "SPHINCS+-SHA2-128f-simple and ML-DSA-44 signatures", "FIPS 205 SLH-DSA", "PKCS#1 v1.5 padding",
-    "X.509 SubjectPublicKeyInfo", "AES-256-GCM, Ed25519 and X25519", "round 3 and round-3 sets", "Table 1 of study 001",
-    "SHA-256 and SHAKE256", "SP 800-232", "the {n} signatures", "RSA-2048 keys", "TLS 1.3 signature schemes",
-    "RFC 8446 4.2.8", "rounds the samples come from; 1: one process, no interval", "exit 128 + the signal number",
+    "X.509 SubjectPublicKeyInfo", "AES-256-GCM, Ed25519 and X25519", "round 3 and round-3 sets",
+    "Table 1 of study 001", "SHA-256 and SHAKE256", "SP 800-232", "the {n} signatures", "RSA-2048 keys",
+    "TLS 1.3 signature schemes", "RFC 8446 4.2.8",
+    "rounds the samples come from; 1: one process, no interval", "exit 128 + the signal number",
     "1 (leaf) or 2 (leaf + intermediate)", "default: every run", "the first 3 of them",
 ])
 def test_scanner_allows_names(text):
@@ -268,7 +289,8 @@ def test_scanner_allows_names(text):
 def test_scanner_finds_factors_printed_with_an_unresolved_interval():
     assert unresolved_factors("SLH-DSA keygen 10.55× [0.05, 2,366.83] and 15.1× [0.1, 2,596]") == [
         "10.55× [0.05, 2,366.83]", "15.1× [0.1, 2,596]"]
-    assert unresolved_factors("0.50× [0.00, 0.90]") and not unresolved_factors("1.23× [1.20, 1.26], 1,143× [980, 1,377]")
+    assert (unresolved_factors("0.50× [0.00, 0.90]")
+            and not unresolved_factors("1.23× [1.20, 1.26], 1,143× [980, 1,377]"))
 
 
 def test_scanner_reads_fstrings_and_skips_docstrings():
@@ -281,17 +303,19 @@ def test_scanner_reads_fstrings_and_skips_docstrings():
 
 
 def test_readme_text_the_code_writes_types_no_numbers():
-    """README's notebook table is rewritten by ``make readme-durations`` (pqlab.publish.durations.render_readme): what the
-    code writes there (the time column's header, the times, the line under the table) types no number; with data,
-    the cores, dates and times come from build/<profile>/durations.csv."""
+    """README's notebook table is rewritten by ``make readme-durations``
+    (pqlab.publish.durations.render_readme): what the code writes there (the time column's header, the times,
+    the line under the table) types no number; with data, the cores, dates and times come from
+    build/<profile>/durations.csv."""
     from pqlab.publish.durations import BEGIN, END, TIME_HEADER, render_readme
 
     region = render_readme((ROOT / "README.md").read_text(), {}).split(BEGIN)[1].split(END)[0]
     lines = region.strip().splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     column = next(i for i, c in enumerate(header) if c.startswith(TIME_HEADER))
-    written = [header[column]] + [[c.strip() for c in row.strip("|").split("|")][column] for row in lines[2:]
-                                   if row.startswith("|")] + [row for row in lines if row and not row.startswith("|")]
+    written = ([header[column]] + [[c.strip() for c in row.strip("|").split("|")][column] for row in lines[2:]
+                                    if row.startswith("|")]
+               + [row for row in lines if row and not row.startswith("|")])
     assert len(written) > 2 and not [h for w in written for h in findings(w)], written
 
 
@@ -299,6 +323,7 @@ def test_core_docstrings_count_only_where_the_module_prints_them(tmp_path):
     quiet = tmp_path / "quiet.py"
     quiet.write_text('"""Takes 20 ms."""\ndef f():\n    """At least 3 rounds."""\n    return "ok"\n')
     printed = tmp_path / "printed.py"
-    printed.write_text('"""usage: run it (default 3 rounds)."""\nimport sys\nprint(__doc__, file=sys.stderr)\n')
+    printed.write_text('"""usage: run it (default 3 rounds)."""\nimport sys\n'
+                       'print(__doc__, file=sys.stderr)\n')
     assert not [h for _, t in core_texts(quiet) for h in findings(t)]
     assert [h for _, t in core_texts(printed) for h in findings(t)]

@@ -37,7 +37,8 @@ def test_each_platform_measures_in_its_own_job_and_uploads_its_bundle():
     assert set(job["strategy"]["matrix"]["runner"]) == {"ubuntu-24.04", "ubuntu-24.04-arm"}
     assert job["runs-on"] == "${{ matrix.runner }}" and job["strategy"]["fail-fast"] is False
     run = commands(job)
-    order = [run.index(c) for c in ("make setup", "make reproduce PROFILE=quick", "-m pqlab bundle --profile quick")]
+    order = [run.index(c) for c in ("make setup", "make reproduce PROFILE=quick",
+                                    "-m pqlab bundle --profile quick")]
     assert order == sorted(order)
     assert "actions/upload-artifact" in uses(job)
 
@@ -61,7 +62,8 @@ def test_setup_stops_on_macos_with_the_reason(tmp_path):
                               env={"PATH": f"{fake}:/usr/bin:/bin"})
         assert proc.returncode == code
         if system == "Darwin":  # one line naming the problem and where the reason is written up
-            assert proc.stderr.startswith("error: native/ builds liboqs on Linux only") and proc.stderr.count("\n") == 1
+            assert (proc.stderr.startswith("error: native/ builds liboqs on Linux only")
+                    and proc.stderr.count("\n") == 1)
         else:
             assert proc.stderr == ""
 
@@ -73,8 +75,8 @@ def test_the_last_job_merges_the_bundles_and_draws_the_atlas_without_measuring()
     run = commands(job)
     assert run.index("-m pqlab merge bundles/") < run.index("make build/quick/07_atlas.ipynb")
     make = next(line for line in run.splitlines() if "07_atlas.ipynb" in line)
-    dry = subprocess.run(["bash", "-c", make.replace("make ", "make -n -B ", 1)], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    dry = subprocess.run(["bash", "-c", make.replace("make ", "make -n -B ", 1)], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
     assert "-y '{local_builds: []}'" in dry and "notebooks/07_atlas.ipynb build/quick/07_atlas.ipynb" in dry
     upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
     assert {"figures/07_atlas", "data/tables/07_atlas", "bundles"} <= set(upload["with"]["path"].split())
@@ -84,4 +86,5 @@ def test_ci_runs_a_pinned_actionlint_from_the_go_module_proxy():
     ci = (ROOT / ".ci" / "run").read_text()
     version = re.search(r"^ACTIONLINT_VERSION=(v\d+\.\d+\.\d+)$", ci, re.M)
     assert version and "go install \"github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION\"" in ci
-    assert ci.index("/actionlint\" .github/workflows/*.yml") < ci.index("\nmake test\n")  # before the long part
+    # before the long part
+    assert ci.index("/actionlint\" .github/workflows/*.yml") < ci.index("\nmake test\n")

@@ -29,7 +29,8 @@ def only_run(folder) -> str:
 def test_list_prints_names(capsys):
     assert main(["list"]) == 0
     out, err = capsys.readouterr()
-    for name in ("ML-DSA-44", "ML-KEM-768", "SPHINCS+-SHAKE-128f-simple", "AES-256-GCM", "RSA-2048-PSS", "Ed25519"):
+    for name in ("ML-DSA-44", "ML-KEM-768", "SPHINCS+-SHAKE-128f-simple", "AES-256-GCM", "RSA-2048-PSS",
+                 "Ed25519"):
         assert name in out
     assert "algorithm/backend pairs" in err
 
@@ -45,7 +46,8 @@ def test_list_filters_by_kind_and_backend(capsys):
 def test_module_entry_point_lists():
     proc = subprocess.run([sys.executable, "-m", "pqlab", "list", "--kind", "cipher"], capture_output=True,
                           text=True, timeout=60)
-    assert proc.returncode == 0 and "ChaCha20-Poly1305" in proc.stdout and proc.stdout.count("AES-256-GCM") >= 2
+    assert (proc.returncode == 0 and "ChaCha20-Poly1305" in proc.stdout
+            and proc.stdout.count("AES-256-GCM") >= 2)
 
 
 def test_bench_writes_a_run_into_folder(tmp_path, capsys):
@@ -125,10 +127,13 @@ def test_fidelity_measures_every_arm_in_fresh_processes_against_native():
     row = df.iloc[0]
     assert all(row[f"{arm}_samples"] > 0 for arm in fidelity.ARMS)
     for arm in fidelity.ARMS[:-1]:  # the same operation of the same build: roughly the same time
-        assert 0.3 < row[f"{arm}_ratio"] < 3 and row[f"{arm}_low"] <= row[f"{arm}_paired"] <= row[f"{arm}_high"]
-    assert row["within_5pct"] == (True if row["pqlab_high"] <= 1.05 else False if row["pqlab_low"] > 1.05 else None)
+        assert (0.3 < row[f"{arm}_ratio"] < 3
+                and row[f"{arm}_low"] <= row[f"{arm}_paired"] <= row[f"{arm}_high"])
+    assert row["within_5pct"] == (True if row["pqlab_high"] <= 1.05 else False if row["pqlab_low"] > 1.05
+                                  else None)
     two = fidelity.measure_fidelity((("ML-DSA-44", "verify"),), budget_s=0.06, blocks=2).iloc[0]
-    assert np.isnan(two["pqlab_low"]) and two["within_5pct"] is None  # two blocks give no interval: no verdict
+    # two blocks give no interval: no verdict
+    assert np.isnan(two["pqlab_low"]) and two["within_5pct"] is None
 
 
 def test_lab_passes_allow_root_only_as_root():
@@ -168,7 +173,8 @@ def test_lab_kernels_find_this_venv_first_on_path():
     first = env["PATH"].split(os.pathsep)[0]
     assert Path(first, "python").exists() and Path(first) == Path(sys.executable).parent
     assert env["PATH"].endswith("/usr/bin:/bin")
-    out = subprocess.run(["python", "-m", "pqlab", "list", "--kind", "kem"], env=env, capture_output=True, text=True)
+    out = subprocess.run(["python", "-m", "pqlab", "list", "--kind", "kem"], env=env, capture_output=True,
+                         text=True)
     assert out.returncode == 0 and "ML-KEM-768" in out.stdout
 
 
@@ -178,12 +184,14 @@ def test_bench_with_an_unavailable_forced_counter_stops_before_measuring(tmp_pat
 
     monkeypatch.setattr(cycles, "_opened", {})
     monkeypatch.setattr(cycles, "_perf_event_open", lambda: (_ for _ in ()).throw(
-        OSError(2, "perf_event_open: No such file or directory [ENOENT] (no PMU: typical of virtual machines)")))
+        OSError(2, "perf_event_open: No such file or directory [ENOENT] (no PMU: typical of virtual "
+                   "machines)")))
     monkeypatch.setenv("PQLAB_COUNTER", "perf")
     assert bench_into(tmp_path) == 2
     err = capsys.readouterr().err
-    assert err == ("error: PQLAB_COUNTER=perf: core cycles are unavailable here: perf_event_open: No such file or "
-                   "directory [ENOENT] (no PMU: typical of virtual machines); use PQLAB_COUNTER=tsc or auto\n")
+    assert err == ("error: PQLAB_COUNTER=perf: core cycles are unavailable here: perf_event_open: No such "
+                   "file or directory [ENOENT] (no PMU: typical of virtual machines); use PQLAB_COUNTER=tsc "
+                   "or auto\n")
     assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written
 
 
@@ -202,11 +210,13 @@ def test_bench_records_the_counter_and_the_precision(tmp_path):
     assert used["read_cost_ns"] is None if used["label"] == "none" else used["read_cost_ns"] > 0
     assert {"perf", "tsc", "perf_event_paranoid", "hypervisor"} <= set(run.meta["counters"])
     # x86 CPUs list the TSC flags (present or not); other CPUs have none of them
-    assert set(run.meta["counters"]["tsc"]["flags"]) in ({"constant_tsc", "nonstop_tsc", "tsc_known_freq"}, set())
+    assert (set(run.meta["counters"]["tsc"]["flags"])
+            in ({"constant_tsc", "nonstop_tsc", "tsc_known_freq"}, set()))
 
 
 def test_machine_prints_the_counter_situation():
-    proc = subprocess.run([sys.executable, "-m", "pqlab", "machine"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "pqlab", "machine"], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for part in ("core cycles", "TSC", "perf_event_paranoid", "in use", "hypervisor"):

@@ -1,13 +1,14 @@
-"""What a new user does in JupyterLab, in a real browser: `make lab` (``python -m pqlab lab``), open notebook 01, Run
-All Cells from the Run menu, save with Ctrl+S, and `git status` is as it was: the page keeps its outputs, git's copy
-does not (``pqlab lab`` saves the study notebooks as committed, and git's nbstripout filter, ``.gitattributes``,
-keeps outputs out of what git sees).
+"""What a new user does in JupyterLab, in a real browser: `make lab` (``python -m pqlab lab``), open notebook
+01, Run All Cells from the Run menu, save with Ctrl+S, and `git status` is as it was: the page keeps its
+outputs, git's copy does not (``pqlab lab`` saves the study notebooks as committed, and git's nbstripout
+filter, ``.gitattributes``, keeps outputs out of what git sees).
 
-Chromium is Debian's, driven by Playwright through ``executable_path`` (no browser is ever downloaded).  Without
-chromium or Playwright the test skips, unless PQLAB_REQUIRE_BROWSER=1 (CI): then it fails with one line naming
-``python -m pqlab.app.provision browser``.  Runs and exports go to tmp_path (PQLAB_OUTPUT), Lab's settings and workspaces
-too (a new user's defaults), and the notebook's bytes and times are put back afterwards, unless another process wrote
-the file meanwhile.  A checkout whose notebook 01 has changes of its own is never touched: the test skips.
+Chromium is Debian's, driven by Playwright through ``executable_path`` (no browser is ever downloaded).
+Without chromium or Playwright the test skips, unless PQLAB_REQUIRE_BROWSER=1 (CI): then it fails with one
+line naming ``python -m pqlab.app.provision browser``.  Runs and exports go to tmp_path (PQLAB_OUTPUT), Lab's
+settings and workspaces too (a new user's defaults), and the notebook's bytes and times are put back
+afterwards, unless another process wrote the file meanwhile.  A checkout whose notebook 01 has changes of its
+own is never touched: the test skips.
 """
 from __future__ import annotations
 
@@ -42,20 +43,24 @@ SAVE_TIMEOUT_S = 60
 LISTENING = re.compile(r"JupyterLab is listening on (http://\S+/lab\?token=(\w+))")
 STDERR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 
-#: what the page shows, read in one go: every code cell's prompt, the kernel in the status bar, the notebook's tab
+#: what the page shows, read in one go: every code cell's prompt, the kernel in the status bar, the
+#: notebook's tab
 _STATE = """(name) => {
   const prompts = Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell'))
     .map(c => { const p = c.querySelector('.jp-InputPrompt'); return p ? p.textContent.trim() : ''; });
-  const status = Array.from(document.querySelectorAll('.jp-StatusBar-TextItem')).map(e => e.textContent.trim());
+  const status = Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))\
+.map(e => e.textContent.trim());
   const tab = Array.from(document.querySelectorAll('.lm-TabBar-tab'))
     .find(t => t.textContent.trim() === name);
   const outputs = document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-OutputArea-output').length;
   return {prompts, status, outputs, tab: tab ? {dirty: tab.classList.contains('jp-mod-dirty')} : null,
-          dialogs: Array.from(document.querySelectorAll('.jp-Dialog')).map(d => d.textContent.trim().slice(0, 300))};
+          dialogs: Array.from(document.querySelectorAll('.jp-Dialog'))\
+.map(d => d.textContent.trim().slice(0, 300))};
 }"""
 
 #: the text of every stderr output with the prompt of its cell (Lab renders an error output as stderr too)
-_STDERR = """(selector) => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell'))
+_STDERR = """(selector) => \
+Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell'))
   .flatMap(c => Array.from(c.querySelectorAll(selector)).map(o => {
      const p = c.querySelector('.jp-InputPrompt');
      return (p ? p.textContent.trim() : '?') + ' ' + o.textContent.trim();
@@ -74,15 +79,17 @@ def free_port() -> int:
 
 
 def api(base: str, token: str, path: str, method: str = "GET"):
-    request = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"token {token}"})
+    request = urllib.request.Request(f"{base}{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         body = response.read()
     return json.loads(body) if body else None
 
 
 def lab_environment(tmp_path: Path) -> dict:
-    """The test's environment for `pqlab lab`: runs and exports in tmp_path, no profile (an interactive run, as a
-    user's), Lab's settings, workspaces and runtime files in tmp_path (a new user's defaults, ~/.jupyter untouched)."""
+    """The test's environment for `pqlab lab`: runs and exports in tmp_path, no profile (an interactive run,
+    as a user's), Lab's settings, workspaces and runtime files in tmp_path (a new user's defaults, ~/.jupyter
+    untouched)."""
     env = dict(os.environ, PQLAB_OUTPUT=str(tmp_path / "output"), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "lab" / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab" / "workspaces"),
@@ -93,9 +100,9 @@ def lab_environment(tmp_path: Path) -> dict:
 
 @contextlib.contextmanager
 def running_lab(tmp_path: Path):
-    """`python -m pqlab lab` on a free port; yields (base URL, token) once it says where it listens.  At the end the
-    server is asked to shut down (which shuts down its kernels); whatever it started and is still running after that
-    is terminated by its process id."""
+    """`python -m pqlab lab` on a free port; yields (base URL, token) once it says where it listens.  At the
+    end the server is asked to shut down (which shuts down its kernels); whatever it started and is still
+    running after that is terminated by its process id."""
     import psutil  # ipykernel's dependency: there is no kernel without it
 
     port = free_port()
@@ -159,7 +166,8 @@ def running_lab(tmp_path: Path):
 
 
 def wait_until(what: str, done, timeout_s: float, describe, interval_s: float = 0.5):
-    """Poll `done()` until it returns something true; fail after `timeout_s` with `describe()` (what the page shows)."""
+    """Poll `done()` until it returns something true; fail after `timeout_s` with `describe()` (what the page
+    shows)."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = done()
@@ -171,7 +179,8 @@ def wait_until(what: str, done, timeout_s: float, describe, interval_s: float = 
 
 
 def kernel_state(base: str, token: str) -> tuple[str, str]:
-    """(kernel name, execution state) of the notebook's session, from the server ('' when there is none yet)."""
+    """(kernel name, execution state) of the notebook's session, from the server ('' when there is none
+    yet)."""
     for session in api(base, token, "/api/sessions"):
         if session.get("path") == NOTEBOOK:
             return session["kernel"]["name"], session["kernel"]["execution_state"]
@@ -179,8 +188,8 @@ def kernel_state(base: str, token: str) -> tuple[str, str]:
 
 
 def run_all_and_save(page, base: str, token: str, code_cells: int, path: Path) -> bytes:
-    """Open the notebook, wait for its kernel, Run All Cells from the Run menu, check every cell ran without an
-    error, save with Ctrl+S and wait until Lab shows the document saved; returns the bytes Lab saved."""
+    """Open the notebook, wait for its kernel, Run All Cells from the Run menu, check every cell ran without
+    an error, save with Ctrl+S and wait until Lab shows the document saved; returns the bytes Lab saved."""
     name = path.name
 
     def state() -> dict:
@@ -189,11 +198,13 @@ def run_all_and_save(page, base: str, token: str, code_cells: int, path: Path) -
     def describe() -> str:
         try:
             shown = state()
-            stderr = [t[:2000] for t in page.evaluate(_STDERR, STDERR_OUTPUT) if re.search("Error|Exception", t)]
+            stderr = [t[:2000] for t in page.evaluate(_STDERR, STDERR_OUTPUT)
+                      if re.search("Error|Exception", t)]
         except Exception as exc:  # the page itself is gone: say so
             return f"the page cannot be read ({str(exc).splitlines()[0]})"
-        return (f"prompts {shown['prompts']}, status bar {[s for s in shown['status'] if s]}, tab {shown['tab']}, "
-                f"dialogs {shown['dialogs']}, kernel {kernel_state(base, token)}, errors shown {stderr}")
+        return (f"prompts {shown['prompts']}, status bar {[s for s in shown['status'] if s]}, tab "
+                f"{shown['tab']}, dialogs {shown['dialogs']}, kernel {kernel_state(base, token)}, errors "
+                f"shown {stderr}")
 
     def kernel_idle() -> bool:
         shown = state()
@@ -212,7 +223,8 @@ def run_all_and_save(page, base: str, token: str, code_cells: int, path: Path) -
     started = time.monotonic()
     wait_until("Run All Cells started (a [*] prompt or a number)",
                lambda: any(p != "[ ]:" for p in state()["prompts"]), 30, describe, interval_s=0.1)
-    wait_until("every code cell ran and the kernel is idle", kernel_idle, RUN_TIMEOUT_S, describe, interval_s=1)
+    wait_until("every code cell ran and the kernel is idle", kernel_idle, RUN_TIMEOUT_S, describe,
+               interval_s=1)
     ran_s = time.monotonic() - started
     prompts = state()["prompts"]
     # Run All stops at a cell that raises: the cells after it keep an empty prompt
@@ -229,19 +241,21 @@ def run_all_and_save(page, base: str, token: str, code_cells: int, path: Path) -
 
     def saved() -> bool:
         shown = state()
-        if any(d.startswith("File Changed") for d in shown["dialogs"]):  # never overwrite another writer's file
+        # never overwrite another writer's file
+        if any(d.startswith("File Changed") for d in shown["dialogs"]):
             pytest.fail(f"{NOTEBOOK} changed on disk while the test ran (another process wrote it): Lab asks "
                         f"whether to overwrite it, and the test does not; {describe()}", pytrace=False)
         return shown["tab"] == {"dirty": False} and path.stat().st_mtime_ns != before
 
-    wait_until("Lab shows the notebook saved (its tab not dirty)", saved, SAVE_TIMEOUT_S, describe, interval_s=0.2)
+    wait_until("Lab shows the notebook saved (its tab not dirty)", saved, SAVE_TIMEOUT_S, describe,
+               interval_s=0.2)
     assert state()["outputs"] == shown, f"the page lost outputs when the notebook was saved; {describe()}"
     return path.read_bytes()
 
 
 def put_back(path: Path, original: bytes, stat: os.stat_result, saved: bytes | None) -> str:
-    """Put the notebook's bytes and times back when what is on disk is what Lab saved; leave a file someone else
-    wrote meanwhile as it is, and say so ("" when all is well)."""
+    """Put the notebook's bytes and times back when what is on disk is what Lab saved; leave a file someone
+    else wrote meanwhile as it is, and say so ("" when all is well)."""
     now = path.read_bytes() if path.exists() else None
     if now == original:
         if saved is not None:  # saved as committed (JupyterLab's pre-save hook): only its time changed
@@ -256,8 +270,8 @@ def put_back(path: Path, original: bytes, stat: os.stat_result, saved: bytes | N
 
 @contextlib.contextmanager
 def kept(path: Path):
-    """Lab's checkpoint of the notebook: put back as it was afterwards (removed, with its folder, when it was not
-    there)."""
+    """Lab's checkpoint of the notebook: put back as it was afterwards (removed, with its folder, when it was
+    not there)."""
     was = path.read_bytes() if path.exists() else None
     folder_existed = path.parent.exists()
     try:
@@ -278,7 +292,8 @@ def test_running_and_saving_notebook_01_in_jupyterlab_leaves_git_status_clean(tm
     if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode:
         pytest.skip("not a git checkout (or no git): nothing to keep clean")
     notebook = paths.ROOT / NOTEBOOK
-    committed = subprocess.run(["git", "-C", str(paths.ROOT), "show", f"HEAD:{NOTEBOOK}"], capture_output=True).stdout
+    committed = subprocess.run(["git", "-C", str(paths.ROOT), "show", f"HEAD:{NOTEBOOK}"],
+                               capture_output=True).stdout
     if git("diff", "--quiet", "HEAD", "--", NOTEBOOK).returncode and notebook.read_bytes() != committed:
         pytest.skip(f"{NOTEBOOK} has changes of yours: the test runs and saves it only in a clean checkout")
     code_cells = sum(c["cell_type"] == "code" for c in json.loads(notebook.read_text())["cells"])
@@ -294,14 +309,16 @@ def test_running_and_saving_notebook_01_in_jupyterlab_leaves_git_status_clean(tm
     try:
         with kept(checkpoint):
             with running_lab(tmp_path) as (base, token), sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=report.find_chromium(), args=["--disable-dev-shm-usage"])
+                browser = pw.chromium.launch(executable_path=report.find_chromium(),
+                                             args=["--disable-dev-shm-usage"])
                 try:
                     page = browser.new_page(viewport={"width": 1400, "height": 900})
                     page.on("pageerror", lambda exc: print(f"script error in Lab: {str(exc)[:200]}"))
                     saved = run_all_and_save(page, base, token, code_cells, notebook)
                 finally:
                     browser.close()
-            (tmp_path / notebook.name).write_bytes(saved)  # what Lab saved, to look at when an assertion fails
+            # what Lab saved, to look at when an assertion fails
+            (tmp_path / notebook.name).write_bytes(saved)
             # what git sees, with the saved notebook on disk and the server stopped
             assert notebook.read_bytes() == saved, f"{NOTEBOOK} changed on disk after Lab saved it"
             cells = json.loads(saved)["cells"]

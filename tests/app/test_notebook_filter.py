@@ -1,6 +1,7 @@
-"""Notebooks are stored without outputs whoever saves them (issue 29): .gitattributes names nbstripout as git's filter
-for notebooks, `make setup` (python -m pqlab.app.provision notebook-filter) configures it, and every committed notebook
-is exactly what the filter makes of it, so a notebook run and saved in JupyterLab leaves `git status` clean."""
+"""Notebooks are stored without outputs whoever saves them (issue 29): .gitattributes names nbstripout as
+git's filter for notebooks, `make setup` (python -m pqlab.app.provision notebook-filter) configures it, and
+every committed notebook is exactly what the filter makes of it, so a notebook run and saved in JupyterLab
+leaves `git status` clean."""
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def strip(path: Path) -> bytes:
-    return subprocess.run([*provision.nbstripout_command(), "-t"], input=path.read_bytes(), capture_output=True,
-                          check=True).stdout
+    return subprocess.run([*provision.nbstripout_command(), "-t"], input=path.read_bytes(),
+                          capture_output=True, check=True).stdout
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -47,10 +48,13 @@ def with_outputs(nb: dict) -> dict:
     return nb
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name.startswith(("01_", "own_"))], ids=lambda p: p.stem)
-def test_jupyterlab_saves_a_study_notebook_as_committed_and_a_users_own_with_its_outputs(path, tmp_path, monkeypatch):
-    """The pre-save hook of `make lab`, in JupyterLab's own contents manager: a study notebook run and saved is
-    written byte for byte as committed (so git status stays clean); a notebook in my-notebooks/ keeps its outputs."""
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name.startswith(("01_", "own_"))],
+                         ids=lambda p: p.stem)
+def test_jupyterlab_saves_a_study_notebook_as_committed_and_a_users_own_with_its_outputs(path, tmp_path,
+                                                                                         monkeypatch):
+    """The pre-save hook of `make lab`, in JupyterLab's own contents manager: a study notebook run and saved
+    is written byte for byte as committed (so git status stays clean); a notebook in my-notebooks/ keeps its
+    outputs."""
     from jupyter_server.services.contents.filemanager import FileContentsManager
 
     from pqlab.app import lab
@@ -78,7 +82,8 @@ def test_make_lab_installs_the_hook():
 @pytest.mark.skipif(shutil.which("git") is None, reason="no git")
 def test_outside_make_lab_the_git_filter_keeps_outputs_out_of_diffs_and_commits(tmp_path):
     def git(*args):
-        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True,
+                              check=True).stdout
 
     git("init", "-q")
     git("config", "user.email", "t@example.org")
@@ -90,7 +95,8 @@ def test_outside_make_lab_the_git_filter_keeps_outputs_out_of_diffs_and_commits(
     git("add", ".")
     git("commit", "-q", "-m", "stripped")
     nb = with_outputs(json.loads(notebook.read_text()))
-    notebook.write_text(json.dumps(nb, indent=1) + "\n")  # saved by another editor: outputs, its own key order
+    # saved by another editor: outputs, its own key order
+    notebook.write_text(json.dumps(nb, indent=1) + "\n")
     assert git("diff") == ""
     git("add", "n.ipynb")
     assert git("diff", "--cached") == "" and git("status", "--porcelain") == ""  # nothing to commit

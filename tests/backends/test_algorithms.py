@@ -76,7 +76,8 @@ def test_catalogue_columns_and_rows():
     for kind, ops in df[["kind", "operations"]].drop_duplicates().itertuples(index=False):
         assert ops == ",".join(KIND_OPERATIONS[kind])
     unknown_family = df[~df["family"].isin(FAMILIES)]
-    assert unknown_family.empty, f"algorithms without a known family: {unknown_family[['algorithm', 'backend', 'family']]}"
+    assert unknown_family.empty, ("algorithms without a known family: "
+                                  f"{unknown_family[['algorithm', 'backend', 'family']]}")
     oqs = df[df["backend"] == "liboqs"]
     assert (oqs["kind"] == "sig").sum() == 56 and (oqs["kind"] == "kem").sum() == 29
     assert oqs["implementation"].str.contains("liboqs 0.13.0").all()
@@ -140,11 +141,12 @@ def test_checks_reject_wrong_outputs(name, backend):
             trial.check(bad)
 
 
-AUTHENTICATED = {"Ed25519": False, "ML-DSA-44": False, "ML-KEM-768": False, "X25519": False, "ECDH-P256": False,
+AUTHENTICATED = {"Ed25519": False, "ML-DSA-44": False, "ML-KEM-768": False, "X25519": False,
+                 "ECDH-P256": False,
                  "RSA-2048-OAEP": True,
                  "AES-256-GCM": True, "ChaCha20-Poly1305": True, "AES-256-CBC": False}
-AEAD_CASES = [("RSA-2048-OAEP", "cryptography"), ("AES-256-GCM", "cryptography"), ("AES-256-GCM", "pycryptodome"),
-              ("ChaCha20-Poly1305", "pycryptodome")]
+AEAD_CASES = [("RSA-2048-OAEP", "cryptography"), ("AES-256-GCM", "cryptography"),
+              ("AES-256-GCM", "pycryptodome"), ("ChaCha20-Poly1305", "pycryptodome")]
 
 
 @pytest.mark.parametrize("name,backend", AEAD_CASES, ids=[f"{n}@{b}" for n, b in AEAD_CASES])
@@ -287,7 +289,8 @@ def test_base_algorithm_primitives_are_abstract():
 
 def test_bench_makes_an_algorithms_keys_once_for_every_operation_and_size(monkeypatch):
     """One key pair per algorithm and run (SUPERCOP's way): an RSA key costs more than the operations timed
-    with it, and notebook 02 measures sign and verify at 59 lengths.  keygen still makes (and checks) its own."""
+    with it, and notebook 02 measures sign and verify at 59 lengths.  keygen still makes (and checks) its
+    own."""
     algo = get("RSA-2048-PSS", "cryptography")
     made = []
     real = type(algo).generate
@@ -309,19 +312,21 @@ def test_a_trial_with_given_keys_uses_them():
     trial = algo.trial("verify", MESSAGE, keys)
     assert trial.run() is True
     other = algo.generate()
-    with pytest.raises(VerificationError):  # a signature made with the given key does not verify under another
+    # a signature made with the given key does not verify under another
+    with pytest.raises(VerificationError):
         algo.trial("verify", MESSAGE, (other[0], keys[1]))
 
 
 def test_resolve_takes_one_name_alone():
     """A str is one name, never read letter by letter (measure_memory("ML-DSA-4") refused 'M')."""
     assert [a.name for a in resolve("ML-DSA-44")] == ["ML-DSA-44"]
-    assert [a.key for a in resolve(["ML-DSA-44", "Ed25519"])] == [a.key for a in resolve("ML-DSA-44") + resolve("Ed25519")]
+    assert ([a.key for a in resolve(["ML-DSA-44", "Ed25519"])]
+            == [a.key for a in resolve("ML-DSA-44") + resolve("Ed25519")])
 
 
 def test_a_keygen_check_never_round_trips_the_empty_message():
-    # RSA PKCS#1 v1.5 with implicit rejection may "decrypt" a tampered ciphertext to a synthetic, sometimes empty,
-    # message: with an empty probe the tamper check would fail about once in 245 keygens
+    # RSA PKCS#1 v1.5 with implicit rejection may "decrypt" a tampered ciphertext to a synthetic, sometimes
+    # empty, message: with an empty probe the tamper check would fail about once in 245 keygens
     from pqlab.backends.base import KEYGEN_PROBE, Algorithm
 
     def bind(key):
@@ -331,7 +336,8 @@ def test_a_keygen_check_never_round_trips_the_empty_message():
             made[b"\x00" + m] = m
             return b"\x00" + m
 
-        def decrypt(ct: bytes) -> bytes:  # a ciphertext it did not make "decrypts" to an empty synthetic message
+        # a ciphertext it did not make "decrypts" to an empty synthetic message
+        def decrypt(ct: bytes) -> bytes:
             return made.get(ct, b"")
         return encrypt, decrypt
 

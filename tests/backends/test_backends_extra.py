@@ -31,11 +31,14 @@ def test_pqcrypto_metadata(name, family, level):
 
 
 # ----- what each backend runs, read from the installed package -----
-BACKBONE = ({"name": "backbone-ml-dsa", "version": "0.2.0", "description": "ML-DSA (FIPS 204) implementation"},
-            {"name": "backbone-sphincs", "version": "0.2.0", "description": "SPHINCS+ (FIPS 205) implementation"},
+BACKBONE = ({"name": "backbone-ml-dsa", "version": "0.2.0",
+             "description": "ML-DSA (FIPS 204) implementation"},
+            {"name": "backbone-sphincs", "version": "0.2.0",
+             "description": "SPHINCS+ (FIPS 205) implementation"},
             {"name": "sha3", "version": "0.10.9", "description": "Pure Rust implementation of SHA-3"})
 PQCLEAN = ({"name": "pqcrypto-mldsa", "version": "0.1.0", "description": "Post-Quantum ML-DSA using PQClean"},
-           {"name": "pqcrypto-internals", "version": "0.2.5", "description": "bindings to common PQClean code"})
+           {"name": "pqcrypto-internals", "version": "0.2.5",
+            "description": "bindings to common PQClean code"})
 
 
 def test_pqcrypto_label_names_the_crate_and_pqclean_from_the_sbom():
@@ -149,8 +152,10 @@ def test_cross_verification_same_standard(signer, verifier):
 def test_round3_sphincs_is_not_slh_dsa():
     if "liboqs" not in algorithms.backends_of("SPHINCS+-SHA2-128f-simple"):
         pytest.skip("liboqs not available")
-    assert cross_verify("SPHINCS+-SHA2-128f-simple@liboqs", "SLH-DSA-SHA2-128f@pqcrypto", MESSAGE)["verifies"] is False
-    assert cross_verify("SLH-DSA-SHA2-128f@pqcrypto", "SPHINCS+-SHA2-128f-simple@liboqs", MESSAGE)["verifies"] is False
+    assert cross_verify("SPHINCS+-SHA2-128f-simple@liboqs", "SLH-DSA-SHA2-128f@pqcrypto",
+                        MESSAGE)["verifies"] is False
+    assert cross_verify("SLH-DSA-SHA2-128f@pqcrypto", "SPHINCS+-SHA2-128f-simple@liboqs",
+                        MESSAGE)["verifies"] is False
 
 
 def test_round3_differs_from_fips205_only_by_prefix_when_fors_indices_are_bytes():

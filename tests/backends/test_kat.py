@@ -49,7 +49,8 @@ def fixed_random(monkeypatch):
             monkeypatch.setattr(openssl, "os", types.SimpleNamespace(urandom=draw))
         else:
             monkeypatch.setattr(Crypto.Random, "get_random_bytes", draw)  # AEAD adapters import it per call
-            monkeypatch.setattr(dome_cbc, "get_random_bytes", draw)  # AES.new(key, MODE_CBC) draws the IV here
+            # AES.new(key, MODE_CBC) draws the IV here
+            monkeypatch.setattr(dome_cbc, "get_random_bytes", draw)
 
     return fix
 
@@ -93,7 +94,8 @@ def test_cbc_aes256_sp800_38a_f26_decrypt_through_the_adapter(backend, fixed_ran
     other = BACKENDS[1 - BACKENDS.index(backend)]
     fixed_random(other, SP800_IV)
     padding_block = get("AES-256-CBC", other).encryptor(SP800_KEY)(SP800_PLAIN)[80:]
-    assert get("AES-256-CBC", backend).decryptor(SP800_KEY)(SP800_IV + SP800_CIPHER + padding_block) == SP800_PLAIN
+    assert get("AES-256-CBC", backend).decryptor(SP800_KEY)(SP800_IV + SP800_CIPHER
+                                                            + padding_block) == SP800_PLAIN
     wrong = get("AES-256-CBC", backend).decryptor(SP800_KEY)(SP800_IV + flip(SP800_CIPHER) + padding_block)
     assert wrong != SP800_PLAIN
 
@@ -112,14 +114,16 @@ GCM_CIPHER_16 = GCM_CIPHER_15[:60]
 GCM_TAG_16 = h("76fc6ece0f4e1768cddf8853bb2d551b")
 
 GCM_NO_AAD = [  # (case, key, iv, plaintext, ciphertext, tag)
-    (14, bytes(32), bytes(12), bytes(16), h("cea7403d4d606b6e074ec5d3baf39d18"), h("d0d1c8a799996bf0265b98b5d48ab919")),
+    (14, bytes(32), bytes(12), bytes(16), h("cea7403d4d606b6e074ec5d3baf39d18"),
+     h("d0d1c8a799996bf0265b98b5d48ab919")),
     (15, GCM_KEY, GCM_IV, GCM_PLAIN_15, GCM_CIPHER_15, GCM_TAG_15),
 ]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case,key,iv,plain,cipher,tag", GCM_NO_AAD, ids=["case14", "case15"])
-def test_aes256_gcm_spec_vectors_through_the_adapter(backend, case, key, iv, plain, cipher, tag, fixed_random):
+def test_aes256_gcm_spec_vectors_through_the_adapter(backend, case, key, iv, plain, cipher, tag,
+                                                     fixed_random):
     algo = get("AES-256-GCM", backend)
     fixed_random(backend, iv)
     assert algo.encryptor(key)(plain) == iv + cipher + tag  # the adapter's framing: nonce || C || T
@@ -153,8 +157,8 @@ def test_aes256_gcm_case16_with_aad_through_the_libraries():
 CHACHA_KEY = h("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f")
 CHACHA_NONCE = h("070000004041424344454647")
 CHACHA_AAD = h("50515253c0c1c2c3c4c5c6c7")
-CHACHA_PLAIN = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, "
-                b"sunscreen would be it.")
+CHACHA_PLAIN = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the "
+                b"future, sunscreen would be it.")
 CHACHA_CIPHER = h("""d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d6
                      3dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b36
                      92ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc
@@ -182,7 +186,8 @@ def test_chacha20_poly1305_rfc8439_with_aad_through_the_libraries():
     from Crypto.Cipher import ChaCha20_Poly1305
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
-    assert ChaCha20Poly1305(CHACHA_KEY).encrypt(CHACHA_NONCE, CHACHA_PLAIN, CHACHA_AAD) == CHACHA_CIPHER + CHACHA_TAG
+    assert (ChaCha20Poly1305(CHACHA_KEY).encrypt(CHACHA_NONCE, CHACHA_PLAIN, CHACHA_AAD)
+            == CHACHA_CIPHER + CHACHA_TAG)
     dome = ChaCha20_Poly1305.new(key=CHACHA_KEY, nonce=CHACHA_NONCE)
     dome.update(CHACHA_AAD)
     assert dome.encrypt_and_digest(CHACHA_PLAIN) == (CHACHA_CIPHER, CHACHA_TAG)
@@ -192,10 +197,12 @@ def test_chacha20_poly1305_rfc8439_with_aad_through_the_libraries():
 ED25519_VECTORS = [  # (test, secret, public, message, signature)
     ("TEST 1", h("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"),
      h("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"), b"",
-     h("""e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b""")),
+     h("""e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46b"""
+       """d25bf5f0595bbe24655141438e7a100b""")),
     ("TEST 2", h("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"),
      h("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"), h("72"),
-     h("""92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00""")),
+     h("""92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c"""
+       """387b2eaeb4302aeeb00d291612bb0c00""")),
 ]
 
 

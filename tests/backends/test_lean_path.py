@@ -1,6 +1,6 @@
-"""pqlab's lean path into liboqs (issue 31, item 5): backend ``liboqs`` calls liboqs's C API with buffers made once
-and runs a sample's calls in pqlab's C loop; backend ``liboqs-python`` is the same library through its binding.
-Both check every output; a failed call in the loop is a verification error, never a fast sample."""
+"""pqlab's lean path into liboqs (issue 31, item 5): backend ``liboqs`` calls liboqs's C API with buffers made
+once and runs a sample's calls in pqlab's C loop; backend ``liboqs-python`` is the same library through its
+binding. Both check every output; a failed call in the loop is a verification error, never a fast sample."""
 from __future__ import annotations
 
 import functools
@@ -27,8 +27,8 @@ def test_every_operation_loops_in_c_with_its_output_checked(name, operations):
     for op in operations:
         trial = algo.trial(op, b"m" * 100)
         assert trial.repeat is not None and trial.output is not None, op
-        s = measure(trial.run, trial.check, budget_s=0.02, min_samples=3, fresh=trial.fresh, repeat=trial.repeat,
-                    output=trial.output, target_rel_ci=None)
+        s = measure(trial.run, trial.check, budget_s=0.02, min_samples=3, fresh=trial.fresh,
+                    repeat=trial.repeat, output=trial.output, target_rel_ci=None)
         assert s.checked >= 3 and np.all(s.time_ns > 0), op
         assert s.loops * float(np.median(s.time_ns)) >= REPEAT_SAMPLE_NS * 0.5 or s.loops == 1, op
 
@@ -36,12 +36,14 @@ def test_every_operation_loops_in_c_with_its_output_checked(name, operations):
 def test_the_binding_is_a_row_of_its_own_and_a_bare_name_picks_the_lean_path_without_a_word(recwarn):
     both = algorithms.get("ML-KEM-768", "liboqs-python"), algorithms.get("ML-KEM-768", "liboqs")
     assert both[0].implementation.endswith(f"through liboqs-python {both[0]._oqs.oqs_python_version()}")
-    assert both[0].library_version == both[1].library_version and both[0].extra["build"] == both[1].extra["build"]
+    assert (both[0].library_version == both[1].library_version
+            and both[0].extra["build"] == both[1].extra["build"])
     assert algorithms.get("ML-KEM-768").backend == "liboqs"
     for name in ("MAYO-1", "ML-KEM-768"):
         algorithms._ANNOUNCED.discard(name)
     assert algorithms.announce_defaults(["MAYO-1"]) == []  # one library, two paths: nothing to choose
-    (said,) = algorithms.announce_defaults(["ML-KEM-768"])  # other libraries: said, the binding not among them
+    # other libraries: said, the binding not among them
+    (said,) = algorithms.announce_defaults(["ML-KEM-768"])
     assert "(liboqs, cryptography, pqcrypto)" in said
     assert vocabulary.backend("liboqs-python").through == "liboqs" and vocabulary.c_loop("liboqs")
 
@@ -76,7 +78,8 @@ def test_a_tampered_input_is_rejected_through_the_lean_path():
 
 
 def test_bench_gives_lean_rows_the_c_loops_own_cost_and_says_it(tmp_path):
-    # liboqs-python's ML-KEM accepts keys and ciphertexts one byte short (pqlab.checks.conformance); pqlab's path refuses them
+    # liboqs-python's ML-KEM accepts keys and ciphertexts one byte short
+    # (pqlab.checks.conformance); pqlab's path refuses them
     run = benchmark.bench(["ML-KEM-768@liboqs", "ML-KEM-768@liboqs-python"], operations=["encaps"],
                           folder=tmp_path, save=False, allow_nonconforming=True, **FAST)
     assert run.meta["allowed_nonconforming"] == ["ML-KEM-768@liboqs-python"]
@@ -85,17 +88,20 @@ def test_bench_gives_lean_rows_the_c_loops_own_cost_and_says_it(tmp_path):
     assert m.loc["liboqs", "overhead_ns"] == pytest.approx(lean_cost) and lean_cost < harness
     assert m.loc["liboqs-python", "overhead_ns"] == pytest.approx(harness)
     assert "pqlab's C loop" in benchmark.describe_harness(run)
-    assert set(run.samples["operation"]) == {"encaps", "noop"}  # the loop's no-op is the run's meta, not a row
+    # the loop's no-op is the run's meta, not a row
+    assert set(run.samples["operation"]) == {"encaps", "noop"}
 
 
 def test_the_c_loop_is_one_helper_for_every_build():
     path = lean._c()[1]._name
-    assert "lean_loops" in path and functools.reduce(lambda a, b: a and b, (hasattr(lean._c()[1], n) for n in lean._LOOPS))
+    assert "lean_loops" in path and functools.reduce(lambda a, b: a and b,
+                                                     (hasattr(lean._c()[1], n) for n in lean._LOOPS))
 
 
 def test_without_a_c_compiler_liboqs_is_measured_through_its_binding_and_says_so(tmp_path):
-    """The C loop is compiled on first use; where no compiler exists the liboqs backend is not offered, a bare name
-    means liboqs-python, and one line says why (in a fresh process with an empty cache and CC naming no program)."""
+    """The C loop is compiled on first use; where no compiler exists the liboqs backend is not offered, a bare
+    name means liboqs-python, and one line says why (in a fresh process with an empty cache and CC naming no
+    program)."""
     import os
     import subprocess
     import sys

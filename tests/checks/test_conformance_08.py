@@ -1,7 +1,7 @@
-"""Notebook 08 (pqlab.studies.implementations) and conformance, issue #42 "Fast because wrong?": an implementation
-that fails Wycheproof vectors is timed and marked, never dropped in silence; no "fastest" claim names it without
-saying what it fails; the counts count what ran, for whom, and distinct code.  Fake vector rows and fake runs: no
-program runs here."""
+"""Notebook 08 (pqlab.studies.implementations) and conformance, issue #42 "Fast because wrong?": an
+implementation that fails Wycheproof vectors is timed and marked, never dropped in silence; no "fastest" claim
+names it without saying what it fails; the counts count what ran, for whom, and distinct code.  Fake vector
+rows and fake runs: no program runs here."""
 from __future__ import annotations
 
 import re
@@ -16,15 +16,16 @@ from pqlab.store.results import Run
 from pqlab.studies import implementations as im
 
 FORGED = "accepts-invalid-signature"
-#: What each fake (implementation, algorithm) passed: (vectors passed, vectors failed with FORGED, skipped); None:
-#: no vector row at all.
+#: What each fake (implementation, algorithm) passed: (vectors passed, vectors failed with FORGED, skipped);
+#: None: no vector row at all.
 VECTORS = {("liboqs", "ML-DSA-44"): (40, 3, 2), ("liboqs-python", "ML-DSA-44"): (40, 3, 2),
            ("cryptography", "ML-DSA-44"): (43, 0, 2), ("liboqs", "ML-KEM-768"): None,
            ("aws-lc-rs", "ML-DSA-44"): (20, 0, 0), ("aws-lc-rs", "ML-KEM-768"): None,
            ("openssl", "ML-DSA-44"): (43, 0, 2), ("openssl", "ML-KEM-768"): (50, 0, 0),
            ("libcrux", "ML-KEM-768"): (50, 0, 0)}
 #: The medians (ns): liboqs signs fastest, and is non-conforming.
-SIGN = {"liboqs": 52_000, "liboqs-python": 54_000, "aws-lc-rs": 72_500, "openssl": 90_000, "cryptography": 95_000}
+SIGN = {"liboqs": 52_000, "liboqs-python": 54_000, "aws-lc-rs": 72_500, "openssl": 90_000,
+        "cryptography": 95_000}
 ENCAPS = {"liboqs": 8_000, "aws-lc-rs": 10_000, "libcrux": 12_000, "openssl": 20_000}
 LABELS = {"liboqs": ("0.13.0", "liboqs 0.13.0 (default build)"),
           "liboqs-python": ("0.13.0", "liboqs 0.13.0 (default build) through liboqs-python 0.16.0.1"),
@@ -42,7 +43,8 @@ def vector_rows(implementations) -> pd.DataFrame:
         ok, bad, skipped = counts
         outcomes = [True] * ok + [False] * bad + [None] * skipped
         for i, passed in enumerate(outcomes):
-            rows.append({"implementation": impl, "algorithm": alg, "file": f"{alg.lower()}_test.json", "vector": i + 1,
+            rows.append({"implementation": impl, "algorithm": alg, "file": f"{alg.lower()}_test.json",
+                         "vector": i + 1,
                          "expected": "invalid" if passed is False else "valid", "passed": passed,
                          "kind": FORGED if passed is False else "",
                          "detail": "context string: outside the protocol" if passed is None else "",
@@ -65,14 +67,16 @@ def fake_lists(monkeypatch) -> None:
 
 def no_checks() -> im.Checks:
     """Checks where every cross-check passed (none ran) and no vector row is left: the runs' records speak."""
-    return im.Checks(pd.DataFrame(columns=["algorithm", "owner", "peer", "check", "passed", "detail"]), vector_rows([]))
+    return im.Checks(pd.DataFrame(columns=["algorithm", "owner", "peer", "check", "passed", "detail"]),
+                     vector_rows([]))
 
 
 def fake_run(run_id: str, entries: dict, records: dict) -> Run:
     measurements, samples = [], []
     for (impl, alg, op), median in entries.items():
         release, label = LABELS[impl]
-        measurements.append({"algorithm": alg, "backend": impl, "implementation": label, "library_version": release,
+        measurements.append({"algorithm": alg, "backend": impl, "implementation": label,
+                             "library_version": release,
                              "operation": op, "time_ns_median": median, "time_ns_ci_low": median * 0.98,
                              "time_ns_ci_high": median * 1.02, "rounds": 3, "verified": True})
         samples += [{"run_id": run_id, "backend": impl, "build": "", "algorithm": alg, "operation": op,
@@ -117,10 +121,12 @@ def test_a_nonconforming_implementation_keeps_its_row_with_its_mark_and_failure_
     assert fine["status"] == conformance.CONFORMS and fine["conformance"] == "passed 43 vectors"
     unchecked = table[(table["implementation"] == "aws-lc-rs") & (table["algorithm"] == "ML-KEM-768")].iloc[0]
     assert unchecked["status"] == conformance.NOT_CHECKED and "conformance-not-checked" in unchecked["flags"]
-    assert "none of ML-KEM-768's vectors fit its API (a caller may seed no operation" in unchecked["conformance"]
+    assert ("none of ML-KEM-768's vectors fit its API (a caller may seed no operation"
+            in unchecked["conformance"])
     conf = im.conformance_table(table, runs).set_index(["implementation", "algorithm"])
     assert conf.loc[("liboqs-python", "ML-DSA-44"), "failures"] == f"{words} ×3"
-    assert conf.loc[("liboqs-python", "ML-DSA-44"), "skip_reasons"] == "context string: outside the protocol ×2"
+    assert (conf.loc[("liboqs-python", "ML-DSA-44"), "skip_reasons"]
+            == "context string: outside the protocol ×2")
 
 
 def test_the_fastest_is_never_a_nonconforming_implementation_without_its_caveat(runs):
@@ -136,27 +142,29 @@ def test_the_fastest_is_never_a_nonconforming_implementation_without_its_caveat(
     signing = spread_text[spread_text.index("ML-DSA-44 sign"):]  # the sentence on signing, where liboqs fails
     for found in re.finditer(r"\bliboqs(?:-python)?\b", signing):  # named only with what it fails
         assert "but is non-conforming: it" in signing[found.end():found.end() + 60], spread_text
-    for alg in ("ML-DSA-44", "ML-KEM-768"):  # each algorithm's line names no non-conforming implementation fastest
+    # each algorithm's line names no non-conforming implementation fastest
+    for alg in ("ML-DSA-44", "ML-KEM-768"):
         line = next(x for x in note.splitlines() if x.startswith(f"* **{alg}**"))
         named = re.findall(r"fastest (?:conforming )?([\w-]+)", line)
         mine = table[table["algorithm"] == alg]
-        assert named and not set(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"]) & set(named)
+        assert named and not (set(mine.loc[mine["status"] == conformance.NONCONFORMING, "implementation"])
+                              & set(named))
     words = vectors.FAILURE_KINDS[FORGED]
     assert (f"sign: fastest conforming aws-lc-rs ({fmt_time_ns(SIGN['aws-lc-rs'])}; liboqs is faster "
-            f"({fmt_time_ns(SIGN['liboqs'])}) but is non-conforming: it {words} (3 of 43) of Wycheproof's vectors; "
-            f"liboqs-python is faster") in note
+            f"({fmt_time_ns(SIGN['liboqs'])}) but is non-conforming: it {words} (3 of 43) of Wycheproof's "
+            f"vectors; liboqs-python is faster") in note
     # the fastest ML-KEM-768 encapsulation is liboqs, which no vector checked: the claim says so
-    assert (f"encaps: fastest liboqs ({fmt_time_ns(ENCAPS['liboqs'])}; not checked against known answers: no seeded "
-            "key generation in its adapter for ML-KEM-768)") in note
-    assert im.numbers(table, no_checks(), ["ML-DSA-44"],
-                      runs)["ml_dsa_44_sign_spread"] == pytest.approx(SIGN["cryptography"] / SIGN["aws-lc-rs"])
+    assert (f"encaps: fastest liboqs ({fmt_time_ns(ENCAPS['liboqs'])}; not checked against known answers: no "
+            "seeded key generation in its adapter for ML-KEM-768)") in note
+    assert (im.numbers(table, no_checks(), ["ML-DSA-44"], runs)["ml_dsa_44_sign_spread"]
+            == pytest.approx(SIGN["cryptography"] / SIGN["aws-lc-rs"]))
 
 
 def test_the_counts_count_distinct_code_and_what_actually_ran(runs):
     table = im.comparison(runs)
     counts = im.describe_counts(table).replace("\\", "")
-    assert counts.startswith("6 APIs were timed (aws-lc-rs, cryptography, libcrux, liboqs, liboqs-python, openssl); "
-                             "they are 4 distinct code bases: ")
+    assert counts.startswith("6 APIs were timed (aws-lc-rs, cryptography, libcrux, liboqs, liboqs-python, "
+                             "openssl); they are 4 distinct code bases: ")
     assert "cryptography and openssl run the same OpenSSL 4.0.3" in counts
     assert "liboqs and liboqs-python run the same liboqs 0.13.0" in counts
     ran = im.describe_conformance(table, runs).replace("\\", "")
@@ -165,8 +173,8 @@ def test_the_counts_count_distinct_code_and_what_actually_ran(runs):
                           "(context string: outside the protocol: 8)")
     assert "No vector ran for aws-lc-rs ML-KEM-768: none of ML-KEM-768's vectors fit its API" in ran
     assert "No vector ran for liboqs ML-KEM-768: no seeded key generation in its adapter" in ran
-    assert (f"Non-conforming, timed and marked in every table: liboqs ML-DSA-44 ({vectors.FAILURE_KINDS[FORGED]} "
-            "(3 of 43)); liboqs-python ML-DSA-44") in ran
+    assert ("Non-conforming, timed and marked in every table: liboqs ML-DSA-44 "
+            f"({vectors.FAILURE_KINDS[FORGED]} (3 of 43)); liboqs-python ML-DSA-44") in ran
     numbers = im.numbers(table, no_checks(), ["ML-DSA-44"], runs)
     assert (numbers["pairs_timed"], numbers["pairs_with_vectors"], numbers["pairs_nonconforming"],
             numbers["vectors_run"], numbers["vectors_passed"], numbers["apis_timed"],
@@ -177,8 +185,8 @@ def test_the_counts_count_distinct_code_and_what_actually_ran(runs):
 
 
 def test_measure_times_an_implementation_that_only_failed_vectors(monkeypatch):
-    """Only a disagreement or a crash leaves the timing; the programs' run gets each pair's record, and bench is
-    asked to time a non-conforming backend."""
+    """Only a disagreement or a crash leaves the timing; the programs' run gets each pair's record, and bench
+    is asked to time a non-conforming backend."""
     from pqlab import benchmark
 
     asked = {}
@@ -186,10 +194,11 @@ def test_measure_times_an_implementation_that_only_failed_vectors(monkeypatch):
     monkeypatch.setattr(benchmark, "bench", lambda items, **kw: asked.setdefault("python", (items, kw)))
     rows = vector_rows(["liboqs", "aws-lc-rs"])
     crash = {"implementation": "pqcrypto", "algorithm": "ML-DSA-44", "file": "mldsa_44_verify_test.json",
-             "vector": None, "expected": "", "passed": False, "kind": "error", "detail": "BrokenPipeError: gone",
-             "source": ""}
+             "vector": None, "expected": "", "passed": False, "kind": "error",
+             "detail": "BrokenPipeError: gone", "source": ""}
     rows = pd.concat([rows, pd.DataFrame([crash])], ignore_index=True)
-    checks = im.Checks(pd.DataFrame(columns=["algorithm", "owner", "peer", "check", "passed", "detail"]), rows)
+    checks = im.Checks(pd.DataFrame(columns=["algorithm", "owner", "peer", "check", "passed", "detail"]),
+                       rows)
     assert set(checks.excluded) == {"pqcrypto/ML-DSA-44"}
     assert set(checks.nonconforming) == {"liboqs/ML-DSA-44"}
     im.measure(["ML-DSA-44"], checks, budget_s=0.1, rounds=2, min_samples=2, programs=[])

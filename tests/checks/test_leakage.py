@@ -1,4 +1,5 @@
-"""The timing-leakage screen (pqlab.checks.leakage), its programs (pqlab.runners.leakage) and notebook 09's study module."""
+"""The timing-leakage screen (pqlab.checks.leakage), its programs (pqlab.runners.leakage) and notebook 09's
+study module."""
 from __future__ import annotations
 
 import re
@@ -19,7 +20,8 @@ LEAKY = ROOT / "native" / "leakage" / "python"
 
 
 def _noise(blocks, k, seed=0, scale=50.0):
-    """Blocks x classes of times with a drift shared within each block and heavy-tailed noise, like a machine."""
+    """Blocks x classes of times with a drift shared within each block and heavy-tailed noise, like a
+    machine."""
     rng = np.random.default_rng(seed)
     drift = np.cumsum(rng.normal(0, 5, blocks))[:, None]
     return 10_000 + drift + rng.standard_t(3, (blocks, k)) * scale
@@ -54,7 +56,8 @@ def test_identical_classes_hold_the_level():
 
 
 def test_a_leak_needs_a_significant_test_and_an_interval_that_excludes_zero():
-    tests = pd.DataFrame({"pair": ["b - a", "b - a", "c - a", "c - a"], "test": ["sign", "Wilcoxon signed-rank"] * 2,
+    tests = pd.DataFrame({"pair": ["b - a", "b - a", "c - a", "c - a"],
+                          "test": ["sign", "Wilcoxon signed-rank"] * 2,
                           "significant": [True, False, False, False]})
     diffs = pd.DataFrame({"pair": ["b - a", "c - a"], "ci_low_ns": [-1.0, 5.0], "ci_high_ns": [3.0, 9.0]})
     assert leakage.leaking(tests, diffs).empty  # b's test is significant, but only c's interval excludes zero
@@ -100,9 +103,11 @@ def test_bad_input_is_refused_in_one_line(kwargs, error, words, monkeypatch):
 
 def test_a_plan_with_a_bad_item_is_refused_before_anything_runs():
     with pytest.raises(BadInput, match="role"):
-        tl.plan([{"program": "liboqs", "target": "ML-KEM-768-decaps", "blocks": 100, "group": "g", "role": "leaky"}])
+        tl.plan([{"program": "liboqs", "target": "ML-KEM-768-decaps", "blocks": 100, "group": "g",
+                  "role": "leaky"}])
     with pytest.raises(BadInput, match="unknown keys"):
-        tl.plan([{"program": "liboqs", "target": "x", "blocks": 100, "group": "g", "role": "fixed", "blcoks": 1}])
+        tl.plan([{"program": "liboqs", "target": "x", "blocks": 100, "group": "g", "role": "fixed",
+                  "blcoks": 1}])
     with pytest.raises(UnknownName, match="close matches"):
         tl.run(tl.plan([{"program": "liboqs", "target": "ML-KEM-786-decaps", "blocks": 100, "group": "g",
                          "role": "fixed"}]), save=False, progress=False)
@@ -132,7 +137,8 @@ def test_the_blocks_run_in_rounds_of_fresh_calls_with_the_same_inputs(monkeypatc
     assert s.rounds == leakage.ROUNDS == len(requests) and s.times.shape == (90, 3)
     assert [b for r in requests for b in r["order"]] == leakage.order(90, 3, 7)  # consecutive parts, in order
     assert {r["seed"] for r in requests} == {7} and {r["warmup_blocks"] for r in requests} == {2}
-    assert leakage.screen("liboqs", "ML-KEM-768-decaps", blocks=30).rounds == 1  # too few blocks for two rounds
+    # too few blocks for two rounds
+    assert leakage.screen("liboqs", "ML-KEM-768-decaps", blocks=30).rounds == 1
 
 
 def test_a_class_that_fails_its_check_is_not_screened(monkeypatch):
@@ -198,13 +204,14 @@ def test_a_program_that_loaded_another_release_is_refused(monkeypatch):
 
 @pytest.mark.slow
 def test_python_rsa_marvin_leak_is_found():
-    """python-rsa 4.9's PKCS#1 v1.5 decryption (its own locked environment, built on first need): flagged.  RSA-512:
-    its blinded pure-Python exponentiation varies by more than the leak at larger keys.  4000 blocks once missed
-    it (p = 0.55); 10000 found it in 5 of 5 screens (p 2e-4 to 5e-9); twice that here for margin."""
+    """python-rsa 4.9's PKCS#1 v1.5 decryption (its own locked environment, built on first need): flagged.
+    RSA-512: its blinded pure-Python exponentiation varies by more than the leak at larger keys.  4000 blocks
+    once missed it (p = 0.55); 10000 found it in 5 of 5 screens (p 2e-4 to 5e-9); twice that here for
+    margin."""
     if programs.why_not("python-leaky"):
         pytest.skip(programs.why_not("python-leaky"))
-    s = leakage.screen("python-leaky", "rsa-512-pkcs1v15-decrypt", classes=["valid", "bad-header"], blocks=20000,
-                       warmup_blocks=20)
+    s = leakage.screen("python-leaky", "rsa-512-pkcs1v15-decrypt", classes=["valid", "bad-header"],
+                       blocks=20000, warmup_blocks=20)
     assert s.version == "4.9" and s.implementation == "python-rsa"
     assert s.tests["significant"].any(), s.tests  # the statistics find it, busy machine or not
     assert s.differences["ci_low_ns"].iloc[0] > 0  # invalid padding is slower: the exception path
@@ -217,7 +224,8 @@ def test_bouncy_castle_frodokem_leak_is_found_in_1_83():
     branches; the class whose decrypted message differs is slower (native/leakage/java's header says why)."""
     if programs.why_not("bc-1.83"):
         pytest.skip(programs.why_not("bc-1.83"))
-    # notebook 09's quick plan: ~13 us in ~8.3 ms calls; 800 blocks found it in about half the screens, 2000 in most
+    # notebook 09's quick plan: ~13 us in ~8.3 ms calls; 800 blocks found it in about half the screens,
+    # 2000 in most
     s = leakage.screen("bc-1.83", "frodokem640shake-decaps", blocks=3000, warmup_blocks=20)
     assert s.version == "1.83"
     hit = s.tests[s.tests["pair"].isin(["invalid-mu - valid", "all classes"])]

@@ -1,6 +1,6 @@
-"""The timing screen under load (issue #41): a load the paired blocks cancel keeps the verdict and is named; no
-free core or a moved clock gives no verdict naming the load and a quiet rerun's time; the notebook's and the paper's
-counts keep the screens without a verdict apart from the clean ones."""
+"""The timing screen under load (issue #41): a load the paired blocks cancel keeps the verdict and is named;
+no free core or a moved clock gives no verdict naming the load and a quiet rerun's time; the notebook's and
+the paper's counts keep the screens without a verdict apart from the clean ones."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,9 +17,9 @@ CORES = 2
 
 
 def _machine(monkeypatch, others_cores, steal=0.0, scalar_end=1.0, vector_end=1.0, shift_ns=0.0):
-    """A screen's machine, faked: a two-core machine whose other processes used `others_cores` and whose scalar and
-    vector reference loops ended at these multiples of their start; the program returns blocks of times with a
-    drift shared within each block, and the second class `shift_ns` slower."""
+    """A screen's machine, faked: a two-core machine whose other processes used `others_cores` and whose
+    scalar and vector reference loops ended at these multiples of their start; the program returns blocks of
+    times with a drift shared within each block, and the second class `shift_ns` slower."""
     readings = iter([{"scalar_ns": 1e6, "vector_ns": 1e6},
                      {"scalar_ns": 1e6 * scalar_end, "vector_ns": 1e6 * vector_end}])
     monkeypatch.setattr(noise, "reference_times", lambda: next(readings))
@@ -55,8 +55,10 @@ def test_a_quiet_machine_names_no_load(monkeypatch):
 
 
 @pytest.mark.parametrize("others, steal, scalar_end, vector_end, why, named", [
-    (1.6, 0.0, 1.0, 1.0, "left no more than 0.5 of a core free", "other processes used 1.60 cores of 2, steal 0.0%"),
-    (1.2, 0.2, 1.0, 1.0, "left no more than 0.5 of a core free", "other processes used 1.20 cores of 2, steal 20.0%"),
+    (1.6, 0.0, 1.0, 1.0, "left no more than 0.5 of a core free",
+     "other processes used 1.60 cores of 2, steal 0.0%"),
+    (1.2, 0.2, 1.0, 1.0, "left no more than 0.5 of a core free",
+     "other processes used 1.20 cores of 2, steal 20.0%"),
     (1.0, 0.0, 1.15, 1.0, "reference loop moved (+15%)", "other processes used 1.00 cores of 2, steal 0.0%"),
     (0.0, 0.0, 1.15, 1.0, "reference loop moved (+15%)", "other processes used 0.00 cores of 2, steal 0.0%"),
 ])
@@ -82,31 +84,36 @@ def test_the_rule_is_free_cores(monkeypatch):
     edge = 4 - leakage.FREE_CORES
     assert leakage.unjudgeable({"others_cores": edge - 0.01, "steal": 0.0}) == ""
     assert "core free" in leakage.unjudgeable({"others_cores": edge, "steal": 0.0})
-    assert "core free" in leakage.unjudgeable({"others_cores": edge - 0.5, "steal": 0.5 / 4})  # steal takes cores
+    # steal takes cores
+    assert "core free" in leakage.unjudgeable({"others_cores": edge - 0.5, "steal": 0.5 / 4})
     assert leakage.unjudgeable({"others_cores": None, "steal": None}) == ""  # unknown: the clock alone gates
     assert leakage.load_cores({"others_cores": 1.0, "steal": None}) == 1.0
 
 
-# --------------------------------------------------------------------------- the counts of notebook 09 and the paper
+# -------------------------------------------------------------------- the counts of notebook 09 and the paper
 
 
 def _screen(target, verdict, *, others=0.0, load="", quiet_s=None, median=0.0, role_classes=("a", "b")):
-    diffs = pd.DataFrame({"pair": ["b - a"], "median_ns": [median], "ci_low_ns": [median - 1], "ci_high_ns": [median + 1],
-                          "mean_ns": [median]})
-    tests = pd.DataFrame({"pair": ["b - a"], "test": ["sign"], "p": [0.5], "threshold": [0.01], "significant": [False]})
+    diffs = pd.DataFrame({"pair": ["b - a"], "median_ns": [median], "ci_low_ns": [median - 1],
+                          "ci_high_ns": [median + 1], "mean_ns": [median]})
+    tests = pd.DataFrame({"pair": ["b - a"], "test": ["sign"], "p": [0.5], "threshold": [0.01],
+                          "significant": [False]})
     return leakage.Screen("liboqs", target, list(role_classes), verdict, reason=f"{verdict} because",
                           implementation="liboqs", version="x", times=np.zeros((100, 2)), differences=diffs,
-                          tests=tests, detectable_ns=3.0, wall_s=30.0, noise={"others_cores": others, "steal": 0.0},
+                          tests=tests, detectable_ns=3.0, wall_s=30.0,
+                          noise={"others_cores": others, "steal": 0.0},
                           load=load, others_cores=others, quiet_s=quiet_s)
 
 
 @pytest.fixture
 def four(monkeypatch):
-    """Four screens: a leak found under a one-core load, a clean one, one with no free core and one not run."""
+    """Four screens: a leak found under a one-core load, a clean one, one with no free core and one not
+    run."""
     monkeypatch.setattr(leakage, "cores", lambda: CORES)
     items = tl.plan([{"program": "liboqs", "target": t, "blocks": 100, "group": "g", "role": "clean control"}
                      for t in ("t1", "t2", "t3", "t4")])
-    screens = [_screen("t1", leakage.LEAK, others=1.0, load="other processes used 1.00 cores of 2", median=50.0),
+    screens = [_screen("t1", leakage.LEAK, others=1.0, load="other processes used 1.00 cores of 2",
+                       median=50.0),
                _screen("t2", leakage.NO_LEAK),
                _screen("t3", leakage.NO_VERDICT, others=1.8, load="other processes used 1.80 cores of 2",
                        quiet_s=12.4),
@@ -117,8 +124,8 @@ def four(monkeypatch):
 def test_the_count_keeps_screens_without_a_verdict_apart(four):
     table = tl.verdicts(*four)
     text = tl.describe_counts(table)
-    assert text.startswith("Of 4 screens, 1 said leak, 1 found no leak, 1 gave no verdict (1 with no free core; a "
-                           "quiet rerun of them takes about 12 s) and 1 could not run here."), text
+    assert text.startswith("Of 4 screens, 1 said leak, 1 found no leak, 1 gave no verdict (1 with no free "
+                           "core; a quiet rerun of them takes about 12 s) and 1 could not run here."), text
     assert "1 of the screens with a verdict ran on a loaded machine (other processes used 1.00 cores)" in text
     numbers = tl.numbers(table, {"runs": 0, "judged": 0, "leaks": 0}, 0.01)
     assert (numbers["screens"], numbers["leaks"], numbers["noLeaks"], numbers["noVerdicts"],
@@ -127,7 +134,8 @@ def test_the_count_keeps_screens_without_a_verdict_apart(four):
 
 
 def test_a_span_of_cores_reads_as_one_value_where_its_ends_agree():
-    assert tl.span(pd.Series([0.951, 1.27])) == "0.95 to 1.27" and tl.span(pd.Series([1.001, 0.999])) == "1.00"
+    assert (tl.span(pd.Series([0.951, 1.27])) == "0.95 to 1.27"
+            and tl.span(pd.Series([1.001, 0.999])) == "1.00")
 
 
 def test_a_quiet_count_says_none_was_without_a_verdict(four):
@@ -139,7 +147,8 @@ def test_a_quiet_count_says_none_was_without_a_verdict(four):
 def test_false_positives_are_counted_over_the_runs_with_a_verdict(monkeypatch):
     monkeypatch.setattr(leakage, "cores", lambda: CORES)
     items = tl.identical("liboqs", "ML-KEM-768-decaps", "valid", 4, 100)
-    screens = [_screen("ML-KEM-768-decaps", leakage.LEAK, others=1.1, load="other processes used 1.10 cores of 2"),
+    screens = [_screen("ML-KEM-768-decaps", leakage.LEAK, others=1.1,
+                       load="other processes used 1.10 cores of 2"),
                _screen("ML-KEM-768-decaps", leakage.NO_LEAK),
                _screen("ML-KEM-768-decaps", leakage.NO_VERDICT, others=1.9, load="x", quiet_s=3.0),
                _screen("ML-KEM-768-decaps", leakage.NO_VERDICT, others=1.9, load="x", quiet_s=3.0)]

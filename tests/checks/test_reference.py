@@ -46,7 +46,8 @@ EXPECTED_ROWS = {
     "03_study_gravity_params": 6,  # src/config.rs of the code study 002 names (a repository, not a seed)
     "04_study_sphincs_round2_params": 36,  # 6 sets x 6 constants of the round-2 SPHINCS+ code
     "04_study_dilithium_params": 87,  # round-2 Dilithium (4 modes) and FIPS 204 (3 modes) params.h constants
-    "09_leakage_published": 6,  # published timing-leak effect sizes (GitHub issues and advisories, not a seed)
+    # published timing-leak effect sizes (GitHub issues and advisories, not a seed)
+    "09_leakage_published": 6,
 }
 #: Tables transcribed from the seed studies (the others cite public sources, each with its own entry).
 SEEDED = sorted(n for n in EXPECTED_ROWS if "seed" in reference_source(n))
@@ -103,7 +104,8 @@ def test_repository_sources_name_repository_path_commit_and_date():
     for key in (*REPOSITORY_KEYS, "section", "columns"):
         assert src.get(key), key
     assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]) and re.fullmatch(r"[0-9a-f]{40}", src["file_commit"])
-    assert re.fullmatch(r"[0-9a-f]{64}", src["file_sha256"]) and src["repository"].startswith("https://github.com/")
+    assert (re.fullmatch(r"[0-9a-f]{64}", src["file_sha256"])
+            and src["repository"].startswith("https://github.com/"))
     assert src["commit"] in src["sources"]["pqm4"] and src["file_commit"] in src["sources"]["pqm4"]
     assert set(df.columns) <= set(src["columns"]) | set(src["units"])
 
@@ -135,8 +137,8 @@ def test_transcribed_parameters_spot_checks():
 def test_web_sources_have_provenance_for_every_row():
     df = load_reference("06_tls_published")
     src = df.attrs["source"]
-    for key in ("study", "rows", "sources", "examined_without_numbers", "method", "units", "transcription_notes",
-                "anomalies"):
+    for key in ("study", "rows", "sources", "examined_without_numbers", "method", "units",
+                "transcription_notes", "anomalies"):
         assert src.get(key), key
     assert len(df) == src["rows"] == EXPECTED_ROWS["06_tls_published"]
     assert set(df["source"]) <= set(src["sources"])
@@ -213,9 +215,12 @@ def test_spot_checks_02():
 
 def test_spot_checks_03():
     df = load_reference("03_memory_gravity_sphincs")
-    assert one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="keygen").value == 7.98725
-    assert one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="sign").value == 185.4075
-    assert one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="verify").value == 10.353208
+    assert (one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="keygen").value
+            == 7.98725)
+    assert (one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="sign").value
+            == 185.4075)
+    assert (one(df, source_block="sphincs-bench (src/main.rs)", metric="time", operation="verify").value
+            == 10.353208)
     heap = df[(df.source_block == "sphincs-bench (src/main.rs)") & (df.metric == "peak_heap")]
     assert heap.value.tolist() == [34304, 34304]
     assert set(df[df.metric == "public_key_size"].value) == {32}
@@ -231,8 +236,10 @@ def test_spot_checks_04():
     df = load_reference("04_round2_signatures")
     assert df.attrs["source"]["clock_hz"] == 1_895_000_000
     row = one(df, scheme="CRYSTALS-DILITHIUM", version="opt-recommended")
-    assert (row.sign_cycles, row.sign_time_s, row.verify_cycles, row.verify_time_s) == (1858412, 0.000981, 580565, 0.000835)
-    assert (row.build, row.parameter, row.secret_key_bytes, row.public_key_bytes) == ("opt", "recommended", 3504, 1472)
+    assert ((row.sign_cycles, row.sign_time_s, row.verify_cycles, row.verify_time_s)
+            == (1858412, 0.000981, 580565, 0.000835))
+    assert ((row.build, row.parameter, row.secret_key_bytes, row.public_key_bytes)
+            == ("opt", "recommended", 3504, 1472))
     assert one(df, scheme="GeMMS", version="ref-256").sign_cycles == 27781414012
     assert df.groupby("family").size().to_dict() == {"lattice": 17, "multivariate": 40, "hash-based": 48}
     dup = df[(df.scheme == "SPHINCS+") & (df.parameter == "sha256-128f")]
@@ -286,9 +293,11 @@ def test_spot_checks_05():
 
 def test_spot_checks_07_pqm4():
     df = load_reference("07_pqm4")
-    assert one(df, pqm4_scheme="ml-kem-768", implementation="clean", operation="encaps").cycles_mean == 1138225
+    assert (one(df, pqm4_scheme="ml-kem-768", implementation="clean", operation="encaps").cycles_mean
+            == 1138225)
     dsa = one(df, pqm4_scheme="ml-dsa-44", implementation="m4f", operation="sign")
-    assert (dsa.cycles_mean, dsa.cycles_min, dsa.cycles_max, dsa.executions) == (3943121, 1812557, 17009165, 1000)
+    assert ((dsa.cycles_mean, dsa.cycles_min, dsa.cycles_max, dsa.executions)
+            == (3943121, 1812557, 17009165, 1000))
     assert one(df, pqm4_scheme="ml-dsa-44", implementation="m4fstack", operation="sign").stack_bytes == 5080
     sph = one(df, algorithm="SPHINCS+-SHA2-128f-simple", operation="sign")
     assert (sph.cycles_mean, sph.code_total_bytes, sph.executions) == (368575228, 4956, 10)
@@ -351,7 +360,8 @@ def test_03_against_seed():
     df = load_reference("03_memory_gravity_sphincs")
     assert text.count(PLACEHOLDER) == df.value.isna().sum()
     for r in df.itertuples():
-        if r.published_text.startswith("Message "):  # "Message N bytes: sign=..., verify=..." holds two values
+        # "Message N bytes: sign=..., verify=..." holds two values
+        if r.published_text.startswith("Message "):
             head, _ = r.published_text.split(": ")
             assert f"{head}: sign={PLACEHOLDER}, verify={PLACEHOLDER}" in text
         else:
@@ -389,7 +399,8 @@ def test_05_against_seed():
     # numbers kept as printed, trailing zeros included
     csv_text = (REFERENCE / "05_energy_pi4.csv").read_text(encoding="utf-8")
     for alg, op, t, p, e in rows:
-        assert f"{alg},{op.replace('decapsulate', 'decaps').replace('encapsulate', 'encaps')},{op},{t},{p},{e}" in csv_text
+        assert (f"{alg},{op.replace('decapsulate', 'decaps').replace('encapsulate', 'encaps')},"
+                f"{op},{t},{p},{e}" in csv_text)
 
     setup = load_reference("05_energy_pi4_setup")
     for r in setup.itertuples():
@@ -397,27 +408,33 @@ def test_05_against_seed():
 
 
 # --- within-machine ratios: ours beside the published ones, each gap explained from data ----------
-LIBOQS_ALGOS = {"ML-DSA-44": "ml_dsa_44", "ML-KEM-768": "ml_kem_768", "SPHINCS+-SHAKE-128f-simple": "sphincs_shake_128f_simple"}
+LIBOQS_ALGOS = {"ML-DSA-44": "ml_dsa_44", "ML-KEM-768": "ml_kem_768",
+                "SPHINCS+-SHAKE-128f-simple": "sphincs_shake_128f_simple"}
 EXTENSIONS = ["ADX", "AES", "AVX", "AVX2", "BMI1", "BMI2", "PCLMULQDQ", "POPCNT", "SSE", "SSE2", "SSE3"]
 
 
 def liboqs_meta(options="default", version="0.13.0"):
-    """The liboqs build record a run carries (pqlab.measure.machine): a run-time dispatch build, or the portable one."""
+    """The liboqs build record a run carries (pqlab.measure.machine): a run-time dispatch build, or the
+    portable one."""
     dist = options == "default"
     return {"arch": "x86_64", "cpu": {"model": "Test CPU"}, "liboqs": {
         "liboqs_version": version, "liboqs_python_version": "0.16.0.1", "options": options,
         "build": Build(version, options).id,
-        "build_config": {"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"} if dist else {"OQS_OPT_TARGET": "generic"},
+        "build_config": {"OQS_DIST_BUILD": "1", "OQS_OPT_TARGET": "generic"} if dist
+        else {"OQS_OPT_TARGET": "generic"},
         "cpu_extensions": EXTENSIONS if dist else [],
-        "cpu_specific": {"ml_dsa_44": ["avx2"], "ml_kem_768": ["x86_64"], "sphincs_shake_128f_simple": ["avx2"]}
+        "cpu_specific": {"ml_dsa_44": ["avx2"], "ml_kem_768": ["x86_64"],
+                         "sphincs_shake_128f_simple": ["avx2"]}
         if dist else {}}}
 
 
 def fake_run(rows, options=None, version="0.13.0", meta=None, run_id="r", rounds=True):
-    """A run-like object with raw samples: rows of (algorithm, backend, operation, message_bytes, values); with
-    `options` (default | generic), the measurement rows and liboqs build record a liboqs run has."""
-    frames = [pd.DataFrame({"run_id": run_id, "algorithm": a, "backend": b, "operation": op, "message_bytes": size,
-                            "round": np.arange(len(values)) % 6 if rounds else np.nan,  # in 6 rounds, as bench measures
+    """A run-like object with raw samples: rows of (algorithm, backend, operation, message_bytes, values);
+    with `options` (default | generic), the measurement rows and liboqs build record a liboqs run has."""
+    frames = [pd.DataFrame({"run_id": run_id, "algorithm": a, "backend": b, "operation": op,
+                            "message_bytes": size,
+                            # in 6 rounds, as bench measures
+                            "round": np.arange(len(values)) % 6 if rounds else np.nan,
                             "time_ns": values})
               for a, b, op, size, values in rows]
     samples = pd.concat(frames, ignore_index=True)
@@ -429,9 +446,11 @@ def fake_run(rows, options=None, version="0.13.0", meta=None, run_id="r", rounds
                                       "implementation": f"liboqs {version} ({options} build)"
                                       + (" via C runner" if b == "native" else "")}
                                      for a, b, op, size, _ in rows])
-        meta = {**liboqs_meta(options, version), **(meta or {})} if meta is None or "liboqs" not in meta else meta
+        meta = ({**liboqs_meta(options, version), **(meta or {})} if meta is None or "liboqs" not in meta
+                else meta)
         if rows[0][1] == "native":
-            meta = {k: v for k, v in meta.items() if k != "liboqs"}  # the C runner's runs carry no build record
+            # the C runner's runs carry no build record
+            meta = {k: v for k, v in meta.items() if k != "liboqs"}
     return SimpleNamespace(run_id=run_id, meta=meta or {}, samples=samples, measurements=measurements)
 
 
@@ -461,8 +480,9 @@ def test_published_ratio_is_computed_from_the_values_and_no_band_is_applied():
     kem = published_ratios().set_index("algorithm").loc["ML-KEM-768"]
     assert kem.ratio == pytest.approx(39063 / 46358)
     assert "band_low" not in published_ratios()
-    checks = check_published_ratios(fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
-                                              ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))]))
+    checks = check_published_ratios(fake_run([
+        ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
+        ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))]))
     assert not any("band" in c for c in checks.columns) and not checks["status"].str.contains("band").any()
 
 
@@ -480,18 +500,22 @@ def test_known_differences_carry_their_provenance():
         assert d["algorithms"] and d["source"].startswith("https://"), d
     for d in known["differences"]:
         assert d["difference"] and d["before"] and d["after"] and d["library"] == "liboqs"
-        assert re.fullmatch(r"\d+\.\d+\.\d+", str(d["change"]["release"])) and re.fullmatch(
-            r"\d{4}-\d\d-\d\d", str(d["change"]["date"])) and re.fullmatch(r"[0-9a-f]{40}", d["change"]["commit"])
+        assert (re.fullmatch(r"\d+\.\d+\.\d+", str(d["change"]["release"]))
+                and re.fullmatch(r"\d{4}-\d\d-\d\d", str(d["change"]["date"]))
+                and re.fullmatch(r"[0-9a-f]{40}", d["change"]["commit"]))
     cve = next(d for d in known["differences"] if d["id"] == "hqc-cve-2025-52473")
     assert "CVE-2025-52473" in cve["difference"] and str(cve["change"]["release"]) == "0.14.0"
 
 
 def test_the_closest_message_length_and_only_the_published_backend():
     ours = fake_run([
-        ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)), ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1)),
+        ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
+        ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1)),
         # ML-DSA-44 at two lengths: the one nearest to the published 50 bytes (64) is used; it is 10x off
-        ("ML-DSA-44", "liboqs", "sign", 64, spread(260_000)), ("ML-DSA-44", "liboqs", "verify", 64, spread(26_000, seed=2)),
-        ("ML-DSA-44", "liboqs", "sign", 100_000, spread(60_000)), ("ML-DSA-44", "liboqs", "verify", 100_000, spread(26_000)),
+        ("ML-DSA-44", "liboqs", "sign", 64, spread(260_000)),
+        ("ML-DSA-44", "liboqs", "verify", 64, spread(26_000, seed=2)),
+        ("ML-DSA-44", "liboqs", "sign", 100_000, spread(60_000)),
+        ("ML-DSA-44", "liboqs", "verify", 100_000, spread(26_000)),
         # another backend's SPHINCS+ is not the published implementation: not compared
         ("SPHINCS+-SHAKE-128f-simple", "bouncycastle", "sign", 100, spread(1e6)),
         ("SPHINCS+-SHAKE-128f-simple", "bouncycastle", "verify", 100, spread(1e5)),
@@ -501,7 +525,8 @@ def test_the_closest_message_length_and_only_the_published_backend():
     kem, dsa = checks.loc["ML-KEM-768"], checks.loc["ML-DSA-44"]
     assert kem.status == "agrees" and kem.ours_ci_low < kem.published < kem.ours_ci_high
     assert kem.ours == pytest.approx(0.84, rel=0.03) and kem.statistic == kem.published_statistic == "mean"
-    assert dsa.ours_message_bytes == 64 and dsa.ours == pytest.approx(10, rel=0.05) and dsa.status.startswith("differs")
+    assert (dsa.ours_message_bytes == 64 and dsa.ours == pytest.approx(10, rel=0.05)
+            and dsa.status.startswith("differs"))
     # what ran on each side, from the rows and sources.yaml/known_differences.yaml
     assert dsa.published_implementation.startswith("liboqs 0.13.1-dev") and dsa.published_caller == "C"
     assert "none stated" in dsa.published_uncertainty
@@ -512,7 +537,8 @@ def test_a_ratio_a_fifth_off_on_different_code_is_explained_not_agreeing():
     p = published_ratios().set_index("algorithm").loc["ML-DSA-44"]
     rows = [("ML-DSA-44", "liboqs", "sign", 50, spread(p.ratio * 1.2 * 26_000)),
             ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))]
-    default = fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400))], options="default", run_id="d")
+    default = fake_run([("ML-KEM-768", "liboqs", "encaps", None, spread(8_400))], options="default",
+                       run_id="d")
     row = check_published_ratios([fake_run(rows, options="generic", run_id="g"), default]).iloc[0]
     assert row.ours == pytest.approx(p.ratio * 1.2, rel=0.03) and row.ours_ci_high < p.ratio * 1.25
     assert row.status == "differs: explained" and row.status != "agrees"
@@ -522,7 +548,8 @@ def test_a_ratio_a_fifth_off_on_different_code_is_explained_not_agreeing():
 
 
 def test_the_same_implementation_and_version_apart_beyond_uncertainty_is_unexplained():
-    """Both sides ran liboqs 0.13.0's optimised code from Python at the same length: nothing explains a gap."""
+    """Both sides ran liboqs 0.13.0's optimised code from Python at the same length: nothing explains a
+    gap."""
     p = published_ratios().set_index("algorithm").loc["ML-DSA-44"]
     rows = [("ML-DSA-44", "liboqs", "sign", 50, spread(p.ratio * 1.2 * 26_000)),
             ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))]
@@ -534,14 +561,17 @@ def test_the_same_implementation_and_version_apart_beyond_uncertainty_is_unexpla
     later = side(version="0.13.1-dev", caller="Python", cpu_extensions=EXTENSIONS)
     later["same_code"] = []
     row = check_published_ratios(fake_run(rows, options="default"), known=later).iloc[0]
-    assert row.status == "differs: unexplained" and "no change to this algorithm between them on record" in row.differences
+    assert (row.status == "differs: unexplained"
+            and "no change to this algorithm between them on record" in row.differences)
 
 
 def test_a_change_between_versions_explains_only_where_one_side_has_it():
-    """HQC in liboqs 0.13 predates the CVE-2025-52473 fix and the 2025 specification; a published HQC-128 ratio
-    from liboqs 0.16 has both.  Its SHA3 for AVX-512 does not count on a CPU without AVX-512."""
-    p = published_row(algorithm="HQC-128", algorithm_of="ML-KEM-768", numerator_value=30_000, denominator_value=60_000)
-    rows = [("HQC-128", "liboqs", "encaps", None, spread(20_000)),  # below theirs: no cost per call explains it
+    """HQC in liboqs 0.13 predates the CVE-2025-52473 fix and the 2025 specification; a published HQC-128
+    ratio from liboqs 0.16 has both.  Its SHA3 for AVX-512 does not count on a CPU without AVX-512."""
+    p = published_row(algorithm="HQC-128", algorithm_of="ML-KEM-768", numerator_value=30_000,
+                      denominator_value=60_000)
+    # below theirs: no cost per call explains it
+    rows = [("HQC-128", "liboqs", "encaps", None, spread(20_000)),
             ("HQC-128", "liboqs", "decaps", None, spread(60_000, seed=3))]
     new = side(version="0.16.0", commit=None, commit_date=None)
     row = check_published_ratios(fake_run(rows, options="default"), p, known=new).iloc[0]
@@ -553,7 +583,8 @@ def test_a_change_between_versions_explains_only_where_one_side_has_it():
     row = check_published_ratios(fake_run(rows, options="default", version="0.16.0"), p, known=new).iloc[0]
     assert row.status == "differs: unexplained"
     # ML-KEM: the published commit (2025-06-11) has mlkem-native v1.0.0 (2025-06-05), liboqs 0.13.0 does not
-    kem = [("ML-KEM-768", "liboqs", "encaps", None, spread(10_000)), ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))]
+    kem = [("ML-KEM-768", "liboqs", "encaps", None, spread(10_000)),
+           ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))]
     row = check_published_ratios(fake_run(kem, options="default")).iloc[0]
     assert "mlkem-native-v1.0.0" in row.explained_by and "pull/2146" in row.explanation_sources
     row = check_published_ratios(fake_run(kem, options="default", version="0.14.0")).iloc[0]
@@ -561,8 +592,8 @@ def test_a_change_between_versions_explains_only_where_one_side_has_it():
 
 
 def test_the_call_from_python_explains_only_towards_one_within_the_fastest_call_or_where_c_agrees():
-    # liboqs-python's rows are the ones called from Python (backend liboqs loops in C): theirs, published for liboqs,
-    # set beside them
+    # liboqs-python's rows are the ones called from Python (backend liboqs loops in C): theirs, published for
+    # liboqs, set beside them
     pub = published_ratios().replace({"backend": {"liboqs": "liboqs-python"}})
     p = pub.set_index("algorithm").loc["ML-KEM-768"]
     none_on_record = side()
@@ -572,30 +603,36 @@ def test_the_call_from_python_explains_only_towards_one_within_the_fastest_call_
         return [("ML-KEM-768", backend, "encaps", None, spread(39_063 / 4 + cost, rel=0.005)),
                 ("ML-KEM-768", backend, "decaps", None, spread(46_358 / 4 + cost, seed=1, rel=0.005))]
 
-    toward = check_published_ratios(fake_run(kem(3_000), options="default"), pub, known=none_on_record).iloc[0]
+    toward = check_published_ratios(fake_run(kem(3_000), options="default"), pub,
+                                    known=none_on_record).iloc[0]
     assert p.ratio < toward.ours < 1 and toward.status == "differs: explained"
-    assert toward.explained_by == "the call from Python" and "per call would move theirs to ours" in toward.explanations
+    assert (toward.explained_by == "the call from Python"
+            and "per call would move theirs to ours" in toward.explanations)
     away = check_published_ratios(fake_run(kem(-3_000), options="default"), pub, known=none_on_record).iloc[0]
     assert away.ours < p.ratio and away.status == "differs: unexplained" and "other side" in away.differences
     # pqlab's C runner on the same machine: agreeing with theirs, it confirms the call; apart, it rules it out
     python = fake_run(kem(3_000), options="default")
     agrees = fake_run(kem(0, backend="native"), options="default", run_id="c")
-    row = check_published_ratios([python, agrees], pub, known=none_on_record).set_index("backend").loc["liboqs-python"]
+    row = check_published_ratios([python, agrees], pub,
+                                 known=none_on_record).set_index("backend").loc["liboqs-python"]
     assert row.explained_by == "the call from Python" and "C runner on this machine gives" in row.explanations
     apart = fake_run(kem(3_000, backend="native"), options="default", run_id="c")
-    row = check_published_ratios([python, apart], pub, known=none_on_record).set_index("backend").loc["liboqs-python"]
+    row = check_published_ratios([python, apart], pub,
+                                 known=none_on_record).set_index("backend").loc["liboqs-python"]
     assert row.status == "differs: unexplained" and "not the cause" in row.differences
 
 
 def test_another_message_length_is_measured_from_our_own_lengths():
-    pub = published_ratios().replace({"backend": {"liboqs": "liboqs-python"}})  # called from Python, as theirs
+    # called from Python, as theirs
+    pub = published_ratios().replace({"backend": {"liboqs": "liboqs-python"}})
     p = pub.set_index("algorithm").loc["ML-DSA-44"]  # published at 50 bytes
     k, v0 = 100.0, 100_000.0  # ns per byte hashed by both operations, verify's fixed part
     s0 = p.ratio * (v0 + k * 50) - k * 50  # sign's fixed part: the published ratio holds at 50 bytes
 
     def at(*lengths):
-        return [row for n in lengths for row in (("ML-DSA-44", "liboqs-python", "sign", n, spread(s0 + k * n, rel=0.005)),
-                                                 ("ML-DSA-44", "liboqs-python", "verify", n, spread(v0 + k * n, seed=4, rel=0.005)))]
+        return [row for n in lengths for row in (
+            ("ML-DSA-44", "liboqs-python", "sign", n, spread(s0 + k * n, rel=0.005)),
+            ("ML-DSA-44", "liboqs-python", "verify", n, spread(v0 + k * n, seed=4, rel=0.005)))]
 
     python = side(caller="Python")  # a length adds the same cost to both calls, as a call from Python would
     two = check_published_ratios(fake_run(at(1_000, 2_000), options="default"), pub, known=python).iloc[0]
@@ -606,28 +643,34 @@ def test_another_message_length_is_measured_from_our_own_lengths():
 
 
 def test_a_side_without_rounds_has_no_interval_and_no_verdict():
-    rows = [("ML-KEM-768", "liboqs", "encaps", None, spread(20_000)), ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000))]
+    rows = [("ML-KEM-768", "liboqs", "encaps", None, spread(20_000)),
+            ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000))]
     row = check_published_ratios(fake_run(rows, rounds=False)).iloc[0]
     assert row.status == "no interval" and np.isnan(row.ours_ci_low)
 
 
 def test_description_says_what_is_explained_by_what_and_what_is_not():
     p = published_ratios().set_index("algorithm")
-    explained = fake_run([("ML-DSA-44", "liboqs", "sign", 50, spread(p.loc["ML-DSA-44"].ratio * 1.2 * 26_000)),
-                          ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))], options="generic", run_id="g")
+    explained = fake_run([
+        ("ML-DSA-44", "liboqs", "sign", 50, spread(p.loc["ML-DSA-44"].ratio * 1.2 * 26_000)),
+        ("ML-DSA-44", "liboqs", "verify", 50, spread(26_000, seed=2))], options="generic", run_id="g")
     unexplained = fake_run([("SPHINCS+-SHAKE-128f-simple", "liboqs", "sign", 50, spread(1.65e7)),
                             ("SPHINCS+-SHAKE-128f-simple", "liboqs", "verify", 50, spread(1e6, seed=5)),
                             ("ML-KEM-768", "liboqs", "encaps", None, spread(8_400)),
-                            ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))], options="default", run_id="d")
+                            ("ML-KEM-768", "liboqs", "decaps", None, spread(10_000, seed=1))],
+                           options="default", run_id="d")
     checks = check_published_ratios([explained, unexplained])
     assert set(checks["status"]) == {"differs: explained", "differs: unexplained", "agrees"}
     text = describe_ratio_checks(checks)
     assert "band" not in text and "no interval" in text and "95 %" in text
     assert "github.com/open-quantum-safe/liboqs" in text and "known_differences.yaml" in text
     summary = text.split("\n\n")[-1]
-    assert "**Explained**: ML-DSA-44 sign / verify (build liboqs-0.13.0+generic) by another code path" in summary
-    assert "**Unexplained**: SPHINCS+-SHAKE-128f-simple sign / verify" in summary and "**Agree**: ML-KEM-768" in summary
+    assert ("**Explained**: ML-DSA-44 sign / verify (build liboqs-0.13.0+generic) by another code path"
+            in summary)
+    assert ("**Unexplained**: SPHINCS+-SHAKE-128f-simple sign / verify" in summary
+            and "**Agree**: ML-KEM-768" in summary)
     assert "1 differs with an explanation, 1 differs with none on record" in text
     for r in checks.itertuples():  # every number in the text comes from the table
         assert f"{r.ours:.2f}×" in text and f"{r.published:.2f}×" in text
-    assert describe_ratio_checks(check_published_ratios(fake_run([("X", "liboqs", "sign", 1, [1.0])]))).startswith("No ")
+    assert describe_ratio_checks(check_published_ratios(
+        fake_run([("X", "liboqs", "sign", 1, [1.0])]))).startswith("No ")

@@ -1,8 +1,9 @@
-"""pqlab.checks.taint: the valgrind taint check (ctgrind) of liboqs, its positive and negative controls, and refusals.
+"""pqlab.checks.taint: the valgrind taint check (ctgrind) of liboqs, its positive and negative controls, and
+refusals.
 
 The controls prove that memcheck sees what the check claims (a branch and a table index on a secret byte are
-reported, a masked select is not); ML-KEM-768's decapsulation on the portable build is then expected clean, and
-ML-DSA-44's signing flagged only in its rejection loop and on values its signature publishes.
+reported, a masked select is not); ML-KEM-768's decapsulation on the portable build is then expected clean,
+and ML-DSA-44's signing flagged only in its rejection loop and on values its signature publishes.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
 
 @pytest.fixture(scope="module")
 def ready():
-    """Skip (with the reason) where valgrind, a C compiler with valgrind/memcheck.h, or the generic liboqs build
-    is missing and cannot be had."""
+    """Skip (with the reason) where valgrind, a C compiler with valgrind/memcheck.h, or the generic liboqs
+    build is missing and cannot be had."""
     why = taint.available("generic")
     if why:
         pytest.skip(why)
@@ -64,11 +65,14 @@ SYNTHETIC = """<?xml version="1.0"?>
   <what>Conditional jump or move depends on uninitialised value(s)</what>
   <stack><frame><ip>0x1</ip><obj>/x/liboqs.so</obj><fn>pqcrystals_ml_dsa_44_ref_poly_chknorm</fn></frame>
          <frame><ip>0x2</ip><obj>/x/liboqs.so</obj></frame></stack></error>
-<error><unique>0x1</unique><tid>1</tid><kind>UninitValue</kind><what>Use of uninitialised value of size 8</what>
-  <stack><frame><ip>0x3</ip><obj>/x/h</obj><fn>f</fn><dir>/d</dir><file>h.c</file><line>7</line></frame></stack></error>
+<error><unique>0x1</unique><tid>1</tid><kind>UninitValue</kind>\
+<what>Use of uninitialised value of size 8</what>
+  <stack><frame><ip>0x3</ip><obj>/x/h</obj><fn>f</fn><dir>/d</dir>\
+<file>h.c</file><line>7</line></frame></stack></error>
 <error><unique>0x2</unique><tid>1</tid><kind>Leak_DefinitelyLost</kind><xwhat><text>32 bytes</text></xwhat>
   <stack><frame><ip>0x4</ip><obj>/x/h</obj><fn>calloc</fn></frame></stack></error>
-<errorcounts><pair><count>5</count><unique>0x1</unique></pair><pair><count>3</count><unique>0x0</unique></pair>
+<errorcounts><pair><count>5</count><unique>0x1</unique></pair>\
+<pair><count>3</count><unique>0x0</unique></pair>
 </errorcounts>
 </valgrindoutput>
 """

@@ -18,13 +18,13 @@ from pqlab.core.paths import ROOT
 from pqlab.liboqs import loader as liboqs_loader
 
 CLASSICAL = ["X25519", "ECDH-P256", "Ed25519", "Ed448", "ECDSA-P256", "ECDSA-P384", "RSA-2048-PKCS1v15-sig",
-             "RSA-3072-PKCS1v15-sig", "RSA-2048-PSS", "RSA-3072-PSS", "RSA-2048-PKCS1v15-enc", "RSA-2048-OAEP",
-             "AES-256-GCM", "ChaCha20-Poly1305", "AES-256-CBC"]
+             "RSA-3072-PKCS1v15-sig", "RSA-2048-PSS", "RSA-3072-PSS", "RSA-2048-PKCS1v15-enc",
+             "RSA-2048-OAEP", "AES-256-GCM", "ChaCha20-Poly1305", "AES-256-CBC"]
 #: the fewest vectors each must run (the files have more; a lower count means the vectors were not expressed)
-AT_LEAST = {"X25519": 500, "ECDH-P256": 340, "Ed25519": 150, "Ed448": 80, "ECDSA-P256": 470, "ECDSA-P384": 490,
-            "RSA-2048-PKCS1v15-sig": 250, "RSA-3072-PKCS1v15-sig": 200, "RSA-2048-PSS": 100, "RSA-3072-PSS": 50,
-            "RSA-2048-PKCS1v15-enc": 60, "RSA-2048-OAEP": 25, "AES-256-GCM": 40, "ChaCha20-Poly1305": 250,
-            "AES-256-CBC": 70}
+AT_LEAST = {"X25519": 500, "ECDH-P256": 340, "Ed25519": 150, "Ed448": 80, "ECDSA-P256": 470,
+            "ECDSA-P384": 490, "RSA-2048-PKCS1v15-sig": 250, "RSA-3072-PKCS1v15-sig": 200,
+            "RSA-2048-PSS": 100, "RSA-3072-PSS": 50, "RSA-2048-PKCS1v15-enc": 60, "RSA-2048-OAEP": 25,
+            "AES-256-GCM": 40, "ChaCha20-Poly1305": 250, "AES-256-CBC": 70}
 
 
 def kinds(rows: pd.DataFrame, alg: str | None = None) -> dict[str, int]:
@@ -44,7 +44,8 @@ def test_every_algorithm_is_mapped_to_files_the_crate_has():
         for file in files:
             assert (folder / file).is_file(), f"{alg}: {file}"
     assert set(CLASSICAL) <= set(vectors.FILES)
-    assert not [a for a in vectors.FILES if a.startswith("SLH-DSA")]  # no source: said in the module's docstring
+    # no source: said in the module's docstring
+    assert not [a for a in vectors.FILES if a.startswith("SLH-DSA")]
     assert "SLH-DSA has no vectors here" in vectors.__doc__
 
 
@@ -70,7 +71,8 @@ def test_rows_carry_kinds_sources_and_the_summary_counts_them(openssl_rows):
 
 
 @pytest.mark.parametrize("backend,algs", [
-    ("pycryptodome", ["ECDSA-P256", "RSA-2048-PKCS1v15-enc", "AES-256-GCM", "ChaCha20-Poly1305", "AES-256-CBC"]),
+    ("pycryptodome", ["ECDSA-P256", "RSA-2048-PKCS1v15-enc", "AES-256-GCM", "ChaCha20-Poly1305",
+                      "AES-256-CBC"]),
     ("ascon", ["Ascon-128a"])])
 def test_pycryptodome_and_ascon_pass_every_vector_they_run(backend, algs):
     rows = vectors.run({backend: crosscheck.PythonParticipant(backend)}, algs)
@@ -119,7 +121,8 @@ def test_a_verifier_that_accepts_everything_shows_accepts_invalid_signature():
 
 def test_a_wrong_shared_secret_and_an_ignored_tag_are_their_kinds():
     rows = vectors.run({"wrong": WrongSecret("cryptography", name="wrong"),
-                        "tagless": IgnoresTags("cryptography", name="tagless")}, ["X25519", "ECDH-P256", "AES-256-GCM"])
+                        "tagless": IgnoresTags("cryptography", name="tagless")},
+                       ["X25519", "ECDH-P256", "AES-256-GCM"])
     x = kinds(rows[rows["implementation"] == "wrong"], "X25519")
     assert x.get("wrong-shared-secret", 0) >= 264 and set(x) == {"wrong-shared-secret"}
     ecdh = kinds(rows[rows["implementation"] == "wrong"], "ECDH-P256")
@@ -145,7 +148,8 @@ def test_what_an_api_cannot_express_is_skipped_and_its_invalid_inputs_still_run(
     summary = vectors.summary(rows).set_index("algorithm")
     assert summary.loc["X25519", "vectors"] == 0 and summary.loc["X25519", "skipped"] == 518
     ecdh = rows[(rows["algorithm"] == "ECDH-P256") & rows["passed"].notna()]
-    assert set(ecdh["expected"]) == {"invalid"} and ecdh["passed"].all() and len(ecdh) == 24  # refused by encaps
+    # refused by encaps
+    assert set(ecdh["expected"]) == {"invalid"} and ecdh["passed"].all() and len(ecdh) == 24
     assert summary.loc["AES-256-GCM", "vectors"] == 0 and summary.loc["RSA-2048-OAEP", "vectors"] == 0
     assert "given secret key" in rows.loc[rows["algorithm"] == "X25519", "detail"].iloc[0]
     assert summary.loc["Ed25519", "vectors"] == 151 and summary.loc["Ed25519", "failed"] == 0
@@ -178,7 +182,8 @@ MLDSA_CODE = """
 import json
 from pqlab import crosscheck, vectors
 from pqlab.liboqs.loader import liboqs_info
-rows = vectors.run({"liboqs": crosscheck.PythonParticipant("liboqs")}, ["ML-DSA-44", "ML-DSA-65", "ML-DSA-87"])
+rows = vectors.run({"liboqs": crosscheck.PythonParticipant("liboqs")}, \
+["ML-DSA-44", "ML-DSA-65", "ML-DSA-87"])
 out = {"options": liboqs_info()["options"]}
 for alg, g in rows.groupby("algorithm"):
     file = f"mldsa_{alg[-2:]}_verify_test.json"
@@ -200,8 +205,8 @@ def liboqs_mldsa(build: str, tmp_path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_liboqs_default_ml_dsa_accepts_out_of_bound_signatures_and_the_portable_build_does_not(tmp_path,
-                                                                                                 generic_liboqs):
+def test_liboqs_default_ml_dsa_accepts_out_of_bound_signatures_and_the_portable_build_does_not(
+        tmp_path, generic_liboqs):
     """liboqs 0.13.0's AVX2 ML-DSA verifier accepts Wycheproof's "z out of bound" (InfinityNormViolation)
     signatures; the generic build refuses them and passes every verify vector."""
     default, generic = liboqs_mldsa("default", tmp_path), liboqs_mldsa("generic", tmp_path)

@@ -1,5 +1,5 @@
-"""liboqs builds as records (pqlab.core.builds): several releases side by side, each from its crates.io crate, named
-in measurements, and refused up front when unknown or lacking a name."""
+"""liboqs builds as records (pqlab.core.builds): several releases side by side, each from its crates.io crate,
+named in measurements, and refused up front when unknown or lacking a name."""
 from __future__ import annotations
 
 import tomllib
@@ -22,7 +22,8 @@ def test_every_release_folder_pins_the_oqs_sys_crate_that_carries_that_release()
         build = builds.Build(release)
         lock = tomllib.loads(build.manifest.with_name("Cargo.lock").read_text())
         crate = [p for p in lock["package"] if p["name"] == "oqs-sys"]
-        assert len(crate) == 1 and crate[0]["version"].endswith(f"+liboqs-{release}") and len(crate[0]["checksum"]) == 64
+        assert (len(crate) == 1 and crate[0]["version"].endswith(f"+liboqs-{release}")
+                and len(crate[0]["checksum"]) == 64)
         assert liboqs_build.crate_checksum(build) == (crate[0]["version"], crate[0]["checksum"])
 
 
@@ -50,7 +51,8 @@ def test_names_split_off_their_build_and_own_builds_are_found_by_their_folder():
     assert builds.split("ML-KEM-768@liboqs-0.12.0") == ("ML-KEM-768@liboqs", "liboqs-0.12.0")
     assert builds.split("ML-KEM-768@liboqs") == ("ML-KEM-768@liboqs", "")
     assert builds.split("Ed25519") == ("Ed25519", "")
-    assert builds.own_build_at(paths.LIBOQS_PREFIX / "liboqs-0.9.0+generic") == builds.Build("0.9.0", "generic")
+    assert (builds.own_build_at(paths.LIBOQS_PREFIX / "liboqs-0.9.0+generic")
+            == builds.Build("0.9.0", "generic"))
     assert builds.own_build_at(paths.LIBOQS_PREFIX.parent / "elsewhere") is None
 
 
@@ -73,17 +75,20 @@ def test_bench_refuses_two_builds_an_unknown_one_and_a_name_the_release_lacks_be
         benchmark.bench(["ML-DSA-44@liboqs-0.15.0"], folder=tmp_path, **FAST)
     with pytest.raises(UnknownName, match="algorithm in liboqs 0.9.0 'ML-KEM-768'"):
         benchmark.bench(["ML-KEM-768@liboqs-0.9.0"], folder=tmp_path, **FAST)
-    with pytest.raises(BadInput, match="Kyber768@liboqs \\(kem: keygen, encaps, decaps\\) has no operation 'sign'"):
+    with pytest.raises(BadInput, match="Kyber768@liboqs \\(kem: keygen, encaps, decaps\\) "
+                                       "has no operation 'sign'"):
         benchmark.bench(["Kyber768@liboqs-0.9.0"], operations=["sign"], folder=tmp_path, **FAST)
     assert not list(tmp_path.iterdir())  # nothing was measured or written
 
 
-@pytest.mark.parametrize("name, release, ciphertext", [("Kyber768", "0.9.0", 1088), ("ML-KEM-768", "0.12.0", 1088)])
+@pytest.mark.parametrize("name, release, ciphertext", [("Kyber768", "0.9.0", 1088),
+                                                       ("ML-KEM-768", "0.12.0", 1088)])
 def test_a_name_at_another_release_is_measured_there_in_a_worker_and_the_run_names_its_build(name, release,
                                                                                                 ciphertext):
-    # liboqs 0.12.0's ML-KEM accepts invalid encapsulation keys (Wycheproof, pqlab.checks.conformance): timed as asked
-    run = benchmark.bench([f"{name}@liboqs-{release}"], operations=["encaps"], save=False, allow_nonconforming=True,
-                          **FAST)
+    # liboqs 0.12.0's ML-KEM accepts invalid encapsulation keys (Wycheproof,
+    # pqlab.checks.conformance): timed as asked
+    run = benchmark.bench([f"{name}@liboqs-{release}"], operations=["encaps"], save=False,
+                          allow_nonconforming=True, **FAST)
     info = run.meta["liboqs"]
     record = run.meta["conformance"][f"{name}@liboqs"]
     assert record["liboqs"]["build"] == f"liboqs-{release}"  # checked in the build that ran
@@ -93,7 +98,8 @@ def test_a_name_at_another_release_is_measured_there_in_a_worker_and_the_run_nam
     row = run.verified().iloc[0]
     assert (row["algorithm"], row["backend"], row["library_version"]) == (name, "liboqs", release)
     assert row["rounds"] == 3 and row["time_ns_ci_low"] < row["time_ns_median"] < row["time_ns_ci_high"]
-    assert run.sizes["ciphertext_bytes"].iloc[0] == ciphertext  # liboqs-python's struct read right on this release
+    # liboqs-python's struct read right on this release
+    assert run.sizes["ciphertext_bytes"].iloc[0] == ciphertext
     with pytest.raises(BadInput, match=f"loaded liboqs-{release}, not liboqs-0.13.0"):
         run.ratio(f"{name}@liboqs-0.13.0", name, "encaps")
 
@@ -103,7 +109,8 @@ def test_the_loaded_build_is_measured_here_and_the_worker_environment_names_the_
     names, build = benchmark._asked_build([f"ML-DSA-44@{loaded}", "Ed25519"])
     assert names == ["ML-DSA-44@liboqs", "Ed25519"] and build is None
     env = liboqs_loader.build_environment("liboqs-0.12.0", base={})
-    assert env == {"OQS_INSTALL_PATH": str(builds.Build("0.12.0").prefix), "PQLAB_LIBOQS_BUILD": "liboqs-0.12.0"}
+    assert env == {"OQS_INSTALL_PATH": str(builds.Build("0.12.0").prefix),
+                   "PQLAB_LIBOQS_BUILD": "liboqs-0.12.0"}
 
 
 class _Run(Run):
@@ -136,13 +143,16 @@ def test_a_liboqs_pqlab_was_given_is_one_more_build_named_by_its_own_version(tmp
     run = benchmark.bench(["ML-KEM-768@liboqs-0.12.0+given"], operations=["keygen"], save=False,
                           allow_nonconforming=True, **FAST)
     info = run.meta["liboqs"]
-    assert info["build"] == "liboqs-0.12.0+given" and info["liboqs_path"] == str((given / "lib" / "liboqs.so").resolve())
-    # looking for given builds loads none of them here: a fresh process still imports its own liboqs afterwards
+    assert (info["build"] == "liboqs-0.12.0+given"
+            and info["liboqs_path"] == str((given / "lib" / "liboqs.so").resolve()))
+    # looking for given builds loads none of them here: a fresh process still
+    # imports its own liboqs afterwards
     import ctypes
     import subprocess
     import sys
 
-    ctypes.CDLL(str(given / "lib" / "liboqs.so"))  # another liboqs mapped in this process: not taken for the one used
+    # another liboqs mapped in this process: not taken for the one used
+    ctypes.CDLL(str(given / "lib" / "liboqs.so"))
     assert str(given) not in liboqs_loader.liboqs_info()["liboqs_path"]
 
     code = ("from pqlab import liboqs_loader as L; assert L.given_builds(); i = L.liboqs_info(); "
@@ -155,10 +165,12 @@ def test_a_liboqs_pqlab_was_given_is_one_more_build_named_by_its_own_version(tmp
 def test_compare_runs_of_two_releases_refuses_a_name_whose_meaning_changed_unless_told(tmp_path):
     from pqlab.store.results import compare_runs
 
-    runs = [benchmark.bench(["FrodoKEM-640-AES"], operations=["keygen"], save=False, **FAST) for _ in range(2)]
+    runs = [benchmark.bench(["FrodoKEM-640-AES"], operations=["keygen"], save=False, **FAST)
+            for _ in range(2)]
     runs[0].meta["liboqs"]["liboqs_version"], runs[1].meta["liboqs"]["liboqs_version"] = "0.15.0", "0.16.0"
-    with pytest.raises(ValueError, match="FrodoKEM-640-AES is FrodoKEM-640-AES \\(unsalted\\) in liboqs 0.15.0 and "
-                                         "FrodoKEM-640-AES \\(salted\\) in 0.16.0.*allow_changed_meaning=True"):
+    with pytest.raises(ValueError, match="FrodoKEM-640-AES is FrodoKEM-640-AES \\(unsalted\\) in liboqs "
+                                         "0.15.0 and FrodoKEM-640-AES \\(salted\\) in 0.16.0.*"
+                                         "allow_changed_meaning=True"):
         compare_runs(runs[0], runs[1], allow_different=True)
     told = compare_runs(runs[0], runs[1], allow_different=True, allow_changed_meaning=True)
     assert "⚠ different algorithms: FrodoKEM-640-AES is" in told.iloc[0]["verdict"]
@@ -175,7 +187,8 @@ def test_compare_joins_two_releases_by_their_options_and_names_each_sides_build(
         for options in ("default", "generic"):
             build = builds.Build(release, options).id
             rows.append({"run_id": run_id, "algorithm": "ML-KEM-768", "backend": "liboqs", "build": build,
-                         "operation": "encaps", "loops": 1, "time_ns_median": 1e4, "samples": 6, "verified": True})
+                         "operation": "encaps", "loops": 1, "time_ns_median": 1e4, "samples": 6,
+                         "verified": True})
             samples += [{"run_id": run_id, "algorithm": "ML-KEM-768", "backend": "liboqs", "build": build,
                          "operation": "encaps", "round": r, "sample": 0, "loops": 1,
                          "time_ns": 1e4 * scale * (2 if options == "generic" else 1) * (1 + 0.001 * r)}
@@ -206,8 +219,10 @@ def test_provision_refuses_an_unknown_build_in_one_line_and_knows_every_other_re
 
     assert provision.main(["liboqs", "turbo"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: unknown liboqs build 'turbo'") and err.count("\n") == 1 and "liboqs-0.9.0" in err
-    assert provision.main(["liboqs", "releases"]) == 0  # installed already (make's prerequisite): found, not built
+    assert (err.startswith("error: unknown liboqs build 'turbo'") and err.count("\n") == 1
+            and "liboqs-0.9.0" in err)
+    # installed already (make's prerequisite): found, not built
+    assert provision.main(["liboqs", "releases"]) == 0
     out = capsys.readouterr().out
     assert [line.split(":")[0] for line in out.splitlines()] == ["liboqs-0.9.0", "liboqs-0.12.0"]
 
@@ -219,14 +234,16 @@ def test_the_loaded_liboqs_is_the_one_liboqs_python_opened_not_the_first_one_map
     maps = tmp_path / "maps"  # another liboqs mapped first (a look at a given one, say)
     maps.write_text("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 /elsewhere/lib/liboqs.so\n")
     opened = builtins.open
-    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened(maps if f == "/proc/self/maps" else f, *a, **k))
+    monkeypatch.setattr(builtins, "open",
+                        lambda f, *a, **k: opened(maps if f == "/proc/self/maps" else f, *a, **k))
     assert liboqs_loader.loaded_library_path() == real
 
 
-# ----- the old default/generic word is gone as a concept (issue 30) --------------------------------------------
+# ----- the old default/generic word is gone as a concept (issue 30) -----------------------------------------
 
-#: Files pqlab keeps under version control whose text is its own: code, notebooks, their parameters, build files
-#: and documentation (the transcribed reference data and the tests, which write old runs, are not scanned).
+#: Files pqlab keeps under version control whose text is its own: code, notebooks, their parameters, build
+#: files and documentation (the transcribed reference data and the tests, which write old runs, are not
+#: scanned).
 _OWN = ("pqlab/", "notebooks/", "native/bench/", "native/bc-runner/src/", "native/tls/", "README.md",
         "CONTRIBUTING.md", "Makefile", "environment.yml", ".ci/")
 
@@ -238,7 +255,8 @@ def test_the_word_variant_survives_only_where_a_schema_4_run_is_read():
     import re
     import subprocess
 
-    listed = subprocess.run(["git", "ls-files", *_OWN], cwd=paths.ROOT, capture_output=True, text=True, check=True)
+    listed = subprocess.run(["git", "ls-files", *_OWN], cwd=paths.ROOT, capture_output=True, text=True,
+                            check=True)
     found = []
     for name in listed.stdout.split():
         path = paths.ROOT / name
@@ -253,8 +271,8 @@ def test_the_word_variant_survives_only_where_a_schema_4_run_is_read():
 
 def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
     """A run saved before builds were records stored default/generic without the release: on load its rows,
-    samples and liboqs record name the build (liboqs-<release>[+generic]) from the release it recorded, and its
-    liboqs rows the path they were measured through."""
+    samples and liboqs record name the build (liboqs-<release>[+generic]) from the release it recorded, and
+    its liboqs rows the path they were measured through."""
     import json
 
     import pandas as pd
@@ -264,12 +282,13 @@ def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
 
     rows = [("ML-DSA-44", "liboqs", "generic", "0.12.0"), ("ML-DSA-44", "native", "default", ""),
             ("Ed25519", "cryptography", "", "50.0.2")]
-    run = Run.from_rows("old", [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign", "loops": 1,
-                                 "message_bytes": 100, "library_version": v or None, "time_ns_median": 1000.0,
-                                 "samples": 3, "verified": True} for a, b, _, v in rows], [],
-                        [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign", "message_bytes": 100,
-                          "round": r, "sample": 0, "loops": 1, "time_ns": 1000.0 + r} for a, b, _, _ in rows
-                         for r in range(3)],
+    run = Run.from_rows("old", [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign",
+                                 "loops": 1, "message_bytes": 100, "library_version": v or None,
+                                 "time_ns_median": 1000.0, "samples": 3, "verified": True}
+                                for a, b, _, v in rows], [],
+                        [{"run_id": "old", "algorithm": a, "backend": b, "operation": "sign",
+                          "message_bytes": 100, "round": r, "sample": 0, "loops": 1, "time_ns": 1000.0 + r}
+                         for a, b, _, _ in rows for r in range(3)],
                         {"status": "complete", "liboqs": {"liboqs_version": "0.12.0", "variant": "generic"}})
     run.save(tmp_path)
     old = "variant"  # the column and record key of schema 4
@@ -283,11 +302,15 @@ def test_a_schema_4_run_converts_its_options_to_the_build_it_names(tmp_path):
     meta.pop("files")
     (tmp_path / "old.meta.json").write_text(json.dumps(meta))
     back = load_run(tmp_path / "old")
-    assert back.meta["converted_from_schema"] == 4 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
+    assert (back.meta["converted_from_schema"] == 4
+            and (back.measurements["schema_version"] == SCHEMA_VERSION).all())
     assert back.measurements["build"].fillna("").tolist() == ["liboqs-0.12.0+generic", "liboqs-0.12.0", ""]
-    assert back.samples["build"].fillna("").tolist() == ["liboqs-0.12.0+generic"] * 3 + ["liboqs-0.12.0"] * 3 + [""] * 3
+    assert back.samples["build"].fillna("").tolist() == (["liboqs-0.12.0+generic"] * 3 + ["liboqs-0.12.0"] * 3
+                                                         + [""] * 3)
     assert old not in back.measurements.columns and old not in back.samples.columns
-    assert back.meta["liboqs"] == {"liboqs_version": "0.12.0", "options": "generic", "build": "liboqs-0.12.0+generic"}
+    assert back.meta["liboqs"] == {"liboqs_version": "0.12.0", "options": "generic",
+                                   "build": "liboqs-0.12.0+generic"}
     assert back.sample_values("ML-DSA-44", "sign", backend="liboqs-python", build="generic").size == 3
-    # schema 4's liboqs rows were measured through liboqs-python: the backend says so now (liboqs is the lean path)
+    # schema 4's liboqs rows were measured through liboqs-python: the backend says
+    # so now (liboqs is the lean path)
     assert list(back.measurements["backend"]) == ["liboqs-python", "native", "cryptography"]

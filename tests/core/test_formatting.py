@@ -1,4 +1,5 @@
-"""pqlab.core.formatting: one rule per unit, missing values printed as n/a; pqlab.core.errors: close matches."""
+"""pqlab.core.formatting: one rule per unit, missing values printed as n/a;
+pqlab.core.errors: close matches."""
 from __future__ import annotations
 
 import math
@@ -64,14 +65,16 @@ def test_three_significant_digits_without_exponent():
 
 
 def test_a_schema_column_takes_its_unit_from_the_schema_not_its_name():
-    """pyperf's metadata style (issue 30): the unit belongs to the column.  A schema column's kind comes from the
-    unit the schema declares, even where its name says otherwise; a study's derived column falls back on its name."""
+    """pyperf's metadata style (issue 30): the unit belongs to the column.  A schema column's kind comes from
+    the unit the schema declares, even where its name says otherwise; a study's derived column falls back on
+    its name."""
     from pqlab.core import schema
 
     assert f.kind_from_name("cycles_source") == ("", 1.0)  # a label: its name says "cycles"
     assert schema.unit_of("cycles_source") == "" and schema.unit_of("sign_cycles") is None
     assert f.kind_from_name("sign_cycles") == ("cycles", 1.0)
-    for part in (schema.MEASUREMENTS, schema.SIZES, schema.SAMPLES, schema.TLS_MEASUREMENTS, schema.TLS_SAMPLES):
+    for part in (schema.MEASUREMENTS, schema.SIZES, schema.SAMPLES, schema.TLS_MEASUREMENTS,
+                 schema.TLS_SAMPLES):
         for name, col in part.items():
             assert col.unit in schema.UNITS + ("",), name
             if col.unit:
@@ -130,14 +133,18 @@ def test_a_unit_and_kind_can_be_chosen():
 def test_flags_become_marks_and_a_legend():
     from pqlab.core import flags
 
-    t = table_of(algorithm=["a", "b", "c"], flags=[flags.join([flags.make("no-cycles", "ENOENT"), flags.make("few-samples")]),
+    t = table_of(algorithm=["a", "b", "c"], flags=[flags.join([flags.make("no-cycles", "ENOENT"),
+                                                               flags.make("few-samples")]),
                                                    flags.make("no-cycles"), None])
     assert t.marks == ["a,b", "a", ""]  # no-cycles is not on every row (c has none): a mark where it is
-    t = table_of(algorithm=["a", "b"], flags=[flags.join([flags.make("no-cycles", "x"), flags.make("few-samples")]),
+    t = table_of(algorithm=["a", "b"], flags=[flags.join([flags.make("no-cycles", "x"),
+                                                          flags.make("few-samples")]),
                                               flags.make("no-cycles")])
-    assert t.marks == ["a", ""] and t.notes == ["All rows: no cycle counter was available.", "a: fewer than 10 samples."]
+    assert t.marks == ["a", ""] and t.notes == ["All rows: no cycle counter was available.",
+                                                "a: fewer than 10 samples."]
     assert "Notes" in t.frame.columns and "ENOENT" not in t.to_string()
-    t = f.table(__import__("pandas").DataFrame({"x": [1], "flags": [flags.make("few-samples")]}), show_flags=["failed"])
+    t = f.table(__import__("pandas").DataFrame({"x": [1], "flags": [flags.make("few-samples")]}),
+                show_flags=["failed"])
     assert t.marks == [""] and t.notes == []
 
 
@@ -160,8 +167,8 @@ def test_run_summary_is_formatted_and_raw_columns_stay_reachable():
     assert shown.notes == ["All rows: no cycle counter was available."]
     assert "<table" in shown._repr_html_() and "no cycle counter" in shown._repr_html_()
     assert isinstance(shown.frame, pd.DataFrame)
-@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (59.6, "1 min 0 s"), (142, "2 min 22 s"),
-                                           (3655, "1 h 01 min"), (7199, "2 h 00 min")])
+@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (59.4, "59 s"), (59.6, "1 min 0 s"),
+                                           (142, "2 min 22 s"), (3655, "1 h 01 min"), (7199, "2 h 00 min")])
 def test_fmt_duration(seconds, text):
     assert f.fmt_duration(seconds) == text
     assert f.fmt_duration(None) == f.MISSING

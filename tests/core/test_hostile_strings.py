@@ -4,8 +4,8 @@ stranger's bundle: every export shows them as text and never runs them (issue #2
 Hostile values go through every export path: a table's .tex and .md, numbers.tex, a figure with the runs'
 context as its footer, the paper's run context (context_tex, context_markdown) and a table's HTML.  A LaTeX
 document that inputs the exported table, numbers and context compiles with pdflatex -no-shell-escape, and its
-log shows that no ``\\typeout`` of the data ran: each one types ``PQLAB\\jobname``, which only a \\typeout that
-ran expands to ``PQLAB`` and the job's name.
+log shows that no ``\\typeout`` of the data ran: each one types ``PQLAB\\jobname``, which only a \\typeout
+that ran expands to ``PQLAB`` and the job's name.
 """
 from __future__ import annotations
 
@@ -37,13 +37,15 @@ ALGORITHM = "<script>alert(1)</script>|x"  # HTML in Markdown, a column more in 
 HYPERVISOR = f"kvm\n{TYPEOUT}\r<b>x</b> | y"
 TOPIC = "01_hostile"
 #: hostile strings as cells of a table: every character LaTeX, Markdown or mathtext reads
-CELLS = [ALGORITHM, r"back\slash \\ % # & ~ ^ _ { } $\undefinedcs$", f"line\nbreak {TYPEOUT}", "[link](javascript:x) *a* `b`"]
+CELLS = [ALGORITHM, r"back\slash \\ % # & ~ ^ _ { } $\undefinedcs$", f"line\nbreak {TYPEOUT}",
+         "[link](javascript:x) *a* `b`"]
 
 
 def hostile_run(run_id: str):
     meta = machine.collect({}, liboqs=False)
-    meta = {**meta, "run_id": run_id, "cpu": {**(meta.get("cpu") or {}), "model": CPU}, "hypervisor": HYPERVISOR,
-            "kernel": rf"6.1 {TYPEOUT} $\undefinedcs$", "python": "3.11 <script>x</script>"}
+    meta = {**meta, "run_id": run_id, "cpu": {**(meta.get("cpu") or {}), "model": CPU},
+            "hypervisor": HYPERVISOR, "kernel": rf"6.1 {TYPEOUT} $\undefinedcs$",
+            "python": "3.11 <script>x</script>"}
     return SimpleNamespace(run_id=run_id, meta=meta)
 
 
@@ -64,13 +66,14 @@ def unescaped_pipes(line: str) -> int:
 
 
 def live_tex_lines(text: str) -> list[str]:
-    """The lines of a .tex file where TeX reads a \\typeout, \\url or \\undefinedcs of the data: outside a comment,
-    not as escaped text (\\textbackslash{}typeout)."""
+    """The lines of a .tex file where TeX reads a \\typeout, \\url or \\undefinedcs of the data: outside a
+    comment, not as escaped text (\\textbackslash{}typeout)."""
     out = []
     for line in text.splitlines():
         if line.startswith("%"):
             continue
-        line = re.sub(r"\\url\{[^}]*\}", "", line)  # verbatim, brace-free (percent-encoded): never read as TeX
+        # verbatim, brace-free (percent-encoded): never read as TeX
+        line = re.sub(r"\\url\{[^}]*\}", "", line)
         if re.search(r"(?<!\\textbackslash\{\})(typeout|undefinedcs|jobname)\b", line):
             out.append(line)
     return out
@@ -90,7 +93,8 @@ def test_each_language_has_one_rule_that_shows_the_text():
         r"\textbackslash{}url\{x"
     assert formatting.latex("a\nb\r\tc") == "a b  c"
     assert formatting.latex(RUN_NEWLINE, "comment") == r"r8 \typeout{PQLAB\jobname}%"
-    assert "\n" not in formatting.latex(HYPERVISOR, "comment") and "\r" not in formatting.latex(HYPERVISOR, "comment")
+    assert ("\n" not in formatting.latex(HYPERVISOR, "comment")
+            and "\r" not in formatting.latex(HYPERVISOR, "comment"))
     url = formatting.latex(RUN_BRACE, "url")
     assert url == "r9%7D%5Ctypeout%7BPQLAB%5Cjobname%7D%5Curl%7Bx" and not set(url) & set("{}\\#\n ")
     assert formatting.latex("https://x.org/a-b_c.csv?x=1", "url") == "https://x.org/a-b_c.csv?x=1"
@@ -117,14 +121,16 @@ def test_mpl_text_is_never_mathtext_and_shows_as_written():
 # ----- every export path -----
 
 def test_a_table_s_tex_md_and_html_show_hostile_cells_as_text(export_tree, runs):
-    export.save_table(hostile_table(), TOPIC, "hostile", runs=runs, caption=f"Caption {ALGORITHM} {TYPEOUT} $x$ % #")
+    export.save_table(hostile_table(), TOPIC, "hostile", runs=runs,
+                      caption=f"Caption {ALGORITHM} {TYPEOUT} $x$ % #")
     folder = export_tree / "data" / "tables" / TOPIC
     tex = (folder / "hostile.tex").read_text()
     check_tex(tex)
     header = tex.splitlines()[0]
-    assert header.startswith("% pqlab table 01_hostile/hostile: ") and r"r8 \typeout{PQLAB\jobname}%" in header
-    assert r"\&lt;" not in tex and r"\textless{}script\textgreater{}alert(1)\textless{}/script\textgreater{}" \
-        r"\textbar{}x" in tex
+    assert (header.startswith("% pqlab table 01_hostile/hostile: ")
+            and r"r8 \typeout{PQLAB\jobname}%" in header)
+    assert r"\&lt;" not in tex and r"\textless{}script\textgreater{}alert(1)" \
+        r"\textless{}/script\textgreater{}\textbar{}x" in tex
     md = (folder / "hostile.md").read_text()
     assert "<" not in md and ">" not in md.replace("&gt;", "")
     rows = [line for line in md.splitlines() if line.startswith("|")]
@@ -145,7 +151,8 @@ def test_numbers_tex_keeps_keys_and_run_ids_in_their_comments(export_tree, runs)
     check_tex(tex)
     lines = tex.splitlines()
     assert all(line.startswith(("%", r"\newcommand{\pqlab")) for line in lines), lines
-    assert sum(RUN_NEWLINE.replace("\n", " ") in line for line in lines) == 3  # the stamp and each number's line
+    # the stamp and each number's line
+    assert sum(RUN_NEWLINE.replace("\n", " ") in line for line in lines) == 3
     macro = export.macro_name(key)
     assert rf"\newcommand{{\{macro}}}{{1.5~\textmu{{}}s~\$\textbackslash{{}}undefinedcs\$" in tex
 
@@ -153,15 +160,16 @@ def test_numbers_tex_keeps_keys_and_run_ids_in_their_comments(export_tree, runs)
 def test_a_figure_with_a_hostile_footer_and_labels_is_written(export_tree, runs):
     df = pd.DataFrame({"algorithm": [r"$\undefinedcs$", ALGORITHM] * 2,
                        "op": ["<b>sign</b>"] * 2 + [r"verify $\alpha$"] * 2, "ms": [1.0, 2.0, 3.0, 4.0]})
-    files = export.save_figure(lambda w: plotting.grouped_bars(df, category="algorithm", group="op", value="ms",
-                                                               width=w, height=2.4, ylabel="ms"),
+    files = export.save_figure(lambda w: plotting.grouped_bars(df, category="algorithm", group="op",
+                                                               value="ms", width=w, height=2.4, ylabel="ms"),
                                TOPIC, "hostile", runs=runs)
     assert [p.name for p in files] == [f"hostile{s}.{e}" for s in ("", ".col") for e in ("pdf", "svg", "png")]
     assert all(p.stat().st_size > 0 for p in files)
     svg = (export_tree / "figures" / TOPIC / "hostile.svg").read_text()
     assert "<script" not in svg and "<b>" not in svg
     assert r"$\undefinedcs$" in svg  # the footer's CPU model and the tick label, as written
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;|x" in svg and r"verify $\alpha$" in svg  # a tick label, a legend entry
+    # a tick label, a legend entry
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;|x" in svg and r"verify $\alpha$" in svg
     plt.close("all")
 
 
@@ -199,11 +207,12 @@ Quoted: \MACRO{} and \pqlabPlain{}.
 
 
 def compile_hostile_document(folder, tables) -> str:
-    """pdflatex -no-shell-escape on `folder`/hostile.tex (inputs from `folder` and `tables`); asserts it compiled,
-    that its own marker ran and none of the data's did; returns the PDF's text."""
+    """pdflatex -no-shell-escape on `folder`/hostile.tex (inputs from `folder` and `tables`); asserts it
+    compiled, that its own marker ran and none of the data's did; returns the PDF's text."""
     env = dict(os.environ, TEXINPUTS=os.pathsep.join([str(folder), str(tables), ""]))
-    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
-                           "hostile.tex"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode",
+                           "-halt-on-error", "hostile.tex"], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=300)
     log = (folder / "hostile.log").read_text(encoding="latin-1")
     assert done.returncode == 0 and (folder / "hostile.pdf").exists(), log[-3000:]
     assert "PQLABMARKER: the document ran" in log  # \typeout reaches this log
@@ -234,11 +243,13 @@ def test_the_paper_with_hostile_exports_builds_without_running_them(export_tree,
     source = tmp_path / "src"
     source.mkdir()
     (source / "pqlab.tex").write_text("\n".join([
-        r"\input{preamble}", r"\begin{document}", rf"\input{{{TOPIC}/numbers}}", r"Signing costs \pqlabSign{}.",
-        rf"\input{{{TOPIC}/hostile}}", r"\section{Context}\input{context}", r"\input{studies}", r"\end{document}", ""]))
+        r"\input{preamble}", r"\begin{document}", rf"\input{{{TOPIC}/numbers}}",
+        r"Signing costs \pqlabSign{}.", rf"\input{{{TOPIC}/hostile}}", r"\section{Context}\input{context}",
+        r"\input{studies}", r"\end{document}", ""]))
     result = paper.build("quick", output=tmp_path, out=tmp_path / "out", paper=source)
     log = result.log.read_text(encoding="latin-1")
     assert result.problems == [] and result.pdf.exists(), result.problems
     assert "PQLABpqlab" not in log
-    text = subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
     assert "<script>alert(1)</script>|x" in text

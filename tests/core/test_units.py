@@ -14,7 +14,7 @@ from pqlab.core.schema import UNIT_TABLE, UNITS, convert_unit, unit_size
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pqlab"
 #: the formatting layer, where units are defined and shown
-OWNERS = {PACKAGE / "core" / "schema.py", PACKAGE / "core" / "formatting.py"}
+OWNERS = {PACKAGE / "core" / "schema.py", PACKAGE / "core" / "quantities.py", PACKAGE / "core" / "tables.py"}
 #: factors that change a unit when a value is multiplied or divided by them
 HAND = {1e3, 1e6, 1e9, 1e12, 1e-3, 1e-6, 1e-9, 1e-12, 1024, 1024**2, 1024**3}
 
@@ -22,9 +22,11 @@ HAND = {1e3, 1e6, 1e9, 1e12, 1e-3, 1e-6, 1e-9, 1e-12, 1024, 1024**2, 1024**3}
 def hand_conversions(source: str) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.Mult | ast.Div | ast.FloorDiv):
+        if (isinstance(node, ast.BinOp | ast.AugAssign)
+                and isinstance(node.op, ast.Mult | ast.Div | ast.FloorDiv)):
             sides = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.value,)
-            if any(isinstance(s, ast.Constant) and type(s.value) in (int, float) and s.value in HAND for s in sides):
+            if any(isinstance(s, ast.Constant) and type(s.value) in (int, float) and s.value in HAND
+                   for s in sides):
                 out.append(f"{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -36,7 +38,8 @@ def test_no_module_converts_units_by_hand():
 
 
 def test_the_scan_finds_a_hand_conversion():
-    assert [h.split(":")[0] for h in hand_conversions("x = t_ns / 1e3\ny = 2 * n\nw = 1e6 * s\n")] == ["1", "3"]
+    assert ([h.split(":")[0] for h in hand_conversions("x = t_ns / 1e3\ny = 2 * n\nw = 1e6 * s\n")]
+            == ["1", "3"])
     assert hand_conversions("budget /= 1000\n") and not hand_conversions("n = rounds * 3\n")
 
 
@@ -46,8 +49,8 @@ def test_every_stored_unit_is_in_the_table_at_size_one():
 
 @pytest.mark.parametrize(("value", "unit", "to", "expected"), [
     (1500, "ns", "µs", 1.5), (2.5, "ms", "ns", 2.5e6), (3, "s", "ms", 3000), (2048, "bytes", "KiB", 2.0),
-    (1.5, "MiB", "bytes", 1572864), (7, "mJ", "µJ", 7000), (250, "mW", "W", 0.25), (0.125, "fraction", "%", 12.5),
-    (1200, "us", "ms", 1.2), (5, "kcycles", "cycles", 5000),
+    (1.5, "MiB", "bytes", 1572864), (7, "mJ", "µJ", 7000), (250, "mW", "W", 0.25),
+    (0.125, "fraction", "%", 12.5), (1200, "us", "ms", 1.2), (5, "kcycles", "cycles", 5000),
 ])
 def test_convert_unit(value, unit, to, expected):
     assert convert_unit(value, unit, to) == pytest.approx(expected)

@@ -1,5 +1,5 @@
-"""One vocabulary (issue 30): pqlab.core.vocabulary owns the backends, the families and the topic ids; no other module
-spells its own list of them, and each word it lists is the one the code and the notebooks use."""
+"""One vocabulary (issue 30): pqlab.core.vocabulary owns the backends, the families and the topic ids; no
+other module spells its own list of them, and each word it lists is the one the code and the notebooks use."""
 from __future__ import annotations
 
 import ast
@@ -29,7 +29,8 @@ def _literals(path: Path):
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
             elts = node.keys if isinstance(node, ast.Dict) else node.elts
-            yield node.lineno, {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            yield node.lineno, {e.value for e in elts
+                                if isinstance(e, ast.Constant) and isinstance(e.value, str)}
 
 
 def test_no_module_spells_its_own_list_of_backends_or_families():
@@ -56,9 +57,12 @@ def test_every_registered_algorithm_has_the_family_its_name_says():
         if algo.family != vocabulary.family_of(name):
             wrong[f"{name}@{backend}"] = (algo.family, vocabulary.family_of(name))
     assert wrong == {}
-    assert vocabulary.family_of("SPHINCS") == "hash-based" and vocabulary.family_of("ECDSA") == "elliptic-curve"
-    assert vocabulary.family_of("HQC-1") == "code-based" and vocabulary.family_of("eFrodoKEM-640-AES") == "lattice"
-    assert vocabulary.family_of("SNOVA_24_5_4") == "multivariate" and vocabulary.family_of("Frobnicate") == "other"
+    assert (vocabulary.family_of("SPHINCS") == "hash-based"
+            and vocabulary.family_of("ECDSA") == "elliptic-curve")
+    assert (vocabulary.family_of("HQC-1") == "code-based"
+            and vocabulary.family_of("eFrodoKEM-640-AES") == "lattice")
+    assert (vocabulary.family_of("SNOVA_24_5_4") == "multivariate"
+            and vocabulary.family_of("Frobnicate") == "other")
 
 
 def test_the_backends_are_those_that_register_and_those_the_runners_write():
@@ -74,9 +78,11 @@ def test_the_backends_are_those_that_register_and_those_the_runners_write():
     sources = "".join(p.read_text(errors="replace") for p in (ROOT / "native" / "impls").rglob("*")
                       if p.is_file() and p.suffix in (".rs", ".go", ".mjs", ".java", ".c")
                       and not {"target", "node_modules", "build"} & set(p.parts))
-    unnamed = [b for b in runner_backends - {"native", tls.BACKEND} if f'"{b}"' not in sources and f"'{b}'" not in sources]
+    unnamed = [b for b in runner_backends - {"native", tls.BACKEND}
+               if f'"{b}"' not in sources and f"'{b}'" not in sources]
     assert unnamed == [], f"backends no runner writes: {unnamed}"
-    assert algorithms.BACKEND_PREFERENCE[0] == "liboqs" and vocabulary.backend("bouncycastle").caller == "Java"
+    assert (algorithms.BACKEND_PREFERENCE[0] == "liboqs"
+            and vocabulary.backend("bouncycastle").caller == "Java")
     with pytest.raises(UnknownName, match="close matches: liboqs"):
         vocabulary.backend("libqos")
 
@@ -84,13 +90,16 @@ def test_the_backends_are_those_that_register_and_those_the_runners_write():
 def test_each_numbered_notebook_is_a_topic_and_takes_its_id_from_its_study_module():
     assert [nb.stem for nb in NOTEBOOKS] == list(vocabulary.TOPICS)
     topics = {}
-    for path in (PACKAGE / "studies").glob("*.py"):
+    for path in (PACKAGE / "studies").iterdir():  # a study is a module or a package
+        if not (path.suffix == ".py" or (path / "__init__.py").exists()) or path.stem == "__init__":
+            continue
         module = importlib.import_module(f"pqlab.studies.{path.stem}")
         if isinstance(getattr(module, "TOPIC", None), str):
             topics[path.stem] = module.TOPIC
     assert set(topics.values()) == set(vocabulary.TOPICS), topics
     for nb in NOTEBOOKS:
-        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                         if c["cell_type"] == "code")
         assigned = re.findall(r"^TOPIC = (.+)$", code, re.M)
         assert len(assigned) == 1 and re.fullmatch(r"\w+\.TOPIC", assigned[0]), (nb.name, assigned)
         typed = set(re.findall(r"[\"'](0\d_[a-z0-9_]+)[\"']", code)) & set(vocabulary.TOPICS)

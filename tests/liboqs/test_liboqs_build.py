@@ -40,7 +40,8 @@ def test_options_are_those_of_oqs_sys_per_build(monkeypatch):
         assert options["OQS_BUILD_ONLY_LIB"] == "Yes" and options["OQS_USE_OPENSSL"] == "No"
         assert options["CMAKE_BUILD_TYPE"] == "Release"
     monkeypatch.setattr(liboqs_build.platform, "machine", lambda: "x86_64")
-    assert liboqs_build.c_flags() == ["-ffunction-sections", "-fdata-sections", "-fPIC", "-m64", "-march=x86-64", "-w"]
+    assert liboqs_build.c_flags() == ["-ffunction-sections", "-fdata-sections", "-fPIC", "-m64",
+                                      "-march=x86-64", "-w"]
     assert liboqs_build.cmake_options("default")["OQS_ENABLE_KEM_BIKE"] == "Yes"
     monkeypatch.setattr(liboqs_build.platform, "machine", lambda: "aarch64")
     assert liboqs_build.c_flags() == ["-ffunction-sections", "-fdata-sections", "-fPIC", "-w"]
@@ -69,14 +70,16 @@ def test_the_key_covers_source_compiler_options_and_build(monkeypatch):
 
 
 def test_unknown_build_is_refused_with_the_choices():
-    with pytest.raises(UnknownName, match="unknown liboqs build 'turbo'.*one of liboqs-0.9.0, .*liboqs-0.13.0"):
+    with pytest.raises(UnknownName,
+                       match="unknown liboqs build 'turbo'.*one of liboqs-0.9.0, .*liboqs-0.13.0"):
         liboqs_build.build_key("turbo")
 
 
 def test_missing_tools_name_the_tool_and_the_way_out(monkeypatch):
     real = shutil.which
     for tool in ("cargo", "cmake", "cc"):
-        monkeypatch.setattr(liboqs_build.shutil, "which", lambda name, tool=tool: None if name == tool else real(name))
+        monkeypatch.setattr(liboqs_build.shutil, "which",
+                            lambda name, tool=tool: None if name == tool else real(name))
         monkeypatch.delenv("CC", raising=False)
         with pytest.raises(BuildToolMissing, match=rf"needs `{tool}`.*conda route"):
             liboqs_build.build_key("default") if tool != "cargo" else liboqs_build.crate_sources(builds.SETUP)
@@ -113,8 +116,8 @@ def test_a_miss_builds_once_and_a_hit_reuses(fake_compile):
 
 def test_concurrent_builds_of_one_key_compile_once(fake_compile):
     results = []
-    threads = [threading.Thread(target=lambda: results.append(liboqs_build.cached_build("default",
-                                                                                       announce=lambda line: None)))
+    threads = [threading.Thread(target=lambda: results.append(
+                   liboqs_build.cached_build("default", announce=lambda line: None)))
                for _ in range(3)]
     for t in threads:
         t.start()
@@ -174,7 +177,8 @@ def exported(library: Path) -> set[str]:
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm (binutils) is not installed: cannot list the exported symbols")
-    out = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True)
+    out = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                         check=True)
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 
 
@@ -191,13 +195,15 @@ def test_the_cached_library_exports_the_oqs_api_only(options, provide_liboqs):
 
 
 def test_the_shim_answers_like_liboqs_0_14(provide_liboqs):
-    """OQS_SIG_supports_ctx_str: ML-DSA and SLH-DSA take contexts, Falcon does not, unknown names are false."""
+    """OQS_SIG_supports_ctx_str: ML-DSA and SLH-DSA take contexts, Falcon does
+    not, unknown names are false."""
     provide_liboqs("default")
     library = liboqs_build.cached_build("default") / "lib" / "liboqs.so"
     code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); f = lib.OQS_SIG_supports_ctx_str; "
             "f.restype = ctypes.c_bool; f.argtypes = [ctypes.c_char_p]; "
             "print([f(n) for n in (b'ML-DSA-44', b'Falcon-512', b'no-such-scheme', None)])")
-    proc = subprocess.run([sys.executable, "-c", code, str(library)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code, str(library)], capture_output=True, text=True,
+                          timeout=60)
     assert proc.stdout.strip() == "[True, False, False, False]", proc.stderr
 
 
@@ -231,7 +237,8 @@ def test_setup_step_reports_a_missing_tool_in_one_line(monkeypatch, capsys):
     from pqlab.app import provision
 
     def missing(options):
-        raise BuildToolMissing("building liboqs needs `cmake` (the liboqs build system), which is not installed")
+        raise BuildToolMissing("building liboqs needs `cmake` (the liboqs build system), "
+                               "which is not installed")
 
     monkeypatch.setattr(provision, "liboqs", missing)
     assert provision.main(["liboqs", "generic"]) == 1
@@ -252,8 +259,10 @@ def test_a_worker_environment_builds_a_missing_build_on_first_need(monkeypatch, 
 
     monkeypatch.setattr(liboqs_build, "provide", fake_provide)
     env = liboqs_loader.build_environment("generic", base={})
-    assert asked == ["liboqs-0.13.0+generic"] and env["OQS_INSTALL_PATH"] == str(tmp_path / "liboqs-0.13.0+generic")
-    liboqs_loader.build_environment("generic", base={})  # provide() itself finds it installed, from today's inputs
+    assert (asked == ["liboqs-0.13.0+generic"]
+            and env["OQS_INSTALL_PATH"] == str(tmp_path / "liboqs-0.13.0+generic"))
+    # provide() itself finds it installed, from today's inputs
+    liboqs_loader.build_environment("generic", base={})
     assert asked == ["liboqs-0.13.0+generic"] * 2
 
     def no_cmake(build, announce):

@@ -1,7 +1,8 @@
-"""liboqs's names per release and what they mean (issue #30, "names that survive renames"): the two transcribed
-tables agree with each other and with their provenance, the known renames hold, and every liboqs name the
-notebooks' parameters ask for resolves on liboqs 0.14.0, 0.15.0 and 0.16.0, to itself, to the release's new
-name for the same algorithm, or to a one-line refusal that names what the release has instead."""
+"""liboqs's names per release and what they mean (issue #30, "names that survive renames"): the two
+transcribed tables agree with each other and with their provenance, the known renames hold, and every liboqs
+name the notebooks' parameters ask for resolves on liboqs 0.14.0, 0.15.0 and 0.16.0, to itself, to the
+release's new name for the same algorithm, or to a one-line refusal that names what the release has
+instead."""
 from __future__ import annotations
 
 import ast
@@ -31,8 +32,8 @@ SIMULATED = ("0.14.0", "0.15.0", "0.16.0")
 
 
 def _baseline() -> str:
-    """The liboqs release pqlab builds (native/liboqs/0.13.0/Cargo.lock's oqs-sys ``0.11.0+liboqs-0.13.0``): the notebooks'
-    names mean what they mean there."""
+    """The liboqs release pqlab builds (native/liboqs/0.13.0/Cargo.lock's oqs-sys ``0.11.0+liboqs-0.13.0``):
+    the notebooks' names mean what they mean there."""
     lock = (ROOT / "native" / "liboqs" / "0.13.0" / "Cargo.lock").read_text(encoding="utf-8")
     version = re.search(r'name = "oqs-sys"\nversion = "([^"]+)"', lock)[1]
     return version.split("+liboqs-")[1]
@@ -65,7 +66,8 @@ def test_every_row_names_its_header_tag_and_commit():
     assert len(df) == reference_source("liboqs_names")["rows"] == sum(map(sum, HEADER_LENGTHS.values()))
     for row in df.astype(str).to_dict("records"):
         assert row["source"] == f"{HEADERS[row['kind']]}@{row['release']}", row
-        assert row["commit"] == tags[row["release"]]["commit"] and re.fullmatch(r"[0-9a-f]{40}", row["commit"])
+        assert (row["commit"] == tags[row["release"]]["commit"]
+                and re.fullmatch(r"[0-9a-f]{40}", row["commit"]))
         assert row["macro"].startswith(f"OQS_{row['kind'].upper()}_alg_"), row
 
 
@@ -78,7 +80,8 @@ def test_provenance_entries(stem):
         assert src.get(key), key
     assert len(df) == src["rows"]
     assert set(df.columns) <= set(src["columns"])
-    assert all(url.startswith("https://github.com/open-quantum-safe/liboqs") for url in src["sources"].values())
+    assert all(url.startswith("https://github.com/open-quantum-safe/liboqs")
+               for url in src["sources"].values())
     for release in EXPECTED_RELEASES:
         assert re.fullmatch(r"[0-9a-f]{40}", src["tags"][release]["commit"])
 
@@ -109,8 +112,8 @@ def test_same_as_previous_release_says_what_the_ids_say():
 
 
 def test_one_algorithm_id_means_one_algorithm():
-    """An id has one KAT digest (where liboqs has a KAT) and one lineage; a release names each id once; two ids
-    under one name have different KATs."""
+    """An id has one KAT digest (where liboqs has a KAT) and one lineage; a release names each id once; two
+    ids under one name have different KATs."""
     df = load_reference("liboqs_meanings").fillna("")
     for algorithm, rows in df.groupby("algorithm"):
         assert len(set(rows["kat_sha256"])) == 1 and len(set(rows["lineage"])) == 1, algorithm
@@ -133,7 +136,8 @@ def test_sphincs_round3_is_gone_in_0_16_and_slh_dsa_is_offered_as_another_algori
         L.name_for(alg, "0.16.0")
     text = str(err.value)
     assert "\n" not in text and "not in liboqs 0.16.0" in text
-    assert "SLH-DSA-SHA2-128f (FIPS 205) as SLH_DSA_PURE_SHA2_128F" in text and "not the same algorithm" in text
+    assert ("SLH-DSA-SHA2-128f (FIPS 205) as SLH_DSA_PURE_SHA2_128F" in text
+            and "not the same algorithm" in text)
     with pytest.raises(UnknownName) as err:
         L.meaning("SPHINCS+-SHA2-128f-simple", "0.16.0")
     assert "0.16.0" in str(err.value) and "0.9.0 to 0.15.0" in str(err.value)
@@ -203,13 +207,13 @@ def test_bad_input_is_refused_in_one_line_with_what_exists():
 
 def test_no_liboqs_is_loaded_and_the_examples_hold():
     code = ("import sys, pqlab.liboqs.names as m; m.meaning('HQC-1', '0.16.0'); "
-            "print(sorted(k for k in sys.modules if 'oqs' in k and k != 'pqlab.liboqs.names'))")
+            "print(sorted(k for k in sys.modules if 'oqs' in k and k not in ('pqlab.liboqs', m.__name__)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
     assert doctest.testmod(L).failed == 0
 
 
-# --- the issue's test: the notebooks' liboqs names on 0.14.0, 0.15.0 and 0.16.0 ------------------------------
+# --- the issue's test: the notebooks' liboqs names on 0.14.0, 0.15.0 and 0.16.0 -----------------------------
 
 #: parameters whose names go to another library than liboqs (the intersection would count them otherwise)
 NOT_LIBOQS = {
@@ -235,7 +239,8 @@ def _strings(value):
 
 
 def notebook_parameters() -> dict[tuple[str, str], dict]:
-    """(notebook stem, "quick" | "full") -> its parameters: the literal ``parameters`` cell, the params yaml."""
+    """(notebook stem, "quick" | "full") -> its parameters: the literal
+    ``parameters`` cell, the params yaml."""
     found = {}
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -278,8 +283,8 @@ def outcome(name: str, release: str) -> str:
 def test_the_notebooks_ask_for_liboqs_names_and_all_exist_on_the_baseline():
     asked = asked_names()
     stems = {stem for stem, *_ in asked}
-    assert {"01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles", "05_energy",
-            "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage"} == stems
+    assert {"01_aes_rsa_sphincs", "02_message_scaling", "03_memory_footprint", "04_signature_cycles",
+            "05_energy", "06_tls_handshake", "07_atlas", "08_implementations", "09_timing_leakage"} == stems
     for *_, name in asked:
         assert name in L.names(BASELINE), name
 
@@ -290,7 +295,8 @@ def test_every_notebook_name_resolves_or_is_refused_clearly(release):
         result = outcome(name, release)
         if result.startswith("refused: "):
             text = result.removeprefix("refused: ")
-            assert "\n" not in text and f"not in liboqs {release}; there: " in text, (stem, profile, key, text)
+            assert ("\n" not in text
+                    and f"not in liboqs {release}; there: " in text), (stem, profile, key, text)
             offered = re.findall(r" as (\S+) \(related, not the same algorithm", text)
             assert offered and all(n in L.names(release) for n in offered), (stem, profile, key, text)
         elif result.startswith("renamed: "):

@@ -30,7 +30,8 @@ def test_every_enabled_mechanism_is_registered():
 def test_signature_round_trip_and_tampering(name):
     algo = get(name, "liboqs")
     assert algo.kind == "sig"
-    trial = algo.trial("sign", MESSAGE).bound()  # fresh keys; the check verifies, and rejects a tampered signature/message
+    # fresh keys; the check verifies, and rejects a tampered signature/message
+    trial = algo.trial("sign", MESSAGE).bound()
     sig = trial.run()
     trial.check(sig)
     assert len(sig) <= algo.declared_sizes()["signature_max_bytes"]
@@ -42,7 +43,8 @@ def test_signature_round_trip_and_tampering(name):
 def test_kem_round_trip_and_tampering(name):
     algo = get(name, "liboqs")
     assert algo.kind == "kem"
-    trial = algo.trial("decaps")  # fresh keys, encapsulation; the check compares secrets, tampers the ciphertext
+    # fresh keys, encapsulation; the check compares secrets, tampers the ciphertext
+    trial = algo.trial("decaps")
     secret = trial.run()
     trial.check(secret)
     with pytest.raises(VerificationError):

@@ -24,7 +24,8 @@ def clean_env(home: Path) -> dict:
 
 def run(code: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    return subprocess.run([str(python), "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(python), "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_import_is_silent_in_a_clean_environment(tmp_path):
@@ -66,7 +67,8 @@ def test_build_environment_worker_loads_the_generic_build(tmp_path, generic_libo
     info = json.loads(proc.stdout)
     assert info["options"] == "generic"
     assert "/liboqs-0.13.0+generic/" in info["liboqs_path"] and info["liboqs_version"] == "0.13.0"
-    default = json.loads(run(code, liboqs_loader.build_environment("default", base=clean_env(tmp_path)), tmp_path).stdout)
+    default = json.loads(run(code, liboqs_loader.build_environment("default", base=clean_env(tmp_path)),
+                             tmp_path).stdout)
     assert default["options"] == "default" and default["liboqs_path"] != info["liboqs_path"]
 
 
@@ -114,11 +116,13 @@ def test_cpu_extensions_are_those_liboqs_detects_named_from_its_own_header(tmp_p
 def test_cpu_specific_code_reads_the_build_config():
     config = {"OQS_ENABLE_KEM_ml_kem_768": "1", "OQS_ENABLE_KEM_ml_kem_768_x86_64": "1",
               "OQS_ENABLE_SIG_falcon_padded_512_avx2": "1", "OQS_ENABLE_SIG_falcon_padded_512_aarch64": "1",
-              "OQS_ENABLE_KEM_hqc_128": "1", "OQS_ENABLE_SHA3_xkcp_low_avx2": "1", "OQS_ENABLE_SIG_uov_ov_Is_pkc": "1",
-              "OQS_ENABLE_KEM_classic_mceliece_348864f_avx2": "1", "OQS_DIST_BUILD": "1"}
+              "OQS_ENABLE_KEM_hqc_128": "1", "OQS_ENABLE_SHA3_xkcp_low_avx2": "1",
+              "OQS_ENABLE_SIG_uov_ov_Is_pkc": "1", "OQS_ENABLE_KEM_classic_mceliece_348864f_avx2": "1",
+              "OQS_DIST_BUILD": "1"}
+    # HQC, the UOV "pkc" sets and the build flags are not code paths
     assert liboqs_loader.cpu_specific_code(config) == {
         "ml_kem_768": ["x86_64"], "falcon_padded_512": ["avx2", "aarch64"], "xkcp_low": ["avx2"],
-        "classic_mceliece_348864f": ["avx2"]}  # HQC, the UOV "pkc" sets and the build flags are not code paths
+        "classic_mceliece_348864f": ["avx2"]}
     assert liboqs_loader.cpu_specific_code({}) == {}
 
 

@@ -70,13 +70,16 @@ def test_reliability_without_a_usable_liboqs_the_rest_works_and_nothing_is_downl
     assert downloads == [] and not result["oqs imported"]  # (pqlab's own `git rev-parse` may be there)
     assert result["list"] == 0 and result["bench"] == 0
     table = proc.stdout.split("RESULT")[0]
-    assert "Ed25519" in table and "ML-KEM-768" in table and " liboqs " not in table  # OpenSSL's ML-KEM is listed
+    # OpenSSL's ML-KEM is listed
+    assert "Ed25519" in table and "ML-KEM-768" in table and " liboqs " not in table
     ours = proc.stderr.split("CONTROL")[0]
     why = [line for line in ours.splitlines() if "liboqs" in line]
     assert len(why) == 1 and why[0].startswith("not available: liboqs: liboqs not found: ")
-    assert (f"{install / 'liboqs.so'} lacks OQS_init, OQS_version" if library == "wrong"  # checked before dlopen:
-            else f"{install / 'liboqs.so'} is not an ELF file; reinstall that liboqs") in why[0]  # never loaded
-    assert why[0].endswith("run `make setup` (it builds liboqs from native/), or use the conda route in README.md")
+    # checked before dlopen: never loaded
+    assert (f"{install / 'liboqs.so'} lacks OQS_init, OQS_version" if library == "wrong"
+            else f"{install / 'liboqs.so'} is not an ELF file; reinstall that liboqs") in why[0]
+    assert why[0].endswith("run `make setup` (it builds liboqs from native/), "
+                           "or use the conda route in README.md")
     assert "Traceback" not in ours
     assert len(result["errors"]) == 3 and result["errors"][0] == result["errors"][2]
     assert result["errors"][0].startswith("ML-DSA-44: liboqs not found: ")
@@ -89,4 +92,5 @@ def test_reliability_without_a_usable_liboqs_the_rest_works_and_nothing_is_downl
         assert "CONTROL liboqs-python: SystemExit 1" in proc.stdout
         assert "git clone --depth 1" in log.read_text()[len(result["git before"]):]
     else:
-        assert "CONTROL liboqs-python: AttributeError" in proc.stdout and "undefined symbol: OQS_init" in proc.stdout
+        assert ("CONTROL liboqs-python: AttributeError" in proc.stdout
+                and "undefined symbol: OQS_init" in proc.stdout)

@@ -117,7 +117,8 @@ def test_auto_without_pmu_and_compiler_is_none_with_both_reasons(monkeypatch, tm
 
 def test_forced_tsc_without_a_compiler_names_the_fix(monkeypatch, tmp_path):
     no_compiler(monkeypatch, tmp_path)
-    with pytest.raises(cycles.CounterUnavailable, match=r"^PQLAB_COUNTER=tsc: .*no C compiler .*apt-get install gcc"):
+    with pytest.raises(cycles.CounterUnavailable,
+                       match=r"^PQLAB_COUNTER=tsc: .*no C compiler .*apt-get install gcc"):
         cycles.counter("tsc")
 
 
@@ -156,7 +157,8 @@ def test_a_read_that_fails_mid_run_keeps_the_times(monkeypatch):
     monkeypatch.setenv(cycles.ENV, "perf")
     cycles.counter()
     state.update(reads=0, fail_after=40)  # 20 samples read cleanly (2 reads each), then every read fails
-    s = measure(lambda: sum(range(500)), budget_s=0.05, warmup_s=0, loops=1, min_samples=30, target_rel_ci=None)
+    s = measure(lambda: sum(range(500)), budget_s=0.05, warmup_s=0, loops=1, min_samples=30,
+                target_rel_ci=None)
     assert s.n >= 30 and np.isfinite(s.time_ns).all() and (s.time_ns > 0).all()
     assert np.isfinite(s.cycles[:20]).all() and np.isnan(s.cycles[20:]).all()
     detail = flags.detail(flags.join(s.flags), "cycles-dropped")
@@ -185,7 +187,8 @@ def test_tsc_counts_reference_cycles_at_its_stated_rate():
 
 
 def test_tsc_rate_from_kernel_log_sysfs_register_or_calibration(monkeypatch, tmp_path):
-    log = "[0.0] tsc: Detected 2445.406 MHz processor\n[1.2] tsc: Refined TSC clocksource calibration: 2445.399 MHz\n"
+    log = ("[0.0] tsc: Detected 2445.406 MHz processor\n"
+           "[1.2] tsc: Refined TSC clocksource calibration: 2445.399 MHz\n")
     assert cycles.kernel_log_tsc_mhz(log) == 2445.399  # the later, refined value
     assert cycles.kernel_log_tsc_mhz("[0.0] tsc: Detected 2596.140 MHz processor") == 2596.140
     assert cycles.kernel_log_tsc_mhz("no such line") is None
@@ -200,7 +203,8 @@ def test_tsc_rate_from_kernel_log_sysfs_register_or_calibration(monkeypatch, tmp
     monkeypatch.setattr(cycles, "_kernel_log", lambda: ("", ""))
     monkeypatch.setattr(cycles, "CALIBRATION_S", 0.05)
     hz, source = cycles.tsc_frequency(0, lambda: time.perf_counter_ns() * 2)
-    assert hz == pytest.approx(2e9, rel=1e-3) and source == "calibrated against time.perf_counter_ns over 50 ms"
+    assert (hz == pytest.approx(2e9, rel=1e-3)
+            and source == "calibrated against time.perf_counter_ns over 50 ms")
 
 
 def test_calibration_agrees_with_the_kernel_where_both_exist():
@@ -258,7 +262,8 @@ def test_the_aarch64_reader_counts_at_its_stated_rate(tmp_path):
     import subprocess
 
     if cycles.platform.machine() in ("aarch64", "arm64"):
-        pytest.skip("this is aarch64: test_tsc_counts_reference_cycles_at_its_stated_rate runs the branch natively")
+        pytest.skip("this is aarch64: test_tsc_counts_reference_cycles_at_its_stated_rate "
+                    "runs the branch natively")
     cc, qemu = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
     if not (cc and qemu):
         pytest.skip("no aarch64 cross compiler and qemu-aarch64 here")
@@ -266,10 +271,13 @@ def test_the_aarch64_reader_counts_at_its_stated_rate(tmp_path):
     main.write_text('#include <stdio.h>\n#include <time.h>\n#include "tsc.h"\nint main(void) {\n'
                     '  struct timespec p = {0, 100000000};\n  uint64_t c0 = pqlab_tsc_now();\n'
                     '  nanosleep(&p, NULL);\n  uint64_t c1 = pqlab_tsc_now();\n'
-                    '  printf("%s %llu %llu\\n", PQLAB_TSC_NAME, (unsigned long long) pqlab_tsc_frequency(),\n'
+                    '  printf("%s %llu %llu\\n", PQLAB_TSC_NAME, '
+                    '(unsigned long long) pqlab_tsc_frequency(),\n'
                     '         (unsigned long long) (c1 - c0));\n  return 0;\n}\n')
     exe = tmp_path / "main"
-    subprocess.run([cc, "-O2", "-static", f"-I{cycles._SOURCES[1].parent}", "-o", str(exe), str(main)], check=True)
-    name, hz, ticks = subprocess.run([qemu, str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run([cc, "-O2", "-static", f"-I{cycles._SOURCES[1].parent}", "-o", str(exe), str(main)],
+                   check=True)
+    name, hz, ticks = subprocess.run([qemu, str(exe)], capture_output=True, text=True,
+                                     check=True).stdout.split()
     assert name == "cntvct_el0" and int(hz) > 0
     assert int(ticks) / int(hz) == pytest.approx(0.1, rel=0.5)  # a 100 ms sleep (emulation is slow to wake)

@@ -1,6 +1,6 @@
-"""Measuring under a normal load (issue #41): the standard background loads pqlab starts and stops itself, what a
-measuring worker does to protect itself, the graded busy verdict, and the calibration that repeats a benchmark
-under a load in either profile."""
+"""Measuring under a normal load (issue #41): the standard background loads pqlab starts and stops itself,
+what a measuring worker does to protect itself, the graded busy verdict, and the calibration that repeats a
+benchmark under a load in either profile."""
 from __future__ import annotations
 
 import os
@@ -47,7 +47,8 @@ def test_a_worker_pins_itself_to_the_least_busy_cpu_and_records_what_it_got():
 
 def test_the_busy_verdict_says_how_much_load_and_how_much_of_it_shared_the_measuring_cpu():
     record = {"others_cores": 1.02, "others_by_core": {"0": 0.04, "1": 0.98}, "cpu": 0, "steal": 0.0}
-    assert noise.busy_reason(record) == "other processes used 1.02 cores (0.04 of them on the measuring CPU 0)"
+    assert noise.busy_reason(record) == ("other processes used 1.02 cores "
+                                         "(0.04 of them on the measuring CPU 0)")
     assert noise.busy_reason({"others_cores": 0.01, "steal": 0.0}) == ""
 
 
@@ -64,7 +65,8 @@ def test_calibration_repeats_one_benchmark_in_the_asked_profile_under_the_asked_
     assert runs == ["run1", "run2"]
     for kwargs, others in seen:
         assert {k: kwargs[k] for k in calibration.PROFILES["quick"]} == calibration.PROFILES["quick"]
-        assert kwargs["params"]["calibration"] == {"profile": "quick", "load": "spin", "load_is": load.LOADS["spin"]}
+        assert kwargs["params"]["calibration"] == {"profile": "quick", "load": "spin",
+                                                   "load_is": load.LOADS["spin"]}
         assert others is None or others >= 0.8
     with pytest.raises(UnknownName, match="quick"):
         calibration.repeat(["Ed25519"], 2, profile="quik")
@@ -86,7 +88,9 @@ def test_a_busy_rows_flag_says_how_much_other_work_ran_and_how_much_of_it_on_the
 
 def test_the_screen_is_calibrated_by_its_false_positive_rate_under_the_asked_load():
     text = calibration.screen_false_positives(2, 100, load="spin")
-    assert text.startswith("2 screens of ML-KEM-768 decapsulation (liboqs, `valid` labelled twice, 100 blocks each)")
+    assert text.startswith("2 screens of ML-KEM-768 decapsulation (liboqs, `valid` labelled twice, "
+                           "100 blocks each)")
     assert "one process spinning one core" in text and " gave no verdict" in text
     if "no false-positive rate can be given" not in text:  # every screen without a free core: none to count
-        assert "with a verdict found a difference" in text and "95 % interval" in text and "against alpha 0.01" in text
+        assert ("with a verdict found a difference" in text and "95 % interval" in text
+                and "against alpha 0.01" in text)

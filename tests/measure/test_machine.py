@@ -4,11 +4,14 @@ from __future__ import annotations
 from pqlab.measure.machine import counter_report, verdict
 
 PERF_OK = {"available": True, "read_cost_ns": 300.0}
-PERF_NO = {"available": False, "error": "perf_event_open: No such file or directory [ENOENT]", "errno": "ENOENT"}
-TSC_OK = {"available": True, "instruction": "rdtsc", "hz": 2.4454e9, "hz_source": "kernel log (dmesg): tsc 2445.406 MHz",
+PERF_NO = {"available": False, "error": "perf_event_open: No such file or directory [ENOENT]",
+           "errno": "ENOENT"}
+TSC_OK = {"available": True, "instruction": "rdtsc", "hz": 2.4454e9,
+          "hz_source": "kernel log (dmesg): tsc 2445.406 MHz",
           "read_cost_ns": 150.0, "read_cost_ticks": 370.0, "read_cost_ticks_in_c": 27.0,
           "flags": {"constant_tsc": True, "nonstop_tsc": True, "tsc_known_freq": True}}
-TSC_NO = {"available": False, "error": "no C compiler (cc) to build the TSC helper", "errno": "ENOENT", "flags": {}}
+TSC_NO = {"available": False, "error": "no C compiler (cc) to build the TSC helper", "errno": "ENOENT",
+          "flags": {}}
 NO_FREQ = {"available": False, "reason": "/sys/devices/system/cpu/cpu0/cpufreq does not exist"}
 BOOST_OFF = {"available": True, "scaling_governor": "performance", "boost": "off (no_turbo=1)"}
 BOOST_ON = {"available": True, "scaling_governor": "schedutil", "boost": "1"}
@@ -43,14 +46,16 @@ def test_an_unsteady_tsc_is_called_unreliable():
 
 
 def test_no_counter_at_all():
-    assert verdict(info(PERF_NO, TSC_NO), NO_FREQ)[0] == "No cycle counter works here: results carry times only."
+    assert verdict(info(PERF_NO, TSC_NO), NO_FREQ)[0] == ("No cycle counter works here: "
+                                                          "results carry times only.")
 
 
 def test_report_fits_one_screen_and_states_the_facts():
     text = counter_report(info(PERF_NO, TSC_OK), NO_FREQ, USED)
     assert len(text.splitlines()) <= 25
-    for part in ("unavailable: perf_event_open: No such file or directory [ENOENT]", "perf_event_paranoid = 2",
-                 "2.4454 GHz, from kernel log (dmesg)", "150 ns = 370 ticks from Python, 27 ticks inside C",
+    for part in ("unavailable: perf_event_open: No such file or directory [ENOENT]",
+                 "perf_event_paranoid = 2", "2.4454 GHz, from kernel log (dmesg)",
+                 "150 ns = 370 ticks from Python, 27 ticks inside C",
                  "constant_tsc yes", "auto -> tsc (TSC reference cycles at 2.45 GHz)", "hypervisor: kvm"):
         assert part in text, part
     forced = counter_report(info(PERF_NO, TSC_NO), NO_FREQ, {"label": None, "requested": "perf",

@@ -100,7 +100,8 @@ def test_mann_whitney_worked_examples():
     u, p = mann_whitney([1, 2, 3], [4, 5, 6])
     assert u == 0.0 and p == pytest.approx(0.0809, abs=1e-4)
     # with ties: a = 1,2,2 and b = 2,3,4: the three 2s share rank 3, so ranks of a = 1+3+3 = 7, U = 1;
-    # tie term (3^3 - 3) / (6*5) = 0.8, sigma = sqrt(9/12 * (7 - 0.8)); z = (3.5 - 0.5)/sigma = 1.3912; p = 0.1642
+    # tie term (3^3 - 3) / (6*5) = 0.8, sigma = sqrt(9/12 * (7 - 0.8)); z = (3.5 - 0.5)/sigma = 1.3912;
+    # p = 0.1642
     u, p = mann_whitney([1, 2, 2], [2, 3, 4])
     assert u == 1.0 and p == pytest.approx(0.1642, abs=1e-4)
 
@@ -125,13 +126,15 @@ def test_ratio_of_estimates_is_the_delta_method():
 
     r, lo, hi = ratio_of_estimates(4.0, 0.4, 2.0, 0.2)
     se = 2.0 * ((0.1) ** 2 + (0.1) ** 2) ** 0.5
-    assert r == 2.0 and lo == pytest.approx(2.0 - 1.959964 * se, rel=1e-5) and hi == pytest.approx(2.0 + 1.959964 * se, rel=1e-5)
+    assert (r == 2.0 and lo == pytest.approx(2.0 - 1.959964 * se, rel=1e-5)
+            and hi == pytest.approx(2.0 + 1.959964 * se, rel=1e-5))
     assert np.isnan(ratio_of_estimates(4.0, float("nan"), 2.0, 0.2)[1])
     assert np.isnan(ratio_of_estimates(4.0, 0.1, 0.0, 0.2)[0])
 
 
 def _rounds(values, run_id="r", per_round=None):
-    """Samples labelled with their run and round: `per_round` samples a round (default: one round per value)."""
+    """Samples labelled with their run and round: `per_round` samples a round
+    (default: one round per value)."""
     import pandas as pd
 
     values = np.asarray(values, float)
@@ -148,7 +151,8 @@ def test_t_quantile_matches_the_tables():
 
 
 def test_round_interval_is_a_t_interval_over_round_medians_and_none_below_three_rounds():
-    x = _rounds([10, 11, 12, 100, 101, 102, 20, 21, 22, 40, 41, 42], per_round=3)  # round medians 11, 101, 21, 41
+    # round medians 11, 101, 21, 41
+    x = _rounds([10, 11, 12, 100, 101, 102, 20, 21, 22, 40, 41, 42], per_round=3)
     value, low, high, k = stats.round_interval(x)
     logs = np.log([11, 101, 21, 41])
     centre = np.median(logs)
@@ -165,14 +169,15 @@ def test_round_interval_is_a_t_interval_over_round_medians_and_none_below_three_
     # a round stalled by the host barely moves the estimate
     stalled = _rounds([10, 10.1, 9.9, 10.05, 14.0], per_round=1)
     assert stats.round_interval(stalled)[0] == pytest.approx(10.05)
-    v, lo, hi, k = stats.round_interval(np.array([1.0, 2.0, 3.0]))  # no rounds (one process): the median, no interval
+    # no rounds (one process): the median, no interval
+    v, lo, hi, k = stats.round_interval(np.array([1.0, 2.0, 3.0]))
     assert (v, k) == (2.0, 1) and math.isnan(lo)
 
 
 def test_rounds_that_tie_to_the_nanosecond_still_give_an_interval_and_only_identical_rounds_none():
-    # two of three round medians equal (whole nanoseconds): the MAD is 0, the rounds are not; the robust scale is
-    # then sqrt(pi/2) mean|dev|, with so few rounds at least their standard deviation, and a median's standard
-    # error sqrt(pi/2) scale / sqrt(k)
+    # two of three round medians equal (whole nanoseconds): the MAD is 0, the rounds are not; the robust scale
+    # is then sqrt(pi/2) mean|dev|, with so few rounds at least their standard deviation, and a median's
+    # standard error sqrt(pi/2) scale / sqrt(k)
     centre, se, k = stats.log_center_se([35132.0, 35132.0, 34842.0])
     logs = np.log([35132.0, 35132.0, 34842.0])
     scale = max(np.sqrt(np.pi / 2) * np.mean(np.abs(logs - centre)), np.std(logs, ddof=1))
@@ -205,7 +210,8 @@ def test_ratio_ci_is_paired_by_round_and_drift_cancels():
     a = np.concatenate([2 * d * (1 + 0.005 * rng.standard_normal(50)) for d in drift])
     b = np.concatenate([d * (1 + 0.005 * rng.standard_normal(50)) for d in drift])
     r, lo, hi = stats.ratio_ci(_rounds(a, per_round=50), _rounds(b, per_round=50))
-    assert r == pytest.approx(2, rel=0.01) and lo < 2 < hi and (hi - lo) / 2 < 0.012  # paired: the drift cancels
+    # paired: the drift cancels
+    assert r == pytest.approx(2, rel=0.01) and lo < 2 < hi and (hi - lo) / 2 < 0.012
     # from different runs the rounds are independent: the same data, far wider
     r2, lo2, hi2 = stats.ratio_ci(_rounds(a, "x", 50), _rounds(b, "y", 50))
     assert r2 == pytest.approx(r, rel=0.01) and (hi2 - lo2) > 5 * (hi - lo) and lo2 < 2 < hi2
@@ -242,9 +248,9 @@ def test_ratio_to_published_inverts_our_interval():
 
 
 def test_few_rounds_never_ignore_the_round_that_differs():
-    """Issue #41: three rounds of 46.2, 17.6 and 17.75 gave 17.75 [16.89, 18.66], an interval that left out the
-    first round by construction (the MAD of three ignores it).  Below ROBUST_FROM rounds every round counts: the
-    interval holds each round's value, and is wide enough to be shown as not resolved."""
+    """Issue #41: three rounds of 46.2, 17.6 and 17.75 gave 17.75 [16.89, 18.66], an interval that left out
+    the first round by construction (the MAD of three ignores it).  Below ROBUST_FROM rounds every round
+    counts: the interval holds each round's value, and is wide enough to be shown as not resolved."""
     value, low, high, k = stats.interval_over_rounds([46.2, 17.6, 17.75])
     assert k == 3 and value == pytest.approx(17.75)
     assert low <= 17.6 and high >= 46.2

@@ -184,7 +184,8 @@ def test_a_bad_target_is_refused_before_anything_runs():
     for bad in (0, -0.01, float("nan")):
         with pytest.raises(BadInput, match=r"^target_rel_ci must be a finite number > 0, got "):
             measure(lambda: calls.append(1), budget_s=0.01, target_rel_ci=bad)
-    with pytest.raises(BadInput, match=r"^target_rel_ci is a fraction of the median \(0.01 = ±1 %\), got 1.5$"):
+    with pytest.raises(BadInput,
+                       match=r"^target_rel_ci is a fraction of the median \(0.01 = ±1 %\), got 1.5$"):
         measure(lambda: calls.append(1), budget_s=0.01, target_rel_ci=1.5)
     assert calls == []
 
@@ -202,15 +203,18 @@ def test_loop_calibration_is_robust_to_one_slow_warm_up_call():
     assert s.loops > 10
 
 
-@pytest.mark.parametrize("budget_s, warmup_s, calls", [(0.1, None, 10), (2.0, None, 50), (2.0, 0, 1), (0.1, 0.02, 20)])
-def test_warm_up_lasts_a_tenth_of_the_budget_at_most_50_ms_unless_given(monkeypatch, budget_s, warmup_s, calls):
-    """On a clock that advances 1 ms per call only (deterministic): the default warm-up is min(50 ms, budget / 10),
-    at least one call; an explicit warmup_s wins."""
+@pytest.mark.parametrize("budget_s, warmup_s, calls", [(0.1, None, 10), (2.0, None, 50), (2.0, 0, 1),
+                                                       (0.1, 0.02, 20)])
+def test_warm_up_lasts_a_tenth_of_the_budget_at_most_50_ms_unless_given(monkeypatch, budget_s, warmup_s,
+                                                                         calls):
+    """On a clock that advances 1 ms per call only (deterministic): the default warm-up is
+    min(50 ms, budget / 10), at least one call; an explicit warmup_s wins."""
     now = [0]
     monkeypatch.setattr(timing.time, "perf_counter_ns", lambda: now[0])
 
     def run():
         now[0] += 1_000_000
 
-    s = timing.measure(run, budget_s=budget_s, warmup_s=warmup_s, min_samples=3, max_samples=3, target_rel_ci=None)
+    s = timing.measure(run, budget_s=budget_s, warmup_s=warmup_s, min_samples=3, max_samples=3,
+                       target_rel_ci=None)
     assert s.warmup_calls == calls and s.n == 3

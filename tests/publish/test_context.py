@@ -13,7 +13,8 @@ def fake_run(run_id="r1", **meta):
 
 def test_markdown_block_names_every_fact():
     text = context.context_markdown([fake_run()])
-    for what in ("CPU", "cycle counter", "frequency", "hypervisor", "kernel", "Python", "liboqs", "git commit", "r1"):
+    for what in ("CPU", "cycle counter", "frequency", "hypervisor", "kernel", "Python", "liboqs",
+                 "git commit", "r1"):
         assert what in text
     assert context.context_markdown([]) .endswith("no run.")
 
@@ -27,7 +28,8 @@ def test_values_that_differ_between_runs_are_all_listed():
 
 
 def test_the_liboqs_row_says_which_runs_loaded_which_liboqs():
-    """A notebook's runs beside Bouncy Castle's: the row must not read "0.13.0 (...); not loaded by this run"."""
+    """A notebook's runs beside Bouncy Castle's: the row must not read "0.13.0 (...); not loaded by this
+    run"."""
     loaded = {"liboqs_version": "0.13.0", "options": "default", "build": "liboqs-0.13.0", "build_config": {}}
     rows = dict(context.run_context([fake_run("oqs1", liboqs=loaded), fake_run("oqs2", liboqs=loaded),
                                      fake_run("bc", liboqs={})]))
@@ -67,20 +69,24 @@ def test_runs_in_memory_are_named_by_their_id_and_implementations_merge():
 
 
 AVAIL = {"perf": {"available": False, "error": "perf_event_open: No such file or directory [ENOENT]"},
-         "tsc": {"available": True, "read_cost_ns": 154.0, "read_cost_ticks": 376.0, "read_cost_ticks_in_c": 27.0}}
+         "tsc": {"available": True, "read_cost_ns": 154.0, "read_cost_ticks": 376.0,
+                 "read_cost_ticks_in_c": 27.0}}
 
 
 def test_counter_markdown_names_the_counter_its_rate_and_read_costs():
     tsc = {"label": "tsc", "hz": 2.4454e9, "hz_source": "kernel log (dmesg): tsc 2445.406 MHz",
            "reason": "no core cycles: ENOENT"}
     text = context.counter_markdown(tsc, AVAIL)
-    assert text.startswith("Cycles here are **TSC reference cycles at 2.45 GHz** (`cycles_source` = `tsc`; rate from "
-                           "kernel log (dmesg): tsc 2445.406 MHz), chosen because: no core cycles: ENOENT.")
+    assert text.startswith("Cycles here are **TSC reference cycles at 2.45 GHz** (`cycles_source` = `tsc`; "
+                           "rate from kernel log (dmesg): tsc 2445.406 MHz), chosen because: no core cycles: "
+                           "ENOENT.")
     assert "One TSC read costs 154 ns (376 ticks) from Python and 27 ticks inside C" in text
     # the error from the metadata as Markdown text (pqlab.core.formatting.markdown)
-    assert r"a perf_event read could not be measured: core cycles are unavailable here (perf\_event\_open" in text
+    assert (r"a perf_event read could not be measured: core cycles are unavailable here (perf\_event\_open"
+            in text)
     core = context.counter_markdown({"label": "core-cycles", "reason": "auto"},
-                                    dict(AVAIL, perf={"available": True, "read_cost_ns": 400.0, "read_cost_ticks": 900.0}))
+                                    dict(AVAIL, perf={"available": True, "read_cost_ns": 400.0,
+                                                      "read_cost_ticks": 900.0}))
     assert core.startswith("Cycles here are **core cycles** (`cycles_source` = `core-cycles`).")
     assert "one perf_event read costs 400 ns (900 core cycles) from Python" in core
     none = context.counter_markdown({"label": "none", "reason": "PQLAB_COUNTER=none"}, AVAIL)
@@ -90,10 +96,11 @@ def test_counter_markdown_names_the_counter_its_rate_and_read_costs():
 def test_precision_markdown_states_median_worst_and_misses():
     import pandas as pd
 
-    m = pd.DataFrame({"time_ns_rel_ci": [0.002, 0.004, 0.02], "target_rel_ci": [0.01] * 3, "rounds": [3, 6, 18],
-                      "flags": ["", "", "precision-not-reached:budget"]})
+    m = pd.DataFrame({"time_ns_rel_ci": [0.002, 0.004, 0.02], "target_rel_ci": [0.01] * 3,
+                      "rounds": [3, 6, 18], "flags": ["", "", "precision-not-reached:budget"]})
     assert context.precision_markdown(m) == (
-        "**Precision of the medians** (half the interval over the estimate; 95 % t-intervals on the logarithms of "
-        "the per-round values (3 to 18 rounds), widened by the machine's drift over those rounds): median ±0.40 %, worst ±2.00 % over 3 rows; 1 of 3 rows are wider than their target of ±1.00 % "
-        "(flag `precision-not-reached`, whose detail says what ended their rounds).")
+        "**Precision of the medians** (half the interval over the estimate; 95 % t-intervals on the "
+        "logarithms of the per-round values (3 to 18 rounds), widened by the machine's drift over those "
+        "rounds): median ±0.40 %, worst ±2.00 % over 3 rows; 1 of 3 rows are wider than their target of "
+        "±1.00 % (flag `precision-not-reached`, whose detail says what ended their rounds).")
     assert "not recorded" in context.precision_markdown(m.assign(time_ns_rel_ci=float("nan")))

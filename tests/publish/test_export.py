@@ -92,7 +92,8 @@ def test_footer_carries_the_context_line(out):
 
 def test_a_long_footer_wraps_to_the_column_with_run_ids_whole(out):
     runs = [fake_run("20261123T030355Z-05_energy-c21d0b"), fake_run("20261123T030402Z-05_energy-aead-36d044")]
-    export.save_figure(draw, "t", "two_runs", runs=runs, formats=("svg",))  # check_layout refuses a clipped footer
+    # check_layout refuses a clipped footer
+    export.save_figure(draw, "t", "two_runs", runs=runs, formats=("svg",))
     svg = (out / "figures" / "t" / "two_runs.col.svg").read_text()
     assert all(r.run_id in svg for r in runs)  # no run id broken at a hyphen
 
@@ -101,16 +102,18 @@ def test_fonts_are_embedded_truetype_never_type3(out):
     require_tools("pdffonts")
     export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf",))
     for name in ("f.pdf", "f.col.pdf"):
-        listing = subprocess.run(["pdffonts", str(out / "figures" / "t" / name)], capture_output=True, text=True,
-                                 check=True).stdout.splitlines()[2:]
+        listing = subprocess.run(["pdffonts", str(out / "figures" / "t" / name)], capture_output=True,
+                                 text=True, check=True).stdout.splitlines()[2:]
         assert listing and all("TrueType" in line and " yes " in line for line in listing), listing
         assert all(plotting.FONT in line for line in listing)
         assert not any("Type 3" in line for line in listing)
 
 
 def test_pdf_and_svg_are_reproducible(out):
-    first = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf", "svg"))]
-    again = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()], formats=("pdf", "svg"))]
+    first = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()],
+                                                        formats=("pdf", "svg"))]
+    again = [p.read_bytes() for p in export.save_figure(draw, "t", "f", runs=[fake_run()],
+                                                        formats=("pdf", "svg"))]
     assert first == again
 
 
@@ -123,7 +126,8 @@ def test_a_figure_drawn_in_a_forked_process_is_the_one_drawn_here(out, monkeypat
         sidecar = json.loads((out / "figures" / "t" / "f.export.json").read_text())
         saved[forked] = [(p.name, p.read_bytes()) for p in files], sidecar["sizes"]
     assert saved[True] == saved[False]
-    assert [name for name, _ in saved[True][0]] == ["f.pdf", "f.svg", "f.png", "f.col.pdf", "f.col.svg", "f.col.png"]
+    assert ([name for name, _ in saved[True][0]]
+            == ["f.pdf", "f.svg", "f.png", "f.col.pdf", "f.col.svg", "f.col.png"])
 
 
 def test_a_forked_figure_s_error_and_warnings_reach_the_caller(out, monkeypatch):
@@ -172,7 +176,8 @@ def test_overlapping_tick_labels_are_refused(out):
     with pytest.raises(ValueError, match="x tick labels .* overlap"):
         export.check_layout(fig, "figure t/crowded")
     plt.close(fig)
-    too_many = [f"SPHINCS+-SHAKE-128f-{i}" for i in range(80)]  # more than rotating can fit: refused when saved
+    # more than rotating can fit: refused when saved
+    too_many = [f"SPHINCS+-SHAKE-128f-{i}" for i in range(80)]
     with pytest.raises(ValueError, match="x tick labels .* overlap"):
         export.save_figure(lambda w: draw(w, labels=too_many), "t", "crowded", runs=[])
 
@@ -212,7 +217,8 @@ def test_small_and_clipped_text_are_refused(out):
 def test_grouped_bars_fit_both_widths(out):
     """The shape of notebook 01's figure: two-line labels, three operations, a legend."""
     cats = [f"{a}\n{b}" for a in ("AES-256", "RSA-2048", "ML-DSA-44") for b in ("OpenSSL", "liboqs")]
-    df = pd.DataFrame([{"label": c, "op": op, "ms": v} for c in cats for op, v in (("keygen", 1), ("sign", 2))])
+    df = pd.DataFrame([{"label": c, "op": op, "ms": v} for c in cats
+                       for op, v in (("keygen", 1), ("sign", 2))])
     export.save_figure(lambda w: plotting.grouped_bars(df, category="label", group="op", value="ms", width=w,
                                                        height=3.2, ylabel="ms"), "t", "bars", runs=[])
     assert (out / "figures" / "t" / "bars.col.pdf").exists()
@@ -227,17 +233,20 @@ TABLE = pd.DataFrame({
     "time_ns_median": [51_010_000.0, 49_123.4, 1_200_000.0],
     "median_us": pd.Series([83319.47191670588, 2.5961399999999997, None], dtype=object),
     "difference": [2.22e-16, -3.331e-16, 1.5],
-    "speedup": [1.234, 3.0, np.inf], "speedup_ci_low": [1.2, 2.9, np.nan], "speedup_ci_high": [1.3, 3.1, np.nan],
-    "cycles_median": [1.2e8, 1.1e5, np.nan],
+    "speedup": [1.234, 3.0, np.inf], "speedup_ci_low": [1.2, 2.9, np.nan],
+    "speedup_ci_high": [1.3, 3.1, np.nan], "cycles_median": [1.2e8, 1.1e5, np.nan],
     "verified": [True, False, True],
-    "flags": [flags.join([flags.make("unstable-cv"), flags.make("no-cycles", "[Errno 2] perf_event_open: No such file")]),
-              flags.make("no-cycles", "ENOENT"), flags.join([flags.make("no-cycles"), flags.make("few-samples")])],
+    "flags": [flags.join([flags.make("unstable-cv"),
+                          flags.make("no-cycles", "[Errno 2] perf_event_open: No such file")]),
+              flags.make("no-cycles", "ENOENT"),
+              flags.join([flags.make("no-cycles"), flags.make("few-samples")])],
 })
 
 
 def test_save_table_writes_csv_md_tex_and_sidecar(out):
     run = fake_run()
-    written = export.save_table(TABLE, "02_message_scaling", "results", runs=[run], caption="Times in µs (50% quantile)")
+    written = export.save_table(TABLE, "02_message_scaling", "results", runs=[run],
+                                caption="Times in µs (50% quantile)")
     base = out / "data" / "tables" / "02_message_scaling"
     assert [p.name for p in written] == ["results.csv", "results.md", "results.tex"]
     assert all_files(out) == ["data/tables/02_message_scaling/results.csv",
@@ -245,7 +254,8 @@ def test_save_table_writes_csv_md_tex_and_sidecar(out):
                               "data/tables/02_message_scaling/results.md",
                               "data/tables/02_message_scaling/results.tex", "data/tables/pqlabtables.sty"]
     back = pd.read_csv(base / "results.csv")
-    assert list(back.columns) == list(TABLE.columns) and back["time_ns_median"][1] == 49_123.4  # the CSV is the data
+    # the CSV is the data
+    assert list(back.columns) == list(TABLE.columns) and back["time_ns_median"][1] == 49_123.4
     sidecar = json.loads((base / "results.export.json").read_text())
     assert (sidecar["profile"], sidecar["runs"], sidecar["paper"]) == ("quick", [run.run_id], True)
 
@@ -279,14 +289,16 @@ def test_paper_tables_are_formatted_per_column_kind(out):
 
 
 def test_numbers_are_right_aligned_text_left(out):
-    export.save_table(TABLE, "t", "x", runs=[], caption="c", columns=["algorithm", "signature_bytes", "verified"])
+    export.save_table(TABLE, "t", "x", runs=[], caption="c",
+                      columns=["algorithm", "signature_bytes", "verified"])
     tex = (out / "data" / "tables" / "t" / "x.tex").read_text()
     assert "{lrl}{%" in tex
 
 
 def test_columns_choose_what_the_paper_shows_and_the_csv_keeps_everything(out):
     export.save_table(TABLE, "t", "x", runs=[], caption="c",
-                      columns={"algorithm": "Scheme", "signature_bytes": "Signature", "time_ns_median": "Sign"})
+                      columns={"algorithm": "Scheme", "signature_bytes": "Signature",
+                               "time_ns_median": "Sign"})
     md = (out / "data" / "tables" / "t" / "x.md").read_text()
     assert md.splitlines()[2].split("|")[1:4] == [" Scheme                     ", "   Signature \\[B\\] ",
                                                   "   Sign \\[ms\\] "]
@@ -307,8 +319,8 @@ def test_data_only_tables_are_csv_only(out):
 def test_a_paper_table_needs_a_caption_and_a_known_layout(out):
     with pytest.raises(ValueError, match="needs a caption"):
         export.save_table(TABLE, "t", "x", runs=[])
-    with pytest.raises(UnknownName, match="unknown layout 'wide'; close matches: .*layout is one of auto, page, "
-                       "landscape"):
+    with pytest.raises(UnknownName, match="unknown layout 'wide'; close matches: .*layout is one of auto, "
+                                          "page, landscape"):
         export.save_table(TABLE, "t", "x", runs=[], caption="c", layout="wide")
     assert all_files(out) == []
 
@@ -330,10 +342,11 @@ def test_unknown_column_lists_close_matches(out):
 # ----- numbers -----
 
 def test_a_quoted_number_whose_interval_spans_more_than_the_limit_is_exported_as_not_resolved(out):
-    """Issue #41: "15.1× [0.1, 2,596]" reached the paper as three macros; now the value says not resolved and its
-    ends carry the mark, in the macros, the .txt files and the sidecar."""
+    """Issue #41: "15.1× [0.1, 2,596]" reached the paper as three macros; now the value says not resolved and
+    its ends carry the mark, in the macros, the .txt files and the sidecar."""
     export.save_numbers({"keygen_ratio": 15.1, "keygen_ratio_ci_low": 0.1, "keygen_ratio_ci_high": 2596.0,
-                         "sign_ratio": 1.5, "sign_ratio_ci_low": 1.4, "sign_ratio_ci_high": 1.6}, "t", runs=[fake_run()])
+                         "sign_ratio": 1.5, "sign_ratio_ci_low": 1.4, "sign_ratio_ci_high": 1.6}, "t",
+                        runs=[fake_run()])
     folder = out / "data" / "tables" / "t"
     tex = (folder / "numbers.tex").read_text()
     assert "2,596" not in tex and "15.1" not in tex and r"\newcommand{\pqlabKeygenRatioCiLow}{n.r.}%" in tex
@@ -353,15 +366,18 @@ def test_save_numbers_writes_macros_without_trailing_space(out):
     assert r"\newcommand{\pqlabSphincsSignOverVerify}{14.7}%" in tex
     assert r"\newcommand{\pqlabMlDsaFourFourSign}{49.1~\textmu{}s}%" in tex
     assert r"\newcommand{\pqlabSignature}{17,088}%" in tex
-    # a value the run did not give is written as not measured, never as a number: empty .txt, listed in the sidecar
-    assert r"\newcommand{\pqlabMissing}{\textit{not measured}}%" in tex and f"% missing (runs {run.run_id}): not measured" in tex
+    # a value the run did not give is written as not measured, never as a number: empty .txt,
+    # listed in the sidecar
+    assert (r"\newcommand{\pqlabMissing}{\textit{not measured}}%" in tex
+            and f"% missing (runs {run.run_id}): not measured" in tex)
     assert (folder / "missing.txt").read_text() == ""
     assert json.loads((folder / "numbers.export.json").read_text())["not_measured"] == ["missing"]
     assert tex.startswith("% pqlab numbers of 01_aes_rsa_sphincs") and "profile quick" in tex.splitlines()[0]
     assert f"% sphincs_sign_over_verify (runs {run.run_id})" in tex
     assert (folder / "sphincs_sign_over_verify.txt").read_text() == "14.7"  # no newline: \input adds no space
     assert (folder / "signature.txt").read_text() == "17,088"
-    assert json.loads((folder / "numbers.export.json").read_text())["macros"]["ml_dsa_44_sign"] == "pqlabMlDsaFourFourSign"
+    assert (json.loads((folder / "numbers.export.json").read_text())["macros"]["ml_dsa_44_sign"]
+            == "pqlabMlDsaFourFourSign")
 
 
 def test_numbers_whose_macros_collide_are_refused(out):
@@ -404,7 +420,8 @@ def test_each_profile_has_its_own_export_tree(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "PQLAB_OUTPUT": str(tmp_path)}
     for profile, root in (("full", tmp_path), ("quick", tmp_path / "build" / "quick"),
                           ("", tmp_path / "build" / "interactive")):
-        shown = subprocess.run([__import__("sys").executable, "-c", code], env={**env, "PQLAB_PROFILE": profile},
+        shown = subprocess.run([__import__("sys").executable, "-c", code],
+                               env={**env, "PQLAB_PROFILE": profile},
                                capture_output=True, text=True, check=True).stdout.split()
         assert shown == [profile or "interactive", str(root / "figures"), str(root / "data" / "tables")]
 
@@ -442,11 +459,12 @@ def test_a_table_with_no_rows_is_never_exported_as_an_empty_paper_table(out):
     export.save_table(df, "01_t", "x", runs=[], caption="X")
     folder = out / "data" / "tables" / "01_t"
     assert (folder / "x.tex").exists() and (folder / "x.md").exists()
-    with pytest.warns(UserWarning, match=r"table 01_t/x has no rows here: only its header is written \(x\.csv\), "
-                                         r"no paper table"):
+    with pytest.warns(UserWarning, match=r"table 01_t/x has no rows here: only its header is written "
+                                         r"\(x\.csv\), no paper table"):
         files = export.save_table(df.iloc[:0], "01_t", "x", runs=[], caption="X")
     assert [f.name for f in files] == ["x.csv"] and (folder / "x.csv").read_text() == "algorithm,ratio\n"
     assert not (folder / "x.tex").exists() and not (folder / "x.md").exists()
     sidecars = export.read_sidecars(folder.parent)
     assert sidecars[0]["paper"] is False and sidecars[0]["rows"] == 0
-    assert r"\url{01_t/x.csv} (no rows: nothing measured for it in these runs)" in paper.appendix_tex(sidecars, set())
+    assert (r"\url{01_t/x.csv} (no rows: nothing measured for it in these runs)"
+            in paper.appendix_tex(sidecars, set()))

@@ -1,6 +1,6 @@
 """The figures lay themselves out for both widths, with as many categories as the full profile measures:
-pqlab.publish.export.save_figure refuses text under 6 pt, text outside the figure, overlapping tick labels and a
-footer under anything, so each case here passing means the figure is legible at both widths.
+pqlab.publish.export.save_figure refuses text under 6 pt, text outside the figure, overlapping tick labels and
+a footer under anything, so each case here passing means the figure is legible at both widths.
 
 The quick profile's notebooks (make test) draw few algorithms; these draw as many as the full profile
 (every liboqs signature in notebook 04, thirty algorithms in notebook 03, sixty ranked operations in 05).
@@ -20,10 +20,12 @@ from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 from pqlab.liboqs.loader import import_oqs  # noqa: E402
 from pqlab.publish import export, plotting  # noqa: E402
-from pqlab.studies import energy_pi4_figures, memory_footprint, signature_cycles  # noqa: E402
+from pqlab.studies import memory_footprint, signature_cycles  # noqa: E402
+from pqlab.studies.energy_pi4 import figures as energy_pi4_figures  # noqa: E402
 
 RNG = np.random.default_rng(7)
-SIGNATURES = list(import_oqs().get_enabled_sig_mechanisms())  # every signature liboqs enables: the full run's set
+# every signature liboqs enables: the full run's set
+SIGNATURES = list(import_oqs().get_enabled_sig_mechanisms())
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +51,8 @@ def test_many_categories_become_rows_of_dots_at_both_widths(export_tree):
 
 
 def test_signature_speedups_of_every_liboqs_signature(export_tree):
-    df = pd.DataFrame([{"table_family": "lattice", "algorithm": a, "operation": op, "speedup": RNG.uniform(0.8, 6)}
+    df = pd.DataFrame([{"table_family": "lattice", "algorithm": a, "operation": op,
+                        "speedup": RNG.uniform(0.8, 6)}
                        for a in SIGNATURES for op in signature_cycles.SIGNATURE_OPERATIONS])
     counter = {"basis": "cycles", "unit": "core cycles"}
     saved(export_tree, lambda w: signature_cycles.plot_speedups(df, counter, width=w), "speedups")
@@ -58,8 +61,9 @@ def test_signature_speedups_of_every_liboqs_signature(export_tree):
 def test_memory_peaks_of_thirty_algorithms(export_tree):
     names = SIGNATURES[:30]
     memory = pd.DataFrame([{"algorithm": a, "backend": "liboqs", "family": "lattice", "operation": op,
-                            "message_bytes": None if op == "keygen" else 32, "heap_bytes": RNG.integers(0, 90000),
-                            "stack_bytes": RNG.integers(1000, 60000)} for a in names for op in ("keygen", "sign", "verify")])
+                            "message_bytes": None if op == "keygen" else 32,
+                            "heap_bytes": RNG.integers(0, 90000), "stack_bytes": RNG.integers(1000, 60000)}
+                           for a in names for op in ("keygen", "sign", "verify")])
     saved(export_tree, lambda w: memory_footprint.plot_peaks(memory, width=w), "peaks")
 
 
@@ -67,31 +71,35 @@ def test_energy_ranking_of_sixty_operations(export_tree):
     labels = [f"{a} {op}" for a in SIGNATURES for op in ("keygen", "sign")][:60]
     ranking = pd.DataFrame({"label": labels, "ops_per_joule": np.sort(RNG.uniform(10, 1e6, 60))[::-1],
                             "family": "lattice"})
-    saved(export_tree, lambda w: energy_pi4_figures.plot_ranking(ranking, "Operations per joule, Pi 4 study", width=w),
+    saved(export_tree,
+          lambda w: energy_pi4_figures.plot_ranking(ranking, "Operations per joule, Pi 4 study", width=w),
           "ranking")
 
 
 def test_a_heatmap_of_every_metric(export_tree):
     matrix = pd.DataFrame(RNG.uniform(0.01, 2e6, (30, 6)), index=[f"{a} sign" for a in SIGNATURES[:30]],
-                          columns=["time here (ms)", "time Pi 4 (ms)", "power Pi 4 (W)", "energy Pi 4, gross (µJ)",
-                                   "Pi 4 / here", "energy here, measured (µJ)"])
+                          columns=["time here (ms)", "time Pi 4 (ms)", "power Pi 4 (W)",
+                                   "energy Pi 4, gross (µJ)", "Pi 4 / here", "energy here, measured (µJ)"])
     saved(export_tree, lambda w: energy_pi4_figures.plot_heatmap(matrix, width=w), "heatmap")
 
 
 def test_long_titles_wrap_to_the_width(export_tree):
     title = "Gravity-SPHINCS (Small) as published, beside the SPHINCS+ and SLH-DSA small sets measured here"
     df = pd.DataFrame({"label": ["a", "b"], "g": ["x", "x"], "v": [1.0, 2.0]})
-    fig = plotting.grouped_bars(df, category="label", group="g", value="v", title=title, width=plotting.COLUMN_WIDTH)
+    fig = plotting.grouped_bars(df, category="label", group="g", value="v", title=title,
+                                width=plotting.COLUMN_WIDTH)
     plotting.fit_titles(fig)
     assert "\n" in fig.axes[0].get_title() and " ".join(fig.axes[0].get_title().split()) == title
-    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="g", value="v", title=title,
-                                                       width=w), "title")
+    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="g", value="v",
+                                                       title=title, width=w), "title")
 
 
 def test_the_footer_goes_under_a_legend_below_the_axes(export_tree):
     """Legends placed outside the axes at the bottom and the footer line do not meet."""
-    df = pd.DataFrame([{"label": f"alg-{i}", "op": op, "v": 1.0 + i} for i in range(4) for op in ("sign", "verify")])
-    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="op", value="v", width=w), "legend")
+    df = pd.DataFrame([{"label": f"alg-{i}", "op": op, "v": 1.0 + i} for i in range(4)
+                       for op in ("sign", "verify")])
+    saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="op", value="v", width=w),
+          "legend")
     fig = plotting.grouped_bars(df, category="label", group="op", value="v", width=plotting.COLUMN_WIDTH)
     footer = export._add_footer(fig, "a long footer line " * 8)
     fig.canvas.draw()
@@ -123,8 +131,8 @@ def test_a_footer_of_many_lines_keeps_off_the_legend_of_a_tall_figure(height_in,
 
 
 def test_a_legend_label_wider_than_a_column_wraps_and_each_label_shows_once(export_tree):
-    """A platform label of the atlas (CPU, build, host, machine id, counter) is wider than a column: it wraps at
-    spaces instead of running off the figure, and a label drawn by several artists is listed once."""
+    """A platform label of the atlas (CPU, build, host, machine id, counter) is wider than a column: it wraps
+    at spaces instead of running off the figure, and a label drawn by several artists is listed once."""
     label = "AMD EPYC · x86_64 · liboqs default · this host · 52f4557ba4a6 · tsc at 2.445 GHz"
 
     @plotting.styled
@@ -152,7 +160,8 @@ def test_a_figure_whose_wrapped_titles_leave_its_axes_no_room_grows(export_tree)
         fig, ax = plt.subplots(figsize=(width, 1.0))
         ax.plot([1, 2], [1, 2])
         fig.suptitle("which algorithms lose or gain from one platform to another, against a reference " * 2)
-        ax.set_xlabel("ratio on the platform over the ratio on the reference platform, with its interval " * 2)
+        ax.set_xlabel("ratio on the platform over the ratio on the reference platform, with its "
+                      "interval " * 2)
         return fig
 
     fig = draw(plotting.COLUMN_WIDTH)

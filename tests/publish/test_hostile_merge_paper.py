@@ -1,8 +1,8 @@
-"""End to end (issue #27): a bundle whose runs carry hostile strings in the free-text fields merge accepts (CPU
-model, hostname, kernel in each run's metadata and the manifest; an algorithm and backend name in the measurements,
-samples and sizes) is merged as another host; its merged runs go through the real export path (a table, a figure,
-numbers and the paper's run context) and a LaTeX document of them compiles with pdflatex -no-shell-escape, showing
-the strings as escaped text and running none of them."""
+"""End to end (issue #27): a bundle whose runs carry hostile strings in the free-text fields merge accepts
+(CPU model, hostname, kernel in each run's metadata and the manifest; an algorithm and backend name in the
+measurements, samples and sizes) is merged as another host; its merged runs go through the real export path (a
+table, a figure, numbers and the paper's run context) and a LaTeX document of them compiles with pdflatex
+-no-shell-escape, showing the strings as escaped text and running none of them."""
 from __future__ import annotations
 
 import json
@@ -46,13 +46,14 @@ def hostile_store(folder):
         run.save(folder)
 
 
-def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_text(lab, export_tree, tmp_path):
+def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_text(lab, export_tree,
+                                                                                   tmp_path):
     require_tools("pdflatex", "pdftotext")
     source = tmp_path / "hostile-lab"
     hostile_store(source)
     manifest, files = unpack(create_bundle(tmp_path / "made.tar.gz", folder=source))
-    manifest["machine"].update(hostname=HOSTNAME, kernel=KERNEL, cpu={**(manifest["machine"].get("cpu") or {}),
-                                                                      "model": CPU})
+    manifest["machine"].update(hostname=HOSTNAME, kernel=KERNEL,
+                               cpu={**(manifest["machine"].get("cpu") or {}), "model": CPU})
     forged = forge(tmp_path / "hostile.tar.gz", manifest, files)
 
     store = tmp_path / "store"
@@ -89,7 +90,8 @@ def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_te
     assert {p.name for p in written} == {"context.tex", "hostile.tex", "numbers.tex"}
     for path in written:
         check_tex(path.read_text(encoding="utf-8"))
-    assert r"\textbackslash{}undefinedcs" in context_tex  # the merged CPU model reached the run context, escaped
+    # the merged CPU model reached the run context, escaped
+    assert r"\textbackslash{}undefinedcs" in context_tex
 
     text = compile_hostile_document(folder, tables)
     assert TYPEOUT in text and "<script>x</script>|" in text  # shown as written
@@ -99,7 +101,8 @@ def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_te
     source_dir = tmp_path / "src"
     source_dir.mkdir()
     (source_dir / "pqlab.tex").write_text("\n".join([
-        r"\input{preamble}", r"\begin{document}", rf"\input{{{TOPIC}/numbers}}", r"Keygen costs \pqlabKeygen{}.",
+        r"\input{preamble}", r"\begin{document}", rf"\input{{{TOPIC}/numbers}}",
+        r"Keygen costs \pqlabKeygen{}.",
         rf"\input{{{TOPIC}/hostile}}", rf"\pqlabfigure{{{TOPIC}/hostile}}{{Merged runs.}}",
         r"\section{Context}\input{context}", r"\input{studies}", r"\end{document}", ""]))
     result = paper.build("quick", output=tmp_path, out=tmp_path / "out", paper=source_dir)
@@ -108,5 +111,6 @@ def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_te
     assert "PQLABpqlab" not in log
     for path in (tmp_path / "out" / "generated").glob("*.tex"):
         check_tex(path.read_text(encoding="utf-8"))
-    text = subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
     assert "<script>x</script>|" in text and "EPYC" in text

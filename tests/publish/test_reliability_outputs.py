@@ -1,7 +1,7 @@
-"""Issue #27, `--out FILE` asks before it destroys anything: `bench`, `calibrate` and `bundle` refuse an existing file
-unless --force, a symbolic link always (a link is never written through), and any file of the results store
-(pqlab.core.paths.RESULTS, the --folder of the command, and their subfolders), each in one line before anything
-runs.  `pytest -k reliability` runs these."""
+"""Issue #27, `--out FILE` asks before it destroys anything: `bench`, `calibrate` and `bundle` refuse an
+existing file unless --force, a symbolic link always (a link is never written through), and any file of the
+results store (pqlab.core.paths.RESULTS, the --folder of the command, and their subfolders), each in one line
+before anything runs.  `pytest -k reliability` runs these."""
 from __future__ import annotations
 
 import pytest
@@ -40,7 +40,8 @@ BENCH = ["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--no-p
 BUNDLE = ["bundle"]
 
 
-@pytest.mark.parametrize("command", [BENCH, BUNDLE, ["calibrate", "--runs", "r1"]], ids=["bench", "bundle", "calibrate"])
+@pytest.mark.parametrize("command", [BENCH, BUNDLE, ["calibrate", "--runs", "r1"]],
+                         ids=["bench", "bundle", "calibrate"])
 def test_reliability_out_refuses_an_existing_file_without_force(store, tmp_path, capsys, command):
     mine = tmp_path / "notes.txt"
     mine.write_text("my notes\n")
@@ -58,7 +59,8 @@ def test_reliability_out_never_writes_through_a_symbolic_link(store, tmp_path, c
     link = tmp_path / "out.csv"
     link.symlink_to(target)
     assert main([*command, "--out", str(link), *force]) == 2
-    assert error_line(capsys).startswith(f"error: --out {link} is a symbolic link: pqlab never writes through one")
+    assert error_line(capsys).startswith(f"error: --out {link} is a symbolic link: pqlab never writes "
+                                         "through one")
     assert link.is_symlink() and target.read_text() == "keep\n"
 
 
@@ -68,8 +70,8 @@ def test_reliability_out_never_writes_into_the_results_store(store, capsys, comm
     meta = (store / "r1.meta.json").read_bytes()
     out = store / name
     assert main([*command, "--out", str(out), "--force"]) == 2
-    assert error_line(capsys) == (f"error: --out {out} is inside the results folder {store.resolve()}, whose files "
-                                  "belong to its runs: write it somewhere else")
+    assert error_line(capsys) == (f"error: --out {out} is inside the results folder {store.resolve()}, whose "
+                                  "files belong to its runs: write it somewhere else")
     assert (store / "r1.meta.json").read_bytes() == meta and not (store / "new.csv").exists()
 
 

@@ -1,10 +1,12 @@
-"""The report (pqlab.publish.report): a profile's executed notebooks as static HTML pages with an index, checked in a browser.
+"""The report (pqlab.publish.report): a profile's executed notebooks as static HTML pages with an index,
+checked in a browser.
 
-A tiny notebook (a matplotlib figure, an SVG, an image from a file, an image its Markdown links, a table, Markdown
-output, a progress bar) is executed with papermill into tmp_path with a hostile parameter, beside exports whose run
-context carries hostile text; the report is rendered from it and every page is opened in Debian's chromium through
-Playwright (``executable_path``: no browser is ever downloaded).  Without chromium or Playwright the browser tests
-skip, unless PQLAB_REQUIRE_BROWSER=1 (CI): then they fail with one line naming ``python -m pqlab.app.provision browser``.
+A tiny notebook (a matplotlib figure, an SVG, an image from a file, an image its Markdown links, a table,
+Markdown output, a progress bar) is executed with papermill into tmp_path with a hostile parameter, beside
+exports whose run context carries hostile text; the report is rendered from it and every page is opened in
+Debian's chromium through Playwright (``executable_path``: no browser is ever downloaded).  Without chromium
+or Playwright the browser tests skip, unless PQLAB_REQUIRE_BROWSER=1 (CI): then they fail with one line naming
+``python -m pqlab.app.provision browser``.
 """
 from __future__ import annotations
 
@@ -26,22 +28,25 @@ from pqlab.core import paths
 from pqlab.publish import report
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(2)>&amp;'
-PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
+                         "hKmMIQAAAABJRU5ErkJggg==")
 STEM = "01_tiny"
 
 
 def tiny_notebook() -> nbformat.NotebookNode:
     cells = [
-        new_markdown_cell("# 01 · Does the report show a tiny notebook?\n\nAn image its Markdown links: ![a pixel](pixel.png)"),
+        new_markdown_cell("# 01 · Does the report show a tiny notebook?\n\n"
+                          "An image its Markdown links: ![a pixel](pixel.png)"),
         new_code_cell('label = "plain"', metadata={"tags": ["parameters"]}),
-        new_code_cell("%matplotlib inline\nimport matplotlib.pyplot as plt\n\nfig, ax = plt.subplots(figsize=(2, 1.5))\n"
-                      "ax.plot([1, 2, 3], [1, 4, 9])\nplt.show()"),
+        new_code_cell("%matplotlib inline\nimport matplotlib.pyplot as plt\n\n"
+                      "fig, ax = plt.subplots(figsize=(2, 1.5))\nax.plot([1, 2, 3], [1, 4, 9])\nplt.show()"),
         new_code_cell("from IPython.display import SVG, Image, Markdown, display\n\n"
                       "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"20\">"
                       "<rect width=\"40\" height=\"20\" fill=\"teal\"/></svg>'))\n"
                       "display(Image(filename='pixel.png'))"),
         new_code_cell("import pandas as pd\nfrom pqlab import formatting\n\n"
-                      "display(formatting.table(pd.DataFrame({'algorithm': ['ML-KEM-768', label], 'public_key_bytes': [1184, 32]})))"),
+                      "display(formatting.table(pd.DataFrame({'algorithm': ['ML-KEM-768', label], "
+                      "'public_key_bytes': [1184, 32]})))"),
         new_code_cell("print(label)\ndisplay(Markdown(formatting.markdown(label)))"),
         new_code_cell("from tqdm.auto import tqdm\n\nfor _ in tqdm(range(3), desc='steps'):\n    pass"),
     ]
@@ -57,23 +62,25 @@ def kernel_name() -> str:
 
 
 def write_exports(exports: Path) -> None:
-    """A table exported by pqlab.publish.export from a run whose CPU model is hostile, and a figure's record by hand, older
-    than the notebook's run."""
+    """A table exported by pqlab.publish.export from a run whose CPU model is hostile, and a figure's record
+    by hand, older than the notebook's run."""
     from pqlab.publish import export
 
-    run = SimpleNamespace(run_id="20261125T000000Z-01_tiny-abc123", meta={"cpu": {"model": HOSTILE, "usable_cores": 2}})
+    run = SimpleNamespace(run_id="20261125T000000Z-01_tiny-abc123",
+                          meta={"cpu": {"model": HOSTILE, "usable_cores": 2}})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(paths, "TABLES", exports / "data" / "tables")
         mp.setattr(paths, "PROFILE", "quick")
         import pandas as pd
 
-        export.save_table(pd.DataFrame({"algorithm": ["ML-KEM-768"], "public_key_bytes": [1184]}), STEM, "sizes",
-                          runs=[run], caption=f"Sizes {HOSTILE}")
+        export.save_table(pd.DataFrame({"algorithm": ["ML-KEM-768"], "public_key_bytes": [1184]}), STEM,
+                          "sizes", runs=[run], caption=f"Sizes {HOSTILE}")
     figures = exports / "figures" / STEM
     figures.mkdir(parents=True)
     (figures / "pixel.png").write_bytes(PIXEL)
     record = {"export": "figure", "topic": STEM, "name": "pixel", "profile": "quick", "runs": [run.run_id],
-              "context": [["CPU", HOSTILE], ["runs", run.run_id]], "files": ["pixel.png", "../../../etc/passwd"]}
+              "context": [["CPU", HOSTILE], ["runs", run.run_id]],
+              "files": ["pixel.png", "../../../etc/passwd"]}
     (figures / "pixel.export.json").write_text(json.dumps(record))
     os.utime(figures / "pixel.export.json", (946684800, 946684800))  # before the notebook ran: stale
 
@@ -89,7 +96,8 @@ def built(tmp_path_factory):
     folder.mkdir(parents=True)
     (notebooks / "pixel.png").write_bytes(PIXEL)
     nbformat.write(tiny_notebook(), notebooks / f"{STEM}.ipynb")
-    nbformat.write(new_notebook(cells=[new_markdown_cell("# never executed")]), notebooks / "02_not_run.ipynb")
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# never executed")]),
+                   notebooks / "02_not_run.ipynb")
     write_exports(folder)
     papermill.execute_notebook(str(notebooks / f"{STEM}.ipynb"), str(folder / f"{STEM}.ipynb"),
                                parameters={"label": HOSTILE}, kernel_name=kernel_name(), cwd=str(notebooks),
@@ -133,7 +141,8 @@ def test_widget_text_reads_tqdm_state_and_says_when_it_is_missing():
              "c": {"state": {"value": "\u20074/4\u2007[00:01&lt;00:00]"}}}
     assert report.widget_text("box", state) == "run: 100%|██████████| 4/4 [00:01<00:00]"
     assert report.widget_text("gone", state) is None
-    nb = nbformat.from_dict({"cells": [{"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
+    nb = nbformat.from_dict({"cells": [{"cell_type": "code", "source": "", "metadata": {},
+                                        "execution_count": 1,
                                         "outputs": [{"output_type": "display_data", "metadata": {}, "data": {
                                             report.WIDGET_VIEW: {"model_id": "gone"}, "text/plain": "0%"}}]}],
                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
@@ -180,13 +189,17 @@ def test_the_report_works_copied_elsewhere(built, tmp_path):
 
 
 def broken_notebook() -> nbformat.NotebookNode:
-    """A notebook as papermill leaves a failed one: an error output, an image that is not there, one from a server."""
+    """A notebook as papermill leaves a failed one: an error output, an image that is not there, one from a
+    server."""
     error = new_output("error", ename="ValueError", evalue="boom",
                        traceback=["Traceback (most recent call last):", "ValueError: boom"])
-    shown = new_output("display_data", data={"text/html": '<img src="missing.png"><img src="http://127.0.0.1:9/x.png">'})
+    shown = new_output("display_data", data={"text/html": '<img src="missing.png">'
+                                                          '<img src="http://127.0.0.1:9/x.png">'})
     # a function name from data, not escaped for Markdown: read as a link
-    text = new_output("display_data", data={"text/markdown": "allocated in (<pyo3::buffer::PyUntypedBuffer>::get)"})
-    nb = new_notebook(cells=[new_markdown_cell("# broken"), new_code_cell("raise ValueError('boom')", outputs=[error]),
+    text = new_output("display_data",
+                      data={"text/markdown": "allocated in (<pyo3::buffer::PyUntypedBuffer>::get)"})
+    nb = new_notebook(cells=[new_markdown_cell("# broken"),
+                             new_code_cell("raise ValueError('boom')", outputs=[error]),
                              new_code_cell("", outputs=[shown, text])])
     nb.metadata["papermill"] = {"exception": True, "duration": 1.0, "start_time": "2026-11-25T00:00:00+00:00",
                                 "end_time": "2026-11-25T00:00:01+00:00", "parameters": {}}
@@ -240,7 +253,7 @@ def test_the_noise_of_each_run_is_read_from_the_run_contexts_of_the_exports():
 
 
 def test_a_notebook_still_running_is_named_on_the_index():
-    book = report.Notebook(stem="05_energy", title="t", ended="", started="2026-11-25T00:00:00+00:00", seconds=None,
-                           cells=3, parameters={}, errors=0, images=0)
+    book = report.Notebook(stem="05_energy", title="t", ended="", started="2026-11-25T00:00:00+00:00",
+                           seconds=None, cells=3, parameters={}, errors=0, images=0)
     index = report.render_index([book], "quick", [], [], [], [])
     assert "05_energy: papermill recorded no end: it was still running" in index

@@ -310,7 +310,8 @@ def test_reconstructed_trace_reproduces_time_times_power(tmp_path):
     path = write_trace(trace, tmp_path / "reconstructed.csv")
     src = ReplaySource(path)
     assert src.label == "replay:reconstructed"
-    assert f"# note: {energy.RECONSTRUCTED_NOTE}" in path.read_text() and "means" not in energy.RECONSTRUCTED_NOTE
+    assert (f"# note: {energy.RECONSTRUCTED_NOTE}" in path.read_text()
+            and "means" not in energy.RECONSTRUCTED_NOTE)
     res = src.trace.results()
     ms, w = REFERENCE_ROWS["time_ms"].to_numpy(), REFERENCE_ROWS["power_w"].to_numpy()
     assert list(res["label"]) == ["ML-KEM-512/keygen", "HQC-128/keygen", "Falcon-512/sign"]
@@ -334,7 +335,7 @@ def test_replay_of_a_recorded_file_is_labelled_with_its_name(tmp_path):
 
 
 def test_relative_trace_paths_go_to_data_raw(tmp_path, monkeypatch):
-    monkeypatch.setattr(energy, "RAW", tmp_path / "raw")
+    monkeypatch.setattr("pqlab.runners.power_traces.RAW", tmp_path / "raw")
     path = write_trace(Trace([0, 1], [1, 1]), "x.csv")
     assert path == tmp_path / "raw" / "x.csv" and read_trace("x.csv").power_w.tolist() == [1, 1]
 

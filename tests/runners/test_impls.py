@@ -1,9 +1,9 @@
 """The programs of native/impls (pqlab.runners.impls) and the cross-checks (pqlab.checks.crosscheck).
 
-Each real program is built on first use; where its toolchain is missing here its tests are skipped with the reason
-(CI's machine has every toolchain).  The machinery itself (building on first need, refusing a stale build, losing
-one round to a crash, blaming the implementation that disagrees) is tested with a fake program and fake
-participants, so it is tested everywhere."""
+Each real program is built on first use; where its toolchain is missing here its tests are skipped with the
+reason (CI's machine has every toolchain).  The machinery itself (building on first need, refusing a stale
+build, losing one round to a crash, blaming the implementation that disagrees) is tested with a fake program
+and fake participants, so it is tested everywhere."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,8 @@ from pqlab.core.vocabulary import family_of, find
 from pqlab.runners import impls
 
 #: One fast algorithm per program, for the protocol tests.
-FAST = {"rust": "ML-KEM-768", "openssl": "ML-KEM-768", "openssl-3.6": "ML-KEM-768", "go": "ML-KEM-768", "js": "Ed25519", "java": "Ed25519"}
+FAST = {"rust": "ML-KEM-768", "openssl": "ML-KEM-768", "openssl-3.6": "ML-KEM-768", "go": "ML-KEM-768",
+        "js": "Ed25519", "java": "Ed25519"}
 
 
 def _program_or_skip(name: str) -> dict:
@@ -69,7 +70,8 @@ def test_program_refuses_an_unknown_name_in_one_line_with_close_matches(name):
     with pytest.raises(impls.ImplementationError) as err:
         impls.time_one(name, impl, "ml-kem-768x", ["keygen"], budget_s=0.01)
     message = str(err.value)
-    assert "exit 2" in message and "ML-KEM-768" in message and "\n" not in message.split("for ml-kem-768x")[-1]
+    assert ("exit 2" in message and "ML-KEM-768" in message
+            and "\n" not in message.split("for ml-kem-768x")[-1])
 
 
 @pytest.mark.parametrize("name", list(FAST))
@@ -103,7 +105,8 @@ FAKE = textwrap.dedent('''\
         print(json.dumps({"protocol": 1, "runner": "fake", "toolchain": "python",
               "implementations": [{"implementation": "noble", "version": "9.9.9",
                                    "provenance": "https://crates.io/crates/fake-crate/9.9.9"}],
-              "algorithms": [{"implementation": "noble", "algorithm": "X25519", "kind": "kem", "seeded": []}]}))
+              "algorithms": [{"implementation": "noble", "algorithm": "X25519", "kind": "kem", \
+"seeded": []}]}))
     elif cmd == "time":
         calls = os.path.join(here, "calls")
         n = int(open(calls).read()) if os.path.exists(calls) else 0
@@ -113,20 +116,23 @@ FAKE = textwrap.dedent('''\
         ops = sys.argv[sys.argv.index("--ops") + 1].split(",")
         print(json.dumps({"protocol": 1, "runner": "fake", "implementation": "noble", "version": "9.9.9",
               "algorithm": "X25519", "kind": "kem", "sizes": {"public_key": 32},
-              "operations": [{"operation": op, "message_bytes": None, "loops": 4, "samples_ns": [100.0 + n, 101.0, 99.0],
+              "operations": [{"operation": op, "message_bytes": None, "loops": 4, \
+"samples_ns": [100.0 + n, 101.0, 99.0],
                               "verified": True, "error": ""} for op in ops]}))
     ''')
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    """A program "fake" under a temporary native/impls: a Python script speaking the protocol, its build a copy."""
+    """A program "fake" under a temporary native/impls: a Python script speaking the protocol, its build a
+    copy."""
     folder = tmp_path / "fake"
     folder.mkdir()
     (folder / "fake.py").write_text(FAKE)
     (folder / "Cargo.lock").write_text('version = 3\n[[package]]\nname = "fake-crate"\nversion = "9.9.9"\n')
     prog = impls.Program("fake", "Python", ("python3",), (sys.executable, "--version"), "install python3",
-                         ("sh", "-c", "mkdir -p build && cp fake.py build/fake.py && echo built >> ../builds.log"),
+                         ("sh", "-c", "mkdir -p build && cp fake.py build/fake.py && "
+                                      "echo built >> ../builds.log"),
                          "build/fake.py", (sys.executable, "build/fake.py"))
     monkeypatch.setattr(impls, "IMPLS", tmp_path)
     monkeypatch.setattr(impls, "_BY_NAME", {"fake": prog})
@@ -147,22 +153,24 @@ def test_a_program_is_built_on_first_need_and_again_only_when_its_sources_change
 
 
 def test_a_missing_toolchain_leaves_the_program_out_with_one_line(fake, monkeypatch):
-    broken = impls.Program("fake", "Python", ("no-such-tool-here",), fake.version, "install no-such-tool", fake.build,
-                           fake.artifact, fake.run)
+    broken = impls.Program("fake", "Python", ("no-such-tool-here",), fake.version, "install no-such-tool",
+                           fake.build, fake.artifact, fake.run)
     monkeypatch.setattr(impls, "_BY_NAME", {"fake": broken})
     assert impls.available() == {}
     assert impls.unavailable() == {"fake": "no no-such-tool-here here: install no-such-tool"}
 
 
 def test_a_program_whose_release_differs_from_its_lock_is_refused(fake):
-    (fake.folder / "Cargo.lock").write_text('version = 3\n[[package]]\nname = "fake-crate"\nversion = "9.9.8"\n')
+    (fake.folder / "Cargo.lock").write_text('version = 3\n[[package]]\nname = "fake-crate"\n'
+                                            'version = "9.9.8"\n')
     with pytest.raises(impls.ImplementationError, match=r"fake-crate 9\.9\.9.*pins 9\.9\.8"):
         impls.describe("fake")
 
 
 def test_a_crash_loses_that_round_only_and_is_recorded(fake):
     run = impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False)
-    assert [x["round"] for x in run.meta["lost"]] == [1] and "fake program failed" in run.meta["lost"][0]["why"]
+    assert ([x["round"] for x in run.meta["lost"]] == [1]
+            and "fake program failed" in run.meta["lost"][0]["why"])
     rows = run.measurements
     assert set(rows["operation"]) == set(KIND_OPERATIONS["kem"]) and (rows["rounds"] == 2).all()
     assert set(run.samples["round"]) == {0, 2}
@@ -176,8 +184,8 @@ def test_a_program_that_fails_vectors_is_timed_and_its_record_kept_in_the_run(fa
     from pqlab.studies.implementations import program_records
 
     failed = {"implementation": "noble", "algorithm": "X25519", "file": "x25519_test.json", "vector": 1,
-              "expected": "invalid", "passed": False, "kind": "wrong-shared-secret", "detail": "low-order point",
-              "source": "Wycheproof"}
+              "expected": "invalid", "passed": False, "kind": "wrong-shared-secret",
+              "detail": "low-order point", "source": "Wycheproof"}
     rows = pd.DataFrame([failed, dict(failed, vector=2, expected="valid", passed=True, kind="")],
                         columns=vectors.COLUMNS)
     run = impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False,
@@ -192,7 +200,8 @@ def test_a_program_that_fails_vectors_is_timed_and_its_record_kept_in_the_run(fa
     assert unchecked.meta["conformance"]["X25519@noble"]["status"] == conformance.NOT_CHECKED
     assert "none of X25519's vectors fit its API (a caller may seed no operation" in \
         unchecked.meta["conformance"]["X25519@noble"]["why_not"]
-    assert "conformance" not in impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False).meta
+    assert "conformance" not in impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3,
+                                              save=False).meta
 
 
 # --------------------------------------------------------------------------- blame
@@ -218,17 +227,19 @@ def test_blame_needs_a_majority_or_a_failure_with_itself():
     rows = [("A", "B", False), ("B", "A", False), ("A", "A", True), ("B", "B", True), ("C", "C", False)]
     checks = pd.DataFrame([{"algorithm": "X", "owner": o, "peer": p, "check": "c", "passed": ok, "detail": ""}
                            for o, p, ok in rows])
-    assert set(crosscheck.excluded(checks)) == {"A/X", "B/X", "C/X"}  # two that disagree: neither has a majority
-    checks = pd.concat([checks, pd.DataFrame([{"algorithm": "X", "owner": o, "peer": p, "check": "c", "passed": True,
-                                               "detail": ""} for o, p in (("C", "A"), ("A", "C"), ("C", "B"))])])
+    # two that disagree: neither has a majority
+    assert set(crosscheck.excluded(checks)) == {"A/X", "B/X", "C/X"}
+    checks = pd.concat([checks, pd.DataFrame([{"algorithm": "X", "owner": o, "peer": p, "check": "c",
+                                               "passed": True, "detail": ""}
+                                              for o, p in (("C", "A"), ("A", "C"), ("C", "B"))])])
     checks.loc[(checks["owner"] == "C") & (checks["peer"] == "C"), "passed"] = True
     assert set(crosscheck.excluded(checks)) == {"A/X", "B/X"}
 
 
 def test_protocol_names_every_algorithm_the_programs_may_list():
     text = (impls.IMPLS / "PROTOCOL.md").read_text()
-    for name in ("ML-KEM-768", "ML-DSA-44", "SLH-DSA-SHA2-128f", "X25519", "ECDH-P256", "Ed25519", "ECDSA-P256",
-                 "RSA-2048-PKCS1v15-sig"):
+    for name in ("ML-KEM-768", "ML-DSA-44", "SLH-DSA-SHA2-128f", "X25519", "ECDH-P256", "Ed25519",
+                 "ECDSA-P256", "RSA-2048-PKCS1v15-sig"):
         assert name in text
     assert json.loads(json.dumps({"protocol": impls.PROTOCOL})) == {"protocol": 1}
 
@@ -265,13 +276,16 @@ def test_the_lean_liboqs_path_refuses_a_short_buffer_instead_of_reading_past_it(
 
 
 def test_a_row_names_the_package_that_ran_its_algorithm():
-    listed = "ml-kem 0.3.4, ml-dsa 0.1.2, slh-dsa 0.2.0-rc.5, x25519-dalek 3.0.0, ed25519-dalek 3.0.0, p256 0.14.0"
-    assert [impls.release_of(listed, a) for a in ("ML-DSA-44", "SLH-DSA-SHA2-128f", "ECDSA-P256", "ECDH-P256")] == \
+    listed = ("ml-kem 0.3.4, ml-dsa 0.1.2, slh-dsa 0.2.0-rc.5, x25519-dalek 3.0.0, "
+              "ed25519-dalek 3.0.0, p256 0.14.0")
+    assert [impls.release_of(listed, a)
+            for a in ("ML-DSA-44", "SLH-DSA-SHA2-128f", "ECDSA-P256", "ECDH-P256")] == \
         ["ml-dsa 0.1.2", "slh-dsa 0.2.0-rc.5", "p256 0.14.0", "p256 0.14.0"]
     assert impls.release_of("post-quantum 0.7.1, curves 2.4.0", "Ed25519") == "curves 2.4.0"
     assert impls.release_of("post-quantum 0.7.1, curves 2.4.0", "ML-KEM-768") == "post-quantum 0.7.1"
     assert impls.release_of("1.19.0", "X25519") == "1.19.0"
-    assert impls.release_of("a 1, b 2", "RSA-2048-PKCS1v15-sig") == "a 1, b 2"  # no package names it: all of them
+    # no package names it: all of them
+    assert impls.release_of("a 1, b 2", "RSA-2048-PKCS1v15-sig") == "a 1, b 2"
 
 
 def test_notebook_08_refuses_a_typo_in_its_parameters_before_anything_runs():

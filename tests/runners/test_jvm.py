@@ -61,7 +61,8 @@ def test_api_names_the_implementation(results):
     assert "RSA/ECB/PKCS1Padding" in results["RSA-2048"]["api"]
 
 
-@pytest.mark.parametrize("alg", ["SPHINCS+-SHAKE-128f-simple", "SPHINCS+-SHAKE-128f-robust", "SLH-DSA-SHAKE-128f"])
+@pytest.mark.parametrize("alg", ["SPHINCS+-SHAKE-128f-simple", "SPHINCS+-SHAKE-128f-robust",
+                                 "SLH-DSA-SHAKE-128f"])
 def test_hash_based_sizes(results, alg):
     s = results[alg]["sizes"]
     assert s["signature_bytes"] == 17088
@@ -74,9 +75,11 @@ def test_hash_based_sizes(results, alg):
 def test_classical_sizes(results):
     aes, rsa = results["AES-256-CBC"]["sizes"], results["RSA-2048"]["sizes"]
     assert aes["symmetric_key_bytes"] == 32 and aes["ciphertext_bytes"] == 112  # 100 bytes padded to 7 blocks
-    assert rsa["modulus_bits"] == 2048 and rsa["public_key_raw_bytes"] == 256 and rsa["ciphertext_bytes"] == 256
+    assert (rsa["modulus_bits"] == 2048 and rsa["public_key_raw_bytes"] == 256
+            and rsa["ciphertext_bytes"] == 256)
     assert rsa["public_key_encoded_bytes"] == 294  # the study's "~294"
-    assert 1210 <= rsa["secret_key_encoded_bytes"] <= 1220  # the study's "~1218" (DER integers vary by a byte)
+    # the study's "~1218" (DER integers vary by a byte)
+    assert 1210 <= rsa["secret_key_encoded_bytes"] <= 1220
 
 
 def test_measurement_rows(results):
@@ -84,7 +87,8 @@ def test_measurement_rows(results):
     df = jvm.bc_measurements(r, {"run_id": "t", "study": ""})
     assert list(df.columns) == MEASUREMENT_COLUMNS and (df["run_id"] == "t").all()
     assert len(df) == 6 and set(df["backend"]) == {"bouncycastle"} and (df["study"] == "").all()
-    assert df["implementation"].iloc[0].startswith("Bouncy Castle 1.86 (org.bouncycastle.pqc.legacy.sphincsplus")
+    assert df["implementation"].iloc[0].startswith("Bouncy Castle 1.86 "
+                                                   "(org.bouncycastle.pqc.legacy.sphincsplus")
     cold = df[flags.has(df["flags"], "jvm-cold")]
     warm = df[~flags.has(df["flags"], "jvm-cold")]
     assert list(cold["operation"]) == list(warm["operation"]) == ["keygen", "sign", "verify"]
@@ -93,7 +97,8 @@ def test_measurement_rows(results):
     assert df["verified"].all()
     sign = warm.set_index("operation").loc["sign"]
     assert sign["time_ns_q1"] <= sign["time_ns_median"] <= sign["time_ns_q3"]
-    if sign["samples"] >= 6:  # fewer values give no 95 % interval of the median (pqlab.measure.stats.median_ci)
+    # fewer values give no 95 % interval of the median (pqlab.measure.stats.median_ci)
+    if sign["samples"] >= 6:
         assert sign["time_ns_ci_low"] <= sign["time_ns_median"] <= sign["time_ns_ci_high"]
     else:
         assert pd.isna(sign["time_ns_ci_low"]) and pd.isna(sign["time_ns_rel_ci"])
@@ -137,9 +142,10 @@ def test_failed_verification_is_flagged(results):
 
 
 def test_sampling_stops_at_the_precision_target_or_the_row_carries_a_flag(jar):
-    """As pqlab.measure.timing.measure: the runner samples until the median is known to the target (its precision computed
-    as pqlab.measure.stats does) or the budget ends, and says which came first.  The rows show no interval: one JVM
-    process has no rounds (pqlab.runners.rounds), so the within-process precision only decides when sampling stops."""
+    """As pqlab.measure.timing.measure: the runner samples until the median is known to the target (its
+    precision computed as pqlab.measure.stats does) or the budget ends, and says which came first.  The rows
+    show no interval: one JVM process has no rounds (pqlab.runners.rounds), so the within-process precision
+    only decides when sampling stops."""
     r = jvm.run_bc("AES-256-CBC", cold=2, warm_budget_s=2.0, warmup_s=0.1, min_samples=5, target_rel_ci=0.05)
     assert r["target_rel_ci"] == 0.05
     rows = jvm.bc_measurements(r)
@@ -151,11 +157,13 @@ def test_sampling_stops_at_the_precision_target_or_the_row_carries_a_flag(jar):
         if op["stopped_by"] == "precision":
             assert not flags.has(row["flags"], "precision-not-reached")
     first = r["operations"][0]
-    spread = {**r, "operations": [{**first, "warm_ns": [100, 200, 400, 800, 1600, 3200], "stopped_by": "budget"}]}
+    spread = {**r, "operations": [{**first, "warm_ns": [100, 200, 400, 800, 1600, 3200],
+                                   "stopped_by": "budget"}]}
     row = jvm.bc_measurements(spread).iloc[0]
     assert flags.detail(row["flags"], "precision-not-reached") == "budget" and row["target_rel_ci"] == 0.05
     untargeted = jvm.bc_measurements({**spread, "target_rel_ci": None}).iloc[0]
-    assert not flags.has(untargeted["flags"], "precision-not-reached") and pd.isna(untargeted["target_rel_ci"])
+    assert (not flags.has(untargeted["flags"], "precision-not-reached")
+            and pd.isna(untargeted["target_rel_ci"]))
 
 
 def test_no_jdk_reason(monkeypatch):
@@ -169,7 +177,8 @@ def test_bc_run_reports_why_nothing_ran(monkeypatch):
 
     run = jvm.bc_run(["AES-256-CBC"], enabled=False)
     assert run.measurements.empty and not run.run_id and "switched off" in run.meta["not_run"]
-    monkeypatch.setattr(jvm, "jdk_available", lambda: (False, "no JDK installed: install openjdk-17-jdk-headless"))
+    monkeypatch.setattr(jvm, "jdk_available",
+                        lambda: (False, "no JDK installed: install openjdk-17-jdk-headless"))
     run = jvm.bc_run(["AES-256-CBC"])
     assert run.measurements.empty and run.meta["not_run"].startswith("no JDK")
     with pytest.raises(BadInput, match="cold"):  # checked before anything runs, a JDK or not
@@ -187,21 +196,26 @@ def test_bc_run_records_every_row_with_the_run_start(jar, tmp_path, monkeypatch)
     back = load_run(tmp_path / run.run_id)
     m = back.measurements
     assert back.meta["status"] == "complete" and back.meta["started_at"]
-    assert (m["started_at"] == back.meta["started_at"]).all() and (m["machine_id"] == back.meta["machine_id"]).all()
+    assert ((m["started_at"] == back.meta["started_at"]).all()
+            and (m["machine_id"] == back.meta["machine_id"]).all())
     assert (m["study"] == "t01").all() and set(m["kind"]) == {"cipher"}
 
 
 def test_the_first_studys_release_runs_with_its_own_api_and_encodings():
-    """Bouncy Castle 1.72 (the first study's): round-3 SPHINCS+ from org.bouncycastle.pqc.crypto.sphincsplus, where
-    the unsuffixed shake_128f is the robust construction; its encoded keys are the study's 58 and 132 bytes."""
+    """Bouncy Castle 1.72 (the first study's): round-3 SPHINCS+ from org.bouncycastle.pqc.crypto.sphincsplus,
+    where the unsuffixed shake_128f is the robust construction; its encoded keys are the study's 58 and 132
+    bytes."""
     try:
         jvm.build_bc_runner(version="1.72")
-    except jvm.BouncyCastleUnavailable as e:  # the registry decides; the notebook says so from the same message
+    except jvm.BouncyCastleUnavailable as e:
+        # the registry decides; the notebook says so from the same message
         pytest.skip(str(e))
     assert "SLH-DSA-SHAKE-128f" not in jvm.bc_algorithms("1.72")
     r = jvm.run_bc("SPHINCS+-SHAKE-128f-robust", version="1.72", **TINY)
-    assert r["bouncycastle_version"] == "1.72" and r["api"] == "org.bouncycastle.pqc.crypto.sphincsplus (round 3)"
+    assert (r["bouncycastle_version"] == "1.72"
+            and r["api"] == "org.bouncycastle.pqc.crypto.sphincsplus (round 3)")
     assert "shake_128f (robust in this API)" in r["classes"]
     assert all(op["verified"] for op in r["operations"])
     s = r["sizes"]
-    assert (s["public_key_encoded_bytes"], s["secret_key_encoded_bytes"], s["signature_bytes"]) == (58, 132, 17088)
+    assert ((s["public_key_encoded_bytes"], s["secret_key_encoded_bytes"], s["signature_bytes"])
+            == (58, 132, 17088))

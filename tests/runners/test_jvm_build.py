@@ -1,27 +1,31 @@
-"""pqlab.runners.jvm's build and run decisions, each branch forced (no JDK, Maven refusing a release, the older
-hash-based API, a release without some algorithms): no JDK or network needed."""
+"""pqlab.runners.jvm's build and run decisions, each branch forced (no JDK, Maven refusing a release, the
+older hash-based API, a release without some algorithms): no JDK or network needed."""
 from __future__ import annotations
 
 import pytest
 
 from pqlab.runners import jvm
 
-REFUSED = """[ERROR] Failed to execute goal on project bc-runner: Could not resolve dependencies for project pqlab:bc-runner:jar:0.1.0
+REFUSED = """[ERROR] Failed to execute goal on project bc-runner: \
+Could not resolve dependencies for project pqlab:bc-runner:jar:0.1.0
 [ERROR] dependency: org.bouncycastle:bcprov-jdk18on:jar:1.72 (compile)
-[ERROR] \tCould not find artifact org.bouncycastle:bcprov-jdk18on:jar:1.72 in central (https://repo.maven.apache.org/maven2)"""
+[ERROR] \tCould not find artifact org.bouncycastle:bcprov-jdk18on:jar:1.72 in central \
+(https://repo.maven.apache.org/maven2)"""
 OLD_API = """[ERROR] COMPILATION ERROR :
 [ERROR] /x/native/bc-runner/src/main/java/pqlab/HashSigs.java:[12,38] cannot find symbol
-[ERROR] /x/native/bc-runner/src/main/java/pqlab/HashSigs.java:[17,45] package org.bouncycastle.pqc.legacy.sphincsplus does not exist"""
+[ERROR] /x/native/bc-runner/src/main/java/pqlab/HashSigs.java:[17,45] \
+package org.bouncycastle.pqc.legacy.sphincsplus does not exist"""
 OTHER_ERROR = """[ERROR] /x/native/bc-runner/src/main/java/pqlab/BcRunner.java:[40,1] cannot find symbol"""
 
 
 def test_maven_messages_are_read():
-    assert jvm.unresolved(REFUSED) == ("Could not find artifact org.bouncycastle:bcprov-jdk18on:jar:1.72 in central "
-                                       "(https://repo.maven.apache.org/maven2)")
+    assert jvm.unresolved(REFUSED) == ("Could not find artifact org.bouncycastle:bcprov-jdk18on:jar:1.72 in "
+                                       "central (https://repo.maven.apache.org/maven2)")
     assert jvm.unresolved(REFUSED.splitlines()[0]).startswith("Could not resolve dependencies for project")
     assert jvm.unresolved(OLD_API) == "" and jvm.unresolved("") == ""
     assert jvm._only_hash_sigs_failed(OLD_API)
-    assert not jvm._only_hash_sigs_failed(OLD_API + "\n" + OTHER_ERROR) and not jvm._only_hash_sigs_failed(REFUSED)
+    assert (not jvm._only_hash_sigs_failed(OLD_API + "\n" + OTHER_ERROR)
+            and not jvm._only_hash_sigs_failed(REFUSED))
 
 
 def test_jar_paths_keep_releases_apart():
@@ -75,15 +79,18 @@ def test_bc_run_reports_why_nothing_or_not_everything_ran(monkeypatch):
     monkeypatch.setattr(jvm, "jdk_available", lambda: (False, jvm.NO_JDK))
     run = jvm.bc_run(["RSA-2048"])
     assert run.measurements.empty and run.meta["not_run"] == jvm.NO_JDK
-    assert jvm.bc_run(["RSA-2048"], enabled=False).meta["not_run"].startswith("the Bouncy Castle runs were switched off")
+    assert (jvm.bc_run(["RSA-2048"], enabled=False).meta["not_run"]
+            .startswith("the Bouncy Castle runs were switched off"))
 
     monkeypatch.setattr(jvm, "jdk_available", lambda: (True, "ok"))
 
     def refused(version=None):
-        raise jvm.BouncyCastleUnavailable(f"Maven could not provide org.bouncycastle:bcprov-jdk18on:{version}: Could not ...")
+        raise jvm.BouncyCastleUnavailable("Maven could not provide "
+                                          f"org.bouncycastle:bcprov-jdk18on:{version}: Could not ...")
     monkeypatch.setattr(jvm, "bc_algorithms", refused)
     run = jvm.bc_run(["RSA-2048"], version="1.72")
-    assert run.measurements.empty and run.meta["not_run"].startswith("Maven could not provide org.bouncycastle:bcprov-jdk18on:1.72")
+    assert run.measurements.empty and run.meta["not_run"].startswith(
+        "Maven could not provide org.bouncycastle:bcprov-jdk18on:1.72")
 
     monkeypatch.setattr(jvm, "bc_algorithms", lambda version=None: ["AES-256-CBC", "RSA-2048"])
     run = jvm.bc_run(["SLH-DSA-SHAKE-128f"], version="1.72")

@@ -89,7 +89,8 @@ def test_parse_massif_reads_snapshots_and_peaks(tmp_path):
 
 
 def test_window_start_refuses_a_snapshot_taken_later_than_the_marker():
-    late = SYNTHETIC.replace(f"time={5000100 + M}\n", "time=5000100\n")  # clock did not jump: not the marker's
+    # clock did not jump: not the marker's
+    late = SYNTHETIC.replace(f"time={5000100 + M}\n", "time=5000100\n")
     assert massif.parse_massif(late).window_start(M) is None
     assert massif.parse_massif(SYNTHETIC.replace("time_unit: B", "time_unit: i")).window_start(M) is None
 
@@ -99,7 +100,8 @@ def _heap_run(text: str) -> driver.WorkerRun:
 
 
 def test_heap_figures_subtract_the_level_and_the_empty_window():
-    empty = SYNTHETIC.replace(f"mem_heap_B={4009000 + M}", f"mem_heap_B={4000150 + M}")  # the window alone: 50 B
+    # the window alone: 50 B
+    empty = SYNTHETIC.replace(f"mem_heap_B={4009000 + M}", f"mem_heap_B={4000150 + M}")
     fig, flags = driver.heap_figures(_heap_run(SYNTHETIC), _heap_run(empty))
     assert flags == []
     assert fig["peak_heap_raw_bytes"] == 4009000
@@ -121,7 +123,8 @@ def ml_dsa_inputs(tmp_path_factory):
     return algo, folder
 
 
-@pytest.mark.parametrize("name", ["Ed25519", "ECDSA-P256", "RSA-2048-PSS", "ML-DSA-44", "ECDSA-P256@pycryptodome"])
+@pytest.mark.parametrize("name", ["Ed25519", "ECDSA-P256", "RSA-2048-PSS", "ML-DSA-44",
+                                  "ECDSA-P256@pycryptodome"])
 def test_keys_and_inputs_round_trip_through_files(tmp_path, name):
     algo = A.resolve([name])[0]
     message = A.random_message(100, 1)
@@ -171,7 +174,8 @@ def test_a_worker_loads_only_the_library_of_its_backend(tmp_path):
         algo = A.get(name, backend)
         message = A.random_message(32, 0)
         keys = algo.generate()
-        folder = worker.write_inputs(tmp_path / backend, name, backend, message, keys, algo.signer(keys[1])(message))
+        folder = worker.write_inputs(tmp_path / backend, name, backend, message, keys,
+                                     algo.signer(keys[1])(message))
         run = driver.run_worker(name, backend, "verify", folder, "plain", work=tmp_path / backend / "work")
         assert run.error == "" and run.report["verdict"] is True
         loaded = [f for f in run.report["loaded_files"] if any(a in f for a in absent)]
@@ -189,7 +193,8 @@ def test_ml_dsa_sign_under_massif(ml_dsa_inputs, tmp_path, monkeypatch):
     heap, hflags = driver.heap_figures(runs["heap"], runs["heap-baseline"])
     stack, sflags = driver.stack_figures(runs["stack"], runs["stack-baseline"])
     assert hflags == [] and sflags == []
-    # the returned signature (the lean path writes into a buffer made with the signer) and liboqs's own allocations
+    # the returned signature (the lean path writes into a buffer made with the signer) and liboqs's
+    # own allocations
     assert 2420 <= heap["peak_heap_bytes"] < 64 * 1024
     assert 10_000 < stack["peak_stack_bytes"] < 1 << 20  # ML-DSA keeps its matrices on the stack
     assert stack["peak_stack_raw_bytes"] > stack["peak_stack_baseline_bytes"] > 0
@@ -274,13 +279,15 @@ def test_a_worker_server_reports_a_failing_job_and_a_timeout_and_goes_on(ml_dsa_
 def test_measure_memory_stores_a_run_and_a_cached_row_equals_a_fresh_one(tmp_path, monkeypatch):
     run = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=True, folder=tmp_path,
                                 progress=False)
-    # the same measurement again, fresh (PQLAB_FRESH=1, as `make reproduce FRESH=1` sets it), then from the cache
+    # the same measurement again, fresh (PQLAB_FRESH=1, as `make reproduce FRESH=1` sets it), then
+    # from the cache
     monkeypatch.setenv("PQLAB_FRESH", "1")
     fresh = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
     monkeypatch.delenv("PQLAB_FRESH")
     cached = driver.measure_memory(["ML-DSA-44"], ["sign"], [32], cold=False, save=False, progress=False)
     figures = ["peak_heap_bytes", "peak_stack_bytes", "peak_heap_raw_bytes", "peak_heap_baseline_bytes",
-               "peak_heap_extra_bytes", "peak_stack_raw_bytes", "peak_stack_baseline_bytes", "peak_heap_native_bytes"]
+               "peak_heap_extra_bytes", "peak_stack_raw_bytes", "peak_stack_baseline_bytes",
+               "peak_heap_native_bytes"]
     rows = [r.measurements.set_index("memory_source") for r in (run, fresh, cached)]
     for source, cols in ((driver.SOURCE_MASSIF, figures), (driver.SOURCE_TRACEMALLOC, ["peak_heap_bytes"])):
         first, again, reused = (r.loc[source, cols].astype(float).tolist() for r in rows)
@@ -315,7 +322,8 @@ def test_without_valgrind_only_tracemalloc_and_maxrss(monkeypatch, tmp_path):
     assert not status["available"] and "not installed" in status["reason"]
     with pytest.raises(RuntimeError, match="not installed"):
         driver.measure_memory(["Ed25519"], ["sign"], [32], use_valgrind=True, save=False, progress=False)
-    run = driver.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False, progress=False)
+    run = driver.measure_memory(["Ed25519", "ML-DSA-44"], ["sign", "verify"], [32], save=False,
+                                progress=False)
     assert set(run.measurements["memory_source"]) == {driver.SOURCE_TRACEMALLOC, driver.SOURCE_MAXRSS}
     assert run.meta["worker_runs"] == 4 + 2  # one plain worker per operation, one probe per algorithm
     assert run.meta["memory_cache"]["stored"] == 4 and run.meta["memory_cache"]["reused"] == 0
@@ -336,8 +344,8 @@ def test_plan_runs_shares_baselines_and_limits_the_stack_sizes(tmp_path):
             for op in worker.SIGNATURE_OPERATIONS for n in ((32,) if op == "keygen" else (32, 4096))]
     tasks = driver.plan_runs(jobs, use_valgrind=True, cold=True, stack_message_bytes=[32])
     kinds = pd.Series([k for _, k, _ in tasks]).value_counts().to_dict()
-    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6, "heap-baseline": 6,
-                     "heap-cold-baseline": 6}
+    assert kinds == {"plain": 15, "heap": 15, "stack": 9, "heap-cold": 9, "stack-baseline": 6,
+                     "heap-baseline": 6, "heap-cold-baseline": 6}
     baseline = next(t for t in tasks if t[1] == "stack-baseline" and t[0].algo.backend == "liboqs"
                     and t[0].operation == "sign")
     assert not baseline[0].slow and len(baseline[2]) == 4  # a fast runner, shared by every liboqs signing job
@@ -346,7 +354,8 @@ def test_plan_runs_shares_baselines_and_limits_the_stack_sizes(tmp_path):
 
 
 def test_native_heap_nets_out_a_shared_baselines_other_algorithm():
-    """The verify baseline of a backend is another algorithm's worker: its constructor differs, the net does not."""
+    """The verify baseline of a backend is another algorithm's worker: its constructor differs, the net does
+    not."""
     lib, py = "/opt/liboqs.so", "/py/libpython.so"
     summary = {"interpreter_objects": [py]}
     run = driver.WorkerRun("heap", {}, 1.0, summary=dict(summary, callers={
@@ -354,14 +363,17 @@ def test_native_heap_nets_out_a_shared_baselines_other_algorithm():
     base = driver.WorkerRun("heap-baseline", {}, 1.0, summary=dict(summary, callers={
         lib: {"OQS_SIG_ml_dsa_44_new": 88}, py: {"_PyObject_Malloc": 4000}}))
     out = driver.native_heap(run, base)
-    assert out == {"peak_heap_native_bytes": 224, "peak_heap_native_callers": "liboqs.so: SHA3_shake256_inc_init 224"}
-    same = driver.WorkerRun("heap", {}, 1.0, summary=dict(summary, callers={lib: {"OQS_SIG_ml_dsa_44_new": 88}}))
+    assert out == {"peak_heap_native_bytes": 224,
+                   "peak_heap_native_callers": "liboqs.so: SHA3_shake256_inc_init 224"}
+    same = driver.WorkerRun("heap", {}, 1.0,
+                            summary=dict(summary, callers={lib: {"OQS_SIG_ml_dsa_44_new": 88}}))
     assert driver.native_heap(same, base) == {"peak_heap_native_bytes": 0, "peak_heap_native_callers": ""}
     assert driver.native_heap(driver.WorkerRun("heap", {}, 1.0, summary={"callers": None}), base) == {}
 
 
 def test_inputs_are_written_only_for_message_sizes_that_are_measured(tmp_path, monkeypatch):
-    """A second run whose worker runs all come from the cache signs nothing beyond the first size (its size row)."""
+    """A second run whose worker runs all come from the cache signs nothing beyond the first size (its size
+    row)."""
     monkeypatch.setattr(driver.shutil, "which", lambda name: None)  # plain workers only: quick
     store = cache.MemoryCache(tmp_path / "c")
     first = driver.measure_memory(["Ed25519"], ["sign"], [32, 64], save=False, progress=False, cache=store,
@@ -376,8 +388,8 @@ def test_inputs_are_written_only_for_message_sizes_that_are_measured(tmp_path, m
 
 
 def test_every_pqlab_module_has_bytecode_before_workers_start():
-    """Workers never write bytecode; a module they compile from source changes the heap of a Python call (a dict
-    table, 568 B), so the driver compiles pqlab first and every module then has current bytecode."""
+    """Workers never write bytecode; a module they compile from source changes the heap of a Python call (a
+    dict table, 568 B), so the driver compiles pqlab first and every module then has current bytecode."""
     import importlib.util
     from pathlib import Path
 
@@ -389,8 +401,8 @@ def test_every_pqlab_module_has_bytecode_before_workers_start():
 
 
 def test_measure_memory_takes_one_name_as_a_str_and_refuses_an_unknown_one_whole(tmp_path):
-    """One name may be a str, as for pqlab.bench: it is not read letter by letter (a papermill -p value is a str:
-    '["ML-DSA-4"]' was refused as "unknown algorithm '['")."""
+    """One name may be a str, as for pqlab.bench: it is not read letter by letter (a papermill -p value is a
+    str: '["ML-DSA-4"]' was refused as "unknown algorithm '['")."""
     with pytest.raises(A.UnknownAlgorithm, match=r"unknown algorithm 'ML-DSA-4'; close matches: .*ML-DSA-44"):
         driver.measure_memory("ML-DSA-4", ["sign"], [32], folder=tmp_path, progress=False)
     assert not list(tmp_path.iterdir())  # refused before anything was measured or saved

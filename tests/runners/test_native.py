@@ -105,7 +105,8 @@ def test_measurement_rows(ml_dsa, ml_kem):
     assert set(df["backend"]) == {"native"}
     assert set(df["implementation"]) == {f"liboqs {ml_dsa['liboqs_version']} (default build) via C runner"}
     assert (df["loops"] == 1).all() and df["verified"].all()
-    assert (df["time_ns_q1"] <= df["time_ns_median"]).all() and (df["time_ns_median"] <= df["time_ns_q3"]).all()
+    assert ((df["time_ns_q1"] <= df["time_ns_median"]).all()
+            and (df["time_ns_median"] <= df["time_ns_q3"]).all())
     assert df["message_bytes"].tolist()[1:] == [100, 100] and pd.isna(df["message_bytes"].iloc[0])
     assert set(df["cycles_source"]) == {ml_dsa["cycles_source"]}
     if ml_dsa["cycles_source"] == cycles.NONE:
@@ -113,7 +114,8 @@ def test_measurement_rows(ml_dsa, ml_kem):
     else:
         assert (df["cycles_median"] > 0).all() and not flags.has(df["flags"], "no-cycles").any()
     # one process of the C runner: no rounds, so no interval (never one over consecutive samples)
-    assert df["time_ns_ci_low"].isna().all() and (df["rounds"] == 1).all() and flags.has(df["flags"], "no-rounds").all()
+    assert (df["time_ns_ci_low"].isna().all() and (df["rounds"] == 1).all()
+            and flags.has(df["flags"], "no-rounds").all())
     kem = native.measurements_from_result(ml_kem)
     assert list(kem["operation"]) == ["keygen", "encaps", "decaps"]
     samples = native.native_samples(ml_kem)
@@ -127,14 +129,16 @@ def test_native_run_records_a_run(runner, tmp_path):
     run = native.native_run(["ML-DSA-44"], message_bytes=1000, study="test", folder=tmp_path, pool=1,
                             conformance=records, **TINY_RUN)
     back = load_run(tmp_path / run.run_id)
-    assert back.meta["conformance"] == {"ML-DSA-44@native": records["ML-DSA-44"]}  # the caller's records, carried
+    # the caller's records, carried
+    assert back.meta["conformance"] == {"ML-DSA-44@native": records["ML-DSA-44"]}
     assert back.meta["params"]["pool"] == 1  # verify one signature again and again, as pqlab's verify does
     assert back.meta["status"] == "complete" and back.meta["study"] == "test" and back.meta["started_at"]
     m = back.measurements
     assert list(m["operation"]) == ["keygen", "sign", "verify"] and m["verified"].all()
     assert (m["started_at"] == back.meta["started_at"]).all() and (m["backend"] == "native").all()
     assert set(m["kind"]) == {"sig"} and set(m["family"]) == {"lattice"}
-    # the runner links the default build's liboqs: its rows carry that library's record (pqlab.checks.conformance)
+    # the runner links the default build's liboqs: its rows carry that library's record
+    # (pqlab.checks.conformance)
     record = back.meta["conformance"]["ML-DSA-44@native"]
     assert record["status"] == "non-conforming" and record["liboqs"]["build"] == "liboqs-0.13.0"
     assert list(m["message_bytes"].astype("float")[1:]) == [1000, 1000]
@@ -142,11 +146,13 @@ def test_native_run_records_a_run(runner, tmp_path):
     # in rounds, each a fresh runner process: the estimate and its interval are over rounds, as bench's
     from pqlab.measure.stats import round_interval
 
-    assert (m["rounds"] == 6).all() and set(back.samples["round"]) == set(range(6)) and len(back.meta["rounds"]) == 6
+    assert ((m["rounds"] == 6).all() and set(back.samples["round"]) == set(range(6))
+            and len(back.meta["rounds"]) == 6)
     assert not flags.has(m["flags"], "no-rounds").any() and (m["time_ns_ci_low"] < m["time_ns_ci_high"]).all()
     sign = back.sample_values("ML-DSA-44", "sign", backend="native")
     row = m[m["operation"] == "sign"].iloc[0]
-    assert round_interval(sign)[:3] == pytest.approx((row["time_ns_median"], row["time_ns_ci_low"], row["time_ns_ci_high"]))
+    assert round_interval(sign)[:3] == pytest.approx((row["time_ns_median"], row["time_ns_ci_low"],
+                                                      row["time_ns_ci_high"]))
 
 
 def test_unknown_algorithm_lists_close_matches(runner):
@@ -177,7 +183,8 @@ def test_rows_flag_failures_and_missing_cycles(ml_dsa):
     df = native.measurements_from_result(result)
     assert df["cycles_median"].isna().all() and (df["cycles_source"] == "none").all()
     assert (flags.has(df["flags"], "no-cycles")).all()
-    assert df["flags"].map(lambda c: flags.detail(c, "no-cycles")).str.startswith("no core cycles: perf_event_open").all()
+    assert (df["flags"].map(lambda c: flags.detail(c, "no-cycles"))
+            .str.startswith("no core cycles: perf_event_open").all())
     assert df.loc[1, "verified"] == False  # noqa: E712 - a numpy bool
     assert "failed:verify rejected a fresh signature" in df.loc[1, "flags"].split(";")
     assert all(";" not in flag.split(":", 1)[1] for flag in df.loc[0, "flags"].split(";") if ":" in flag)
@@ -206,7 +213,8 @@ def test_a_forced_counter_that_does_not_work_is_one_line(runner):
     if proc.returncode == 0:
         pytest.skip("this machine has a working PMU: the runner counted core cycles")
     assert proc.returncode == 2
-    assert proc.stderr.startswith("pqbench: --counter perf: core cycles are unavailable here: perf_event_open: ")
+    assert proc.stderr.startswith("pqbench: --counter perf: core cycles are unavailable here: "
+                                  "perf_event_open: ")
     assert proc.stderr.count("\n") == 1
 
 
@@ -217,6 +225,7 @@ def test_the_runner_follows_pqlab_counter(runner, monkeypatch):
 
 def test_a_runner_of_another_version_is_refused(runner, monkeypatch):
     monkeypatch.setattr(native, "RUNNER_VERSION", "99")
-    with pytest.raises(native.NativeRunnerError, match=r"runner version 2, pqlab reads version 99: remove it and "
-                                                       r"run again \(pqlab builds the runner on first use\)"):
+    with pytest.raises(native.NativeRunnerError,
+                       match=r"runner version 2, pqlab reads version 99: remove it and "
+                             r"run again \(pqlab builds the runner on first use\)"):
         native.native_algorithms("default")

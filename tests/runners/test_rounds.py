@@ -1,6 +1,7 @@
-"""Rounds (pqlab.runners.rounds), the machine's noise (pqlab.measure.noise) and calibration (pqlab.calibration): each round a fresh
-worker process, items interleaved in a shuffled order, intervals over rounds, busy and shifted rounds flagged, a
-crashed round losing only itself, and the calibration arithmetic."""
+"""Rounds (pqlab.runners.rounds), the machine's noise (pqlab.measure.noise) and calibration
+(pqlab.calibration): each round a fresh worker process, items interleaved in a shuffled order, intervals over
+rounds, busy and shifted rounds flagged, a crashed round losing only itself, and the calibration
+arithmetic."""
 from __future__ import annotations
 
 import math
@@ -69,8 +70,8 @@ def test_fewer_rounds_than_the_minimum_are_refused_before_anything_runs(tmp_path
 
 
 def test_quiet_only_refuses_a_busy_machine_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(noise, "quiet_now", lambda seconds=1.0: (False, "busy: other processes used 1.93 cores over "
-                                                                        "1 s", {}))
+    monkeypatch.setattr(noise, "quiet_now",
+                        lambda seconds=1.0: (False, "busy: other processes used 1.93 cores over 1 s", {}))
     with pytest.raises(BadInput) as err:
         benchmark.bench(["Ed25519"], folder=tmp_path, quiet_only=True, **FAST)
     assert str(err.value).startswith("the machine is busy: other processes used 1.93 cores")
@@ -117,7 +118,8 @@ def test_reference_shifts_between_runs_are_named():
     b = {"rounds": [{"round": i, "scalar_ns": 1.01e6, "vector_ns": 1.5e6} for i in range(4)]}
     assert noise.compare_references(a, b) == "vector +50%"
     assert noise.compare_references(a, a) == ""
-    assert "reference shifts" not in noise.describe_noise(a) and "no reference shift" in noise.describe_noise(a)
+    assert ("reference shifts" not in noise.describe_noise(a)
+            and "no reference shift" in noise.describe_noise(a))
 
 
 def test_a_machine_that_reports_no_noise_data_records_unknown_never_zero(monkeypatch):
@@ -150,15 +152,17 @@ def test_a_crashed_worker_loses_its_round_only(monkeypatch):
     assert lost["error"] == "worker exit -9" and lost["lost"]
     m = run.verified()
     lost_operations = [x for x in lost["lost"] if not x.startswith("harness")]
-    assert lost_operations and m["rounds"].isin([2, 3]).all() and (m["rounds"] == 2).sum() == len(lost_operations)
+    assert (lost_operations and m["rounds"].isin([2, 3]).all()
+            and (m["rounds"] == 2).sum() == len(lost_operations))
     two = m[m["rounds"] == 2].iloc[0]
     assert np.isnan(two["time_ns_ci_low"]) and "few-rounds" in two["flags"]  # below 3 rounds: no interval
 
 
 def test_stein_rule_adds_rounds_for_a_tight_target_only(monkeypatch):
     steps = iter(range(10**6))  # reference loops 2 % apart from round to round: a drifting machine
-    monkeypatch.setattr(noise, "reference_times", lambda: {"scalar_ns": 1e6 * (1 + 0.02 * (next(steps) // 2 % 2)),
-                                                           "vector_ns": 1e6})
+    monkeypatch.setattr(noise, "reference_times",
+                        lambda: {"scalar_ns": 1e6 * (1 + 0.02 * (next(steps) // 2 % 2)),
+                                 "vector_ns": 1e6})
     loose = benchmark.bench([_ed25519_copy()], operations=["keygen"], save=False,
                             **{**FAST, "max_rounds": 6, "target_rel_ci": 0.9})
     assert (loose.verified()["rounds"] == 3).all()
@@ -187,7 +191,8 @@ def test_stein_rule_adds_rounds_for_a_tight_target_only(monkeypatch):
 def test_old_runs_convert_with_one_round_and_no_interval():
     from pqlab.core.schema import convert
 
-    m = pd.DataFrame({"schema_version": [3], "time_ns_median": [10.0], "time_ns_ci_low": [9.9], "time_ns_ci_high": [10.1],
+    m = pd.DataFrame({"schema_version": [3], "time_ns_median": [10.0], "time_ns_ci_low": [9.9],
+                      "time_ns_ci_high": [10.1],
                       "time_ns_rel_ci": [0.01], "cycles_source": ["tsc"], "flags": [""]})
     s = pd.DataFrame({"time_ns": [10.0, 10.1], "run_id": ["r", "r"]})
     out, _, samples = convert(m, pd.DataFrame({"schema_version": [3]}), s, 3)
@@ -213,7 +218,8 @@ def _fake_runs(levels_per_run, per_round=20, rounds_per_run=6, seed=0):
             algo = get(name, "cryptography")
             results = []
             for r in range(rounds_per_run):
-                t = centre * level * np.exp(rng.normal(0, 0.02)) * (1 + 0.005 * rng.standard_normal(per_round))
+                t = (centre * level * np.exp(rng.normal(0, 0.02))
+                     * (1 + 0.005 * rng.standard_normal(per_round)))
                 results.append((r, {"time_ns": list(t), "loops": 1, "cycles_source": "none", "flags": [],
                                     "cycles": None}))
                 samples += [{"run_id": rec.run_id, "backend": "cryptography", "build": "", "algorithm": name,
@@ -258,11 +264,13 @@ def test_calibration_checks_runs_without_rounds_with_the_old_within_process_inte
 
 def test_a_verify_that_wants_more_rounds_cannot_pull_its_slow_sign_past_the_budget():
     # a verify round signs afresh (benchmark._active), so its cost is its own plus its sign's
-    items = [Item(-1, rounds.NOOP, None), Item(0, "sign", 100), Item(0, "verify", 100), Item(0, "keygen", None)]
+    items = [Item(-1, rounds.NOOP, None), Item(0, "sign", 100), Item(0, "verify", 100),
+             Item(0, "keygen", None)]
     spent = {0: 0.001, 1: 1.0, 2: 0.01, 3: 0.01}
     results = {i: [(r, {"time_ns": [1.0], "spent_s": s}) for r in range(6)] for i, s in spent.items()}
     allowed = benchmark._rounds_allowed(items, results, 6, 2.0)
-    assert allowed[1] == 6 and allowed[2] == 6  # 2 s of budget: a 1 s sign and its verify keep the first stage
+    # 2 s of budget: a 1 s sign and its verify keep the first stage
+    assert allowed[1] == 6 and allowed[2] == 6
     assert allowed[3] == 200  # an operation without a sign: its own cost only
 
 
@@ -292,7 +300,8 @@ def test_a_runner_this_process_waited_for_is_not_another_process():
     import sys
 
     before = noise.snapshot()
-    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"],
+    subprocess.run([sys.executable, "-c",
+                    "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"],
                    check=True)
     after = noise.snapshot()
     # the child's CPU time (about 0.4 s) is this process's own: before the fix it counted as another process's

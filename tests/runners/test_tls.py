@@ -92,7 +92,8 @@ def _isolated_target(monkeypatch, tmp_path):
 def test_a_failing_build_names_the_step_and_its_log(monkeypatch, tmp_path):
     target = _isolated_target(monkeypatch, tmp_path)
     cargo = tmp_path / "cargo"
-    cargo.write_text("#!/bin/sh\necho 'error: failed to run custom build command for openssl-sys' >&2\nexit 101\n")
+    cargo.write_text("#!/bin/sh\necho 'error: failed to run custom build command for openssl-sys' >&2\n"
+                     "exit 101\n")
     cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
     with pytest.raises(tls.TlsRunnerBuildError) as err:
         tls.build_tls_runner(cargo=str(cargo))
@@ -107,7 +108,8 @@ def test_builds_are_recorded_and_the_cold_one_kept(monkeypatch, tmp_path):
     fake_runner = tmp_path / "fake-runner"
     fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n")
     cargo = tmp_path / "cargo"
-    cargo.write_text(f'#!/bin/sh\nmkdir -p "$CARGO_TARGET_DIR/release"\ncp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
+    cargo.write_text('#!/bin/sh\nmkdir -p "$CARGO_TARGET_DIR/release"\n'
+                     f'cp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
                      'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
     cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
     tls.build_tls_runner(cargo=str(cargo))
@@ -154,7 +156,8 @@ def test_a_failing_handshake_reports_both_sides(runner, tmp_path):
     shutil.copytree(tls.build_chain("ECDSA-P256"), chains / "ECDSA-P256")
     shutil.copy(tls.build_chain("Ed25519") / "root.der", chains / "ECDSA-P256" / "root.der")
     result = tls.run_handshakes(tls.Config("X25519", "ECDSA-P256"), 3, warmup=0, chains=chains)
-    assert len(result["handshakes"]) == 1 and not result["handshakes"][0]["ok"]  # stopped at the first failure
+    # stopped at the first failure
+    assert len(result["handshakes"]) == 1 and not result["handshakes"][0]["ok"]
     reason = tls.failure_reason(result)
     assert "certificate verify failed" in reason and "server handshake failed" in reason
 
@@ -186,7 +189,8 @@ def test_the_model_predicts_the_measured_bytes_exactly(runner, ops, config):
             continue
         inputs = th._inputs(config, shares, certs, ops)
         inputs["signature_bytes"] = tls.cv_signature_bytes(h) or inputs["signature_bytes"]
-        msgs = th.predict_messages(config, **inputs, client_signature_bytes=tls.cv_signature_bytes(h, "client"),
+        msgs = th.predict_messages(config, **inputs,
+                                   client_signature_bytes=tls.cv_signature_bytes(h, "client"),
                                    cipher=h["cipher"], ticket_bytes=h.get("offered_ticket_bytes"))
         predicted = msgs.groupby("flight")["wire_bytes"].sum().to_dict()
         measured = {f: b for f, b in tls.flight_bytes(h).items() if f != "S2"}
@@ -220,7 +224,8 @@ def test_budget_flags_limits_and_profiles():
 
 
 def test_flights_follow_the_message_order():
-    server = [[22, 2, 90, 95], [20, 0, 1, 6], [22, 8, 6, 28], [22, 20, 52, 74], [22, 4, 233, 255], [21, 0, 2, 24]]
+    server = [[22, 2, 90, 95], [20, 0, 1, 6], [22, 8, 6, 28], [22, 20, 52, 74], [22, 4, 233, 255],
+              [21, 0, 2, 24]]
     client = [[22, 1, 191, 196], [20, 0, 1, 6], [22, 20, 52, 74], [23, 0, 0, 86]]
     assert tls.flight_of("server", server) == ["S1", "S1", "S1", "S1", "S2", "after"]
     assert tls.flight_of("client", client) == ["C1", "C2", "C2", "after"]
@@ -241,15 +246,18 @@ def test_pinning_follows_the_cpus_the_process_may_use(monkeypatch, runner):
 def built_runner_or_skip():
     """The runner as built by `make` (make test builds it first); a skip, with the reason, where it is not."""
     if not tls.BINARY.exists():
-        pytest.skip(f"the TLS runner is not built ({tls.BINARY} is missing): `make {tls.BINARY.relative_to(tls.paths.ROOT)}` "
+        pytest.skip(f"the TLS runner is not built ({tls.BINARY} is missing): "
+                    f"`make {tls.BINARY.relative_to(tls.paths.ROOT)}` "
                     "or `python -m pqlab.runners.tls build` builds it")
     return tls.BINARY
 
 
 BAD_RUNS = [
-    (["--payload", "100000000000"], "--payload takes a whole number from 1 to 16777216, got \"100000000000\""),
+    (["--payload", "100000000000"],
+     "--payload takes a whole number from 1 to 16777216, got \"100000000000\""),
     (["--payload", "0"], "--payload takes a whole number from 1 to 16777216, got \"0\""),
-    (["--warmup", "18446744073709551615"], "--warmup takes a whole number from 0 to 10000, got \"18446744073709551615\""),
+    (["--warmup", "18446744073709551615"],
+     "--warmup takes a whole number from 0 to 10000, got \"18446744073709551615\""),
     (["--handshakes", str(10**12)], f"--handshakes takes a whole number from 1 to 100000, got \"{10**12}\""),
     (["--depth", "3"], "--depth takes a whole number from 1 to 2, got \"3\""),
     (["--pin", "0,99"], "--pin 0,99: CPU 99 is not one this process may run on"),
@@ -260,8 +268,8 @@ BAD_RUNS = [
 
 @pytest.mark.parametrize("extra, message", BAD_RUNS, ids=[" ".join(a) for a, _ in BAD_RUNS])
 def test_the_runner_refuses_out_of_bounds_arguments_in_one_line(tmp_path, extra, message):
-    """Before: --payload 1e11 aborted (allocation failure, backtrace), --warmup 2**64-1 wrapped to no handshake
-    with exit 0, --handshakes 1e12 ran on and grew without bound, --pin 0,99 claimed CPU 99."""
+    """Before: --payload 1e11 aborted (allocation failure, backtrace), --warmup 2**64-1 wrapped to no
+    handshake with exit 0, --handshakes 1e12 ran on and grew without bound, --pin 0,99 claimed CPU 99."""
     import subprocess
 
     binary = built_runner_or_skip()
@@ -299,8 +307,10 @@ def test_bad_run_options_are_refused_before_anything_runs(monkeypatch, kwargs, m
     from pqlab.core.errors import BadInput
 
     monkeypatch.setattr(tls.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(tls, "capabilities", lambda: pytest.fail("the runner was asked although the input was bad"))
-    monkeypatch.setattr(tls, "_call", lambda *a, **k: pytest.fail("the runner ran although the input was bad"))
+    monkeypatch.setattr(tls, "capabilities",
+                        lambda: pytest.fail("the runner was asked although the input was bad"))
+    monkeypatch.setattr(tls, "_call",
+                        lambda *a, **k: pytest.fail("the runner ran although the input was bad"))
     options = {"handshakes": 1, "warmup": 0, **kwargs}
     handshakes, warmup = options.pop("handshakes"), options.pop("warmup")
     with pytest.raises(BadInput) as err:
@@ -316,7 +326,8 @@ def test_the_bounds_are_the_runners_own():
     source = (tls.RUNNER_DIR / "src" / "main.rs").read_text()
     for name in ("MAX_HANDSHAKES", "MAX_WARMUP", "MAX_PAYLOAD"):
         value = re.search(rf"const {name}: usize = ([0-9_<\s]+);", source).group(1)
-        assert eval(value.replace("_", "")) == getattr(tls, name), name  # noqa: S307 - a literal from our source
+        # a literal from our source
+        assert eval(value.replace("_", "")) == getattr(tls, name), name  # noqa: S307
 
 
 def test_a_damaged_runner_binary_is_built_again_with_one_line(monkeypatch, tmp_path):
@@ -327,10 +338,12 @@ def test_a_damaged_runner_binary_is_built_again_with_one_line(monkeypatch, tmp_p
 
     target = _isolated_target(monkeypatch, tmp_path)
     fake_runner = tmp_path / "fake-runner"
-    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n" + "# padding\n" * 100)
+    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n"
+                           + "# padding\n" * 100)
     cargo = tmp_path / "cargo"
     cargo.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "cargo.log"}\n[ "$1" = clean ] && exit 0\n'
-                     f'mkdir -p "$CARGO_TARGET_DIR/release"\ncp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
+                     'mkdir -p "$CARGO_TARGET_DIR/release"\n'
+                     f'cp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
                      'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
     cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(tls.shutil, "which", lambda name: str(cargo) if name == "cargo" else None)
@@ -341,12 +354,15 @@ def test_a_damaged_runner_binary_is_built_again_with_one_line(monkeypatch, tmp_p
         warnings.simplefilter("error")
         assert tls.build_tls_runner() == binary and len(tls.build_records()) == 1  # a hit, nothing said
     data = binary.read_bytes()
-    binary.write_bytes(data[: len(data) // 2])  # truncated in place: newer than its sources, cargo's fingerprint fresh
+    # truncated in place: newer than its sources, cargo's fingerprint fresh
+    binary.write_bytes(data[: len(data) // 2])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tls.build_tls_runner()
     said = [str(w.message) for w in caught if issubclass(w.category, PqlabWarning)]
-    assert len(said) == 1 and said[0].startswith(f"the TLS runner {binary} does not match the sha256 recorded")
+    assert len(said) == 1 and said[0].startswith(
+        f"the TLS runner {binary} does not match the sha256 recorded")
     assert said[0].endswith(": building it again") and binary.read_bytes() == data
     assert not integrity.problem(binary) and len(tls.build_records()) == 2
-    assert (tmp_path / "cargo.log").read_text().splitlines()[1].startswith("clean --release -p pqlab-tls-runner")
+    assert (tmp_path / "cargo.log").read_text().splitlines()[1].startswith(
+        "clean --release -p pqlab-tls-runner")

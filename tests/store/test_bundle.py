@@ -59,12 +59,12 @@ def write_tar(path, files: dict[str, bytes]) -> None:
 
 
 def executed_notebook(profile: str, stem: str, *, runs=None, finished: bool = True, size: int = 0):
-    """build/<profile>/<stem>.ipynb as papermill leaves it (finished: an end time; else still running), and, with
-    `runs`, an export of its topic that records those runs."""
+    """build/<profile>/<stem>.ipynb as papermill leaves it (finished: an end time; else still running), and,
+    with `runs`, an export of its topic that records those runs."""
     path = paths.BUILD / profile / f"{stem}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
-    papermill = {"start_time": "2026-01-01T00:00:00+00:00", "end_time": "2026-01-01T00:01:00+00:00" if finished
-                 else None, "exception": None}
+    papermill = {"start_time": "2026-01-01T00:00:00+00:00",
+                 "end_time": "2026-01-01T00:01:00+00:00" if finished else None, "exception": None}
     path.write_text(json.dumps({"cells": [], "metadata": {"papermill": papermill}, "padding": "x" * size}))
     if runs is not None:
         sidecar = paths.export_root(profile, paths.OUTPUT) / "data" / "tables" / stem / "t.export.json"
@@ -84,7 +84,8 @@ def test_bundle_then_merge_into_a_fresh_folder_gives_identical_frames(lab, tmp_p
     reports = merge_bundles([out], folder=tmp_path / "fresh")
     assert [r["status"] for r in reports] == ["imported"] and sorted(reports[0]["imported"]) == ["r1", "r2"]
     for run_id in ("r1", "r2"):
-        original, merged = load_run(lab / run_id), load_run(tmp_path / "fresh" / "machines" / "lab-a" / run_id)
+        original, merged = (load_run(lab / run_id),
+                            load_run(tmp_path / "fresh" / "machines" / "lab-a" / run_id))
         assert_same_frames(original, merged)
         assert merged.meta == original.meta
     assert {p.name for p in stored_runs(tmp_path / "fresh")} == {"r1.meta.json", "r2.meta.json"}
@@ -125,7 +126,8 @@ def test_bundle_packs_raw_traces_and_executed_notebooks_and_merge_imports_them(l
     executed_notebook("quick", "01_x", runs=["r1"])
     out = create_bundle(tmp_path / "b.tar.gz", folder=lab)
     names = set(members(out))
-    assert "pqlab-bundle/raw/05_energy/r1/w0.csv" in names and "pqlab-bundle/notebooks/quick/01_x.ipynb" in names
+    assert ("pqlab-bundle/raw/05_energy/r1/w0.csv" in names
+            and "pqlab-bundle/notebooks/quick/01_x.ipynb" in names)
     assert not any("other-run" in n for n in names)
     assert "pqlab-bundle/notebooks/quick/01_x.ipynb" not in members(
         create_bundle(tmp_path / "c.tar.gz", folder=lab, notebooks=False))
@@ -139,9 +141,11 @@ def test_profile_selects_the_runs_of_make_reproduce_profile(lab, tmp_path, monke
     monkeypatch.setenv("PQLAB_PROFILE", "quick")
     make_run("q1").save(lab)
     assert load_run(lab / "q1").meta["profile"] == "quick" and load_run(lab / "r1").meta["profile"] is None
-    manifest = json.loads(members(create_bundle(tmp_path / "q.tar.gz", profile="quick", folder=lab))[MANIFEST])
+    manifest = json.loads(members(create_bundle(tmp_path / "q.tar.gz", profile="quick",
+                                                folder=lab))[MANIFEST])
     assert [r["run_id"] for r in manifest["runs"]] == ["q1"] and manifest["profile"] == "quick"
-    with pytest.raises(ValueError, match="no runs of machine lab-a with profile full .*make reproduce PROFILE=full"):
+    with pytest.raises(ValueError, match="no runs of machine lab-a with profile full "
+                                         ".*make reproduce PROFILE=full"):
         create_bundle(tmp_path / "f.tar.gz", profile="full", folder=lab)
 
 
@@ -183,8 +187,8 @@ def test_a_machine_id_used_by_another_host_is_refused(lab, tmp_path, monkeypatch
     other = tmp_path / "other"
     make_run("x1").save(other)
     second = create_bundle(tmp_path / "2.tar.gz", folder=other)
-    with pytest.raises(BundleError, match=r"2\.tar\.gz: machine check failed: machine id 'lab-a' already holds "
-                                          r"runs of another host"):
+    with pytest.raises(BundleError, match=r"2\.tar\.gz: machine check failed: machine id 'lab-a' already "
+                                          r"holds runs of another host"):
         merge_bundles([second], folder=tmp_path / "store")
 
 
@@ -320,14 +324,16 @@ def test_an_older_schema_is_converted_on_import(lab, tmp_path):
     m["cycles_source"] = ["estimate:time-x-2600MHz", "perf_event_open:cpu-cycles:user"]
     m["flags"] = ["cycles-estimated:no PMU", "few-samples"]
     m.to_csv(old / "old1.measurements.csv", index=False)
-    older, newer = create_bundle(tmp_path / "old.tar.gz", folder=old), create_bundle(tmp_path / "new.tar.gz", folder=lab)
+    older, newer = (create_bundle(tmp_path / "old.tar.gz", folder=old),
+                    create_bundle(tmp_path / "new.tar.gz", folder=lab))
     assert json.loads(members(older)[MANIFEST])["schema_versions"] == [1]
     store = tmp_path / "store"
     reports = merge_bundles([older, newer], folder=store)  # the same machine, two schema versions
     assert reports[0]["converted"] == ["old1"] and reports[1]["converted"] == []
     target = store / "machines" / "lab-a"
     stored = pd.read_csv(target / "old1.measurements.csv")
-    assert set(stored["schema_version"]) == {SCHEMA_VERSION} and "kind" in stored  # converted in the file itself
+    # converted in the file itself
+    assert set(stored["schema_version"]) == {SCHEMA_VERSION} and "kind" in stored
     back = load_run(target / "old1")
     assert back.meta["schema_version"] == SCHEMA_VERSION and back.meta["converted_from_schema"] == 1
     assert back.measurements.iloc[1]["cycles_source"] == "core-cycles"
@@ -354,5 +360,6 @@ def test_an_interrupted_import_completes_when_merged_again(good, tmp_path, monke
     assert len(list(target.glob("*.meta.json"))) == 1 and list((target / "bundles").glob("*.importing"))
     [report] = merge_bundles([good], folder=store)
     assert report["status"] == "imported" and len(report["present"]) == 1 and len(report["imported"]) == 1
-    assert not list((target / "bundles").glob("*.importing")) and len(list((target / "bundles").glob("*.json"))) == 1
+    assert (not list((target / "bundles").glob("*.importing"))
+            and len(list((target / "bundles").glob("*.json"))) == 1)
     assert merge_bundles([good], folder=store)[0]["status"] == "already imported"

@@ -1,6 +1,6 @@
-"""A bundle from a stranger is untrusted input (issue #27): hostile names, run ids that would hide other runs, an
-impostor of this host, prefix collisions of run ids, rows that contradict their samples, size caps, notebooks of
-other runs, malformed manifests, damaged files in the store, and concurrent merges."""
+"""A bundle from a stranger is untrusted input (issue #27): hostile names, run ids that would hide other runs,
+an impostor of this host, prefix collisions of run ids, rows that contradict their samples, size caps,
+notebooks of other runs, malformed manifests, damaged files in the store, and concurrent merges."""
 from __future__ import annotations
 
 import gzip
@@ -29,7 +29,8 @@ from pqlab.store.bundle_checks import estimate_problem
 from pqlab.store.results import load_run
 
 MIB = 1 << 20
-lab, good = test_bundle.lab, test_bundle.good  # the fixtures: a results folder of machine lab-a, and its bundle
+# the fixtures: a results folder of machine lab-a, and its bundle
+lab, good = test_bundle.lab, test_bundle.good
 
 
 def sha(data: bytes) -> str:
@@ -42,10 +43,11 @@ def unpack(path) -> tuple[dict, dict[str, bytes]]:
 
 
 def forge(path, manifest: dict, files: dict[str, bytes], *, listed: dict | None = None) -> Path:
-    """A bundle of `files` whose manifest lists each with its true sha256 and size (or as `listed` says) and whose
-    bundle_id matches: a hostile bundle that passes every checksum."""
+    """A bundle of `files` whose manifest lists each with its true sha256 and size (or as `listed` says) and
+    whose bundle_id matches: a hostile bundle that passes every checksum."""
     manifest = json.loads(json.dumps(manifest))
-    manifest["files"] = {**{n: {"sha256": sha(d), "bytes": len(d)} for n, d in files.items()}, **(listed or {})}
+    manifest["files"] = {**{n: {"sha256": sha(d), "bytes": len(d)} for n, d in files.items()},
+                         **(listed or {})}
     mid = manifest["machine"].get("machine_id") if isinstance(manifest.get("machine"), dict) else None
     manifest["bundle_id"] = bundle.bundle_id(mid, manifest["files"])
     write_tar(path, {MANIFEST: json.dumps(manifest).encode(), **files})
@@ -101,12 +103,13 @@ def test_a_run_whose_metadata_names_another_run_is_refused(good, tmp_path):
     moved = {n.replace("/runs/r1.", "/runs/r9."): d for n, d in files.items()}  # files renamed, metadata not
     for r in manifest["runs"]:
         r["run_id"] = "r9" if r["run_id"] == "r1" else r["run_id"]
-    assert "run r9's metadata names run 'r1'" in refused(forge(tmp_path / "m.tar.gz", manifest, moved), "name",
-                                                          tmp_path / "store")
+    assert "run r9's metadata names run 'r1'" in refused(forge(tmp_path / "m.tar.gz", manifest, moved),
+                                                         "name", tmp_path / "store")
 
 
-@pytest.mark.parametrize("field,value", [("machine_id", "evil\nid"), ("machine_id", "../x"), ("machine_id", "*"),
-                                         ("machine_id", "--help"), ("host_id", "a\nb"), ("host_id", "<img>")])
+@pytest.mark.parametrize("field,value", [("machine_id", "evil\nid"), ("machine_id", "../x"),
+                                         ("machine_id", "*"), ("machine_id", "--help"), ("host_id", "a\nb"),
+                                         ("host_id", "<img>")])
 def test_hostile_machine_and_host_ids_are_refused(good, tmp_path, field, value):
     manifest, files = unpack(good)
     manifest["machine"][field] = value
@@ -116,18 +119,23 @@ def test_hostile_machine_and_host_ids_are_refused(good, tmp_path, field, value):
 def test_hostile_study_labels_are_refused_in_the_manifest_and_in_a_runs_metadata(good, tmp_path):
     manifest, files = unpack(good)
     manifest["runs"][0]["study"] = "x\n}"
-    assert "study of run" in refused(forge(tmp_path / "s.tar.gz", manifest, files), "name", tmp_path / "store")
+    assert "study of run" in refused(forge(tmp_path / "s.tar.gz", manifest, files), "name",
+                                     tmp_path / "store")
     manifest, files = unpack(good)
     name = "pqlab-bundle/runs/r1.meta.json"
     files[name] = json.dumps(dict(json.loads(files[name]), study="<img src=x>")).encode()
-    assert "study of run r1" in refused(forge(tmp_path / "t.tar.gz", manifest, files), "name", tmp_path / "store")
+    assert "study of run r1" in refused(forge(tmp_path / "t.tar.gz", manifest, files), "name",
+                                        tmp_path / "store")
 
 
 @pytest.mark.parametrize("name", ["pqlab-bundle/raw/05 energy/r1/w0.csv", "pqlab-bundle/raw/*/r1/w0.csv",
-                                  "pqlab-bundle/raw/05_energy/*/w0.csv", "pqlab-bundle/raw/05_energy/other/w0.csv",
+                                  "pqlab-bundle/raw/05_energy/*/w0.csv",
+                                  "pqlab-bundle/raw/05_energy/other/w0.csv",
                                   "pqlab-bundle/raw/05_energy/r1/a\nb.csv", "pqlab-bundle/raw/05_energy/r1",
-                                  "pqlab-bundle/notebooks/quick/01 x.ipynb", "pqlab-bundle/notebooks/quick/<b>.ipynb",
-                                  "pqlab-bundle/notebooks/evil/01_x.ipynb", "pqlab-bundle/notebooks/quick/01_x.html",
+                                  "pqlab-bundle/notebooks/quick/01 x.ipynb",
+                                  "pqlab-bundle/notebooks/quick/<b>.ipynb",
+                                  "pqlab-bundle/notebooks/evil/01_x.ipynb",
+                                  "pqlab-bundle/notebooks/quick/01_x.html",
                                   "pqlab-bundle/runs/r1.extra.csv", "pqlab-bundle/other/r1.csv",
                                   "pqlab-bundle//runs/r1.csv"])
 def test_hostile_raw_folders_and_notebook_names_are_refused(good, tmp_path, name):
@@ -164,8 +172,10 @@ def test_a_run_stored_twice_by_hand_is_named_when_the_store_is_listed(lab, tmp_p
 
 
 # ----- 3. an impostor of this host -----
-def test_a_bundle_with_this_hosts_machine_id_is_refused_unless_overridden(good, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(bundle, "this_host", THIS_HOST)  # the real one: this host runs as lab-a (PQLAB_MACHINE_ID)
+def test_a_bundle_with_this_hosts_machine_id_is_refused_unless_overridden(good, tmp_path, monkeypatch,
+                                                                          capsys):
+    # the real one: this host runs as lab-a (PQLAB_MACHINE_ID)
+    monkeypatch.setattr(bundle, "this_host", THIS_HOST)
     manifest, files = unpack(good)
     manifest["machine"].update(hostname="evil-host", cpu={"model": "Evil CPU"})
     forged = forge(tmp_path / "impostor.tar.gz", manifest, files)
@@ -178,7 +188,8 @@ def test_a_bundle_with_this_hosts_machine_id_is_refused_unless_overridden(good, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "machine check failed" in err
     assert main(["merge", str(forged), "--folder", str(store), "--override"]) == 0
-    assert sorted(p.name for p in (store / "machines" / "lab-a").glob("*.meta.json")) == ["r1.meta.json", "r2.meta.json"]
+    assert (sorted(p.name for p in (store / "machines" / "lab-a").glob("*.meta.json"))
+            == ["r1.meta.json", "r2.meta.json"])
 
 
 # ----- 4. run ids that share a prefix -----
@@ -215,12 +226,14 @@ def rounds_run(run_id: str):
     rec = RunRecorder("test", save=False, run_id=run_id)
     algo = get("AES-256-GCM", "cryptography")
     results, samples = [], []
-    for r, factor in enumerate((1.0, 1.05, 1.25, 1.3)):  # an even number of rounds, apart: pooled != over rounds
+    # an even number of rounds, apart: pooled != over rounds
+    for r, factor in enumerate((1.0, 1.05, 1.25, 1.3)):
         t = rng.normal(2000.0 * factor, 20.0, 41)
         results.append((r, {"time_ns": list(t), "cycles": list(t * 3), "loops": 4, "cycles_source": "tsc",
                             "flags": []}))
-        samples += sample_rows(run_id, algo, "encrypt", 100, Samples(time_ns=t, cycles=t * 3, loops=4, warmup_calls=1,
-                                                                      cycles_source="tsc"), round_index=r)
+        samples += sample_rows(run_id, algo, "encrypt", 100,
+                               Samples(time_ns=t, cycles=t * 3, loops=4, warmup_calls=1, cycles_source="tsc"),
+                               round_index=r)
     rec.add([rounds_row(rec, algo, "encrypt", 100, results, 40.0, None)], [], samples)
     return rec.finish()
 
@@ -248,10 +261,11 @@ def test_a_member_larger_than_its_manifest_says_is_refused_before_it_is_extracte
     name = "pqlab-bundle/runs/r1.sizes.csv"
     big = files[name][:10] + b"\0" * (8 * MIB)
     files = {name: big, **{n: d for n, d in files.items() if n != name}}
-    forged = forge(tmp_path / "big.tar.gz", manifest, files, listed={name: {"sha256": sha(big[:10]), "bytes": 10}})
+    forged = forge(tmp_path / "big.tar.gz", manifest, files,
+                   listed={name: {"sha256": sha(big[:10]), "bytes": 10}})
     into = tmp_path / "into"
-    with pytest.raises(BundleError, match=rf"size check failed: {name} is {len(big)} bytes in the archive, its "
-                                          "manifest says 10"):
+    with pytest.raises(BundleError, match=rf"size check failed: {name} is {len(big)} bytes in the archive, "
+                                          "its manifest says 10"):
         bundle.read_bundle(forged, into)
     assert not (into / "runs" / "r1.sizes.csv").exists()
     refused(forged, "size", tmp_path / "store")
@@ -287,7 +301,8 @@ def test_an_archive_that_unpacks_beyond_what_its_manifest_declares_is_refused(go
     with gzip.open(path, "wb") as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         data = json.dumps(manifest).encode()
         info = tarfile.TarInfo(MANIFEST)
-        info.size, info.pax_headers = len(data), {"comment": "x" * (3 * MIB)}  # a header no listed file accounts for
+        # a header no listed file accounts for
+        info.size, info.pax_headers = len(data), {"comment": "x" * (3 * MIB)}
         tar.addfile(info, io.BytesIO(data))
     assert "unpacks to more than" in refused_with(path, "size", tmp_path / "store", max_manifest_bytes=MIB)
 
@@ -326,7 +341,8 @@ def test_bundle_packs_only_the_notebooks_of_its_runs(lab, tmp_path):
 # ----- 8. malformed manifests -----
 MALFORMED = {
     "override is a string": lambda m: m["machine"].update(override="yes"),
-    "override lacks its host": lambda m: m["machine"].update(override={"variable": "PQLAB_MACHINE_ID", "value": "x"}),
+    "override lacks its host": lambda m: m["machine"].update(override={"variable": "PQLAB_MACHINE_ID",
+                                                                       "value": "x"}),
     "host_id is a list": lambda m: m["machine"].update(host_id=["x"]),
     "machine_id is a number": lambda m: m["machine"].update(machine_id=5),
     "hostname is a number": lambda m: m["machine"].update(hostname=5),
@@ -357,11 +373,13 @@ def test_malformed_manifest_fields_are_refused_in_one_line(good, tmp_path, edit)
 
 
 @pytest.mark.parametrize("entry", [{"sha256": "zz", "bytes": 1}, {"sha256": "0" * 64, "bytes": "10"},
-                                   {"sha256": "0" * 64, "bytes": -1}, {"sha256": "0" * 64, "bytes": True}, "x"])
+                                   {"sha256": "0" * 64, "bytes": -1}, {"sha256": "0" * 64, "bytes": True},
+                                   "x"])
 def test_malformed_file_entries_are_refused(good, tmp_path, entry):
     manifest, files = unpack(good)
     name = "pqlab-bundle/runs/r1.sizes.csv"
-    refused(forge(tmp_path / "f.tar.gz", manifest, files, listed={name: entry}), "manifest", tmp_path / "store")
+    refused(forge(tmp_path / "f.tar.gz", manifest, files, listed={name: entry}), "manifest",
+            tmp_path / "store")
 
 
 def test_cli_refuses_an_override_that_is_not_an_object_before_importing(good, tmp_path, capsys):
@@ -401,7 +419,8 @@ def test_a_damaged_import_record_is_refused_naming_it(good, tmp_path):
     [report] = merge_bundles([good], folder=store)
     record = store / "machines" / "lab-a" / "bundles" / f"{report['bundle_id']}.json"
     record.write_text(record.read_text()[:30])
-    with pytest.raises(BadInput, match=rf"{record} is not a readable record of an imported bundle .*: restore it"):
+    with pytest.raises(BadInput, match=rf"{record} is not a readable record of an imported bundle .*: "
+                                       r"restore it"):
         merge_bundles([good], folder=store)
 
 
@@ -419,7 +438,8 @@ def _merge_in_child(path, store, barrier, queue) -> None:
 
 def test_concurrent_merges_of_conflicting_bundles_lose_nothing(lab, tmp_path, monkeypatch):
     bundles = []
-    for name, scale, seed in (("one", 1.0, 0), ("two", 2.0, 9)):  # two runs r1 of the same machine, of one size
+    # two runs r1 of the same machine, of one size
+    for name, scale, seed in (("one", 1.0, 0), ("two", 2.0, 9)):
         make_run("r1", scale=scale, seed=seed).save(tmp_path / name)
         bundles.append(create_bundle(tmp_path / f"{name}.tar.gz", folder=tmp_path / name))
     listed = {str(p): unpack(p)[0]["files"] for p in bundles}

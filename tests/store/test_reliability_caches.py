@@ -1,9 +1,9 @@
 """Issue #27, caches that check what they hand out: each entry (a liboqs build and its installed copy, the TSC
-helper, the native and Bouncy Castle runners, a memory-cache entry) carries the sha256 recorded when it was made
-and is verified on every hit; a truncated, replaced or unrecorded entry is rebuilt with one line saying so, and
-a shared library is checked before it is loaded, so a truncated one never reaches dlopen (which dies with
-SIGBUS).  Every cache here lives under tmp_path; the user's real entries are never touched, and no real liboqs
-build runs (the builders are replaced).  `pytest -k reliability` runs these."""
+helper, the native and Bouncy Castle runners, a memory-cache entry) carries the sha256 recorded when it was
+made and is verified on every hit; a truncated, replaced or unrecorded entry is rebuilt with one line saying
+so, and a shared library is checked before it is loaded, so a truncated one never reaches dlopen (which dies
+with SIGBUS).  Every cache here lives under tmp_path; the user's real entries are never touched, and no real
+liboqs build runs (the builders are replaced).  `pytest -k reliability` runs these."""
 from __future__ import annotations
 
 import _ctypes
@@ -104,8 +104,9 @@ def test_reliability_a_library_without_the_helpers_functions_is_refused_not_a_tr
         cycles.load_helper(foreign, ("pqlab_tsc_read",), "the TSC helper")
 
 
-@pytest.mark.parametrize("command", [["machine"], ["bench", "Ed25519", "--operations", "sign", "--budget", "0.05",
-                                                   "--min-samples", "3", "--no-progress"]])
+@pytest.mark.parametrize("command", [["machine"],
+                                     ["bench", "Ed25519", "--operations", "sign", "--budget", "0.05",
+                                      "--min-samples", "3", "--no-progress"]])
 def test_reliability_the_cli_with_a_truncated_helper_rebuilds_it_and_says_so(helper, tmp_path, command):
     truncate(helper)
     if command[0] == "bench":
@@ -115,8 +116,8 @@ def test_reliability_the_cli_with_a_truncated_helper_rebuilds_it_and_says_so(hel
                           timeout=600)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])  # before: -7 (SIGBUS), no output
     lines = [line for line in proc.stderr.splitlines() if "TSC helper" in line]
-    assert len(lines) == 1 and lines[0].startswith(f"warning: the TSC helper {helper} does not match the sha256 "
-                                                   "recorded when it was made"), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"warning: the TSC helper {helper} does not match the "
+                                                   "sha256 recorded when it was made"), proc.stderr
     assert lines[0].endswith(": compiling it again") and "Traceback" not in proc.stderr
     assert not integrity.problem(helper)
 
@@ -143,8 +144,8 @@ def test_reliability_a_truncated_cache_entry_is_built_again_never_installed(fake
     lines.clear()
     dest = liboqs_build.provide("default", announce=lines.append)
     assert fake_builds == ["default", "default"]
-    assert lines[0].startswith(f"liboqs-0.13.0: the cache entry {entry} holds lib/liboqs.so, which does not match "
-                               "the sha256 recorded when it was made")
+    assert lines[0].startswith(f"liboqs-0.13.0: the cache entry {entry} holds lib/liboqs.so, which does not "
+                               "match the sha256 recorded when it was made")
     assert lines[0].endswith("truncated or replaced: building it again") and "\n" not in lines[0]
     assert (dest / "lib" / "liboqs.so").read_bytes() == LIBRARY and not liboqs_build.entry_problem(dest)
 
@@ -154,8 +155,10 @@ def test_reliability_a_damaged_installed_copy_is_installed_again(fake_builds):
     truncate(dest / "lib" / "liboqs.so")
     lines = []
     assert liboqs_build.provide("default", announce=lines.append) == dest
-    assert len(lines) == 1 and lines[0].startswith(f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
-    assert lines[0].endswith(f": installing it again from {liboqs_build.cache_root() / liboqs_build.installed_key('default')}")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
+    assert lines[0].endswith(": installing it again from "
+                             f"{liboqs_build.cache_root() / liboqs_build.installed_key('default')}")
     assert (dest / "lib" / "liboqs.so").read_bytes() == LIBRARY and fake_builds == ["default"]
 
 
@@ -182,7 +185,8 @@ def test_reliability_a_damaged_installed_build_is_repaired_before_liboqs_is_load
     assert liboqs_loader.load_problem(library).startswith(f"{library} is a truncated ELF file")
     liboqs_loader.repair_own_builds([library])
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
+    assert len(err) == 1 and err[0].startswith(
+        f"liboqs-0.13.0: the installed copy {dest} holds lib/liboqs.so")
     assert library.read_bytes() == LIBRARY and not liboqs_loader.load_problem(library)
 
 
@@ -196,7 +200,8 @@ print("problem:", library_problem())
 
 
 def test_reliability_a_truncated_liboqs_never_reaches_the_loader(tmp_path):
-    """In a child process: before, dlopen of the truncated file killed it with SIGBUS (exit -7), no message."""
+    """In a child process: before, dlopen of the truncated file killed it with SIGBUS (exit -7), no
+    message."""
     real = Path(paths.LIBOQS_PREFIX / "default" / "lib" / "liboqs.so")
     install = tmp_path / "oqs" / "lib"
     install.mkdir(parents=True)
@@ -205,8 +210,8 @@ def test_reliability_a_truncated_liboqs_never_reaches_the_loader(tmp_path):
     truncate(library, 0.6)
     env = dict(os.environ, OQS_INSTALL_PATH=str(tmp_path / "oqs"), HOME=str(tmp_path / "home"),
                XDG_CACHE_HOME=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", CHECK, str(library)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", CHECK, str(library)], env=env, capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-1500:])
     check, problem = proc.stdout.strip().splitlines()
     assert check.startswith(f"check: {library} is a truncated ELF file (")
@@ -214,7 +219,7 @@ def test_reliability_a_truncated_liboqs_never_reaches_the_loader(tmp_path):
     assert problem.endswith("reinstall that liboqs, or point OQS_INSTALL_PATH at another one")
 
 
-# --------------------------------------------------------------------------- the native and Bouncy Castle runners
+# --------------------------------------------------------------------- the native and Bouncy Castle runners
 
 
 def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_path):
@@ -237,7 +242,8 @@ def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_pat
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(native.subprocess, "run", make)
-    assert native.build_native_runner() == binary and integrity.recorded(binary) == integrity.sha256_file(binary)
+    assert (native.build_native_runner() == binary
+            and integrity.recorded(binary) == integrity.sha256_file(binary))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         native.build_native_runner()  # a hit: nothing said
@@ -246,7 +252,8 @@ def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_pat
         warnings.simplefilter("always")
         native.build_native_runner()
     line = one_warning(caught)
-    assert line.startswith(f"the native runner {binary} does not match") and line.endswith(": building it again")
+    assert (line.startswith(f"the native runner {binary} does not match")
+            and line.endswith(": building it again"))
     assert binary.read_bytes() == LIBRARY and not integrity.problem(binary) and len(makes) == 3
 
 
@@ -278,7 +285,8 @@ def test_reliability_a_damaged_bouncy_castle_jar_is_built_again(monkeypatch, tmp
         warnings.simplefilter("always")
         jvm.build_bc_runner()
     line = one_warning(caught)
-    assert line.startswith(f"the Bouncy Castle runner {jar} does not match") and line.endswith(": building it again")
+    assert (line.startswith(f"the Bouncy Castle runner {jar} does not match")
+            and line.endswith(": building it again"))
     assert len(builds) == 2 and not integrity.problem(jar)
 
 

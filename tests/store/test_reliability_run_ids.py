@@ -32,7 +32,8 @@ def _record(folder: str, run_id: str, barrier, results) -> None:
     barrier.wait()
     try:
         with RunRecorder("race", {"who": os.getpid()}, folder=folder, run_id=run_id, liboqs=False) as rec:
-            rec.add(measurements=[rec.row(algorithm="A", backend="b", operation="sign", time_ns_median=float(os.getpid()))])
+            rec.add(measurements=[rec.row(algorithm="A", backend="b", operation="sign",
+                                          time_ns_median=float(os.getpid()))])
             rec.checkpoint()
         results.put(("won", os.getpid()))
     except BadInput as exc:
@@ -47,7 +48,8 @@ def test_reliability_two_processes_with_one_run_id_one_wins_and_nothing_is_lost(
     for trial in range(TRIALS):
         run_id, results = f"same-{trial}", ctx.Queue()
         barrier = ctx.Barrier(2)
-        procs = [ctx.Process(target=_record, args=(str(tmp_path), run_id, barrier, results)) for _ in range(2)]
+        procs = [ctx.Process(target=_record, args=(str(tmp_path), run_id, barrier, results))
+                 for _ in range(2)]
         for p in procs:
             p.start()
         for p in procs:
@@ -70,10 +72,11 @@ def test_reliability_two_processes_with_one_run_id_one_wins_and_nothing_is_lost(
 def test_reliability_a_run_id_being_recorded_is_refused_in_one_line(tmp_path, capsys):
     fd = reserve_run_id(tmp_path, "busy")  # held as another process would hold it
     try:
-        with pytest.raises(BadInput, match=r"run id 'busy' is being recorded right now in .* \(pid \d+ on host"):
+        with pytest.raises(BadInput, match=r"run id 'busy' is being recorded right now in .* "
+                                           r"\(pid \d+ on host"):
             RunRecorder("t", folder=tmp_path, run_id="busy", liboqs=False)
-        assert main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--folder", str(tmp_path),
-                     "--run-id", "busy", "--no-progress"]) == 2
+        assert main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--folder",
+                     str(tmp_path), "--run-id", "busy", "--no-progress"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: run id 'busy' is being recorded right now"), err
         assert stored_runs(tmp_path) == []  # the reservation is no run
@@ -83,8 +86,8 @@ def test_reliability_a_run_id_being_recorded_is_refused_in_one_line(tmp_path, ca
 
 
 def test_reliability_a_reservation_left_by_a_killed_process_blocks_nothing(tmp_path):
-    code = ("import os, sys; from pqlab.store.recorder import reserve_run_id; reserve_run_id(sys.argv[1], 'left'); "
-            "os._exit(0)")  # ends without releasing it, as SIGKILL would
+    code = ("import os, sys; from pqlab.store.recorder import reserve_run_id; "
+            "reserve_run_id(sys.argv[1], 'left'); os._exit(0)")  # ends without releasing it, as SIGKILL would
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=60)
     assert (tmp_path / f"left{LOCK_SUFFIX}").exists()
     with RunRecorder("t", folder=tmp_path, run_id="left", liboqs=False) as rec:

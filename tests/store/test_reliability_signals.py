@@ -18,10 +18,10 @@ from pqlab.core import files
 from pqlab.store.recorder import Interrupted, RunRecorder
 from pqlab.store.results import Run, load_run
 
-#: Runs `python -m pqlab bench ARGS` with a pause before the Nth round ("round": each round is a worker process
-#: that measures every operation once) or inside the Nth checkpoint, after its temporary files are written and
-#: before they are renamed ("write").  At the pause it writes MARKER and waits until RELEASE exists (a signal
-#: handler that raises ends the wait; a held-back signal does not).
+#: Runs `python -m pqlab bench ARGS` with a pause before the Nth round ("round": each round is a worker
+#: process that measures every operation once) or inside the Nth checkpoint, after its temporary files are
+#: written and before they are renamed ("write").  At the pause it writes MARKER and waits until RELEASE
+#: exists (a signal handler that raises ends the wait; a held-back signal does not).
 DRIVER = r"""
 import os, sys, time, pathlib
 marker, release, where, nth, *argv = sys.argv[1:]
@@ -75,9 +75,10 @@ def drivers(tmp_path_factory):
     for name, (_, where, nth, _, _) in SCENARIOS.items():
         work = tmp_path_factory.mktemp(name)
         env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
-        cmd = [sys.executable, "-c", DRIVER, str(work / "marker"), str(work / "release"), where, str(nth), *ARGS,
-               "--folder", str(work / "results")]
-        started[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env), work)
+        cmd = [sys.executable, "-c", DRIVER, str(work / "marker"), str(work / "release"), where, str(nth),
+               *ARGS, "--folder", str(work / "results")]
+        started[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          env=env), work)
     yield started
     for proc, _ in started.values():
         if proc.poll() is None:
@@ -140,8 +141,8 @@ def test_reliability_sigkill_keeps_every_checkpoint_and_the_run_loads_as_abandon
     orphans = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert bool(orphans) == (where == "write")
     if orphans:  # the next save in that folder removes them
-        assert main(["bench", "Ed25519", "--operations", "keygen", "--budget", "0.01", "--folder", str(folder),
-                     "--no-progress"]) == 0
+        assert main(["bench", "Ed25519", "--operations", "keygen", "--budget", "0.01", "--folder",
+                     str(folder), "--no-progress"]) == 0
         assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -209,8 +210,10 @@ def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, mo
 
     monkeypatch.setattr(benchmark, "run_round_in_worker", ctrl_c)
     folder = tmp_path / "r"
-    with pytest.raises(KeyboardInterrupt, match=rf"^SIGINT: run x stopped with 3 measurements, saved in {folder}/x"):
-        bench([algo], budget_s=0.03, min_samples=3, progress=False, folder=folder, run_id="x", rounds=3, max_rounds=3)
+    with pytest.raises(KeyboardInterrupt,
+                       match=rf"^SIGINT: run x stopped with 3 measurements, saved in {folder}/x"):
+        bench([algo], budget_s=0.03, min_samples=3, progress=False, folder=folder, run_id="x", rounds=3,
+              max_rounds=3)
     back = load_run(folder / "x")
     assert back.meta["status"] == "interrupted" and operations(back) == ["noop", "keygen", "sign", "verify"]
     assert (back.measurements["rounds"] == 1).all() and len(back.meta["rounds"]) == 1
@@ -243,7 +246,8 @@ rec.checkpoint()
 @pytest.mark.parametrize("nth", [1, 2, 4])
 @pytest.mark.parametrize("reader", ["load", "next save"])
 def test_reliability_a_save_cut_among_its_renames_is_completed_not_refused(tmp_path, nth, reader):
-    proc = subprocess.run([sys.executable, "-c", CUT_SAVE, str(tmp_path), str(nth)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", CUT_SAVE, str(tmp_path), str(nth)], capture_output=True,
+                          text=True)
     assert proc.returncode == 9, proc.stderr
     assert len(list(tmp_path.glob(".r.*.tmp"))) == 4 - (nth - 1)  # the renames not done, the meta file's last
     if reader == "next save":  # another run saved in the folder completes it instead of removing its files

@@ -87,7 +87,8 @@ def test_reliability_folder_that_is_a_file_or_under_proc_is_refused(tmp_path, mo
     a_file.write_text("x")
     assert main(["bench", "Ed25519", "--budget", "0.01", "--folder", str(a_file), "--no-progress"]) == 2
     assert "is a file, not a folder" in one_error_line(capsys.readouterr().err)
-    assert main(["bench", "Ed25519", "--budget", "0.01", "--folder", "/proc/pqlab/results", "--no-progress"]) == 2
+    assert main(["bench", "Ed25519", "--budget", "0.01", "--folder", "/proc/pqlab/results",
+                 "--no-progress"]) == 2
     assert "cannot write in the results folder /proc/pqlab/results" in one_error_line(capsys.readouterr().err)
     assert main(["bench", "Ed25519", "--budget", "0.01", "--folder", str(tmp_path), "--no-progress",
                  "--out", "/proc/pqlab/m.csv"]) == 2
@@ -96,7 +97,8 @@ def test_reliability_folder_that_is_a_file_or_under_proc_is_refused(tmp_path, mo
 
 def test_reliability_run_id_must_be_new(tmp_path, monkeypatch, capsys):
     run = bench(["Ed25519"], folder=tmp_path, run_id="mine", **FAST)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}  # (cache/: the helpers built)
+    # (cache/: the helpers built)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     no_measuring(monkeypatch)
     assert main(["bench", "Ed25519", "--budget", "0.01", "--folder", str(tmp_path), "--no-progress",
                  "--run-id", run.run_id]) == 2
@@ -109,7 +111,8 @@ def test_reliability_run_id_must_be_new(tmp_path, monkeypatch, capsys):
 # ----- a save that fails mid-run -----
 def test_reliability_save_failing_mid_run_goes_to_the_fallback_folder(tmp_path, monkeypatch):
     folder = tmp_path / "results"
-    failing_replace(monkeypatch, folder, errno.ENOSPC, after=5)  # the folder check and the first checkpoint land
+    # the folder check and the first checkpoint land
+    failing_replace(monkeypatch, folder, errno.ENOSPC, after=5)
     with pytest.warns(PqlabWarning, match=r"could not save run .*\(No space left on device\); it is saved in "
                                           rf"{tmp_path / 'cache' / 'pqlab' / 'results'} instead"):
         run = bench(["Ed25519"], folder=folder, **FAST)
@@ -125,19 +128,22 @@ def test_reliability_when_every_folder_fails_the_rows_stay_in_memory(tmp_path, m
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(recorder.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     rec = RunRecorder("t", folder=tmp_path / "results")
-    with pytest.raises(OSError, match=r"could not be saved in .*results \(Read-only file system\), .*cache.*, "
-                                      r".*tmp.*: its 1 measurements are in memory only"), rec:
+    with pytest.raises(OSError, match=r"could not be saved in .*results \(Read-only file system\), "
+                                      r".*cache.*, .*tmp.*: its 1 measurements are in memory only"), rec:
         rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True)])
-        monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(errno.EROFS, "Read-only file system")))
+        monkeypatch.setattr(os, "replace",
+                            lambda *a: (_ for _ in ()).throw(OSError(errno.EROFS, "Read-only file system")))
     assert list(rec.run.measurements["operation"]) == ["sign"] and rec.run.meta["status"] == "complete"
 
 
 # ----- the meta file: strict JSON, checksums -----
 def test_reliability_meta_is_strict_json_with_rows_and_checksums(tmp_path):
-    rec = RunRecorder("t", {"budget": float("nan")}, folder=tmp_path, meta={"x": np.float64("inf"), "n": np.int64(3)})
+    rec = RunRecorder("t", {"budget": float("nan")}, folder=tmp_path,
+                      meta={"x": np.float64("inf"), "n": np.int64(3)})
     with rec:
         rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True, time_ns_median=12.5)],
-                samples=[{"run_id": rec.run_id, "algorithm": "A", "operation": "sign", "sample": 0, "time_ns": 1.0}])
+                samples=[{"run_id": rec.run_id, "algorithm": "A", "operation": "sign", "sample": 0,
+                          "time_ns": 1.0}])
     text = (tmp_path / f"{rec.run_id}.meta.json").read_text()
     meta = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in meta.json"))
     assert meta["x"] is None and meta["params"]["budget"] is None and meta["n"] == 3
@@ -186,7 +192,8 @@ def test_reliability_every_load_error_names_the_file(tmp_path, capsys):
 
 # ----- runs whose process is gone; their temporary files -----
 def dead_pid() -> int:
-    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True)
     return int(proc.stdout)
 
 
@@ -205,7 +212,8 @@ def test_reliability_a_running_run_of_a_dead_process_loads_as_abandoned(tmp_path
 def test_reliability_orphan_temporary_files_of_dead_writers_are_removed_on_the_next_save(tmp_path):
     host = files._host()
     dead = tmp_path / f".old.samples.csv.gz.{host}.{dead_pid()}-0.x1y2.tmp"
-    alive = tmp_path / f".other.measurements.csv.{host}.{os.getpid()}-{files._start_ticks(os.getpid())}.a1b2.tmp"
+    alive = (tmp_path
+             / f".other.measurements.csv.{host}.{os.getpid()}-{files._start_ticks(os.getpid())}.a1b2.tmp")
     foreign = tmp_path / f".third.sizes.csv.otherhost.{dead_pid()}-0.c3d4.tmp"
     unnamed_old, unnamed_new = tmp_path / ".r.sizes.csv.k2j3h4.tmp", tmp_path / ".q.sizes.csv.a8b7c6.tmp"
     for p in (dead, alive, foreign, unnamed_old, unnamed_new):
@@ -223,7 +231,8 @@ def test_reliability_partial_runs_are_refused_by_compare_and_marked(tmp_path, ca
     meta = json.loads(Path(f"{b}.meta.json").read_text())
     meta["status"] = "interrupted"
     Path(f"{b}.meta.json").write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="b is interrupted: it holds part of its plan only.*allow_partial=True"):
+    with pytest.raises(ValueError, match="b is interrupted: it holds part of its plan only"
+                                         ".*allow_partial=True"):
         compare_runs(a, b)
     assert set(compare_runs(a, b, allow_partial=True)["operation"]) == {"sign"}
     assert main(["compare", str(a), str(b), "--allow-partial"]) == 0
@@ -243,11 +252,13 @@ def test_reliability_unrelated_runs_have_no_measurement_in_common(tmp_path, caps
 def test_reliability_samples_with_other_columns_are_saved_whole(tmp_path):
     """Samples are encoded once per add(); a batch with other columns makes the whole table encoded again."""
     with RunRecorder("t", folder=tmp_path) as rec:
-        rec.add(samples=[{"run_id": rec.run_id, "algorithm": "A", "sample": i, "time_ns": 1.0 + i} for i in range(3)])
+        rec.add(samples=[{"run_id": rec.run_id, "algorithm": "A", "sample": i, "time_ns": 1.0 + i}
+                         for i in range(3)])
         rec.checkpoint()
         rec.add(samples=[{"run_id": rec.run_id, "algorithm": "B", "sample": 0, "time_ns": 9.0, "extra": "x"}])
     back = load_run(tmp_path / rec.run_id)
-    assert list(back.samples["algorithm"]) == ["A", "A", "A", "B"] and list(back.samples["time_ns"]) == [1, 2, 3, 9]
+    assert (list(back.samples["algorithm"]) == ["A", "A", "A", "B"]
+            and list(back.samples["time_ns"]) == [1, 2, 3, 9])
     assert back.samples["extra"].isna().sum() == 3 and back.samples["extra"].iloc[-1] == "x"
 
 
@@ -268,7 +279,8 @@ def test_reliability_a_meta_file_without_checksums_is_refused_naming_it(tmp_path
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(CorruptRun) as info:
         load_run(base)
-    assert str(info.value).startswith(f"{meta_path} does not record its files' checksums") and "\n" not in str(info.value)
+    assert (str(info.value).startswith(f"{meta_path} does not record its files' checksums")
+            and "\n" not in str(info.value))
     assert len(load_run(base, verify=False).measurements) == 2  # read unchecked when asked
 
 
@@ -276,10 +288,10 @@ def test_reliability_an_abandoned_checkpoint_compares_with_allow_partial(tmp_pat
     rec = RunRecorder("t", {"budget_s": 1}, folder=tmp_path)
     rec.__enter__()
     rec._restore_signals()
-    rec.add(measurements=[rec.row(algorithm="A", backend="b", operation="sign", kind="sig", verified=True, loops=1,
-                                  message_bytes=100)],
-            samples=[{"run_id": rec.run_id, "algorithm": "A", "backend": "b", "operation": "sign", "message_bytes": 100,
-                      "sample": i, "loops": 1, "time_ns": 10.0 + i} for i in range(9)])
+    rec.add(measurements=[rec.row(algorithm="A", backend="b", operation="sign", kind="sig", verified=True,
+                                  loops=1, message_bytes=100)],
+            samples=[{"run_id": rec.run_id, "algorithm": "A", "backend": "b", "operation": "sign",
+                      "message_bytes": 100, "sample": i, "loops": 1, "time_ns": 10.0 + i} for i in range(9)])
     rec.meta["process"] = dict(rec.meta["process"], pid=dead_pid())
     rec.checkpoint()
     path = str(tmp_path / rec.run_id)
@@ -315,11 +327,13 @@ def test_reliability_a_signal_after_the_save_says_the_run_is_complete(tmp_path, 
     from pqlab.backends import algorithms
     from pqlab.checks import conformance
 
-    conformance.check(algorithms.get("Ed25519", "cryptography"))  # its record cached first: only the run is saved
-    monkeypatch.setattr(*(Run, "summary", stop) if where == "summary" else (files_module, "atomic_write", stop))
+    # its record cached first: only the run is saved
+    conformance.check(algorithms.get("Ed25519", "cryptography"))
+    monkeypatch.setattr(*(Run, "summary", stop) if where == "summary"
+                        else (files_module, "atomic_write", stop))
     out, folder = tmp_path / "out.csv", tmp_path / "runs"  # --out never goes into the results folder
-    rc = main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--min-samples", "3", "--run-id", "r",
-               "--folder", str(folder), "--out", str(out), "--no-progress"])
+    rc = main(["bench", "Ed25519", "--operations", "sign", "--budget", "0.01", "--min-samples", "3",
+               "--run-id", "r", "--folder", str(folder), "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     name = "SIGINT" if where == "summary" else "SIGTERM"
     assert rc == 128 + getattr(signal, name)
@@ -336,7 +350,8 @@ def test_reliability_merge_says_which_runs_are_partial(tmp_path, monkeypatch, ca
     with pytest.raises(KeyboardInterrupt), RunRecorder("t", folder=tmp_path / "lab", run_id="cut") as rec:
         rec.add(measurements=[rec.row(operation="sign", kind="sig", verified=True)])
         raise KeyboardInterrupt
-    assert main(["bundle", "--folder", str(tmp_path / "lab"), "--no-notebooks", "--out", str(tmp_path / "b.tar.gz")]) == 0
+    assert main(["bundle", "--folder", str(tmp_path / "lab"), "--no-notebooks", "--out",
+                 str(tmp_path / "b.tar.gz")]) == 0
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "b.tar.gz"), "--folder", str(tmp_path / "store"), "--override"]) == 0
     out = capsys.readouterr().out

@@ -33,7 +33,8 @@ def make_run(run_id: str, scale: float = 1.0, seed: int = 0, hostname: str = "ho
         s = Samples(time_ns=t, cycles=t * 3.0, loops=4, warmup_calls=10, cycles_source="tsc")
         measurements.append(measurement_row(rec, algo, op, size, s, overhead_ns=40.0))
         for r in range(8):  # the samples in 8 rounds, as bench stores them
-            part = Samples(time_ns=t[r::8], cycles=t[r::8] * 3.0, loops=4, warmup_calls=10, cycles_source="tsc")
+            part = Samples(time_ns=t[r::8], cycles=t[r::8] * 3.0, loops=4, warmup_calls=10,
+                           cycles_source="tsc")
             samples.extend(sample_rows(run_id, algo, op, size, part, round_index=r))
     rec.add(measurements, [get("ML-KEM-768").sizes()], samples)
     return rec.finish()
@@ -57,7 +58,8 @@ def test_save_load_round_trip(tmp_path):
     for part in ("measurements.csv", "sizes.csv", "samples.csv.gz", "meta.json"):
         assert (tmp_path / f"r1.{part}").exists()
     back = load_run(tmp_path / "r1")
-    assert back.run_id == "r1" and back.meta["schema_version"] == SCHEMA_VERSION and back.meta["run_id"] == "r1"
+    assert (back.run_id == "r1" and back.meta["schema_version"] == SCHEMA_VERSION
+            and back.meta["run_id"] == "r1")
     assert back.meta["hostname"] == "host-a"
     m0, m1 = run.measurements, back.measurements
     assert list(m1.columns) == list(m0.columns) and len(m1) == len(m0) == 2
@@ -115,7 +117,8 @@ def test_run_save_interrupted_midway_leaves_the_previous_run_intact(tmp_path, mo
     with pytest.raises(KeyboardInterrupt):
         second.save(tmp_path)
     monkeypatch.undo()
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no file replaced: temporaries first
+    # no file replaced: temporaries first
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     assert leftovers(tmp_path) == []
     back = load_run(tmp_path / "r1")
     np.testing.assert_allclose(back.measurements["time_ns_median"], first.measurements["time_ns_median"])
@@ -198,9 +201,11 @@ def test_bench_saves_a_complete_run(tmp_path):
     assert (timed.loc[~fed, "overhead_ns"] == back.meta["harness_overhead_ns"]).all()
     assert (timed["time_ns_q1"] <= timed["time_ns_q3"]).all()
     # the estimate is the median of the rounds' medians, inside its interval over rounds
-    assert (timed["time_ns_ci_low"] <= timed["time_ns_median"]).all() and (timed["time_ns_median"] <= timed["time_ns_ci_high"]).all()
+    assert ((timed["time_ns_ci_low"] <= timed["time_ns_median"]).all()
+            and (timed["time_ns_median"] <= timed["time_ns_ci_high"]).all())
     s = back.samples[back.samples["operation"] != "noop"]
-    per_round = s.groupby(["operation", "message_bytes", "round"])["time_ns"].median().groupby(["operation", "message_bytes"])
+    per_round = (s.groupby(["operation", "message_bytes", "round"])["time_ns"].median()
+                 .groupby(["operation", "message_bytes"]))
     low, high = per_round.min(), per_round.max()
     for r in timed.itertuples():
         assert low[(r.operation, r.message_bytes)] <= r.time_ns_median <= high[(r.operation, r.message_bytes)]
@@ -256,10 +261,13 @@ def test_schema_1_runs_are_converted_on_load(tmp_path):
     m["flags"] = ["cycles-estimated:no PMU", "few-samples"]
     m.to_csv(tmp_path / "old.measurements.csv", index=False)
     back = load_run(tmp_path / "old")
-    assert back.meta["converted_from_schema"] == 1 and (back.measurements["schema_version"] == SCHEMA_VERSION).all()
+    assert (back.meta["converted_from_schema"] == 1
+            and (back.measurements["schema_version"] == SCHEMA_VERSION).all())
     enc, keygen = back.measurements.iloc[0], back.measurements.iloc[1]
-    assert pd.isna(enc["cycles_median"]) and enc["cycles_source"] == "none"  # an estimate is not kept as cycles
-    assert enc["flags"] == "no-cycles:no PMU;no-rounds:measured before rounds (schema < 4)" and enc["kind"] == "cipher"
+    # an estimate is not kept as cycles
+    assert pd.isna(enc["cycles_median"]) and enc["cycles_source"] == "none"
+    assert (enc["flags"] == "no-cycles:no PMU;no-rounds:measured before rounds (schema < 4)"
+            and enc["kind"] == "cipher")
     assert keygen["cycles_source"] == "core-cycles" and keygen["kind"] == "kem"
 
 
@@ -310,7 +318,8 @@ def test_the_recorder_types_only_new_rows_and_its_table_is_that_of_all_rows():
 
     rec = RunRecorder("t", save=False)
     batches = [[{"algorithm": "A", "operation": "sign", "time_ns_median": 5.0, "samples": 3}],
-               [{"algorithm": "B", "operation": "verify", "time_ns_median": 7.5, "samples": 4, "verified": True}],
+               [{"algorithm": "B", "operation": "verify", "time_ns_median": 7.5, "samples": 4,
+                 "verified": True}],
                [{"algorithm": "C", "operation": "keygen", "note": 1}],            # a column not in the schema
                [{"algorithm": "D", "operation": "keygen", "note": 2}],
                [{"algorithm": "E", "operation": "keygen", "note": 2.5}],          # int then float

@@ -30,16 +30,19 @@ def python_run(times: dict, overhead_ns=50.0, few=()):
     m, s = [], []
     for (alg, backend, op), ms in times.items():
         v = spread(ms, 40)
-        m.append({"algorithm": alg, "backend": backend, "operation": op, "verified": True, "library_version": "1",
-                  **quartiles(v), "flags": flags.make("few-samples") if alg in few else ""})
-        s += [{"run_id": "py", "algorithm": alg, "backend": backend, "operation": op, "round": i % 8, "time_ns": x}
+        m.append({"algorithm": alg, "backend": backend, "operation": op, "verified": True,
+                  "library_version": "1", **quartiles(v),
+                  "flags": flags.make("few-samples") if alg in few else ""})
+        s += [{"run_id": "py", "algorithm": alg, "backend": backend, "operation": op, "round": i % 8,
+               "time_ns": x}
               for i, x in enumerate(v)]  # in 8 rounds, as bench measures
-    return SimpleNamespace(run_id="py", measurements=pd.DataFrame(m), samples=pd.DataFrame(s), sizes=pd.DataFrame(),
-                           meta={"harness_overhead_ns": overhead_ns})
+    return SimpleNamespace(run_id="py", measurements=pd.DataFrame(m), samples=pd.DataFrame(s),
+                           sizes=pd.DataFrame(), meta={"harness_overhead_ns": overhead_ns})
 
 
 def bc_run(release: str, times: dict, sizes: list[dict], cold_factor=3.0, cold=5):
-    """A Bouncy Castle run: steady-state times (ms) per (algorithm, operation); cold calls cold_factor slower."""
+    """A Bouncy Castle run: steady-state times (ms) per (algorithm, operation);
+    cold calls cold_factor slower."""
     m, s = [], []
     for (alg, op), ms in times.items():
         for phase, v in (("cold", spread(ms * cold_factor, cold, 0.2)), ("warm", spread(ms, 30))):
@@ -49,22 +52,24 @@ def bc_run(release: str, times: dict, sizes: list[dict], cold_factor=3.0, cold=5
             s += [{"algorithm": alg, "backend": "bouncycastle", "operation": op, "phase": phase, "time_ns": x}
                   for x in v]
     return SimpleNamespace(measurements=pd.DataFrame(m), samples=pd.DataFrame(s), sizes=pd.DataFrame(sizes),
-                           meta={"bouncycastle_version": release, "params": {"cold": cold}, "java_version": "17"})
+                           meta={"bouncycastle_version": release, "params": {"cold": cold},
+                                 "java_version": "17"})
 
 
 SPHINCS_OPS = {("SPHINCS+-SHAKE-128f-robust", "keygen"): 12, ("SPHINCS+-SHAKE-128f-robust", "sign"): 216,
                ("SPHINCS+-SHAKE-128f-robust", "verify"): 12, ("SPHINCS+-SHAKE-128f-simple", "keygen"): 8,
                ("SPHINCS+-SHAKE-128f-simple", "sign"): 150, ("SPHINCS+-SHAKE-128f-simple", "verify"): 8,
                ("RSA-2048", "keygen"): 600, ("RSA-2048", "encrypt"): 0.05, ("RSA-2048", "decrypt"): 1.4}
-BC_SIZES = [{"algorithm": "SPHINCS+-SHAKE-128f-robust", "public_key_encoded_bytes": 58, "secret_key_encoded_bytes": 132,
-             "signature_bytes": 17088},
-            {"algorithm": "SPHINCS+-SHAKE-128f-simple", "public_key_encoded_bytes": 58, "secret_key_encoded_bytes": 132,
-             "signature_bytes": 17088}]
+BC_SIZES = [{"algorithm": "SPHINCS+-SHAKE-128f-robust", "public_key_encoded_bytes": 58,
+             "secret_key_encoded_bytes": 132, "signature_bytes": 17088},
+            {"algorithm": "SPHINCS+-SHAKE-128f-simple", "public_key_encoded_bytes": 58,
+             "secret_key_encoded_bytes": 132, "signature_bytes": 17088}]
 
 
 @pytest.fixture(scope="module")
 def runs():
-    py = python_run({("SPHINCS+-SHAKE-128f-simple", "liboqs", "keygen"): 1, ("SPHINCS+-SHAKE-128f-simple", "liboqs", "sign"): 12,
+    py = python_run({("SPHINCS+-SHAKE-128f-simple", "liboqs", "keygen"): 1,
+                     ("SPHINCS+-SHAKE-128f-simple", "liboqs", "sign"): 12,
                      ("SPHINCS+-SHAKE-128f-simple", "liboqs", "verify"): 1,
                      ("RSA-2048-PKCS1v15-enc", "cryptography", "keygen"): 100,
                      ("RSA-2048-PKCS1v15-enc", "cryptography", "encrypt"): 0.03,
@@ -87,21 +92,26 @@ def test_systems_statistics_and_the_study_against_both_constructions(values):
     study = values[values["kind"] == S.STUDY]
     assert set(study.loc[study["study_row"] == "SPHINCS+-SHAKE-128f", "construction"]) == {"simple", "robust"}
     assert set(values.loc[values["kind"] == S.COLD, "statistic"]) == {"mean"}
-    cold = values[(values["system"] == "BC 1.72 cold (mean of first 5)") & (values["operation"] == "sign")].iloc[0]
+    cold = values[(values["system"] == "BC 1.72 cold (mean of first 5)")
+                  & (values["operation"] == "sign")].iloc[0]
     assert cold.value_ms == pytest.approx(cold["values"].mean() / 1e6) and cold.n == 5
     assert S.study_label() == f"study (BC {S.study_platform()['bouncycastle']}, mean of 5)"
     wide = S.times_by_system(values)
-    assert {"study_row", "construction", "operation", "liboqs: median", "liboqs: mean", "BC 1.86 steady state: median",
-            "BC 1.72 cold (mean of first 5)", f"{S.study_label()}: as printed"} <= set(wide.columns)
+    assert {"study_row", "construction", "operation", "liboqs: median", "liboqs: mean",
+            "BC 1.86 steady state: median", "BC 1.72 cold (mean of first 5)",
+            f"{S.study_label()}: as printed"} <= set(wide.columns)
 
 
 def test_ratios_carry_intervals_except_the_studys(values):
     ratios = S.ratio_table(values)
     study = ratios[ratios["kind"] == S.STUDY]
-    assert study["value_ci_low"].isna().all() and len(study) == 7  # 5 pairs, SPHINCS+'s two against both constructions
+    # 5 pairs, SPHINCS+'s two against both constructions
+    assert study["value_ci_low"].isna().all() and len(study) == 7
     ours = ratios[ratios["kind"] == S.PYTHON]  # measured in rounds: an interval, paired by round
-    assert len(ours) and (ours["value_ci_low"] <= ours["value"]).all() and (ours["value"] <= ours["value_ci_high"]).all()
-    assert set(ours["statistic"]) == {"median", "mean"} and set(ratios.loc[ratios["kind"] == S.COLD, "statistic"]) == {"mean"}
+    assert (len(ours) and (ours["value_ci_low"] <= ours["value"]).all()
+            and (ours["value"] <= ours["value_ci_high"]).all())
+    assert (set(ours["statistic"]) == {"median", "mean"}
+            and set(ratios.loc[ratios["kind"] == S.COLD, "statistic"]) == {"mean"})
     jvm = ratios[ratios["kind"].isin([S.COLD, S.STEADY])]  # one JVM process, no rounds: no interval
     assert len(jvm) and jvm["value_ci_low"].isna().all() and jvm["value"].notna().all()
     everyone = ratios[ratios["kind"] != S.STUDY]
@@ -115,12 +125,14 @@ def test_ratios_carry_intervals_except_the_studys(values):
 def test_agreement_reads_the_interval():
     assert S._agrees(3.0, 1.5, 5.0, ref=10, factor=2)  # interval reaches the band [5, 20]
     assert not S._agrees(3.0, 2.0, 4.0, ref=10, factor=2)
-    assert S._agrees(6.0, np.nan, np.nan, ref=10, factor=2) and not S._agrees(4.0, np.nan, np.nan, ref=10, factor=2)
+    assert (S._agrees(6.0, np.nan, np.nan, ref=10, factor=2)
+            and not S._agrees(4.0, np.nan, np.nan, ref=10, factor=2))
 
 
 def test_describe_ratios_concludes_only_when_one_kind_of_system_leads(values):
     text = S.describe_ratios(S.ratio_table(values))
-    assert "robust; the study's construction is not stated" in text and "consistent with it within a factor of 2" in text
+    assert ("robust; the study's construction is not stated" in text
+            and "consistent with it within a factor of 2" in text)
     ratios = S.ratio_table(values)
     agree = S.agreement(ratios)
     kinds = agree.groupby("kind")["agrees"].mean().sort_values(ascending=False)
@@ -130,7 +142,8 @@ def test_describe_ratios_concludes_only_when_one_kind_of_system_leads(values):
     tie["kind"] = np.where(tie["kind"] == S.STUDY, S.STUDY, S.COLD)  # one kind only: no conclusion
     assert "most often" not in S.describe_ratios(tie)
     cold_leads = ratios.copy()
-    cold_leads.loc[cold_leads["kind"] == S.STEADY, ["value", "value_ci_low", "value_ci_high"]] = 1e6  # far off
+    # far off
+    cold_leads.loc[cold_leads["kind"] == S.STEADY, ["value", "value_ci_low", "value_ci_high"]] = 1e6
     assert "if its runs were first calls in a fresh JVM" in S.describe_ratios(cold_leads)
     assert S.describe_ratios(ratios[ratios["kind"] == S.STUDY]).startswith("No ratio of ours")
 
@@ -148,23 +161,25 @@ def test_study_over_ours_is_like_for_like(values):
 
 def test_sizes_are_checked_against_each_release(runs):
     py, old, new = runs
-    ours = pd.DataFrame([{"algorithm": "SPHINCS+-SHAKE-128f-simple", "public_key_bytes": 32, "secret_key_bytes": 64,
-                          "signature_bytes": 17088, "key_encoding": "raw"},
-                         {"algorithm": "RSA-2048-PKCS1v15-enc", "public_key_bytes": 294, "secret_key_bytes": 1217,
-                          "key_encoding": "DER"},
-                         {"algorithm": "RSA-2048-PKCS1v15-enc", "public_key_bytes": 294, "secret_key_bytes": 1218,
-                          "key_encoding": "DER"}])
+    ours = pd.DataFrame([{"algorithm": "SPHINCS+-SHAKE-128f-simple", "public_key_bytes": 32,
+                          "secret_key_bytes": 64, "signature_bytes": 17088, "key_encoding": "raw"},
+                         {"algorithm": "RSA-2048-PKCS1v15-enc", "public_key_bytes": 294,
+                          "secret_key_bytes": 1217, "key_encoding": "DER"},
+                         {"algorithm": "RSA-2048-PKCS1v15-enc", "public_key_bytes": 294,
+                          "secret_key_bytes": 1218, "key_encoding": "DER"}])
     table = S.size_table(ours, [old, new])
     pk = table[(table["key"] == "public key") & (table["construction"] == "simple")].iloc[0]
     assert (pk.published, pk.ours, pk["BC 1.72"], pk["BC 1.86"]) == (58, 32, 58, 47)
     rsa_sk = table[(table["study_row"] == "RSA-2048") & (table["key"] == "secret key")].iloc[0]
     assert rsa_sk.ours is None or pd.isna(rsa_sk.ours)
     text = S.describe_sizes(table)
-    assert "SPHINCS+-SHAKE-128f (simple) public key, published 58 B: equal to the byte in BC 1.72; ours (raw) 32 B, BC 1.86 47 B." in text
+    assert ("SPHINCS+-SHAKE-128f (simple) public key, published 58 B: equal to the byte in BC 1.72; "
+            "ours (raw) 32 B, BC 1.86 47 B." in text)
     assert "ours 1,217 B–1,218 B (by key)" in text
     labels = [getattr(c, "label", c) for c in S.size_columns(table)]
     assert {"Published", "Ours", "BC 1.72", "BC 1.86"} <= set(labels) and "ours_encoding" not in labels
-    assert all(c.kind == "size" for c in S.size_columns(table)[3:] if c.name != "ours_note")  # [B] in the unit row
+    # [B] in the unit row
+    assert all(c.kind == "size" for c in S.size_columns(table)[3:] if c.name != "ours_note")
     assert "RSA-2048 public key, published 294 B: equal to the byte in ours (DER)." in text
     assert "reproduced by none of our sources" in S.describe_sizes(table.assign(**{"BC 1.72": None}))
 
@@ -191,7 +206,8 @@ def test_run_bouncycastle_asks_for_the_studys_release(monkeypatch):
         return jvm.not_run(f"reason {version}")
     monkeypatch.setattr(jvm, "bc_run", fake)
     out = S.run_bouncycastle(["RSA-2048"], cold=5)
-    assert calls == [None, S.study_platform()["bouncycastle"]] and out[S.STUDYS].meta["not_run"] == f"reason {calls[1]}"
+    assert (calls == [None, S.study_platform()["bouncycastle"]]
+            and out[S.STUDYS].meta["not_run"] == f"reason {calls[1]}")
     assert S.measured(out) == []  # nothing ran: no run to set beside the study
     calls.clear()
     assert list(S.run_bouncycastle(["RSA-2048"], study_release=False)) == [S.CURRENT] and calls == [None]
@@ -207,7 +223,8 @@ def test_caveats_apply_only_where_the_data_say_so(runs, values):
     assert "1 of " in text and "fewer than 10 samples" in text  # the AES row is flagged few-samples
     assert "A do-nothing call through pqlab's harness costs 50 ns" in text  # AES keygen 500 ns < 100 x 50 ns
     assert "RSA key generation searches for random primes" in text
-    quiet = S.caveats(values[values["kind"] != S.COLD], python_run({("X", "b", "sign"): 5.0}, overhead_ns=1.0))
+    quiet = S.caveats(values[values["kind"] != S.COLD],
+                      python_run({("X", "b", "sign"): 5.0}, overhead_ns=1.0))
     assert "harness" not in quiet and "random primes" not in quiet and "samples" not in quiet
 
 
@@ -222,7 +239,9 @@ def test_numbers_have_stable_keys_and_intervals(values):
 
 def test_figures_and_results_table(runs, values):
     py, old, new = runs
-    for width in (plotting.FULL_WIDTH, plotting.COLUMN_WIDTH):  # laid out for its width: bars may turn horizontal
+    # laid out for its width: bars may turn horizontal
+    for width in (plotting.FULL_WIDTH, plotting.COLUMN_WIDTH):
         ax = S.plot_ratios(S.ratio_table(values), width=width).axes[0]
         assert (ax.get_xscale() if plotting.categories_on_y(ax) else ax.get_yscale()) == "log"
-    assert len(S.role_times(pd.concat([old.measurements, new.measurements]))["label"].str.contains("BC 1.72").unique()) == 2
+    assert len(S.role_times(pd.concat([old.measurements, new.measurements]))["label"]
+               .str.contains("BC 1.72").unique()) == 2

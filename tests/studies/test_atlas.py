@@ -31,8 +31,8 @@ def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", options="d
     """A saved run whose (algorithm, operation) samples are centred on `centres` (1 % spread), recorded under
     `machine_id` with the given liboqs build and counter label."""
     rng = np.random.default_rng(seed)
-    meta = {"machine_id": machine_id, "counter": {"label": counter}, "liboqs": {"liboqs_version": "0.13.0", "options": options,
-                                                                                 "build": Build("0.13.0", options).id},
+    meta = {"machine_id": machine_id, "counter": {"label": counter},
+            "liboqs": {"liboqs_version": "0.13.0", "options": options, "build": Build("0.13.0", options).id},
             "machine_id_override": {"variable": "PQLAB_MACHINE_ID", "value": machine_id, "host_id": host_id}
             if host_id else None}
     rec = RunRecorder("07_atlas", save=False, run_id=run_id, meta=meta)
@@ -59,7 +59,8 @@ def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", options="d
 
 
 def value(a: atlas.Atlas, platform_part: str, comparison: str) -> pd.Series:
-    r = a.ratios[a.ratios["platform"].str.contains(platform_part, regex=False) & (a.ratios["comparison"] == comparison)]
+    r = a.ratios[a.ratios["platform"].str.contains(platform_part, regex=False)
+                 & (a.ratios["comparison"] == comparison)]
     assert len(r) == 1, (platform_part, comparison, len(r))
     return r.iloc[0]
 
@@ -78,7 +79,8 @@ def test_comparisons_pair_every_algorithm_with_both_baselines():
 def test_bad_names_are_refused_in_one_line_with_close_matches():
     with pytest.raises(UnknownName, match="close matches: .*ML-DSA-44"):
         comps(signatures=["ML-DSA-4"])
-    with pytest.raises(ValueError, match=r"algorithm 'ML-KEM-768' is a KEM, not a signature: move it to the kems"):
+    with pytest.raises(ValueError,
+                       match=r"algorithm 'ML-KEM-768' is a KEM, not a signature: move it to the kems"):
         comps(signatures=["ML-KEM-768"])
     with pytest.raises(ValueError, match="nothing to compare"):
         atlas.comparisons([], [], {}, {})
@@ -87,7 +89,8 @@ def test_bad_names_are_refused_in_one_line_with_close_matches():
 def test_local_identities(monkeypatch):
     monkeypatch.delenv("PQLAB_MACHINE_ID", raising=False)
     own = machine.host_id()
-    assert atlas.local_identity("default") == own and atlas.local_identity("generic") == f"{own}+generic-build"
+    assert (atlas.local_identity("default") == own
+            and atlas.local_identity("generic") == f"{own}+generic-build")
     monkeypatch.setenv("PQLAB_MACHINE_ID", "pi4-lab")
     assert atlas.local_identity("generic") == "pi4-lab+generic-build"
 
@@ -101,18 +104,21 @@ def test_local_builds_are_checked_before_anything_is_measured(monkeypatch):
 
     monkeypatch.setattr(pqlab.benchmark, "bench_in_worker", never)
     with pytest.raises(UnknownName, match="unknown liboqs build 'portable'; close matches"):
-        atlas.measure_local(["default", "portable"], ["Ed25519"], message_bytes=100, budget_s=0.01, min_samples=1)
+        atlas.measure_local(["default", "portable"], ["Ed25519"], message_bytes=100, budget_s=0.01,
+                            min_samples=1)
 
     real = pqlab.liboqs.loader.build_environment
 
     def missing(build, base=None):  # the machine has no portable build (setup without cargo)
         if build == "generic":
-            raise pqlab.liboqs.loader.LiboqsNotFound(f"the {build} build of liboqs is not installed: run `make setup`")
+            raise pqlab.liboqs.loader.LiboqsNotFound(f"the {build} build of liboqs is not installed: "
+                                                     "run `make setup`")
         return real(build, base)
 
     monkeypatch.setattr(pqlab.liboqs.loader, "build_environment", missing)
     with pytest.raises(pqlab.liboqs.loader.LiboqsNotFound, match="generic build .* not installed"):
-        atlas.measure_local(["default", "generic"], ["Ed25519"], message_bytes=100, budget_s=0.01, min_samples=1)
+        atlas.measure_local(["default", "generic"], ["Ed25519"], message_bytes=100, budget_s=0.01,
+                            min_samples=1)
 
 
 def test_bundle_patterns_that_match_nothing_are_refused(tmp_path):
@@ -130,7 +136,8 @@ def test_ratios_have_the_known_value_and_an_interval(tmp_path):
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     sign = value(a, "liboqs default", "ML-DSA-44 sign / Ed25519 sign")
     assert sign["ratio"] == pytest.approx(2.0, rel=0.01) and sign["ci_low"] < 2.0 < sign["ci_high"]
-    assert sign["ci_high"] - sign["ci_low"] < 0.02 and sign["statistic"] == "median" and sign["run_id"] == "a1"
+    assert (sign["ci_high"] - sign["ci_low"] < 0.02 and sign["statistic"] == "median"
+            and sign["run_id"] == "a1")
     kem = value(a, "liboqs default", "ML-KEM-768 encaps+decaps / X25519 encaps+decaps")
     assert kem["ratio"] == pytest.approx(1.0, rel=0.01)  # (30 + 30) / (40 + 20): sums, not a mean of ratios
     missing = value(a, "liboqs default", "ML-DSA-65 sign / Ed25519 sign")
@@ -138,7 +145,8 @@ def test_ratios_have_the_known_value_and_an_interval(tmp_path):
 
 
 def test_builds_are_separate_platforms_and_counters_of_one_build_are_not(tmp_path):
-    synthetic_run(tmp_path, "d", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "d", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0},
+                  started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path, "g", {SIG: 1_000_000.0, ("Ed25519", "sign"): 50_000.0}, options="generic")
     synthetic_run(tmp_path, "c", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0}, counter="core-cycles",
                   started_at="2026-02-01T00:00:00+00:00")
@@ -146,7 +154,8 @@ def test_builds_are_separate_platforms_and_counters_of_one_build_are_not(tmp_pat
     assert len(a.platforms) == 2  # default (two runs, two counters) and generic
     comparison = "ML-DSA-44 sign / Ed25519 sign"
     by_run = a.ratios[a.ratios["comparison"] == comparison].set_index("run_id")["ratio"]
-    assert set(by_run.index) == {"c", "g"}  # the default build's newest run gives its ratio: never a mix of runs
+    # the default build's newest run gives its ratio: never a mix of runs
+    assert set(by_run.index) == {"c", "g"}
     assert by_run["g"] == pytest.approx(20, rel=0.01) and by_run["c"] == pytest.approx(6, rel=0.01)
     labels = list(a.platforms["platform"])
     assert any("liboqs generic" in p for p in labels) and any("liboqs default" in p for p in labels)
@@ -155,8 +164,10 @@ def test_builds_are_separate_platforms_and_counters_of_one_build_are_not(tmp_pat
 
 
 def test_the_newest_run_of_a_platform_is_used(tmp_path):
-    synthetic_run(tmp_path, "old", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, started_at="2026-01-01T00:00:00+00:00")
-    synthetic_run(tmp_path, "new", {SIG: 200_000.0, ("Ed25519", "sign"): 50_000.0}, started_at="2026-02-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "old", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0},
+                  started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "new", {SIG: 200_000.0, ("Ed25519", "sign"): 50_000.0},
+                  started_at="2026-02-01T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     row = value(a, "liboqs default", "ML-DSA-44 sign / Ed25519 sign")
     assert row["run_id"] == "new" and row["ratio"] == pytest.approx(4, rel=0.01)
@@ -165,22 +176,26 @@ def test_the_newest_run_of_a_platform_is_used(tmp_path):
 def test_merged_machines_and_overrides_are_platforms_labelled_as_what_they_are(tmp_path, monkeypatch):
     host = machine.host_id()
     synthetic_run(tmp_path, "own", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host)
-    synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "over", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0},
+    synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "over",
+                  {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0},
                   machine_id=f"{host}+generic-build", options="generic", host_id=host)
     synthetic_run(tmp_path / "machines" / "arm-box", "arm", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0},
                   machine_id="arm-box")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     p = a.platforms.set_index("machine_id")
-    assert len(a.platforms) == 3 and list(p.index).count(host) == 2  # the override is this host, another build
+    # the override is this host, another build
+    assert len(a.platforms) == 3 and list(p.index).count(host) == 2
     own = a.platforms[a.platforms["platform"].str.contains("liboqs default")].iloc[0]
     over = a.platforms[a.platforms["platform"].str.contains("liboqs generic")].iloc[0]
     assert own["this_host"] and own["identity"] == "the host's own" and own["machine_id"] == host
     assert over["this_host"] and over["platform"].endswith("this host") and over["machine_id"] == host
     assert over["identity"].startswith(f"override PQLAB_MACHINE_ID={host}+generic-build")
     assert not p.loc["arm-box", "this_host"] and "this host" not in p.loc["arm-box", "platform"]
-    assert a.platforms["platform"].iloc[0] == own["platform"]  # this host's default build first: the default reference
+    # this host's default build first: the default reference
+    assert a.platforms["platform"].iloc[0] == own["platform"]
     assert atlas.reference_platform(a) == own["platform"]
-    assert atlas.reference_platform(a, f"{host}+generic-build") == over["platform"]  # an identity names its platform
+    # an identity names its platform
+    assert atlas.reference_platform(a, f"{host}+generic-build") == over["platform"]
     with pytest.raises(UnknownName, match="unknown reference platform 'sparc'"):
         atlas.reference_platform(a, "sparc")
     assert atlas.reference_platform(a, "arm-box") == p.loc["arm-box", "platform"]
@@ -201,32 +216,41 @@ def test_published_ratios_come_from_the_reference_tables():
     assert r[(atlas.PI4, c)] == pytest.approx(one(pi, algorithm="ML-DSA-65", operation="sign")
                                               / one(pi, algorithm="ML-DSA-44", operation="sign"))
     assert r[(atlas.PQM4_CLEAN, c)] == pytest.approx(12359056 / 7925955)
-    assert r[(atlas.PQM4_FASTEST, c)] == pytest.approx(one(pq, algorithm="ML-DSA-65", operation="sign", implementation="m4f")
-                                                       / one(pq, algorithm="ML-DSA-44", operation="sign", implementation="m4f"))
+    assert r[(atlas.PQM4_FASTEST, c)] == pytest.approx(one(pq, algorithm="ML-DSA-65", operation="sign",
+                                                           implementation="m4f")
+                                                       / one(pq, algorithm="ML-DSA-44", operation="sign",
+                                                             implementation="m4f"))
     classical = ratios[ratios["baseline_kind"] == atlas.CLASSICAL]
-    assert classical["ratio"].isna().all() and classical["reason"].str.startswith("no classical baseline").all()
+    assert (classical["ratio"].isna().all()
+            and classical["reason"].str.startswith("no classical baseline").all())
     assert "ML-DSA-65 sign / ML-DSA-44 sign" in atlas.published_ratio_table(ratios).to_string()
 
 
 def test_cross_platform_factors_and_their_intervals(tmp_path):
-    synthetic_run(tmp_path, "x", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0},
+    synthetic_run(tmp_path, "x", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0,
+                                  ("ML-DSA-65", "sign"): 150_000.0},
                   machine_id="x86-box")
-    synthetic_run(tmp_path, "y", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0},
+    synthetic_run(tmp_path, "y", {SIG: 300_000.0, ("Ed25519", "sign"): 50_000.0,
+                                  ("ML-DSA-65", "sign"): 150_000.0},
                   machine_id="arm-box", seed=1)
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
     reference = atlas.reference_platform(a, "x86-box")
     cross = atlas.cross_platform(a, reference).set_index(["platform", "comparison"])
     arm = a.platforms.set_index("machine_id").loc["arm-box", "platform"]
     f = cross.loc[(arm, "ML-DSA-44 sign / Ed25519 sign")]
-    assert f["factor"] == pytest.approx(3, rel=0.01) and f["ci_low"] < 3 < f["ci_high"] and f["verdict"] == "loses"
+    assert (f["factor"] == pytest.approx(3, rel=0.01) and f["ci_low"] < 3 < f["ci_high"]
+            and f["verdict"] == "loses")
     g = cross.loc[(arm, "ML-DSA-65 sign / ML-DSA-44 sign")]
     assert g["factor"] == pytest.approx(1 / 3, rel=0.01) and g["verdict"] == "gains"
-    # a published platform: its one number over the reference's ratio, the interval from the reference's samples
+    # a published platform: its one number over the reference's ratio, the
+    # interval from the reference's samples
     pub = cross.loc[(atlas.PQM4_CLEAN, "ML-DSA-65 sign / ML-DSA-44 sign")]
-    assert pub["factor"] == pytest.approx((12359056 / 7925955) / 1.5, rel=0.01) and pub["ci_low"] < pub["factor"]
+    assert (pub["factor"] == pytest.approx((12359056 / 7925955) / 1.5, rel=0.01)
+            and pub["ci_low"] < pub["factor"])
     assert (atlas.PI4, "ML-DSA-44 sign / Ed25519 sign") not in cross.index  # no classical baseline there
     text = atlas.describe_cross_platform(cross.reset_index(), reference)
-    assert f"**{markdown(arm)}** (" in text and "2 of 3 ratios changed beyond their interval (95% interval over rounds)" in text
+    assert (f"**{markdown(arm)}** (" in text
+            and "2 of 3 ratios changed beyond their interval (95% interval over rounds)" in text)
     n = atlas.numbers(a, cross.reset_index(), reference)
     assert n["reference_ml-dsa-44_sign_over_ed25519_sign"][0] == pytest.approx(2, rel=0.01)
     assert n["platforms_measured"] == (2, "{}") and n["platforms_published"] == (3, "{}")
@@ -235,30 +259,36 @@ def test_cross_platform_factors_and_their_intervals(tmp_path):
 def test_figures_are_drawn_without_touching_the_session_style(tmp_path):
     import matplotlib
 
-    synthetic_run(tmp_path, "x", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0},
+    synthetic_run(tmp_path, "x", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0,
+                                  ("ML-DSA-65", "sign"): 150_000.0},
                   machine_id="x86-box")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path)
     before = dict(matplotlib.rcParams)
     figs = [atlas.plot_ratios(a, atlas.CLASSICAL), atlas.plot_ratios(a, atlas.ANCHOR),
             atlas.plot_cross_platform(atlas.cross_platform(a, atlas.reference_platform(a)), a)]
     assert all(f.axes for f in figs) and dict(matplotlib.rcParams) == before
-    assert len(atlas.ratio_table(a, atlas.ANCHOR).columns) == 1 + 4  # comparison + the measured and 3 published
+    # comparison + the measured and 3 published
+    assert len(atlas.ratio_table(a, atlas.ANCHOR).columns) == 1 + 4
 
 
 def test_cpu_features_text_covers_every_kind_of_build():
     dist = {"build_config": {"OQS_DIST_BUILD": "1"}, "cpu_extensions": ["AVX2", "AES"]}
     assert atlas.cpu_features_text(dist) == "runtime dispatch over AVX2, AES"
-    assert "not recorded" in atlas.cpu_features_text({"build_config": {"OQS_DIST_BUILD": "1"}})  # an older run
-    generic = {"build_config": {"OQS_OPT_TARGET": "generic", "OQS_USE_SSE2_INSTRUCTIONS": "1"}, "cpu_extensions": []}
+    # an older run
+    assert "not recorded" in atlas.cpu_features_text({"build_config": {"OQS_DIST_BUILD": "1"}})
+    generic = {"build_config": {"OQS_OPT_TARGET": "generic", "OQS_USE_SSE2_INSTRUCTIONS": "1"},
+               "cpu_extensions": []}
     assert atlas.cpu_features_text(generic) == "compiled for generic: SSE2"
-    assert atlas.cpu_features_text({"build_config": {"OQS_OPT_TARGET": "generic"}}).endswith("no CPU-specific instructions")
+    assert atlas.cpu_features_text({"build_config": {"OQS_OPT_TARGET": "generic"}}).endswith(
+        "no CPU-specific instructions")
     assert atlas.cpu_features_text({}) == "liboqs not loaded"
     assert atlas.short_cpu("Intel(R) Xeon(R) Platinum 8370C CPU @ 2.80GHz") == "Intel Xeon Platinum 8370C"
 
 
 def test_the_default_reference_is_this_hosts_default_build_and_its_newest_run(tmp_path):
-    """One host with runs of two counters (yesterday's, recorded before the counter was, and today's TSC) is one
-    platform (one host, one build): its ratio comes from the newer run, and it is the default reference."""
+    """One host with runs of two counters (yesterday's, recorded before the counter was, and today's TSC) is
+    one platform (one host, one build): its ratio comes from the newer run, and it is the default
+    reference."""
     host = machine.host_id()
     synthetic_run(tmp_path, "old", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
                   counter="aaa-old", started_at="2026-01-01T00:00:00+00:00")
@@ -269,25 +299,28 @@ def test_the_default_reference_is_this_hosts_default_build_and_its_newest_run(tm
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     assert len(a.platforms) == 2 and a.platforms["this_host"].all()
     default = a.platforms["platform"].iloc[0]
-    assert "liboqs default" in default and atlas.reference_platform(a) == default  # default build, though older
+    # default build, though older
+    assert "liboqs default" in default and atlas.reference_platform(a) == default
     assert value(a, "liboqs default", "ML-DSA-44 sign / Ed25519 sign")["run_id"] == "new"
-    assert a.platforms.set_index("platform").loc[default, "counter"] == "tsc"  # the counter of the run it uses
+    # the counter of the run it uses
+    assert a.platforms.set_index("platform").loc[default, "counter"] == "tsc"
 
 
 # ----- one host and build is one platform; the reader chooses what is drawn -----
 def duplicated_store(tmp_path):
-    """This host's default build, and its generic build measured three times: by notebook 04 under its own identity
-    (twice) and by notebook 07 under the identity override; plus another machine.  Two hosts, three (host, build)."""
+    """This host's default build, and its generic build measured three times: by notebook 04 under its own
+    identity (twice) and by notebook 07 under the identity override; plus another machine.  Two hosts, three
+    (host, build)."""
     host = machine.host_id()
     centres = {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0, ("ML-DSA-65", "sign"): 150_000.0}
     synthetic_run(tmp_path, "own-default", centres, machine_id=host, started_at="2026-01-01T00:00:00+00:00")
-    synthetic_run(tmp_path, "nb04-generic-old", {SIG: 400_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
-                  options="generic", started_at="2026-01-01T00:01:00+00:00")
+    synthetic_run(tmp_path, "nb04-generic-old", {SIG: 400_000.0, ("Ed25519", "sign"): 50_000.0},
+                  machine_id=host, options="generic", started_at="2026-01-01T00:01:00+00:00")
     synthetic_run(tmp_path, "nb04-generic", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
                   options="generic", started_at="2026-01-01T00:02:00+00:00", counter="core-cycles")
     synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07-generic",
-                  {**centres, SIG: 600_000.0}, machine_id=f"{host}+generic-build", options="generic", host_id=host,
-                  started_at="2026-01-01T00:03:00+00:00")
+                  {**centres, SIG: 600_000.0}, machine_id=f"{host}+generic-build", options="generic",
+                  host_id=host, started_at="2026-01-01T00:03:00+00:00")
     synthetic_run(tmp_path / "machines" / "arm-box", "arm", centres, machine_id="arm-box")
     return host, {(host, "default"), (host, "generic"), ("arm-box", "default")}
 
@@ -315,19 +348,22 @@ def test_each_host_and_build_is_one_platform_whatever_identity_counter_or_repeat
     assert "2 of the measured platforms are this host" in text
     n = atlas.numbers(a, atlas.cross_platform(a, atlas.reference_platform(a)), atlas.reference_platform(a))
     assert n["platforms_measured"] == (len(expected), "{}")
-    assert sum(k.startswith("largest_loss_") and "generic" in k for k in n) == 1  # one largest loss per platform
+    # one largest loss per platform
+    assert sum(k.startswith("largest_loss_") and "generic" in k for k in n) == 1
 
 
 def test_a_platform_that_merges_identities_says_so(tmp_path):
     host = machine.host_id()
-    synthetic_run(tmp_path, "nb04", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host, options="generic",
-                  started_at="2026-01-01T00:00:00+00:00")
+    synthetic_run(tmp_path, "nb04", {SIG: 500_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host,
+                  options="generic", started_at="2026-01-01T00:00:00+00:00")
     synthetic_run(tmp_path / "machines" / f"{host}+generic-build", "nb07",
-                  {("ML-DSA-65", "sign"): 150_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=f"{host}+generic-build",
-                  options="generic", host_id=host, started_at="2026-01-02T00:00:00+00:00")
+                  {("ML-DSA-65", "sign"): 150_000.0, ("Ed25519", "sign"): 50_000.0},
+                  machine_id=f"{host}+generic-build", options="generic", host_id=host,
+                  started_at="2026-01-02T00:00:00+00:00")
     a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
     assert len(a.platforms) == 1 and a.platforms["runs"].iloc[0] == 2
-    assert set(a.ratios["run_id"].dropna()) == {"nb04", "nb07"}  # each comparison from the one run that has it
+    # each comparison from the one run that has it
+    assert set(a.ratios["run_id"].dropna()) == {"nb04", "nb07"}
     text = atlas.describe_platforms(a)
     assert drawn_count(text) == 1 and "holds runs recorded under 2 identities" in text
 
@@ -340,12 +376,15 @@ def test_platforms_selects_what_is_drawn(tmp_path):
     assert list(a.platforms["platform"]) == [generic]
     assert set(a.ratios["platform"]) == {generic} and {k[0] for k in a.parts} == {generic}
     assert {r.run_id for r in a.runs} == {"nb07-generic"}
-    assert drawn_count(atlas.describe_platforms(a)) == 1 and "Left out by `platforms`" in atlas.describe_platforms(a)
-    by_identity = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=[f"{host}+generic-build"])
+    assert (drawn_count(atlas.describe_platforms(a)) == 1
+            and "Left out by `platforms`" in atlas.describe_platforms(a))
+    by_identity = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path,
+                                    platforms=[f"{host}+generic-build"])
     assert list(by_identity.platforms["platform"]) == [generic]  # an identity selects its host and build
     pub = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["published"])
     assert list(pub.platforms["platform"]) == [atlas.PI4, atlas.PQM4_CLEAN, atlas.PQM4_FASTEST]
-    assert atlas.reference_platform(pub) == "" and "**No measured platform** is drawn" in atlas.describe_platforms(pub)
+    assert (atlas.reference_platform(pub) == ""
+            and "**No measured platform** is drawn" in atlas.describe_platforms(pub))
     both = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, platforms=["arm-box", "pqm4 clean"])
     assert len(both.platforms) == 2 and atlas.PQM4_CLEAN in set(both.platforms["platform"])
     with pytest.raises(UnknownName, match="unknown platform 'sparc'"):
@@ -394,8 +433,10 @@ def test_the_published_statistics_are_what_the_sources_state():
     from pqlab.core.references import reference_source
 
     pi = reference_source("05_energy_pi4")["method"].lower()
-    assert not any(w in pi for w in ("mean", "median", "average")) and atlas.published_statistic("time_ms") == atlas.UNSTATED
-    assert "average" in reference_source("07_pqm4")["method"] and atlas.published_statistic("cycles_mean") == "mean"
+    assert (not any(w in pi for w in ("mean", "median", "average"))
+            and atlas.published_statistic("time_ms") == atlas.UNSTATED)
+    assert ("average" in reference_source("07_pqm4")["method"]
+            and atlas.published_statistic("cycles_mean") == "mean")
 
 
 def statistics_of(df: pd.DataFrame) -> dict:
@@ -448,11 +489,13 @@ def test_the_notebook_claims_no_statistic_for_study_004_and_no_medians_for_every
 
 
 def test_describe_local_says_which_identity_and_that_a_host_and_build_is_one_platform():
-    local = [{"build": "default", "machine_id": "pi4-lab", "override": True, "run_id": "r1", "bundle": "pi4-lab.tar.gz"},
+    local = [{"build": "default", "machine_id": "pi4-lab", "override": True, "run_id": "r1",
+              "bundle": "pi4-lab.tar.gz"},
              {"build": "generic", "machine_id": "pi4-lab+generic-build", "override": True, "run_id": "r2",
               "bundle": "pi4-lab+generic-build.tar.gz"}]
     lines = atlas.describe_local(local, []).splitlines()
-    assert "another liboqs build" not in lines[0] and "the default build" in lines[0]  # a user's identity, same build
+    # a user's identity, same build
+    assert "another liboqs build" not in lines[0] and "the default build" in lines[0]
     assert "the same host with the generic build" in lines[1] and "as one platform" in lines[1]
 
 
@@ -460,7 +503,9 @@ def test_platform_labels_are_told_apart_by_what_differs_only():
     import pandas as pd
 
     p = pd.DataFrame({"platform": ["EPYC · liboqs default · this host"] * 2 + ["Xeon · liboqs default"] * 2,
-                      "machine_id": ["h1", "h1", "h2", "h3"], "liboqs_version": ["0.13.0", "0.12.0", "0.13.0", "0.13.0"]})
+                      "machine_id": ["h1", "h1", "h2", "h3"],
+                      "liboqs_version": ["0.13.0", "0.12.0", "0.13.0", "0.13.0"]})
     labels = list(atlas._unique_labels(p)["platform"])
-    assert labels == ["EPYC · liboqs default · this host · 0.13.0", "EPYC · liboqs default · this host · 0.12.0",
+    assert labels == ["EPYC · liboqs default · this host · 0.13.0",
+                      "EPYC · liboqs default · this host · 0.12.0",
                       "Xeon · liboqs default · h2", "Xeon · liboqs default · h3"]

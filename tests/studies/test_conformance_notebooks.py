@@ -1,6 +1,6 @@
-"""Issue #42, "Fast because wrong?": wherever a notebook or the paper quotes the time of an implementation that
-fails its known-answer checks (liboqs's default ML-DSA verifier of some releases), the text says so, from the run's
-conformance record (pqlab.studies.conforming), never from a typed sentence."""
+"""Issue #42, "Fast because wrong?": wherever a notebook or the paper quotes the time of an implementation
+that fails its known-answer checks (liboqs's default ML-DSA verifier of some releases), the text says so, from
+the run's conformance record (pqlab.studies.conforming), never from a typed sentence."""
 from __future__ import annotations
 
 import ast
@@ -18,12 +18,14 @@ from pqlab.publish.export import macro_name
 from pqlab.studies import conforming, message_scaling, signature_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
-#: the sections whose studies time liboqs's ML-DSA (06 quotes its sizes in bytes; 08 and 09 count and label their
-#: non-conforming implementations themselves)
+#: the sections whose studies time liboqs's ML-DSA (06 quotes its sizes in bytes; 08 and 09 count and label
+#: their non-conforming implementations themselves)
 SECTIONS = sorted((ROOT / "paper" / "sections").glob("0[1-57]_*.tex"))
-STUDIES = sorted((ROOT / "pqlab" / "studies").glob("*.py"))
-#: the notebooks issue #42 covers (06 models a TLS handshake from its operations: its record goes with its run)
-NOTEBOOKS = [*sorted((ROOT / "notebooks").glob("0[1-57]_*.ipynb")), ROOT / "notebooks" / "own_comparison.ipynb"]
+STUDIES = sorted((ROOT / "pqlab" / "studies").rglob("*.py"))
+#: the notebooks issue #42 covers (06 models a TLS handshake from its
+#: operations: its record goes with its run)
+NOTEBOOKS = [*sorted((ROOT / "notebooks").glob("0[1-57]_*.ipynb")),
+             ROOT / "notebooks" / "own_comparison.ipynb"]
 #: a quoted number in running text (\pqlabName{}); \pqlabfigure and friends take arguments
 NUMBER = re.compile(r"\\pqlab[A-Z]\w*\{\}")
 CAVEAT = re.compile(r"\\pqlab\w*MldsaCaveat\{\}")
@@ -31,8 +33,8 @@ CAVEAT = re.compile(r"\\pqlab\w*MldsaCaveat\{\}")
 
 def record(status=conformance.NONCONFORMING, failures=None, ran=42, build="liboqs-0.13.0") -> dict:
     """A record with the fields :func:`pqlab.checks.conformance.record_from_rows` gives."""
-    failures = {"accepts invalid signatures": 37} if failures is None and status == conformance.NONCONFORMING else (
-        failures or {})
+    failures = ({"accepts invalid signatures": 37} if failures is None and status == conformance.NONCONFORMING
+                else (failures or {}))
     failed = sum(failures.values())
     return {"algorithm": "ML-DSA-44", "backend": "liboqs", "implementation": "liboqs 0.13.0",
             "library_version": "0.13.0", "build": build, "status": status, "why_not": "", "ran": ran,
@@ -49,7 +51,8 @@ GOOD = fake_run("good", **{"ML-DSA-44@liboqs": record(conformance.CONFORMS, buil
 
 
 def paragraphs(path: Path) -> list[str]:
-    text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("%"))
+    text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                     if not line.lstrip().startswith("%"))
     return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
@@ -59,8 +62,9 @@ def test_every_paper_paragraph_quoting_an_ml_dsa_number_carries_the_caveat(secti
         if "ML-DSA" in paragraph:
             quoted = [m for m in NUMBER.findall(paragraph) if not CAVEAT.fullmatch(m)]
             if quoted:
-                assert CAVEAT.search(paragraph), (f"{section.name}: a paragraph quotes {quoted[0]} about ML-DSA "
-                                                  f"without a \\pqlab...MldsaCaveat{{}}: {paragraph[:120]!r}")
+                assert CAVEAT.search(paragraph), (f"{section.name}: a paragraph quotes {quoted[0]} "
+                                                  f"about ML-DSA without a \\pqlab...MldsaCaveat{{}}: "
+                                                  f"{paragraph[:120]!r}")
 
 
 def _string_keys(path: Path) -> set[str]:
@@ -74,9 +78,10 @@ def test_every_caveat_macro_a_section_uses_is_exported_by_its_study():
     exported = {}
     for study in STUDIES:
         topic = re.search(r'^TOPIC = "(\w+)"', study.read_text(encoding="utf-8"), re.M)
-        if topic:
-            exported.setdefault(topic.group(1), set()).update(
-                f"\\{macro_name(k)}{{}}" for k in _string_keys(study) if k.endswith("mldsa_caveat"))
+        if topic:  # a study package's numbers() may live in another of its modules than its TOPIC
+            modules = sorted(study.parent.glob("*.py")) if study.parent.name != "studies" else [study]
+            keys = {k for m in modules for k in _string_keys(m) if k.endswith("mldsa_caveat")}
+            exported.setdefault(topic.group(1), set()).update(f"\\{macro_name(k)}{{}}" for k in keys)
     for stem, macros in used.items():
         missing = macros - exported.get(stem, set())
         assert not missing, f"{stem}.tex uses {sorted(missing)}, which no numbers() of its study exports"
@@ -112,7 +117,8 @@ def test_a_study_sentence_on_a_non_conforming_run_says_so():
     counter = {"basis": "cycles", "unit": "core cycles"}
     text = signature_cycles.describe_implementations(implementations, counter, runs=[BAD])
     assert "non-conforming" in text and "accepts invalid signatures (37 of 42)" in text
-    assert "non-conforming" not in signature_cycles.describe_implementations(implementations, counter, runs=[GOOD])
+    assert "non-conforming" not in signature_cycles.describe_implementations(implementations, counter,
+                                                                             runs=[GOOD])
 
 
 def test_a_ratio_between_a_conforming_and_a_non_conforming_build_is_labelled_unlike_work():

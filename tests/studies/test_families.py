@@ -24,10 +24,12 @@ def small_run():
 
 #: What :func:`F.study_counter` gives for each counter (availability as recorded on a machine without a PMU).
 AVAILABILITY = {"perf": {"available": False, "error": "perf_event_open: No such file or directory [ENOENT]"},
-                "tsc": {"available": True, "read_cost_ns": 154.0, "read_cost_ticks": 376.0, "read_cost_ticks_in_c": 27.0}}
+                "tsc": {"available": True, "read_cost_ns": 154.0, "read_cost_ticks": 376.0,
+                        "read_cost_ticks_in_c": 27.0}}
 CORE = {"label": "core-cycles", "unit": "core cycles", "basis": "cycles", "availability": AVAILABILITY}
 TSC = {"label": "tsc", "hz": 2.4454e9, "hz_source": "kernel log (dmesg): tsc 2445.406 MHz", "basis": "cycles",
-       "unit": "TSC reference cycles at 2.45 GHz", "reason": "no core cycles: ENOENT", "availability": AVAILABILITY}
+       "unit": "TSC reference cycles at 2.45 GHz", "reason": "no core cycles: ENOENT",
+       "availability": AVAILABILITY}
 NONE = {"label": "none", "unit": "no cycle counter", "basis": "time_ns", "reason": "PQLAB_COUNTER=none",
         "availability": AVAILABILITY}
 
@@ -78,8 +80,10 @@ def test_worker_loads_the_requested_build(tmp_path, generic_liboqs):
     run = bench_in_worker(["ML-DSA-44"], build="generic", operations=["keygen"], budget_s=0.02, min_samples=3,
                           folder=tmp_path, study="test_families")
     info = F.check_build(run, "generic")
-    assert info["liboqs_path"].startswith(str((LIBOQS_PREFIX / "liboqs-0.13.0+generic").resolve()))  # may be a link
-    assert set(run.measurements.loc[run.measurements["backend"] == "liboqs", "build"]) == {"liboqs-0.13.0+generic"}
+    # may be a link
+    assert info["liboqs_path"].startswith(str((LIBOQS_PREFIX / "liboqs-0.13.0+generic").resolve()))
+    assert (set(run.measurements.loc[run.measurements["backend"] == "liboqs", "build"])
+            == {"liboqs-0.13.0+generic"})
     with pytest.raises(RuntimeError, match="default liboqs build"):
         F.check_build(run, "default")
 
@@ -98,23 +102,25 @@ def _rows() -> pd.DataFrame:
     }
     rows = []
     for alg, (family, ops, factor) in spec.items():
-        builds = [("liboqs optimised", 1.0), ("liboqs portable", factor), ("native optimised", 0.9)] if factor \
-            else [("OpenSSL", 1.0)]
+        builds = [("liboqs optimised", 1.0), ("liboqs portable", factor),
+                  ("native optimised", 0.9)] if factor else [("OpenSSL", 1.0)]
         for build, f in builds:
             for op, c in ops.items():
                 cyc = c * f
-                rows.append(dict(algorithm=alg, family=family, table_family=F.table_family(family), build=build,
-                                 operation=op, run_id=build, samples=100, cycles_median=cyc, cycles_q1=0.95 * cyc,
-                                 cycles_q3=1.05 * cyc, cycles_mean=1.1 * cyc, time_ns_median=cyc / 3.6,
-                                 time_ns_mean=1.1 * cyc / 3.6, counter="core cycles", nist_level=1,
-                                 public_key_bytes=32, secret_key_bytes=64, signature_max_bytes=64))
+                rows.append(dict(algorithm=alg, family=family, table_family=F.table_family(family),
+                                 build=build, operation=op, run_id=build, samples=100, cycles_median=cyc,
+                                 cycles_q1=0.95 * cyc, cycles_q3=1.05 * cyc, cycles_mean=1.1 * cyc,
+                                 time_ns_median=cyc / 3.6, time_ns_mean=1.1 * cyc / 3.6,
+                                 counter="core cycles", nist_level=1, public_key_bytes=32,
+                                 secret_key_bytes=64, signature_max_bytes=64))
     return pd.DataFrame(rows)
 
 
 def test_classical_groups_rsa_and_elliptic_curves():
     assert F.table_family("RSA") == F.table_family("elliptic-curve") == "classical"
     assert F.table_family("lattice") == "lattice"
-    assert F.build_label("liboqs", "liboqs-0.13.0+generic") == F.build_label("liboqs", "generic") == "liboqs portable"
+    assert (F.build_label("liboqs", "liboqs-0.13.0+generic") == F.build_label("liboqs", "generic")
+            == "liboqs portable")
     assert F.build_label("native", "liboqs-0.12.0") == "native optimised"
     assert F.build_label("cryptography", float("nan")) == "OpenSSL"
 
@@ -128,8 +134,8 @@ def test_one_table_per_family_sorted_by_sign_cycles():
         assert not table["build"].str.startswith("native").any()
     lattice = tables["lattice"]
     assert list(zip(lattice["algorithm"], lattice["build"], strict=True)) == [
-        ("ML-DSA-44", "liboqs optimised"), ("Falcon-512", "liboqs optimised"), ("ML-DSA-44", "liboqs portable"),
-        ("Falcon-512", "liboqs portable")]
+        ("ML-DSA-44", "liboqs optimised"), ("Falcon-512", "liboqs optimised"),
+        ("ML-DSA-44", "liboqs portable"), ("Falcon-512", "liboqs portable")]
     assert set(tables["classical"]["algorithm"]) == {"Ed25519", "RSA-2048-PSS"}
     assert lattice["sign_us"].iloc[0] == pytest.approx(2e5 / 3.6 / 1e3)
     combined = F.tabulate_signatures(_rows(), builds=["liboqs optimised", "liboqs portable", "OpenSSL"])
@@ -156,7 +162,8 @@ def test_fidelity_is_pqlab_over_native():
 
 
 def test_sample_means_do_not_depend_on_the_loop_count():
-    """A sample of `loops` calls holds their mean; the mean per call is the same statistic for any loop count."""
+    """A sample of `loops` calls holds their mean; the mean per call is the same
+    statistic for any loop count."""
     rng = np.random.default_rng(1)
     calls = rng.geometric(0.25, size=12_000) * 1000.0  # a skewed cost, like ML-DSA's rejection loop
     one = pd.DataFrame({"algorithm": "x", "backend": "native", "build": "liboqs-0.13.0", "operation": "sign",
@@ -207,10 +214,11 @@ def test_ancestors_face_the_build_the_studys_own_numbers_call_for(recomputed):
     tsc = R.compare_ancestors(recomputed, _rows(), TSC)  # TSC reference cycles never share a ratio with core
     assert len(tsc) == len(anc) and tsc["sign_ratio"].isna().all() and tsc["verify_cycles_today"].isna().all()
     assert (tsc["basis"] == anc["basis"]).all()  # the pairs and their basis do not depend on the counter
-    assert R.ancestors_caption(TSC).endswith("(no cycle ratio: the study counted core cycles, this run TSC reference "
-                                             "cycles at 2.45 GHz)")
+    assert R.ancestors_caption(TSC).endswith("(no cycle ratio: the study counted core cycles, this run TSC "
+                                             "reference cycles at 2.45 GHz)")
     assert R.describe_ancestors(R.compare_ancestors(recomputed, _rows(), TSC), TSC).startswith(
-        "Not compared: the study counted cycles at its core clock (Turbo Boost off), and this run counted TSC reference")
+        "Not compared: the study counted cycles at its core clock (Turbo Boost off), "
+        "and this run counted TSC reference")
 
 
 def test_second_implementation_against_both_liboqs_builds():
@@ -248,13 +256,16 @@ def test_closing_note_states_measured_numbers_only():
     note = F.write_closing_note(numbers, clock, counts, {"default": "r1"}, {"default": 12.0}, CORE, precision)
     assert "1.11× [1.00, 1.20]" in note and "n/a" in note and "`r1`" in note
     assert "mean core cycles per call" in note and "the counter ran at 3.60 GHz" in note
-    assert ("median ±0.40 %, worst ±3.00 % over 29 rows; 1 of 30 rows not resolved (interval wider than 2×), left "
-            "out of the median and the worst; 3 of 30 rows are wider than their target of ±1.00 %") in note
+    assert ("median ±0.40 %, worst ±3.00 % over 29 rows; 1 of 30 rows not resolved "
+            "(interval wider than 2×), left out of the median and the worst; "
+            "3 of 30 rows are wider than their target of ±1.00 %") in note
     tsc = F.write_closing_note(numbers, None, counts, {"default": "r1"}, {"default": 12.0}, TSC, precision)
     assert "TSC reference cycles at 2.45 GHz (rate from kernel log (dmesg): tsc 2445.406 MHz)" in tsc
     assert "the clock-consistency check applies to core cycles only and was skipped" in tsc
     assert "One TSC read costs 154 ns (376 ticks) from Python and 27 ticks inside C" in tsc
-    assert "a perf_event read could not be measured: core cycles are unavailable here (perf\\_event\\_open" in tsc  # the reason: data, escaped
+    # the reason: data, escaped
+    assert ("a perf_event read could not be measured: core cycles are unavailable here "
+            "(perf\\_event\\_open" in tsc)
     assert "GHz (median over rows)" not in tsc
 
 
@@ -300,7 +311,8 @@ def test_without_a_counter_tables_show_times_and_ratios_use_times():
     rows = _time_only_rows()
     table = F.tabulate_signatures(rows)
     assert not any("cycles" in c for c in table.columns) and "sign_us" in table
-    for t in F.tabulate_families(rows).values():  # the paper columns exist in every family table, for any counter
+    # the paper columns exist in every family table, for any counter
+    for t in F.tabulate_families(rows).values():
         assert formatting.table(t, F.family_columns(NONE)) is not None
     assert "sign_cycles" in F.family_columns(CORE) and "sign_cycles" not in F.family_columns(NONE)
     tables = F.tabulate_families(rows)
@@ -312,17 +324,20 @@ def test_without_a_counter_tables_show_times_and_ratios_use_times():
     assert np.allclose(fi["ratio"], 1 / 0.9) and "added_time_ns" in fi
     text = F.describe_python_over_native(fi, NONE, noop=80.0)
     assert "mean time per call on both sides" in text and "costs 80 ns" in text
-    assert F.plot_python_over_native(fi, NONE).axes[0].get_title() == "pqlab / native runner: mean time per call"
+    assert (F.plot_python_over_native(fi, NONE).axes[0].get_title()
+            == "pqlab / native runner: mean time per call")
 
 
 def test_without_a_counter_no_cycle_figure_and_no_ancestors(recomputed):
     rows = _time_only_rows()
-    assert F.plot_cycles_vs_bytes(rows, "sign", "signature_max_bytes", "signature bytes", NONE["unit"]) is None
+    assert F.plot_cycles_vs_bytes(rows, "sign", "signature_max_bytes", "signature bytes",
+                                  NONE["unit"]) is None
     assert F.missing_figure(NONE, needs_cycles=True) == (
         "it shows cycles, and no cycle counter ran here (PQLAB_COUNTER=none)")
     none = R.compare_ancestors(recomputed, rows, NONE)
     assert len(none) and none["sign_ratio"].isna().all() and none["basis"].notna().all()
-    assert "and no cycle counter ran here (PQLAB_COUNTER=none)" in R.describe_ancestors(R.compare_ancestors(recomputed, rows, NONE), NONE)
+    assert "and no cycle counter ran here (PQLAB_COUNTER=none)" in R.describe_ancestors(
+        R.compare_ancestors(recomputed, rows, NONE), NONE)
 
 
 def test_a_ratio_figure_without_any_ratio_is_not_drawn():
@@ -338,7 +353,8 @@ class _FakeRun:
     def __init__(self, centers):
         self.centers = centers
 
-    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None, column="cycles"):
+    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None,
+                      column="cycles"):
         c = self.centers.get((backend, algorithm, operation))
         rng = np.random.default_rng(len(algorithm) + len(operation) + len(backend or ""))
         if c is None:
@@ -350,7 +366,8 @@ def _in_rounds(values, run_id="r", rounds=8):
     """Samples labelled with a run and rounds (as Run.sample_values gives them): `rounds` rounds, in turn."""
     import pandas as pd
 
-    idx = pd.MultiIndex.from_arrays([[run_id] * len(values), np.arange(len(values)) % rounds], names=["run_id", "round"])
+    idx = pd.MultiIndex.from_arrays([[run_id] * len(values), np.arange(len(values)) % rounds],
+                                    names=["run_id", "round"])
     return pd.Series(np.asarray(values, float), index=idx)
 
 
@@ -358,20 +375,23 @@ def test_every_ratio_gets_an_interval_from_both_sides_samples():
     from types import SimpleNamespace
 
     rows = _rows()
-    opt = {("liboqs", a, o): c for a, (_, ops, _f) in {"ML-DSA-44": (0, {"sign": 2e5, "verify": 9e4}, 0)}.items()
+    opt = {("liboqs", a, o): c
+           for a, (_, ops, _f) in {"ML-DSA-44": (0, {"sign": 2e5, "verify": 9e4}, 0)}.items()
            for o, c in ops.items()}
     study = SimpleNamespace(runs={"default": _FakeRun(opt),
                                   "generic": _FakeRun({k: 4 * v for k, v in opt.items()})},
                             native=_FakeRun({("native", a, o): 0.9 * v for (_, a, o), v in opt.items()}))
-    speedups = F.with_intervals(F.compute_speedups(rows), study, "liboqs portable", "liboqs optimised", "speedup")
+    speedups = F.with_intervals(F.compute_speedups(rows), study, "liboqs portable", "liboqs optimised",
+                                "speedup")
     sign = speedups[(speedups["algorithm"] == "ML-DSA-44") & (speedups["operation"] == "sign")].iloc[0]
-    assert sign["speedup_ci_low"] < 4 < sign["speedup_ci_high"] and sign["speedup_ci_high"] / sign["speedup_ci_low"] < 1.1
+    assert (sign["speedup_ci_low"] < 4 < sign["speedup_ci_high"]
+            and sign["speedup_ci_high"] / sign["speedup_ci_low"] < 1.1)
     keygen = speedups[(speedups["algorithm"] == "ML-DSA-44") & (speedups["operation"] == "keygen")].iloc[0]
     assert np.isnan(keygen["speedup_ci_low"])  # no samples: no interval, never an invented one
     cols = list(speedups.columns)
     assert cols.index("speedup_ci_low") == cols.index("speedup") + 1
-    fidelity = F.with_intervals(F.compute_python_over_native(rows), study, "liboqs optimised", "native optimised",
-                                "ratio")
+    fidelity = F.with_intervals(F.compute_python_over_native(rows), study, "liboqs optimised",
+                                "native optimised", "ratio")
     one = fidelity[(fidelity["algorithm"] == "ML-DSA-44") & (fidelity["operation"] == "verify")].iloc[0]
     assert one["ratio_ci_low"] < 1 / 0.9 < one["ratio_ci_high"]
     fig = F.plot_speedups(speedups, CORE)  # a ratio figure draws the intervals as error bars

@@ -16,7 +16,8 @@ S128, S256 = "SPHINCS+-SHAKE-128s-simple", "SPHINCS+-SHAKE-256s-simple"
 
 def fake_memory(native=(0, 0, 0)) -> pd.DataFrame:
     rows = []
-    for (name, family, heap, stack), nat in zip(((S128, "hash-based", 19201, 10328), ("ML-DSA-44", "lattice", 8329, 50520),
+    for (name, family, heap, stack), nat in zip(((S128, "hash-based", 19201, 10328),
+                                                 ("ML-DSA-44", "lattice", 8329, 50520),
                                                  (S256, "hash-based", 62000, 40000)), native):
         for op, size in (("sign", 32), ("verify", 32), ("sign", 4096)):
             rows.append({"algorithm": name, "backend": "liboqs", "family": family, "operation": op,
@@ -53,7 +54,8 @@ class FakeTimeRun:
         rng = np.random.default_rng(len(algorithm) + len(operation))
         from conftest import in_rounds
 
-        return np.array([]) if center is None else in_rounds(center * 1e6 * (1 + 0.01 * rng.standard_normal(30)))
+        return np.array([]) if center is None else in_rounds(center * 1e6
+                                                             * (1 + 0.01 * rng.standard_normal(30)))
 
 
 def test_size_table_adds_the_signed_message():
@@ -72,15 +74,18 @@ def test_hash_length_comes_from_the_public_key_of_sphincs_and_slh_dsa_only():
 
 def test_gravity_is_compared_with_the_sets_of_its_hash_length_without_a_heap_ratio():
     g = mf.load_gravity()
-    assert (g["public_key_bytes"], g["secret_key_bytes"], g["sign_heap_bytes"], g["hash_bytes"]) == (32, 64, 34304, 32)
+    assert (g["public_key_bytes"], g["secret_key_bytes"], g["sign_heap_bytes"],
+            g["hash_bytes"]) == (32, 64, 34304, 32)
     assert g["signature_bytes"] is None and g["sign_ms"] == pytest.approx(185.4075)
     comparison = mf.compare_gravity(fake_memory(), FakeTimeRun({(S256, "sign"): 600.0}), fake_sizes())
     assert list(comparison["source"]) == ["study (published)", "measured here"]
     ours = comparison.iloc[1]
-    assert ours["algorithm"] == S256 and ours["hash_bytes"] == 32  # not the 128 set, whose keys match by size only
+    # not the 128 set, whose keys match by size only
+    assert ours["algorithm"] == S256 and ours["hash_bytes"] == 32
     assert ours["sign_heap_bytes"] == 62000 and ours["sign_stack_bytes"] == 40000
     assert ours["sign_ms"] == pytest.approx(600, rel=0.01) and ours["sign_samples"] == 30
-    assert ours["study_over_ours_sign_ci_low"] < ours["study_over_ours_sign"] < ours["study_over_ours_sign_ci_high"]
+    assert (ours["study_over_ours_sign_ci_low"] < ours["study_over_ours_sign"]
+            < ours["study_over_ours_sign_ci_high"])
     assert ours["study_over_ours_sign"] == pytest.approx(185.4075 / 600, rel=0.01)
     assert pd.isna(ours["study_over_ours_verify"])  # not timed: no ratio
     assert not any("heap" in c and ("over" in c or "ratio" in c) for c in comparison.columns)
@@ -116,18 +121,22 @@ def test_findings_native_heap_both_ways():
     some = mf.describe_findings(fake_memory(native=(0, 832, 0)))
     assert "liboqs sign: none in 2 of 3 sets, 832 B in ML-DSA-44 (f)" in some
     every = mf.describe_findings(fake_memory(native=(224, 832, 224)))
-    assert "liboqs sign: 224 B to 832 B in SPHINCS+-SHAKE-128s-simple, ML-DSA-44, SPHINCS+-SHAKE-256s-simple (f)" in every
+    assert ("liboqs sign: 224 B to 832 B in SPHINCS+-SHAKE-128s-simple, ML-DSA-44, "
+            "SPHINCS+-SHAKE-256s-simple (f)" in every)
     assert "allocates nothing" not in some  # the old typed mechanism is gone
     stripped = fake_memory(native=(0, 832, 0)).replace({"liboqs.so: f 832": "pqcrypto.abi3.so: ??? 832"})
-    assert "832 B in ML-DSA-44 (unnamed code in pqcrypto.abi3.so)" in mf.describe_findings(stripped)  # not "(???)"
+    # not "(???)"
+    assert "832 B in ML-DSA-44 (unnamed code in pqcrypto.abi3.so)" in mf.describe_findings(stripped)
 
 
 def test_findings_signature_fit_both_ways():
     mem = fake_memory()
     sig = fake_sizes().set_index("algorithm")["signature_bytes"]
-    on_line = mem.assign(heap_bytes=[1000 + 2 * sig[a] + (m - 32) for a, m in zip(mem["algorithm"], mem["message_bytes"])])
+    on_line = mem.assign(heap_bytes=[1000 + 2 * sig[a] + (m - 32)
+                                     for a, m in zip(mem["algorithm"], mem["message_bytes"])])
     text = mf.describe_findings(on_line, fake_sizes())
-    assert "For the 3 liboqs sets, the heap signing adds follows the signature length: 1,000 B plus 2.00 times" in text
+    assert ("For the 3 liboqs sets, the heap signing adds follows the signature length: "
+            "1,000 B plus 2.00 times" in text)
     assert "about 2 copies of the signature" in text
     mem.loc[mem["algorithm"] == "ML-DSA-44", "heap_bytes"] = 30000  # far off any line through the others
     off = mf.describe_findings(mem, fake_sizes())
@@ -136,14 +145,15 @@ def test_findings_signature_fit_both_ways():
 
 def test_findings_first_call_both_ways_and_the_hypothesis_only_for_openssl():
     mem = fake_memory()
-    assert "adds less than twice the heap of a later call everywhere (at most 1,520 B more)" in mf.describe_findings(mem)
+    assert ("adds less than twice the heap of a later call everywhere (at most 1,520 B more)"
+            in mf.describe_findings(mem))
     ed = pd.DataFrame([{"algorithm": "Ed25519", "backend": "cryptography", "family": "elliptic-curve",
                         "operation": "sign", "message_bytes": 32, "heap_bytes": 1096, "stack_bytes": 4488,
                         "heap_first_call_bytes": 70860,
                         "heap_first_call_native_callers": "_rust.abi3.so: CRYPTO_malloc 70684"}])
     text = mf.describe_findings(pd.concat([mem, ed], ignore_index=True))
-    assert ("at least twice the heap of a later call for Ed25519 sign, 70,860 B against 1,096 B (allocated by "
-            "_rust.abi3.so: CRYPTO_malloc 70684)") in text
+    assert ("at least twice the heap of a later call for Ed25519 sign, 70,860 B against 1,096 B "
+            "(allocated by _rust.abi3.so: CRYPTO_malloc 70684)") in text
     assert "*Hypothesis, not measured here:* OpenSSL fetches" in text
     liboqs_only = mem.assign(heap_first_call_bytes=mem["heap_bytes"] * 3)
     assert "Hypothesis" not in mf.describe_findings(liboqs_only)
@@ -161,8 +171,8 @@ def test_findings_message_sizes_both_ways():
 
 def fake_run(n_cached: int, fresh=False, meta=True):
     m = pd.DataFrame({"algorithm": ["Falcon-512", "ML-DSA-44", "ML-DSA-44"],
-                      "flags": [flags.make("from-cache", "key abcdef0123456789, measured in run R1")] * n_cached
-                      + [""] * (3 - n_cached)})
+                      "flags": [flags.make("from-cache", "key abcdef0123456789, measured in run R1")]
+                      * n_cached + [""] * (3 - n_cached)})
     info = {"root": "/c", "fresh": fresh, "stored": 3 - n_cached, "measured": 7, "method_version": 2,
             "valgrind": "valgrind-3.19.0", "python": ["CPython 3.11.7"],
             "files": {"/x/liboqs.so": "a" * 64, "/x/mod.py": "b" * 64}}
@@ -174,12 +184,15 @@ def test_describe_cache_every_case():
     assert "**Measured afresh**" in mf.describe_cache(fake_run(0, fresh=True))
     assert "None of the 3 memory rows came from the cache" in mf.describe_cache(fake_run(0))
     text = mf.describe_cache(fake_run(2))
-    assert "**2 of the 3 memory rows came from the cache** (`/c`), measured in run R1; 7 worker runs" in text
-    assert "method version (2), valgrind-3.19.0, CPython 3.11.7" in text and "liboqs.so `aaaaaaaaaaaa`" in text
+    assert ("**2 of the 3 memory rows came from the cache** (`/c`), measured in run R1; 7 worker runs"
+            in text)
+    assert ("method version (2), valgrind-3.19.0, CPython 3.11.7" in text
+            and "liboqs.so `aaaaaaaaaaaa`" in text)
     assert "mod.py" not in text  # source files are counted, shared objects named
     assert "each of the 2 files" in text and "Times are never cached" in text
     run = fake_run(2)  # a row whose heap and stack came from worker runs of two runs names each run once
-    run.measurements.loc[1, "flags"] = flags.make("from-cache", "key 0123456789abcdef, measured in run R1, R2")
+    run.measurements.loc[1, "flags"] = flags.make("from-cache",
+                                                  "key 0123456789abcdef, measured in run R1, R2")
     assert "measured in runs R1, R2; 7 worker runs" in mf.describe_cache(run)
 
 
@@ -208,13 +221,15 @@ def test_closing_note_and_numbers_come_from_the_data():
 def test_describe_time_sizes_names_the_sizes_not_timed():
     timed = SimpleNamespace(meta={"params": {"message_bytes": [32, 4096]}})
     text = mf.describe_time_sizes(timed, [32, 256, 1024, 4096])
-    assert "at 32-byte and 4096-byte messages only" in text and "at 256, 1024 bytes the tables' `time_us` is empty" in text
+    assert ("at 32-byte and 4096-byte messages only" in text
+            and "at 256, 1024 bytes the tables' `time_us` is empty" in text)
     assert mf.describe_time_sizes(timed, [4096, 32]) == ""  # every size timed: nothing to say
 
 
 def test_findings_escape_the_function_names_valgrind_reports():
-    # a Rust symbol as massif names it: unescaped, Markdown renders <pyo3::...> as a link (the report's browser
-    # check found it in notebook 03)
-    rust = fake_memory(native=(0, 832, 0)).replace({"liboqs.so: f 832": "pqcrypto.abi3.so: <pyo3::buffer::Buf>::get 832"})
+    # a Rust symbol as massif names it: unescaped, Markdown renders <pyo3::...> as a link (the report's
+    # browser check found it in notebook 03)
+    rust = fake_memory(native=(0, 832, 0)).replace({"liboqs.so: f 832":
+                                                    "pqcrypto.abi3.so: <pyo3::buffer::Buf>::get 832"})
     text = mf.describe_findings(rust)
     assert "<pyo3::buffer::Buf>" not in text and "pyo3::buffer::Buf" in text

@@ -1,6 +1,6 @@
-"""A researcher's own question in a notebook (issue 29): a ratio that knows what it compares, a bench that says
-which backend it picked, arguments that refuse what they do not know, units instead of multipliers, and a run,
-a figure and an export that display as a reader expects."""
+"""A researcher's own question in a notebook (issue 29): a ratio that knows what it compares, a bench that
+says which backend it picked, arguments that refuse what they do not know, units instead of multipliers, and a
+run, a figure and an export that display as a reader expects."""
 from __future__ import annotations
 
 import re
@@ -36,14 +36,15 @@ def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operati
     measurements, samples = [], []
     for algorithm, backend, implementation, loops, ns, build in sides:
         measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
-                             "operation": operation, "message_bytes": message_bytes, "loops": loops, "verified": True,
-                             "implementation": implementation, "library_version": implementation.split()[1],
-                             "time_ns_median": ns, "samples": rounds * 4})
+                             "operation": operation, "message_bytes": message_bytes, "loops": loops,
+                             "verified": True, "implementation": implementation,
+                             "library_version": implementation.split()[1], "time_ns_median": ns,
+                             "samples": rounds * 4})
         for r in range(rounds):
             for i in range(4):
                 samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
-                                "operation": operation, "message_bytes": message_bytes, "round": r, "sample": i,
-                                "loops": loops,
+                                "operation": operation, "message_bytes": message_bytes, "round": r,
+                                "sample": i, "loops": loops,
                                 "time_ns": ns * shared[r] * (1 + 0.01 * i)})
     return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
 
@@ -93,7 +94,8 @@ def test_a_ratio_refuses_unknown_names_operations_and_backends_with_close_matche
 
 def test_different_builds_of_one_library_are_flagged_as_another_release():
     run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
-                         ("ML-DSA-65", "liboqs", "liboqs 0.13.0 (generic build)", 1, 60_000.0, "liboqs-0.13.0+generic")])
+                         ("ML-DSA-65", "liboqs", "liboqs 0.13.0 (generic build)", 1, 60_000.0,
+                          "liboqs-0.13.0+generic")])
     with pytest.warns(PqlabWarning, match="different releases or builds"):
         r = run.ratio("ML-DSA-65", "ML-KEM-768", operation="sign")
     assert r.flags == ("cross-release",)
@@ -112,8 +114,9 @@ def test_samples_of_different_loop_counts_are_compared_by_their_medians_and_flag
 
 
 def stalled_run(rounds=18, stalls=3):
-    """ML-DSA-65 sign (18 µs calls, batches of 4) against ECDSA-P384 sign (27 µs single calls), each round a few
-    samples, with 0.4-1.1 ms stalls among `stalls` samples of every round on the ECDSA side (issue #41)."""
+    """ML-DSA-65 sign (18 µs calls, batches of 4) against ECDSA-P384 sign (27 µs single calls), each round a
+    few samples, with 0.4-1.1 ms stalls among `stalls` samples of every round on the ECDSA side
+    (issue #41)."""
     rng = np.random.default_rng(7)
     run_id = "20261129T000000Z-stall-abc123"
     measurements, samples = [], []
@@ -146,7 +149,8 @@ def test_a_ratio_over_rounds_with_stalls_agrees_with_the_medians_beside_it():
 
 
 def test_few_rounds_give_no_interval_and_say_so():
-    r = synthetic_run([("A", "cryptography", OPENSSL, 1, 10.0, ""), ("B", "cryptography", OPENSSL, 1, 20.0, "")],
+    r = synthetic_run([("A", "cryptography", OPENSSL, 1, 10.0, ""),
+                       ("B", "cryptography", OPENSSL, 1, 20.0, "")],
                       rounds=2).ratio("A", "B", operation="sign")
     assert "no-interval" in r.flags and "no interval" in str(r) and "[" not in r.text
 
@@ -163,8 +167,10 @@ def test_bench_says_once_which_backend_a_name_runs_on_and_why(monkeypatch):
     if len(algorithms.backends_of("ML-DSA-65")) < 2:
         pytest.skip("ML-DSA-65 has one backend here")
     monkeypatch.setattr(algorithms, "_ANNOUNCED", set())
-    with pytest.warns(PqlabWarning, match=r"ML-DSA-65 runs on liboqs, the first of pqlab's backend order") as seen:
-        said = algorithms.announce_defaults(["ML-DSA-65", "ML-DSA-65@cryptography", ("Ed25519", "cryptography")])
+    with pytest.warns(PqlabWarning,
+                      match=r"ML-DSA-65 runs on liboqs, the first of pqlab's backend order") as seen:
+        said = algorithms.announce_defaults(["ML-DSA-65", "ML-DSA-65@cryptography",
+                                             ("Ed25519", "cryptography")])
     assert len(said) == 1 and len([w for w in seen if "ML-DSA-65 runs on" in str(w.message)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -184,8 +190,10 @@ def test_bench_announces_after_refusing_bad_input(monkeypatch):
 @pytest.mark.parametrize("call, match", [
     (lambda: pqlab.names(kind="signature"), "unknown kind 'signature'; close matches: sig"),
     (lambda: pqlab.names(backend="openssl"), "unknown backend 'openssl'"),
-    (lambda: stats.round_interval(np.ones(5), stat="medain"), "unknown stat 'medain'; close matches: median"),
-    (lambda: algorithms.implementations(["ML-DSA-44"], ["liboq"]), "unknown backend 'liboq'; close matches: liboqs"),
+    (lambda: stats.round_interval(np.ones(5), stat="medain"),
+     "unknown stat 'medain'; close matches: median"),
+    (lambda: algorithms.implementations(["ML-DSA-44"], ["liboq"]),
+     "unknown backend 'liboq'; close matches: liboqs"),
     (lambda: export.save_figure(lambda w: None, "own", "x", runs=[], formats=("pdf", "jpg")),
      "unknown figure format 'jpg'"),
 ])
@@ -200,18 +208,20 @@ def test_kinds_are_listed_and_each_has_names():
 
 
 def test_bars_take_a_unit_not_a_multiplier():
-    df = pd.DataFrame({"algorithm": ["A", "B"], "operation": ["sign", "sign"], "time_ns_median": [2_000.0, 5_000.0],
-                       "time_ns_q1": [1_900.0, 4_900.0], "time_ns_q3": [2_100.0, 5_100.0]})
+    df = pd.DataFrame({"algorithm": ["A", "B"], "operation": ["sign", "sign"],
+                       "time_ns_median": [2_000.0, 5_000.0], "time_ns_q1": [1_900.0, 4_900.0],
+                       "time_ns_q3": [2_100.0, 5_100.0]})
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median",
                                 low="time_ns_q1", high="time_ns_q3", unit="µs", log=False)
     heights = sorted(p.get_height() for p in fig.axes[0].patches)
     assert heights == pytest.approx([2.0, 5.0]) and "(µs)" in fig.axes[0].get_ylabel()
     plt.close(fig)
-    with pytest.raises(UnknownName, match="unknown unit of time column 'time_ns_median' 'us'; close matches: .*µs"):
+    with pytest.raises(UnknownName,
+                       match="unknown unit of time column 'time_ns_median' 'us'; close matches: .*µs"):
         plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median", unit="us")
     with pytest.raises(BadInput, match="does not say its unit in its name"):
-        plotting.grouped_bars(df.rename(columns={"time_ns_median": "t"}), category="algorithm", group="operation",
-                              value="t", unit="µs")
+        plotting.grouped_bars(df.rename(columns={"time_ns_median": "t"}), category="algorithm",
+                              group="operation", value="t", unit="µs")
     with pytest.raises(TypeError, match="scale"):
         plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median", scale=1e3)
 
@@ -263,7 +273,8 @@ def test_suggested_commands_work_from_a_kernel_whatever_its_path(monkeypatch, ve
 
 
 def test_an_unknown_algorithm_suggests_the_python_call_and_a_working_command():
-    with pytest.raises(UnknownName, match=r"pqlab.names\(\) lists every registered name \(shell: .*-m pqlab list\)"):
+    with pytest.raises(UnknownName,
+                       match=r"pqlab.names\(\) lists every registered name \(shell: .*-m pqlab list\)"):
         pqlab.get("ML-DSA-6")
 
 
@@ -280,21 +291,24 @@ def test_a_table_column_names_the_unit_its_values_are_stored_in():
 def test_an_empty_table_says_so_and_files_in_unrelated_folders_are_each_named():
     from pqlab.core import formatting
 
-    assert formatting.table(pd.DataFrame({"a_bytes": []}), ["a_bytes"]).to_string() == "(no rows; columns: A [B])"
+    assert (formatting.table(pd.DataFrame({"a_bytes": []}), ["a_bytes"]).to_string()
+            == "(no rows; columns: A [B])")
     text = export.written(["/tmp/pqlab-a/x.csv", "/var/tmp/pqlab-b/y.csv"])
     assert text == "2 files written: /tmp/pqlab-a/ (1), /var/tmp/pqlab-b/ (1)" and "//" not in text
 
 
 @pytest.mark.parametrize("name, release, says", [
     ("SPHINCS+-SHA2-128f-simple", "0.16.0", "is not in liboqs 0.16.0; there: SLH-DSA-SHA2-128f"),
-    ("HQC-128", "0.16.0", "HQC-2023-128 is not in liboqs 0.16.0; there: HQC-2025-1 as HQC-1 (related, not the same"),
+    ("HQC-128", "0.16.0",
+     "HQC-2023-128 is not in liboqs 0.16.0; there: HQC-2025-1 as HQC-1 (related, not the same"),
     ("Dilithium2", "0.15.0", "is not in liboqs 0.15.0"),
 ])
 def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch, name, release, says):
     """A machine whose liboqs is newer than the name a notebook asks for (issue 30): the error says what that
     release has instead, not only close matches."""
     monkeypatch.setattr(algorithms, "_loaded_release", lambda: release)
-    monkeypatch.setattr(algorithms, "_REGISTRY", {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
+    monkeypatch.setattr(algorithms, "_REGISTRY",
+                        {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
     with pytest.raises(UnknownName, match=re.escape(says)):
         algorithms.get(name)
 
@@ -302,6 +316,7 @@ def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch,
 def test_a_ratio_of_operations_without_a_message_works():
     """keygen, encaps, decaps have no message size (a missing value in the results): a ratio of them works."""
     run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0"),
-                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "liboqs-0.13.0")], operation="keygen", message_bytes=None)
+                         ("X25519", "liboqs", LIBOQS, 1, 40_000.0, "liboqs-0.13.0")], operation="keygen",
+                        message_bytes=None)
     r = run.ratio("ML-KEM-768", "X25519", operation="keygen")
     assert r.value == pytest.approx(0.5, rel=0.01) and r.rounds == 6

@@ -1,4 +1,5 @@
-"""Tests of pqlab.studies.energy_pi4 (notebook 05's analysis) and the Ascon-128a backend; fast, no hardware."""
+"""Tests of pqlab.studies.energy_pi4 (notebook 05's analysis) and the Ascon-128a
+backend; fast, no hardware."""
 from __future__ import annotations
 
 import os
@@ -15,8 +16,7 @@ from pqlab.measure import stats
 from pqlab.runners import energy
 from pqlab.runners.energy import RAPL, ModelledPower, NoPowerSource, PowerSource, Trace, read_trace
 from pqlab.studies import energy_pi4 as power
-from pqlab.studies import energy_pi4_figures as figures
-from pqlab.studies import energy_pi4_published as published
+from pqlab.studies.energy_pi4 import figures, published
 
 # ----- Ascon-128a -----------------------------------------------------------------------------
 
@@ -73,7 +73,8 @@ def test_ascon_round_trip_and_tamper_rejection():
 
 def row(algorithm, kind, family, level, operation, ms, size=None, backend="liboqs"):
     return {"algorithm": algorithm, "backend": backend, "kind": kind, "family": family, "nist_level": level,
-            "operation": operation, "message_bytes": size, "time_ms": ms, "q1_ms": ms * 0.9, "q3_ms": ms * 1.1}
+            "operation": operation, "message_bytes": size, "time_ms": ms, "q1_ms": ms * 0.9,
+            "q3_ms": ms * 1.1}
 
 
 def make_times(kem_fast=0.01, kem_slow=1.0) -> pd.DataFrame:
@@ -90,7 +91,8 @@ def make_times(kem_fast=0.01, kem_slow=1.0) -> pd.DataFrame:
                  row("Ed25519", "sig", "elliptic-curve", None, op, 0.02, backend="cryptography")]
     for size in (64, 1 << 20):
         for op in ("encrypt", "decrypt"):
-            rows += [row("AES-256-GCM", "cipher", "symmetric", 5, op, 0.001 * size / 64, size, "cryptography"),
+            rows += [row("AES-256-GCM", "cipher", "symmetric", 5, op, 0.001 * size / 64, size,
+                         "cryptography"),
                      row("Ascon-128a", "cipher", "symmetric", 1, op, 0.2 * size / 64, size, "ascon")]
     df = pd.DataFrame(rows)
     df["nist_level"] = df["nist_level"].astype("Int64")
@@ -127,7 +129,8 @@ def test_recommendations_energy_and_security_sections(study):
     # the study's cheapest KEM use is ML-KEM-512 (959 + 991 + 833 uJ), dearest McEliece-8192128 keygen
     assert "ML-KEM-512, 2.78 mJ" in energy and "avoid Classic-McEliece-8192128" in energy
     assert "as much (published numbers, no interval)" in energy  # a factor only between two printed numbers
-    assert "×" not in text.split("### Energy-constrained")[0]  # our times: values, never a factor without interval
+    # our times: values, never a factor without interval
+    assert "×" not in text.split("### Energy-constrained")[0]
     assert "×" not in security_of(text)
     assert "**AEAD:** no energy" in energy  # neither published nor measured: said so
     security = text.split("### Maximum security")[1]
@@ -156,9 +159,11 @@ def fake_run(times: pd.DataFrame, cpu_specific=None, avx2=True, dist=True):
     """A Run holding `times` as samples (median = time_ms) and a liboqs build record."""
     from pqlab.store.results import Run
 
-    samples = pd.DataFrame([{"run_id": "r1", "algorithm": r.algorithm, "backend": r.backend, "operation": r.operation,
-                             "message_bytes": r.message_bytes, "round": k, "time_ns": r.time_ms * 1e6 * f}
-                            for r in times.itertuples() for k, f in enumerate(SPREAD)])  # one sample per round
+    # one sample per round
+    samples = pd.DataFrame([{"run_id": "r1", "algorithm": r.algorithm, "backend": r.backend,
+                             "operation": r.operation, "message_bytes": r.message_bytes, "round": k,
+                             "time_ns": r.time_ms * 1e6 * f}
+                            for r in times.itertuples() for k, f in enumerate(SPREAD)])
     liboqs = {"liboqs_version": "9.9.9", "options": "default" if dist else "generic",
               "build_config": {"OQS_DIST_BUILD": "1"} if dist else {"OQS_OPT_TARGET": "generic"},
               "cpu_specific": cpu_specific}
@@ -168,7 +173,8 @@ def fake_run(times: pd.DataFrame, cpu_specific=None, avx2=True, dist=True):
 
 def test_cross_platform_ratio_math(study):
     t = make_times()
-    t = pd.concat([t, pd.DataFrame([row("ML-KEM-768", "kem", "lattice", 3, "keygen", 99.0, backend="cryptography")])])
+    t = pd.concat([t, pd.DataFrame([row("ML-KEM-768", "kem", "lattice", 3, "keygen", 99.0,
+                                        backend="cryptography")])])
     runs = [fake_run(t, {"ml_kem_768": ["x86_64"]})]
     ratios = power.cross_platform(t, study, runs)
     r = ratios.set_index(["algorithm", "operation"])
@@ -176,11 +182,15 @@ def test_cross_platform_ratio_math(study):
     keygen = r.loc[("ML-KEM-768", "keygen")]
     ours = 0.01 * np.median(SPREAD)  # the estimate over rounds: the median of the rounds' medians
     assert keygen["pi_over_here"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / ours)
-    assert keygen["backend"] == "liboqs" and keygen["here_samples"] == 5  # liboqs preferred over other backends
-    # the interval comes from our five rounds only: the t-interval of their log times (a median's error), inverted
+    # liboqs preferred over other backends
+    assert keygen["backend"] == "liboqs" and keygen["here_samples"] == 5
+    # the interval comes from our five rounds only: the t-interval of their log
+    # times (a median's error), inverted
     half = stats.t_quantile(4) * stats.log_center_se(SPREAD)[1]
-    assert keygen["pi_over_here_ci_low"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / (ours * np.exp(half)))
-    assert keygen["pi_over_here_ci_high"] == pytest.approx(pub[("ML-KEM-768", "keygen")] / (ours * np.exp(-half)))
+    assert keygen["pi_over_here_ci_low"] == pytest.approx(pub[("ML-KEM-768", "keygen")]
+                                                          / (ours * np.exp(half)))
+    assert keygen["pi_over_here_ci_high"] == pytest.approx(pub[("ML-KEM-768", "keygen")]
+                                                           / (ours * np.exp(-half)))
     assert keygen["code_here"] == "x86_64" and r.loc[("HQC-128", "decaps"), "code_here"] == "portable C"
     assert r.loc[("HQC-128", "decaps"), "pi_over_here"] == pytest.approx(75.095 / np.median(SPREAD))
     assert not any(a in r.index.get_level_values(0) for a in ("X25519", "Ed25519", "AES-256-GCM"))
@@ -196,7 +206,8 @@ def test_cross_platform_ratio_math(study):
     one.samples = pd.DataFrame([{"algorithm": "HQC-128", "backend": "liboqs", "operation": "decaps",
                                  "message_bytes": None, "time_ns": 1e6}])
     single = power.cross_platform(t[t["algorithm"] == "HQC-128"], study, [one]).set_index("operation")
-    assert np.isnan(single.loc["decaps", "pi_over_here_ci_low"]) and single.loc["decaps", "code_here"] == "not recorded"
+    assert (np.isnan(single.loc["decaps", "pi_over_here_ci_low"])
+            and single.loc["decaps", "code_here"] == "not recorded")
     single_text = power.cross_platform_markdown(single.reset_index())
     assert "CPU-specific" not in single_text and "Spearman" not in single_text  # our three times are equal
 
@@ -215,7 +226,8 @@ def test_build_here_is_read_from_the_run(study):
     assert "not recorded" in power.describe_build_here([fake_run(t, None)], setup)
     detected = fake_run(t, {"ml_kem_768": ["x86_64"]})
     detected.meta["liboqs"]["cpu_extensions"] = ["AVX2", "BMI2", "POPCNT"]
-    assert "on this CPU (Test CPU) liboqs detects AVX2, BMI2, POPCNT." in power.describe_build_here([detected], setup)
+    assert ("on this CPU (Test CPU) liboqs detects AVX2, BMI2, POPCNT."
+            in power.describe_build_here([detected], setup))
     detected.meta["liboqs"]["cpu_extensions"] = []
     assert "liboqs detects no extension it dispatches on" in power.describe_build_here([detected], setup)
     assert power.describe_build_here([], setup).startswith("No run here loaded liboqs.")
@@ -282,7 +294,7 @@ def test_explicit_ina219_without_a_bus_fails_loudly(monkeypatch):
     def no_bus(bus):
         raise energy.PowerSourceError(f"cannot open /dev/i2c-{bus}")
 
-    monkeypatch.setattr(energy, "_open_smbus", no_bus)
+    monkeypatch.setattr("pqlab.runners.power_sources._open_smbus", no_bus)
     with pytest.raises(energy.PowerSourceError, match="i2c-1"):
         energy.select_power_source("ina219", i2c_address="0x40")
 
@@ -315,7 +327,8 @@ def test_time_power_check_both_branches():
     exact, printed = _printed([("A", "2.000", "3.000", "6000.00"), ("B", "0.500", "4.000", "2000.00")])
     c = published.time_power_check(exact, printed)
     assert not c["beyond_rounding"].any()
-    assert published.describe_time_power(c).startswith("In all 2 rows the published energy equals time × power within")
+    assert published.describe_time_power(c).startswith(
+        "In all 2 rows the published energy equals time × power within")
     assert "Hypothesis" not in published.describe_time_power(c)
     # the last printed digit sets the bound: 1.990 ms differs from 2.000 ms beyond a 0.0005 ms rounding
     off, printed = _printed([("A", "2.000", "3.000", "5970.00")])
@@ -364,7 +377,8 @@ def test_replay_reproduces_time_times_power(study, tmp_path):
     table, traces = published.replay_reference(study, [2.7, 2.0, 3.2], folder=tmp_path)
     assert list(traces["idle_w"]) == [2.0, 3.2] and set(traces["source"]) == {"replay:reconstructed"}
     check = published.replay_check(table)
-    assert check["holds"].all() and set(check["rows"]) == {51} and set(check["assumed idle"]) == {"2 W, 3.2 W"}
+    assert (check["holds"].all() and set(check["rows"]) == {51}
+            and set(check["assumed idle"]) == {"2 W, 3.2 W"})
     low = table[table["idle_w"] == 2.0]
     assert low["replay_gross_uj"].to_numpy() == pytest.approx(
         (study["time_ms"] * study["power_w"] * 1e3).to_numpy(), rel=1e-9)
@@ -419,8 +433,8 @@ def test_energy_is_recorded_as_a_run(tmp_path):
     from pqlab.store.results import load_run
 
     plan = [{"algorithm": "Ed25519", "backend": "cryptography", "operation": "verify", "message_bytes": 100}]
-    run = energy_run(plan, ConstantSource(2.0), repeats=2, idle_s=0.002, study="t05", folder=tmp_path / "results",
-                     trace_dir=tmp_path / "traces", progress=False)
+    run = energy_run(plan, ConstantSource(2.0), repeats=2, idle_s=0.002, study="t05",
+                     folder=tmp_path / "results", trace_dir=tmp_path / "traces", progress=False)
     back = load_run(tmp_path / "results" / run.run_id)
     assert back.meta["status"] == "complete" and back.meta["raw_traces"] == str(tmp_path / "traces")
     row = back.measurements.iloc[0]
@@ -432,13 +446,14 @@ def test_energy_is_recorded_as_a_run(tmp_path):
 def test_live_energy_rows_and_traces(tmp_path):
     t = pd.DataFrame([row("Ed25519", "sig", "elliptic-curve", None, "sign", 0.02, 100, "cryptography")])
     t["message_bytes"] = t["message_bytes"].astype("Int64")
-    runs = power.live_energy_runs(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path, progress=False,
-                                  save=False)
+    runs = power.live_energy_runs(t, ConstantSource(3.0), repeats=2, idle_s=0.005, trace_dir=tmp_path,
+                                  progress=False, save=False)
     live = power.live_rows(runs)
     vi = power.vi_samples(tmp_path)
     assert len(vi) > 0 and (vi["voltage_v"] == 5.0).all() and set(vi["source"]) == {"fake"}
     r = live.iloc[0]
-    assert r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1 and r["run_id"] == runs[0].run_id
+    assert (r["energy_source"] == "fake" and r["windows"] == 2 and r["loops"] >= 1
+            and r["run_id"] == runs[0].run_id)
     assert r["power_w"] == pytest.approx(3.0) and r["baseline_w"] == pytest.approx(3.0)
     assert abs(r["energy_uj"]) < 1e-6 * r["gross_energy_uj"]  # constant power: nothing above idle
     assert r["gross_energy_uj"] == pytest.approx(3.0 * r["window_time_ms"] * 1e3, rel=1e-6)
@@ -447,7 +462,8 @@ def test_live_energy_rows_and_traces(tmp_path):
     long = power.energy_long(t, live)
     assert set(long["basis"]) == {"measured (net)", "measured (gross)"}
     text = power.describe_energy_here(long, ConstantSource(3.0), runs)
-    assert "**measured (net)** (1 operations)" in text and f"run {markdown(runs[0].run_id)}" in text  # a run id is data: escaped Markdown
+    # a run id is data: escaped Markdown
+    assert "**measured (net)** (1 operations)" in text and f"run {markdown(runs[0].run_id)}" in text
     table = text.split("\n\n")[1]  # the energies themselves, one column per basis
     assert table.startswith("|") and "measured (gross)" in table and "Ed25519" in table
     assert power.energy_here_table(long).shape == (1, 2)
@@ -458,7 +474,8 @@ def test_live_energy_rows_and_traces(tmp_path):
     none = NoPowerSource("none here")
     assert power.live_energy_runs(t, none) == [] and power.live_rows([]) is None
     empty = power.energy_long(t, None, None)
-    assert power.describe_energy_here(empty, none, []).startswith("**No energy was measured here**: none here")
+    assert power.describe_energy_here(empty, none, []).startswith(
+        "**No energy was measured here**: none here")
     assert power.energy_here_table(empty).empty and power.our_rankings(empty) == []
     assert power.vi_samples(tmp_path / "no-such-run") is None
 
@@ -489,12 +506,16 @@ def test_figures_build_from_synthetic_data(study):
     bases = pd.concat([published.reference_long(study), published.replay_long(table),
                        power.energy_long(t, None, ModelledPower(3.5))])
     samples = pd.DataFrame({"voltage_v": [5.07, 5.06], "current_a": [0.7, 0.72], "source": "ina219"})
-    figs = [figures.plot_times(t, "kem"), figures.plot_times(t, "sig"), figures.plot_reference_power(study, setup),
+    figs = [figures.plot_times(t, "kem"), figures.plot_times(t, "sig"),
+            figures.plot_reference_power(study, setup),
             figures.plot_energy_bases(bases, "kem"), figures.plot_aead_scaling(t),
             figures.plot_ranking(power.efficiency_ranking(bases), "ranking"),
-            figures.plot_time_energy(published.reference_long(study), "t/e"), figures.plot_nist_levels(t, study),
-            figures.plot_voltage_current(setup, study), figures.plot_voltage_current(setup, study, samples),
-            figures.plot_heatmap(power.heatmap_matrix(t, study, bases[bases["basis"].map(power.is_modelled)])),
+            figures.plot_time_energy(published.reference_long(study), "t/e"),
+            figures.plot_nist_levels(t, study),
+            figures.plot_voltage_current(setup, study),
+            figures.plot_voltage_current(setup, study, samples),
+            figures.plot_heatmap(power.heatmap_matrix(t, study,
+                                                      bases[bases["basis"].map(power.is_modelled)])),
             figures.plot_cross_platform(power.cross_platform(t, study, [fake_run(t)])),
             figures.plot_idle_sensitivity(published.idle_sensitivity(study, [2.0, 3.2]))]
     assert "no samples exist" in figs[8].axes[0].get_title()
@@ -526,7 +547,8 @@ def test_describe_study_from_the_transcription(study):
     assert "0.1 Ω shunt" in text and "50 ms warm-up" in text and "liboqs 'unknown'" in text
     assert "RSA" not in text
     fewer = published.describe_study(study[study["kind"] == "kem"], setup)
-    assert "9 KEMs and 0 signatures (tables of 27 rows" in fewer and "11 AEADs" in fewer  # counts follow the data
+    # counts follow the data
+    assert "9 KEMs and 0 signatures (tables of 27 rows" in fewer and "11 AEADs" in fewer
 
 
 def test_describe_measured_names_backends_and_classical_settings(study):
@@ -590,7 +612,8 @@ def test_numbers_are_the_quoted_ones(study):
     assert n["idle_majority_rows_at_low"] == 37 and n["idle_majority_rows_at_high"] == 51
     assert n["pi_over_here_median"] == pytest.approx(ratios["pi_over_here"].median())
     assert n["harness_overhead_ns"] == 60.0
-    for key, value in n.items():  # LaTeX macro names: letters and underscores only; numbers only, but the caveat
+    # LaTeX macro names: letters and underscores only; numbers only, but the caveat
+    for key, value in n.items():
         assert re.fullmatch(r"[a-z_]+", key), key
         assert isinstance(value, (int, float)) or key.endswith("_caveat") and isinstance(value, str), key
     text = published.describe_time_power(published.time_power_check(study))

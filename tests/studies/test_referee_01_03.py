@@ -44,9 +44,11 @@ def values():
 # ----- finding 1: notebook 02 c0 "one time per size" -----
 def test_02_says_the_study_gives_no_repetition_count_and_infers_one_from_its_table():
     intro = markdown_cells("02_message_scaling")[0]
-    assert not re.search(r"\bone (?:time|measurement|run|timing) per\b", intro)  # a single run was never stated
+    # a single run was never stated
+    assert not re.search(r"\bone (?:time|measurement|run|timing) per\b", intro)
     f = scaling.study_findings()
-    assert f["runs_inferred"] == 3 and f["runs_inferred_cells"] >= 0.9 * f["runs_cells"]  # RSA, ECDSA times x 3
+    # RSA, ECDSA times x 3
+    assert f["runs_inferred"] == 3 and f["runs_inferred_cells"] >= 0.9 * f["runs_cells"]
     native = pd.DataFrame({"time_ns_median": [1e6], "flags": [""]})
     text = scaling.caveats(native, scaling.load_study(), None)
     assert "no repetition count" in text and "means of 3 runs" in text and "inference" in text
@@ -68,15 +70,19 @@ def test_ratio_spread_between_our_systems_is_generated_from_the_data(values):
     steady_only = ratios[ratios["kind"] != S.COLD]
     calm = S.describe_ratio_spread(steady_only, carries=1e6)
     assert "does not carry" not in calm and "agrees between our systems within" in calm
-    assert S.describe_ratio_spread(ratios[ratios["kind"] == S.STUDY]).startswith("No ratio was measured by two")
+    assert S.describe_ratio_spread(ratios[ratios["kind"] == S.STUDY]).startswith(
+        "No ratio was measured by two")
 
 
-# ----- finding 3: notebook 01 c0/c6 "the mean of a handful of cold calls", "what the study's mean measures" -----
+# ----- finding 3: notebook 01 c0/c6 "the mean of a handful of cold calls",
+# "what the study's mean measures" -----
 def test_01_says_only_what_the_study_says_of_its_runs(values):
     cells = markdown_cells("01_aes_rsa_sphincs")
-    assert not any(re.search(r"handful|what the study's mean measures|as the study computed", c) for c in cells)
+    assert not any(re.search(r"handful|what the study's mean measures|as the study computed", c)
+                   for c in cells)
     reproduces = cells[0].split("**What we do differently.**")[0]
-    assert "cold" not in reproduces and "first call" not in reproduces  # the study never says its runs were cold
+    # the study never says its runs were cold
+    assert "cold" not in reproduces and "first call" not in reproduces
     runs = int(load_reference(S.TOPIC)["runs"].iloc[0])
     method = S.describe_study_method()
     assert f"averaged over {runs} runs" in method and "does not say" in method
@@ -90,7 +96,8 @@ def test_01_exported_ratio_table_shows_the_intervals_its_caption_promises(values
     pairs = S.ratio_pairs(ratios)
     shown = formatting.table(pairs, S.ratio_columns(pairs)).frame["Ours, of means"]  # as exported (md, tex)
     with_ci = pairs["ours_mean_ci_low"].notna()
-    assert with_ci.any() and shown[with_ci].str.contains(r"× \[").all() and not shown[~with_ci].str.contains(r"\[").any()
+    assert (with_ci.any() and shown[with_ci].str.contains(r"× \[").all()
+            and not shown[~with_ci].str.contains(r"\[").any())
     caption = S.ratio_caption(ratios)
     assert "liboqs" in caption and "cryptography" in caption  # the systems whose ratios carry intervals
     assert "BC 1.72 cold (mean of first 5)" in caption.split("none for")[1] and "without interval" in caption
@@ -113,7 +120,8 @@ def test_02_study_over_ours_carries_intervals_in_table_and_text():
     ours = pd.DataFrame({"algorithm": "ECDSA-P256", "backend": "cryptography", "operation": "sign",
                          "message_bytes": [10_000, 20_000, 30_000], "time_ns_median": [2e5, 3e5, 2.5e5]})
     beside = scaling.compare_with_study(ours, fake_samples([("ECDSA-P256", "cryptography", "sign", n, t)
-                                                             for n, t in zip(ours["message_bytes"], ours["time_ns_median"])]))
+                                                             for n, t in zip(ours["message_bytes"],
+                                                                             ours["time_ns_median"])]))
     summary = scaling.study_summary(beside)
     row = summary.iloc[0]
     assert row.ratio_min_ci_low < row.ratio_min < row.ratio_min_ci_high
@@ -131,7 +139,8 @@ def test_01_times_name_their_statistic_on_both_sides(values):
     assert all(re.search(r": (?:median|mean|as printed)$|\(mean of first \d+\)$", c) for c in columns)
     printed = table[f"{S.study_label()}: as printed"].dropna()
     assert len(printed) and printed.str.startswith("≈").all()  # the study's means exactly as printed
-    for system in ("cryptography", "liboqs", "BC 1.72 steady state"):  # ours where the study's is a mean: our mean
+    # ours where the study's is a mean: our mean
+    for system in ("cryptography", "liboqs", "BC 1.72 steady state"):
         assert {f"{system}: median", f"{system}: mean"} <= set(columns)
     labels = [getattr(c, "label", c) for c in S.time_columns(table)]
     assert labels == list(table.columns)
@@ -174,14 +183,17 @@ def test_03_footprint_tables_say_what_the_heap_counts():
     labels = {getattr(c, "name", c): getattr(c, "label", c) for c in mf.footprint_columns(footprint)}
     assert "all callers" in labels["heap_bytes"] and "native" in labels["heap_native_bytes"]
     part = mf.footprint_by_operation(footprint)["sign"]
-    shown = [getattr(c, "name", c) for c in mf.footprint_columns(part, ["algorithm", "heap_bytes", "heap_native_bytes"])]
+    shown = [getattr(c, "name", c)
+             for c in mf.footprint_columns(part, ["algorithm", "heap_bytes", "heap_native_bytes"])]
     assert shown == ["algorithm", "heap_bytes", "heap_native_bytes"]
     note = mf.heap_note(part)
     assert "binding" in note and "nothing at all in SPHINCS+-SHAKE-128s-simple sign" in note
     assert "2 of 3 rows" in note or "3 of 3 rows" in note
     assert "binding" in mf.footprint_caption("sign") and "native" in mf.footprint_caption("sign")
-    library = part.assign(heap_native_bytes=part["heap_bytes"])  # the library allocated all of it: no such claim
+    # the library allocated all of it: no such claim
+    library = part.assign(heap_native_bytes=part["heap_bytes"])
     assert "mostly the binding" not in mf.heap_note(library)
     bare = part.drop(columns=["heap_bytes", "heap_native_bytes"])
-    assert "valgrind was not available" in mf.heap_note(bare) and "binding" not in mf.footprint_caption("sign", bare)
+    assert ("valgrind was not available" in mf.heap_note(bare)
+            and "binding" not in mf.footprint_caption("sign", bare))
 

@@ -24,9 +24,9 @@ import pytest
 from pqlab.core.references import load_reference
 from pqlab.runners import fidelity
 from pqlab.studies import energy_pi4 as energy
-from pqlab.studies import energy_pi4_published as published
 from pqlab.studies import round2_study as R
 from pqlab.studies import signature_cycles as F
+from pqlab.studies.energy_pi4 import published
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,8 @@ def test_only_the_verify_column_is_said_not_to_follow():
     assert "**sign** time column follows" in verdict and "**verify** time column does not" in verdict
     assert "time columns do not" not in verdict  # never both, when the sign column follows in every row
     assert f"{counts['verify_matches']} of {counts['rows']}" in verdict  # the count, from the check
-    assert R.reference_verdict(dict(counts, verify_matches=counts["rows"])).startswith("Both of the study's time")
+    assert R.reference_verdict(dict(counts, verify_matches=counts["rows"])).startswith(
+        "Both of the study's time")
     assert "**sign** and **verify** time columns do not" in R.reference_verdict(dict(counts, sign_matches=3))
     assert R.describe_reference(counts).startswith(verdict)
     intro = " ".join(cell("04_signature_cycles.ipynb", "nb04-00").split())
@@ -60,13 +61,15 @@ class _Run:
     def __init__(self, run_id, centres):
         self.run_id, self.centres = run_id, centres
 
-    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None, column="cycles"):
+    def sample_values(self, algorithm, operation, *, backend=None, build=None, message_bytes=None,
+                      column="cycles"):
         per_round = self.centres.get((backend, algorithm, operation))
         if per_round is None:
             return np.array([])
         rng = np.random.default_rng(len(algorithm) + len(operation))
         values = np.concatenate([c * (1 + 0.01 * rng.standard_normal(10)) for c in per_round])
-        idx = pd.MultiIndex.from_arrays([[self.run_id] * len(values), np.repeat(np.arange(len(per_round)), 10)],
+        idx = pd.MultiIndex.from_arrays([[self.run_id] * len(values),
+                                         np.repeat(np.arange(len(per_round)), 10)],
                                         names=["run_id", "round"])
         return pd.Series(values, index=idx)
 
@@ -84,7 +87,8 @@ def _pqlab_vs_native(native_rounds, pqlab_rounds=(210e3,) * 6):
                      "cycles_mean": s.mean(), "cycles_median": s.median(), "time_ns_mean": s.mean() / 2.6})
     table = F.compute_python_over_native(pd.DataFrame(rows))
     table = F.with_intervals(table, study, "liboqs optimised", "native optimised", "ratio")
-    return F.with_round_checks(table, study, "liboqs optimised", "native optimised", "ratio", ("pqlab", "native"))
+    return F.with_round_checks(table, study, "liboqs optimised", "native optimised", "ratio",
+                               ("pqlab", "native"))
 
 
 COUNTER = {"basis": "cycles", "unit": "TSC reference cycles at 2.60 GHz", "label": "tsc"}
@@ -95,7 +99,8 @@ def test_a_ratio_lies_inside_its_own_interval():
     t = _pqlab_vs_native([200e3, 260e3, 260e3, 200e3, 260e3, 260e3]).iloc[0]
     assert t["ratio_ci_low"] <= t["ratio"] <= t["ratio_ci_high"]
     # six rounds split 2:4 between two levels: every round counts below stats.ROBUST_FROM (issue #41: no round
-    # ignored by construction), so the interval is as wide as their spread makes it, not the 4 equal rounds' zero
+    # ignored by construction), so the interval is as wide as their spread makes it, not the 4 equal rounds'
+    # zero
     assert t["ratio_ci_high"] / t["ratio_ci_low"] > 1.3
 
 
@@ -109,21 +114,25 @@ def test_a_ratio_below_one_is_named_and_explained_from_the_rounds():
     assert "MAYO-1 verify 0.81× [" in below and "with the whole interval below 1" in below
     assert "not that pqlab's path is faster" in below
     assert "4 of the native runner's 6 rounds" in below and "against 0 of pqlab's 6" in below
-    assert re.search(r"MAYO-1 verify \(1\.0\d; native: 4 slow of 6 rounds, the slowest \d+ % above its fastest\)", below)
+    assert re.search(r"MAYO-1 verify \(1\.0\d; native: 4 slow of 6 rounds, "
+                     r"the slowest \d+ % above its fastest\)", below)
     assert "slow rounds of the machine, not the harness" in below
 
 
 def test_a_ratio_below_one_that_slow_rounds_do_not_explain_says_so():
     text = F.describe_python_over_native(_pqlab_vs_native([230e3] * 6), COUNTER)
-    assert "MAYO-1 verify 0.91×" in text and "On their fastest rounds too" in text and "do not explain it" in text
-    assert "records nothing else that would" in text and "pre-made signatures" not in text  # both: one (pool 1)
+    assert ("MAYO-1 verify 0.91×" in text and "On their fastest rounds too" in text
+            and "do not explain it" in text)
+    # both: one (pool 1)
+    assert "records nothing else that would" in text and "pre-made signatures" not in text
     above = F.describe_python_over_native(_pqlab_vs_native([200e3] * 6), COUNTER)
     assert "No ratio lies below 1." in above and "Below 1" not in above
 
 
 def test_fastest_rounds_counts_slow_rounds_per_side():
     idx = pd.MultiIndex.from_arrays([["r"] * 4, [0, 1, 2, 3]], names=["run_id", "round"])
-    out = fidelity.fastest_rounds(pd.Series([100.0, 105, 120, 100], index=idx), pd.Series([50.0, 50, 50, 80], index=idx))
+    out = fidelity.fastest_rounds(pd.Series([100.0, 105, 120, 100], index=idx),
+                                  pd.Series([50.0, 50, 50, 80], index=idx))
     assert out["fastest_ratio"] == pytest.approx(2.0)
     assert (out["num_slow"], out["den_slow"], out["num_rounds"]) == (1, 1, 4)
     assert out["den_worst"] == pytest.approx(0.6)
@@ -141,7 +150,8 @@ def test_energy_is_not_said_to_be_time_times_power():
     assert "tabulated time × whole-board power" not in intro
     assert "not time × power within the rounding" in intro
     t = pd.DataFrame([{"algorithm": "ML-KEM-768", "backend": "liboqs", "kind": "kem", "family": "lattice",
-                       "nist_level": 3, "operation": op, "message_bytes": pd.NA, "time_ms": 0.02} for op in energy.USE["kem"]])
+                       "nist_level": 3, "operation": op, "message_bytes": pd.NA, "time_ms": 0.02}
+                      for op in energy.USE["kem"]])
     text = energy.recommendations_markdown(t, study)
     assert "power x time" not in text and "the board's idle draw included" in text
 
@@ -158,7 +168,8 @@ def test_the_studys_times_are_never_called_means():
 
 # ----- 05: implementations and languages beside each other --------------------------------------------
 
-IMPLEMENTATIONS = {"liboqs": "liboqs 0.13.0 (default build)", "cryptography": "cryptography 50.0.2 (OpenSSL 4.0.3)",
+IMPLEMENTATIONS = {"liboqs": "liboqs 0.13.0 (default build)",
+                   "cryptography": "cryptography 50.0.2 (OpenSSL 4.0.3)",
                    "ascon": "ascon 0.0.9 (pure Python, PyPI)"}
 
 
@@ -170,7 +181,8 @@ def _times() -> pd.DataFrame:
     for size in (64, 16384):
         for op in energy.USE["cipher"]:
             rows += [("AES-256-GCM", "cryptography", "cipher", "symmetric", 5, op, size, 0.001 * size / 64),
-                     ("ChaCha20-Poly1305", "cryptography", "cipher", "symmetric", 5, op, size, 0.002 * size / 64),
+                     ("ChaCha20-Poly1305", "cryptography", "cipher", "symmetric", 5, op, size,
+                      0.002 * size / 64),
                      ("Ascon-128a", "ascon", "cipher", "symmetric", 1, op, size, 0.2 * size / 64)]
     df = pd.DataFrame(rows, columns=["algorithm", "backend", "kind", "family", "nist_level", "operation",
                                      "message_bytes", "time_ms"])
@@ -185,7 +197,8 @@ def test_recommendations_label_every_comparison_with_language_and_implementation
     items = [line for line in text.splitlines() if line.startswith("- **") and "no energy" not in line
              and "Pi 4, published" not in line]
     assert items
-    for line in items:  # every algorithm of ours named in an item is said to run in a language, through a library
+    # every algorithm of ours named in an item is said to run in a language, through a library
+    for line in items:
         ran = line.split(" What ran: ")[1]
         for name in ("ML-KEM-768", "X25519", "AES-256-GCM", "ChaCha20-Poly1305", "Ascon-128a"):
             if name in line.split(" What ran: ")[0]:
@@ -208,7 +221,8 @@ def _hqc_run(path, version="0.13.0"):
 
 def test_describe_hqc_says_where_the_liboqs_that_ran_came_from():
     conda = energy.describe_hqc([_hqc_run("/opt/conda/envs/pq/lib/liboqs.so.7")])
-    assert "oqs-sys" not in conda and "pqlab did not build" in conda and "/opt/conda/envs/pq/lib/liboqs.so.7" in conda
+    assert ("oqs-sys" not in conda and "pqlab did not build" in conda
+            and "/opt/conda/envs/pq/lib/liboqs.so.7" in conda)
     own = energy.describe_hqc([_hqc_run("/home/someone/pqlab/.venv/liboqs/default/lib/liboqs.so")])
     assert "pqlab's own build" in own and "`oqs-sys` crate" in own and "pre-fix HQC" in own
     unknown = energy.describe_hqc([_hqc_run("")])

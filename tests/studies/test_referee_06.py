@@ -1,5 +1,6 @@
-"""Notebook 06 after the referee's second round (issue #28): its claims about other notebooks, its published rows
-labelled with what differs, and its CPU model set beside the measurement with intervals where rounds exist.
+"""Notebook 06 after the referee's second round (issue #28): its claims about other notebooks, its published
+rows labelled with what differs, and its CPU model set beside the measurement with intervals where rounds
+exist.
 
 Everything here runs on small runs built in memory: nothing is measured and the TLS runner is not needed.
 """
@@ -47,7 +48,8 @@ def test_other_notebooks_kems_are_read_from_their_parameters(monkeypatch, tmp_pa
     _write_notebook(tmp_path, "05_energy", 'kems = ["ML-KEM-768", "HQC-128"]\n',
                     {"kems": ["HQC-256", "Classic-McEliece-348864"]})
     _write_notebook(tmp_path, "07_atlas", 'kems = ["ML-KEM-512", "HQC-128"]\nbaselines = {"kem": "X25519"}\n')
-    _write_notebook(tmp_path, th.TOPIC, 'extra_kems = ["FrodoKEM-640-AES"]\n')  # its own notebook does not count
+    # its own notebook does not count
+    _write_notebook(tmp_path, th.TOPIC, 'extra_kems = ["FrodoKEM-640-AES"]\n')
     monkeypatch.setattr(paths, "NOTEBOOKS", tmp_path)
     text = th.describe_extra_kems(["ML-KEM-768", "HQC-128", "FrodoKEM-976-AES", "Classic-McEliece-460896"])
     text = text.replace("\\", "")  # Markdown escapes
@@ -66,8 +68,8 @@ def test_the_real_notebooks_frodokem_claim_matches_their_parameters():
 
 
 def test_the_notebooks_prose_names_no_kem_family_it_cannot_check():
-    """The introduction and the primitives' section name no family of `extra_kems` (they would go stale with the
-    parameters); which notebooks measure them is generated (today's cell 0 says FrodoKEM was in the energy
+    """The introduction and the primitives' section name no family of `extra_kems` (they would go stale with
+    the parameters); which notebooks measure them is generated (today's cell 0 says FrodoKEM was in the energy
     notebook: it is in no other notebook)."""
     full = yaml.safe_load((ROOT / "notebooks" / "params" / "06_tls_handshake.yaml").read_text())
     families = [f for f in th.kem_families(full["extra_kems"]) if f != "ML-KEM"]
@@ -82,11 +84,14 @@ def test_the_notebooks_prose_names_no_kem_family_it_cannot_check():
 
 def _published() -> pd.DataFrame:
     budget = pd.DataFrame([{"pair": pair, "mode": "mutual", "depth": 1, "quic_s1": s1, "quic_c2": c2}
-                           for pair, s1, c2 in (("X25519 + ML-DSA-65", 9087, 8921), ("X25519 + Ed25519", 651, 485))])
+                           for pair, s1, c2 in (("X25519 + ML-DSA-65", 9087, 8921),
+                                                ("X25519 + Ed25519", 651, 485))])
     certs = pd.DataFrame([{"signature": s, "root": n} for s, n in (("ML-DSA-44", 3967), ("ML-DSA-65", 5496))])
     ops = SimpleNamespace(sizes=pd.DataFrame([
-        {"algorithm": "ML-DSA-65", "backend": "cryptography", "signature_bytes": 3309, "signature_max_bytes": np.nan},
-        {"algorithm": "Ed25519", "backend": "cryptography", "signature_bytes": 64, "signature_max_bytes": np.nan}]))
+        {"algorithm": "ML-DSA-65", "backend": "cryptography", "signature_bytes": 3309,
+         "signature_max_bytes": np.nan},
+        {"algorithm": "Ed25519", "backend": "cryptography", "signature_bytes": 64,
+         "signature_max_bytes": np.nan}]))
     return th.published_beside_ours(load_reference(th.REFERENCE), budget, certs, ops)
 
 
@@ -97,13 +102,14 @@ def test_each_published_row_carries_what_differs_from_the_reference_data():
     for note, differs in zip(reference["note"], published["differs"]):
         if isinstance(note, str) and note.strip():
             assert differs, note
-            assert not re.match(r"\s*(as above|same setting as the row above)", differs, re.IGNORECASE), differs
+            assert not re.match(r"\s*(as above|same setting as the row above)", differs,
+                                re.IGNORECASE), differs
     assert published["ours_is"].map(bool).all()
 
 
 def test_raw_public_keys_beside_x509_chains_are_labelled_in_the_row():
-    """iroh and noq authenticate with raw public keys, our handshakes with X.509 chains: today only sources.yaml
-    says so; each handshake row must say it itself."""
+    """iroh and noq authenticate with raw public keys, our handshakes with X.509 chains: today only
+    sources.yaml says so; each handshake row must say it itself."""
     published = _published()
     handshake = published[published["ours_is"].str.contains("QUIC")]
     assert len(handshake) >= 2
@@ -114,7 +120,8 @@ def test_raw_public_keys_beside_x509_chains_are_labelled_in_the_row():
 
 
 def test_a_back_reference_in_the_notes_is_replaced_by_the_note_it_points_at():
-    ref = pd.DataFrame({"note": ["they use raw public keys", "same setting as the row above (raw public keys)",
+    ref = pd.DataFrame({"note": ["they use raw public keys",
+                                 "same setting as the row above (raw public keys)",
                                  "certificates differ", "as above", None]})
     assert th.recorded_differences(ref) == ["they use raw public keys", "they use raw public keys",
                                             "certificates differ", "certificates differ", ""]
@@ -126,8 +133,10 @@ def test_a_back_reference_in_the_notes_is_replaced_by_the_note_it_points_at():
 
 OPS_ID, RUN_ID = "20260101T000000Z-ops-aaaaaa", "20260101T000100Z-tls-bbbbbb"
 #: (name@backend, operation) -> median ns of each round (three rounds: the operations have intervals)
-OPS = {("X25519@cryptography", "keygen"): (30e3, 31e3, 33e3), ("X25519@cryptography", "encaps"): (60e3, 62e3, 65e3),
-       ("X25519@cryptography", "decaps"): (30e3, 32e3, 35e3), ("ECDSA-P256@cryptography", "sign"): (20e3, 21e3, 23e3),
+OPS = {("X25519@cryptography", "keygen"): (30e3, 31e3, 33e3),
+       ("X25519@cryptography", "encaps"): (60e3, 62e3, 65e3),
+       ("X25519@cryptography", "decaps"): (30e3, 32e3, 35e3),
+       ("ECDSA-P256@cryptography", "sign"): (20e3, 21e3, 23e3),
        ("ECDSA-P256@cryptography", "verify"): (60e3, 63e3, 67e3)}
 #: (mode, side) -> CPU ns of the handshakes (one process: no rounds)
 HANDSHAKES = {("server-auth", "client"): 420e3, ("server-auth", "server"): 300e3,
@@ -140,12 +149,14 @@ def _ops_run() -> Run:
         algorithm, backend = name.split("@")
         measurements.append({"run_id": OPS_ID, "algorithm": algorithm, "backend": backend, "operation": op,
                              "time_ns_median": float(np.median(rounds)), "time_ns_ci_low": min(rounds),
-                             "time_ns_ci_high": max(rounds), "overhead_ns": 50.0, "verified": True, "rounds": 3})
-        samples += [{"run_id": OPS_ID, "algorithm": algorithm, "backend": backend, "operation": op, "round": k,
-                     "sample": i, "loops": 1, "time_ns": t * (1 + 0.01 * (i - 2))}
+                             "time_ns_ci_high": max(rounds), "overhead_ns": 50.0, "verified": True,
+                             "rounds": 3})
+        samples += [{"run_id": OPS_ID, "algorithm": algorithm, "backend": backend, "operation": op,
+                     "round": k, "sample": i, "loops": 1, "time_ns": t * (1 + 0.01 * (i - 2))}
                     for k, t in enumerate(rounds) for i in range(5)]
     meta = {"started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:40+00:00",
-            "rounds": [{"round": k, "busy": "other processes used 0.50 cores" if k == 1 else ""} for k in range(3)],
+            "rounds": [{"round": k, "busy": "other processes used 0.50 cores" if k == 1 else ""}
+                       for k in range(3)],
             "implementations": {"X25519@cryptography": "cryptography X (OpenSSL Y)",
                                 "ECDSA-P256@cryptography": "cryptography X (OpenSSL Y)"}}
     return Run.from_rows(OPS_ID, measurements, [], samples, meta)
@@ -156,13 +167,14 @@ def _handshake_run(noise: dict | None = None) -> Run:
     for mode in ("server-auth", "resumed"):
         config = tls.Config("X25519", "ECDSA-P256", 1, resume=(mode == "resumed"))
         measurements.append({"run_id": RUN_ID, "algorithm": config.pair, "backend": "openssl-tls",
-                             "operation": f"handshake:{mode}", "tls_group": "x25519", "tls_signature": "ECDSA-P256",
-                             "chain_depth": 1, "mutual": False, "resumed": config.resume, "verified": True,
-                             "samples": 5, "rounds": 1, "flags": "no-rounds",
+                             "operation": f"handshake:{mode}", "tls_group": "x25519",
+                             "tls_signature": "ECDSA-P256", "chain_depth": 1, "mutual": False,
+                             "resumed": config.resume, "verified": True, "samples": 5, "rounds": 1,
+                             "flags": "no-rounds",
                              **{f"{side}_cpu_ns_{k}": (HANDSHAKES[(mode, side)] if k == "median" else np.nan)
                                 for side in ("client", "server") for k in ("median", "ci_low", "ci_high")}})
-        samples += [{"run_id": RUN_ID, "algorithm": config.pair, "operation": f"handshake:{mode}", "sample": i,
-                     "chain_depth": 1, "client_cpu_ns": HANDSHAKES[(mode, "client")],
+        samples += [{"run_id": RUN_ID, "algorithm": config.pair, "operation": f"handshake:{mode}",
+                     "sample": i, "chain_depth": 1, "client_cpu_ns": HANDSHAKES[(mode, "client")],
                      "server_cpu_ns": HANDSHAKES[(mode, "server")]} for i in range(5)]
     meta = {"started_at": "2026-01-01T00:01:00+00:00",
             "tls": {"openssl_version": "OpenSSL Z", "noise": noise if noise is not None else {}}}
@@ -182,9 +194,11 @@ def test_model_and_measurement_side_by_side_with_intervals_where_rounds_exist():
     expected = _op_ns("X25519@cryptography", "encaps") + _op_ns("ECDSA-P256@cryptography", "sign")
     assert server["model_us"] == pytest.approx(expected / 1e3, rel=0.02)
     assert server["stack_us"] == pytest.approx(server["measured_us"] - server["model_us"])
-    # the same-run model: this run's resumed handshake plus the operations a full handshake adds (the signature)
+    # the same-run model: this run's resumed handshake plus the operations a full
+    # handshake adds (the signature)
     sign = _op_ns("ECDSA-P256@cryptography", "sign")
-    assert server["same_run_model_us"] == pytest.approx((HANDSHAKES[("resumed", "server")] + sign) / 1e3, rel=0.02)
+    assert server["same_run_model_us"] == pytest.approx((HANDSHAKES[("resumed", "server")] + sign) / 1e3,
+                                                        rel=0.02)
     assert server["same_run_basis"] == "resumed handshake + ECDSA-P256 sign"
     client = cpu[(cpu["side"] == "client") & (cpu["mode"] == "server-auth")].iloc[0]
     assert client["same_run_basis"] == "resumed handshake + 2× ECDSA-P256 verify"
@@ -209,8 +223,9 @@ def test_rates_carry_the_models_interval_and_the_factor_between_model_and_measur
 
 
 def test_the_gap_between_model_and_measurement_is_explained_from_the_data():
-    """Today's notebook predicts several times the measured handshake rate and says nothing of why: the text must
-    give the factor, the stack's work the model leaves out, when the operations were timed, and the busy ones."""
+    """Today's notebook predicts several times the measured handshake rate and says nothing of why: the text
+    must give the factor, the stack's work the model leaves out, when the operations were timed, and the busy
+    ones."""
     busy = {"X25519 + ECDSA-P256 | server-auth | depth 1": {"busy": "other processes used 0.60 cores"},
             "X25519 + ECDSA-P256 | resumed | depth 1": {"busy": ""}}
     run, ops = _handshake_run(busy), _ops_run()
@@ -246,15 +261,18 @@ def test_the_notebook_shows_the_explanation_and_the_notes():
 
 
 def test_a_configuration_window_does_not_count_the_runner_as_other_work(monkeypatch):
-    """The runner is a child process: its CPU must not make its own window look busy (noise.snapshot counts finished
-    children as this process's own: tests/runners/test_rounds.py::test_a_runner_this_process_waited_for_is_not_another_process)."""
+    """The runner is a child process: its CPU must not make its own window look busy (noise.snapshot counts
+    finished children as this process's own:
+    tests/runners/test_rounds.py::test_a_runner_this_process_waited_for_is_not_another_process)."""
     from pqlab.measure import noise
 
     monkeypatch.setattr(noise, "snapshot", lambda: {})
-    monkeypatch.setattr(noise, "round_noise", lambda a, b: {"wall_s": 2.0, "others_cores": 0.05, "steal": 0.0})
+    monkeypatch.setattr(noise, "round_noise",
+                        lambda a, b: {"wall_s": 2.0, "others_cores": 0.05, "steal": 0.0})
     window = tls._window()
     record = tls.window_noise(window)
     assert record["others_cores"] == pytest.approx(0.05) and record["busy"] == ""
-    monkeypatch.setattr(noise, "round_noise", lambda a, b: {"wall_s": 2.0, "others_cores": 0.55, "steal": 0.0})
+    monkeypatch.setattr(noise, "round_noise",
+                        lambda a, b: {"wall_s": 2.0, "others_cores": 0.55, "steal": 0.0})
     record = tls.window_noise(tls._window())
     assert record["busy"].startswith("other processes used 0.55 cores")

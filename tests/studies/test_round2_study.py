@@ -27,7 +27,8 @@ def test_reference_recomputation_reproduces_the_known_counts(recomputed):
     row = recomputed[recomputed["row"] == 57].iloc[0]
     assert row["verify_time_recomputed_s"] == pytest.approx(0.115638)
     assert not row["verify_time_matches"]
-    assert row["verify_time_s"] == 0.000139 and row["verify_time_belongs_to"] == "4,5"  # Dilithium weak, ref and opt
+    # Dilithium weak, ref and opt
+    assert row["verify_time_s"] == 0.000139 and row["verify_time_belongs_to"] == "4,5"
     text = R.describe_reference(counts)
     assert "105 of 105" in text and "11 of 105" in text
 
@@ -93,7 +94,8 @@ def _study(opt_factor: float) -> pd.DataFrame:
     rows = []
     for build, f in (("ref", 1.0), ("opt", opt_factor)):
         rows.append({"scheme": "FALCON", "parameter": "512", "build": build, "sign_cycles": 1e7 * f,
-                     "verify_cycles": 1e6 * f, "row": len(rows), "public_key_bytes": 897, "secret_key_bytes": 4097})
+                     "verify_cycles": 1e6 * f, "row": len(rows), "public_key_bytes": 897,
+                     "secret_key_bytes": 4097})
     return pd.DataFrame(rows)
 
 
@@ -107,8 +109,9 @@ def test_our_builds_follow_the_studys_opt_over_ref_both_ways(recomputed):
 
 
 def test_describe_pairing_says_why_each_build_faces_ours(recomputed):
-    anc = pd.DataFrame([{"r2_scheme": "FALCON", "r2_parameter": "512", "r2_build": b, "algorithm": "Falcon-512",
-                         "our_build": R.BUILD_PORTABLE, "basis": "lengths differ: secret key 4,097 B → 1,281 B"}
+    anc = pd.DataFrame([{"r2_scheme": "FALCON", "r2_parameter": "512", "r2_build": b,
+                         "algorithm": "Falcon-512", "our_build": R.BUILD_PORTABLE,
+                         "basis": "lengths differ: secret key 4,097 B → 1,281 B"}
                         for b in ("opt", "ref")])
     text = R.describe_pairing(recomputed, anc)
     assert "**FALCON**: the study's opt and ref cycles differ by at most 0.1 %" in text
@@ -121,11 +124,14 @@ def test_describe_pairing_says_why_each_build_faces_ours(recomputed):
 def test_caveats_apply_where_they_should(recomputed):
     from types import SimpleNamespace
 
-    vm = SimpleNamespace(meta={"hypervisor": "kvm", "frequency": {"available": False, "reason": "no cpufreq"}})
+    vm = SimpleNamespace(meta={"hypervisor": "kvm",
+                               "frequency": {"available": False, "reason": "no cpufreq"}})
     text = R.describe_caveats(recomputed, [vm, None])
-    assert "does not say which counter" in text and "Turbo Boost disabled; here the frequency state is: unknown: " \
-        "no cpufreq" in text and "hypervisor (kvm)" in text
-    bare = SimpleNamespace(meta={"frequency": {"available": True, "scaling_governor": "performance", "boost": "off"}})
+    assert ("does not say which counter" in text
+            and "Turbo Boost disabled; here the frequency state is: unknown: no cpufreq" in text
+            and "hypervisor (kvm)" in text)
+    bare = SimpleNamespace(meta={"frequency": {"available": True, "scaling_governor": "performance",
+                                               "boost": "off"}})
     stated = recomputed.copy()
     stated.attrs = {"source": {"method": "rdtsc around each call", "machine": "a desktop"}}
     assert R.describe_caveats(stated, [bare]) == ""
