@@ -57,6 +57,7 @@ UNIT_TABLE = {
     "µW": ("power", 1e-6), "mW": ("power", 1e-3), "W": ("power", 1.0),
     "fraction": ("percent", 1.0), "%": ("percent", 0.01),
     "Hz": ("frequency", 1.0), "kHz": ("frequency", 1e3), "MHz": ("frequency", 1e6), "GHz": ("frequency", 1e9),
+    "mA": ("current", 1e-3), "A": ("current", 1.0), "mV": ("voltage", 1e-3), "V": ("voltage", 1.0),
 }
 #: the same units as other sources spell them (column names, published tables, C programs' JSON)
 UNIT_ALIASES = {"us": "µs", "uJ": "µJ", "uW": "µW", "B": "bytes", "pct": "%", "percent": "%"}

@@ -82,8 +82,8 @@ class CounterUnavailable(RuntimeError):
 
 
 def ghz(hz: float) -> float:
-    """A rate in Hz (ticks per second) in GHz: Hz are cycles per second, so the cycle units convert it."""
-    return convert_unit(hz, "cycles", "Gcycles")
+    """A rate in Hz (ticks per second) in GHz."""
+    return convert_unit(hz, "Hz", "GHz")
 
 
 def describe(label: str, hz: float | None = None) -> str:
@@ -323,13 +323,13 @@ def tsc_frequency(register_hz: int, read) -> tuple[float, str]:
     if register_hz:
         return float(register_hz), "CNTFRQ_EL0 (the generic timer's stated rate)"
     try:
-        return convert_unit(float(TSC_KHZ.read_text()), "kcycles", "cycles"), f"kernel: {TSC_KHZ}"
+        return convert_unit(float(TSC_KHZ.read_text()), "kHz", "Hz"), f"kernel: {TSC_KHZ}"
     except (OSError, ValueError):
         pass
     text, where = _kernel_log()
     mhz = kernel_log_tsc_mhz(text)
     if mhz:
-        return convert_unit(mhz, "Mcycles", "cycles"), f"kernel log ({where}): tsc {mhz} MHz"
+        return convert_unit(mhz, "MHz", "Hz"), f"kernel log ({where}): tsc {mhz} MHz"
     return calibrate(read, CALIBRATION_S), ("calibrated against time.perf_counter_ns over "
                                             f"{convert_unit(CALIBRATION_S, 's', 'ms'):.0f} ms")
 

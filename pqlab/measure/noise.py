@@ -94,7 +94,7 @@ def _mhz() -> float | None:
     values = []
     for f in _CPUFREQ.glob("cpu[0-9]*/cpufreq/scaling_cur_freq"):
         try:
-            values.append(convert_unit(int(f.read_text()), "kcycles", "Mcycles"))  # kHz -> MHz
+            values.append(convert_unit(int(f.read_text()), "kHz", "MHz"))
         except (OSError, ValueError):
             pass
     return statistics.fmean(values) if values else None

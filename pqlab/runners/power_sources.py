@@ -103,8 +103,6 @@ _CONFIG, _SHUNT, _BUS, _POWER, _CURRENT, _CALIBRATION = range(6)
 _PGA = ((0.04, 0b00), (0.08, 0b01), (0.16, 0b10), (0.32, 0b11))
 _REGISTER_BITS = 16
 _BUS_RANGES_V = (16, 32)
-#: millivolts in a volt: the shunt's full-scale range is stated in mV (pqlab.core.schema has no voltage unit)
-_MV_PER_V = 1000
 
 
 def _swap16(word: int) -> int:
@@ -163,7 +161,8 @@ class INA219(SampledSource):
         vmax = max_expected_a * shunt_ohms * (1 - 1e-9)  # 3.2 A x 0.1 ohm fits 320 mV despite rounding
         pg = next((code for full, code in _PGA if vmax <= full), None)
         if pg is None or bus_range_v not in _BUS_RANGES_V:
-            raise ValueError(f"{max_expected_a} A x {shunt_ohms} ohm exceeds the {_PGA[-1][0] * _MV_PER_V:g} "
+            full_mv = convert_unit(_PGA[-1][0], "V", "mV")
+            raise ValueError(f"{max_expected_a} A x {shunt_ohms} ohm exceeds the {full_mv:g} "
                              f"mV shunt range (use a smaller shunt), or bus_range_v is not "
                              f"{' or '.join(map(str, _BUS_RANGES_V))}")
         self.config = (bus_range_v == _BUS_RANGES_V[-1]) << 13 | pg << 11 | adc << 7 | adc << 3 | 0b111

@@ -133,7 +133,7 @@ def reference_verdict(counts: dict) -> str:
 
 def describe_reference(counts: dict) -> str:
     """The study's time columns against its cycles and clock (Markdown)."""
-    ghz = convert_unit(counts["clock_hz"], "cycles", "Gcycles")  # a clock in Hz is cycles per second
+    ghz = convert_unit(counts["clock_hz"], "Hz", "GHz")
     n, mismatched = counts["rows"], counts["rows"] - counts["verify_matches"]
     perm = ("a permutation of the values recomputed from the verify cycles: the right numbers, attached "
             "to the wrong rows" if counts["verify_is_permutation"]

@@ -39,7 +39,7 @@ def published_platforms(comps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     setup = load_reference("05_energy_pi4_setup").set_index("parameter")["value"]
     pq = load_reference("07_pqm4")
     pq_src = reference_source("07_pqm4")
-    clock_mhz = convert_unit(pq_src["clock_hz"], "cycles", "Mcycles")  # Hz are cycles per second
+    clock_mhz = convert_unit(pq_src["clock_hz"], "Hz", "MHz")
     fastest = pq.loc[pq.groupby(["algorithm", "operation"])["cycles_mean"].idxmin()]
     pi_stat, pq_stat = published_statistic("time_ms"), published_statistic("cycles_mean")
     pi_what = ("the study's time in ms, its statistic not stated" if pi_stat == UNSTATED

@@ -345,9 +345,8 @@ def setup_value(setup: pd.DataFrame, name: str) -> float:
 
 
 def current_a(setup: pd.DataFrame, name: str) -> float:
-    """A current the study states (its set-up gives mA) in amperes.  The unit table has no current unit: at
-    one volt a current in mA is a power in mW, so mA -> A is the factor of mW -> W."""
-    return convert_unit(setup_value(setup, name), "mW", "W")
+    """A current the study states (its set-up gives mA) in amperes."""
+    return convert_unit(setup_value(setup, name), "mA", "A")
 
 
 def sample_period_ms(setup: pd.DataFrame) -> float:

@@ -243,7 +243,7 @@ def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_i
 
     else:
         timing = f"no cycle counter ({counter.get('reason')}): times only"
-    clock_ghz = convert_unit(reference["clock_hz"], "cycles", "Gcycles")  # a clock in Hz is cycles per second
+    clock_ghz = convert_unit(reference["clock_hz"], "Hz", "GHz")
     return (
         "### Closing note\n\n"
         f"- **Harness fidelity** (pqlab / native C runner, {per_call(counter)}, same counter, same liboqs "

@@ -165,7 +165,7 @@ def summarize_clock(consistency: pd.DataFrame | None, nominal_mhz: float | None 
         return None
     ghz = consistency["implied_ghz"].dropna()
     # a clock in MHz is Mcycles per second
-    nominal = convert_unit(nominal_mhz, "Mcycles", "Gcycles") if nominal_mhz else None
+    nominal = convert_unit(nominal_mhz, "MHz", "GHz") if nominal_mhz else None
     return {"rows": int(len(consistency)), "consistent": int(consistency["consistent"].sum()),
             "clock_ghz": float(ghz.median()), "clock_q1": float(ghz.quantile(0.25)),
             "clock_q3": float(ghz.quantile(0.75)), "nominal_ghz": nominal,
