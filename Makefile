@@ -87,14 +87,15 @@ $(STAMP)-kernel: $(STAMP)-python
 # Helpers outside Python: the TSC helper (into ~/.cache/pqlab), the native cycle runner, the
 # Bouncy Castle runner (when a JDK is there) and valgrind (for notebook 03; installed where
 # apt-get can). Each says what it skipped.
-$(STAMP)-runners: $(STAMP)-liboqs pqlab/measure/tsc.c pqlab/measure/tsc.h pqlab/measure/reference_loops.c $(wildcard native/bench/*.c native/bench/Makefile native/bc-runner/pom.xml)
+$(STAMP)-runners: $(STAMP)-liboqs pqlab/measure/tsc.c pqlab/measure/tsc.h pqlab/measure/reference_loops.c $(wildcard native/bench/*.c native/bench/Makefile native/impls/java/pom.xml)
 	$(PY) -m pqlab.app.provision runners
 	touch $@
 
 # Notebook 06's TLS runner (OpenSSL 3.6 from crates.io, a few minutes' build): built on first use by the
 # notebook's target and by `make test`, never by `make setup`; pqlab.runners.tls records how long the build took.
 TLS_RUNNER := native/tls-runner/target/release/tls-runner
-$(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock native/tls-runner/src/main.rs | $(STAMP)-python
+$(TLS_RUNNER): native/tls-runner/Cargo.toml native/tls-runner/Cargo.lock $(wildcard native/tls-runner/src/*.rs) \
+    native/tls-runner/program.toml | $(STAMP)-python
 	$(PY) -m pqlab.runners.tls build
 
 lab: $(SETUP) ## Start JupyterLab on the checkout (or LAB_DIR), pqlab kernel; say where it listens (as root too)
@@ -125,12 +126,15 @@ build/$(PROFILE)/04_signature_cycles.ipynb: $(call study,signature_cycles) $(cal
 build/$(PROFILE)/05_energy.ipynb: $(call study,energy_pi4)
 build/$(PROFILE)/06_tls_handshake.ipynb: $(call study,tls_handshake) $(TLS_RUNNER)
 build/$(PROFILE)/07_atlas.ipynb: $(call study,atlas)
+# every external program speaks one protocol through one record (native/PROTOCOL.md, pqlab/runners/program.py)
+PROGRAMS := native/PROTOCOL.md pqlab/runners/program.py pqlab/runners/base.py \
+    $(wildcard native/*/program.toml native/*/*/program.toml native/*/*/*/program.toml)
 # notebook 08 builds the programs of native/impls on first use (pqlab.runners.impls), not make
 build/$(PROFILE)/08_implementations.ipynb: $(call study,implementations) pqlab/runners/impls.py pqlab/checks/crosscheck.py \
-    pqlab/checks/vectors.py $(wildcard native/impls/PROTOCOL.md)
+    pqlab/checks/vectors.py $(PROGRAMS)
 # notebook 09 builds the programs of native/leakage on first use (pqlab.runners.leakage), not make
 build/$(PROFILE)/09_timing_leakage.ipynb: $(call study,timing_leakage) pqlab/checks/leakage.py pqlab/runners/leakage.py \
-    $(wildcard native/leakage/PROTOCOL.md)
+    $(PROGRAMS)
 
 # the conformance caveats and the price of a missing check (issue #42), shared by the notebooks that time liboqs ML-DSA
 $(addprefix build/$(PROFILE)/,$(addsuffix .ipynb,01_aes_rsa_sphincs 02_message_scaling 03_memory_footprint \

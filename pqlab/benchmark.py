@@ -251,7 +251,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
             "allowed_nonconforming": sorted(k for k, r in records.items()
                                             if r["status"] == conformance.NONCONFORMING)}
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta=meta) as rec:
-        rec.meta.update(rounds=[], isolation="in-process" if in_process else "process",
+        rec.meta.update(round_noise=[], isolation="in-process" if in_process else "process",
                         isolation_asked=isolation)
         results: dict[int, list] = {i: [] for i in range(len(items))}
         needed: dict[int, int] = {}
@@ -265,12 +265,12 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                     break
                 active = [i for i, it in enumerate(items) if it.algo < 0] + measured
                 record = _one_round(rec, algos, items, active, r, job, results, in_process, sizes[0], bar)
-                rec.meta["rounds"].append(record)
+                rec.meta["round_noise"].append(record)
                 if r == 0:
                     rec.meta["warmup_skipped"] = [_label(algos, items[i])
                                                   for i, w in job["warmups"].items() if w == 0]
                 if r == rounds - 1:
-                    drift = reference_spread(rec.meta["rounds"])
+                    drift = reference_spread(rec.meta["round_noise"])
                     needed = _rounds_needed(results, rounds, max_rounds, target_rel_ci, drift)
                     allowed = _rounds_allowed(items, results, rounds, BUDGET_FACTOR * budget_s)
                 if bar is not None and r == rounds - 1:
@@ -415,9 +415,9 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
               in_process) -> None:
     """Every item's row from its rounds so far (rows are rewritten after each round, so an interrupted run
     keeps rows for what it measured), the harness's cost in the metadata."""
-    shifts = noise.reference_shifts([x for x in rec.meta["rounds"] if "round" in x])
-    busy = {x["round"] for x in rec.meta["rounds"] if x.get("busy")}
-    for x in rec.meta["rounds"]:
+    shifts = noise.reference_shifts([x for x in rec.meta["round_noise"] if "round" in x])
+    busy = {x["round"] for x in rec.meta["round_noise"] if x.get("busy")}
+    for x in rec.meta["round_noise"]:
         x["reference_shift"] = shifts.get(x["round"], "")
 
     def estimate(i):
@@ -456,7 +456,7 @@ def _set_rows(rec: RunRecorder, algos, items, results, needed, allowed, max_roun
             stopped = f"the {len(mine)} rounds Stein's rule asked for"
         if busy & set(mine):
             extra.append(flags.make("busy", f"{len(busy & set(mine))} of {len(mine)} rounds"
-                                            + noise.describe_busy([x for x in rec.meta["rounds"]
+                                            + noise.describe_busy([x for x in rec.meta["round_noise"]
                                                                    if x.get("round") in busy & set(mine)])))
         moved = [f"round {r} {shifts[r]}" for r in mine if r in shifts]
         if moved:
@@ -476,7 +476,7 @@ def _over_rounds(rec: RunRecorder, results: list) -> tuple[float, float, float, 
     those rounds."""
     medians = [(k, float(np.nanmedian(x["time_ns"]))) for k, x in results if len(x.get("time_ns", []))]
     medians = [(k, m) for k, m in medians if m > 0]
-    records = {r["round"]: r for r in rec.meta.get("rounds", [])}
+    records = {r["round"]: r for r in rec.meta.get("round_noise", [])}
     spread = reference_spread([records[k] for k, _ in medians if k in records])
     return interval_over_rounds(np.asarray([m for _, m in medians], float), spread)
 
@@ -526,10 +526,10 @@ def _bench_elsewhere(algorithms: list, build: builds.Build, save: bool, *, folde
     """:func:`bench_in_worker` for :func:`bench`, into `folder`, or a folder removed afterwards when not
     `save`."""
     if save:
-        return bench_in_worker(algorithms, build=build, folder=folder, **options)
+        return _worker(algorithms, build, folder=folder, **options)
 
     with tempfile.TemporaryDirectory(prefix="pqlab-worker-") as scratch:
-        return bench_in_worker(algorithms, build=build, folder=scratch, **options)
+        return _worker(algorithms, build, folder=scratch, **options)
 
 
 def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=None,
@@ -553,7 +553,20 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
     min_samples = inputs.count(min_samples, "min_samples")
     rounds, max_rounds = inputs.round_counts(rounds, max_rounds, MAX_ROUNDS_FACTOR)
     study = inputs.file_label(study, "study", empty=True)
-    build = builds.parse(build)
+    return _worker(algorithms, builds.parse(build), operations=operations, message_bytes=message_bytes,
+                   budget_s=budget_s, study=study, timeout_s=timeout_s, folder=folder,
+                   min_samples=min_samples, env=env, target_rel_ci=target_rel_ci, rounds=rounds,
+                   max_rounds=max_rounds, max_samples=max_samples, quiet_only=quiet_only, isolation=isolation,
+                   run_id=run_id, progress=progress, allow_nonconforming=allow_nonconforming)
+
+
+def _worker(algorithms: Sequence[str], build: builds.Build, *, operations, message_bytes, budget_s: float,
+            study: str, folder, min_samples: int, target_rel_ci, rounds: int, max_rounds: int | None,
+            max_samples: int | None, quiet_only: bool, run_id: str | None, progress: bool,
+            allow_nonconforming: bool, timeout_s: float | None = None, env: dict | None = None,
+            isolation: str | None = None) -> Run:
+    """The worker of :func:`bench_in_worker` on inputs its caller checked (:func:`bench` checks each once,
+    where it enters; the worker's own ``bench`` checks what comes over its command line, in its process)."""
     env = {**build_environment(build), **(env or {})}
     label = build.id.replace("+", "-")
     run_id = run_id or new_run_id(f"{study}-{label}" if study else label)

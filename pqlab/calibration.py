@@ -69,7 +69,7 @@ MIN_RUNS = 2
 def _interval(run: Run, samples: pd.DataFrame) -> tuple[float, float, float, float, str]:
     """(estimate, low, high, quantile, method) of one row: over rounds where it has them (recomputed from the
     samples, as the row's own), else the old method."""
-    values = with_rounds(samples, rounds={run.run_id: run.meta.get("rounds") or []})
+    values = with_rounds(samples, noise={run.run_id: run.meta.get("round_noise") or []})
     if _has_rounds(values):
         value, low, high, k = round_interval(values)
         return value, low, high, t_quantile(k - 1), "rounds"
@@ -117,7 +117,7 @@ def analyse(runs: Sequence[Run | str]) -> dict:
             per_run.append({**dict(zip(KEY, key)), "run_id": run.run_id, "estimate": est, "low": low,
                             "high": high, "quantile": q, "method": method})
             pooled_samples.setdefault(key, []).append(g["time_ns"].to_numpy(float))
-            values[key] = with_rounds(g, rounds={run.run_id: run.meta.get("rounds") or []})
+            values[key] = with_rounds(g, noise={run.run_id: run.meta.get("round_noise") or []})
         for a, b in itertools.combinations(sorted(values, key=str), 2):
             if a[0] == b[0] or a[3:] != b[3:]:  # the same algorithm, or another operation or size
                 continue

@@ -176,14 +176,6 @@ CORE_ALLOWED: dict[tuple[str, str], str] = {
         "a worked example of the unit in factor()'s error ('1.05 = 5 %'): an arithmetic identity, no fact",
     ("core/inputs.py", "number next to a unit: '1 %'"):
         "a worked example of the unit in precision_target()'s error ('0.01 = ±1 %'): an arithmetic identity",
-    ("runners/impls.py", "major version after a product name: 'JDK 17'"):
-        "an install hint naming the oldest JDK the Java program's pom.xml compiles for "
-        "(maven.compiler.release)",
-    ("runners/leakage.py", "major version after a product name: 'JDK 17'"):
-        "an install hint naming the oldest JDK the Java program's pom.xml compiles for "
-        "(maven.compiler.release)",
-    ("runners/leakage.py", "major version after a product name: 'Python 3'"):
-        "an install hint: the language's name (python3-venv), no measured or configured quantity",
     ("publish/report.py", "number next to a unit: '90%'"):
         "CSS of the HTML report's index page (code { font-size: 90% }): a style, not a statement",
     ("publish/report.py", "number next to a unit: '100%'"):

@@ -2,9 +2,12 @@
  * pqbench: time liboqs signature and KEM operations natively, with no
  * interpreter in the way, so pqlab can state what its Python harness adds.
  *
- *   pqbench --alg ML-DSA-44 --ops keygen,sign,verify --message-bytes 100 \
+ *   pqbench time --impl liboqs --alg ML-DSA-44 --ops keygen,sign,verify --message-bytes 100 \
  *           --budget 1.0 --min-samples 5 --max-samples 1000 --counter auto
- *   pqbench --list
+ *   pqbench list
+ *
+ * It speaks pqlab's program protocol, version 2 (native/PROTOCOL.md): `list` describes the program,
+ * the liboqs it loaded and every algorithm that build enables; `time` times one algorithm.
  *
  * Each sample times ONE call: CLOCK_MONOTONIC (nanoseconds) and a cycle
  * counter with pqlab's labels (pqlab/measure/cycles.py): "core-cycles" = the
@@ -19,9 +22,9 @@
  * check marks the operation failed.
  *
  * Output: one JSON object on stdout.  Exit status: 0 all operations verified,
- * 1 some operation failed its check (the JSON says which), 2 usage error,
- * unavailable counter or unknown algorithm (a JSON object with "error" is
- * still printed).
+ * 1 some operation failed its check (the JSON says which), 2 bad request
+ * (unknown command, option or algorithm, a malformed value, an unavailable
+ * forced counter): stdout is {"error": "<one line>"}, stderr says it too.
  *
  * The binary is linked against one liboqs build (see Makefile: rpath, not
  * LD_LIBRARY_PATH) and reports the library it actually loaded (dladdr).
@@ -34,6 +37,7 @@
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +50,20 @@
 
 #include "tsc.h"
 
-/* pqlab/native.py checks this: 2 = pqlab's counter labels and --counter. */
-#define PQBENCH_VERSION "2"
+/* The protocol version (native/PROTOCOL.md) and this program's name in pqlab's registry. */
+#define PQBENCH_PROTOCOL 2
+#define PQBENCH_PROGRAM "pqbench"
+
+/* The compiler that built this binary: the list's "toolchain". */
+#if defined(__clang__)
+#define PQBENCH_TOOLCHAIN "clang " __clang_version__
+#elif defined(__GNUC__)
+#define PQBENCH_TOOLCHAIN "gcc " __VERSION__
+#elif defined(__VERSION__)
+#define PQBENCH_TOOLCHAIN __VERSION__
+#else
+#define PQBENCH_TOOLCHAIN ""
+#endif
 
 #ifndef PQBENCH_BUILD
 #define PQBENCH_BUILD ""
@@ -62,7 +78,7 @@ static void *xmalloc(size_t n) {
 	void *p = malloc(n ? n : 1);
 	if (!p) {
 		fprintf(stderr, "pqbench: out of memory (%zu bytes)\n", n);
-		exit(3);
+		exit(4); /* a crash in the protocol's terms (2 is a bad request) */
 	}
 	return p;
 }
@@ -493,12 +509,12 @@ static bool setup_kem(ctx *c) {
 
 typedef struct {
 	double budget_s;
-	size_t min_samples, max_samples, warmup;
+	size_t min_samples, max_samples, warmup, cold;
 } sampling;
 
 typedef struct {
 	const op_spec *spec;
-	series warm, main;
+	series cold, warm, main;
 	bool verified;
 	size_t checks, cycles_dropped;
 	double elapsed_s;
@@ -531,24 +547,30 @@ static void run_op(const op_spec *spec, ctx *c, const sampling *sp, op_result *r
 	r->spec = spec;
 	r->verified = true;
 	r->stopped_by = "budget";
+	series_init(&r->cold, sp->cold ? sp->cold : 1);
 	series_init(&r->warm, sp->warmup ? sp->warmup : 1);
 	series_init(&r->main, sp->max_samples);
 	c->sig_min = SIZE_MAX;
 	c->sig_max = 0;
 	c->err[0] = '\0';
 
-	/* Warm-up: same calls and checks, recorded apart. */
-	for (size_t i = 0; i < sp->warmup && r->verified; i++) {
-		spec->prepare(c, i);
-		OQS_STATUS rc = timed_call(spec, c, &r->warm);
-		if (rc != OQS_SUCCESS) {
-			snprintf(r->error, sizeof r->error, "warm-up %s returned an error status", spec->name);
-			r->verified = false;
-		} else if (!spec->check(c)) {
-			snprintf(r->error, sizeof r->error, "warm-up: %s", c->err);
-			r->verified = false;
-		} else {
-			r->checks++;
+	/* --cold: the first calls, timed one by one and recorded apart (a cold cache's cost); then the
+	 * warm-up: same calls and checks, recorded apart. */
+	for (size_t phase = 0; phase < 2; phase++) {
+		const char *what = phase ? "warm-up" : "cold call";
+		size_t n = phase ? sp->warmup : sp->cold;
+		for (size_t i = 0; i < n && r->verified; i++) {
+			spec->prepare(c, i);
+			OQS_STATUS rc = timed_call(spec, c, phase ? &r->warm : &r->cold);
+			if (rc != OQS_SUCCESS) {
+				snprintf(r->error, sizeof r->error, "%s: %s returned an error status", what, spec->name);
+				r->verified = false;
+			} else if (!spec->check(c)) {
+				snprintf(r->error, sizeof r->error, "%s: %s", what, c->err);
+				r->verified = false;
+			} else {
+				r->checks++;
+			}
 		}
 	}
 
@@ -628,8 +650,12 @@ static const char *liboqs_path(void) {
 	return "";
 }
 
+/* The fields every document starts with: the protocol, the program, the library it loaded. */
+static void print_head(FILE *f) {
+	fprintf(f, "\"protocol\": %d, \"program\": \"%s\", ", PQBENCH_PROTOCOL, PQBENCH_PROGRAM);
+}
+
 static void print_build_info(FILE *f) {
-	fputs("\"runner\": \"pqbench\", \"runner_version\": \"" PQBENCH_VERSION "\", ", f);
 	fputs("\"liboqs_version\": ", f);
 	json_str(f, OQS_version());
 	fputs(", \"liboqs_version_compiled\": ", f);
@@ -681,41 +707,59 @@ static void print_build_info(FILE *f) {
 	fputs("]", f);
 }
 
-static void print_list(void) {
-	printf("{");
-	print_build_info(stdout);
-	printf(", \"sig\": [");
-	bool first = true;
-	for (int i = 0; i < OQS_SIG_alg_count(); i++) {
-		const char *id = OQS_SIG_alg_identifier((size_t) i);
-		if (OQS_SIG_alg_is_enabled(id)) {
-			printf("%s", first ? "" : ", ");
-			json_str(stdout, id);
-			first = false;
+static void print_algorithms(FILE *f, const char *kind, int count, const char *(*identifier)(size_t),
+                             int (*enabled)(const char *), bool *first) {
+	for (int i = 0; i < count; i++) {
+		const char *id = identifier((size_t) i);
+		if (enabled(id)) {
+			fputs(*first ? "" : ", ", f);
+			fputs("{\"implementation\": \"liboqs\", \"algorithm\": ", f);
+			json_str(f, id);
+			fprintf(f, ", \"kind\": \"%s\", \"seeded\": []}", kind);
+			*first = false;
 		}
 	}
-	printf("], \"kem\": [");
-	first = true;
-	for (int i = 0; i < OQS_KEM_alg_count(); i++) {
-		const char *id = OQS_KEM_alg_identifier((size_t) i);
-		if (OQS_KEM_alg_is_enabled(id)) {
-			printf("%s", first ? "" : ", ");
-			json_str(stdout, id);
-			first = false;
-		}
-	}
-	printf("]}\n");
 }
 
-static void print_error_json(const char *alg, const char *msg) {
-	printf("{");
-	print_build_info(stdout);
-	printf(", \"algorithm\": ");
-	json_str(stdout, alg);
-	printf(", \"error\": ");
+/* `list`: the program, the liboqs it loaded and every algorithm that build enables. */
+static void print_list(void) {
+	FILE *f = stdout;
+	fputs("{", f);
+	print_head(f);
+	fputs("\"language\": \"C\", \"toolchain\": ", f);
+	json_str(f, PQBENCH_TOOLCHAIN);
+	fputs(", \"commands\": [\"time\"], \"implementations\": [{\"implementation\": \"liboqs\", \"version\": ", f);
+	json_str(f, OQS_version());
+	fputs(", \"package\": \"liboqs\", \"provenance\": \"\", \"options\": ", f);
+	json_str(f, PQBENCH_BUILD);
+	fputs("}], \"algorithms\": [", f);
+	bool first = true;
+	print_algorithms(f, "sig", OQS_SIG_alg_count(), OQS_SIG_alg_identifier, OQS_SIG_alg_is_enabled, &first);
+	print_algorithms(f, "kem", OQS_KEM_alg_count(), OQS_KEM_alg_identifier, OQS_KEM_alg_is_enabled, &first);
+	fputs("], ", f);
+	print_build_info(f);
+	fputs("}\n", f);
+}
+
+/* A bad request: {"error": ...} on stdout, the same line on stderr; exit status 2. */
+static int bad_request(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_request(const char *fmt, ...) {
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	for (char *p = msg; *p; p++) {
+		if (*p == '\n') {
+			*p = ' '; /* one line */
+		}
+	}
+	fputs("{\"error\": ", stdout);
 	json_str(stdout, msg);
-	printf("}\n");
+	fputs("}\n", stdout);
+	fflush(stdout);
 	fprintf(stderr, "pqbench: %s\n", msg);
+	return 2;
 }
 
 static void print_series(FILE *f, const char *key_ns, const char *key_cyc, const series *s) {
@@ -739,17 +783,19 @@ static void print_series(FILE *f, const char *key_ns, const char *key_cyc, const
 /* ------------------------------------------------------------------ main */
 
 static void usage(FILE *f) {
-	fputs("usage: pqbench --alg NAME [--ops keygen,sign,verify | keygen,encaps,decaps]\n"
+	fputs("usage: pqbench time [--impl liboqs] --alg NAME [--ops keygen,sign,verify | keygen,encaps,decaps]\n"
 	      "               [--message-bytes N] [--budget SECONDS] [--min-samples N]\n"
-	      "               [--max-samples N] [--warmup N] [--pool N] [--fixed-message]\n"
-	      "               [--cpu N] [--counter auto|perf|tsc|none]\n"
-	      "       pqbench --list\n"
-	      "Times each liboqs call (one call per sample) in ns and cycles (--counter: auto =\n"
-	      "core cycles via perf_event_open, else TSC reference cycles, else none) and prints\n"
-	      "one JSON object.  --budget is wall-clock seconds per\n"
-	      "operation (checks included); --min-samples are always taken.  Sign uses a fresh\n"
-	      "random message per sample, verify and decaps cycle through --pool pre-made inputs;\n"
-	      "--fixed-message uses one message / input throughout.  --cpu pins the process.\n",
+	      "               [--max-samples N] [--warmup N] [--cold N] [--sample-ns NS] [--pool N]\n"
+	      "               [--fixed-message] [--cpu N] [--counter auto|perf|tsc|none]\n"
+	      "       pqbench list\n"
+	      "Speaks pqlab's program protocol 2 (native/PROTOCOL.md).  `time` times each liboqs call\n"
+	      "(one call per sample, so loops is 1 and --sample-ns is accepted and unused) in ns and cycles\n"
+	      "(--counter: auto = core cycles via perf_event_open, else TSC reference cycles, else none) and\n"
+	      "prints one JSON object.  --budget is wall-clock seconds per operation (checks included);\n"
+	      "--min-samples are always taken; --cold N times the first N calls apart (cold_ns).  Sign uses a\n"
+	      "fresh random message per sample, verify and decaps cycle through --pool pre-made inputs;\n"
+	      "--fixed-message uses one message / input throughout.  --cpu pins the process.\n"
+	      "`list` names the liboqs this binary loaded and every algorithm that build enables.\n",
 	      f);
 }
 
@@ -764,37 +810,77 @@ static bool parse_size(const char *s, size_t *out) {
 	return true;
 }
 
+static const struct option LONGOPTS[] = {
+	{"impl", required_argument, NULL, 'i'},
+	{"alg", required_argument, NULL, 'a'},
+	{"ops", required_argument, NULL, 'o'},
+	{"message-bytes", required_argument, NULL, 'm'},
+	{"budget", required_argument, NULL, 'b'},
+	{"min-samples", required_argument, NULL, 'n'},
+	{"max-samples", required_argument, NULL, 'N'},
+	{"warmup", required_argument, NULL, 'w'},
+	{"cold", required_argument, NULL, 'k'},
+	{"sample-ns", required_argument, NULL, 's'},
+	{"pool", required_argument, NULL, 'p'},
+	{"fixed-message", no_argument, NULL, 'F'},
+	{"cpu", required_argument, NULL, 'c'},
+	{"counter", required_argument, NULL, 'C'},
+	{NULL, 0, NULL, 0},
+};
+
+static const char *option_name(int ch) {
+	for (const struct option *o = LONGOPTS; o->name; o++) {
+		if (o->val == ch) {
+			return o->name;
+		}
+	}
+	return "?";
+}
+
 int main(int argc, char **argv) {
 	const char *alg = NULL;
 	char *ops_arg = NULL;
 	options opt = {.pool = 16, .mlen = 100, .fixed_message = false};
-	sampling sp = {.budget_s = 1.0, .min_samples = 5, .max_samples = 1000, .warmup = 3};
-	bool list = false;
+	sampling sp = {.budget_s = 1.0, .min_samples = 5, .max_samples = 1000, .warmup = 3, .cold = 0};
 	const char *counter_mode = "auto";
 	long cpu = -1;
 
-	static const struct option longopts[] = {
-		{"alg", required_argument, NULL, 'a'},
-		{"ops", required_argument, NULL, 'o'},
-		{"message-bytes", required_argument, NULL, 'm'},
-		{"budget", required_argument, NULL, 'b'},
-		{"min-samples", required_argument, NULL, 'n'},
-		{"max-samples", required_argument, NULL, 'N'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"pool", required_argument, NULL, 'p'},
-		{"fixed-message", no_argument, NULL, 'F'},
-		{"cpu", required_argument, NULL, 'c'},
-		{"counter", required_argument, NULL, 'C'},
-		{"list", no_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	if (argc < 2) {
+		return bad_request("no command: pqbench answers `list` and `time --impl liboqs --alg NAME ...` "
+		                   "(native/PROTOCOL.md)");
+	}
+	const char *command = argv[1];
+	if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0 || strcmp(command, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(command, "list") == 0) {
+		if (argc > 2) {
+			return bad_request("`list` takes no options, got '%s'", argv[2]);
+		}
+		OQS_init();
+		print_list();
+		OQS_destroy();
+		return 0;
+	}
+	if (strcmp(command, "time") != 0) {
+		return bad_request("unknown command '%s': pqbench answers list, time", command);
+	}
+
+	/* The options of `time`; argv[1] ("time") stands in for the program name. */
+	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "a:o:m:b:n:N:w:p:Fc:C:lh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc - 1, argv + 1, "+:", LONGOPTS, NULL)) != -1) {
 		bool ok = true;
 		size_t v = 0;
 		char *end;
 		switch (ch) {
+		case 'i':
+			ok = strcmp(optarg, "liboqs") == 0;
+			if (!ok) {
+				return bad_request("unknown implementation '%s': pqbench times liboqs only", optarg);
+			}
+			break;
 		case 'a':
 			alg = optarg;
 			break;
@@ -817,6 +903,12 @@ int main(int argc, char **argv) {
 		case 'w':
 			ok = parse_size(optarg, &sp.warmup);
 			break;
+		case 'k':
+			ok = parse_size(optarg, &sp.cold) && sp.cold <= 1000000;
+			break;
+		case 's':
+			ok = parse_size(optarg, &v); /* one call per sample: nothing to calibrate */
+			break;
 		case 'p':
 			ok = parse_size(optarg, &opt.pool) && opt.pool > 0;
 			break;
@@ -824,7 +916,7 @@ int main(int argc, char **argv) {
 			opt.fixed_message = true;
 			break;
 		case 'c':
-			ok = parse_size(optarg, &v);
+			ok = parse_size(optarg, &v) && v < CPU_SETSIZE;
 			cpu = (long) v;
 			break;
 		case 'C':
@@ -832,37 +924,23 @@ int main(int argc, char **argv) {
 			ok = strcmp(optarg, "auto") == 0 || strcmp(optarg, "perf") == 0 || strcmp(optarg, "tsc") == 0 ||
 			     strcmp(optarg, "none") == 0;
 			break;
-		case 'l':
-			list = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
+		case ':':
+			return bad_request("option %s needs a value", argv[optind]);
 		default:
-			usage(stderr);
-			return 2;
+			return bad_request("unknown option '%s' for `time` (pqbench --help lists them)", argv[optind]);
 		}
 		if (!ok) {
-			fprintf(stderr, "pqbench: bad value for option -%c: '%s'\n", ch, optarg);
-			return 2;
+			return bad_request("bad value for --%s: '%s'", option_name(ch), optarg);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "pqbench: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 2;
+	if (optind < argc - 1) {
+		return bad_request("unexpected argument '%s' for `time`", argv[optind + 1]);
+	}
+	if (!alg) {
+		return bad_request("`time` needs --alg NAME (pqbench list names the enabled ones)");
 	}
 
 	OQS_init();
-	if (list) {
-		print_list();
-		OQS_destroy();
-		return 0;
-	}
-	if (!alg) {
-		usage(stderr);
-		return 2;
-	}
 	if (sp.min_samples > sp.max_samples) {
 		sp.min_samples = sp.max_samples;
 	}
@@ -892,15 +970,14 @@ int main(int argc, char **argv) {
 		for (int i = 0; i < OQS_KEM_alg_count(); i++) {
 			known |= strcmp(OQS_KEM_alg_identifier((size_t) i), alg) == 0;
 		}
-		snprintf(msg, sizeof msg, known ? "algorithm '%s' is not enabled in this liboqs build"
-		         : "unknown algorithm '%s' (pqbench --list names the enabled ones)", alg);
-		print_error_json(alg, msg);
+		snprintf(msg, sizeof msg, known ? "algorithm '%s' is not enabled in this liboqs build (%s)"
+		         : "unknown algorithm '%s' (`pqbench list` names the ones liboqs %s enables)", alg,
+		         known ? PQBENCH_BUILD : OQS_version());
 		OQS_destroy();
-		return 2;
+		return bad_request("%s", msg);
 	}
 	if (!c.sig && !c.kem) {
-		print_error_json(alg, "OQS_SIG_new/OQS_KEM_new returned NULL");
-		return 2;
+		return bad_request("OQS_SIG_new/OQS_KEM_new returned NULL for %s", alg);
 	}
 
 	/* The operations, in the order given. */
@@ -917,15 +994,16 @@ int main(int argc, char **argv) {
 			}
 		}
 		if (!found || nchosen == sizeof chosen / sizeof chosen[0]) {
-			char msg[256];
-			snprintf(msg, sizeof msg, "operation '%s' is not one of %s for %s algorithm %s", tok, ops_default,
-			         kind, alg);
-			print_error_json(alg, msg);
-			return 2;
+			return bad_request("operation '%s' is not one of %s for %s algorithm %s", tok, ops_default, kind,
+			                   alg);
 		}
 		chosen[nchosen++] = found;
 	}
 	free(ops);
+	if (nchosen == 0) {
+		return bad_request("--ops names no operation (one or more of %s for %s algorithm %s)", ops_default, kind,
+		                   alg);
+	}
 	/* The pool of pre-made signatures / ciphertexts is only needed by verify and
 	 * decaps; otherwise one entry (made and checked at set-up, including the
 	 * tampered cases) is enough.  Never more entries than samples. */
@@ -944,15 +1022,11 @@ int main(int argc, char **argv) {
 		CPU_ZERO(&set);
 		CPU_SET((int) cpu, &set);
 		if (sched_setaffinity(0, sizeof set, &set) != 0) {
-			char msg[256];
-			snprintf(msg, sizeof msg, "cannot pin to cpu %ld: %s", cpu, strerror(errno));
-			print_error_json(alg, msg);
-			return 2;
+			return bad_request("cannot pin to cpu %ld: %s", cpu, strerror(errno));
 		}
 	}
 	if (!counter_open(counter_mode)) {
-		print_error_json(alg, cycles_error);
-		return 2;
+		return bad_request("%s", cycles_error);
 	}
 	uint64_t ovh_ns;
 	int64_t ovh_cyc;
@@ -1005,6 +1079,7 @@ int main(int argc, char **argv) {
 		} else {
 			memset(&res[i], 0, sizeof res[i]);
 			res[i].spec = chosen[i];
+			series_init(&res[i].cold, 1);
 			series_init(&res[i].warm, 1);
 			series_init(&res[i].main, 1);
 			res[i].stopped_by = "failure";
@@ -1017,6 +1092,10 @@ int main(int argc, char **argv) {
 	 * --message-bytes), and the range seen by the sign operation. */
 	FILE *f = stdout;
 	fputs("{", f);
+	print_head(f);
+	fputs("\"implementation\": \"liboqs\", \"version\": ", f);
+	json_str(f, OQS_version());
+	fputs(", \"clock\": \"clock_gettime(CLOCK_MONOTONIC)\", ", f);
 	print_build_info(f);
 	fputs(", \"cycles_source\": ", f);
 	json_str(f, COUNTER_LABEL[counter]);
@@ -1054,6 +1133,16 @@ int main(int argc, char **argv) {
 		fprintf(f, ", \"ciphertext_bytes\": %zu, \"shared_secret_bytes\": %zu", c.kem->length_ciphertext,
 		        c.kem->length_shared_secret);
 	}
+	/* The protocol's sizes, from the lengths liboqs states (a signature: the first set-up signature's). */
+	fprintf(f, ", \"sizes\": {\"public_key\": %zu, \"secret_key\": %zu, \"secret_key_format\": \"liboqs\"", lpk,
+	        lsk);
+	if (c.sig && setup_ok) {
+		fprintf(f, ", \"signature\": %zu", c.pool_siglen[0]);
+	} else if (c.kem) {
+		fprintf(f, ", \"ciphertext\": %zu, \"shared_secret\": %zu", c.kem->length_ciphertext,
+		        c.kem->length_shared_secret);
+	}
+	fputs("}", f);
 	fprintf(f, ", \"budget_s\": %.6g, \"min_samples\": %zu, \"max_samples\": %zu, \"warmup\": %zu, \"pool\": %zu",
 	        sp.budget_s, sp.min_samples, sp.max_samples, sp.warmup, opt.pool);
 	fprintf(f, ", \"message_mode\": \"%s\"",
@@ -1068,6 +1157,7 @@ int main(int argc, char **argv) {
 		} else {
 			fputs(", \"message_bytes\": null", f);
 		}
+		fprintf(f, ", \"loops\": 1, \"warmup_batches\": %zu", sp.warmup);
 		fprintf(f, ", \"samples\": %zu, \"verified\": %s, \"error\": ", r->main.n, r->verified ? "true" : "false");
 		json_str(f, r->error);
 		fprintf(f, ", \"checks\": %zu, \"stopped_by\": \"%s\", \"elapsed_s\": %.6f, \"cycles_dropped\": %zu",
@@ -1079,7 +1169,10 @@ int main(int argc, char **argv) {
 		print_series(f, "samples_ns", "samples_cycles", &r->main);
 		fputs(", ", f);
 		print_series(f, "warmup_ns", "warmup_cycles", &r->warm);
+		fputs(", ", f);
+		print_series(f, "cold_ns", "cold_cycles", &r->cold);
 		fputs("}", f);
+		series_free(&r->cold);
 		series_free(&r->warm);
 		series_free(&r->main);
 	}

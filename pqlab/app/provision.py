@@ -17,7 +17,7 @@
 
 - the TSC helper (pqlab/measure/tsc.c, reference cycles from Python) into the per-user cache;
 - the native cycle runner (native/bench) against each installed liboqs build;
-- the Bouncy Castle runner (native/bc-runner) when a JDK and Maven are there;
+- the Java program (native/impls/java: Bouncy Castle) when a JDK and Maven are there;
 - valgrind (notebook 03) from Debian's packages when it is missing and apt-get can install it.
 
 Each prints what it did or why it skipped; only a failure of something that should have

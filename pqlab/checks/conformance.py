@@ -43,6 +43,7 @@ from pqlab.core import builds, flags, inputs
 from pqlab.core.errors import BadInput, LiboqsNotFound
 from pqlab.core.files import atomic_write_text
 from pqlab.core.formatting import markdown as md
+from pqlab.core.integrity import sha256_file
 from pqlab.liboqs.loader import build_environment, given_builds, liboqs_info
 from pqlab.measure.cycles import cache_dir
 from pqlab.runners.rounds import registered
@@ -88,18 +89,8 @@ def identity(algo) -> dict:
         info = liboqs_info()
         out["liboqs"] = {"build": info["build"], "options": info["options"],
                          "build_config": info["build_config"],
-                         "library_sha256": _file_hash(info["liboqs_path"])}
+                         "library_sha256": sha256_file(info["liboqs_path"]) if info["liboqs_path"] else ""}
     return out
-
-
-def _file_hash(path) -> str:
-    if not path:
-        return ""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _key(ident: dict) -> str:
@@ -217,7 +208,7 @@ def table(specs=(), *, refresh: bool = False, programs=()) -> pd.DataFrame:
         from pqlab.runners import impls
 
         for name in programs:  # an unknown one refused with close matches
-            inputs.choice(name, "program", tuple(p.name for p in impls.PROGRAMS))
+            inputs.choice(name, "program", impls.IMPLS_PROGRAMS)
     rows = []
     for build, names in by_build.items():
         if build is None:

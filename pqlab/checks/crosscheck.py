@@ -5,7 +5,7 @@ public key, and the key's owner must decapsulate each ciphertext to the same sha
 its first byte flipped must give another secret (ML-KEM's implicit rejection; Diffie-Hellman "KEMs" have no
 such check).  For a signature, each implementation signs a message, and every implementation must accept the
 signature and refuse it with one byte flipped, and refuse it for another message.  Public keys, ciphertexts
-and signatures cross in the standard encodings of ``native/impls/PROTOCOL.md``; secret keys never leave their
+and signatures cross in the standard encodings of ``native/PROTOCOL.md``; secret keys never leave their
 implementation.
 
 Who is to blame when two disagree: an implementation fails an algorithm when it fails with itself, or with
@@ -176,7 +176,7 @@ class PythonParticipant(Participant):
 
 
 def standard_public(pk) -> bytes:
-    """A public key of pqlab's adapters in the standard encoding of PROTOCOL.md."""
+    """A public key of pqlab's adapters in the standard encoding of native/PROTOCOL.md."""
     if isinstance(pk, (bytes, bytearray)):
         return bytes(pk)
     from cryptography.hazmat.primitives import serialization as s

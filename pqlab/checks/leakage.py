@@ -3,7 +3,8 @@
 One operation runs on two or more fixed input classes (valid vs invalid ciphertext, Marvin's padding classes,
 a short vs a full nonce), all of one length.  Every *block* runs each class once, in an order drawn at random
 per block, so that drift, frequency changes and a neighbour's noise hit every class alike; the program of
-``native/leakage/`` (or pqlab's lean C loop for liboqs) times each call and checks its output after the clock.
+``native/leakage/`` (``native/PROTOCOL.md``'s ``screen``; or pqlab's lean C loop for liboqs) times each call
+and checks its output after the clock.
 Per block the difference of each class to the first (the baseline) is one paired observation; the tests are:
 
 * the **sign test** (``scipy.stats.binomtest`` on how many differences are positive),
@@ -13,8 +14,9 @@ Per block the difference of each class to the first (the baseline) is one paired
 each at the family-wise `alpha` split over the screen's tests (Bonferroni).  Block order is randomised, so
 with no leak every class's time is exchangeable within a block and the paired tests hold their level despite
 drift and autocorrelation (the timings are multimodal and autocorrelated; nothing assumes otherwise).  The
-blocks are split over several fresh processes of the program (*rounds*, same inputs, each warmed up), so that
-one process's JIT decisions and code layout do not decide the result.
+blocks are split over several fresh processes of the program (:data:`PROCESSES`, same inputs, each warmed up),
+so that one process's JIT decisions and code layout do not decide the result.  These are not the benchmark's
+rounds (:data:`pqlab.runners.rounds.ROUNDS`, each a median): a screen keeps every block's raw times.
 
 The effect is the **median of the paired differences** with a percentile **bootstrap interval**
 (``scipy.stats.bootstrap`` over blocks).  A *leak* is a significant test together with a median difference
@@ -47,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from pqlab.core import inputs
 from pqlab.core.errors import BadInput, UnknownName
 from pqlab.measure import noise
 from pqlab.runners import leakage as programs
@@ -59,8 +62,10 @@ BOOTSTRAP_RESAMPLES = 2000
 MIN_BLOCKS = 20
 #: Processes a screen's blocks are split over by default: one process's JIT, code layout and branch-predictor
 #: aliasing can hide or inflate an effect (Bouncy Castle 1.83's FrodoKEM leak measured 7 to 25 us in ten JVMs
-#: with the same inputs), so the blocks run in fresh processes of one program with the same inputs.
-ROUNDS = 4
+#: with the same inputs), so the blocks run in fresh processes of one program with the same inputs, each a
+#: consecutive part of the order.  Not the benchmark's rounds (:data:`pqlab.runners.rounds.ROUNDS`): the
+#: paired tests run over every block of every process.
+PROCESSES = 4
 #: Verdicts.
 LEAK, NO_LEAK, NO_VERDICT, NOT_SCREENED = "leak", "no leak found", "no verdict", "not screened"
 #: A significant test while no median difference's interval excludes zero: part of the distribution moved.
@@ -105,7 +110,7 @@ class Screen:
     alpha: float = ALPHA
     wall_s: float | None = None
     noise: dict = field(default_factory=dict)
-    rounds: int = 0  #: processes the blocks ran in
+    processes: int = 0  #: processes the blocks ran in (:data:`PROCESSES`)
     load: str = ""  #: the load the machine carried during the screen (:func:`describe_load`); "" when quiet
     others_cores: float | None = None  #: other processes' CPU during the screen, in cores (None: unknown)
     quiet_s: float | None = None  #: how long the screen would take on a quiet machine (:func:`quiet_seconds`)
@@ -119,7 +124,8 @@ class Screen:
         time."""
         row = {"program": self.program, "target": self.target, "implementation": self.implementation,
                "version": self.version, "operation": self.operation, "verdict": self.verdict,
-               "blocks": self.blocks, "rounds": self.rounds, "classes": len(self.classes),
+               "blocks": self.blocks, "processes": self.processes,
+               "classes": len(self.classes),
                "wall_s": self.wall_s, "detectable_ns": self.detectable_ns, "reason": self.reason,
                "load": self.load, "others_cores": self.others_cores, "quiet_s": self.quiet_s,
                "clock_moved": _moved(self.noise), "no_free_core": _no_free_core(self.noise)}
@@ -190,34 +196,33 @@ def leaking(tests: pd.DataFrame, differences: pd.DataFrame) -> pd.DataFrame:
 
 
 def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int, alpha: float,
-             rounds: int | None = None) -> tuple[dict, list, int]:
-    """The target's entry, the classes to screen and the rounds; refuses bad input in one line before anything
-    runs.  `rounds` None: :data:`ROUNDS`, fewer when `blocks` cannot give each round :data:`MIN_BLOCKS`."""
+             processes: int | None = None, seed: int = 1) -> dict:
+    """Every input of a screen, checked once where it enters, before anything runs (bad input: one line
+    naming it): ``{"entry": the target's list entry, "classes", "blocks", "warmup_blocks", "alpha", "seed",
+    "processes"}`` in their clean forms.  `processes` None: :data:`PROCESSES`, fewer when `blocks` cannot give
+    each process :data:`MIN_BLOCKS`."""
     if program not in programs.names():
         raise UnknownName("screen program", program, programs.names())
+    blocks = inputs.count(blocks, "blocks", MIN_BLOCKS)
+    warmup_blocks = inputs.count(warmup_blocks, "warmup_blocks", 0)
+    alpha = inputs.fraction(alpha, "alpha")
+    seed = inputs.count(seed, "seed", 0)
+    most = blocks // MIN_BLOCKS
+    processes = (max(1, min(PROCESSES, most)) if processes is None else inputs.count(
+        processes, f"processes (each runs at least {MIN_BLOCKS} of the {blocks} blocks)", 1, most))
     why = programs.why_not(program)
     if why:
         raise programs.LeakageRunError(why)
     entry = programs.target(program, target)
-    classes = list(entry["classes"] if classes is None else classes)
+    classes = list(entry["classes"] if classes is None else inputs.names(classes, f"classes of {target}"))
     for c in classes:
         if c not in entry["classes"]:
             raise UnknownName(f"class of {target}", c, entry["classes"])
     if len(classes) < 2:
         raise BadInput(f"a screen compares two or more classes, not {len(classes)}: pass classes=None for "
                        f"all of {target}'s ({', '.join(entry['classes'])})")
-    if not isinstance(blocks, int) or blocks < MIN_BLOCKS:
-        raise BadInput(f"blocks must be an integer of at least {MIN_BLOCKS}, not {blocks!r}")
-    if not isinstance(warmup_blocks, int) or warmup_blocks < 0:
-        raise BadInput(f"warmup_blocks must be a non-negative integer, not {warmup_blocks!r}")
-    if not 0 < alpha < 1:
-        raise BadInput(f"alpha is a probability between 0 and 1, not {alpha!r}")
-    if rounds is None:
-        rounds = max(1, min(ROUNDS, blocks // MIN_BLOCKS))
-    elif not isinstance(rounds, int) or not 1 <= rounds <= blocks // MIN_BLOCKS:
-        raise BadInput(f"rounds must be an integer from 1 to {blocks // MIN_BLOCKS} (each round runs at "
-                       f"least {MIN_BLOCKS} of the {blocks} blocks), not {rounds!r}")
-    return entry, classes, rounds
+    return {"entry": entry, "classes": classes, "blocks": blocks, "warmup_blocks": warmup_blocks,
+            "alpha": alpha, "seed": seed, "processes": processes}
 
 
 def cores() -> int:
@@ -274,21 +279,23 @@ def quiet_seconds(wall_s: float, cpu_s: float) -> float:
 
 
 def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmup_blocks: int = 50,
-           alpha: float = ALPHA, seed: int = 1, rounds: int | None = None) -> Screen:
+           alpha: float = ALPHA, seed: int = 1, processes: int | None = None) -> Screen:
     """Screen `target` of screen program `program` (:mod:`pqlab.runners.leakage`) over `blocks` blocks, run in
-    `rounds` fresh processes of the program (default :data:`ROUNDS`), each with the same inputs and its own
-    `warmup_blocks`.
+    `processes` fresh processes of the program (default :data:`PROCESSES`), each with the same inputs and its
+    own `warmup_blocks`.
 
     Bad input (an unknown program, target or class, too few blocks) is refused before anything runs; a program
     that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen`
     with verdict "not screened" and the reason."""
-    entry, classes, rounds = validate(program, target, classes, blocks, warmup_blocks, alpha, rounds)
+    checked = validate(program, target, classes, blocks, warmup_blocks, alpha, processes, seed)
+    entry, classes, processes = checked["entry"], checked["classes"], checked["processes"]
+    blocks, warmup_blocks, alpha, seed = (checked[k] for k in ("blocks", "warmup_blocks", "alpha", "seed"))
     base = Screen(program, target, classes, NOT_SCREENED, implementation=entry["implementation"],
                   version=entry["version"], operation=entry["operation"], counter=entry["counter"],
-                  alpha=alpha, rounds=rounds)
+                  alpha=alpha, processes=processes)
     before, start = noise.snapshot(), noise.reference_times()
     began, times = time.monotonic(), []
-    for part in np.array_split(np.asarray(order(blocks, len(classes), seed)), rounds):
+    for part in np.array_split(np.asarray(order(blocks, len(classes), seed)), processes):
         request = {"target": target, "classes": classes, "order": part.tolist(),
                    "warmup_blocks": warmup_blocks, "seed": seed}
         try:

@@ -297,8 +297,8 @@ def _mldsa(out, p, alg, seeded, tests):
 
 
 def _public(group: dict) -> bytes:
-    """The vector group's public key in the standard encoding of PROTOCOL.md: raw (EdDSA, ML-DSA), the SEC 1
-    uncompressed point (ECDSA), DER SubjectPublicKeyInfo (RSA)."""
+    """The vector group's public key in the standard encoding of native/PROTOCOL.md: raw (EdDSA, ML-DSA), the
+    SEC 1 uncompressed point (ECDSA), DER SubjectPublicKeyInfo (RSA)."""
     key = group["publicKey"]
     if isinstance(key, str):
         return bytes.fromhex(key)

@@ -26,6 +26,9 @@ Version history (results of an older version are converted on load by :func:`con
   (their ``library_version``, else the run's liboqs record), and the run's liboqs record gains ``options`` and
   ``build``.  Backend ``liboqs`` is pqlab's lean path into liboqs's C API (pqlab.backends.liboqs); older
   ``liboqs`` rows were measured through liboqs-python and convert to backend ``liboqs-python``.
+- 6: "rounds" has one meaning, a number of rounds (the parameter, and a row's column).  The run's record of
+  each round's noise and reference loops, stored as ``meta["rounds"]`` before, is ``meta["round_noise"]``;
+  older runs and bundles convert on load.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from pqlab.core.builds import Build
 from pqlab.core.errors import BadInput, UnknownName
 from pqlab.core.vocabulary import BACKENDS, FAMILIES
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 STR, INT, FLOAT, BOOL = "str", "Int64", "float64", "bool"
 #: The units a column's values can be in (pqlab.core.formatting shows each in a suitable display unit); "" for
@@ -324,7 +327,10 @@ def _old_build(release: str, options: str) -> str:
 
 
 def convert_meta(meta: dict, version: int) -> dict:
-    """A run's meta of schema `version` in today's form: its liboqs record names its build (schema 5)."""
+    """A run's meta of schema `version` in today's form: its liboqs record names its build (schema 5), its
+    rounds' noise is ``round_noise`` (schema 6)."""
+    if version < 6 and isinstance(meta.get("rounds"), list) and "round_noise" not in meta:
+        meta = {("round_noise" if k == "rounds" else k): v for k, v in meta.items()}
     info = meta.get("liboqs")
     if version >= 5 or not isinstance(info, dict) or _OLD_OPTIONS not in info:
         return meta

@@ -328,7 +328,7 @@ def reference_shifts(rounds: list[dict], limit: float = SHIFT_LIMIT) -> dict[int
 
 def run_reference(meta: dict) -> dict:
     """A run's reference: the median over its rounds of each kind's time (None where unknown)."""
-    rounds = meta.get("rounds") or []
+    rounds = meta.get("round_noise") or []
     out = {}
     for kind in KINDS:
         values = [r[f"{kind}_ns"] for r in rounds if r.get(f"{kind}_ns")]
@@ -348,7 +348,7 @@ def compare_references(a: dict, b: dict, limit: float = SHIFT_LIMIT) -> str:
 def describe_noise(meta: dict) -> str:
     """One sentence on the noise a run's rounds saw (for run contexts): rounds, busy ones, steal, others' CPU,
     the reference's spread and shifts."""
-    rounds = meta.get("rounds") or []
+    rounds = meta.get("round_noise") or []
     if not rounds:
         return "no rounds recorded (a run made before rounds, or by a runner that cannot do them)"
 

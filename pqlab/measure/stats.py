@@ -186,9 +186,9 @@ def machine_spread(values, index, ratio: bool = False) -> float:
     """How much the machine's own speed moved over the rounds in `index` ((run_id, round) pairs): the standard
     deviation of the log times of the reference loops (:mod:`pqlab.measure.noise`) over those rounds, the
     larger of the scalar and the vector loop's (`ratio`: of the vector/scalar ratio, what moves a ratio of
-    vector to scalar code); 0 where `values` carry no reference (``attrs["rounds"]``: run id -> the run's
-    ``meta["rounds"]``)."""
-    noise = getattr(values, "attrs", {}).get("rounds") or {}
+    vector to scalar code); 0 where `values` carry no reference (``attrs["round_noise"]``: run id -> the run's
+    ``meta["round_noise"]``)."""
+    noise = getattr(values, "attrs", {}).get("round_noise") or {}
     if not noise:
         return 0.0
     refs = {(run, int(r["round"])): r for run, rounds in noise.items() for r in rounds}
@@ -426,24 +426,23 @@ def welch_p(a, b) -> float:
     return float(min(1.0, erfc(t / sqrt(2))))
 
 
-def with_rounds(samples: pd.DataFrame, column: str = "time_ns", rounds: dict | None = None):
+def with_rounds(samples: pd.DataFrame, column: str = "time_ns", noise: dict | None = None):
     """`column` of sample rows as a Series indexed by (run_id, round) when every row has its round (the input
     of :func:`pqlab.measure.stats.round_interval` and :func:`pqlab.measure.stats.ratio_ci`), else as a plain
-    array.  `rounds`: run id
-    -> that run's ``meta["rounds"]`` (noise and reference loops), kept in ``attrs["rounds"]`` for the
-    interval."""
+    array.  `noise`: run id -> that run's ``meta["round_noise"]`` (each round's noise and reference loops),
+    kept in ``attrs["round_noise"]`` for the interval."""
     values = samples[column].to_numpy(dtype=float)
     if "round" not in samples.columns or samples.empty or samples["round"].isna().any():
         return values
     index = pd.MultiIndex.from_arrays([samples["run_id"].astype(str).to_numpy(),
                                        samples["round"].astype(int).to_numpy()], names=["run_id", "round"])
     out = pd.Series(values, index=index)
-    out.attrs["rounds"] = rounds or {}
+    out.attrs["round_noise"] = noise or {}
     return out
 
 
 def round_records(*runs) -> dict:
-    """Run id -> that run's round records (``meta["rounds"]``: noise and reference loops), for
+    """Run id -> that run's round records (``meta["round_noise"]``: noise and reference loops), for
     :func:`with_rounds` over samples of several runs."""
-    return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("rounds") or []
+    return {str(getattr(r, "run_id", "")): (getattr(r, "meta", None) or {}).get("round_noise") or []
             for r in runs if r is not None}

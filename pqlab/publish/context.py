@@ -157,7 +157,7 @@ def noise_text(runs) -> str:
 
     parts, without = [], 0
     for r in as_runs(runs):
-        if r.meta.get("rounds"):
+        if r.meta.get("round_noise"):
             parts.append(f"{r.run_id}: {describe_noise(r.meta)}")
         else:
             without += 1

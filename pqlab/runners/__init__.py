@@ -1,18 +1,16 @@
-"""The programs pqlab runs outside its own process, each in one module, all through :mod:`pqlab.runners.base`.
+"""The programs pqlab runs outside its own process, and pqlab's own processes that measure.
 
-- :mod:`~pqlab.runners.native`: the C runner ``native/bench/pqbench`` (liboqs without Python, cycles from C);
-- :mod:`~pqlab.runners.jvm`: the Bouncy Castle runner ``native/bc-runner`` (Java, one fresh JVM per
-  algorithm);
-- :mod:`~pqlab.runners.tls`: the TLS 1.3 runner ``native/tls-runner`` (OpenSSL 3.6 in Rust, checked
-  handshakes), with its certificate chains in :mod:`~pqlab.runners.tls_certificates` and the records it
-  reports in :mod:`~pqlab.runners.tls_messages`.
-
-Each builds its program on first use, checks what a caller asks for before anything runs
-(:mod:`pqlab.core.inputs`), runs it through :func:`~pqlab.runners.base.call_json` (one document on stdout; a
-timeout, a crash or output that is not JSON becomes one error naming the command and what the program said),
-and records what it measured with :class:`pqlab.store.recorder.RunRecorder`, returning a
-:class:`pqlab.store.results.Run`.  The other processes pqlab starts are its own Python: a round of
-:mod:`pqlab.runners.rounds`, a liboqs build's worker (:func:`pqlab.benchmark.bench_in_worker`) and a memory
-worker (:mod:`pqlab.runners.memory.worker`).  Energy (:mod:`pqlab.runners.energy`) is measured from a power
-source (:mod:`pqlab.runners.power_sources`) over traces (:mod:`pqlab.runners.power_traces`).
+Every external program is one record of :mod:`pqlab.runners.program` (its folder under ``native/`` with a
+``program.toml`` and one line in ``REGISTRY``), speaks one protocol (``native/PROTOCOL.md``: ``list``,
+``time``, ``serve``, ``screen``, ``handshake``; one JSON document; exit 2 for a bad request), is built on
+first need with a build record, and times through one round loop (:func:`pqlab.runners.base.in_rounds`). The
+runners that read it: :mod:`~pqlab.runners.native` (the C runner, liboqs without Python),
+:mod:`~pqlab.runners.jvm` (Bouncy Castle for notebook 01, one fresh JVM per algorithm),
+:mod:`~pqlab.runners.tls` (the TLS 1.3 runner, with :mod:`~pqlab.runners.tls_certificates` and
+:mod:`~pqlab.runners.tls_messages`), :mod:`~pqlab.runners.impls` (notebook 08's programs) and
+:mod:`~pqlab.runners.leakage` (notebook 09's screens). Each checks what a caller asks for before anything runs
+(:mod:`pqlab.core.inputs`) and records with :class:`pqlab.store.recorder.RunRecorder`. pqlab's own processes:
+a round of :mod:`pqlab.runners.rounds`, a liboqs build's worker, a memory worker
+(:mod:`pqlab.runners.memory`), energy windows (:mod:`pqlab.runners.energy`) and the fidelity check
+(:mod:`pqlab.runners.fidelity`); PROTOCOL.md says why those measure outside the protocol.
 """

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from pqlab.core import flags
-from pqlab.measure import cycles
+from pqlab.measure import cycles, noise
 
 
 class RunnerError(RuntimeError):
@@ -84,9 +85,9 @@ def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) 
         if not row["verified"] or mine.empty:
             continue
         value, low, high, k = round_interval(with_rounds(mine, "time_ns",
-                                                         {rec.run_id: rec.meta.get("rounds")}))
+                                                         {rec.run_id: rec.meta.get("round_noise")}))
         marks = [flags.make(c, d) for c, d in flags.parse(row["flags"]) if c != "no-rounds"]
-        busy = [x["round"] for x in rec.meta.get("rounds", []) if x.get("busy")]
+        busy = [x["round"] for x in rec.meta.get("round_noise", []) if x.get("busy")]
         if busy:
             marks.append(flags.make("busy", f"{len(busy)} of {k} rounds"))
         row.update(time_ns_median=value, time_ns_ci_low=low, time_ns_ci_high=high, rounds=k,
@@ -95,3 +96,42 @@ def rows_over_rounds(results: list[tuple[int, dict]], rec, to_rows, to_samples) 
         if row.get("cycles_source") not in (None, cycles.NONE) and not counted.empty:
             row["cycles_median"] = round_interval(with_rounds(counted, "cycles"))[0]
     return rows
+
+
+def in_rounds(rec, entries: Sequence[Hashable], rounds: int, run_one: Callable[[Hashable, int], dict],
+              to_rows, to_samples, *, label: str, lost: tuple[type[Exception], ...] = (RunnerError,),
+              first: Callable[[Hashable, dict], None] | None = None,
+              describe: Callable[[Hashable], dict] | None = None) -> dict[Hashable, list]:
+    """The one round loop of every program pqlab times (native/PROTOCOL.md): `rounds` rounds, each running
+    every entry once (``run_one(entry, round)``: one process of its program, its ``time`` document) in an
+    order shuffled per round (seeded by `label` and the round), with the machine's noise and reference loops
+    recorded around each round (``rec.meta["round_noise"]``).
+
+    A process that fails with one of `lost` loses that entry's round only: ``rec.meta["lost"]`` says which
+    and why (`describe(entry)`: the fields naming it).  `first(entry, result)` is called on an entry's first
+    result (its sizes).  After every round the rows so far are written (:func:`rows_over_rounds`, with
+    `to_rows` and `to_samples`) and the run is checkpointed, so an interrupted run keeps every round it
+    finished.  Returns ``{entry: [(round, result)]}``."""
+    results: dict[Hashable, list] = {entry: [] for entry in entries}
+    rec.meta.setdefault("lost", [])
+    rec.meta.setdefault("round_noise", [])
+    for r in range(rounds):
+        before, start = noise.snapshot(), noise.reference_times()
+        order = list(entries)
+        random.Random(f"{label}-{r}").shuffle(order)
+        for entry in order:
+            try:
+                result = run_one(entry, r)
+            except lost as exc:
+                named = describe(entry) if describe else {"entry": str(entry)}
+                rec.meta["lost"].append({"round": r, **named, "why": str(exc).splitlines()[0]})
+                continue
+            if first is not None and not results[entry]:
+                first(entry, result)
+            results[entry].append((r, result))
+            rec.add(samples=to_samples(result, run_id=rec.run_id, round_index=r))
+        rec.meta["round_noise"].append(noise.round_record(r, before, start))
+        rec.set_measurements([row for entry in entries if results[entry]
+                              for row in rows_over_rounds(results[entry], rec, to_rows, to_samples)])
+        rec.checkpoint()
+    return results

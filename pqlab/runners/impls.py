@@ -1,13 +1,14 @@
-"""Implementations timed in their own languages: the programs of ``native/impls/``, one per language, each
-speaking ``native/impls/PROTOCOL.md`` (``list``, ``time``, ``serve``).
+"""Implementations timed in their own languages: notebook 08's programs (``native/impls/``), one per language,
+each speaking ``native/PROTOCOL.md`` (``list``, ``time``, ``serve``) through
+:mod:`pqlab.runners.program`, which builds, describes and runs them.
 
 Each program measures the implementations of its language in that language's own loop (no interpreter and no
-FFI from one inside the timed region) and returns raw samples; pqlab does the rounds and the statistics, as
-for its own harness.  A program is built on first need (never by ``make setup``), again whenever its sources
-change, and its build records the toolchain and how long the build took.  A program whose toolchain is
-missing, or whose build fails, is left out with a one-line reason; the others go on.
+FFI from one inside the timed region) and returns raw samples; pqlab does the rounds
+(:func:`pqlab.runners.base.in_rounds`) and the statistics, as for its own harness.  A program whose toolchain
+is missing, or whose build fails, is left out with a one-line reason; the others go on.  Every library version
+a program reports is checked against its lock (Go's standard library: against the Go toolchain here).
 
-    PROGRAMS                               the programs (rust, openssl, openssl-3.6, go, js, java)
+    IMPLS_PROGRAMS                         the programs (rust, openssl, openssl-3.6, go, js, java)
     available() -> {name: list document}   the programs that build here; unavailable() -> {name: why not}
     catalogue() -> DataFrame               one row per (implementation, algorithm): version, options,
                                            provenance
@@ -19,20 +20,12 @@ missing, or whose build fails, is left out with a one-line reason; the others go
 """
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
 import math
-import os
-import random
 import re
 import shutil
 import subprocess
-import time
-import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import contextmanager
 
 import pandas as pd
 
@@ -41,186 +34,57 @@ from pqlab.core.errors import UnknownName
 from pqlab.core.paths import NATIVE
 from pqlab.core.schema import KIND_OPERATIONS, typed
 from pqlab.core.vocabulary import family_of
-from pqlab.measure import cycles, noise
+from pqlab.measure import cycles
 from pqlab.measure.stats import summarize
-from pqlab.runners.base import RunnerError, call_json, failure, list_document, rows_over_rounds
+from pqlab.runners import program as _program
+from pqlab.runners.base import in_rounds
+from pqlab.runners.program import Program, ProgramError
 from pqlab.runners.rounds import ROUNDS
 from pqlab.store.recorder import RunRecorder, summary_columns
 
 IMPLS = NATIVE / "impls"
-#: The protocol version pqlab speaks (PROTOCOL.md).
-PROTOCOL = 1
+#: Notebook 08's programs: names in :data:`pqlab.runners.program.REGISTRY`.
+IMPLS_PROGRAMS = ("rust", "openssl", "openssl-3.6", "go", "js", "java")
+#: The programs' names (an older name of :data:`IMPLS_PROGRAMS`).
+PROGRAMS = IMPLS_PROGRAMS
+#: The protocol version pqlab speaks (native/PROTOCOL.md).
+PROTOCOL = _program.PROTOCOL
 #: Nanoseconds one sample's batch of calls lasts at least (each program calibrates its batch to it).
 SAMPLE_NS = 200_000
-#: Folders a build writes, never part of a program's sources.
-OUTPUTS = ("target", "build", "node_modules")
-#: The file beside a program's build that records it (toolchain, seconds, source hash).
-BUILD_RECORD = "pqlab-build.json"
 
 
-class ImplementationError(RunnerError):
+class ImplementationError(ProgramError):
     """A program of native/impls could not be built or run, or answered something pqlab cannot read."""
 
 
-@dataclass(frozen=True)
-class Program:
-    """One program of ``native/impls/<name>/``: the toolchain commands it needs, the command that prints the
-    toolchain's version (`version`), how to build it (run in its folder), what the build makes (`artifact`,
-    relative to the folder; its first part is the build's output folder) and how to start it (`run`: paths
-    relative to the folder)."""
-
-    name: str
-    language: str
-    tools: tuple[str, ...]
-    version: tuple[str, ...]
-    install: str
-    build: tuple[str, ...]
-    artifact: str
-    run: tuple[str, ...]
-    path: str = ""  #: its folder under `root` when not its name
-    sources: str = ""  #: the folder its build reads (hashed for rebuilds), when wider than its own
-    #: where its folder is: native/impls (IMPLS) unless given (native/leakage's programs)
-    root: Path | None = None
-
-    @property
-    def folder(self) -> Path:
-        return (self.root or IMPLS) / (self.path or self.name)
-
-    @property
-    def source_folder(self) -> Path:
-        return (self.root or IMPLS) / self.sources if self.sources else self.folder
-
-    def artifact_path(self) -> Path:
-        return self.folder / self.artifact.format(crate=_crate_name(self.folder))
-
-    def command(self) -> list[str]:
-        return [str(self.folder / p.format(crate=_crate_name(self.folder)))
-                if "/" in p or p.endswith((".mjs", ".py")) else p for p in self.run]
-
-
-def _crate_name(folder: Path) -> str:
-    """The binary a Cargo folder builds: its package's name ("" for a folder without Cargo.toml)."""
-
-    manifest = folder / "Cargo.toml"
-    return tomllib.loads(manifest.read_text())["package"]["name"] if manifest.exists() else ""
-
-
-_CARGO = ("cargo", "build", "--release", "--locked", "--quiet")
-_RUST_AND_CC = "install Rust with rustup (cargo) and a C compiler"
-PROGRAMS = (
-    Program("rust", "Rust", ("cargo",), ("rustc", "--version"), "install Rust with rustup (cargo)", _CARGO,
-            "target/release/{crate}", ("target/release/{crate}",)),
-    Program("openssl", "C", ("cargo", "cc"), ("rustc", "--version"), _RUST_AND_CC, _CARGO,
-            "target/release/{crate}", ("target/release/{crate}",)),
-    # OpenSSL 3.6: the same sources built against another openssl-src (one crate graph links one OpenSSL)
-    Program("openssl-3.6", "C", ("cargo", "cc"), ("rustc", "--version"), _RUST_AND_CC, _CARGO,
-            "target/release/{crate}", ("target/release/{crate}",), path="openssl/3.6", sources="openssl"),
-    Program("go", "Go", ("go",), ("go", "version"), "install Go 1.26 or newer (golang)",
-            ("go", "build", "-trimpath", "-o", "build/impls-go", "."), "build/impls-go", ("build/impls-go",)),
-    Program("js", "JavaScript", ("node", "npm"), ("node", "--version"),
-            "install Node.js 20 or newer with npm", ("npm", "ci", "--no-audit", "--no-fund", "--silent"),
-            "node_modules/.package-lock.json", ("node", "runner.mjs")),
-    Program("java", "Java", ("mvn", "java"), ("java", "-version"), "install a JDK 17 or newer and Maven",
-            ("mvn", "-q", "package", "-DskipTests"), "target/impls.jar",
-            ("java", "-jar", "target/impls.jar")),
-)
-_BY_NAME = {p.name: p for p in PROGRAMS}
-
-
-def program(name: str) -> Program:
-    """The program called `name` (one of PROGRAMS); an unknown one is refused with close matches."""
-    if name not in _BY_NAME:
-        raise UnknownName("implementations program", name, list(_BY_NAME))
-    return _BY_NAME[name]
-
-
-# --------------------------------------------------------------------------- building
-
-
-def source_hash(folder: Path) -> str:
-    """sha256 over a program's sources: every file of its folder outside any build's outputs, names
-    included."""
-
-    files = []
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in OUTPUTS)  # never walk a build's output
-        files += [Path(root) / n for n in names]
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def build_record(prog: Program) -> dict:
-    """What the last build of `prog` recorded ({} before the first)."""
+@contextmanager
+def _ours():
+    """Any :class:`ProgramError` of :mod:`pqlab.runners.program` (a build, a list) as an ImplementationError,
+    its one line kept."""
     try:
-        return json.loads((prog.folder / prog.artifact.split("/")[0] / BUILD_RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
+        yield
+    except ImplementationError:
+        raise
+    except ProgramError as exc:
+        raise ImplementationError(str(exc)) from exc
 
 
-def _toolchain(prog: Program) -> str:
-    proc = subprocess.run(prog.version, capture_output=True, text=True, timeout=60)
-    return (proc.stdout or proc.stderr).strip().splitlines()[0] if proc.returncode == 0 else ""
+def _known(name: str) -> str:
+    if name not in IMPLS_PROGRAMS:
+        raise UnknownName("implementations program", name, list(IMPLS_PROGRAMS))
+    return name
 
 
-def ensure_built(prog: Program | str) -> Path:
-    """Build `prog` unless its last build is of today's sources; the artifact's path.
-
-    Raises :class:`ImplementationError` in one line when a tool is missing or the build fails (its last
-    lines)."""
-    prog = program(prog) if isinstance(prog, str) else prog
-    missing = [t for t in prog.tools if shutil.which(t) is None]
-    if missing:
-        raise ImplementationError(f"no {' or '.join(missing)} here: {prog.install}")
-    out = prog.folder / prog.artifact.split("/")[0]
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        sources = source_hash(prog.source_folder)
-        artifact = prog.artifact_path()
-        if artifact.exists() and build_record(prog).get("sources") == sources:
-            return artifact
-        start = time.monotonic()
-        proc = subprocess.run(prog.build, cwd=prog.folder, capture_output=True, text=True, timeout=3600)
-        seconds = time.monotonic() - start
-        if proc.returncode != 0 or not artifact.exists():
-            tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-            raise ImplementationError(f"building the {prog.name} program failed (`{' '.join(prog.build)}` in "
-                                      f"{prog.folder}, exit {proc.returncode}): {tail}")
-        record = {"sources": sources, "seconds": round(seconds, 1), "toolchain": _toolchain(prog),
-                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        (out / BUILD_RECORD).write_text(json.dumps(record, indent=1))
-    return artifact
+def program(name: str | Program) -> Program:
+    """The program called `name` (one of :data:`IMPLS_PROGRAMS`; an unknown one is refused with close
+    matches): its :class:`pqlab.runners.program.Program` record, from its program.toml."""
+    if isinstance(name, Program):
+        return name
+    with _ours():
+        return _program.program(_known(name))
 
 
 # --------------------------------------------------------------------------- versions
-
-
-def locked_versions(prog: Program) -> dict[str, str]:
-    """The versions the program's lock files pin: crate, npm package, Maven artifact or PyPI package ->
-    version, and "go" -> the Go toolchain's version for the Go program (whose implementation is its standard
-    library)."""
-
-    folder, found = prog.folder, {}
-    if (folder / "Cargo.lock").exists():
-        found.update({p["name"]: p["version"]
-                      for p in tomllib.loads((folder / "Cargo.lock").read_text())["package"]})
-    if (folder / "package-lock.json").exists():
-        packages = json.loads((folder / "package-lock.json").read_text()).get("packages", {})
-        found.update({k.removeprefix("node_modules/"): v["version"] for k, v in packages.items()
-                      if k.startswith("node_modules/") and "version" in v})
-    if (folder / "pom.xml").exists():
-        pom = (folder / "pom.xml").read_text()
-        found.update(dict(re.findall(r"<artifactId>([\w.-]+)</artifactId>\s*<version>([\w.-]+)</version>",
-                                     pom)))
-    if (folder / "requirements.txt").exists():  # hash-pinned: name==version --hash=...
-        found.update(re.findall(r"^([\w.-]+)==([\w.+-]+)", (folder / "requirements.txt").read_text(), re.M))
-    if prog.name == "go" and shutil.which("go"):
-        proc = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, timeout=60)
-        found["go"] = proc.stdout.strip().removeprefix("go")
-    return found
-
 
 #: Where a provenance link names its package and version: crates.io, npm, Maven Central, the Go documentation.
 _PROVENANCE = (re.compile(r"crates\.io/crates/([\w-]+)/([\w.+-]+)"),
@@ -229,24 +93,38 @@ _PROVENANCE = (re.compile(r"crates\.io/crates/([\w-]+)/([\w.+-]+)"),
                re.compile(r"pkg\.go\.dev/.*@(go)([\w.+-]+)"))
 
 
+def _go_version() -> str:
+    """The Go toolchain's version here ("1.26.8"; "" without one): the Go program's implementation is the
+    standard library of the toolchain that builds it, which no lock file pins."""
+    if shutil.which("go") is None:
+        return ""
+    proc = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip().removeprefix("go")
+
+
 def check_versions(prog: Program, document: dict) -> None:
     """Refuse a program whose implementations are not the releases its lock files pin (a stale build, or a
     program that reads its version from somewhere else): each implementation's provenance link names its
-    package and version, and the lock must pin exactly that."""
-    locked = locked_versions(prog)
+    package and version, and the lock must pin exactly that (:func:`pqlab.runners.program.check_locked`; the
+    Go program's standard library: the Go toolchain here)."""
+    loaded = []
     for entry in document.get("implementations", []):
-        link = entry.get("provenance", "")
+        link, what = entry.get("provenance", ""), entry.get("implementation")
         named = next((m.groups() for m in (p.search(link) for p in _PROVENANCE) if m), None)
         if named is None:
-            raise ImplementationError(f"the {prog.name} program's {entry.get('implementation')} has no "
-                                      f"provenance link naming its package and version ({link!r}): fix its "
-                                      "`list`")
+            raise ImplementationError(f"the {prog.name} program's {what} has no provenance link naming its "
+                                      f"package and version ({link!r}): fix its `list`")
         package, version = named
-        if locked.get(package) != version:
-            raise ImplementationError(
-                f"the {prog.name} program reports {entry.get('implementation')} as {package} {version}, but "
-                f"{prog.folder} pins {locked.get(package, 'no such package')}: delete "
-                f"{prog.folder / prog.artifact.split('/')[0]} and run again to rebuild it")
+        if prog.name == "go" and package == "go":
+            toolchain = _go_version()
+            if toolchain != version:
+                raise ImplementationError(f"the {prog.name} program reports {what} as Go {version}, but the "
+                                          f"Go toolchain here is {toolchain or 'missing'}: delete "
+                                          f"{prog.output} and run again to rebuild it")
+            continue
+        loaded.append((what, package, version))
+    with _ours():
+        _program.check_locked(prog, loaded)
 
 
 # --------------------------------------------------------------------------- listing
@@ -256,15 +134,16 @@ _WHY_NOT: dict[str, str] = {}
 
 
 def describe(prog: Program | str) -> dict:
-    """The program's ``list`` document (built first if needed), checked: protocol, versions against the
-    locks."""
-    prog = program(prog) if isinstance(prog, str) else prog
+    """The program's ``list`` document (built first if needed), checked: the protocol, its name, the commands
+    its program.toml promises, the versions against its locks; with ``build``, its build record."""
+    prog = program(prog)
     if prog.name not in _LISTS:
-        ensure_built(prog)
-        document = list_document(prog.command(), what=f"the {prog.name} program", protocol=PROTOCOL,
-                                 error=ImplementationError)
+        with _ours():
+            document = _program.describe(prog)
+        if document.get("program") != prog.name:
+            raise ImplementationError(f"the {prog.name} program's list names it {document.get('program')!r}: "
+                                      f"delete {prog.output} and run again to rebuild it from this checkout")
         check_versions(prog, document)
-        document["build"] = build_record(prog)
         _LISTS[prog.name] = document
     return _LISTS[prog.name]
 
@@ -276,13 +155,13 @@ def available(names: Iterable[str] | None = None) -> dict[str, dict]:
         names = list(names)
         if not names:  # none asked for: pqlab's own backends only
             return {}
-    names = list(_BY_NAME) if names is None else [program(n).name for n in inputs.names(names, "program")]
+    names = list(IMPLS_PROGRAMS) if names is None else [_known(n) for n in inputs.names(names, "program")]
     found = {}
     for name in names:
         try:
             found[name] = describe(name)
             _WHY_NOT.pop(name, None)
-        except (ImplementationError, OSError, subprocess.SubprocessError) as exc:
+        except (ProgramError, OSError, subprocess.SubprocessError) as exc:
             _WHY_NOT[name] = str(exc).splitlines()[0]
     return found
 
@@ -318,20 +197,24 @@ def time_one(prog: Program | str, implementation: str, algorithm: str, operation
              budget_s: float = 1.0, min_samples: int = 5, max_samples: int = 1000, warmup: int = 2,
              sample_ns: int = SAMPLE_NS, message_bytes: int = 100, timeout_s: float | None = None) -> dict:
     """One process of `prog` timing `operations` of `algorithm` in `implementation`: the protocol's ``time``
-    document (``operations``: raw per-call samples, ``loops``, ``verified``; ``sizes``).  A program that exits
-    with bad input, crashes or times out raises :class:`ImplementationError` naming it."""
-    prog = program(prog) if isinstance(prog, str) else prog
-    ensure_built(prog)
-    cmd = prog.command() + ["time", "--impl", implementation, "--alg", algorithm, "--ops",
-                            ",".join(operations), "--budget", repr(float(budget_s)), "--min-samples",
-                            str(min_samples), "--max-samples", str(max_samples), "--warmup", str(warmup),
-                            "--sample-ns", str(sample_ns), "--message-bytes", str(message_bytes)]
+    document (``operations``: raw per-call samples, ``loops``, ``verified``; ``sizes``).  A program that
+    refuses the request, crashes or times out raises :class:`ImplementationError` in one line naming it; a
+    failed output check (exit 1) is a document whose operation says ``verified: false``."""
+    prog = program(prog)
+    args = ["--impl", implementation, "--alg", algorithm, "--ops", ",".join(operations),
+            "--budget", repr(float(budget_s)), "--min-samples", str(min_samples),
+            "--max-samples", str(max_samples), "--warmup", str(warmup), "--sample-ns", str(sample_ns),
+            "--message-bytes", str(message_bytes)]
     timeout_s = timeout_s or 180 + len(operations) * (3 * budget_s + 60)
-    proc, document = call_json(cmd, what=f"the {prog.name} program", timeout_s=timeout_s,
-                               error=ImplementationError)
-    if document is None or proc.returncode not in (0, 1) or "operations" not in document:
-        raise ImplementationError(f"the {prog.name} program failed for {algorithm} in {implementation} "
-                                  f"({failure(proc, document)})")
+    try:
+        with _ours():
+            document = _program.call(prog, "time", args, timeout_s=timeout_s,
+                                     accept=(0, _program.CHECK_FAILED), error=ImplementationError)
+    except ImplementationError as exc:
+        raise ImplementationError(f"{algorithm} in {implementation}: {exc}") from exc
+    if "operations" not in document:
+        raise ImplementationError(f"{algorithm} in {implementation}: the {prog.name} program's `time` "
+                                  "printed no operations: rebuild it from this checkout")
     return document
 
 
@@ -370,7 +253,8 @@ def measurements_from_result(result: dict, base: dict | None = None) -> pd.DataF
                    message_bytes=op.get("message_bytes"), samples=len(op["samples_ns"]),
                    loops=op.get("loops"), rounds=1, cycles_source=cycles.NONE, verified=bool(op["verified"]))
         marks = [flags.make("no-rounds", "one process of the program"),
-                 flags.make("no-cycles", f"the {result['runner']} program times with its language's clock")]
+                 flags.make("no-cycles", f"the {result.get('program', '')} program times with its "
+                            "language's clock")]
         if op["samples_ns"]:
             summary = summarize(op["samples_ns"])
             marks += summary["flags"]
@@ -424,7 +308,7 @@ def plan(algorithms: Sequence[str], implementations: Iterable[str] | None = None
         if name not in known_impls:
             raise UnknownName("implementation", name, known_impls,
                               f"the programs here have {', '.join(known_impls)}")
-    left_out = {f"{p} program": why for p, why in unavailable().items() if p in (programs or _BY_NAME)}
+    left_out = {f"{p} program": why for p, why in unavailable().items() if p in (programs or IMPLS_PROGRAMS)}
     excluded = excluded or {}
     chosen = []
     for alg in algorithms:
@@ -473,73 +357,37 @@ def measure(algorithms: Sequence[str], implementations: Iterable[str] | None = N
         "implementations": [i for i in d["implementations"]
                             if any(c[0] == name and c[1] == i["implementation"] for c in chosen)]}
         for name, d in about.items()},
-        "not_measured": left_out, "lost": [], "rounds": [], "isolation": "process"}
+        "not_measured": left_out, "lost": [], "isolation": "process"}
     if conformance is not None:
         meta["conformance"] = conformance(chosen)
     run_params = {"algorithms": algorithms, "implementations": None if implementations is None else
                   list(implementations), "programs": programs, "budget_s": budget_s, "rounds": rounds,
                   "min_samples": min_samples, "message_bytes": message_bytes, **(params or {})}
-    results: dict[tuple, list] = {c: [] for c in chosen}
+
+    def run_one(entry: tuple, r: int) -> dict:
+        name, impl, alg, kind = entry
+        return time_one(name, impl, alg, KIND_OPERATIONS[kind], budget_s=budget_s / rounds,
+                        min_samples=math.ceil(min_samples / rounds), message_bytes=message_bytes)
+
     with RunRecorder(study, run_params, label=f"{study}-impls" if study else "impls", folder=folder,
                      save=save, liboqs=False, meta=meta) as rec:
-        for r in range(rounds):
-            before, start = noise.snapshot(), noise.reference_times()
-            order = list(chosen)
-            random.Random(f"impls-{r}").shuffle(order)
-            for entry in order:
-                name, impl, alg, kind = entry
-                try:
-                    result = time_one(name, impl, alg, KIND_OPERATIONS[kind], budget_s=budget_s / rounds,
-                                      min_samples=math.ceil(min_samples / rounds),
-                                      message_bytes=message_bytes)
-                except ImplementationError as exc:
-                    rec.meta["lost"].append({"round": r, "implementation": impl, "algorithm": alg,
-                                             "why": str(exc).splitlines()[0]})
-                    continue
-                if not results[entry]:
-                    rec.add(sizes=[size_row(result)])
-                results[entry].append((r, result))
-                rec.add(samples=samples_from_result(result, run_id=rec.run_id, round_index=r))
-            rec.meta["rounds"].append(noise.round_record(r, before, start))
-            rec.set_measurements([row for entry in chosen if results[entry]
-                                  for row in rows_over_rounds(results[entry], rec, measurements_from_result,
-                                                              samples_from_result)])
-            rec.checkpoint()
+        in_rounds(rec, chosen, rounds, run_one, measurements_from_result, samples_from_result, label="impls",
+                  lost=(ImplementationError,), describe=lambda e: {"implementation": e[1], "algorithm": e[2]},
+                  first=lambda entry, result: rec.add(sizes=[size_row(result)]))
     return rec.run
 
 
 # --------------------------------------------------------------------------- serve
 
 
-class Session:
+class Session(_program.Session):
     """A ``serve`` process of one program, for the cross-checks: each method sends one request and returns
     the answer's fields; a refused request raises :class:`ImplementationError` with the program's reason.
     Secret keys stay in the program, named by the handle :meth:`keygen` returns.  Use as a context manager."""
 
     def __init__(self, prog: Program | str) -> None:
-        self.program = program(prog) if isinstance(prog, str) else prog
-        ensure_built(self.program)
-        self.process = subprocess.Popen(self.program.command() + ["serve"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-
-    def request(self, **fields) -> dict:
-        payload = {k: (v.hex() if isinstance(v, (bytes, bytearray)) else v) for k, v in fields.items()
-                   if v is not None}
-        try:
-            self.process.stdin.write(json.dumps(payload) + "\n")
-            self.process.stdin.flush()
-            line = self.process.stdout.readline()
-        except (BrokenPipeError, OSError) as exc:
-            raise ImplementationError(f"the {self.program.name} program's serve stopped: {exc}") from exc
-        if not line:
-            tail = (self.process.stderr.read() or "").strip()[-500:]
-            raise ImplementationError(f"the {self.program.name} program's serve ended (exit "
-                                      f"{self.process.poll()}): {tail or 'no output'}")
-        answer = json.loads(line)
-        if not answer.get("ok"):
-            raise ImplementationError(answer.get("error")
-                                      or f"the {self.program.name} program refused {payload}")
-        return answer
+        with _ours():
+            super().__init__(program(prog), error=ImplementationError)
 
     def keygen(self, impl: str, alg: str, seed: bytes | None = None) -> tuple[str, bytes]:
         a = self.request(op="keygen", impl=impl, alg=alg, seed=seed)
@@ -562,21 +410,3 @@ class Session:
     def verify(self, impl: str, alg: str, public_key: bytes, message: bytes, signature: bytes) -> bool:
         return bool(self.request(op="verify", impl=impl, alg=alg, public_key=public_key, message=message,
                                  signature=signature)["valid"])
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.close()
-                self.process.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream:
-                stream.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -1,15 +1,18 @@
-"""The Bouncy Castle backend: the Java runner of native/bc-runner/, built with Maven and driven from Python.
+"""The Bouncy Castle backend of the first study (notebook 01): the Java program ``native/impls/java``
+(registry name "java", native/PROTOCOL.md), built with Maven and driven through :mod:`pqlab.runners.program`.
 
 It reproduces the platform of the first study (Java + Bouncy Castle: AES-256 CBC/PKCS5, RSA-2048 PKCS#1 v1.5
 encryption, SPHINCS+-SHAKE-128f; keygen, encrypt/sign, decrypt/verify of a 100-byte message, mean of 5 runs).
-Each run starts a fresh JVM for one algorithm and reports the JVM's cold first calls (``cold_ns``, the first
-``cold`` rounds after start, in the study's order) apart from the JIT-warmed steady state (``warm_ns``).
+Each run starts a fresh JVM for one algorithm (the program's ``time``) and reports the JVM's cold first calls
+(``--cold``: the first rounds after start, in the study's order) apart from the JIT-warmed steady state (the
+protocol's samples, here ``warm_ns``).
 
-The runner builds against pom.xml's Bouncy Castle (:func:`default_version`) and, on request, against another
-release from Maven Central (``version=``, e.g. the first study's 1.72) into ``target/bc-VERSION/``.  Releases
-whose round-3 SPHINCS+ lives in ``org.bouncycastle.pqc.crypto.sphincsplus`` compile ``HashSigsPqcCrypto.java``
-instead of ``HashSigs.java`` (found by compiling: when only HashSigs.java fails).  When Maven cannot provide
-the release, :class:`BouncyCastleUnavailable` carries Maven's own message.
+The program builds against pom.xml's Bouncy Castle (:func:`default_version`) and, on request, against
+another release from Maven Central (``version=``, e.g. the first study's 1.72: ``program("java",
+bc=version)``, its jar in ``target/bc-VERSION/``).  Each optional group of its sources (FIPS 203/204/205;
+round-3 SPHINCS+ in ``org.bouncycastle.pqc.legacy`` or in ``org.bouncycastle.pqc.crypto``) compiles in its own
+Maven step that may fail, so a release builds what its API has and ``list`` names exactly that.  When Maven
+cannot provide the release, :class:`BouncyCastleUnavailable` carries Maven's own message.
 
     >>> result = run_bc("SPHINCS+-SHAKE-128f-simple")
     >>> bc_measurements(result)   # steady-state rows, plus rows flagged jvm-cold
@@ -17,45 +20,49 @@ the release, :class:`BouncyCastleUnavailable` carries Maven's own message.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from pqlab.core import flags, inputs, integrity
-from pqlab.core.errors import warn
+from pqlab.core import flags, inputs
 from pqlab.core.inputs import precision_target
 from pqlab.core.paths import NATIVE
 from pqlab.core.schema import convert_unit, typed
 from pqlab.core.vocabulary import family_of
 from pqlab.measure.stats import summarize
 from pqlab.measure.timing import precision_marks
-from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.runners import program as programs
+from pqlab.runners.base import RunnerError
 from pqlab.store.recorder import RunRecorder, summary_columns
 from pqlab.store.results import Run
 
-RUNNER_DIR = NATIVE / "bc-runner"
+#: The program's registry name and folder.
+PROGRAM = "java"
+RUNNER_DIR = NATIVE / "impls" / "java"
 POM = RUNNER_DIR / "pom.xml"
-JAR = RUNNER_DIR / "target" / "bc-runner.jar"
 BACKEND = "bouncycastle"
 #: The metadata key of what a Bouncy Castle run did not run, and why ("" when everything ran).
 NOT_RUN = "not_run"
-#: The oldest Java the runner builds with (the POM's maven.compiler.release).
+#: The oldest Java the program builds with (the POM's maven.compiler.release).
 MIN_JAVA = 17
 NO_JDK = f"no JDK installed: install openjdk-{MIN_JAVA}-jdk-headless and maven"
-#: the source to leave out for releases with the older hash-based API (pom.xml's bc.exclude)
-OLDER_API = "-Dbc.exclude=pqlab/HashSigs.java"
+#: The study's operations by kind; "encrypt"/"sign" and "decrypt"/"verify" are interchangeable in run_bc, as
+#: in the study's "Encrypt/Sign" column.
+OPERATIONS = {"sig": ("keygen", "sign", "verify"), "cipher": ("keygen", "encrypt", "decrypt"),
+              "pke": ("keygen", "encrypt", "decrypt")}
 
 
-class BouncyCastleUnavailable(RuntimeError):
-    """Maven could not provide the requested Bouncy Castle release; the message is Maven's."""
+class BouncyCastleUnavailable(RunnerError):
+    """Bouncy Castle cannot run here as asked, in one line: no JDK, Maven could not provide the release
+    (Maven's message), or the release has none of the algorithms."""
 
-# Schema metadata of the runner's algorithms (the runner itself is the authority on which exist: --list).
+# Schema metadata of the study's algorithms (the program itself is the authority on which exist: list).
 KIND = {"AES-256-CBC": "cipher", "RSA-2048": "pke", "SPHINCS+-SHAKE-128f-simple": "sig",
         "SPHINCS+-SHAKE-128f-robust": "sig", "SLH-DSA-SHAKE-128f": "sig"}
 # NIST categories: the 128f parameter sets are category 1; category 5 is defined by AES-256 key search;
@@ -90,37 +97,25 @@ def jdk_available() -> tuple[bool, str]:
     return True, f"{java}; {javac}; {mvn}"
 
 
-def _sources() -> list[Path]:
-    return [POM, *sorted(p for p in (RUNNER_DIR / "src").rglob("*") if p.is_file())]
-
-
 @functools.lru_cache(maxsize=1)
 def default_version() -> str:
-    """The Bouncy Castle release the runner builds by default (``bouncycastle.version`` in pom.xml)."""
+    """The Bouncy Castle release the program builds by default (``bouncycastle.version`` in pom.xml, the
+    release its lock pins)."""
     return re.search(r"<bouncycastle\.version>([^<]+)</bouncycastle\.version>", POM.read_text()).group(1)
 
 
+def bc_program(version: str | None = None) -> programs.Program:
+    """The Java program built against a Bouncy Castle release (default: pom.xml's)."""
+    return programs.program(PROGRAM, bc=version or default_version())
+
+
 def jar_path(version: str | None = None) -> Path:
-    """The runner's jar for a Bouncy Castle release (the default one: target/bc-runner.jar)."""
-    if version in (None, default_version()):
-        return JAR
-    return RUNNER_DIR / "target" / f"bc-{version}" / "bc-runner.jar"
+    """The program's jar for a Bouncy Castle release (``target/bc-VERSION/impls.jar``)."""
+    return bc_program(version).artifact_path
 
 
-def _maven(options: list[str], timeout_s: float) -> tuple[int, str]:
-    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), *options, "package"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=RUNNER_DIR)
-    except subprocess.TimeoutExpired as e:
-        raise RuntimeError("Maven build of the Bouncy Castle runner timed out after "
-                           f"{timeout_s:.0f} s") from e
-    return proc.returncode, _ANSI.sub("", proc.stdout + proc.stderr).strip()
-
-
-def _only_hash_sigs_failed(output: str) -> bool:
-    """True when javac's errors are all in HashSigs.java: the release has the older hash-based API."""
-    files = re.findall(r"\[ERROR\] \S*?([A-Za-z]+\.java):\[\d+", output)
-    return bool(files) and set(files) == {"HashSigs.java"}
+#: The jar of the default release.
+JAR = jar_path()
 
 
 def unresolved(output: str) -> str:
@@ -133,58 +128,62 @@ def unresolved(output: str) -> str:
 
 
 def build_bc_runner(force: bool = False, timeout_s: float = 900, version: str | None = None) -> Path:
-    """Build the runner's jar with Maven when missing or older than its sources; returns its path.
+    """Build the program's jar for a Bouncy Castle release when missing, stale or damaged
+    (pqlab.runners.program: the build record's hash of the sources and the jar's sha256); returns its path.
 
     `version`: a Bouncy Castle release other than pom.xml's, built into target/bc-VERSION/.  Raises
-    :class:`BouncyCastleUnavailable` (Maven's message) when Maven cannot provide that release."""
+    :class:`BouncyCastleUnavailable` (Maven's message) when Maven cannot provide that release, RuntimeError
+    (one line, with the build log's path) when the build fails otherwise."""
     ok, why = jdk_available()
     if not ok:
         raise RuntimeError(why)
-    jar = jar_path(version)
-    newest = max(p.stat().st_mtime for p in _sources())
-    if not force and jar.exists() and jar.stat().st_mtime >= newest:
-        bad = _jar_problem(jar)
-        if not bad:
-            return jar
-
-        warn(f"the Bouncy Castle runner {jar} {bad}: building it again")
-    options = [] if jar == JAR else [f"-Dbouncycastle.version={version}", f"-Dbc.build.dir={jar.parent}"]
-    code, output = _maven(options, timeout_s)
-    if code != 0 and jar != JAR and _only_hash_sigs_failed(output):
-        code, output = _maven([*options, OLDER_API], timeout_s)
-    if code != 0 or not jar.exists():
-        missing = unresolved(output)
-        if missing:
-            raise BouncyCastleUnavailable("Maven could not provide "
-                                          f"org.bouncycastle:bcprov-jdk18on:{version}: {missing}")
-        tail = "\n".join(output.splitlines()[-40:])
-        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed (exit {code}): "
-                           f"mvn {' '.join(options)} package\n{tail}")
-    integrity.record(jar)
-    return jar
-
-
-def _jar_problem(jar: Path) -> str:
-    """"" when `jar` has the sha256 recorded when Maven built it; a jar built before pqlab recorded them gets
-    its sha256 recorded once every member passes its CRC check.  Otherwise what is wrong with it."""
-    bad = integrity.problem(jar)
-    if bad and integrity.recorded(jar) is None:
-
+    prog = dataclasses.replace(bc_program(version), timeout_s=timeout_s)
+    if force:
+        prog.artifact_path.unlink(missing_ok=True)
+    try:
+        return programs.ensure_built(prog)
+    except programs.ProgramError as e:
         try:
-            with zipfile.ZipFile(jar) as archive:
-                if archive.testzip() is None:
-                    integrity.record(jar)
-                    return ""
-        except (OSError, zipfile.BadZipFile, EOFError):
-            pass
-    return bad
+            log = _ANSI.sub("", (prog.output / "build.log").read_text())
+        except OSError:
+            log = ""
+        missing = unresolved(log)
+        if missing:
+            raise BouncyCastleUnavailable("Maven could not provide org.bouncycastle:bcprov-jdk18on:"
+                                          f"{version or default_version()}: {missing}") from e
+        raise RuntimeError(f"Maven build of the Bouncy Castle runner failed: {e}") from e
+
+
+def _list(version: str | None = None) -> dict:
+    build_bc_runner(version=version)
+    return programs.describe(bc_program(version))
 
 
 def bc_algorithms(version: str | None = None) -> list[str]:
-    """The algorithm names the runner supports with that Bouncy Castle release (``--list``)."""
-    out = subprocess.run(["java", "-jar", str(build_bc_runner(version=version)), "--list"],
-                         capture_output=True, text=True, timeout=120, check=True)
-    return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
+    """The algorithm names the program has with that Bouncy Castle release (its ``list``)."""
+    return [a["algorithm"] for a in _list(version)["algorithms"]]
+
+
+def _operations(kind: str | None, operations) -> list[str]:
+    """The program's names of `operations` (the study's encrypt/sign and decrypt/verify interchangeable)."""
+    names = OPERATIONS.get(kind)
+    if not operations or names is None:
+        return list(names or ()) if not operations else list(operations)
+    alias = {"encrypt": names[1], "sign": names[1], "decrypt": names[2], "verify": names[2]}
+    return list(dict.fromkeys(alias.get(o.strip().lower(), o.strip().lower()) for o in operations))
+
+
+def _study_result(document: dict, message_bytes: int) -> dict:
+    """The program's ``time`` document with the names this module's rows read: ``bouncycastle_version``, per
+    operation ``warm_ns`` (the samples), ``cold_mean_first5_ns``, ``message_bytes`` (the study's, on every
+    operation) and ``error`` (None when verified)."""
+    ops = []
+    for op in document["operations"]:
+        cold = op.get("cold_ns") or []
+        ops.append({**op, "message_bytes": message_bytes, "warm_ns": op["samples_ns"], "cold_ns": cold,
+                    "cold_mean_first5_ns": float(np.mean(cold[:5])) if cold else None,
+                    "error": op.get("error") or None})
+    return {**document, "bouncycastle_version": document["version"], "operations": ops}
 
 
 def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int = 5,
@@ -192,33 +191,42 @@ def run_bc(algorithm: str, operations=None, message_bytes: int = 100, cold: int 
            max_samples: int = 20000,
            java_opts: tuple[str, ...] = (), timeout_s: float | None = None, version: str | None = None,
            target_rel_ci: float | None = None) -> dict:
-    """Run one algorithm in a fresh JVM and return the runner's JSON document.
+    """Run one algorithm in a fresh JVM (the program's ``time``) and return its document, with the names the
+    study's rows read (:func:`_study_result`).
 
     ``operations``: e.g. ``["keygen", "sign"]`` (``encrypt``/``decrypt`` and ``sign``/``verify`` are
     interchangeable, as in the study's "Encrypt/Sign" column); default all three. ``warm_budget_s`` is the
     most sampling time per operation, ``warmup_s`` (default: ``warm_budget_s``) the JIT warm-up before it;
     `target_rel_ci`: sampling stops once the median is known to this precision (as
     :func:`pqlab.measure.timing.measure`; None: the whole budget).  `version`: the Bouncy Castle release
-    (default: pom.xml's).
-    Raises ValueError for an unknown algorithm or operation (the message lists the supported names).
+    (default: pom.xml's).  Every sample is one call (``--sample-ns 0``), as in the study.
+    Raises ValueError for an unknown algorithm or operation (the program's one line, with close matches).
     """
-    jar = build_bc_runner(version=version)
-    cmd = ["java", *java_opts, "-jar", str(jar), "--alg", algorithm, "--message-bytes", str(message_bytes),
-           "--cold", str(cold), "--warm-budget", str(warm_budget_s), "--min-samples", str(min_samples),
-           "--max-samples", str(max_samples), "--target-rel-ci", str(precision_target(target_rel_ci) or 0)]
-    if warmup_s is not None:
-        cmd += ["--warmup", str(warmup_s)]
-    if operations:
-        cmd += ["--ops", ",".join(operations)]
+    listed = _list(version)
+    kind = next((a["kind"] for a in listed["algorithms"] if a["algorithm"] == algorithm), None)
+    prog = bc_program(version)
+    if java_opts:  # JVM options go before -jar
+        prog = dataclasses.replace(prog, run=(prog.run[0], *java_opts, *prog.run[1:]))
+    warmup = warm_budget_s if warmup_s is None else warmup_s
+    ops = ",".join(_operations(kind, operations)) or "keygen"
+    args = ["--impl", BACKEND, "--alg", algorithm, "--ops", ops, "--budget", str(warm_budget_s),
+            "--min-samples", str(min_samples), "--max-samples", str(max_samples), "--warmup", "3",
+            "--sample-ns", "0", "--message-bytes", str(message_bytes), "--cold", str(cold),
+            "--warmup-seconds", str(warmup)]
+    target = precision_target(target_rel_ci)
+    if target:
+        args += ["--target-rel-ci", str(target)]
     if timeout_s is None:  # generous: RSA keygen and SPHINCS+ signing take up to a few hundred ms per call
-        timeout_s = 300 + 10 * cold + 3 * ((warmup_s if warmup_s is not None else warm_budget_s)
-                                           + 3 * warm_budget_s)
-    proc, result = call_json(cmd, what="bc-runner", timeout_s=timeout_s)
-    if proc.returncode == 2:
-        raise ValueError(proc.stderr.strip().removeprefix("bc-runner: "))
-    if proc.returncode != 0 or result is None:
-        raise RunnerError(f"bc-runner failed ({failure(proc)}): {' '.join(cmd)}")
-    return result
+        timeout_s = 300 + 10 * cold + 3 * (warmup + 3 * warm_budget_s)
+    document = programs.call(prog, "time", args, timeout_s=timeout_s, accept=(0, 1, programs.BAD_REQUEST),
+                             error=RunnerError)
+    if "operations" not in document:
+        raise ValueError(document.get("error") or f"the {PROGRAM} program refused {algorithm}")
+    release = version or default_version()
+    if document.get("version") != release:
+        raise RunnerError(f"the {PROGRAM} program built for Bouncy Castle {release} loaded "
+                          f"{document.get('version')}: delete {prog.output} and run again to rebuild it")
+    return _study_result(document, message_bytes)
 
 
 def implementation(result: dict) -> str:
@@ -296,20 +304,14 @@ def bc_summary(result: dict) -> pd.DataFrame:
         for op in result["operations"]])
 
 
-def not_run(reason: str) -> Run:
-    """A run of nothing (unsaved, no rows) that says why: what :func:`bc_run` returns when no algorithm
-    ran."""
-    return Run.from_rows("", [], [], [], {NOT_RUN: reason})
-
-
 def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s: float = 1.0,
-           study: str = "", enabled: bool = True, save: bool = True, version: str | None = None,
+           study: str = "", save: bool = True, version: str | None = None,
            target_rel_ci: float | None = None) -> Run:
     """Run several algorithms on one Bouncy Castle release (a fresh JVM each) and store them as one pqlab run.
 
-    Always returns a :class:`pqlab.store.results.Run`; ``run.meta["not_run"]`` says what did not run and why:
-    the whole release (no JDK, switched off, Maven could not provide it: Maven's message; the run then has no
-    rows and is not saved) or the algorithms that release does not have ("" when everything ran).
+    ``run.meta["not_run"]`` names the algorithms that release does not have ("" when everything ran).  Raises
+    :class:`BouncyCastleUnavailable` in one line, as every runner raises, when nothing can run: no JDK, Maven
+    could not provide the release (Maven's message), or the release has none of `algorithms`.
     """
     inputs.names(algorithms, "algorithm")
     message_bytes = inputs.message_size(message_bytes)
@@ -317,20 +319,15 @@ def bc_run(algorithms, *, message_bytes: int = 100, cold: int = 5, warm_budget_s
     study, target_rel_ci = (inputs.file_label(study, "study", empty=True),
                             inputs.precision_target(target_rel_ci))
     ok, why = jdk_available()
-    if not enabled:
-        return not_run("the Bouncy Castle runs were switched off (parameter)")
     if not ok:
-        return not_run(why)
-    try:
-        supported = bc_algorithms(version)
-    except BouncyCastleUnavailable as e:
-        return not_run(str(e))
+        raise BouncyCastleUnavailable(why)
+    supported = bc_algorithms(version)
     release = version or default_version()
     runnable = [a for a in algorithms if a in supported]
     skipped = [a for a in algorithms if a not in supported]
     reason = f"not in Bouncy Castle {release}: {', '.join(skipped)}" if skipped else ""
     if not runnable:
-        return not_run(reason)
+        raise BouncyCastleUnavailable(reason)
     params = {"algorithms": list(algorithms), "message_bytes": message_bytes, "cold": cold,
               "warm_budget_s": warm_budget_s, "target_rel_ci": target_rel_ci, "bouncycastle_version": release}
     label = f"{study}-bouncycastle-{release}" if study else f"bouncycastle-{release}"

@@ -1,23 +1,30 @@
 """The timing screen's programs: one operation timed on several input classes, in the order pqlab draws
-(``native/leakage/PROTOCOL.md``: ``list`` and ``screen``).  :mod:`pqlab.checks.leakage` does the statistics.
+(``native/PROTOCOL.md``, protocol 2: ``list`` and ``screen``); :mod:`pqlab.checks.leakage` does the
+statistics.
 
-    python          native/leakage/python/screen.py under pqlab's own interpreter (cryptography, hmac)
-    python-leaky    the same program in its own hash-pinned environment of known-leaky releases
+    python-leaky    native/leakage/python/screen.py in its own hash-pinned environment of known-leaky releases
                     (python-rsa 4.9, ecdsa 0.19.1, cryptography 3.2.1): built on first need, never importable
-                    from pqlab's .venv
-    bc-1.83         Bouncy Castle 1.83 (CVE-2026-5598: FrodoKEM decapsulation) and bc-1.84 (the fix), one Java
-    bc-1.84         source built twice
-    liboqs          liboqs's KEM decapsulation through pqlab's lean path, in this process (a C loop times
-                    each call)
+                    from pqlab's .venv; it reads the request in the protocol's line form
+    bc-1.83         Bouncy Castle 1.83 (CVE-2026-5598: FrodoKEM decapsulation) and bc-1.84 (the fix): one Java
+    bc-1.84         source (native/leakage/java/src) built twice
+    python          the same screen.py under pqlab's own interpreter (cryptography, hmac): nothing to build,
+                    so not a registered program; started as ``sys.executable screen.py``, its answers checked
+                    as a registered program's are (protocol, commands, exit codes), its request in JSON
+    liboqs          liboqs's KEM decapsulation through pqlab's lean path, in this process (a C loop times each
+                    call); its documents have the protocol's shape
+
+The registered programs go through :mod:`pqlab.runners.program` (built on first need, their ``list`` checked
+for the protocol and their commands, every library version they report checked against their lock).
 
     names()                          the programs
-    describe(name) -> list document  built first where needed; targets() -> one row per (program, target)
+    describe(name) -> list document  built first where needed, with ``build`` (the build record)
+    target(name, target) -> entry    one target of a program's ``list``
     run(name, request) -> document   the screen document (raises ClassCheckFailed when a class fails its
                                      check)
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import subprocess
 import sys
 import time
@@ -25,29 +32,17 @@ from functools import cache
 
 from pqlab.backends import liboqs as liboqs_adapter  # by module: a test replaces its decaps_each
 from pqlab.core.errors import UnknownName
-from pqlab.core.paths import NATIVE
 from pqlab.liboqs.loader import import_oqs
-from pqlab.runners.base import RunnerError, call_json, failure, list_document
-from pqlab.runners.impls import Program, build_record, ensure_built, locked_versions
+from pqlab.runners import program
+from pqlab.runners.base import RunnerError, call_json, failure
 
-LEAKAGE = NATIVE / "leakage"
-PROTOCOL = 1
+PROTOCOL = program.PROTOCOL
+#: The registered screen programs (pqlab.runners.program.REGISTRY names).
+PROGRAMS = ("python-leaky", "bc-1.83", "bc-1.84")
+MAIN, LIBOQS = "python", "liboqs"
 #: The package that pins each implementation in its program's lock (checked against the version it loaded).
 PACKAGES = {"python-rsa": "rsa", "python-ecdsa": "ecdsa", "cryptography": "cryptography",
             "bouncy-castle": "bcprov-jdk18on"}
-_JAVA = dict(language="Java", tools=("mvn", "java"), version=("java", "-version"),
-             install="install a JDK 17 or newer and Maven", build=("mvn", "-q", "package", "-DskipTests"),
-             artifact="target/leak.jar", run=("java", "-jar", "target/leak.jar"), sources="java",
-             root=LEAKAGE)
-PROGRAMS = (
-    Program("python-leaky", "Python", ("python3",), ("python3", "--version"),
-            "install Python 3 with its venv module (apt-get install python3-venv)", ("sh", "build.sh"),
-            "build/venv/bin/python", ("build/venv/bin/python", "screen.py"), path="python", root=LEAKAGE),
-    Program("bc-1.83", path="java/1.83", **_JAVA),
-    Program("bc-1.84", path="java/1.84", **_JAVA),
-)
-MAIN, LIBOQS = "python", "liboqs"
-_BY_NAME = {p.name: p for p in PROGRAMS}
 #: liboqs's KEMs the in-process program screens (decapsulation of a valid and of two invalid ciphertexts).
 LIBOQS_KEMS = ("ML-KEM-768", "FrodoKEM-640-SHAKE")
 LIBOQS_CLASSES = ("valid", "invalid-first", "invalid-last")
@@ -64,41 +59,82 @@ class ClassCheckFailed(LeakageRunError):
 
 
 def names() -> list[str]:
-    return [MAIN, LIBOQS, *_BY_NAME]
+    return [MAIN, LIBOQS, *PROGRAMS]
 
 
-def _command(name: str) -> list[str]:
+def _main() -> program.Program:
+    """screen.py under pqlab's own interpreter: python-leaky's record, started with ``sys.executable`` and
+    sent JSON.  It is never built (:func:`_call` runs it directly)."""
+    leaky = program.program("python-leaky")
+    return dataclasses.replace(leaky, name=MAIN, run=(sys.executable, "./screen.py"), build=(), tools=(),
+                               artifact="./screen.py", request="json")
+
+
+def _call(name: str, command: str, *, stdin: str | None = None, timeout_s: float = 600) -> dict:
+    """`command`'s document from program `name`, exit 0 or (``screen``) 3; every other ending raises
+    :class:`LeakageRunError` in one line (the protocol's exit codes, as
+    :func:`pqlab.runners.program.call`)."""
+    accept = (0, program.CLASS_FAILED) if command == "screen" else (0,)
+    try:
+        if name != MAIN:
+            return program.call(name, command, stdin=stdin, timeout_s=timeout_s, accept=accept,
+                                 error=LeakageRunError)
+        proc, document = call_json([*_main().command(), command], what=f"the {MAIN} screen program",
+                                   timeout_s=timeout_s, error=LeakageRunError, stdin=stdin)
+    except program.ProgramError as exc:  # a missing toolchain, a failed build: the studies' one error type
+        raise LeakageRunError(str(exc)) from exc
+    if proc.returncode in accept and document is not None:
+        return document
+    if proc.returncode == program.BAD_REQUEST and document and document.get("error"):
+        raise LeakageRunError(f"the {MAIN} screen program refused `{command}`: {document['error']}")
+    raise LeakageRunError(f"the {MAIN} screen program's `{command}` failed ({failure(proc, document)})")
+
+
+def _list(name: str) -> dict:
+    """The ``list`` document, checked for the protocol and the commands (as
+    :func:`pqlab.runners.program.describe` does for a registered program), with ``build``."""
+    if name != MAIN:
+        try:
+            return program.describe(name)
+        except program.ProgramError as exc:
+            raise LeakageRunError(str(exc)) from exc
+    document = _call(MAIN, "list")
+    if document.get("protocol") != PROTOCOL:
+        raise LeakageRunError(f"the {MAIN} screen program speaks protocol {document.get('protocol')}, pqlab "
+                              f"speaks {PROTOCOL}: native/leakage/python/screen.py is not this checkout's")
+    promised = sorted(_main().commands)
+    if sorted(document.get("commands", ())) != promised:
+        raise LeakageRunError(f"the {MAIN} screen program answers {document.get('commands')}, not "
+                              f"{promised}: native/leakage/python/screen.py is not this checkout's")
+    return dict(document, build={})
+
+
+def check_versions(name: str, document: dict) -> None:
+    """Refuse a program whose ``list`` reports another release than its lock pins (a stale build), and one
+    that calls itself by another name."""
+    if document.get("program") != name:
+        raise LeakageRunError(f"the {name} screen program calls itself {document.get('program')!r}: it is "
+                              f"not the build of {name}; delete its build output and run again to rebuild it")
     if name == MAIN:
-        return [sys.executable, str(LEAKAGE / "python" / "screen.py")]
-    prog = _BY_NAME[name]
-    ensure_built(prog)
-    return prog.command()
-
-
-def _check_versions(name: str, document: dict) -> None:
-    """Refuse a program that loaded another release than its lock pins (a stale build)."""
-    if name not in _BY_NAME:
         return
-    locked = locked_versions(_BY_NAME[name])
-    for target in document.get("targets", []):
-        package = PACKAGES.get(target.get("implementation"), "")
-        if package and locked.get(package) != target.get("version"):
-            raise LeakageRunError(f"the {name} program loaded {package} {target.get('version')}, but its "
-                                  f"lock pins {locked.get(package, 'nothing')}: delete "
-                                  f"{_BY_NAME[name].folder}/build or target and run again to rebuild it")
+    loaded = [(f"target {t.get('name')}", PACKAGES[t.get("implementation")], t.get("version"))
+              for t in document.get("targets", []) if t.get("implementation") in PACKAGES]
+    try:
+        program.check_locked(program.program(name), loaded)
+    except program.ProgramError as exc:
+        raise LeakageRunError(str(exc)) from exc
 
 
 @cache
 def describe(name: str) -> dict:
-    """The program's ``list`` document (built first where needed), checked: protocol and versions."""
+    """The program's ``list`` document (built first where needed), checked: protocol, commands, name and
+    versions."""
     if name not in names():
         raise UnknownName("screen program", name, names())
     if name == LIBOQS:
         return _liboqs_list()
-    document = list_document(_command(name), what=f"the {name} screen program", protocol=PROTOCOL,
-                             error=LeakageRunError)
-    _check_versions(name, document)
-    document["build"] = build_record(_BY_NAME[name]) if name in _BY_NAME else {}
+    document = _list(name)
+    check_versions(name, document)
     return document
 
 
@@ -126,18 +162,17 @@ def target(name: str, target_name: str) -> dict:
 
 
 def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
-    """One ``screen`` of `request` (PROTOCOL.md) by program `name`: its document, checked for shape."""
+    """One ``screen`` of `request` (native/PROTOCOL.md) by program `name`: its document, checked for
+    shape."""
     if name == LIBOQS:
         return _liboqs_screen(request)
-
-    proc, document = call_json(_command(name) + ["screen"], what=f"the {name} screen program",
-                               timeout_s=timeout_s, error=LeakageRunError, stdin=json.dumps(request))
-    if proc.returncode == 3 and document:
+    prog = _main() if name == MAIN else program.program(name)
+    document = _call(name, "screen", stdin=program.request_text(prog, request), timeout_s=timeout_s)
+    if "times_ns" not in document and "class" in document:  # exit 3
         raise ClassCheckFailed(f"class {document.get('class')!r} failed its check: {document.get('error')}")
-    if proc.returncode != 0 or document is None or "times_ns" not in document:
-        last = (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1]  # a traceback's last line
-        why = failure(proc, document) if document else f"exit {proc.returncode}: {last}"
-        raise LeakageRunError(f"the {name} screen program failed ({why})")
+    if "times_ns" not in document or document.get("protocol") != PROTOCOL:
+        raise LeakageRunError(f"the {name} screen program's screen document has no times_ns or another "
+                              f"protocol than {PROTOCOL}: {str(document)[:200]}")
     if len(document["times_ns"]) != len(request["order"]):
         raise LeakageRunError(f"the {name} screen program returned {len(document['times_ns'])} blocks for "
                               f"{len(request['order'])}")
@@ -150,8 +185,9 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
 def _liboqs_list() -> dict:
 
     version, options, _ = liboqs_adapter._info()
-    return {"protocol": PROTOCOL, "language": "C",
-            "runtime": f"liboqs {version} ({options} build), pqlab's lean path", "build": {}, "targets": [
+    runtime = f"liboqs {version} ({options} build), pqlab's lean path"
+    return {"protocol": PROTOCOL, "program": LIBOQS, "language": "C", "toolchain": runtime,
+            "runtime": runtime, "commands": ["screen"], "build": {}, "targets": [
                 {"name": f"{kem}-decaps", "implementation": "liboqs", "version": version,
                  "operation": f"{kem} decapsulation", "classes": list(LIBOQS_CLASSES),
                  "counter": LIBOQS_COUNTER,
@@ -194,7 +230,7 @@ def _liboqs_screen(request: dict) -> dict:
     times = [[0] * k for _ in order]
     for i, c in enumerate(calls):
         times[i // k][c] = ns[i]
-    return {"protocol": PROTOCOL, "target": entry["name"], "implementation": "liboqs",
+    return {"protocol": PROTOCOL, "program": LIBOQS, "target": entry["name"], "implementation": "liboqs",
             "version": entry["version"], "operation": entry["operation"], "classes": list(classes),
             "counter": LIBOQS_COUNTER,
             "times_ns": times, "checked": len(calls), "wall_s": wall}

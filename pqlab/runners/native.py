@@ -1,16 +1,18 @@
 """The native baseline: liboqs timed from C, with no interpreter in the way.
 
-``native/bench/pqbench`` (C, built by ``native/bench/Makefile``) calls liboqs directly and
-times one call per sample with ``CLOCK_MONOTONIC`` and the cycle counter pqlab measures with
-(:mod:`pqlab.measure.cycles`: core cycles, TSC reference cycles or none, same labels), checking every
-output outside the timed region.  Comparing its medians with
-pqlab's own (``ratio = pqlab / native``) says what pqlab's path adds per operation.
+``native/bench/pqbench`` (C, the program ``pqbench`` of :mod:`pqlab.runners.program`, described by
+``native/bench/program.toml``) calls liboqs directly and times one call per sample with ``CLOCK_MONOTONIC``
+and the cycle counter pqlab measures with (:mod:`pqlab.measure.cycles`: core cycles, TSC reference cycles or
+none, same labels), checking every output outside the timed region.  It speaks pqlab's program protocol
+(``native/PROTOCOL.md``): ``pqbench list``, ``pqbench time --impl liboqs --alg NAME ...``.  Comparing its
+medians with pqlab's own (``ratio = pqlab / native``) says what pqlab's path adds per operation.
 
-One binary per liboqs build, ``native/bench/build/<build id>/pqbench``, compiled with
-that build's headers and linked to ``.venv/liboqs/<build>/lib/liboqs.so`` through an RPATH
-(not ``LD_LIBRARY_PATH``); every result names the library actually loaded (``liboqs_path``).  Each build
-records the binary's sha256 beside it (``pqbench.sha256``); a binary that does not match it (truncated or
-replaced) is built again, with one warning line saying so (one built before pqlab recorded it, silently).
+One binary per liboqs build, ``native/bench/build/<build id>/pqbench`` (the program's ``{build}`` and
+``{liboqs}`` placeholders), compiled with that build's headers and linked to
+``.venv/liboqs/<build>/lib/liboqs.so`` through an RPATH (not ``LD_LIBRARY_PATH``); every result names the
+library actually loaded (``liboqs_path``).  The Program record builds it on first need, one build at a time,
+and again when its sources or that liboqs build change or the binary no longer matches the sha256 its build
+record (``pqlab-build.json`` beside it) holds.
 
     build_native_runner(build="default") -> Path
     native_algorithms(build="default") -> {"sig": [...], "kem": [...]}
@@ -23,34 +25,31 @@ Message sizes apply to sign and verify only: keygen and the KEM operations get a
 """
 from __future__ import annotations
 
-import fcntl
-import json
 import math
-import random
-import shutil
-import subprocess
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from pqlab.core import flags, inputs, integrity
+from pqlab.core import flags, inputs, paths
 from pqlab.core.builds import OPTIONS, options_of, parse, prefix
-from pqlab.core.errors import UnknownName, close_matches, shell_command, warn
+from pqlab.core.errors import UnknownName, close_matches, shell_command
 from pqlab.core.paths import NATIVE
 from pqlab.core.schema import typed
 from pqlab.core.vocabulary import family_of
-from pqlab.measure import cycles, noise
+from pqlab.measure import cycles
 from pqlab.measure.stats import summarize
-from pqlab.runners.base import RunnerError, call_json, failure, rows_over_rounds
+from pqlab.runners.base import RunnerError, in_rounds
+from pqlab.runners.program import PROTOCOL, Program, ProgramError, call, describe, ensure_built, program
 from pqlab.runners.rounds import ROUNDS
 from pqlab.store.recorder import RunRecorder, summary_columns
 
 BENCH_DIR = NATIVE / "bench"
+#: The C runner's name in pqlab.runners.program.REGISTRY.
+PROGRAM = "pqbench"
 #: The backend column of the C runner's rows (pqlab.core.vocabulary).
 BACKEND = "native"
-#: The runner version this module reads (pqbench.c's PQBENCH_VERSION).
-RUNNER_VERSION = "2"
 #: pqbench's --counter for each of pqlab's counter labels.
 COUNTER_MODE = {cycles.CORE_CYCLES: "perf", cycles.TSC: "tsc", cycles.NONE: "none"}
 
@@ -71,14 +70,25 @@ class UnknownNativeAlgorithm(NativeRunnerError):
         self.close_matches = list(close_matches)
 
 
+def runner_program(build: str = "default") -> Program:
+    """The C runner's Program record for the `build` liboqs build (refuses an unknown build id).
+
+    ``{liboqs}`` is the install prefix, relative to native/bench when it lies in this checkout, as the
+    program.toml's default is, so the default build's record is the same whoever asks for it."""
+    where = prefix(build)
+    try:
+        liboqs = os.path.relpath(where, BENCH_DIR) if where.is_relative_to(paths.ROOT) else str(where)
+    except ValueError:
+        liboqs = str(where)
+    return program(PROGRAM, build=where.name, liboqs=liboqs)
+
+
 def runner_path(build: str = "default") -> Path:
     """Where the runner for `build` is built (it may not exist yet)."""
-    # one folder per build id (refuses unknown ones)
-    return BENCH_DIR / "build" / prefix(build).name / "pqbench"
+    return runner_program(build).artifact_path
 
 
-def build_native_runner(build: str = "default") -> Path:
-    """Build (incrementally, with make) the runner for the `build` liboqs build; its path."""
+def _check_installed(build: str) -> None:
     where = prefix(build)
     missing = [p for p in (where / "lib" / "liboqs.so", where / "include" / "oqs" / "oqs.h")
                if not p.exists()]
@@ -87,61 +97,44 @@ def build_native_runner(build: str = "default") -> Path:
             f"the {build} build of liboqs is not installed ({', '.join(map(str, missing))} missing): "
             "run `make setup` in the repository root, or "
             f"`{shell_command(f'pqlab.app.provision liboqs {build}')}`")
-    for tool in ("make", "cc"):
-        if shutil.which(tool) is None:
-            raise NativeRunnerError(f"building the native runner needs `{tool}` (a C toolchain): "
-                                    "install build-essential (or gcc and make)")
-    binary = runner_path(build)
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    # One build at a time per build (parallel test workers would race on the output).
-    with open(binary.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        before = _stamp(binary)
-        bad = integrity.problem(binary) if before else ""
-        if bad:  # make goes by dates only: a damaged binary newer than its sources would stay
-            why = bad if integrity.recorded(binary) else integrity.elf_problem(binary)  # unrecorded: quietly
-            if why:
-                warn(f"the native runner {binary} {why}: building it again")
-            binary.unlink()
-            before = None
-        proc = subprocess.run(
-            ["make", "-C", str(BENCH_DIR), f"LIBOQS={where}"],
-            capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0 or not binary.exists():
-            raise NativeRunnerError(
-                f"building the native runner for liboqs ({build}) failed (make exit {proc.returncode}):\n"
-                f"{(proc.stderr or proc.stdout).strip()[-3000:]}")
-        if _stamp(binary) != before:  # make built it just now
-            integrity.record(binary)
-    return binary
 
 
-def _stamp(path: Path) -> tuple | None:
-    """(inode, size, mtime) of `path`, None when it is missing: whether make replaced it."""
+def build_native_runner(build: str = "default") -> Path:
+    """Build the runner for the `build` liboqs build unless it is the intact build of today's sources
+    (:func:`pqlab.runners.program.ensure_built`); its path."""
+    _check_installed(build)
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+        return ensure_built(runner_program(build))
+    except ProgramError as exc:
+        raise NativeRunnerError(str(exc)) from exc
 
 
 def native_algorithms(build: str = "default") -> dict[str, list[str]]:
-    """The signature and KEM names enabled in the `build` liboqs build (``pqbench --list``)."""
-    binary = build_native_runner(build)
-    proc = subprocess.run([str(binary), "--list"], capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        raise NativeRunnerError(f"{binary} --list failed (exit {proc.returncode}): {proc.stderr.strip()}")
-    listing = json.loads(proc.stdout)
-    check_version(listing, binary)
-    return {"sig": listing["sig"], "kem": listing["kem"]}
+    """The signature and KEM names enabled in the `build` liboqs build (``pqbench list``)."""
+    _check_installed(build)
+    prog = runner_program(build)
+    try:
+        listing = describe(prog)
+    except ProgramError as exc:
+        raise NativeRunnerError(str(exc)) from exc
+    check_version(listing, prog.artifact_path)
+    algorithms = listing.get("algorithms", [])
+    return {kind: [a["algorithm"] for a in algorithms if a.get("kind") == kind] for kind in ("sig", "kem")}
+
+
+def _liboqs_version(build: str) -> str:
+    listing = describe(runner_program(build))
+    return next((i.get("version", "") for i in listing.get("implementations", ())
+                 if i.get("implementation") == "liboqs"), "")
 
 
 def check_version(result: dict, binary) -> None:
-    """Raise unless the runner that produced `result` is the version this module reads."""
-    got = result.get("runner_version")
-    if got != RUNNER_VERSION:
-        raise NativeRunnerError(f"{binary} is runner version {got}, pqlab reads version {RUNNER_VERSION}: "
-                                f"remove it and run again (pqlab builds the runner on first use)")
+    """Raise unless `result` is a document of the C runner in the protocol this module speaks."""
+    got, name = result.get("protocol"), result.get("program")
+    if got != PROTOCOL or name != PROGRAM:
+        raise NativeRunnerError(f"{binary} speaks protocol {got} as {name!r}, pqlab speaks protocol "
+                                f"{PROTOCOL} with {PROGRAM!r}: remove it and run again (pqlab builds the "
+                                "runner on first use)")
 
 
 def run_native(
@@ -161,7 +154,7 @@ def run_native(
     timeout_s: float | None = None,
     allow_failed: bool = False,
 ) -> dict:
-    """Run the native runner once and return its JSON (plus ``binary`` and ``command``).
+    """Run the native runner's ``time`` once and return its JSON (plus ``binary`` and ``command``).
 
     `operations` defaults to all of the algorithm's kind (keygen, sign, verify or keygen, encaps, decaps).
     `budget_s` is wall-clock seconds per operation, checks included; `min_samples` are always taken.
@@ -172,36 +165,39 @@ def run_native(
     `allow_failed`) an operation fails its output check.
     """
     label = counter or cycles.counter().label
-    binary = build_native_runner(build)
+    listing = native_algorithms(build)  # builds the runner first when needed
+    if algorithm not in listing["sig"] + listing["kem"]:
+        near = close_matches(algorithm, listing["sig"] + listing["kem"])
+        hint = (f"; close matches: {', '.join(near)}" if near
+                else "; `pqbench list` names the enabled ones")
+        raise UnknownNativeAlgorithm(
+            f"{algorithm!r} is not a signature or KEM enabled in liboqs {_liboqs_version(build)} "
+            f"({build} build){hint}", near)
+    prog = runner_program(build)
     if isinstance(operations, str):
         operations = [operations]
-    cmd = [str(binary), "--alg", algorithm, "--message-bytes", str(int(message_bytes)),
-           "--budget", repr(float(budget_s)), "--min-samples", str(int(min_samples)),
-           "--max-samples", str(int(max_samples)), "--warmup", str(int(warmup)), "--pool", str(int(pool))]
+    args = ["--impl", "liboqs", "--alg", algorithm, "--message-bytes", str(int(message_bytes)),
+            "--budget", repr(float(budget_s)), "--min-samples", str(int(min_samples)),
+            "--max-samples", str(int(max_samples)), "--warmup", str(int(warmup)), "--pool", str(int(pool))]
     if operations:
-        cmd += ["--ops", ",".join(operations)]
+        args += ["--ops", ",".join(operations)]
     if fixed_message:
-        cmd.append("--fixed-message")
+        args.append("--fixed-message")
     if cpu is not None:
-        cmd += ["--cpu", str(int(cpu))]
-    cmd += ["--counter", COUNTER_MODE[label]]
+        args += ["--cpu", str(int(cpu))]
+    args += ["--counter", COUNTER_MODE[label]]
     n_ops = len(operations) if operations else 3
     if timeout_s is None:
         # The budget bounds the sampling loop; set-up, warm-up and min-samples of a slow
         # algorithm (SPHINCS+-s, Classic McEliece keygen) can add tens of seconds.
         timeout_s = 120 + n_ops * (2 * budget_s + 60)
-    proc, result = call_json(cmd, what="the native runner", timeout_s=timeout_s, error=NativeRunnerError)
-    if result is None or proc.returncode not in (0, 1):
-        if result is not None and proc.returncode == 2 and "unknown algorithm" in result.get("error", ""):
-            listing = native_algorithms(build)
-            near = close_matches(algorithm, listing["sig"] + listing["kem"])
-            hint = (f"; close matches: {', '.join(near)}" if near
-                    else "; `pqbench --list` names the enabled ones")
-            raise UnknownNativeAlgorithm(
-                f"{algorithm!r} is not a signature or KEM enabled in liboqs "
-                f"{result.get('liboqs_version', '')} ({build} build){hint}", near)
-        raise NativeRunnerError(f"the native runner failed ({failure(proc, result)}) for {algorithm}\n"
-                                f"command: {' '.join(cmd)}")
+    try:
+        result = call(prog, "time", args, timeout_s=timeout_s, accept=(0, 1), error=NativeRunnerError)
+    except ProgramError as exc:  # the build, before the call
+        raise NativeRunnerError(str(exc)) from exc
+    except NativeRunnerError as exc:
+        raise NativeRunnerError(f"{algorithm} ({build} build): {exc}") from exc
+    binary = prog.artifact_path
     check_version(result, binary)
     if result.get("cycles_source") != label:
         raise NativeRunnerError(f"the native runner counted {result.get('cycles_source')!r}, not {label!r} "
@@ -211,7 +207,7 @@ def run_native(
         raise NativeRunnerError(f"{algorithm} ({build} build) failed its output checks: " + "; ".join(
             f"{op['operation']}: {op['error']}" for op in failed))
     result["binary"] = str(binary)
-    result["command"] = cmd
+    result["command"] = [*prog.command(), "time", *args]
     result.setdefault("build", parse(build).id)  # a runner that predates its "build" field
     return result
 
@@ -318,34 +314,28 @@ def native_run(algorithms: Sequence[str], message_bytes: int = 100, budget_s: fl
                   "rounds": rounds, "pool": pool,
                   **(params or {})}
     libraries = set()
-    results: dict[str, list] = {name: [] for name in algorithms}
+    options = parse(build).options  # a given build's options are what its maker chose
     # the runner links that build's liboqs: its rows carry that library's conformance records, which the
     # caller checked (pqlab.checks.conformance.liboqs_records: checks sit above the runners they check
     # through)
     records = {f"{a}@{BACKEND}": r for a, r in conformance.items() if a in algorithms}
     with RunRecorder(study, run_params, label=f"{study}-native" if study else "native", folder=folder,
                      save=save, liboqs=False,
-                     meta={"native": {"build": build, "fixed_message": fixed_message}, "rounds": [],
+                     meta={"native": {"build": build, "fixed_message": fixed_message},
                            "isolation": "process", "conformance": records}) as rec:
-        for r in range(rounds):
-            before, start = noise.snapshot(), noise.reference_times()
-            order = list(algorithms)
-            random.Random(f"native-{r}").shuffle(order)
-            for name in order:
-                result = run_native(name, None, message_bytes, budget_s / rounds, build,
-                                    fixed_message=fixed_message, min_samples=math.ceil(min_samples / rounds),
-                                    warmup=warmup, pool=pool, allow_failed=True)
-                options = parse(build).options  # a given build's options are what its maker chose
-                if options in OPTIONS and bool(result.get("oqs_dist_build")) is not (options == "default"):
-                    raise NativeRunnerError(f"the native runner for {name} did not load the {build} liboqs "
-                                            f"build: {result.get('liboqs_path')}")
-                libraries.add(result.get("liboqs_path", ""))
-                results[name].append((r, result))
-                rec.add(samples=native_samples(result, run_id=rec.run_id, round_index=r).to_dict("records"))
+
+        def run_one(name: str, r: int) -> dict:
+            result = run_native(name, None, message_bytes, budget_s / rounds, build,
+                                fixed_message=fixed_message, min_samples=math.ceil(min_samples / rounds),
+                                warmup=warmup, pool=pool, allow_failed=True)
+            if options in OPTIONS and bool(result.get("oqs_dist_build")) is not (options == "default"):
+                raise NativeRunnerError(f"the native runner for {name} did not load the {build} liboqs "
+                                        f"build: {result.get('liboqs_path')}")
+            libraries.add(result.get("liboqs_path", ""))
             rec.meta["native"]["liboqs_paths"] = sorted(libraries)
-            rec.meta["rounds"].append(noise.round_record(r, before, start))
-            rec.set_measurements([row for name in algorithms if results[name]
-                                  for row in rows_over_rounds(results[name], rec, measurements_from_result,
-                                                              native_samples)])
-            rec.checkpoint()
+            return result
+
+        # a failed round raises (lost=()): the run keeps the rounds it finished (checkpointed)
+        in_rounds(rec, algorithms, rounds, run_one, measurements_from_result, native_samples, label="native",
+                  lost=(), describe=lambda name: {"algorithm": name})
     return rec.run

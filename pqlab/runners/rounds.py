@@ -35,14 +35,14 @@ intervals implied; their 95 % intervals held the pooled median in 40 % of the ro
   names those items.
 * **The noise of every round is recorded** (:mod:`pqlab.measure.noise`: steal, other processes' CPU and on
   which CPUs, context switches, load, frequency, and the reference loops at the start and end of the round) in
-  ``meta["rounds"]``.
+  ``meta["round_noise"]``.
 * **A worker protects its measurement** where the operating system lets it, without changing the machine
   (:func:`pqlab.measure.noise.protect`): it pins itself to the CPU that was least busy when it started and
   asks for a higher scheduler priority as far as the user's rights go; the round's record says what it got
   (``protection``).  Rounds made in the caller's own process (``isolation="in-process"``) leave it alone.
 
 A worker that crashes or is killed loses the items of its round that it had not reported; every other round is
-kept, and the row's ``rounds`` says how many it has (``meta["rounds"][i]["lost"]`` names the items lost).
+kept, and the row's ``rounds`` says how many it has (``meta["round_noise"][i]["lost"]`` names the items lost).
 """
 from __future__ import annotations
 

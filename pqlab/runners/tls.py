@@ -5,48 +5,55 @@ from crates.io) runs client and server as two threads of one process over loopba
 pinned to its own core where there are two.  Per handshake it reports wall time, each side's
 thread CPU time (``CLOCK_THREAD_CPUTIME_ID``) and every record each side wrote, attributed to the
 handshake message it carried; it checks the negotiated group and signature scheme, the chain,
-resumption, and that application data round-trips.  ``make setup`` does not build it:
-:func:`build_tls_runner` does, on first use (incrementally, one build at a time), and records how
-long it took in ``native/tls-runner/target/build-record.json`` and the binary's sha256 beside it
-(``tls-runner.sha256``, checked on every use: a binary that does not match is built again, with one line).
+resumption, and that application data round-trips.  It is the program ``tls-runner`` of pqlab's one
+protocol (``native/PROTOCOL.md``: ``list``, ``handshake``, ``mkchain``), built and called through
+:mod:`pqlab.runners.program`: ``make setup`` does not build it, :func:`build_tls_runner` does on first use
+(incrementally, one build at a time, again when its sources change or its binary no longer has the
+recorded sha256), and the build record beside the binary (``target/release/pqlab-build.json``) says how
+long each build took (:func:`build_records`).
 
 The runner's numbers have bounds (:data:`MAX_HANDSHAKES`, :data:`MAX_WARMUP`, :data:`MAX_PAYLOAD`; the runner
 has the same ones) and ``pin`` names two CPUs this process may run on: :func:`check_run_options` refuses
 anything else in one line (:class:`~pqlab.core.errors.BadInput`) before anything runs.  A run reports the
 pinning the kernel granted (``pinned_cpus``, and ``affinity`` per thread), read back after pinning.
 
-    build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "sigalgs": [...]}
+    build_tls_runner() -> Path                      capabilities() -> {"groups": [...], "signatures": [...]}
     resolve_group("ML-KEM-768") -> "MLKEM768"       check_names(groups, signatures)   (before anything runs)
     build_chain("ML-DSA-44") -> Path                certificate_sizes(signatures) -> DataFrame (DER bytes)
     run_handshakes(group, signature, ...) -> dict   measure_handshakes(configs, ...) -> Run (data/results)
 
+``handshake``'s document (one per configuration): ``protocol``, ``program``, ``openssl_version``, ``group``,
+``sigalg``, ``depth``, ``mutual``, ``resume``, ``payload_bytes``, ``pinned_cpus``, ``affinity``, ``verified``
+and ``error`` (the refusal or the failed handshake's reasons; the runner exits 1 then), ``setup_error`` when
+the stack refused the configuration, and ``handshakes``: per handshake ``index``, ``warmup``, ``resumed``,
+``ok``, ``errors``, ``wall_ns``, ``client_cpu_ns``, ``server_cpu_ns``, ``server_wall_ns``,
+``group_negotiated``, ``server_sigalg`` (``client_sigalg`` when mutual), ``cipher``, ``ticket_bytes``
+(``offered_ticket_bytes`` when resuming), ``client_bytes``/``server_bytes`` (counted on each socket) and
+``client_messages``/``server_messages`` ([content type, handshake type, length, wire bytes, extensions]).
+
 Certificates: root -> intermediate -> leaf, made with ``cryptography`` (keys derived from fixed
 seeds where it can, so DER sizes are reproducible: :mod:`pqlab.runners.tls_certificates`) or, for key types
-it cannot sign with (SLH-DSA), by the runner's OpenSSL.  Sizes are read from the files, never computed.
-The records each side wrote are sorted into flights by :mod:`pqlab.runners.tls_messages`.
+it cannot sign with (SLH-DSA), by the runner's OpenSSL (``mkchain``).  Sizes are read from the files, never
+computed.  The records each side wrote are sorted into flights by :mod:`pqlab.runners.tls_messages`.
 """
 from __future__ import annotations
 
-import datetime as dt
-import fcntl
 import json
 import os
 import shutil
-import subprocess
-import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from pqlab.core import flags, integrity, paths
-from pqlab.core.errors import BadInput, UnknownName, warn
-from pqlab.core.files import atomic_write_text
+from pqlab.core.errors import BadInput, UnknownName
 from pqlab.core.inputs import count
 from pqlab.core.schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
 from pqlab.measure import noise
-from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.runners import program as programs
+from pqlab.runners.base import RunnerError
 from pqlab.runners.tls_certificates import (
     CHAIN_FILES,
     HOST,  # noqa: F401 - tls.HOST before the split
@@ -63,14 +70,16 @@ from pqlab.runners.tls_messages import (  # noqa: F401 - CONTENT_TYPES, HANDSHAK
 )
 from pqlab.store.recorder import RunRecorder, summary_columns
 
+#: The runner's name in pqlab.runners.program.REGISTRY.
+NAME = "tls-runner"
 RUNNER_DIR = paths.NATIVE / "tls-runner"
 #: The backend column of a handshake run's rows (pqlab.core.vocabulary).
 BACKEND = "openssl-tls"
 TARGET_DIR = RUNNER_DIR / "target"
+#: The binary its program.toml's `artifact` names (its build record and build log beside it).
 BINARY = TARGET_DIR / "release" / "tls-runner"
-BUILD_LOG = TARGET_DIR / "build.log"
-BUILD_RECORD = TARGET_DIR / "build-record.json"
-SOURCES = (RUNNER_DIR / "Cargo.toml", RUNNER_DIR / "Cargo.lock", RUNNER_DIR / "src" / "main.rs")
+#: Where builds were recorded before the runner spoke protocol 2, beside release/ (read for the history only).
+LEGACY_BUILD_RECORD = "build-record.json"
 CHAINS = paths.BUILD / "tls-chains"
 
 #: pqlab's KEM names -> OpenSSL's TLS group names (any group the stack lists is accepted too).
@@ -110,107 +119,87 @@ class TlsRunnerBuildError(TlsError):
 # --------------------------------------------------------------------------- build
 
 
-def _stale() -> bool:
-    if not BINARY.exists():
-        return True
-    built = BINARY.stat().st_mtime
-    return any(src.stat().st_mtime > built for src in SOURCES if src.exists())
+def runner() -> programs.Program:
+    """The runner as pqlab's program record (native/tls-runner/program.toml)."""
+    return programs.program(NAME)
 
 
-def _damaged() -> str:
-    """What is wrong with a current binary ("" when it has the sha256 recorded when it was built)."""
-    return integrity.problem(BINARY) if BINARY.exists() else ""
+def _relink_if_damaged(prog: programs.Program) -> None:
+    """A binary that no longer has the sha256 its build recorded is built again (the Program sees it and says
+    so); cargo goes by its fingerprints, which a binary damaged in place (and its hard link in deps/) leaves
+    fresh, so the runner's own sources are touched first: cargo relinks the runner, OpenSSL's build stays."""
+    binary, recorded = prog.artifact_path, programs.build_record(prog).get("sha256")
+    if recorded and binary.is_file() and integrity.sha256_file(binary) != recorded:
+        for source in sorted((prog.folder / "src").glob("*.rs")):
+            os.utime(source)
+
+
+def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Path:
+    """Build the runner unless it is the intact build of today's sources; its path.
+
+    Raises :class:`TlsRunnerBuildError` in one line (the failed command, its exit status, its log's last lines
+    and where the log is; or, without cargo, what to install).  `cargo` builds with that cargo instead of the
+    one on PATH (tests use a failing one)."""
+    prog = runner()
+    if cargo is not None:
+        prog = replace(prog, tools=(cargo,), build=(cargo, *prog.build[1:]))
+    prog = replace(prog, timeout_s=timeout_s)
+    _relink_if_damaged(prog)
+    try:
+        return programs.ensure_built(prog)
+    except programs.ProgramError as exc:
+        raise TlsRunnerBuildError(str(exc)) from exc
+
+
+def _legacy_builds(prog: programs.Program) -> list[dict]:
+    """Builds recorded before the runner spoke protocol 2, in today's fields."""
+    try:
+        builds = json.loads((prog.output.parent / LEGACY_BUILD_RECORD).read_text()).get("builds", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [dict(b, built_at=b.get("finished_at"), why="before protocol 2")
+            for b in builds if isinstance(b, dict)]
 
 
 def build_records() -> list[dict]:
-    """Every recorded build, oldest first: seconds, whether it started from nothing (cold), when,
-    the load average before it, the OpenSSL version and the command."""
-    if not BUILD_RECORD.exists():
-        return []
-    return json.loads(BUILD_RECORD.read_text()).get("builds", [])
+    """Every recorded build, oldest first (the last 20 of the build record's ``history``, after those recorded
+    before protocol 2): seconds, whether it started from nothing (``cold``), when (``built_at``), the load
+    average before it, the cores, the command, and the OpenSSL version it links (the runner's ``list``)."""
+    prog = runner()
+    history = programs.build_record(prog).get("history", [])
+    version = ""
+    if history:
+        try:
+            version = capabilities()["openssl_version"]
+        except RunnerError:
+            version = ""
+    return _legacy_builds(prog) + [dict(b, openssl_version=version) for b in history]
 
 
 def build_record(cold: bool | None = None) -> dict | None:
     """The last recorded build (the last cold one with ``cold=True``), or None."""
-    builds = [b for b in build_records() if cold is None or b["cold"] == cold]
+    builds = [b for b in build_records() if cold is None or b.get("cold") == cold]
     return builds[-1] if builds else None
 
 
-def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Path:
-    """Build the runner if it is missing or older than its sources; its path.
-
-    Raises :class:`TlsRunnerBuildError` naming the failed step and its log.  `cargo` forces a
-    build with that cargo (tests use a failing one).
-    """
-    forced = cargo is not None
-    cargo = cargo or shutil.which("cargo")
-    if not forced and not _stale() and not _damaged():
-        return BINARY
-    if cargo is None:
-        raise TlsRunnerBuildError("building the TLS runner failed at step `find cargo`: cargo is not on "
-                                  "PATH; install Rust (rustup or apt-get install cargo) and run the target "
-                                  "again")
-    TARGET_DIR.mkdir(parents=True, exist_ok=True)
-    with open(TARGET_DIR / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (make -j, parallel tests)
-        stale = _stale()
-        bad = "" if stale else _damaged()  # a stale binary is linked again anyway
-        if not forced and not stale and not bad:  # another process built it while we waited
-            return BINARY
-        env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET_DIR))
-        if bad:  # cargo goes by its fingerprints: the runner's own artifacts go, OpenSSL's build stays
-            warn(f"the TLS runner {BINARY} {bad}: building it again")
-            subprocess.run([cargo, "clean", "--release", "-p", "pqlab-tls-runner", "--manifest-path",
-                            str(RUNNER_DIR / "Cargo.toml")], env=env, capture_output=True, timeout=600)
-            BINARY.unlink(missing_ok=True)
-        cold = not BINARY.exists()
-        cmd = [cargo, "build", "--release", "--locked", "--manifest-path", str(RUNNER_DIR / "Cargo.toml")]
-        load = os.getloadavg()[0]  # other work on the machine slows the build: say how busy it was
-        start = time.monotonic()
-        with open(BUILD_LOG, "w") as log:
-            log.write("$ " + " ".join(cmd) + "\n")
-            log.flush()
-            try:
-                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
-            except subprocess.TimeoutExpired as exc:
-                raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build`: timed out "
-                                          f"after {timeout_s:.0f} s; log: {BUILD_LOG}") from exc
-        seconds = time.monotonic() - start
-        if proc.returncode != 0 or not BINARY.exists():
-            raise TlsRunnerBuildError(f"building the TLS runner failed at step `cargo build` "
-                                      f"(exit {proc.returncode}): see {BUILD_LOG}")
-        BINARY.touch()  # make's prerequisite check sees the build as current
-        integrity.record(BINARY)
-        version = _call(["version"]).get("openssl_version", "")
-        builds = build_records() + [{
-            "seconds": round(seconds, 1), "cold": cold,
-            "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "openssl_version": version, "cores": os.cpu_count(), "load_before": round(load, 2),
-            "command": " ".join(cmd)}]
-        atomic_write_text(BUILD_RECORD, json.dumps({"builds": builds[-20:]}, indent=2) + "\n")
-    return BINARY
-
-
-def _call(args: Sequence[str], timeout_s: float = 600) -> dict:
-    proc, out = call_json([BINARY, *args], what="the TLS runner", timeout_s=timeout_s, error=TlsError)
-    if out is None:
-        raise TlsError(f"the TLS runner failed ({failure(proc, tail=1500)}) for "
-                       f"`tls-runner {' '.join(args)}`")
-    if proc.returncode != 0:
-        raise TlsError(f"the TLS runner refused `tls-runner {' '.join(args)}`: {out.get('error', out)}")
-    return out
-
-
-_CAPABILITIES: dict | None = None
+def _call(command: str, args: Sequence[str] = (), timeout_s: float = 600,
+          accept: Sequence[int] = (0,)) -> dict:
+    """One command of the runner (built first when needed): its document, or :class:`TlsError` in one line."""
+    build_tls_runner()
+    return programs.call(runner(), command, [str(a) for a in args], timeout_s=timeout_s, accept=accept,
+                         error=TlsError)
 
 
 def capabilities() -> dict:
-    """The stack's OpenSSL version, TLS groups and TLS 1.3 signature schemes (``tls-runner list``)."""
-    global _CAPABILITIES
-    if _CAPABILITIES is None:
-        build_tls_runner()
-        _CAPABILITIES = _call(["list"])
-    return _CAPABILITIES
+    """The runner's ``list``: the stack's OpenSSL version (``openssl_version``), TLS groups (``groups``) and
+    TLS 1.3 signature schemes (``signatures``), the toolchain, and ``build`` (its build
+    record).  Builds the runner on first use."""
+    build_tls_runner()
+    try:
+        document = programs.describe(runner())
+    except programs.ProgramError as exc:
+        raise TlsError(str(exc)) from exc
+    return document
 
 
 # --------------------------------------------------------------------------- names
@@ -239,7 +228,7 @@ def check_signature(name: str, sigalgs: Iterable[str] | None = None) -> str:
     """`name` if pqlab builds chains for it; :class:`pqlab.core.errors.UnknownName` (one line) otherwise."""
     if name in SIGNATURES:
         return name
-    schemes = sigalgs if sigalgs is not None else capabilities()["sigalgs"]
+    schemes = sigalgs if sigalgs is not None else capabilities()["signatures"]
     raise UnknownName("signature", name, SIGNATURES, f"Chains are built for {', '.join(SIGNATURES)} (the "
                       f"stack's TLS 1.3 signature schemes: {', '.join(schemes)})")
 
@@ -248,7 +237,7 @@ def check_names(groups: Iterable[str], signatures: Iterable[str]) -> tuple[list[
     """Every group and signature checked before anything is measured: (OpenSSL groups, signatures)."""
     caps = capabilities()
     return ([resolve_group(g, caps["groups"]) for g in groups],
-            [check_signature(s, caps["sigalgs"]) for s in signatures])
+            [check_signature(s, caps["signatures"]) for s in signatures])
 
 
 # --------------------------------------------------------------------------- certificates
@@ -266,8 +255,7 @@ def build_chain(algorithm: str, folder: Path | None = None) -> Path:
     if SIGNATURES[algorithm][1] == "cryptography":
         _write_chain_with_cryptography(algorithm, tmp)
     else:
-        build_tls_runner()
-        _call(["mkchain", "--alg", algorithm, "--out", str(tmp)])
+        _call("mkchain", ["--alg", algorithm, "--out", str(tmp)])
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
     return folder
@@ -345,7 +333,8 @@ def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin
     """Run `handshakes` checked handshakes of `config` (plus warm-up); the runner's JSON.
 
     A configuration the stack refuses comes back with ``setup_error``; a failed handshake as the
-    last row with ``ok`` false and OpenSSL's reasons in ``errors``.  Numbers outside the runner's bounds
+    last row with ``ok`` false and OpenSSL's reasons in ``errors`` (either way ``verified`` is false and
+    ``error`` says why).  Numbers outside the runner's bounds
     and a `pin` on CPUs this process may not use are refused first (:func:`check_run_options`).
     """
     handshakes, warmup, payload, pin = check_run_options(handshakes, warmup, payload, pin)
@@ -353,7 +342,7 @@ def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin
     check_signature(config.signature)
     chain = build_chain(config.signature, chains)
     sigalg = SIGNATURES[config.signature][0]
-    args = ["run", "--group", group, "--chain", str(chain), "--depth", str(config.depth),
+    args = ["--group", group, "--chain", str(chain), "--depth", str(config.depth),
             "--handshakes", str(handshakes), "--warmup", str(warmup), "--payload", str(payload)]
     if sigalg:
         args += ["--sigalg", sigalg]
@@ -363,7 +352,8 @@ def run_handshakes(config: Config, handshakes: int = 10, *, warmup: int = 1, pin
         args.append("--resume")
     if pin:
         args += ["--pin", pin]
-    out = _call(args, timeout_s=timeout_s)
+    # exit 1: the stack refused the configuration or a handshake failed its checks (the document says which)
+    out = _call("handshake", args, timeout_s=timeout_s, accept=(0, programs.CHECK_FAILED))
     out["config"] = config
     return out
 
@@ -414,7 +404,7 @@ def measure_handshakes(configs: Sequence[Config], handshakes: int = 20, *, warmu
     params = {"configs": [vars(c) for c in configs], "handshakes": handshakes, "warmup": warmup,
               "pin": default_pin() if pin == "auto" else pin}
     meta = {"tls": {"openssl_version": version, "runner_builds": build_records(), "messages": {},
-                    "noise": {}}}
+                    "noise": {}, "runner": {k: caps.get(k) for k in ("program", "protocol", "toolchain")}}}
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -489,8 +479,8 @@ if __name__ == "__main__":  # `python -m pqlab.runners.tls build`: what the Make
         sys.exit("usage: python -m pqlab.runners.tls build")
     try:
         path = build_tls_runner()
+        version = capabilities()["openssl_version"]
     except TlsError as exc:
         sys.exit(f"error: {exc}")
     record = build_record() or {}
-    print(f"TLS runner: {path} ({record.get('openssl_version', 'no build recorded')}; last build "
-          f"{record.get('seconds', '?')} s)")
+    print(f"TLS runner: {path} ({version}; last build {record.get('seconds', '?')} s)")

@@ -152,7 +152,7 @@ class Run:
         if message_bytes is not None:
             sel &= s["message_bytes"] == message_bytes
         return with_rounds(s.loc[sel].dropna(subset=[column]), column,
-                           {self.run_id: self.meta.get("rounds") or []})
+                           {self.run_id: self.meta.get("round_noise") or []})
 
 
 def concat_values(parts: list):
@@ -161,7 +161,7 @@ def concat_values(parts: list):
     parts = [p for p in parts if len(p)]
     if parts and all(type(p).__name__ == "Series" for p in parts):
         out = pd.concat(parts)
-        out.attrs["rounds"] = {k: v for p in parts for k, v in p.attrs.get("rounds", {}).items()}
+        out.attrs["round_noise"] = {k: v for p in parts for k, v in p.attrs.get("round_noise", {}).items()}
         return out
     return np.concatenate([np.asarray(p, float) for p in parts]) if parts else np.array([])
 
@@ -427,9 +427,9 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, alpha: float = ALPHA,
                          + ": compare them anyway with allow_changed_meaning=True "
                          "(CLI: --allow-changed-meaning), and each such row says so")
     sa, sb = (_keyed(r.samples) for r in (ra, rb))
-    groups_a = {k: with_rounds(g, rounds={ra.run_id: ra.meta.get("rounds") or []})
+    groups_a = {k: with_rounds(g, noise={ra.run_id: ra.meta.get("round_noise") or []})
                 for k, g in sa.groupby(KEY, dropna=False)}
-    groups_b = {k: with_rounds(g, rounds={rb.run_id: rb.meta.get("rounds") or []})
+    groups_b = {k: with_rounds(g, noise={rb.run_id: rb.meta.get("round_noise") or []})
                 for k, g in sb.groupby(KEY, dropna=False)}
     moved = compare_references(ra.meta, rb.meta)
     rows = []

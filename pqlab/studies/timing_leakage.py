@@ -145,7 +145,7 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
                                     verdict=s.verdict, reason=s.reason, median_diff_ns=d["median_ns"],
                                     ci_low_ns=d["ci_low_ns"],
                                     ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
-                                    detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.rounds,
+                                    detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.processes,
                                     wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, load=s.load,
                                     others_cores=s.others_cores, quiet_s=s.quiet_s, verified=True))
     if s.times is None:

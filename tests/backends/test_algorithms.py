@@ -299,7 +299,7 @@ def test_bench_makes_an_algorithms_keys_once_for_every_operation_and_size(monkey
                 save=False, progress=False, isolation="in-process", rounds=3, max_rounds=4)
     m = run.measurements[run.measurements["operation"] != "noop"]
     assert len(m) == 6 and m["verified"].all()
-    assert len(made) == len(run.meta["rounds"])  # one key pair per round (each round its own process)
+    assert len(made) == len(run.meta["round_noise"])  # one key pair per round (each round its own process)
     made.clear()
     bench([algo], operations=["keygen"], budget_s=0.01, min_samples=3, save=False, progress=False,
           isolation="in-process", rounds=3, max_rounds=3)

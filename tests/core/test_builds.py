@@ -193,7 +193,7 @@ def test_compare_joins_two_releases_by_their_options_and_names_each_sides_build(
                          "operation": "encaps", "round": r, "sample": 0, "loops": 1,
                          "time_ns": 1e4 * scale * (2 if options == "generic" else 1) * (1 + 0.001 * r)}
                         for r in range(6)]
-        return Run.from_rows(run_id, rows, [], samples, {"status": "complete", "rounds": [],
+        return Run.from_rows(run_id, rows, [], samples, {"status": "complete", "round_noise": [],
                                                         "liboqs": {"liboqs_version": release,
                                                                    "build": builds.Build(release).id}})
 
@@ -244,8 +244,8 @@ def test_the_loaded_liboqs_is_the_one_liboqs_python_opened_not_the_first_one_map
 #: Files pqlab keeps under version control whose text is its own: code, notebooks, their parameters, build
 #: files and documentation (the transcribed reference data and the tests, which write old runs, are not
 #: scanned).
-_OWN = ("pqlab/", "notebooks/", "native/bench/", "native/bc-runner/src/", "native/tls/", "README.md",
-        "CONTRIBUTING.md", "Makefile", "environment.yml", ".ci/")
+_OWN = ("pqlab/", "notebooks/", "native/bench/", "native/impls/java/src/", "native/tls-runner/src/",
+        "README.md", "CONTRIBUTING.md", "Makefile", "environment.yml", ".ci/")
 
 
 def test_the_word_variant_survives_only_where_a_schema_4_run_is_read():

@@ -16,9 +16,11 @@ import pytest
 
 from pqlab.checks import crosscheck
 from pqlab.core.errors import UnknownName
+from pqlab.core.paths import NATIVE
 from pqlab.core.schema import KIND_OPERATIONS
 from pqlab.core.vocabulary import family_of, find
 from pqlab.runners import impls
+from pqlab.runners import program as programs
 
 #: One fast algorithm per program, for the protocol tests.
 FAST = {"rust": "ML-KEM-768", "openssl": "ML-KEM-768", "openssl-3.6": "ML-KEM-768", "go": "ML-KEM-768",
@@ -33,17 +35,27 @@ def _program_or_skip(name: str) -> dict:
     return impls.describe(name)
 
 
+def test_the_programs_are_registered_programs():
+    assert set(impls.IMPLS_PROGRAMS) <= set(programs.REGISTRY) and set(FAST) == set(impls.IMPLS_PROGRAMS)
+    with pytest.raises(UnknownName, match="rust"):
+        impls.program("rusty")
+    with pytest.raises(UnknownName, match="implementations program"):
+        impls.program("pqbench")  # registered, but not one of notebook 08's
+
+
 @pytest.mark.parametrize("name", list(FAST))
 def test_program_lists_known_names_and_its_locked_release(name):
     document = _program_or_skip(name)
-    assert document["protocol"] == impls.PROTOCOL and document["toolchain"]
+    assert document["protocol"] == impls.PROTOCOL == 2 and document["toolchain"]
+    assert document["program"] == name and document["commands"] == ["time", "serve"]
+    assert document["language"] == impls.program(name).language
     assert document["build"]["seconds"] is not None and document["build"]["sources"] == \
-        impls.source_hash(impls.program(name).source_folder)
+        programs.source_hash(impls.program(name))
     for entry in document["implementations"]:
         assert find(entry["implementation"]) is not None, f"{entry['implementation']} needs a Backend line"
         assert entry["version"] and entry["provenance"].startswith("https://")
     for entry in document["algorithms"]:
-        assert entry["kind"] in ("kem", "sig")
+        assert entry["kind"] in KIND_OPERATIONS  # kem, sig; the Java program also notebook 01's cipher, pke
         assert family_of(entry["algorithm"]) != "other", entry["algorithm"]
 
 
@@ -70,8 +82,8 @@ def test_program_refuses_an_unknown_name_in_one_line_with_close_matches(name):
     with pytest.raises(impls.ImplementationError) as err:
         impls.time_one(name, impl, "ml-kem-768x", ["keygen"], budget_s=0.01)
     message = str(err.value)
-    assert ("exit 2" in message and "ML-KEM-768" in message
-            and "\n" not in message.split("for ml-kem-768x")[-1])
+    assert (message.startswith(f"ml-kem-768x in {impl}: the {name} program refused `time`")
+            and "ML-KEM-768" in message and "\n" not in message)
 
 
 @pytest.mark.parametrize("name", list(FAST))
@@ -102,7 +114,8 @@ FAKE = textwrap.dedent('''\
     cmd = sys.argv[1]
     here = os.path.dirname(os.path.abspath(__file__))
     if cmd == "list":
-        print(json.dumps({"protocol": 1, "runner": "fake", "toolchain": "python",
+        print(json.dumps({"protocol": 2, "program": "fake", "language": "Python", "toolchain": "python",
+              "commands": ["time"],
               "implementations": [{"implementation": "noble", "version": "9.9.9",
                                    "provenance": "https://crates.io/crates/fake-crate/9.9.9"}],
               "algorithms": [{"implementation": "noble", "algorithm": "X25519", "kind": "kem", \
@@ -114,50 +127,77 @@ FAKE = textwrap.dedent('''\
         if n == 1:
             os.abort()  # the second process crashes
         ops = sys.argv[sys.argv.index("--ops") + 1].split(",")
-        print(json.dumps({"protocol": 1, "runner": "fake", "implementation": "noble", "version": "9.9.9",
+        print(json.dumps({"protocol": 2, "program": "fake", "implementation": "noble", "version": "9.9.9",
               "algorithm": "X25519", "kind": "kem", "sizes": {"public_key": 32},
               "operations": [{"operation": op, "message_bytes": None, "loops": 4, \
 "samples_ns": [100.0 + n, 101.0, 99.0],
                               "verified": True, "error": ""} for op in ops]}))
+    else:
+        print(json.dumps({"error": f"unknown command {cmd!r}"}))
+        sys.exit(2)
     ''')
+
+
+COPY = "mkdir -p build && cp fake.py build/fake.py && echo built >> ../builds.log"
+
+
+def _manifest(tools=("python3",), build=COPY):
+    return textwrap.dedent(f"""\
+        language = "Python"
+        tools = {json.dumps(list(tools))}
+        toolchain = [{json.dumps(sys.executable)}, "--version"]
+        install = "install no-such-tool"
+        build = ["sh", "-c", {json.dumps(build)}]
+        artifact = "build/fake.py"
+        run = [{json.dumps(sys.executable)}, "./build/fake.py"]
+        commands = ["time"]
+        """)
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    """A program "fake" under a temporary native/impls: a Python script speaking the protocol, its build a
-    copy."""
+    """A program "fake" in a temporary folder, registered as one of notebook 08's programs: a Python script
+    speaking the protocol, its build a copy, its lock a Cargo.lock."""
     folder = tmp_path / "fake"
     folder.mkdir()
     (folder / "fake.py").write_text(FAKE)
+    (folder / "program.toml").write_text(_manifest())
     (folder / "Cargo.lock").write_text('version = 3\n[[package]]\nname = "fake-crate"\nversion = "9.9.9"\n')
-    prog = impls.Program("fake", "Python", ("python3",), (sys.executable, "--version"), "install python3",
-                         ("sh", "-c", "mkdir -p build && cp fake.py build/fake.py && "
-                                      "echo built >> ../builds.log"),
-                         "build/fake.py", (sys.executable, "build/fake.py"))
-    monkeypatch.setattr(impls, "IMPLS", tmp_path)
-    monkeypatch.setattr(impls, "_BY_NAME", {"fake": prog})
+    monkeypatch.setitem(programs.REGISTRY, "fake", str(folder))
+    monkeypatch.setattr(impls, "IMPLS_PROGRAMS", ("fake",))
     monkeypatch.setattr(impls, "_LISTS", {})
     monkeypatch.setattr(impls, "_WHY_NOT", {})
-    return prog
+    monkeypatch.setattr(programs, "_LISTS", {})
+    return impls.program("fake")
 
 
 def test_a_program_is_built_on_first_need_and_again_only_when_its_sources_change(fake):
-    impls.ensure_built(fake)
-    impls.ensure_built(fake)
+    programs.ensure_built(fake)
+    programs.ensure_built(fake)
     assert (fake.folder.parent / "builds.log").read_text().count("built") == 1
-    record = impls.build_record(fake)
-    assert record["seconds"] >= 0 and record["sources"] == impls.source_hash(fake.folder)
+    record = programs.build_record(fake)
+    assert record["seconds"] >= 0 and record["sources"] == programs.source_hash(fake)
+    assert impls.describe("fake")["build"]["sources"] == record["sources"]
     (fake.folder / "fake.py").write_text(FAKE + "\n# changed\n")
-    impls.ensure_built(fake)
+    programs.ensure_built(fake)
     assert (fake.folder.parent / "builds.log").read_text().count("built") == 2
+    assert [b["why"] for b in programs.build_record(fake)["history"]] == ["missing", "stale"]
 
 
-def test_a_missing_toolchain_leaves_the_program_out_with_one_line(fake, monkeypatch):
-    broken = impls.Program("fake", "Python", ("no-such-tool-here",), fake.version, "install no-such-tool",
-                           fake.build, fake.artifact, fake.run)
-    monkeypatch.setattr(impls, "_BY_NAME", {"fake": broken})
+def test_a_missing_toolchain_leaves_the_program_out_with_one_line(fake):
+    (fake.folder / "program.toml").write_text(_manifest(tools=("no-such-tool-here",)))
     assert impls.available() == {}
-    assert impls.unavailable() == {"fake": "no no-such-tool-here here: install no-such-tool"}
+    assert impls.unavailable() == {"fake": "no no-such-tool-here here for the fake program: "
+                                           "install no-such-tool"}
+
+
+def test_a_failed_build_leaves_the_program_out_with_one_line(fake):
+    (fake.folder / "program.toml").write_text(_manifest(build="echo 'error: no such thing' >&2; exit 3"))
+    assert impls.available() == {}
+    why = impls.unavailable()["fake"]
+    assert why.startswith("building the fake program failed") and "exit 3" in why and "no such thing" in why
+    with pytest.raises(impls.ImplementationError, match="building the fake program failed"):
+        impls.time_one("fake", "noble", "X25519", ["keygen"])
 
 
 def test_a_program_whose_release_differs_from_its_lock_is_refused(fake):
@@ -167,10 +207,23 @@ def test_a_program_whose_release_differs_from_its_lock_is_refused(fake):
         impls.describe("fake")
 
 
+def test_the_go_program_is_checked_against_the_go_toolchain(monkeypatch):
+    go = impls.program("go")
+    listed = {"implementations": [{"implementation": "go-stdlib", "version": "1.26.8",
+                                   "provenance": "https://pkg.go.dev/crypto@go1.26.8"}]}
+    monkeypatch.setattr(impls, "_go_version", lambda: "1.26.8")
+    impls.check_versions(go, listed)
+    monkeypatch.setattr(impls, "_go_version", lambda: "1.25.0")
+    with pytest.raises(impls.ImplementationError, match=r"Go 1\.26\.8, but the Go toolchain here is 1\.25"):
+        impls.check_versions(go, listed)
+    with pytest.raises(impls.ImplementationError, match="no provenance link"):
+        impls.check_versions(go, {"implementations": [{"implementation": "go-stdlib", "provenance": ""}]})
+
+
 def test_a_crash_loses_that_round_only_and_is_recorded(fake):
     run = impls.measure(["X25519"], budget_s=0.01, rounds=3, min_samples=3, save=False)
     assert ([x["round"] for x in run.meta["lost"]] == [1]
-            and "fake program failed" in run.meta["lost"][0]["why"])
+            and "X25519 in noble: the fake program's `time` failed (signal 6" in run.meta["lost"][0]["why"])
     rows = run.measurements
     assert set(rows["operation"]) == set(KIND_OPERATIONS["kem"]) and (rows["rounds"] == 2).all()
     assert set(run.samples["round"]) == {0, 2}
@@ -237,11 +290,11 @@ def test_blame_needs_a_majority_or_a_failure_with_itself():
 
 
 def test_protocol_names_every_algorithm_the_programs_may_list():
-    text = (impls.IMPLS / "PROTOCOL.md").read_text()
+    text = (NATIVE / "PROTOCOL.md").read_text()
     for name in ("ML-KEM-768", "ML-DSA-44", "SLH-DSA-SHA2-128f", "X25519", "ECDH-P256", "Ed25519",
                  "ECDSA-P256", "RSA-2048-PKCS1v15-sig"):
         assert name in text
-    assert json.loads(json.dumps({"protocol": impls.PROTOCOL})) == {"protocol": 1}
+    assert json.loads(json.dumps({"protocol": impls.PROTOCOL})) == {"protocol": 2}
 
 
 def test_wycheproof_vectors_pass_through_openssl_and_catch_a_wrong_secret():

@@ -1,6 +1,10 @@
 """The native C runner (native/bench/pqbench) and its Python driver pqlab.runners.native."""
 from __future__ import annotations
 
+import hashlib
+import json
+import subprocess
+
 import pandas as pd
 import pytest
 
@@ -9,6 +13,7 @@ from pqlab.core.paths import LIBOQS_PREFIX
 from pqlab.core.schema import MEASUREMENT_COLUMNS
 from pqlab.measure import cycles
 from pqlab.runners import native
+from pqlab.runners.program import build_record, ensure_built, program
 from pqlab.store.results import load_run
 
 DEFAULT = LIBOQS_PREFIX / "liboqs-0.13.0"
@@ -37,10 +42,13 @@ def ml_kem(runner):
 
 
 def test_build_is_incremental_and_reports_the_library(runner, ml_dsa):
-    assert runner.exists()
+    assert runner.exists() and runner == native.runner_path("default")
     mtime = runner.stat().st_mtime_ns
     assert native.build_native_runner("default") == runner
     assert runner.stat().st_mtime_ns == mtime  # nothing to rebuild
+    record = build_record(native.runner_program("default"))  # the Program record's, beside the binary
+    assert record["program"] == "pqbench"
+    assert record["sha256"] == hashlib.sha256(runner.read_bytes()).hexdigest()
     assert ml_dsa["liboqs_version"] and ml_dsa["liboqs_version"] == ml_dsa["liboqs_version_compiled"]
     assert ml_dsa["liboqs_path"] == str((DEFAULT / "lib" / "liboqs.so").resolve())
     assert ml_dsa["build"] == "liboqs-0.13.0"
@@ -147,7 +155,7 @@ def test_native_run_records_a_run(runner, tmp_path):
     from pqlab.measure.stats import round_interval
 
     assert ((m["rounds"] == 6).all() and set(back.samples["round"]) == set(range(6))
-            and len(back.meta["rounds"]) == 6)
+            and len(back.meta["round_noise"]) == 6)
     assert not flags.has(m["flags"], "no-rounds").any() and (m["time_ns_ci_low"] < m["time_ns_ci_high"]).all()
     sign = back.sample_values("ML-DSA-44", "sign", backend="native")
     row = m[m["operation"] == "sign"].iloc[0]
@@ -206,16 +214,15 @@ def test_the_runner_counts_with_the_counter_it_is_given(runner, label):
 
 
 def test_a_forced_counter_that_does_not_work_is_one_line(runner):
-    import subprocess
-
-    proc = subprocess.run([str(runner), "--alg", "ML-KEM-768", "--counter", "perf", "--budget", "0"],
-                          capture_output=True, text=True)
+    proc = subprocess.run([str(runner), "time", "--impl", "liboqs", "--alg", "ML-KEM-768",
+                           "--counter", "perf", "--budget", "0"], capture_output=True, text=True)
     if proc.returncode == 0:
         pytest.skip("this machine has a working PMU: the runner counted core cycles")
     assert proc.returncode == 2
     assert proc.stderr.startswith("pqbench: --counter perf: core cycles are unavailable here: "
                                   "perf_event_open: ")
     assert proc.stderr.count("\n") == 1
+    assert json.loads(proc.stdout) == {"error": proc.stderr.removeprefix("pqbench: ").strip()}
 
 
 def test_the_runner_follows_pqlab_counter(runner, monkeypatch):
@@ -223,9 +230,56 @@ def test_the_runner_follows_pqlab_counter(runner, monkeypatch):
     assert native.run_native("ML-KEM-768", ["keygen"], **TINY)["cycles_source"] == cycles.NONE
 
 
-def test_a_runner_of_another_version_is_refused(runner, monkeypatch):
-    monkeypatch.setattr(native, "RUNNER_VERSION", "99")
+def test_a_runner_of_another_protocol_is_refused(runner):
     with pytest.raises(native.NativeRunnerError,
-                       match=r"runner version 2, pqlab reads version 99: remove it and "
-                             r"run again \(pqlab builds the runner on first use\)"):
-        native.native_algorithms("default")
+                       match=r"speaks protocol 1 as 'pqbench', pqlab speaks protocol 2 with 'pqbench': "
+                             r"remove it and run again \(pqlab builds the runner on first use\)"):
+        native.check_version({"protocol": 1, "program": "pqbench"}, runner)
+    native.check_version(native.run_native("ML-KEM-768", ["keygen"], **TINY), runner)
+
+
+def test_list_speaks_protocol_2(runner):
+    listing = json.loads(subprocess.run([str(runner), "list"], capture_output=True, text=True,
+                                        check=True).stdout)
+    assert (listing["protocol"], listing["program"], listing["language"]) == (2, "pqbench", "C")
+    assert listing["commands"] == list(program("pqbench").commands) == ["time"] and listing["toolchain"]
+    assert listing["implementations"] == [{"implementation": "liboqs", "version": listing["liboqs_version"],
+                                           "package": "liboqs", "provenance": "", "options": "liboqs-0.13.0"}]
+    names = native.native_algorithms("default")
+    assert {"ML-DSA-44", "ML-KEM-768"} <= {a["algorithm"] for a in listing["algorithms"]}
+    assert sorted(names["sig"] + names["kem"]) == sorted(a["algorithm"] for a in listing["algorithms"])
+    assert all(a["implementation"] == "liboqs" and a["seeded"] == [] for a in listing["algorithms"])
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["times"], "unknown command 'times'"),
+    (["time", "--impl", "go", "--alg", "ML-KEM-768"], "unknown implementation 'go'"),
+    (["time", "--alg", "ML-KEM-768", "--budget", "soon"], "bad value for --budget: 'soon'"),
+    (["time", "--alg", "ML-KEM-768", "--bogus", "1"], "unknown option '--bogus'"),
+    (["time", "--alg", "Kyber-9000"], "unknown algorithm 'Kyber-9000'"),
+])
+def test_a_bad_request_is_exit_2_with_one_error_line(runner, args, problem):
+    proc = subprocess.run([str(runner), *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert list(json.loads(proc.stdout)) == ["error"] and problem in error and "\n" not in error
+
+
+def test_the_time_document_speaks_protocol_2(ml_kem):
+    assert (ml_kem["protocol"], ml_kem["program"], ml_kem["implementation"]) == (2, "pqbench", "liboqs")
+    assert ml_kem["version"] == ml_kem["liboqs_version"]
+    assert ml_kem["sizes"] == {"public_key": 1184, "secret_key": 2400, "secret_key_format": "liboqs",
+                               "ciphertext": 1088, "shared_secret": 32}
+    assert all(op["loops"] == 1 and op["cold_ns"] == [] for op in ml_kem["operations"])
+
+
+def test_a_damaged_runner_is_built_again(runner):
+    """make goes by dates: a truncated binary newer than its sources would stay; the build record's sha256
+    does not."""
+    good = runner.read_bytes()
+    runner.write_bytes(good[: len(good) // 2])
+    assert native.build_native_runner("default") == runner
+    record = build_record(native.runner_program("default"))
+    assert record["why"] == "damaged" and record["sha256"] == hashlib.sha256(runner.read_bytes()).hexdigest()
+    assert ensure_built(native.runner_program("default")) == runner  # now a hit
+    assert build_record(native.runner_program("default"))["built_at"] == record["built_at"]

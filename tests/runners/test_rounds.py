@@ -42,7 +42,7 @@ def test_order_is_shuffled_per_round_reproducibly_and_sign_comes_before_its_veri
 def test_bench_measures_in_fresh_worker_processes_and_its_interval_is_over_rounds():
     run = benchmark.bench(["Ed25519", "ML-KEM-768"], operations=["keygen"], save=False, **FAST)
     assert run.meta["isolation"] == "process"
-    pids = {r["pid"] for r in run.meta["rounds"]}
+    pids = {r["pid"] for r in run.meta["round_noise"]}
     import os
 
     assert len(pids) == 3 and os.getpid() not in pids  # one new process per round
@@ -56,7 +56,7 @@ def test_bench_measures_in_fresh_worker_processes_and_its_interval_is_over_round
     row = m[m["algorithm"] == "Ed25519"].iloc[0]
     assert round_interval(values)[:3] == pytest.approx((row["time_ns_median"], row["time_ns_ci_low"],
                                                         row["time_ns_ci_high"]))
-    for r in run.meta["rounds"]:  # noise recorded per round; reference loops timed at its start and end
+    for r in run.meta["round_noise"]:  # noise recorded per round; reference loops timed at its start and end
         assert {"steal", "others_cores", "ctxt", "load1", "scalar_ns", "vector_ns", "busy"} <= set(r)
 
 
@@ -88,7 +88,7 @@ def test_busy_rounds_flag_their_rows(monkeypatch):
     run = benchmark.bench([_ed25519_copy()], operations=["keygen"], save=False, **FAST)
     row = run.verified().iloc[0]
     assert "busy:3 of 3 rounds" in row["flags"] and "rounds-in-process" in row["flags"]
-    assert all(r["busy"] == "other processes used 1.60 cores" for r in run.meta["rounds"])
+    assert all(r["busy"] == "other processes used 1.60 cores" for r in run.meta["round_noise"])
 
 
 @pytest.mark.parametrize("shift, flagged", [(1.11, True), (0.89, True), (1.09, False)])
@@ -110,12 +110,12 @@ def test_a_shift_of_the_reference_loops_is_flagged_from_ten_percent(monkeypatch,
     assert flags.has(row["flags"], "reference-shift") == flagged
     if flagged:
         assert flags.detail(row["flags"], "reference-shift") == f"round 2 vector {shift - 1:+.0%}"
-        assert run.meta["rounds"][2]["reference_shift"] == f"vector {shift - 1:+.0%}"
+        assert run.meta["round_noise"][2]["reference_shift"] == f"vector {shift - 1:+.0%}"
 
 
 def test_reference_shifts_between_runs_are_named():
-    a = {"rounds": [{"round": i, "scalar_ns": 1e6, "vector_ns": 1e6} for i in range(4)]}
-    b = {"rounds": [{"round": i, "scalar_ns": 1.01e6, "vector_ns": 1.5e6} for i in range(4)]}
+    a = {"round_noise": [{"round": i, "scalar_ns": 1e6, "vector_ns": 1e6} for i in range(4)]}
+    b = {"round_noise": [{"round": i, "scalar_ns": 1.01e6, "vector_ns": 1.5e6} for i in range(4)]}
     assert noise.compare_references(a, b) == "vector +50%"
     assert noise.compare_references(a, a) == ""
     assert ("reference shifts" not in noise.describe_noise(a)
@@ -130,7 +130,7 @@ def test_a_machine_that_reports_no_noise_data_records_unknown_never_zero(monkeyp
     assert noise.busy_reason(n) == ""
     quiet, why, _ = noise.quiet_now(0.01)
     assert why.startswith("unknown: /proc/stat is not readable")
-    text = noise.describe_noise({"rounds": [{"round": 0, **n, "scalar_ns": None, "vector_ns": None}]})
+    text = noise.describe_noise({"round_noise": [{"round": 0, **n, "scalar_ns": None, "vector_ns": None}]})
     assert "steal unknown" in text and "other processes unknown cores" in text
 
 
@@ -148,7 +148,7 @@ def test_a_crashed_worker_loses_its_round_only(monkeypatch):
 
     monkeypatch.setattr(benchmark, "run_round_in_worker", crash_in_round_one)
     run = benchmark.bench(["Ed25519"], save=False, **FAST)
-    lost = run.meta["rounds"][1]
+    lost = run.meta["round_noise"][1]
     assert lost["error"] == "worker exit -9" and lost["lost"]
     m = run.verified()
     lost_operations = [x for x in lost["lost"] if not x.startswith("harness")]

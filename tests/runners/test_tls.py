@@ -1,10 +1,12 @@
 """The TLS runner (pqlab.runners.tls) and notebook 06's budget model (pqlab.studies.tls_handshake).
 
 Tests that run handshakes use the real runner (``make test`` builds it first; alone, the fixture
-builds it on first use); the rest need nothing built.
+builds it on first use); the rest need nothing built.  The runner's protocol (list, build record, one round,
+a malformed request) is also checked by tests/runners/test_protocol.py with every other program.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -14,13 +16,15 @@ import pandas as pd
 import pytest
 
 from pqlab.benchmark import bench
+from pqlab.core import integrity
 from pqlab.core.errors import UnknownName
+from pqlab.runners import program as programs
 from pqlab.runners import tls
 from pqlab.store.results import load_run
 from pqlab.studies import tls_handshake as th
 
 STACK = {"openssl_version": "OpenSSL 3.6.3", "groups": ["x25519", "secp256r1", "MLKEM768", "X25519MLKEM768"],
-         "sigalgs": ["ecdsa_secp256r1_sha256", "ed25519", "mldsa44"]}
+         "signatures": ["ecdsa_secp256r1_sha256", "ed25519", "mldsa44"]}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +59,7 @@ def test_group_names_resolve_from_pqlab_and_openssl_spellings():
 
 def test_unknown_signature_lists_the_chains_and_the_stack_schemes():
     with pytest.raises(UnknownName) as err:
-        tls.check_signature("ML-DSA-45", STACK["sigalgs"])
+        tls.check_signature("ML-DSA-45", STACK["signatures"])
     msg = str(err.value)
     assert "\n" not in msg and "ML-DSA-44" in msg.split("close matches:")[1].split(".")[0]
     assert "mldsa44" in msg and "SLH-DSA-SHA2-128f" in msg
@@ -80,58 +84,110 @@ def test_a_bad_name_stops_the_matrix_before_any_handshake(monkeypatch):
 # ----- the runner's build -----
 
 
-def _isolated_target(monkeypatch, tmp_path):
-    target = tmp_path / "target"
-    monkeypatch.setattr(tls, "TARGET_DIR", target)
-    monkeypatch.setattr(tls, "BINARY", target / "release" / "tls-runner")
-    monkeypatch.setattr(tls, "BUILD_LOG", target / "build.log")
-    monkeypatch.setattr(tls, "BUILD_RECORD", target / "build-record.json")
-    return target
+#: What a stand-in runner answers for `list` (protocol 2).
+FAKE_LIST = {"protocol": 2, "program": "tls-runner", "language": "Rust", "toolchain": "rustc test",
+             "commands": ["handshake", "mkchain"], "openssl_version": "OpenSSL test", "groups": ["x25519"],
+             "signatures": ["ed25519"]}
 
 
-def test_a_failing_build_names_the_step_and_its_log(monkeypatch, tmp_path):
-    target = _isolated_target(monkeypatch, tmp_path)
-    cargo = tmp_path / "cargo"
-    cargo.write_text("#!/bin/sh\necho 'error: failed to run custom build command for openssl-sys' >&2\n"
-                     "exit 101\n")
-    cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
+def _executable(path, text: str):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def _isolated_runner(monkeypatch, tmp_path, cargo=None, stale: str = "1"):
+    """The runner's program record moved to a folder of its own under tmp_path (its binary, build record and
+    log there), built by `cargo` (a script) when given; `stale` is a placeholder value: another one changes
+    the sources' hash, as an edited source would."""
+    folder = tmp_path / "tls-runner"
+    (folder / "src").mkdir(parents=True, exist_ok=True)
+    (folder / "src" / "main.rs").write_text("fn main() {}\n")
+    prog = dataclasses.replace(programs.program("tls-runner"), folder=folder,
+                               variables={"test": str(tmp_path), "stale": stale})
+    if cargo is not None:
+        prog = dataclasses.replace(prog, tools=(str(cargo),), build=(str(cargo), "build", "--release"))
+    monkeypatch.setattr(tls, "runner", lambda: prog)
+    return folder / "target" / "release"
+
+
+def _fake_cargo(tmp_path, extra: str = ""):
+    """A cargo that "builds" a runner answering `list` with FAKE_LIST (in the folder it runs in)."""
+    fake_runner = _executable(tmp_path / "fake-runner",
+                              f"#!/bin/sh\necho '{json.dumps(FAKE_LIST)}'\n" + extra)
+    return _executable(tmp_path / "cargo", f'#!/bin/sh\necho "$@" >> {tmp_path / "cargo.log"}\n'
+                       f"mkdir -p target/release && cp {fake_runner} target/release/tls-runner\n")
+
+
+def test_a_failing_build_says_the_command_its_exit_and_its_log_in_one_line(monkeypatch, tmp_path):
+    output = _isolated_runner(monkeypatch, tmp_path)
+    cargo = _executable(tmp_path / "cargo", "#!/bin/sh\necho 'error: failed to run custom build command for "
+                        "openssl-sys' >&2\nexit 101\n")
     with pytest.raises(tls.TlsRunnerBuildError) as err:
         tls.build_tls_runner(cargo=str(cargo))
     msg = str(err.value)
-    assert "at step `cargo build` (exit 101)" in msg and str(target / "build.log") in msg and "\n" not in msg
-    assert "failed to run custom build command" in (target / "build.log").read_text()
-    assert not (target / "build-record.json").exists()
+    assert msg.startswith("building the tls-runner program failed") and "\n" not in msg
+    assert "exit 101" in msg and str(output / "build.log") in msg
+    assert "failed to run custom build command" in msg
+    assert "failed to run custom build command" in (output / "build.log").read_text()
+    assert not (output / programs.BUILD_RECORD).exists()
 
 
 def test_builds_are_recorded_and_the_cold_one_kept(monkeypatch, tmp_path):
-    target = _isolated_target(monkeypatch, tmp_path)
-    fake_runner = tmp_path / "fake-runner"
-    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n")
-    cargo = tmp_path / "cargo"
-    cargo.write_text('#!/bin/sh\nmkdir -p "$CARGO_TARGET_DIR/release"\n'
-                     f'cp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
-                     'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
-    cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
+    cargo = _fake_cargo(tmp_path)
+    output = _isolated_runner(monkeypatch, tmp_path, cargo)
     tls.build_tls_runner(cargo=str(cargo))
+    _isolated_runner(monkeypatch, tmp_path, cargo, stale="2")  # its sources changed: built again
     tls.build_tls_runner(cargo=str(cargo))
     builds = tls.build_records()
-    assert [b["cold"] for b in builds] == [True, False] and builds[0]["openssl_version"] == "OpenSSL test"
+    assert [b["cold"] for b in builds] == [True, False] and [b["why"] for b in builds] == ["missing", "stale"]
+    assert builds[0]["openssl_version"] == "OpenSSL test"  # from the runner's list
+    assert builds[0]["built_at"]
     assert tls.build_record(cold=True) == builds[0] and tls.build_record() == builds[1]
+    record = programs.build_record(tls.runner())
+    assert record["program"] == "tls-runner" and record["protocol"] == 2 and len(record["history"]) == 2
     text = th.describe_build(builds)
     assert "Built from nothing (cold)" in text and "last build was incremental" in text
-    assert "unknown" in th.describe_build([]) and (target / "build.log").exists()
+    assert "unknown" in th.describe_build([]) and (output / "build.log").exists()
+
+
+def test_builds_recorded_before_protocol_2_are_kept(monkeypatch, tmp_path):
+    cargo = _fake_cargo(tmp_path)
+    output = _isolated_runner(monkeypatch, tmp_path, cargo)
+    output.mkdir(parents=True)
+    shutil.copy(tmp_path / "fake-runner", output / "tls-runner")  # built before pqlab kept this record
+    old = {"seconds": 179.2, "cold": True, "finished_at": "2026-01-01T00:00:00+00:00",
+           "openssl_version": "OpenSSL 3.6.3", "cores": 2, "load_before": 1.0, "command": "cargo build"}
+    (output.parent / tls.LEGACY_BUILD_RECORD).write_text(json.dumps({"builds": [old]}))
+    tls.build_tls_runner()
+    builds = tls.build_records()
+    assert builds[0] == dict(old, built_at=old["finished_at"], why="before protocol 2")
+    assert tls.build_record(cold=True)["seconds"] == 179.2 and builds[1]["why"] == "stale"
 
 
 def test_without_cargo_the_build_says_so(monkeypatch, tmp_path):
-    _isolated_target(monkeypatch, tmp_path)
+    _isolated_runner(monkeypatch, tmp_path)
     monkeypatch.setattr(tls.shutil, "which", lambda name: None)
-    with pytest.raises(tls.TlsRunnerBuildError, match="at step `find cargo`: cargo is not on PATH"):
+    with pytest.raises(tls.TlsRunnerBuildError,
+                       match=r"^no cargo here for the tls-runner program: install Rust \(rustup or apt-get"):
         tls.build_tls_runner()
 
 
 def test_a_current_build_is_not_redone(runner, monkeypatch):
-    monkeypatch.setattr(tls.subprocess, "run", lambda *a, **k: pytest.fail("cargo ran for a current build"))
+    monkeypatch.setattr(programs.subprocess, "run",
+                        lambda *a, **k: pytest.fail("cargo ran for a current build"))
     assert tls.build_tls_runner() == runner
+
+
+def test_the_runner_lists_itself_in_protocol_2(runner):
+    caps = tls.capabilities()
+    assert caps["protocol"] == 2 and caps["program"] == "tls-runner" and caps["language"] == "Rust"
+    assert caps["commands"] == list(tls.runner().commands) == ["handshake", "mkchain"]
+    assert caps["toolchain"].startswith(("rustc ", "OpenSSL "))
+    assert caps["openssl_version"].startswith("OpenSSL")
+    assert "X25519MLKEM768" in caps["groups"] and "mldsa44" in caps["signatures"]
+    assert "sigalgs" not in caps and caps["signatures"]  # notebook 06 reads signatures
+    assert caps["build"]["program"] == "tls-runner"
 
 
 # ----- handshakes -----
@@ -145,6 +201,8 @@ def test_a_refused_configuration_is_a_failed_row_with_openssls_reason(runner, tm
     assert "unknown certificate type" in m.loc["X25519 + SLH-DSA-SHA2-128f", "flags"]
     assert m.loc["X25519 + ECDSA-P256", "verified"]  # the matrix went on
     assert m.loc["X25519 + ECDSA-P256", "samples"] == 2
+    refused = tls.run_handshakes(configs[0], 1, warmup=0)  # exit 1: the document says why
+    assert refused["protocol"] == 2 and not refused["verified"] and refused["error"] == refused["setup_error"]
     again = load_run(tmp_path / run.run_id)
     assert again.meta["tls"]["openssl_version"].startswith("OpenSSL 3.6")
     assert {"client_cpu_ns", "server_cpu_ns", "bytes_s1"} <= set(again.samples.columns)
@@ -160,10 +218,12 @@ def test_a_failing_handshake_reports_both_sides(runner, tmp_path):
     assert len(result["handshakes"]) == 1 and not result["handshakes"][0]["ok"]
     reason = tls.failure_reason(result)
     assert "certificate verify failed" in reason and "server handshake failed" in reason
+    assert not result["verified"] and "certificate verify failed" in result["error"]
 
 
 def test_every_handshake_is_checked(runner):
     result = tls.run_handshakes(tls.Config("X25519MLKEM768", "ML-DSA-44", mutual=True), 2, warmup=0)
+    assert result["verified"] and result["error"] == "" and result["program"] == "tls-runner"
     for h in result["handshakes"]:
         assert h["ok"] and h["group_negotiated"] == "X25519MLKEM768"
         assert h["server_sigalg"] == "mldsa44" and h["client_sigalg"] == "mldsa44"
@@ -263,6 +323,10 @@ BAD_RUNS = [
     (["--pin", "0,99"], "--pin 0,99: CPU 99 is not one this process may run on"),
     (["--pin", "0,100000"], "--pin 0,100000: CPU 100000 is not one this process may run on"),
     (["--pin", "0,x"], "--pin takes two CPU numbers, CLIENT,SERVER, got \"0,x\""),
+    (["--sigalg", "mldsa45"],
+     "unknown signature scheme \"mldsa45\": this stack's TLS 1.3 signature schemes are "),
+    (["--no-such-option"], "unknown option --no-such-option"),
+    ([], "--chain "),  # a folder without a root
 ]
 
 
@@ -273,7 +337,8 @@ def test_the_runner_refuses_out_of_bounds_arguments_in_one_line(tmp_path, extra,
     import subprocess
 
     binary = built_runner_or_skip()
-    args = ["run", "--group", "x25519", "--chain", str(tmp_path / "no-chain"), "--handshakes", "1", *extra]
+    args = ["handshake", "--group", "x25519", "--chain", str(tmp_path / "no-chain"), "--handshakes", "1",
+            *extra]
     proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-500:])
     lines = proc.stderr.strip().splitlines()
@@ -331,38 +396,65 @@ def test_the_bounds_are_the_runners_own():
 
 
 def test_a_damaged_runner_binary_is_built_again_with_one_line(monkeypatch, tmp_path):
+    import os
     import warnings
 
-    from pqlab.core import integrity
     from pqlab.core.errors import PqlabWarning
 
-    target = _isolated_target(monkeypatch, tmp_path)
-    fake_runner = tmp_path / "fake-runner"
-    fake_runner.write_text("#!/bin/sh\necho '{\"openssl_version\": \"OpenSSL test\"}'\n"
-                           + "# padding\n" * 100)
-    cargo = tmp_path / "cargo"
-    cargo.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "cargo.log"}\n[ "$1" = clean ] && exit 0\n'
-                     'mkdir -p "$CARGO_TARGET_DIR/release"\n'
-                     f'cp {fake_runner} "$CARGO_TARGET_DIR/release/tls-runner"\n'
-                     'chmod +x "$CARGO_TARGET_DIR/release/tls-runner"\n')
-    cargo.chmod(cargo.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(tls.shutil, "which", lambda name: str(cargo) if name == "cargo" else None)
-    monkeypatch.setattr(tls, "SOURCES", ())  # the binary is never older than its sources here
+    cargo = _fake_cargo(tmp_path, extra="# padding\n" * 100)
+    output = _isolated_runner(monkeypatch, tmp_path, cargo)
     binary = tls.build_tls_runner()
-    assert binary == target / "release" / "tls-runner" and not integrity.problem(binary)
+    assert binary == output / "tls-runner"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tls.build_tls_runner() == binary and len(tls.build_records()) == 1  # a hit, nothing said
     data = binary.read_bytes()
-    # truncated in place: newer than its sources, cargo's fingerprint fresh
-    binary.write_bytes(data[: len(data) // 2])
+    source = binary.parents[2] / "src" / "main.rs"
+    os.utime(source, (0, 0))
+    binary.write_bytes(data[: len(data) // 2])  # truncated in place: cargo's fingerprint stays fresh
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tls.build_tls_runner()
     said = [str(w.message) for w in caught if issubclass(w.category, PqlabWarning)]
     assert len(said) == 1 and said[0].startswith(
-        f"the TLS runner {binary} does not match the sha256 recorded")
+        f"the tls-runner program's {binary} does not match the sha256 recorded")
     assert said[0].endswith(": building it again") and binary.read_bytes() == data
-    assert not integrity.problem(binary) and len(tls.build_records()) == 2
-    assert (tmp_path / "cargo.log").read_text().splitlines()[1].startswith(
-        "clean --release -p pqlab-tls-runner")
+    assert source.stat().st_mtime > 0  # touched: cargo relinks the runner, OpenSSL's build stays
+    builds = tls.build_records()
+    assert [b["why"] for b in builds] == ["missing", "damaged"] and not builds[1]["cold"]
+    assert programs.build_record(tls.runner())["sha256"] == integrity.sha256_file(binary)
+
+
+BAD_COMMANDS = [
+    (["run", "--group", "x25519"], "unknown command \"run\": tls-runner answers list, handshake, mkchain"),
+    (["version"], "unknown command \"version\""),
+    ([], "no command: tls-runner answers list, handshake, mkchain"),
+    (["list", "--all"], "list takes no options"),
+    (["handshake", "--group", "NO-SUCH-GROUP", "--chain", "x"],
+     "unknown group \"NO-SUCH-GROUP\": this stack's"),
+    (["mkchain", "--alg", "NO-SUCH-KEY", "--out", "{tmp}/chain"],
+     "OpenSSL knows no key type \"NO-SUCH-KEY\""),
+    (["mkchain", "--alg", "ML-DSA-44"], "mkchain needs --alg NAME and --out DIR"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_COMMANDS,
+                         ids=[" ".join(a) or "nothing" for a, _ in BAD_COMMANDS])
+def test_a_bad_request_is_exit_2_and_one_line(tmp_path, args, message):
+    import subprocess
+
+    binary = built_runner_or_skip()
+    proc = subprocess.run([str(binary), *[a.format(tmp=tmp_path) for a in args]], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:])
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and message in json.loads(lines[0])["error"], proc.stdout
+    assert not (tmp_path / "chain").exists()  # nothing written for a refused request
+
+
+def test_pqlab_reports_a_refused_request_in_one_line(runner):
+    with pytest.raises(tls.TlsError) as err:
+        tls._call("handshake", ["--group", "NO-SUCH-GROUP", "--chain", "x"])
+    assert str(err.value).startswith(
+        "the tls-runner program refused `handshake`: unknown group \"NO-SUCH-GROUP\"")
+    assert "\n" not in str(err.value)

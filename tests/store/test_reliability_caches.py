@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from pqlab.core.errors import PqlabWarning
 from pqlab.liboqs import build as liboqs_build
 from pqlab.liboqs import loader as liboqs_loader
 from pqlab.measure import cycles
-from pqlab.runners import jvm, native
+from pqlab.runners import jvm
 from pqlab.runners.memory import cache
 
 #: A real ELF shared object (not liboqs): what a fake liboqs build "links".
@@ -222,72 +221,27 @@ def test_reliability_a_truncated_liboqs_never_reaches_the_loader(tmp_path):
 # --------------------------------------------------------------------- the native and Bouncy Castle runners
 
 
-def test_reliability_a_damaged_native_runner_is_built_again(monkeypatch, tmp_path):
-    if not (shutil.which("make") and shutil.which("cc")):
-        pytest.skip("no make or cc here: build_native_runner refuses before any cache decision")
-    prefix = tmp_path / "liboqs" / "default"
-    (prefix / "lib").mkdir(parents=True)
-    (prefix / "lib" / "liboqs.so").write_bytes(LIBRARY)
-    (prefix / "include" / "oqs").mkdir(parents=True)
-    (prefix / "include" / "oqs" / "oqs.h").write_text("")
-    binary = tmp_path / "build" / "default" / "pqbench"
-    monkeypatch.setattr(native, "prefix", lambda build: prefix)
-    monkeypatch.setattr(native, "runner_path", lambda build="default": binary)
-    makes = []
-
-    def make(cmd, **kwargs):  # make goes by dates: it builds a missing binary and keeps an existing one
-        makes.append(cmd)
-        if not binary.exists():
-            binary.write_bytes(LIBRARY)
-        return subprocess.CompletedProcess(cmd, 0, "", "")
-
-    monkeypatch.setattr(native.subprocess, "run", make)
-    assert (native.build_native_runner() == binary
-            and integrity.recorded(binary) == integrity.sha256_file(binary))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        native.build_native_runner()  # a hit: nothing said
-    truncate(binary)  # newer than every source: make alone would keep it
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        native.build_native_runner()
-    line = one_warning(caught)
-    assert (line.startswith(f"the native runner {binary} does not match")
-            and line.endswith(": building it again"))
-    assert binary.read_bytes() == LIBRARY and not integrity.problem(binary) and len(makes) == 3
-
-
 def test_reliability_a_damaged_bouncy_castle_jar_is_built_again(monkeypatch, tmp_path):
-    jar, source = tmp_path / "target" / "bc-runner.jar", tmp_path / "Runner.java"
-    source.write_text("class Runner {}")
-    os.utime(source, (1, 1))  # older than any jar
+    """The Java program's jar (native/impls/java, through pqlab.runners.program): its sha256 is recorded when
+    built, an intact jar is kept, a cut one is built again and the build record says why."""
+    import dataclasses
+
+    from pqlab.runners import program as programs
+
+    (tmp_path / "Runner.java").write_text("class Runner {}")
+    build = ["sh", "-c", "mkdir -p target/bc-1.0 && head -c 4000 /dev/urandom > target/bc-1.0/impls.jar"]
+    fake = dataclasses.replace(programs.program("java", bc="1.0"), folder=tmp_path, build=tuple(build),
+                               sources=("Runner.java",))
     monkeypatch.setattr(jvm, "jdk_available", lambda: (True, "java; javac; mvn"))
-    monkeypatch.setattr(jvm, "jar_path", lambda version=None: jar)
-    monkeypatch.setattr(jvm, "_sources", lambda: [source])
-    builds = []
-
-    def maven(options, timeout_s):
-        builds.append(options)
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(jar, "w") as archive:
-            archive.writestr("pqlab/Runner.class", os.urandom(4000))
-        return 0, ""
-
-    monkeypatch.setattr(jvm, "_maven", maven)
-    assert jvm.build_bc_runner() == jar and len(builds) == 1 and not integrity.problem(jar)
-    integrity.sidecar(jar).unlink()  # a jar built before pqlab recorded it: its CRCs pass, so it is kept
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert jvm.build_bc_runner() == jar and len(builds) == 1
-    assert not integrity.problem(jar)
+    monkeypatch.setattr(jvm, "bc_program", lambda version=None: fake)
+    jar = jvm.build_bc_runner()
+    assert jar == tmp_path / "target" / "bc-1.0" / "impls.jar" and jar.stat().st_size == 4000
+    first = jar.read_bytes()
+    assert jvm.build_bc_runner() == jar and jar.read_bytes() == first  # intact: kept
     truncate(jar)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        jvm.build_bc_runner()
-    line = one_warning(caught)
-    assert (line.startswith(f"the Bouncy Castle runner {jar} does not match")
-            and line.endswith(": building it again"))
-    assert len(builds) == 2 and not integrity.problem(jar)
+    jvm.build_bc_runner()
+    assert jar.stat().st_size == 4000 and jar.read_bytes() != first
+    assert [b["why"] for b in programs.build_record(fake)["history"]] == ["missing", "damaged"]
 
 
 # --------------------------------------------------------------------------- the memory cache

@@ -216,7 +216,7 @@ def test_reliability_the_api_raises_keyboardinterrupt_with_the_path(tmp_path, mo
               max_rounds=3)
     back = load_run(folder / "x")
     assert back.meta["status"] == "interrupted" and operations(back) == ["noop", "keygen", "sign", "verify"]
-    assert (back.measurements["rounds"] == 1).all() and len(back.meta["rounds"]) == 1
+    assert (back.measurements["rounds"] == 1).all() and len(back.meta["round_noise"]) == 1
     assert files.process_alive(back.meta["process"]) is True
 
 

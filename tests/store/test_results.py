@@ -271,6 +271,22 @@ def test_schema_1_runs_are_converted_on_load(tmp_path):
     assert keygen["cycles_source"] == "core-cycles" and keygen["kind"] == "kem"
 
 
+def test_a_schema_5_run_keeps_its_round_noise_under_todays_name(tmp_path):
+    """Schema 6: "rounds" means a number of rounds; the noise of each round is meta["round_noise"]."""
+    run = make_run("five")
+    run.save(tmp_path)
+    meta = json.loads((tmp_path / "five.meta.json").read_text())
+    noise = [{"round": 0, "busy": "", "scalar_ns": 1e6, "vector_ns": 1e6}]
+    meta = {**{k: v for k, v in meta.items() if k != "round_noise"}, "schema_version": 5, "rounds": noise}
+    (tmp_path / "five.meta.json").write_text(json.dumps(meta))
+    m = pd.read_csv(tmp_path / "five.measurements.csv")
+    m["schema_version"] = 5
+    m.to_csv(tmp_path / "five.measurements.csv", index=False)
+    back = load_run(tmp_path / "five", verify=False)
+    assert back.meta["round_noise"] == noise and "rounds" not in back.meta
+    assert back.meta["converted_from_schema"] == 5
+
+
 def test_compare_refuses_runs_of_different_machines_and_names_the_difference():
     a, b = make_run("a"), make_run("b")
     b.meta = dict(b.meta, machine_id="elsewhere")

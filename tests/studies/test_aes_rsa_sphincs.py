@@ -186,11 +186,9 @@ def test_sizes_are_checked_against_each_release(runs):
 
 def test_describe_bc_names_releases_or_the_recorded_reason(runs):
     _, old, new = runs
-    from pqlab.runners import jvm
-
     new.measurements["implementation"] = "Bouncy Castle 1.86 (x)"
     new.meta["not_run"] = "not in Bouncy Castle 1.86: Y"
-    text = S.describe_bc({S.CURRENT: new, S.STUDYS: jvm.not_run(
+    text = S.describe_bc({S.CURRENT: new, S.STUDYS: S.not_run(
         "Maven could not provide org.bouncycastle:bcprov-jdk18on:1.72: Could not find artifact")})
     assert "**Bouncy Castle 1.86** on Java 17" in text and "Not run: not in Bouncy Castle 1.86: Y." in text
     assert "**the study's release: not run.** Maven could not provide" in text
@@ -203,7 +201,7 @@ def test_run_bouncycastle_asks_for_the_studys_release(monkeypatch):
 
     def fake(algorithms, version=None, **kw):
         calls.append(version)
-        return jvm.not_run(f"reason {version}")
+        raise jvm.BouncyCastleUnavailable(f"reason {version}")
     monkeypatch.setattr(jvm, "bc_run", fake)
     out = S.run_bouncycastle(["RSA-2048"], cold=5)
     assert (calls == [None, S.study_platform()["bouncycastle"]]
@@ -212,7 +210,11 @@ def test_run_bouncycastle_asks_for_the_studys_release(monkeypatch):
     calls.clear()
     assert list(S.run_bouncycastle(["RSA-2048"], study_release=False)) == [S.CURRENT] and calls == [None]
     monkeypatch.setattr(jvm, "default_version", lambda: S.study_platform()["bouncycastle"])
-    assert "the runner's release is the study's" in S.run_bouncycastle(["RSA-2048"])[S.STUDYS].meta["not_run"]
+    same = S.run_bouncycastle(["RSA-2048"])[S.STUDYS].meta["not_run"]
+    assert "the Java program's release is the study's" in same
+    calls.clear()
+    off = S.run_bouncycastle(["RSA-2048"], enabled=False)
+    assert calls == [] and "switched off" in off[S.CURRENT].meta["not_run"]
 
 
 def test_caveats_apply_only_where_the_data_say_so(runs, values):

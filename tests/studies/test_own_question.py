@@ -46,7 +46,7 @@ def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operati
                                 "operation": operation, "message_bytes": message_bytes, "round": r,
                                 "sample": i, "loops": loops,
                                 "time_ns": ns * shared[r] * (1 + 0.01 * i)})
-    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
+    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "round_noise": []})
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def stalled_run(rounds=18, stalls=3):
             samples += [{"run_id": run_id, "algorithm": algorithm, "backend": "cryptography", "build": "",
                          "operation": "sign", "message_bytes": 100, "round": r, "sample": i, "loops": loops,
                          "time_ns": t} for i, t in enumerate(times)]
-    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "rounds": []})
+    return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "round_noise": []})
 
 
 def test_a_ratio_over_rounds_with_stalls_agrees_with_the_medians_beside_it():

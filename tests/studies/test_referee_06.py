@@ -155,7 +155,7 @@ def _ops_run() -> Run:
                      "round": k, "sample": i, "loops": 1, "time_ns": t * (1 + 0.01 * (i - 2))}
                     for k, t in enumerate(rounds) for i in range(5)]
     meta = {"started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:40+00:00",
-            "rounds": [{"round": k, "busy": "other processes used 0.50 cores" if k == 1 else ""}
+            "round_noise": [{"round": k, "busy": "other processes used 0.50 cores" if k == 1 else ""}
                        for k in range(3)],
             "implementations": {"X25519@cryptography": "cryptography X (OpenSSL Y)",
                                 "ECDSA-P256@cryptography": "cryptography X (OpenSSL Y)"}}

@@ -65,7 +65,7 @@ def _rows_after(monkeypatch, round_medians: dict, needed: dict, target: float) -
 
     rec = RunRecorder("t", save=False, liboqs=False)
     k = len(next(iter(round_medians.values())))
-    rec.meta["rounds"] = [{"round": r} for r in range(k)]
+    rec.meta["round_noise"] = [{"round": r} for r in range(k)]
     algos = [get("Ed25519", "cryptography")]
     items = [Item(-1, "noop", None)] + [Item(0, op, None) for op in round_medians]
 

@@ -1,5 +1,5 @@
 // Command impls-go measures the public-key algorithms of Go's standard library in Go's own loop and speaks
-// pqlab's implementations protocol (version 1, ../PROTOCOL.md): `list`, `time ...`, `serve`.
+// pqlab's program protocol (version 2, native/PROTOCOL.md): `list`, `time ...`, `serve`.
 package main
 
 import (
@@ -15,11 +15,15 @@ import (
 )
 
 const (
-	protocolVersion = 1
-	runnerName      = "go"
+	protocolVersion = 2
+	programName     = "go" // its name in pqlab.runners.program.REGISTRY
+	language        = "Go"
 	implID          = "go-stdlib"
 	packageName     = "Go standard library"
 )
+
+// commands is what it answers besides `list` (program.toml's `commands`).
+var commands = []string{"time", "serve"}
 
 // goVersion is the toolchain that built this binary (its standard library is the one measured).
 func goVersion() string { return strings.TrimPrefix(strings.Fields(runtime.Version())[0], "go") }
@@ -150,7 +154,7 @@ func unknownAlg(name string) string {
 	if m := closeMatches(name, algNames()); len(m) > 0 {
 		msg += "; did you mean " + strings.Join(m, " or ") + "?"
 	}
-	return msg + fmt.Sprintf(" (%s has %s; names are exact, as in PROTOCOL.md)", implID, strings.Join(algNames(), ", "))
+	return msg + fmt.Sprintf(" (%s has %s; names are exact, as in native/PROTOCOL.md)", implID, strings.Join(algNames(), ", "))
 }
 
 func unknownImpl(name string) string {
@@ -180,14 +184,17 @@ type listAlg struct {
 
 type listDoc struct {
 	Protocol        int        `json:"protocol"`
-	Runner          string     `json:"runner"`
+	Program         string     `json:"program"`
+	Language        string     `json:"language"`
 	Toolchain       string     `json:"toolchain"`
+	Commands        []string   `json:"commands"`
 	Implementations []listImpl `json:"implementations"`
 	Algorithms      []listAlg  `json:"algorithms"`
 }
 
 func cmdList() {
-	doc := listDoc{Protocol: protocolVersion, Runner: runnerName, Toolchain: runtime.Version(),
+	doc := listDoc{Protocol: protocolVersion, Program: programName, Language: language, Toolchain: runtime.Version(),
+		Commands:        commands,
 		Implementations: []listImpl{{implID, goVersion(), packageName, provenance(), options()}}}
 	for _, a := range algorithms {
 		doc.Algorithms = append(doc.Algorithms, listAlg{implID, a.name, a.kind, a.seeded()})

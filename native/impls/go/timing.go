@@ -52,7 +52,7 @@ type sigSizes struct {
 
 type timeDoc struct {
 	Protocol       int        `json:"protocol"`
-	Runner         string     `json:"runner"`
+	Program        string     `json:"program"`
 	Implementation string     `json:"implementation"`
 	Version        string     `json:"version"`
 	Algorithm      string     `json:"algorithm"`
@@ -456,7 +456,7 @@ func cmp(first, err error) error {
 func cmdTime(args []string) int {
 	c, a := parseTimeArgs(args)
 	msg := message(c.messageBytes)
-	doc := timeDoc{Protocol: protocolVersion, Runner: runnerName, Implementation: implID, Version: goVersion(),
+	doc := timeDoc{Protocol: protocolVersion, Program: programName, Implementation: implID, Version: goVersion(),
 		Algorithm: a.name, Kind: a.kind, Clock: "time.Now (monotonic)", Operations: []opResult{}}
 	status := 0
 	if a.kem != nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // pqlab implementations runner for JavaScript: the noble libraries (@noble/post-quantum, @noble/curves).
-// Speaks native/impls/PROTOCOL.md (version 1): `list`, `time ...`, `serve`.
+// Speaks native/PROTOCOL.md (version 2): `list`, `time ...`, `serve`.
 // Install: npm ci --prefix native/impls/js --no-audit --no-fund
 // Run:     node native/impls/js/runner.mjs list | time ... | serve
 
@@ -15,8 +15,9 @@ import * as slh from '@noble/post-quantum/slh-dsa.js';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 
-const PROTOCOL = 1;
-const RUNNER = 'js';
+const PROTOCOL = 2;
+const PROGRAM = 'js'; // its name in pqlab.runners.program.REGISTRY
+const COMMANDS = ['time', 'serve']; // what it answers besides `list` (program.toml's `commands`)
 const IMPL = 'noble';
 const MAX_LOOPS = 2 ** 20;
 
@@ -301,8 +302,10 @@ const oneLine = (e) => String(e && e.message !== undefined ? e.message : e).repl
 function cmdList() {
   return {
     protocol: PROTOCOL,
-    runner: RUNNER,
+    program: PROGRAM,
+    language: 'JavaScript',
     toolchain: process.version,
+    commands: COMMANDS,
     implementations: [
       { implementation: IMPL, version: VERSION, package: '@noble/post-quantum, @noble/curves (npm)', provenance: PROVENANCE, options: OPTIONS },
     ],
@@ -540,7 +543,7 @@ function cmdTime(argv) {
   const operations = o.ops.map((op) => timeOperation(o, op, setup));
   const doc = {
     protocol: PROTOCOL,
-    runner: RUNNER,
+    program: PROGRAM,
     implementation: IMPL,
     version: VERSION,
     algorithm: o.algName,

@@ -82,5 +82,8 @@ fn main() {
     let line: Vec<&str> = release.split('.').take(2).collect();
     let id = if line.first() == Some(&"4") { "openssl".to_string() } else { format!("openssl-{}", line.join(".")) };
     println!("cargo:rustc-env=PQ_IMPL={id}");
+    // The program's name in pqlab.runners.program.REGISTRY: one source folder built twice (here and in 3.6/), so the
+    // name is derived, like the implementation id, from the OpenSSL this build links: "openssl" or "openssl-3.6".
+    println!("cargo:rustc-env=PQ_PROGRAM={id}");
     println!("cargo:rustc-env=PQ_TOOLCHAIN={}; {}", rustc_v, cc_v);
 }

@@ -1,23 +1,27 @@
-"""pqlab's timing screen for Python libraries (native/leakage/PROTOCOL.md, protocol 1).
+"""pqlab's timing screen for Python libraries (native/PROTOCOL.md, protocol 2: `list` and `screen`).
 
     python screen.py list                     the targets whose library imports in this interpreter
-    python screen.py screen < request.json    time one target's classes in the request's block order
+    python screen.py screen < request         time one target's classes in the request's block order
 
-Runs under pqlab's own interpreter (cryptography, hmac) and under build/venv, the locked environment of known-leaky
-releases (python-rsa 4.9, ecdsa 0.19.1, cryptography 3.2.1; requirements.txt, build.sh).  Standard library only,
-plus whichever target libraries import.
+The request comes on stdin as JSON or in the protocol's line form (one `name value ...` line per field, one
+`order ...` line per block): text that starts with "{" is JSON.  Runs as two programs: "python-leaky" under
+build/venv, the locked environment of known-leaky releases (python-rsa 4.9, ecdsa 0.19.1, cryptography 3.2.1;
+requirements.txt, build.sh), and "python" under pqlab's own interpreter (cryptography, hmac); it tells which
+from the interpreter it runs in.  Standard library only, plus whichever target libraries import.
 
 Every class's input and expected output (a value, or the exception type it must raise) is prepared and checked
 before timing.  Each timed call is bracketed by two time.perf_counter_ns() readings with the garbage collector
-disabled; its output is checked after the second reading and released only then (no call pays for freeing the
-previous call's output).  Each class's input exists as COPIES equal objects, block b using copy b % COPIES: equal
-inputs at two addresses can differ by ~10 ns (seen with ML-KEM ciphertexts), which would pass for a class effect.
+disabled; its output is checked after the second reading and released only then (no call pays for freeing
+the previous call's output).  Each class's input exists as COPIES equal objects, block b using copy
+b % COPIES: equal inputs at two addresses can differ by ~10 ns (seen with ML-KEM ciphertexts), which would
+pass for a class effect.
 
-Inputs come from the request's seed (random.Random: test keys): RSA primes drawn here (Miller-Rabin, e = 65537)
-and hand-built PKCS#1 v1.5 blocks encrypted with the raw public operation; a P-256 key and two messages searched
-(untimed) with this program's RFC 6979 so that the nonce is full length or has SHORT_BITS leading zero bits; an
-ML-KEM-768 key from a 64-byte seed (encapsulate() takes none).  The RSA-1024 variant exists because python-rsa's
-RSA-2048 is slow and its modular exponentiation noisy: its small leak takes minutes to show at 2048 bits.
+Inputs come from the request's seed (random.Random: test keys): RSA primes drawn here (Miller-Rabin,
+e = 65537) and hand-built PKCS#1 v1.5 blocks encrypted with the raw public operation; a P-256 key and two
+messages searched (untimed) with this program's RFC 6979 so that the nonce is full length or has SHORT_BITS
+leading zero bits; an ML-KEM-768 key from a 64-byte seed (encapsulate() takes none).  The RSA-1024 variant
+exists because python-rsa's RSA-2048 is slow and its modular exponentiation noisy: its small leak takes
+minutes to show at 2048 bits.
 """
 import difflib
 import gc
@@ -26,12 +30,20 @@ import hmac
 import importlib
 import inspect
 import json
+import os
 import platform
 import random
 import sys
 import time
 
-PROTOCOL, COUNTER = 1, "time.perf_counter_ns"
+PROTOCOL, COUNTER, COMMANDS = 2, "time.perf_counter_ns", ["screen"]
+#: The interpreter of build/venv (the locked known-leaky releases) is the "python-leaky" program; any other
+#: (pqlab's own) is "python".
+LEAKY_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "venv")
+PROGRAM = "python-leaky" if os.path.realpath(sys.prefix) == os.path.realpath(LEAKY_VENV) else "python"
+RUNTIME = f"{platform.python_implementation()} {platform.python_version()}"
+#: The request's fields in the line form: name -> how its words read (order: one line per block).
+LINE_FIELDS = {"target": "word", "classes": "words", "order": "rows", "warmup_blocks": "int", "seed": "int"}
 MSG_LEN = 48  # bytes of the valid RSA plaintext
 COPIES = 16  # equal objects per class input, used in turn (block b: copy b % COPIES)
 SHORT_BITS = 12  # leading zero bits of the short nonce (about 4000 candidate messages, well under a second)
@@ -96,7 +108,8 @@ def rsa_numbers(seed, bits):
 
 
 def rsa_inputs(seed, bits, attempt=0):
-    """({class: ciphertext}, the valid class's message); `attempt` draws other padding and filler (the same message)."""
+    """({class: ciphertext}, the valid class's message); `attempt` draws other padding and filler (the same
+    message)."""
     n, e = rsa_numbers(seed, bits)[:2]
     rng, size = random.Random(f"pqlab-leakage rsa-inputs {bits} {seed}"), bits // 8
     nonzero = lambda count: bytes(rng.randrange(1, 256) for _ in range(count))  # noqa: E731
@@ -144,14 +157,16 @@ def p256_inputs(seed):
 # ("refuse", valid_value, exception types): one of those exceptions, or a deterministic value other than
 # valid_value (implicit rejection).
 
-#: Draws of padding tried per class for a synthetic plaintext as long as the valid message (implicit rejection).
+#: Draws of padding tried per class for a synthetic plaintext as long as the valid message (implicit
+#: rejection).
 LENGTH_ATTEMPTS = 5000
 
 
 def rsa_cases(seed, bits, refusal, decrypt=None):
-    """The RSA classes.  With `decrypt` (an implementation with implicit rejection, whose time grows with the
-    plaintext it returns), each invalid class is drawn again until its pseudo-random plaintext is as long as the
-    valid message, so that the classes differ in validity only, not in the length of what is returned."""
+    """The RSA classes.  With `decrypt` (an implementation with implicit rejection, whose time grows with
+    the plaintext it returns), each invalid class is drawn again until its pseudo-random plaintext is as long
+    as the valid message, so that the classes differ in validity only, not in the length of what is
+    returned."""
     cts, message = rsa_inputs(seed, bits)
     if decrypt is not None:
         for k in cts:
@@ -160,8 +175,10 @@ def rsa_cases(seed, bits, refusal, decrypt=None):
                     break
                 cts[k] = rsa_inputs(seed, bits, attempt)[0][k]
             else:
-                fail(3, error=f"no {k} ciphertext in {LENGTH_ATTEMPTS} draws decrypts to {MSG_LEN} bytes", **{"class": k})
-    return {k: (ct, ("equal", message) if k == "valid" else ("refuse", message, refusal)) for k, ct in cts.items()}
+                fail(3, error=f"no {k} ciphertext in {LENGTH_ATTEMPTS} draws decrypts to {MSG_LEN} bytes",
+                     **{"class": k})
+    return {k: (ct, ("equal", message) if k == "valid" else ("refuse", message, refusal))
+            for k, ct in cts.items()}
 
 
 def prepare_python_rsa(lib, seed, bits=2048):
@@ -210,7 +227,8 @@ def prepare_crypto_ecdsa(lib, seed):
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, utils
     x, classes = p256_inputs(seed)
-    key, algorithm = ec.derive_private_key(x, ec.SECP256R1()), ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
+    key = ec.derive_private_key(x, ec.SECP256R1())
+    algorithm = ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
 
     def check(message, k, sig):
         key.public_key().verify(sig, message, ec.ECDSA(hashes.SHA256()))
@@ -248,22 +266,27 @@ def rsa_refusal(lib):
     pub = key.public_key().public_numbers()
     try:
         key.decrypt(pow(3 << 1008 | 1, pub.e, pub.n).to_bytes(128, "big"), padding.PKCS1v15())
-        return ("invalid classes: implicit rejection (a deterministic pseudo-random plaintext is returned; each invalid "
-                f"class is drawn again until that plaintext is {MSG_LEN} bytes, as long as the valid message)")
+        return ("invalid classes: implicit rejection (a deterministic pseudo-random plaintext is returned; "
+                f"each invalid class is drawn again until that plaintext is {MSG_LEN} bytes, as long as the "
+                "valid message)")
     except ValueError:
         return "invalid classes: ValueError (no implicit rejection)"
 
 
-RSA_NOTES = ("hand-built PKCS#1 v1.5 blocks encrypted with the raw public operation: valid (48-byte message), "
-             "bad-header (00 03), no-separator (no 00 after the padding), short-padding (00 at byte 7); key e=65537, "
+RSA_NOTES = ("hand-built PKCS#1 v1.5 blocks encrypted with the raw public operation: valid (48-byte "
+             "message), bad-header (00 03), no-separator (no 00 after the padding), short-padding (00 at "
+             "byte 7); key e=65537, "
              "primes drawn from the seed by this program")
 PY_RSA_NOTES = RSA_NOTES + "; invalid classes raise rsa.DecryptionError"
-NONCE_NOTES = (f"RFC 6979 signatures (SHA-256) of two 32-byte messages under one key, chosen so that the nonce k "
+NONCE_NOTES = (f"RFC 6979 signatures (SHA-256) of two 32-byte messages under one key, chosen so that the "
+               "nonce k "
                f"has its top bit set (full-nonce) or {SHORT_BITS} leading zero bits (short-nonce); key and "
                "messages from the seed")
-TARGETS = [dict(zip(("name", "implementation", "module", "operation", "classes", "prepare", "notes", "usable"), t))
+FIELDS = ("name", "implementation", "module", "operation", "classes", "prepare", "notes", "usable")
+TARGETS = [dict(zip(FIELDS, t))
            for t in [
-    ("rsa-pkcs1v15-decrypt", "python-rsa", "rsa", "RSA-2048 PKCS#1 v1.5 decryption (rsa.decrypt)", RSA_CLASSES,
+    ("rsa-pkcs1v15-decrypt", "python-rsa", "rsa", "RSA-2048 PKCS#1 v1.5 decryption (rsa.decrypt)",
+     RSA_CLASSES,
      prepare_python_rsa, lambda lib: PY_RSA_NOTES, None),
     ("rsa-1024-pkcs1v15-decrypt", "python-rsa", "rsa", "RSA-1024 PKCS#1 v1.5 decryption (rsa.decrypt)",
      RSA_CLASSES, lambda lib, seed: prepare_python_rsa(lib, seed, 1024), lambda lib: PY_RSA_NOTES, None),
@@ -272,7 +295,8 @@ TARGETS = [dict(zip(("name", "implementation", "module", "operation", "classes",
     ("cryptography-rsa-pkcs1v15-decrypt", "cryptography", "cryptography", "RSA-2048 PKCS#1 v1.5 decryption "
      "(private_key.decrypt(ct, PKCS1v15()))", RSA_CLASSES, prepare_crypto_rsa,
      lambda lib: f"{openssl(lib)}; {RSA_NOTES}; {rsa_refusal(lib)}", None),
-    ("ecdsa-p256-sign", "python-ecdsa", "ecdsa", "ECDSA P-256 deterministic signing (sign_deterministic, SHA-256)",
+    ("ecdsa-p256-sign", "python-ecdsa", "ecdsa",
+     "ECDSA P-256 deterministic signing (sign_deterministic, SHA-256)",
      NONCE_CLASSES, prepare_python_ecdsa, lambda lib: NONCE_NOTES, None),
     ("cryptography-ecdsa-p256-sign", "cryptography", "cryptography", "ECDSA P-256 deterministic signing "
      "(ECDSA(SHA256(), deterministic_signing=True))", NONCE_CLASSES, prepare_crypto_ecdsa,
@@ -280,10 +304,12 @@ TARGETS = [dict(zip(("name", "implementation", "module", "operation", "classes",
      lambda lib: "deterministic_signing" in inspect.signature(module(ECDSA_MODULE).ECDSA).parameters),
     ("hmac-compare-digest", "CPython hmac", "hmac", "hmac.compare_digest of two 32-byte values",
      ["equal", "differ-first", "differ-last"], prepare_compare_digest,
-     lambda lib: "a fixed 32-byte value against a copy, and against it with its first or last byte flipped", None),
+     lambda lib: "a fixed 32-byte value against a copy, and against it with its first or last byte flipped",
+     None),
     ("cryptography-ml-kem-768-decaps", "cryptography", "cryptography.hazmat.primitives.asymmetric.mlkem",
      "ML-KEM-768 decapsulation", ["valid", "invalid", "invalid-last"], prepare_mlkem,
-     lambda lib: f"{openssl(lib)}; invalid: the middle or the last ciphertext byte flipped (implicit rejection: "
+     lambda lib: f"{openssl(lib)}; invalid: the middle or the last ciphertext byte flipped (implicit "
+                 "rejection: "
                  "another shared secret); key from the seed, ciphertext from encapsulate() (not seeded)",
      lambda lib: module("cryptography.hazmat.backends.openssl").backend.mlkem_supported()),
 ]]
@@ -311,7 +337,8 @@ def version(t, lib):
 
 def describe(t, lib):
     return {"name": t["name"], "implementation": t["implementation"], "version": version(t, lib),
-            "operation": t["operation"], "classes": list(t["classes"]), "counter": COUNTER, "notes": t["notes"](lib)}
+            "operation": t["operation"], "classes": list(t["classes"]), "counter": COUNTER,
+            "notes": t["notes"](lib)}
 
 
 # --------------------------------------------------------------------------- checks and timing
@@ -345,7 +372,8 @@ def expected_outputs(call, cases, classes):
 
 
 def run_blocks(call, inputs, expected, order, times, classes):
-    """Runs `order`'s blocks, recording times[b][i] unless `times` is None (warm-up).  One loop for all targets."""
+    """Runs `order`'s blocks, recording times[b][i] unless `times` is None (warm-up).  One loop for all
+    targets."""
     pc = time.perf_counter_ns
     for b, block in enumerate(order):
         row = times[b] if times is not None else None
@@ -366,38 +394,77 @@ def run_blocks(call, inputs, expected, order, times, classes):
             out = None  # freed here, untimed, rather than inside the next call's interval
 
 
+def refuse(message, name=None, choices=()):
+    """Exit 2 (bad request) with `message` and the close matches of `name` among `choices`."""
+    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.4) if name else []
+    fail(2, error=message + (f"; close matches: {', '.join(close)}" if close else ""))
+
+
+def read_request(text):
+    """The request on stdin: JSON when it starts with "{", else the protocol's line form."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            refuse(f"the request is not JSON: {e}")
+    request = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.split():
+            continue
+        name, words = line.split()[0], line.split()[1:]
+        kind = LINE_FIELDS.get(name)
+        if kind is None:
+            refuse(f"line {n} of the request: unknown field {json.dumps(name)[:40]} (fields: "
+                   f"{', '.join(LINE_FIELDS)})", name, LINE_FIELDS)
+        if kind != "rows" and name in request:
+            refuse(f"line {n} of the request: {name} is given twice")
+        if kind in ("word", "int") and len(words) != 1:
+            refuse(f"line {n} of the request: {name} takes one value, not {len(words)}")
+        try:
+            value = ([int(w) for w in words] if kind == "rows" else int(words[0]) if kind == "int"
+                     else words[0] if kind == "word" else words)
+        except ValueError:
+            refuse(f"line {n} of the request: {name} takes whole numbers, not {line.strip()[:60]!r}")
+        if kind == "rows":
+            request.setdefault(name, []).append(value)
+        else:
+            request[name] = value
+    return request
+
+
 def parse(request, targets):
     """(target, lib, classes, order, warmup_blocks, seed), or exit 2 naming the problem."""
-    def bad(message, name=None, choices=()):
-        close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.4) if name else []
-        fail(2, error=message + (f"; close matches: {', '.join(close)}" if close else ""))
-
     if not isinstance(request, dict) or not isinstance(request.get("target"), str):
-        bad('the request is not a JSON object with a "target" name')
+        refuse('the request names no target (JSON: an object with a "target" name; line form: "target NAME")')
+    unknown = [k for k in request if k not in LINE_FIELDS]
+    if unknown:
+        refuse(f"unknown field {json.dumps(unknown[0])[:40]} in the request (fields: "
+               f"{', '.join(LINE_FIELDS)})",
+            str(unknown[0]), LINE_FIELDS)
     name, known = request["target"], [t["name"] for t in TARGETS]
     if name not in targets:
         missing = " (its library is not importable in this interpreter)" if name in known else ""
-        bad(f"unknown target {json.dumps(name)}{missing}; available here: {', '.join(targets) or 'none'}", name,
-            targets if missing else known)
+        refuse(f"unknown target {json.dumps(name)}{missing}; available here: {', '.join(targets) or 'none'}",
+            name, targets if missing else known)
     t, lib = targets[name]
     classes = request.get("classes") or list(t["classes"])
     if not isinstance(classes, list):
-        bad("classes must be a list of class names")
+        refuse("classes must be a list of class names")
     for c in classes:
         if c not in t["classes"]:
-            bad(f"unknown class {json.dumps(c)} of target {json.dumps(name)} (its classes: "
+            refuse(f"unknown class {json.dumps(c)} of target {json.dumps(name)} (its classes: "
                 f"{', '.join(t['classes'])})", c if isinstance(c, str) else None, t["classes"])
     order, warmup, seed = request.get("order"), request.get("warmup_blocks", 0), request.get("seed", 0)
     if not isinstance(order, list) or not order:
-        bad("order must be a non-empty list of blocks")
+        refuse("order must be a non-empty list of blocks")
     for b, block in enumerate(order):
         if not isinstance(block, list) or not all(type(i) is int for i in block) or sorted(block) != list(
                 range(len(classes))):
-            bad(f"order[{b}] is not a permutation of range({len(classes)}): {json.dumps(block)[:60]}")
+            refuse(f"order[{b}] is not a permutation of range({len(classes)}): {json.dumps(block)[:60]}")
     if type(warmup) is not int or warmup < 0:
-        bad(f"warmup_blocks must be a non-negative integer, not {json.dumps(warmup)}")
+        refuse(f"warmup_blocks must be a non-negative integer, not {json.dumps(warmup)}")
     if type(seed) is not int:
-        bad(f"seed must be an integer, not {json.dumps(seed)}")
+        refuse(f"seed must be an integer, not {json.dumps(seed)}")
     return t, lib, classes, order, warmup, seed
 
 
@@ -419,24 +486,22 @@ def screen(request):
             gc.enable()
     except CheckFailed as e:
         fail(3, error=e.args[1], **{"class": e.args[0]})
-    return {"protocol": PROTOCOL, "target": t["name"], "implementation": t["implementation"],
-            "version": version(t, lib), "operation": t["operation"], "classes": classes, "counter": COUNTER,
-            "times_ns": times, "checked": len(order) * len(classes), "wall_s": round(wall, 3)}
+    return {"protocol": PROTOCOL, "program": PROGRAM, "target": t["name"],
+            "implementation": t["implementation"], "version": version(t, lib), "operation": t["operation"],
+            "classes": classes, "counter": COUNTER, "times_ns": times,
+            "checked": len(order) * len(classes), "wall_s": round(wall, 3)}
 
 
 def main(argv):
     if argv == ["list"]:
-        print(json.dumps({"protocol": PROTOCOL, "language": "Python",
-                          "runtime": f"{platform.python_implementation()} {platform.python_version()}",
+        print(json.dumps({"protocol": PROTOCOL, "program": PROGRAM, "language": "Python",
+                          "toolchain": RUNTIME, "runtime": RUNTIME, "commands": COMMANDS,
                           "targets": [describe(t, lib) for t, lib in available().values()]}))
     elif argv == ["screen"]:
-        try:
-            request = json.loads(sys.stdin.read())
-        except ValueError as e:
-            fail(2, error=f"the request is not JSON: {e}")
-        print(json.dumps(screen(request), separators=(",", ":")))
+        print(json.dumps(screen(read_request(sys.stdin.read())), separators=(",", ":")))
     else:
-        fail(2, error="usage: screen.py list | screen.py screen < request.json")
+        fail(2, error=f"unknown command {' '.join(argv)[:60]!r}: screen.py answers list, or screen with the "
+                      "request on stdin (native/PROTOCOL.md)")
 
 
 if __name__ == "__main__":

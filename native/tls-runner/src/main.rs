@@ -1,26 +1,30 @@
 //! pqlab's TLS 1.3 handshake runner: OpenSSL 3.6 (vendored by the `openssl` crate), client and
 //! server in one process over loopback TCP, one thread each (pinned to its own core with --pin).
+//! It speaks pqlab's program protocol, version 2 (native/PROTOCOL.md), as the program `tls-runner`.
 //!
 //! Why one process with two threads: each side's CPU time is read from its own thread clock
 //! (CLOCK_THREAD_CPUTIME_ID), so client and server costs are separated exactly while a handshake
 //! (a strict ping-pong) rarely runs both at once; the results need no inter-process plumbing.
 //!
-//!   tls-runner version
-//!   tls-runner list                     groups and TLS 1.3 signature schemes this stack supports (JSON)
+//!   tls-runner list                     the protocol, the toolchain, the OpenSSL version, and the TLS groups
+//!                                       and TLS 1.3 signature schemes this stack supports (JSON)
+//!   tls-runner handshake --group G --chain DIR [--depth 1|2] [--handshakes N] [--sigalg S] [--warmup W]
+//!                  [--mutual] [--resume] [--pin CLIENT,SERVER] [--payload BYTES]
 //!   tls-runner mkchain --alg NAME --out DIR
 //!                                       a root -> intermediate -> leaf chain made with OpenSSL itself
 //!                                       (for key types the Python side cannot sign with, e.g. SLH-DSA)
-//!   tls-runner run --group G --chain DIR --depth 1|2 --handshakes N [--sigalg S] [--warmup W]
-//!                  [--mutual] [--resume] [--pin A,B] [--payload BYTES]
 //!
-//! `run` prints one JSON document.  Every handshake is checked outside its timed region: it
+//! Every command prints one JSON document carrying "protocol": 2 and "program": "tls-runner".
+//! `handshake`: every handshake is checked outside its timed region: it
 //! completed, the negotiated group and the peer's signature scheme are the requested ones, the
 //! chain verified, a resumed handshake really resumed, and application data came back intact.
 //! Bytes: every record each side writes (reported by OpenSSL's message callback) is attributed to
 //! the handshake message it carries; the sum per side must equal the bytes counted on its socket.
-//! A failed handshake (or a configuration OpenSSL refuses) is reported with OpenSSL's reason, exit 0.
-//! Exit 2: bad command line, said in one line on stderr (and as {"error": ...} on stdout): every number has
-//! bounds (--handshakes 1..=100000, --warmup 0..=10000, --payload 1..=16 MiB, --depth 1 or 2; pqlab.tls
+//! A failed handshake (or a configuration OpenSSL refuses) is reported with OpenSSL's reason in the
+//! document (`verified: false`, `error`), exit 1.
+//! Exit 2: bad request (unknown command or option, a group or signature scheme the stack does not have, a
+//! chain folder without a root), said in one line on stderr and as {"error": ...} on stdout: every number has
+//! bounds (--handshakes 1..=100000, --warmup 0..=10000, --payload 1..=16 MiB, --depth 1 or 2; pqlab.runners.tls
 //! checks the same ones first), and --pin takes two CPUs this process may run on.  `pinned_cpus` and
 //! `affinity` report the CPUs each thread may run on as read back from the kernel after pinning.
 
@@ -50,7 +54,14 @@ use openssl_sys as ffi;
 use serde_json::{json, Value};
 
 const HOST: &str = "pqlab.test";
-/// Bounds of `run`'s numbers (pqlab.tls.MAX_HANDSHAKES, MAX_WARMUP and MAX_PAYLOAD are the same).
+/// The protocol this runner speaks and its name in pqlab's registry (native/PROTOCOL.md).
+const PROTOCOL: u32 = 2;
+const PROGRAM: &str = "tls-runner";
+/// What it answers besides `list` (exactly program.toml's `commands`).
+const COMMANDS: &[&str] = &["handshake", "mkchain"];
+/// `rustc --version` of the compiler that built it (src/build.rs); empty when the build could not ask it.
+const RUSTC_VERSION: &str = env!("PQLAB_RUSTC_VERSION");
+/// Bounds of `handshake`'s numbers (pqlab.tls.MAX_HANDSHAKES, MAX_WARMUP and MAX_PAYLOAD are the same).
 const MAX_HANDSHAKES: usize = 100_000;
 const MAX_WARMUP: usize = 10_000;
 const MAX_PAYLOAD: usize = 16 << 20;
@@ -437,9 +448,9 @@ fn make_cert(
 
 fn mkchain(alg: &str, out: &str) -> Result<Value, String> {
     let dir = std::path::Path::new(out);
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {out}: {e}"))?;
     let (root_key, int_key, server_key, client_key) =
         (generate_key(alg)?, generate_key(alg)?, generate_key(alg)?, generate_key(alg)?);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {out}: {e}"))?;
     let root = make_cert(alg, Role::Root, 1, &root_key, None)?;
     let int = make_cert(alg, Role::Intermediate, 2, &int_key, Some((&root, &root_key)))?;
     let files: Vec<(&str, Vec<u8>)> = vec![
@@ -455,7 +466,8 @@ fn mkchain(alg: &str, out: &str) -> Result<Value, String> {
     for (name, der) in &files {
         fs::write(dir.join(name), der).map_err(|e| format!("cannot write {name}: {e}"))?;
     }
-    Ok(json!({"algorithm": alg, "files": files.iter().map(|(n, d)| json!([n, d.len()])).collect::<Vec<_>>()}))
+    Ok(json!({"protocol": PROTOCOL, "program": PROGRAM, "algorithm": alg, "verified": true, "error": "",
+              "files": files.iter().map(|(n, d)| json!([n, d.len()])).collect::<Vec<_>>()}))
 }
 
 // ------------------------------------------------------------------ run
@@ -592,7 +604,7 @@ fn serve_one(ctx: &SslContext, sock: TcpStream, payload: usize) -> ServerSide {
 
 fn run(o: &Options) -> Value {
     let version = openssl::version::version();
-    let mut base = json!({"openssl_version": version, "group": o.group, "sigalg": o.sigalg, "depth": o.depth,
+    let mut base = json!({"protocol": PROTOCOL, "program": PROGRAM, "openssl_version": version, "group": o.group, "sigalg": o.sigalg, "depth": o.depth,
                           "mutual": o.mutual, "resume": o.resume, "payload_bytes": o.payload,
                           "pinned_cpus": null});
     let with = |mut v: Value, extra: Value| {
@@ -765,9 +777,27 @@ fn run(o: &Options) -> Value {
     with(base, json!({"handshakes": rows}))
 }
 
+/// `handshake`'s document: the run, and whether every handshake passed its checks (`verified`; `error`:
+/// the configuration's refusal or the failed handshake's reasons, "" when verified).
+fn handshake(o: &Options) -> Value {
+    let mut out = run(o);
+    let setup = out["setup_error"].as_str().map(str::to_string);
+    let failed = out["handshakes"].as_array().and_then(|rows| {
+        rows.iter().find(|h| !h["ok"].as_bool().unwrap_or(false)).map(|h| {
+            let reasons: Vec<&str> = h["errors"].as_array().map(|e| e.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if reasons.is_empty() { "a handshake failed".to_string() } else { reasons.join("; ") }
+        })
+    });
+    let error = setup.or(failed).unwrap_or_default();
+    out["verified"] = json!(error.is_empty());
+    out["error"] = json!(error);
+    out
+}
+
 // ------------------------------------------------------------------ command line
 
-fn parse_run(args: &[String]) -> Options {
+fn parse_handshake(args: &[String]) -> Options {
     let mut o = Options {
         group: String::new(), sigalg: None, chain: String::new(), depth: 1, handshakes: 10, warmup: 1,
         mutual: false, resume: false, pin: None, payload: 64,
@@ -816,32 +846,84 @@ fn parse_run(args: &[String]) -> Options {
         i += 1;
     }
     if o.group.is_empty() || o.chain.is_empty() {
-        fail_usage("run needs --group and --chain");
+        fail_usage("handshake needs --group and --chain");
+    }
+    let groups = implemented_groups();
+    if !groups.iter().any(|g| g.eq_ignore_ascii_case(&o.group)) {
+        fail_usage(&format!("unknown group {:?}: this stack's TLS groups are {}", o.group, groups.join(", ")));
+    }
+    if let Some(s) = &o.sigalg {
+        let schemes = supported_sigalgs();
+        if !schemes.contains(s) {
+            fail_usage(&format!("unknown signature scheme {s:?}: this stack's TLS 1.3 signature schemes are {}",
+                                schemes.join(", ")));
+        }
+    }
+    let root = std::path::Path::new(&o.chain).join("root.der");
+    if !root.is_file() {
+        fail_usage(&format!("--chain {}: no root.der there (a chain folder: pqlab.runners.tls.build_chain)",
+                            o.chain));
     }
     o
 }
 
+/// `mkchain`'s options: --alg NAME --out DIR, both required, nothing else.
+fn parse_mkchain(args: &[String]) -> (String, String) {
+    let (mut alg, mut out) = (None, None);
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_else(|| fail_usage(&format!("{} needs a value", args[i])));
+        match args[i].as_str() {
+            "--alg" => alg = Some(value),
+            "--out" => out = Some(value),
+            other => fail_usage(&format!("unknown option {other} of mkchain (it takes --alg NAME --out DIR)")),
+        }
+        i += 2;
+    }
+    match (alg, out) {
+        (Some(a), Some(o)) => (a, o),
+        _ => fail_usage("mkchain needs --alg NAME and --out DIR"),
+    }
+}
+
+fn list() -> Value {
+    let version = openssl::version::version();
+    // the compiler's version when the build could ask it (src/build.rs), else the OpenSSL it links
+    let toolchain = if RUSTC_VERSION.is_empty() { version } else { RUSTC_VERSION };
+    json!({"protocol": PROTOCOL, "program": PROGRAM, "language": "Rust", "toolchain": toolchain,
+           "commands": COMMANDS, "openssl_version": version, "groups": implemented_groups(),
+           "signatures": supported_sigalgs()})
+}
+
 fn main() {
     let args: Vec<String> = env::args().skip(1).collect();
-    let out = match args.first().map(String::as_str) {
-        Some("version") => json!({"openssl_version": openssl::version::version()}),
-        Some("list") => json!({"openssl_version": openssl::version::version(), "groups": implemented_groups(),
-                                "sigalgs": supported_sigalgs()}),
+    let rest = args.get(1..).unwrap_or(&[]);
+    let (out, status) = match args.first().map(String::as_str) {
+        Some("list") if rest.is_empty() => (list(), 0),
+        Some("list") => fail_usage(&format!("list takes no options, got {}", rest.join(" "))),
+        Some("handshake") => {
+            let doc = handshake(&parse_handshake(rest));
+            let status = if doc["verified"].as_bool().unwrap_or(false) { 0 } else { 1 };
+            (doc, status)
+        }
         Some("mkchain") => {
-            let get = |flag: &str| {
-                args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned()
-                    .unwrap_or_else(|| fail_usage(&format!("mkchain needs {flag}")))
-            };
-            match mkchain(&get("--alg"), &get("--out")) {
-                Ok(v) => v,
-                Err(e) => {
-                    println!("{}", json!({"error": e}));
-                    process::exit(1);
+            let (alg, dir) = parse_mkchain(rest);
+            if alg.is_empty() || alg.contains('\0') {
+                fail_usage(&format!("mkchain --alg {alg:?}: not a key type name"));
+            }
+            match mkchain(&alg, &dir) {
+                Ok(v) => (v, 0),
+                Err(e) if e.starts_with("OpenSSL knows no key type") || e.starts_with("cannot create") => {
+                    fail_usage(&e)
                 }
+                Err(e) => (json!({"protocol": PROTOCOL, "program": PROGRAM, "algorithm": alg, "verified": false,
+                                  "error": e}), 1),
             }
         }
-        Some("run") => run(&parse_run(&args[1..])),
-        _ => fail_usage("usage: tls-runner version | list | mkchain --alg NAME --out DIR | run --group G --chain DIR ..."),
+        Some(other) => fail_usage(&format!("unknown command {other:?}: tls-runner answers list, {}",
+                                           COMMANDS.join(", "))),
+        None => fail_usage(&format!("no command: tls-runner answers list, {}", COMMANDS.join(", "))),
     };
     println!("{out}");
+    process::exit(status);
 }

@@ -18,6 +18,7 @@ from pqlab.studies.aes_rsa_sphincs.measure import (
     STUDYS,
     bc_release,
     measured,
+    not_run,
     run_bouncycastle,
     system_values,
 )
@@ -76,7 +77,8 @@ __all__ = [
     "COLD", "CURRENT", "OPERATION_ROLE", "PAIRS", "PYTHON", "STEADY", "STUDY", "STUDYS", "STUDY_OVER_COLUMNS",
     "STUDY_ROW", "TOPIC", "agreement", "approx", "bc_release", "caveats", "construction_of", "constructions",
     "describe_bc", "describe_ratio_spread", "describe_ratios", "describe_sizes", "describe_study_method",
-    "describe_study_over_ours", "digits", "key_sizes", "measured", "numbers", "plot_key_sizes",
+    "describe_study_over_ours", "digits", "key_sizes", "measured",
+    "not_run", "numbers", "plot_key_sizes",
     "plot_operation_times", "plot_ratios", "plot_signature_sizes", "ratio_caption", "ratio_columns",
     "ratio_pairs", "ratio_table", "results_table", "role_times", "round_sig", "run_bouncycastle",
     "size_columns", "size_table", "study_label", "study_over_caption", "study_over_columns",

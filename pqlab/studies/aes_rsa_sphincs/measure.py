@@ -17,7 +17,7 @@ from pqlab.core.references import load_reference
 from pqlab.core.schema import convert_unit
 from pqlab.measure.stats import MIN_SAMPLES, round_records, with_rounds
 from pqlab.runners import jvm
-from pqlab.store.results import verified_rows
+from pqlab.store.results import Run, verified_rows
 from pqlab.studies.aes_rsa_sphincs.published import (
     COLD,
     PYTHON,
@@ -100,18 +100,31 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
     return pd.DataFrame(rows)
 
 
-def run_bouncycastle(algorithms, *, study_release: bool = True, **kwargs) -> dict:
-    """The study's platform again: `algorithms` on the runner's Bouncy Castle release and, with
-    `study_release`, on the release the study used (read from the reference data).  Returns
-    ``{label: run}``; each run's ``meta["not_run"]`` is what did not run and why, as recorded (e.g. Maven's
-    message when the registry does not provide the release).  `kwargs` go to
-    :func:`pqlab.runners.jvm.bc_run`."""
+def not_run(reason: str) -> Run:
+    """A run of nothing (unsaved, no rows) that says why a release did not run (``meta["not_run"]``)."""
+    return Run.from_rows("", [], [], [], {jvm.NOT_RUN: reason})
 
-    out = {CURRENT: jvm.bc_run(algorithms, **kwargs)}
+
+def run_bouncycastle(algorithms, *, study_release: bool = True, enabled: bool = True, **kwargs) -> dict:
+    """The study's platform again: `algorithms` on the Java program's Bouncy Castle release and, with
+    `study_release`, on the release the study used (read from the reference data).  Returns
+    ``{label: run}``; each run's ``meta["not_run"]`` is what did not run and why, as recorded: the runner's
+    one-line reason when a release cannot run (no JDK, Maven's message when the registry does not provide the
+    release), or `enabled` False (the notebook's switch).  `kwargs` go to :func:`pqlab.runners.jvm.bc_run`."""
+
+    def one(version=None) -> Run:
+        if not enabled:
+            return not_run("the Bouncy Castle runs were switched off (parameter)")
+        try:
+            return jvm.bc_run(algorithms, version=version, **kwargs)
+        except jvm.BouncyCastleUnavailable as exc:
+            return not_run(str(exc))
+
+    out = {CURRENT: one()}
     if study_release:
         release = study_platform()["bouncycastle"]
-        out[STUDYS] = (jvm.bc_run(algorithms, version=release, **kwargs) if release != jvm.default_version()
-                       else jvm.not_run(f"the runner's release is the study's ({release})"))
+        out[STUDYS] = (one(release) if release != jvm.default_version()
+                       else not_run(f"the Java program's release is the study's ({release})"))
     return out
 
 

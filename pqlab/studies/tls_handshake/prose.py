@@ -131,7 +131,7 @@ def describe_cpu_model(cpu: pd.DataFrame, run, ops) -> str:
                 + md(run.meta.get("tls", {}).get("openssl_version", "OpenSSL"))
                 + f" in run {md(run.run_id)}: another build, another process and another stretch of time.")
     busy, watched = _busy_configs(run)
-    rounds = (ops.meta.get("rounds") or []) if hasattr(ops, "meta") else []
+    rounds = (ops.meta.get("round_noise") or []) if hasattr(ops, "meta") else []
     if watched or busy:
         text.append(f"The machine was busy while {len(busy)} of {watched or len(run.measurements)} "
                     f"configurations were measured" + (f" ({md('; '.join(busy))})" if busy else "") + ".")
@@ -194,7 +194,7 @@ def describe_build(builds: Sequence[dict]) -> str:
     def one(b: dict) -> str:
         load = (f", load average {b['load_before']:.1f} before it started" if b.get("load_before") is not None
                 else "")
-        return f"**{b['seconds']:.0f} s** on {b['cores']} cores{load}, finished {b['finished_at']}"
+        return f"**{b['seconds']:.0f} s** on {b['cores']} cores{load}, finished {b['built_at']}"
 
     cold = [b for b in builds if b["cold"]]
     text = (f"Built from nothing (cold), the TLS runner ({builds[-1]['openssl_version']}) took "

@@ -41,7 +41,7 @@ enum { OP_KEYGEN = 0, OP_ENCAPS = 1, OP_DECAPS = 2, OP_SIGN = 3, OP_VERIFY = 4 }
 enum { SEEDED_KEYGEN = 1, SEEDED_ENCAPS = 2, SEEDED_SIGN = 4 };
 
 typedef struct {
-    const char *name; /* pqlab's name (PROTOCOL.md) */
+    const char *name; /* pqlab's name (native/PROTOCOL.md) */
     const char *evp;  /* OpenSSL's key type name */
     int fam;
     int kind;
@@ -118,7 +118,7 @@ int pq_alg_find(const char *name)
     return -1;
 }
 
-/* Seed lengths PROTOCOL.md defines; 0 = not seeded. */
+/* Seed lengths native/PROTOCOL.md defines; 0 = not seeded. */
 size_t pq_seed_len(int a, int op)
 {
     const alg_t *al = &ALGS[a];

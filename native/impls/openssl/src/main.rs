@@ -1,4 +1,4 @@
-//! pqlab's implementation program for OpenSSL (EVP API), speaking native/impls/PROTOCOL.md:
+//! pqlab's implementation program for OpenSSL (EVP API), speaking native/PROTOCOL.md (version 2):
 //!
 //!   pqlab-impl-openssl list          (the 3.6 build in 3.6/: pqlab-impl-openssl36, same arguments)
 //!   pqlab-impl-openssl time --impl openssl --alg NAME --ops a,b --budget S --min-samples N --max-samples N
@@ -20,8 +20,11 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 const IMPL: &str = env!("PQ_IMPL");
-const RUNNER: &str = "openssl";
-const PROTOCOL: u32 = 1;
+/// Its name in pqlab.runners.program.REGISTRY, set by build.rs from the OpenSSL it links ("openssl", "openssl-3.6").
+const PROGRAM: &str = env!("PQ_PROGRAM");
+const PROTOCOL: u32 = 2;
+/// What it answers besides `list` (program.toml's `commands`).
+const COMMANDS: [&str; 2] = ["time", "serve"];
 const MAX_LOOPS: u64 = 1 << 20;
 const MAX_MESSAGE: usize = 1 << 26;
 
@@ -244,7 +247,8 @@ fn cmd_list() {
                         "seeded": seeded_names(a.seeded)}))
         .collect();
     emit(&json!({
-        "protocol": PROTOCOL, "runner": RUNNER, "toolchain": env!("PQ_TOOLCHAIN"),
+        "protocol": PROTOCOL, "program": PROGRAM, "language": "C", "toolchain": env!("PQ_TOOLCHAIN"),
+        "commands": COMMANDS,
         "implementations": [implementation_doc()],
         "algorithms": list,
     }));
@@ -432,7 +436,7 @@ fn cmd_time(args: &[String]) {
     let msg: Vec<u8> = (0..t.message_bytes).map(|i| ((31 * i + 7) % 256) as u8).collect();
     let imp = implementation_doc();
     let mut doc = json!({
-        "protocol": PROTOCOL, "runner": RUNNER, "implementation": IMPL, "version": imp["version"],
+        "protocol": PROTOCOL, "program": PROGRAM, "implementation": IMPL, "version": imp["version"],
         "algorithm": alg.name, "kind": if alg.kem {"kem"} else {"sig"}, "clock": "clock_gettime(CLOCK_MONOTONIC), read in C around each batch",
     });
     let b = unsafe { pq_bench_new(alg.idx, msg.as_ptr(), msg.len()) };

@@ -1,4 +1,4 @@
-//! pqlab's Rust implementations program: `list`, `time` and `serve` as native/impls/PROTOCOL.md (version 1) says,
+//! pqlab's Rust implementations program: `list`, `time` and `serve` as native/PROTOCOL.md (version 2) says,
 //! for aws-lc-rs, libcrux and RustCrypto.
 //!
 //! Each algorithm of each library is a type implementing [`Kem`] or [`Sig`] with the library's own typed calls; the
@@ -18,11 +18,15 @@ use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub const PROTOCOL: u32 = 1;
-pub const RUNNER: &str = "rust";
+pub const PROTOCOL: u32 = 2;
+/// Its name in pqlab.runners.program.REGISTRY.
+pub const PROGRAM: &str = "rust";
+pub const LANGUAGE: &str = "Rust";
+/// What it answers besides `list` (program.toml's `commands`).
+pub const COMMANDS: [&str; 2] = ["time", "serve"];
 pub const TOOLCHAIN: &str = env!("PQ_TOOLCHAIN");
 pub const CLOCK: &str = "std::time::Instant (monotonic)";
-/// At most this many calls in one batch (PROTOCOL.md: 2^20).
+/// At most this many calls in one batch (native/PROTOCOL.md: 2^20).
 const MAX_LOOPS: u64 = 1 << 20;
 
 /// A failed call of a timed operation (the library's error value is dropped: the timed loop only counts them).
@@ -42,7 +46,7 @@ pub trait Kem: 'static {
     type Ct;
     type Ss;
     fn alg(&self) -> &'static str;
-    /// Which operations take caller-given randomness (PROTOCOL.md `seeded`).
+    /// Which operations take caller-given randomness (native/PROTOCOL.md `seeded`).
     fn seeded(&self) -> &'static [&'static str] {
         &[]
     }
@@ -243,7 +247,7 @@ impl<S: Sig> Alg for SigAlg<S> {
         Ok(self.0.sig_bytes(&sig).to_vec())
     }
     fn verify(&self, pk: &[u8], msg: &[u8], sig: &[u8]) -> Result<bool, String> {
-        // A malformed public key or signature is a false answer, not an error (PROTOCOL.md).
+        // A malformed public key or signature is a false answer, not an error (native/PROTOCOL.md).
         match self.0.pk_from_bytes(pk) {
             Ok(pk) => Ok(self.0.verify(&pk, msg, sig)),
             Err(_) => Ok(false),
@@ -315,8 +319,8 @@ fn batch<T>(loops: u64, call: &mut impl FnMut() -> Res<T>) -> (u128, u64, Option
     (ns, errors, last)
 }
 
-/// PROTOCOL.md's `time` steps 2-4 for one operation: calibrate `loops`, warm up, take samples; count every call's
-/// error return and check the last output of every batch with `check`.
+/// native/PROTOCOL.md's `time` steps 3-5 for one operation: calibrate `loops`, warm up, take samples; count every
+/// call's error return and check the last output of every batch with `check`.
 fn measure<T>(
     op: &str,
     message_bytes: Option<usize>,
@@ -708,8 +712,9 @@ fn list(impls: &[Implementation]) -> Value {
             })
         })
         .collect();
-    json!({"protocol": PROTOCOL, "runner": RUNNER, "toolchain": TOOLCHAIN,
-           "implementations": impls.iter().map(|i| &i.info).collect::<Vec<_>>(), "algorithms": algorithms})
+    json!({"protocol": PROTOCOL, "program": PROGRAM, "language": LANGUAGE, "toolchain": TOOLCHAIN,
+           "commands": COMMANDS, "implementations": impls.iter().map(|i| &i.info).collect::<Vec<_>>(),
+           "algorithms": algorithms})
 }
 
 fn time(impls: &[Implementation], args: &[String]) -> Result<(Value, bool), BadInput> {
@@ -729,7 +734,7 @@ fn time(impls: &[Implementation], args: &[String]) -> Result<(Value, bool), BadI
     params.ops = ops;
     let (sizes, docs) = alg.time(&params);
     let ok = docs.iter().all(|d| d.verified) && sizes.get("error").is_none();
-    let doc = json!({"protocol": PROTOCOL, "runner": RUNNER, "implementation": imp.info.implementation,
+    let doc = json!({"protocol": PROTOCOL, "program": PROGRAM, "implementation": imp.info.implementation,
                      "version": imp.info.version, "algorithm": alg.name(), "kind": alg.kind(), "clock": CLOCK,
                      "sizes": sizes, "operations": docs});
     Ok((doc, ok))

@@ -10,17 +10,13 @@ import java.util.Map;
 
 import org.bouncycastle.asn1.x9.X9ECParameters;
 import org.bouncycastle.crypto.AsymmetricCipherKeyPair;
-import org.bouncycastle.crypto.SecretWithEncapsulation;
+import org.bouncycastle.crypto.CipherParameters;
+import org.bouncycastle.crypto.Signer;
 import org.bouncycastle.crypto.agreement.ECDHBasicAgreement;
 import org.bouncycastle.crypto.digests.SHA256Digest;
 import org.bouncycastle.crypto.ec.CustomNamedCurves;
 import org.bouncycastle.crypto.generators.ECKeyPairGenerator;
-import org.bouncycastle.crypto.generators.MLDSAKeyPairGenerator;
-import org.bouncycastle.crypto.generators.MLKEMKeyPairGenerator;
 import org.bouncycastle.crypto.generators.RSAKeyPairGenerator;
-import org.bouncycastle.crypto.generators.SLHDSAKeyPairGenerator;
-import org.bouncycastle.crypto.kems.MLKEMExtractor;
-import org.bouncycastle.crypto.kems.MLKEMGenerator;
 import org.bouncycastle.crypto.params.AsymmetricKeyParameter;
 import org.bouncycastle.crypto.params.ECDomainParameters;
 import org.bouncycastle.crypto.params.ECKeyGenerationParameters;
@@ -28,30 +24,16 @@ import org.bouncycastle.crypto.params.ECPrivateKeyParameters;
 import org.bouncycastle.crypto.params.ECPublicKeyParameters;
 import org.bouncycastle.crypto.params.Ed25519PrivateKeyParameters;
 import org.bouncycastle.crypto.params.Ed25519PublicKeyParameters;
-import org.bouncycastle.crypto.params.MLDSAKeyGenerationParameters;
-import org.bouncycastle.crypto.params.MLDSAParameters;
-import org.bouncycastle.crypto.params.MLDSAPrivateKeyParameters;
-import org.bouncycastle.crypto.params.MLDSAPublicKeyParameters;
-import org.bouncycastle.crypto.params.MLKEMKeyGenerationParameters;
-import org.bouncycastle.crypto.params.MLKEMParameters;
-import org.bouncycastle.crypto.params.MLKEMPrivateKeyParameters;
-import org.bouncycastle.crypto.params.MLKEMPublicKeyParameters;
 import org.bouncycastle.crypto.params.ParametersWithRandom;
 import org.bouncycastle.crypto.params.RSAKeyGenerationParameters;
 import org.bouncycastle.crypto.params.RSAKeyParameters;
-import org.bouncycastle.crypto.params.SLHDSAKeyGenerationParameters;
-import org.bouncycastle.crypto.params.SLHDSAParameters;
-import org.bouncycastle.crypto.params.SLHDSAPrivateKeyParameters;
-import org.bouncycastle.crypto.params.SLHDSAPublicKeyParameters;
 import org.bouncycastle.crypto.params.X25519PrivateKeyParameters;
 import org.bouncycastle.crypto.params.X25519PublicKeyParameters;
 import org.bouncycastle.crypto.signers.DSADigestSigner;
 import org.bouncycastle.crypto.signers.ECDSASigner;
 import org.bouncycastle.crypto.signers.Ed25519Signer;
 import org.bouncycastle.crypto.signers.HMacDSAKCalculator;
-import org.bouncycastle.crypto.signers.MLDSASigner;
 import org.bouncycastle.crypto.signers.RSADigestSigner;
-import org.bouncycastle.crypto.signers.SLHDSASigner;
 import org.bouncycastle.crypto.util.PrivateKeyInfoFactory;
 import org.bouncycastle.crypto.util.PublicKeyFactory;
 import org.bouncycastle.crypto.util.SubjectPublicKeyInfoFactory;
@@ -76,8 +58,12 @@ final class Schemes {
     /** A key pair in Bouncy Castle's parameter objects. */
     static final class Keys {
         final AsymmetricKeyParameter pub, priv;
+        /** The key of a JCA scheme (the first study's AES and RSA: a SecretKey or a KeyPair); null otherwise. */
+        final Object jca;
 
-        Keys(AsymmetricKeyParameter pub, AsymmetricKeyParameter priv) { this.pub = pub; this.priv = priv; }
+        Keys(AsymmetricKeyParameter pub, AsymmetricKeyParameter priv) { this.pub = pub; this.priv = priv; this.jca = null; }
+
+        Keys(Object jca) { this.pub = null; this.priv = null; this.jca = jca; }
 
         Keys(AsymmetricCipherKeyPair kp) { this(kp.getPublic(), kp.getPrivate()); }
     }
@@ -88,6 +74,8 @@ final class Schemes {
         final List<String> seeded;
         /** The seed length `keygen` takes (0: not seeded). */
         final int keygenSeedBytes;
+        /** The API and the classes timed, as the time document reports them ("api", "classes"). */
+        String api = "lightweight API (org.bouncycastle.crypto)", classes = "";
 
         Scheme(String name, String kind, String skFormat, int keygenSeedBytes, String... seeded) {
             this.name = name; this.kind = kind; this.skFormat = skFormat; this.keygenSeedBytes = keygenSeedBytes;
@@ -109,8 +97,67 @@ final class Schemes {
         abstract AsymmetricKeyParameter parsePublicKey(byte[] pk) throws Exception;
 
         String[] operations() {
-            return kind.equals("kem") ? new String[]{"keygen", "encaps", "decaps"} : new String[]{"keygen", "sign", "verify"};
+            switch (kind) {
+                case "kem": return new String[]{"keygen", "encaps", "decaps"};
+                case "sig": return new String[]{"keygen", "sign", "verify"};
+                default: return new String[]{"keygen", "encrypt", "decrypt"};
+            }
         }
+
+        /** Sizes the time document adds to the protocol's (the first study's encoded and raw key sizes). */
+        Map<String, Object> extraSizes(Keys k, byte[] out) throws Exception { return Map.of(); }
+    }
+
+    /** A cipher or public-key encryption (the first study's AES-256-CBC and RSA-2048): keygen, encrypt, decrypt. */
+    abstract static class Pke extends Scheme {
+        Pke(String name, String kind, String skFormat) { super(name, kind, skFormat, 0); }
+
+        abstract byte[] encrypt(Keys k, byte[] msg) throws Exception;
+
+        abstract byte[] decrypt(Keys k, byte[] ct) throws Exception;
+
+        /** The key bytes the protocol's sizes count as public_key ({} for a cipher: it has none). */
+        byte[] publicKeyBytes(Keys k) { return new byte[0]; }
+
+        AsymmetricKeyParameter parsePublicKey(byte[] pk) {
+            throw new IllegalArgumentException(name + " is not served: serve answers KEMs and signatures");
+        }
+    }
+
+    /** A group of algorithms whose classes only some Bouncy Castle releases have (pom.xml compiles each group in
+     *  a step that may fail): present in the jar when its release has them. */
+    interface Group {
+        List<String> names();
+
+        Scheme make(String name) throws Exception;
+    }
+
+    static byte[] concat(byte[]... parts) {
+        int n = 0;
+        for (byte[] p : parts) n += p.length;
+        byte[] out = new byte[n];
+        int at = 0;
+        for (byte[] p : parts) {
+            System.arraycopy(p, 0, out, at, p.length);
+            at += p.length;
+        }
+        return out;
+    }
+
+    /** Key sizes of a hash-based signature as the first study counted them: Bouncy Castle's encoded forms and the
+     *  raw FIPS 205 / round-3 bytes. */
+    static Map<String, Object> hashSigSizes(byte[] spki, byte[] pkcs8, byte[] rawPk, byte[] rawSk, byte[] sig) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("public_key_encoded_bytes", spki.length);
+        s.put("public_key_encoded_format", "X.509 SubjectPublicKeyInfo, DER (Bouncy Castle getEncoded())");
+        s.put("public_key_raw_bytes", rawPk.length);
+        s.put("public_key_raw_format", "PK.seed || PK.root");
+        s.put("secret_key_encoded_bytes", pkcs8.length);
+        s.put("secret_key_encoded_format", "PKCS#8 PrivateKeyInfo, DER (Bouncy Castle getEncoded())");
+        s.put("secret_key_raw_bytes", rawSk.length);
+        s.put("secret_key_raw_format", "SK.seed || SK.prf || PK.seed || PK.root");
+        s.put("signature_bytes", sig.length);
+        return s;
     }
 
     abstract static class Kem extends Scheme {
@@ -148,102 +195,19 @@ final class Schemes {
         abstract SignFn signer(Keys k, boolean deterministic);
 
         abstract VerifyFn verifier(AsymmetricKeyParameter pub);
-    }
 
-    static byte[] need(byte[] b, int n, String what) {
-        if (b.length != n) throw new IllegalArgumentException(what + " must be " + n + " bytes, got " + b.length);
-        return b;
-    }
-
-    // ------------------------------------------------------------------------------------------ ML-KEM (FIPS 203)
-
-    static final class MlKem extends Kem {
-        final MLKEMParameters params;
-        final MLKEMKeyPairGenerator gen = new MLKEMKeyPairGenerator();
-        final int pkBytes, ctBytes;
-
-        MlKem(String name, MLKEMParameters params, int pkBytes, int ctBytes) {
-            super(name, "expanded", false, 64, "keygen", "encaps");
-            this.params = params; this.pkBytes = pkBytes; this.ctBytes = ctBytes;
-            gen.init(new MLKEMKeyGenerationParameters(RNG, params));
-        }
-
-        Keys keygen() { return new Keys(gen.generateKeyPair()); }
-
-        /** FIPS 203 ML-KEM.KeyGen_internal(d, z) from the 64-byte d || z (Bouncy Castle's seed encoding). */
-        Keys keygenFromSeed(byte[] seed) {
-            MLKEMPrivateKeyParameters sk = new MLKEMPrivateKeyParameters(params, need(seed, 64, "the ML-KEM keygen seed d || z"));
-            return new Keys(sk.getPublicKeyParameters(), sk);
-        }
-
-        byte[] publicKeyBytes(Keys k) { return ((MLKEMPublicKeyParameters) k.pub).getEncoded(); }
-
-        /** The FIPS 203 decapsulation key dk (Bouncy Castle's getEncoded(); getSeed() would give the 64-byte seed). */
-        byte[] secretKeyBytes(Keys k) { return ((MLKEMPrivateKeyParameters) k.priv).getEncoded(); }
-
-        AsymmetricKeyParameter parsePublicKey(byte[] pk) {
-            return new MLKEMPublicKeyParameters(params, need(pk, pkBytes, name + " encapsulation key"));
-        }
-
-        Encapsulator encapsulator(AsymmetricKeyParameter pub) {
-            MLKEMGenerator g = new MLKEMGenerator(RNG);
-            return () -> {
-                SecretWithEncapsulation r = g.generateEncapsulated(pub);
-                return new byte[][]{r.getEncapsulation(), r.getSecret()};
-            };
-        }
-
-        byte[][] encapsFromSeed(AsymmetricKeyParameter pub, byte[] m) {
-            SecretWithEncapsulation r = MLKEMGenerator.internalGenerateEncapsulated((MLKEMPublicKeyParameters) pub,
-                need(m, 32, "the ML-KEM encaps seed m"));
-            return new byte[][]{r.getEncapsulation(), r.getSecret()};
-        }
-
-        Decapsulator decapsulator(Keys k) {
-            MLKEMExtractor x = new MLKEMExtractor((MLKEMPrivateKeyParameters) k.priv);
-            return ct -> x.extractSecret(need(ct, ctBytes, name + " ciphertext"));
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------ ML-DSA (FIPS 204)
-
-    static final class MlDsa extends Sig {
-        final MLDSAParameters params;
-        final MLDSAKeyPairGenerator gen = new MLDSAKeyPairGenerator();
-
-        MlDsa(String name, MLDSAParameters params) {
-            super(name, "expanded", 32, "keygen", "sign");
-            this.params = params;
-            gen.init(new MLDSAKeyGenerationParameters(RNG, params));
-        }
-
-        Keys keygen() { return new Keys(gen.generateKeyPair()); }
-
-        /** FIPS 204 ML-DSA.KeyGen_internal(xi) from the 32-byte xi. */
-        Keys keygenFromSeed(byte[] seed) {
-            MLDSAPrivateKeyParameters sk = new MLDSAPrivateKeyParameters(params, need(seed, 32, "the ML-DSA keygen seed xi"));
-            return new Keys(sk.getPublicKeyParameters(), sk);
-        }
-
-        byte[] publicKeyBytes(Keys k) { return ((MLDSAPublicKeyParameters) k.pub).getEncoded(); }
-
-        /** FIPS 204 skEncode (Bouncy Castle's getEncoded(); getSeed() would give the 32-byte xi). */
-        byte[] secretKeyBytes(Keys k) { return ((MLDSAPrivateKeyParameters) k.priv).getEncoded(); }
-
-        AsymmetricKeyParameter parsePublicKey(byte[] pk) { return new MLDSAPublicKeyParameters(params, pk); }
-
-        /** Pure ML-DSA, empty context; hedged (rnd from RNG) unless deterministic (rnd = 0: no random given). */
-        SignFn signer(Keys k, boolean deterministic) {
-            MLDSASigner s = new MLDSASigner();
-            s.init(true, deterministic ? k.priv : new ParametersWithRandom(k.priv, RNG));
+        /** Signing with a streaming Signer initialised once for the key (`key`: the private key, or it with a
+         *  random source): the timed call is update + generateSignature. */
+        static SignFn signing(Signer s, CipherParameters key) {
+            s.init(true, key);
             return msg -> {
                 s.update(msg, 0, msg.length);
                 return s.generateSignature();
             };
         }
 
-        VerifyFn verifier(AsymmetricKeyParameter pub) {
-            MLDSASigner v = new MLDSASigner();
+        /** Verifying with a streaming Signer initialised once for the public key: update + verifySignature. */
+        static VerifyFn verifying(Signer v, AsymmetricKeyParameter pub) {
             v.init(false, pub);
             return (msg, sig) -> {
                 v.update(msg, 0, msg.length);
@@ -252,47 +216,9 @@ final class Schemes {
         }
     }
 
-    // ------------------------------------------------------------------------------------------ SLH-DSA (FIPS 205)
-
-    static final class SlhDsa extends Sig {
-        final SLHDSAParameters params;
-        final SLHDSAKeyPairGenerator gen = new SLHDSAKeyPairGenerator();
-        final int n;
-
-        SlhDsa(String name, SLHDSAParameters params) {
-            super(name, "FIPS 205 (SK.seed || SK.prf || PK.seed || PK.root)", 3 * params.getN(), "keygen", "sign");
-            this.params = params;
-            this.n = params.getN();
-            gen.init(new SLHDSAKeyGenerationParameters(RNG, params));
-        }
-
-        Keys keygen() { return new Keys(gen.generateKeyPair()); }
-
-        /** FIPS 205 slh_keygen_internal(SK.seed, SK.prf, PK.seed) from SK.seed || SK.prf || PK.seed. */
-        Keys keygenFromSeed(byte[] seed) {
-            need(seed, 3 * n, "the SLH-DSA keygen seed SK.seed || SK.prf || PK.seed");
-            return new Keys(gen.internalGenerateKeyPair(Arrays.copyOfRange(seed, 0, n), Arrays.copyOfRange(seed, n, 2 * n),
-                Arrays.copyOfRange(seed, 2 * n, 3 * n)));
-        }
-
-        byte[] publicKeyBytes(Keys k) { return ((SLHDSAPublicKeyParameters) k.pub).getEncoded(); }
-
-        byte[] secretKeyBytes(Keys k) { return ((SLHDSAPrivateKeyParameters) k.priv).getEncoded(); }
-
-        AsymmetricKeyParameter parsePublicKey(byte[] pk) { return new SLHDSAPublicKeyParameters(params, pk); }
-
-        /** Pure SLH-DSA, empty context; hedged (opt_rand from RNG) unless deterministic (opt_rand = PK.seed). */
-        SignFn signer(Keys k, boolean deterministic) {
-            SLHDSASigner s = new SLHDSASigner();
-            s.init(true, deterministic ? k.priv : new ParametersWithRandom(k.priv, RNG));
-            return s::generateSignature;
-        }
-
-        VerifyFn verifier(AsymmetricKeyParameter pub) {
-            SLHDSASigner v = new SLHDSASigner();
-            v.init(false, pub);
-            return v::verifySignature;
-        }
+    static byte[] need(byte[] b, int n, String what) {
+        if (b.length != n) throw new IllegalArgumentException(what + " must be " + n + " bytes, got " + b.length);
+        return b;
     }
 
     // ------------------------------------------------------------------------------------------ X25519 as a KEM
@@ -409,23 +335,9 @@ final class Schemes {
         AsymmetricKeyParameter parsePublicKey(byte[] pk) { return new Ed25519PublicKeyParameters(need(pk, 32, "Ed25519 public key")); }
 
         /** RFC 8032 Ed25519 signing is always deterministic. */
-        SignFn signer(Keys k, boolean deterministic) {
-            Ed25519Signer s = new Ed25519Signer();
-            s.init(true, k.priv);
-            return msg -> {
-                s.update(msg, 0, msg.length);
-                return s.generateSignature();
-            };
-        }
+        SignFn signer(Keys k, boolean deterministic) { return signing(new Ed25519Signer(), k.priv); }
 
-        VerifyFn verifier(AsymmetricKeyParameter pub) {
-            Ed25519Signer v = new Ed25519Signer();
-            v.init(false, pub);
-            return (msg, sig) -> {
-                v.update(msg, 0, msg.length);
-                return v.verifySignature(sig);
-            };
-        }
+        VerifyFn verifier(AsymmetricKeyParameter pub) { return verifying(new Ed25519Signer(), pub); }
     }
 
     // ------------------------------------------------------------------------------------------ ECDSA P-256
@@ -448,20 +360,11 @@ final class Schemes {
             DSADigestSigner s = deterministic
                 ? new DSADigestSigner(new ECDSASigner(new HMacDSAKCalculator(new SHA256Digest())), new SHA256Digest())
                 : new DSADigestSigner(new ECDSASigner(), new SHA256Digest());
-            s.init(true, deterministic ? k.priv : new ParametersWithRandom(k.priv, RNG));
-            return msg -> {
-                s.update(msg, 0, msg.length);
-                return s.generateSignature();
-            };
+            return signing(s, deterministic ? k.priv : new ParametersWithRandom(k.priv, RNG));
         }
 
         VerifyFn verifier(AsymmetricKeyParameter pub) {
-            DSADigestSigner v = new DSADigestSigner(new ECDSASigner(), new SHA256Digest());
-            v.init(false, pub);
-            return (msg, sig) -> {
-                v.update(msg, 0, msg.length);
-                return v.verifySignature(sig);
-            };
+            return verifying(new DSADigestSigner(new ECDSASigner(), new SHA256Digest()), pub);
         }
     }
 
@@ -501,33 +404,46 @@ final class Schemes {
 
         /** PKCS #1 v1.5 with SHA-256 (deterministic; Bouncy Castle blinds the private operation with RNG). */
         SignFn signer(Keys k, boolean deterministic) {
-            RSADigestSigner s = new RSADigestSigner(new SHA256Digest());
-            s.init(true, new ParametersWithRandom(k.priv, RNG));
-            return msg -> {
-                s.update(msg, 0, msg.length);
-                return s.generateSignature();
-            };
+            return signing(new RSADigestSigner(new SHA256Digest()), new ParametersWithRandom(k.priv, RNG));
         }
 
-        VerifyFn verifier(AsymmetricKeyParameter pub) {
-            RSADigestSigner v = new RSADigestSigner(new SHA256Digest());
-            v.init(false, pub);
-            return (msg, sig) -> {
-                v.update(msg, 0, msg.length);
-                return v.verifySignature(sig);
-            };
-        }
+        VerifyFn verifier(AsymmetricKeyParameter pub) { return verifying(new RSADigestSigner(new SHA256Digest()), pub); }
     }
 
     // ------------------------------------------------------------------------------------------ the catalogue
 
-    /** Every algorithm name of the program, in the order `list` gives them. */
-    static final List<String> NAMES = List.of(
-        "ML-KEM-512", "ML-KEM-768", "ML-KEM-1024", "ML-DSA-44", "ML-DSA-65", "ML-DSA-87",
-        "SLH-DSA-SHA2-128s", "SLH-DSA-SHA2-128f", "SLH-DSA-SHA2-192s", "SLH-DSA-SHA2-192f",
-        "SLH-DSA-SHA2-256s", "SLH-DSA-SHA2-256f", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-128f",
-        "SLH-DSA-SHAKE-192s", "SLH-DSA-SHAKE-192f", "SLH-DSA-SHAKE-256s", "SLH-DSA-SHAKE-256f",
+    /** The classical algorithms every release has (notebook 08's baselines). */
+    static final List<String> CLASSICAL = List.of(
         "X25519", "ECDH-P256", "Ed25519", "ECDSA-P256", "RSA-2048-PKCS1v15-sig", "RSA-3072-PKCS1v15-sig");
+
+    /** The optional groups, in the order `list` gives them; of the two round-3 SPHINCS+ APIs a release has one. */
+    static final List<String> GROUPS = List.of("pqlab.impls.Fips", "pqlab.impls.Round3Legacy", "pqlab.impls.Round3PqcCrypto");
+
+    private static final Map<String, Group> OWNER = new LinkedHashMap<>();
+
+    /** Every algorithm name of this jar, in the order `list` gives them: FIPS 203/204/205 (when the release has
+     *  them), the classical ones, then the first study's (AES-256-CBC, RSA-2048, round-3 SPHINCS+). */
+    static final List<String> NAMES = names();
+
+    private static List<String> names() {
+        List<String> fips = new ArrayList<>(), round3 = new ArrayList<>();
+        for (String cls : GROUPS) {
+            Group g;
+            try {
+                g = (Group) Class.forName(cls).getDeclaredConstructor().newInstance();
+            } catch (ReflectiveOperationException | LinkageError absent) {
+                continue;  // this release lacks the group's API: its step of the build failed
+            }
+            for (String n : g.names()) {
+                if (OWNER.putIfAbsent(n, g) == null) (cls.endsWith("Fips") ? fips : round3).add(n);
+            }
+        }
+        List<String> all = new ArrayList<>(fips);
+        all.addAll(CLASSICAL);
+        all.addAll(Study.NAMES);
+        all.addAll(round3);
+        return List.copyOf(all);
+    }
 
     private static final Map<String, Scheme> MADE = new LinkedHashMap<>();
 
@@ -538,25 +454,13 @@ final class Schemes {
     }
 
     private static Scheme make(String name) {
+        try {
+            if (OWNER.containsKey(name)) return OWNER.get(name).make(name);
+            if (Study.NAMES.contains(name)) return Study.make(name);
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot set up " + name + ": " + e, e);
+        }
         switch (name) {
-            case "ML-KEM-512": return new MlKem(name, MLKEMParameters.ml_kem_512, 800, 768);
-            case "ML-KEM-768": return new MlKem(name, MLKEMParameters.ml_kem_768, 1184, 1088);
-            case "ML-KEM-1024": return new MlKem(name, MLKEMParameters.ml_kem_1024, 1568, 1568);
-            case "ML-DSA-44": return new MlDsa(name, MLDSAParameters.ml_dsa_44);
-            case "ML-DSA-65": return new MlDsa(name, MLDSAParameters.ml_dsa_65);
-            case "ML-DSA-87": return new MlDsa(name, MLDSAParameters.ml_dsa_87);
-            case "SLH-DSA-SHA2-128s": return new SlhDsa(name, SLHDSAParameters.sha2_128s);
-            case "SLH-DSA-SHA2-128f": return new SlhDsa(name, SLHDSAParameters.sha2_128f);
-            case "SLH-DSA-SHA2-192s": return new SlhDsa(name, SLHDSAParameters.sha2_192s);
-            case "SLH-DSA-SHA2-192f": return new SlhDsa(name, SLHDSAParameters.sha2_192f);
-            case "SLH-DSA-SHA2-256s": return new SlhDsa(name, SLHDSAParameters.sha2_256s);
-            case "SLH-DSA-SHA2-256f": return new SlhDsa(name, SLHDSAParameters.sha2_256f);
-            case "SLH-DSA-SHAKE-128s": return new SlhDsa(name, SLHDSAParameters.shake_128s);
-            case "SLH-DSA-SHAKE-128f": return new SlhDsa(name, SLHDSAParameters.shake_128f);
-            case "SLH-DSA-SHAKE-192s": return new SlhDsa(name, SLHDSAParameters.shake_192s);
-            case "SLH-DSA-SHAKE-192f": return new SlhDsa(name, SLHDSAParameters.shake_192f);
-            case "SLH-DSA-SHAKE-256s": return new SlhDsa(name, SLHDSAParameters.shake_256s);
-            case "SLH-DSA-SHAKE-256f": return new SlhDsa(name, SLHDSAParameters.shake_256f);
             case "X25519": return new X25519();
             case "ECDH-P256": return new EcdhP256();
             case "Ed25519": return new Ed25519();

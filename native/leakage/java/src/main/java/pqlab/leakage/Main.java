@@ -1,10 +1,11 @@
 /*
- * pqlab's Java leak-screen program: the screen protocol of native/leakage/PROTOCOL.md (version 1) for Bouncy Castle.
+ * pqlab's Java leak-screen program: native/PROTOCOL.md (version 2: `list` and `screen`) for Bouncy Castle.
  *
  *   java -jar target/leak.jar list
- *   java -jar target/leak.jar screen < request.json
+ *   java -jar target/leak.jar screen < request.json      (the JSON form of the request only: program.toml)
  *
- * One source, built twice: against bcprov-jdk18on 1.83 (native/leakage/java/1.83/pom.xml) and 1.84 (.../1.84/pom.xml).
+ * One source, built twice: against bcprov-jdk18on 1.83 (native/leakage/java/1.83/pom.xml) and 1.84 (.../1.84/pom.xml),
+ * the programs "bc-1.83" and "bc-1.84" (the name is read from the Bouncy Castle it loaded).
  *
  * Target "frodokem640shake-decaps": FrodoKEM-640-SHAKE decapsulation, FrodoKEMExtractor.extractSecret(ct).
  *
@@ -70,8 +71,10 @@ import org.bouncycastle.pqc.crypto.frodo.FrodoParameters;
 import org.bouncycastle.pqc.crypto.frodo.FrodoPrivateKeyParameters;
 
 public final class Main {
-    static final int PROTOCOL = 1;
+    static final int PROTOCOL = 2;
     static final String COUNTER = "System.nanoTime";
+    /** The request's fields (any other is a bad request). */
+    static final List<String> FIELDS = List.of("target", "classes", "order", "warmup_blocks", "seed");
     /** Untimed calls, cycling through the requested classes, before the warm-up blocks (JIT warm-up). */
     static final int JIT_CALLS = 160;
 
@@ -82,7 +85,8 @@ public final class Main {
             } else if (args.length == 1 && args[0].equals("screen")) {
                 System.out.println(screen(readAll(System.in)));
             } else {
-                throw new Failure(2, "usage: java -jar leak.jar list | screen < request.json", null, -1);
+                throw bad("unknown command " + quote(String.join(" ", args))
+                          + ": the program answers list, or screen with the JSON request on stdin (native/PROTOCOL.md)");
             }
         } catch (Failure f) {
             StringBuilder sb = new StringBuilder("{\"error\": ").append(quote(f.getMessage()));
@@ -131,14 +135,20 @@ public final class Main {
         return new BouncyCastleProvider().getVersionStr();
     }
 
+    /** The registry name: "bc-" and the Bouncy Castle release this build loaded. */
+    static String program() {
+        return "bc-" + version();
+    }
+
     static String header() {
-        return "\"protocol\": " + PROTOCOL + ", \"language\": \"Java\", \"runtime\": "
-                + quote("java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")");
+        String runtime = quote("java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")");
+        return "\"protocol\": " + PROTOCOL + ", \"program\": " + quote(program()) + ", \"language\": \"Java\""
+                + ", \"toolchain\": " + runtime + ", \"runtime\": " + runtime;
     }
 
     static String list() {
         String version = version();
-        StringBuilder sb = new StringBuilder("{").append(header()).append(", \"targets\": [");
+        StringBuilder sb = new StringBuilder("{").append(header()).append(", \"commands\": [\"screen\"], \"targets\": [");
         for (int t = 0; t < TARGETS.size(); t++) {
             Target target = TARGETS.get(t);
             sb.append(t == 0 ? "" : ", ").append("{\"name\": ").append(quote(target.name()))
@@ -156,9 +166,16 @@ public final class Main {
         Object parsed = Json.parse(text);
         if (!(parsed instanceof Map)) throw bad("the request must be a JSON object");
         Map<?, ?> request = (Map<?, ?>) parsed;
+        for (Object key : request.keySet()) {
+            if (!FIELDS.contains(key)) throw bad("unknown field " + Json.write(key) + " in the request (fields: " + String.join(", ", FIELDS) + ")");
+        }
         Target target = null;
         for (Target t : TARGETS) if (t.name().equals(request.get("target"))) target = t;
-        if (target == null) throw bad("unknown target " + Json.write(request.get("target")));
+        if (target == null) {
+            List<String> known = new ArrayList<>();
+            for (Target t : TARGETS) known.add(t.name());
+            throw bad("unknown target " + Json.write(request.get("target")) + " (targets: " + String.join(", ", known) + ")");
+        }
 
         List<String> classes = new ArrayList<>();
         Object names = request.containsKey("classes") ? request.get("classes") : target.classes();
@@ -200,6 +217,7 @@ public final class Main {
         }
         // 4. the result
         StringBuilder sb = new StringBuilder("{\"protocol\": ").append(PROTOCOL)
+            .append(", \"program\": ").append(quote(program()))
             .append(", \"target\": ").append(quote(target.name()))
             .append(", \"implementation\": \"bouncy-castle\", \"version\": ").append(quote(version()))
             .append(", \"operation\": ").append(quote(target.operation()))
