@@ -158,11 +158,16 @@ lock: ## Refresh requirements.lock (exact versions and hashes, every platform) w
 test: test-unit test-notebooks test-paper ## Run the unit tests, execute every notebook (quick parameters) under nbval, build the paper from their exports
 
 # Parts of `make test` (.ci/run repeats them with other counters): UNIT narrows the pytest run
-# (e.g. UNIT="-m counter"), NBVAL the notebooks (e.g. NBVAL=build/nbval/04_signature_cycles.ipynb).
+# (e.g. UNIT="-m counter"), NBVAL the notebooks (e.g. NBVAL=build/nbval/04_signature_cycles.ipynb).  The unit
+# tests run on every core (pytest-xdist, JOBS=1 for one process: 401 s against 605 s on 2 cores, issue #43);
+# the notebooks one after another, as a reader runs them (each measures, and a later one may read an earlier one's
+# runs).
 UNIT ?= tests
+JOBS ?= auto
 NBVAL ?= build/nbval
 test-unit: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
-	@t=$$(date +%s) && $(PY) -m pytest $(UNIT) && echo "== unit tests ($(UNIT)) in $$(( $$(date +%s) - t )) s"
+	@t=$$(date +%s) && $(PY) -m pytest -n $(JOBS) $(UNIT) \
+	    && echo "== unit tests ($(UNIT), $(JOBS) workers) in $$(( $$(date +%s) - t )) s"
 
 TEST_OUTPUT ?= build/test-output
 # README's recipe (notebooks/own_comparison.ipynb) runs under nbval too, into its own folder as a user's notebook

@@ -458,8 +458,8 @@ def describe_screen(table: pd.DataFrame) -> str:
             continue
         diff = (f"largest median difference {r['median_ns']:.0f} ns "
                 f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] ({m(r['largest'])})")
-        lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['rounds']} processes, "
-                     f"{r['wall_s']:.1f} s; "
+        lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['processes']} "
+                     f"processes, {r['wall_s']:.1f} s; "
                      f"{m(r['reason'])}")
     return "\n".join(lines)
 
