@@ -162,12 +162,16 @@ test: test-unit test-notebooks test-paper ## Run the unit tests, execute every n
 # tests run on every core (pytest-xdist, JOBS=1 for one process: 401 s against 605 s on 2 cores, issue #43);
 # the notebooks one after another, as a reader runs them (each measures, and a later one may read an earlier one's
 # runs).
+# Tests marked `serial` assert what a timing measurement found (a leak screen's power): they run alone, after the
+# others, never beside a build or another test (SERIAL= when UNIT selects by marker itself).
 UNIT ?= tests
 JOBS ?= auto
+SERIAL ?= serial
 NBVAL ?= build/nbval
 test-unit: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
-	@t=$$(date +%s) && $(PY) -m pytest -n $(JOBS) $(UNIT) \
-	    && echo "== unit tests ($(UNIT), $(JOBS) workers) in $$(( $$(date +%s) - t )) s"
+	@t=$$(date +%s) && $(PY) -m pytest -n $(JOBS) $(if $(SERIAL),-m "not $(SERIAL)") $(UNIT) \
+	    $(if $(SERIAL),&& $(PY) -m pytest -m $(SERIAL) $(UNIT)) \
+	    && echo "== unit tests ($(UNIT), $(JOBS) workers$(if $(SERIAL),; then the $(SERIAL) ones alone)) in $$(( $$(date +%s) - t )) s"
 
 TEST_OUTPUT ?= build/test-output
 # README's recipe (notebooks/own_comparison.ipynb) runs under nbval too, into its own folder as a user's notebook

@@ -210,6 +210,7 @@ def test_a_program_that_loaded_another_release_is_refused():
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_python_rsa_marvin_leak_is_found():
     """python-rsa 4.9's PKCS#1 v1.5 decryption (its own locked environment, built on first need): flagged.
     RSA-512: its blinded pure-Python exponentiation varies by more than the leak at larger keys.  4000 blocks
@@ -226,6 +227,7 @@ def test_python_rsa_marvin_leak_is_found():
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_bouncy_castle_frodokem_leak_is_found_in_1_83():
     """CVE-2026-5598: Bouncy Castle 1.83's FrodoKEM decapsulation samples its noise with secret-dependent
     branches; the class whose decrypted message differs is slower (native/leakage/java's header says why)."""
