@@ -45,8 +45,6 @@ from pqlab.store.recorder import RunRecorder, summary_columns
 IMPLS = NATIVE / "impls"
 #: Notebook 08's programs: names in :data:`pqlab.runners.program.REGISTRY`.
 IMPLS_PROGRAMS = ("rust", "openssl", "openssl-3.6", "go", "js", "java")
-#: The programs' names (an older name of :data:`IMPLS_PROGRAMS`).
-PROGRAMS = IMPLS_PROGRAMS
 #: The protocol version pqlab speaks (native/PROTOCOL.md).
 PROTOCOL = _program.PROTOCOL
 #: Nanoseconds one sample's batch of calls lasts at least (each program calibrates its batch to it).
