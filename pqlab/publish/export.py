@@ -50,34 +50,21 @@ from pqlab.core.escaping import latex, markdown
 from pqlab.core.files import atomic_write, atomic_write_text
 from pqlab.core.tables import FLAGS_COLUMN, INTERNAL, table
 from pqlab.publish.context import context_line
-from pqlab.publish.export_numbers import (
-    NOT_MEASURED,
-    SENTENCE_CHARS,
-    format_number,
-    macro_name,
-    save_numbers,
-    unresolved_keys,
-)
+
+# save_numbers and written are the notebooks' export.save_numbers and export.written
+from pqlab.publish.export_numbers import save_numbers as save_numbers
 from pqlab.publish.export_records import (
-    SAFE_NAME,
     Written,
     as_runs,
     check_name,
     export_stamp,
     provenance,
-    read_sidecars,
     write_sidecar,
-    written,
+)
+from pqlab.publish.export_records import (
+    written as written,
 )
 
-__all__ = [
-    "FORMATS", "LAYOUTS", "LONG_ROWS", "NOT_MEASURED", "SENTENCE_CHARS", "SIZES", "STYLE_FILE", "Written",
-    "check_layout", "format_number", "macro_name", "provenance", "read_sidecars", "save_figure",
-    "save_figure_or_note", "save_numbers", "save_table", "show_in_notebook", "table_tex", "unresolved_keys",
-    "written",
-]
-#: the safe-name pattern under its name before the split (:data:`pqlab.publish.export_records.SAFE_NAME`)
-_NAME = SAFE_NAME
 #: figure sizes: file-name suffix -> width attribute of pqlab.publish.plotting
 SIZES = {"": "FULL_WIDTH", ".col": "COLUMN_WIDTH"}
 #: tables with more rows than this are long tables (longtable: they break across pages)
@@ -297,7 +284,7 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from pqlab.publish import plotting
+    from pqlab.publish import figure_layout, plotting
 
     check_name(topic, name)
     formats = tuple(inputs.choice(f, "figure format", FORMATS) for f in formats)
@@ -320,9 +307,9 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
                 plt.close(fig)
                 raise ValueError(f"{what}: drawn {fig.get_figwidth():.2f} in wide, not {width} in: pass the "
                                  "width to the plot function (width=w)")
-            plotting.fit_titles(fig)
-            plotting.refit_category_labels(fig)
-            plotting.thin_value_ticks(fig)
+            figure_layout.fit_titles(fig)
+            figure_layout.refit_category_labels(fig)
+            figure_layout.thin_value_ticks(fig)
             smallest = check_layout(fig, what, _add_footer(fig, line) if line else None)
             fig.set_layout_engine("none")  # each format saves the layout just checked, not one laid out again
             files = []
@@ -426,7 +413,8 @@ def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -
     notes = "\n".join((rf"\textsuperscript{{{n.split(':', 1)[0]}}}\,{latex(n.split(':', 1)[1].strip())}"
                        if re.match(r"^[a-z]:", n) else latex(n)) + r"\par" for n in t.notes)
     long = len(t.rows) > LONG_ROWS
-    macro = r"\pqlablongtable" if long else rf"\pqlabtable{{{layout}}}"
+    macro = ((r"\pqlablongtable[landscape]" if layout == "landscape" else r"\pqlablongtable") if long
+             else rf"\pqlabtable{{{layout}}}")
     return "\n".join([
         f"% pqlab table {topic}/{name}: {latex(export_stamp(prov), 'comment')}",
         (f"% written by pqlab.publish.export.save_table; needs \\usepackage{{pqlabtables}} "
@@ -459,7 +447,8 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
     `runs`: the runs the table shows (``[]`` for published data only).  `caption`: required for a paper
     table.  `layout`: "auto" (a column float in a two-column document when it fits, else the page's width),
     "page" (always the page's width), "landscape" (a rotated float).  Tables of more than LONG_ROWS rows are
-    long tables (longtable, breaking across pages).  `paper=False`: the CSV only (data-only tables).
+    long tables (longtable, breaking across pages; landscape ones on rotated pages).  `paper=False`: the CSV
+    only (data-only tables).
 
     A table with no rows (nothing was measured for it here, e.g. no JDK for Bouncy Castle's rows) is never
     exported as an empty paper table: its CSV holds the header only, the .md and .tex an earlier run left
@@ -486,9 +475,6 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
         for ext in ("md", "tex"):
             Path(f"{base}.{ext}").unlink(missing_ok=True)
     t = table(df, columns, show_flags=show_flags, notes=notes) if paper else None
-    if t is not None and len(t.rows) > LONG_ROWS and layout == "landscape":
-        raise ValueError(f"table {topic}/{name}: {len(t.rows)} rows do not fit one landscape page: split it "
-                         "(e.g. one table per family or operation) or use layout='auto'")
     out = [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False))]
     if t is not None:
         out.append(atomic_write_text(f"{base}.md", f"{markdown(caption)}\n\n{t.to_markdown()}\n"))

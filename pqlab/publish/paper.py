@@ -16,7 +16,7 @@
 4. Every number the text quotes (``\\pqlabName{}``) must be an exported one: an undefined name is a problem
    naming its file and line.  A number its notebook wrote as not measured on this machine (an interval needs
    two samples per side, a stack depth needs valgrind) is typeset as
-   :data:`pqlab.publish.export.NOT_MEASURED`, the run context lists it by notebook and key, and
+   :data:`pqlab.publish.export_numbers.NOT_MEASURED`, the run context lists it by notebook and key, and
    :attr:`Build.unmeasured` names the line that quotes it.
 
 `twocolumn=True` typesets the same paper in two columns (every table placed by pqlabtables.sty, the
@@ -103,7 +103,7 @@ def _used(sources: dict[str, str]) -> set[str]:
     return set(re.findall(r"\\(?:input|pqlabfigure)\{([0-9]{2}_[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\}", text))
 
 
-#: a number's macro (pqlab.publish.export.macro_name: "pqlab" and a capital), and where a section
+#: a number's macro (pqlab.publish.export_numbers.macro_name: "pqlab" and a capital), and where a section
 #: loads its topic's numbers
 _NUMBER = re.compile(r"\\(pqlab[A-Z][A-Za-z]*)")
 _NUMBERS_INPUT = re.compile(r"\\input\{([0-9]{2}_[A-Za-z0-9_.-]+)/numbers\}")

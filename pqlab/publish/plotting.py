@@ -25,27 +25,10 @@ from pqlab.core.tables import label_from_name, unit_divisor
 from pqlab.publish.figure_layout import (
     categories_on_y,
     draw,
-    drawn_tick_labels,
     figure_legend,
-    fit_panel_labels,
     fit_tick_labels,
-    fit_titles,
     grow_to_fit_labels,
-    legend_columns,
-    overlapping_tick_labels,
-    refit_category_labels,
-    thin_value_ticks,
 )
-
-__all__ = [
-    "BAR_IN", "BAR_ROW_IN", "COLUMN_WIDTH", "DOT_LABEL_LINE_IN", "DOT_ROW_IN", "FAMILY_COLORS", "FONT",
-    "FULL_WIDTH", "LABEL_LINE_IN", "MARKERS", "MAX_BARS_HEIGHT_IN", "MIN_TEXT_PT", "PALETTE", "SMALL_PT",
-    "STYLE", "categories_on_y", "category_rows", "color_map", "draw", "drawn_tick_labels", "family_color",
-    "figure_legend", "finish_ratio_bars", "fit_panel_labels", "fit_tick_labels", "fit_titles", "grouped_bars",
-    "grow_to_fit_labels", "hbars", "heatmap", "legend_columns", "lines", "marker_map",
-    "overlapping_tick_labels", "panel_lines", "place_labels", "refit_category_labels", "scatter",
-    "shaded_family_colors", "styled", "thin_value_ticks",
-]
 
 FAMILY_COLORS = {  # colour-blind safe (Okabe-Ito), one per family, the same in every figure
     "lattice": "#0072B2",

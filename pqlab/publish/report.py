@@ -50,8 +50,6 @@ from pqlab.measure.machine import git_state
 from pqlab.publish.context import git_text
 from pqlab.publish.durations import read_durations
 from pqlab.publish.report_notebooks import (
-    WIDGET_STATE,
-    WIDGET_VIEW,
     Notebook,
     ReportError,
     collect_exports,
@@ -59,15 +57,7 @@ from pqlab.publish.report_notebooks import (
     notebook_facts,
     prepare,
     read_notebook,
-    widget_text,
 )
-
-__all__ = [
-    "CHROMIUM_PACKAGE", "CSP", "INDEX", "REPORT", "WIDGET_STATE", "WIDGET_VIEW", "BrowserCheck", "Notebook",
-    "Report", "ReportError", "add_arguments", "browser_problem", "browser_version", "build_report",
-    "check_pages", "collect_exports", "executed_notebooks", "find_chromium", "main", "noise_by_run",
-    "prepare", "render_index", "render_notebook", "run", "widget_text",
-]
 
 REPORT = "report"
 INDEX = "index.html"

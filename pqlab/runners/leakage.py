@@ -34,7 +34,7 @@ from pqlab.backends import liboqs as liboqs_adapter  # by module: a test replace
 from pqlab.core.errors import UnknownName
 from pqlab.liboqs.loader import import_oqs
 from pqlab.runners import program
-from pqlab.runners.base import RunnerError, call_json, failure
+from pqlab.runners.base import RunnerError
 
 PROTOCOL = program.PROTOCOL
 #: The registered screen programs (pqlab.runners.program.REGISTRY names).
@@ -62,9 +62,11 @@ def names() -> list[str]:
     return [MAIN, LIBOQS, *PROGRAMS]
 
 
-def _main() -> program.Program:
-    """screen.py under pqlab's own interpreter: python-leaky's record, started with ``sys.executable`` and
-    sent JSON.  It is never built (:func:`_call` runs it directly)."""
+def _program(name: str) -> program.Program:
+    """The program `name` speaks through: a registered one, or (``python``) screen.py under pqlab's own
+    interpreter, python-leaky's record started with ``sys.executable``, sent JSON and never built."""
+    if name != MAIN:
+        return program.program(name)
     leaky = program.program("python-leaky")
     return dataclasses.replace(leaky, name=MAIN, run=(sys.executable, "./screen.py"), build=(), tools=(),
                                artifact="./screen.py", request="json")
@@ -72,41 +74,22 @@ def _main() -> program.Program:
 
 def _call(name: str, command: str, *, stdin: str | None = None, timeout_s: float = 600) -> dict:
     """`command`'s document from program `name`, exit 0 or (``screen``) 3; every other ending raises
-    :class:`LeakageRunError` in one line (the protocol's exit codes, as
-    :func:`pqlab.runners.program.call`)."""
+    :class:`LeakageRunError` in one line (:func:`pqlab.runners.program.call`)."""
     accept = (0, program.CLASS_FAILED) if command == "screen" else (0,)
     try:
-        if name != MAIN:
-            return program.call(name, command, stdin=stdin, timeout_s=timeout_s, accept=accept,
-                                 error=LeakageRunError)
-        proc, document = call_json([*_main().command(), command], what=f"the {MAIN} screen program",
-                                   timeout_s=timeout_s, error=LeakageRunError, stdin=stdin)
+        return program.call(_program(name), command, stdin=stdin, timeout_s=timeout_s, accept=accept,
+                            error=LeakageRunError)
     except program.ProgramError as exc:  # a missing toolchain, a failed build: the studies' one error type
         raise LeakageRunError(str(exc)) from exc
-    if proc.returncode in accept and document is not None:
-        return document
-    if proc.returncode == program.BAD_REQUEST and document and document.get("error"):
-        raise LeakageRunError(f"the {MAIN} screen program refused `{command}`: {document['error']}")
-    raise LeakageRunError(f"the {MAIN} screen program's `{command}` failed ({failure(proc, document)})")
 
 
 def _list(name: str) -> dict:
-    """The ``list`` document, checked for the protocol and the commands (as
-    :func:`pqlab.runners.program.describe` does for a registered program), with ``build``."""
-    if name != MAIN:
-        try:
-            return program.describe(name)
-        except program.ProgramError as exc:
-            raise LeakageRunError(str(exc)) from exc
-    document = _call(MAIN, "list")
-    if document.get("protocol") != PROTOCOL:
-        raise LeakageRunError(f"the {MAIN} screen program speaks protocol {document.get('protocol')}, pqlab "
-                              f"speaks {PROTOCOL}: native/leakage/python/screen.py is not this checkout's")
-    promised = sorted(_main().commands)
-    if sorted(document.get("commands", ())) != promised:
-        raise LeakageRunError(f"the {MAIN} screen program answers {document.get('commands')}, not "
-                              f"{promised}: native/leakage/python/screen.py is not this checkout's")
-    return dict(document, build={})
+    """The ``list`` document, checked for the protocol and the commands, with ``build``
+    (:func:`pqlab.runners.program.describe`)."""
+    try:
+        return program.describe(_program(name))
+    except program.ProgramError as exc:  # a missing toolchain, a failed build: the studies' one error type
+        raise LeakageRunError(str(exc)) from exc
 
 
 def check_versions(name: str, document: dict) -> None:
@@ -166,8 +149,7 @@ def run(name: str, request: dict, timeout_s: float = 3600) -> dict:
     shape."""
     if name == LIBOQS:
         return _liboqs_screen(request)
-    prog = _main() if name == MAIN else program.program(name)
-    document = _call(name, "screen", stdin=program.request_text(prog, request), timeout_s=timeout_s)
+    document = _call(name, "screen", stdin=program.request_text(_program(name), request), timeout_s=timeout_s)
     if "times_ns" not in document and "class" in document:  # exit 3
         raise ClassCheckFailed(f"class {document.get('class')!r} failed its check: {document.get('error')}")
     if "times_ns" not in document or document.get("protocol") != PROTOCOL:

@@ -158,9 +158,9 @@ def registered(command: str | None = None) -> list[str]:
 # --------------------------------------------------------------------------- building
 
 
-def source_hash(prog: Program) -> str:
-    """sha256 over what the program's build reads: every file of its `sources` (folders walked, build outputs
-    left out), names included, and the values of its placeholders."""
+def source_files(prog: Program) -> list[tuple[Path, str]]:
+    """What the program's build reads: every file of its `sources` (folders walked, build outputs left out),
+    as (path, name) sorted by name."""
     files = []
     for source in prog.sources:
         path = prog.path(source)
@@ -170,8 +170,13 @@ def source_hash(prog: Program) -> str:
         for root, dirs, names in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in OUTPUTS)  # never walk a build's output
             files += [(Path(root) / n, str((Path(root) / n).relative_to(path))) for n in names]
+    return sorted(files, key=lambda f: f[1])
+
+
+def source_hash(prog: Program) -> str:
+    """sha256 over :func:`source_files`, names included, and the values of the program's placeholders."""
     digest = hashlib.sha256(json.dumps(prog.variables, sort_keys=True).encode())
-    for path, name in sorted(files, key=lambda f: f[1]):
+    for path, name in source_files(prog):
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -208,7 +213,8 @@ def _current(prog: Program, sources: str) -> str:
 
 
 def ensure_built(prog: Program | str) -> Path:
-    """Build `prog` unless its artifact is the intact build of today's sources; the artifact's path.
+    """Build `prog` unless its artifact is the intact build of today's sources; the artifact's path.  A
+    program with no build command (a script run by an interpreter pqlab already has) is never built.
 
     Raises :class:`ProgramError` in one line when a tool is missing or the build fails (its log's last lines
     and where the whole log is)."""
@@ -216,6 +222,11 @@ def ensure_built(prog: Program | str) -> Path:
     missing = [t for t in prog.tools if shutil.which(t) is None]
     if missing:
         raise ProgramError(f"no {' or '.join(missing)} here for the {prog.name} program: {prog.install}")
+    if not prog.build:
+        if not prog.artifact_path.exists():
+            raise ProgramError(f"the {prog.name} program's {prog.artifact_path} is missing: it is a source "
+                               "file of this checkout (git checkout it again)")
+        return prog.artifact_path
     prog.output.mkdir(parents=True, exist_ok=True)
     with open(prog.output / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (parallel tests, make -j)
@@ -223,10 +234,13 @@ def ensure_built(prog: Program | str) -> Path:
         why = _current(prog, sources)
         if not why:
             return prog.artifact_path
-        if why == "damaged":  # make and cargo go by dates and fingerprints: the damaged file would stay
+        if why == "damaged":  # make and cargo go by dates and fingerprints: a file damaged in place (and
+            # cargo's hard link of it in deps/) looks fresh, so the artifact goes and the sources are touched
             warn(f"the {prog.name} program's {prog.artifact_path} does not match the sha256 recorded when it "
                  "was built: building it again")
             prog.artifact_path.unlink()
+            for path, _ in source_files(prog):
+                os.utime(path)
         cmd, log = prog.build_command(), prog.output / "build.log"
         load_before, start = os.getloadavg()[0], time.monotonic()
         try:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pqlab.core import flags, integrity, paths
+from pqlab.core import flags, paths
 from pqlab.core.errors import BadInput, UnknownName
 from pqlab.core.inputs import count
 from pqlab.core.schema import SAMPLE_COLUMNS, TLS_MEASUREMENT_COLUMNS, TLS_SAMPLE_COLUMNS
@@ -124,16 +124,6 @@ def runner() -> programs.Program:
     return programs.program(NAME)
 
 
-def _relink_if_damaged(prog: programs.Program) -> None:
-    """A binary that no longer has the sha256 its build recorded is built again (the Program sees it and says
-    so); cargo goes by its fingerprints, which a binary damaged in place (and its hard link in deps/) leaves
-    fresh, so the runner's own sources are touched first: cargo relinks the runner, OpenSSL's build stays."""
-    binary, recorded = prog.artifact_path, programs.build_record(prog).get("sha256")
-    if recorded and binary.is_file() and integrity.sha256_file(binary) != recorded:
-        for source in sorted((prog.folder / "src").glob("*.rs")):
-            os.utime(source)
-
-
 def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Path:
     """Build the runner unless it is the intact build of today's sources; its path.
 
@@ -144,7 +134,6 @@ def build_tls_runner(*, cargo: str | None = None, timeout_s: float = 3600) -> Pa
     if cargo is not None:
         prog = replace(prog, tools=(cargo,), build=(cargo, *prog.build[1:]))
     prog = replace(prog, timeout_s=timeout_s)
-    _relink_if_damaged(prog)
     try:
         return programs.ensure_built(prog)
     except programs.ProgramError as exc:

@@ -143,8 +143,8 @@ class Run:
         Series indexed by (run_id, round) where the run measured in rounds, so that ratios are paired by
         round; a plain array where it did not (a runner without rounds: no interval).  `build`: its id, or
         ``default``/``generic`` (:func:`pqlab.core.builds.matches`)."""
-        s = self.samples
-        sel = (s["algorithm"] == algorithm) & (s["operation"] == operation)
+        s = self._samples_of(algorithm, operation)
+        sel = pd.Series(True, index=s.index)
         if backend is not None:
             sel &= s["backend"] == backend
         if build is not None:
@@ -153,6 +153,15 @@ class Run:
             sel &= s["message_bytes"] == message_bytes
         return with_rounds(s.loc[sel].dropna(subset=[column]), column,
                            {self.run_id: self.meta.get("round_noise") or []})
+
+    def _samples_of(self, algorithm: str, operation: str) -> pd.DataFrame:
+        """The samples of one algorithm's operation, through an index of the samples built once per samples
+        table (a study asks for hundreds of them from 10^5 rows)."""
+        s = self.samples
+        if getattr(self, "_index_of", (None,))[0] is not s:
+            groups = s.groupby(["algorithm", "operation"], sort=False).indices if len(s) else {}
+            self._index_of = (s, groups)
+        return s.iloc[self._index_of[1].get((algorithm, operation), [])]
 
 
 def concat_values(parts: list):

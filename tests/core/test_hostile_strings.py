@@ -27,7 +27,7 @@ from conftest import require_tools  # noqa: E402
 
 from pqlab.core import formatting
 from pqlab.measure import machine  # noqa: E402
-from pqlab.publish import context, export, paper, plotting
+from pqlab.publish import context, export, export_numbers, export_records, paper, plotting
 
 TYPEOUT = r"\typeout{PQLAB\jobname}"
 RUN_NEWLINE = f"r8\n{TYPEOUT}%"  # a comment ended by the data, a live line after it
@@ -153,7 +153,7 @@ def test_numbers_tex_keeps_keys_and_run_ids_in_their_comments(export_tree, runs)
     assert all(line.startswith(("%", r"\newcommand{\pqlab")) for line in lines), lines
     # the stamp and each number's line
     assert sum(RUN_NEWLINE.replace("\n", " ") in line for line in lines) == 3
-    macro = export.macro_name(key)
+    macro = export_numbers.macro_name(key)
     assert rf"\newcommand{{\{macro}}}{{1.5~\textmu{{}}s~\$\textbackslash{{}}undefinedcs\$" in tex
 
 
@@ -180,7 +180,7 @@ def test_the_run_context_in_markdown_and_latex(export_tree, runs):
     assert {unescaped_pipes(line) for line in table} == {3}
     assert "<" not in md and r"\$\\undefinedcs\$" in md
     export.save_numbers({"n": 1}, TOPIC, runs=runs)
-    tex = paper.context_tex(export.read_sidecars(export_tree / "data" / "tables"))
+    tex = paper.context_tex(export_records.read_sidecars(export_tree / "data" / "tables"))
     check_tex(tex)
     assert r"\url{r9%7D%5Ctypeout%7BPQLAB%5Cjobname%7D%5Curl%7Bx}" in tex
     assert r"\url{r8%0A%5Ctypeout%7BPQLAB%5Cjobname%7D%25}" in tex
@@ -230,8 +230,10 @@ def test_a_document_with_the_hostile_exports_compiles_and_runs_none_of_them(expo
     tables = export_tree / "data" / "tables"
     folder = tmp_path / "doc"
     folder.mkdir()
-    (folder / "context.tex").write_text(paper.context_tex(export.read_sidecars(tables)), encoding="utf-8")
-    (folder / "hostile.tex").write_text(DOCUMENT.replace("MACRO", export.macro_name(key)), encoding="utf-8")
+    context_tex = paper.context_tex(export_records.read_sidecars(tables))
+    (folder / "context.tex").write_text(context_tex, encoding="utf-8")
+    macro = export_numbers.macro_name(key)
+    (folder / "hostile.tex").write_text(DOCUMENT.replace("MACRO", macro), encoding="utf-8")
     text = compile_hostile_document(folder, tables)
     assert r"\typeout{PQLAB\jobname}" in text and "<script>alert(1)</script>|x" in text  # shown as written
 

@@ -22,7 +22,7 @@ from conftest import fake_run, require_tools  # noqa: E402
 
 from pqlab.core import flags, paths  # noqa: E402
 from pqlab.core.errors import UnknownName  # noqa: E402
-from pqlab.publish import export, plotting
+from pqlab.publish import export, export_numbers, export_records, figure_layout, plotting
 
 
 @pytest.fixture
@@ -188,7 +188,7 @@ def test_fit_tick_labels_rotates_until_nothing_overlaps():
     assert plotting.fit_tick_labels(wide.axes[0]) == 0
     assert plotting.fit_tick_labels(narrow.axes[0]) > 0
     narrow.canvas.draw()
-    assert plotting.overlapping_tick_labels(narrow.axes[0].xaxis) is None
+    assert figure_layout.overlapping_tick_labels(narrow.axes[0].xaxis) is None
     plt.close(wide)
     plt.close(narrow)
 
@@ -325,13 +325,15 @@ def test_a_paper_table_needs_a_caption_and_a_known_layout(out):
     assert all_files(out) == []
 
 
-def test_long_tables_become_longtables(out):
+def test_long_tables_become_longtables_on_upright_or_rotated_pages(out):
+    """Notebook 06's full CPU table (432 rows) was refused in landscape: now a longtable on rotated pages."""
     long = pd.concat([TABLE] * 20, ignore_index=True)
     export.save_table(long, "t", "long", runs=[], caption="c")
     tex = (out / "data" / "tables" / "t" / "long.tex").read_text()
     assert r"\pqlablongtable{tab:t:long}" in tex and len(long) > export.LONG_ROWS
-    with pytest.raises(ValueError, match="do not fit one landscape page"):
-        export.save_table(long, "t", "long", runs=[], caption="c", layout="landscape")
+    export.save_table(long, "t", "long", runs=[], caption="c", layout="landscape")
+    tex = (out / "data" / "tables" / "t" / "long.tex").read_text()
+    assert r"\pqlablongtable[landscape]{tab:t:long}" in tex
 
 
 def test_unknown_column_lists_close_matches(out):
@@ -351,8 +353,8 @@ def test_a_quoted_number_whose_interval_spans_more_than_the_limit_is_exported_as
     tex = (folder / "numbers.tex").read_text()
     assert "2,596" not in tex and "15.1" not in tex and r"\newcommand{\pqlabKeygenRatioCiLow}{n.r.}%" in tex
     assert (folder / "keygen_ratio.txt").read_text().startswith("not resolved (interval wider than 2×)")
-    assert (folder / "sign_ratio.txt").read_text() == export.format_number(1.5) != "n.r."
-    assert (folder / "sign_ratio_ci_high.txt").read_text() == export.format_number(1.6)
+    assert (folder / "sign_ratio.txt").read_text() == export_numbers.format_number(1.5) != "n.r."
+    assert (folder / "sign_ratio_ci_high.txt").read_text() == export_numbers.format_number(1.6)
     assert json.loads((folder / "numbers.export.json").read_text())["not_resolved"] == [
         "keygen_ratio", "keygen_ratio_ci_high", "keygen_ratio_ci_low"]
 
@@ -388,7 +390,7 @@ def test_numbers_whose_macros_collide_are_refused(out):
 @pytest.mark.parametrize("key,macro", [("a_b", "pqlabAB"), ("SLH-DSA 128f", "pqlabSLHDSAOneTwoEightF"),
                                        ("x2", "pqlabXTwo")])
 def test_macro_names_hold_letters_only(key, macro):
-    assert export.macro_name(key) == macro
+    assert export_numbers.macro_name(key) == macro
 
 
 # ----- names and paths -----
@@ -400,7 +402,7 @@ def test_unsafe_names_are_rejected(out, topic, name):
         export.save_table(TABLE, topic, name, runs=[], caption="c")
     with pytest.raises(ValueError):
         export.save_figure(draw, topic, name, runs=[], formats=("svg",))
-    if not export._NAME.match(topic):
+    if not export_records.SAFE_NAME.match(topic):
         with pytest.raises(ValueError, match="safe file name"):
             export.save_numbers({"x": 1}, topic, runs=[])
     assert all_files(out) == []
@@ -464,7 +466,7 @@ def test_a_table_with_no_rows_is_never_exported_as_an_empty_paper_table(out):
         files = export.save_table(df.iloc[:0], "01_t", "x", runs=[], caption="X")
     assert [f.name for f in files] == ["x.csv"] and (folder / "x.csv").read_text() == "algorithm,ratio\n"
     assert not (folder / "x.tex").exists() and not (folder / "x.md").exists()
-    sidecars = export.read_sidecars(folder.parent)
+    sidecars = export_records.read_sidecars(folder.parent)
     assert sidecars[0]["paper"] is False and sidecars[0]["rows"] == 0
     assert (r"\url{01_t/x.csv} (no rows: nothing measured for it in these runs)"
             in paper.appendix_tex(sidecars, set()))

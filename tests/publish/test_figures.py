@@ -19,7 +19,7 @@ from conftest import fake_run  # noqa: E402
 from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 from pqlab.liboqs.loader import import_oqs  # noqa: E402
-from pqlab.publish import export, plotting  # noqa: E402
+from pqlab.publish import export, figure_layout, plotting  # noqa: E402
 from pqlab.studies import memory_footprint, signature_cycles  # noqa: E402
 from pqlab.studies.energy_pi4 import figures as energy_pi4_figures  # noqa: E402
 
@@ -88,7 +88,7 @@ def test_long_titles_wrap_to_the_width(export_tree):
     df = pd.DataFrame({"label": ["a", "b"], "g": ["x", "x"], "v": [1.0, 2.0]})
     fig = plotting.grouped_bars(df, category="label", group="g", value="v", title=title,
                                 width=plotting.COLUMN_WIDTH)
-    plotting.fit_titles(fig)
+    figure_layout.fit_titles(fig)
     assert "\n" in fig.axes[0].get_title() and " ".join(fig.axes[0].get_title().split()) == title
     saved(export_tree, lambda w: plotting.grouped_bars(df, category="label", group="g", value="v",
                                                        title=title, width=w), "title")
@@ -165,7 +165,7 @@ def test_a_figure_whose_wrapped_titles_leave_its_axes_no_room_grows(export_tree)
         return fig
 
     fig = draw(plotting.COLUMN_WIDTH)
-    plotting.fit_titles(fig)
+    figure_layout.fit_titles(fig)
     assert fig.get_figheight() > 1.0
     export.check_layout(fig, "grown")
 
@@ -179,14 +179,14 @@ def test_draw_lays_out_again_only_what_changed():
     fig.canvas.mpl_connect("draw_event", lambda event: draws.append(1))
     plotting.draw(fig)
     assert len(draws) == 1
-    assert plotting.overlapping_tick_labels(ax.xaxis, rotation=90) is None  # labels measured upright
-    assert plotting.overlapping_tick_labels(ax.xaxis) is not None  # flat, they overlap
+    assert figure_layout.overlapping_tick_labels(ax.xaxis, rotation=90) is None  # labels measured upright
+    assert figure_layout.overlapping_tick_labels(ax.xaxis) is not None  # flat, they overlap
     plotting.draw(fig)
     assert len(draws) == 1, "measuring labels made the figure draw again"
     ax.set_title("changed")
     plotting.draw(fig)
     assert len(draws) == 2
-    plotting.fit_titles(fig)  # draws at least once, catching the layout's warnings
+    figure_layout.fit_titles(fig)  # draws at least once, catching the layout's warnings
     assert len(draws) == 3
 
 

@@ -20,7 +20,7 @@ from test_bundle_hostile import forge, unpack  # noqa: E402
 from test_hostile_strings import DOCUMENT, TYPEOUT, check_tex, compile_hostile_document  # noqa: E402
 from test_results import make_run  # noqa: E402
 
-from pqlab.publish import export, paper, plotting  # noqa: E402
+from pqlab.publish import export, export_numbers, export_records, paper, plotting  # noqa: E402
 from pqlab.store.bundle import create_bundle, merge_bundles  # noqa: E402
 from pqlab.store.results import load_run  # noqa: E402
 
@@ -83,9 +83,10 @@ def test_a_paper_of_a_merged_hostile_bundle_compiles_and_shows_the_strings_as_te
     assert sidecar["runs"] == ["h1", "h2"]
     folder = tmp_path / "doc"
     folder.mkdir()
-    context_tex = paper.context_tex(export.read_sidecars(tables))
+    context_tex = paper.context_tex(export_records.read_sidecars(tables))
     (folder / "context.tex").write_text(context_tex, encoding="utf-8")
-    (folder / "hostile.tex").write_text(DOCUMENT.replace("MACRO", export.macro_name(key)), encoding="utf-8")
+    macro = export_numbers.macro_name(key)
+    (folder / "hostile.tex").write_text(DOCUMENT.replace("MACRO", macro), encoding="utf-8")
     written = [folder / "context.tex", *sorted((tables / TOPIC).glob("*.tex"))]
     assert {p.name for p in written} == {"context.tex", "hostile.tex", "numbers.tex"}
     for path in written:

@@ -129,6 +129,8 @@ def synthetic_exports():
                                "time_ns_q1", "time_ns_median", "time_ns_q3", "speedup"])
     long = pd.concat([df] * 12, ignore_index=True)
     export.save_table(long, "02_t", "long", runs=[run], caption="A long table")
+    export.save_table(pd.concat([wider] * 12, ignore_index=True), "02_t", "long_rotated", runs=[run],
+                      caption="A long table on rotated pages", layout="landscape")
     export.save_table(df, "02_t", "data", runs=[run], paper=False)
     export.save_numbers({"sphincs_sign_over_verify": 14.7, "signature": 17088, "sign_time": "49.1 µs"},
                         "01_t", runs=[run])
@@ -168,7 +170,8 @@ def test_exported_tables_and_figures_fit_one_and_two_columns(exports, tmp_path, 
                           check=True).stdout
     assert "(14.7)" not in text and "slower than it verifies; a signature is 17,088" in " ".join(text.split())
     assert "(49.1 µs)" in text  # the macro holds no trailing space
-    for caption in ("A table that fits a column", "A table that needs the full width", "A long table"):
+    for caption in ("A table that fits a column", "A table that needs the full width", "A long table",
+                    "A long table on rotated pages"):
         assert caption in text
     assert "02_t/data.csv" in "".join(text.split())  # the data-only table is named, not typeset
     appendix = (tmp_path / "out" / "generated" / "appendix.tex").read_text()

@@ -25,7 +25,7 @@ from conftest import require_browser
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from pqlab.core import paths
-from pqlab.publish import report
+from pqlab.publish import report, report_notebooks
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(2)>&amp;'
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
@@ -131,7 +131,7 @@ def test_text_from_data_is_escaped_on_the_index_and_the_pages(built):
 
 def test_a_progress_bar_is_shown_as_its_final_state_without_a_widget_manager(built):
     page = (built.out / f"{STEM}.html").read_text()
-    assert report.WIDGET_VIEW not in page and report.WIDGET_STATE not in page
+    assert report_notebooks.WIDGET_VIEW not in page and report_notebooks.WIDGET_STATE not in page
     assert re.search(r"steps: 100%\|█+\| 3/3", html.unescape(page))
 
 
@@ -139,12 +139,13 @@ def test_widget_text_reads_tqdm_state_and_says_when_it_is_missing():
     state = {"box": {"state": {"children": ["IPY_MODEL_a", "IPY_MODEL_b", "IPY_MODEL_c"]}},
              "a": {"state": {"value": "run:\u2007100%"}}, "b": {"state": {"value": 4.0, "max": 4.0}},
              "c": {"state": {"value": "\u20074/4\u2007[00:01&lt;00:00]"}}}
-    assert report.widget_text("box", state) == "run: 100%|██████████| 4/4 [00:01<00:00]"
-    assert report.widget_text("gone", state) is None
+    assert report_notebooks.widget_text("box", state) == "run: 100%|██████████| 4/4 [00:01<00:00]"
+    assert report_notebooks.widget_text("gone", state) is None
+    view = {report_notebooks.WIDGET_VIEW: {"model_id": "gone"}, "text/plain": "0%"}
     nb = nbformat.from_dict({"cells": [{"cell_type": "code", "source": "", "metadata": {},
                                         "execution_count": 1,
-                                        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {
-                                            report.WIDGET_VIEW: {"model_id": "gone"}, "text/plain": "0%"}}]}],
+                                        "outputs": [{"output_type": "display_data", "metadata": {},
+                                                     "data": view}]}],
                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     data = report.prepare(nb).cells[0].outputs[0].data
     assert list(data) == ["text/plain"] and "not saved" in data["text/plain"]

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import textwrap
 
 import pytest
@@ -208,6 +209,31 @@ def test_a_new_program_is_its_folder_and_one_registration_line(tmp_path, monkeyp
     programs.ensure_built("toy")
     record = programs.build_record(programs.program("toy"))
     assert [b["why"] for b in record["history"]] == ["missing", "stale"]
+
+
+def test_a_program_without_a_build_runs_its_source_and_is_never_built(tmp_path, monkeypatch):
+    """A script run by an interpreter pqlab has (notebook 09's screen.py under pqlab's own Python): an empty
+    build command; it speaks the protocol with no lock, log or build record written, and its missing source
+    is one line."""
+    folder = tmp_path / "script"
+    folder.mkdir()
+    (folder / "toy.py").write_text(TOY)
+    (folder / "program.toml").write_text(textwrap.dedent(f"""\
+        language = "Python"
+        tools = []
+        toolchain = ["{sys.executable}", "--version"]
+        install = "pqlab's own interpreter"
+        build = []
+        artifact = "toy.py"
+        run = ["{sys.executable}", "./toy.py"]
+        commands = ["time"]
+        """))
+    monkeypatch.setitem(programs.REGISTRY, "script", str(folder))
+    assert programs.describe("script")["program"] == "toy"  # what the toy calls itself
+    assert sorted(p.name for p in folder.iterdir()) == ["program.toml", "toy.py"]
+    (folder / "toy.py").unlink()
+    with pytest.raises(programs.ProgramError, match=r"^the script program's .*toy.py is missing: it is a"):
+        programs.ensure_built("script")
 
 
 def test_a_program_that_is_not_described_is_refused_in_one_line(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from pqlab.checks import conformance
-from pqlab.publish.export import macro_name
+from pqlab.publish.export_numbers import macro_name
 from pqlab.studies import conforming, message_scaling, signature_cycles
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from pqlab.core.schema import convert_unit
-from pqlab.publish import plotting
+from pqlab.publish import figure_layout, plotting
 from pqlab.studies.energy_pi4.names import (
     KIND_LABEL,
     MEASURED_GROSS,
@@ -109,7 +109,7 @@ def plot_energy_bases(long: pd.DataFrame, kind: str, title: str = "", width: flo
                               colors=colors, ax=ax, legend=False, horizontal=narrow)
     plotting.figure_legend(fig, axes[0].get_legend_handles_labels(), max_cols=2)
     fig.suptitle(title or f"{KIND_LABEL[kind]}s: energy per operation by basis")
-    plotting.fit_panel_labels(axes, narrow)
+    figure_layout.fit_panel_labels(axes, narrow)
     return fig
 
 

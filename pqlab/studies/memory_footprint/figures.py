@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pqlab.publish import plotting
+from pqlab.publish import figure_layout, plotting
 from pqlab.runners.memory.worker import SIGNATURE_OPERATIONS
 from pqlab.studies.memory_footprint.published import gravity_bars
 
@@ -54,7 +54,7 @@ def plot_peaks(memory: pd.DataFrame, message_bytes: int | None = None, width: fl
     source = ("valgrind massif" if panels[0][0] != "python_heap_bytes"
               else "tracemalloc: valgrind was not available")
     fig.suptitle(f"Memory one operation adds ({source}; sign and verify of {size}-byte messages)")
-    plotting.fit_panel_labels(axes, narrow)
+    figure_layout.fit_panel_labels(axes, narrow)
     return fig
 
 
