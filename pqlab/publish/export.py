@@ -50,20 +50,9 @@ from pqlab.core.escaping import latex, markdown
 from pqlab.core.files import atomic_write, atomic_write_text
 from pqlab.core.tables import FLAGS_COLUMN, INTERNAL, table
 from pqlab.publish.context import context_line
-
-# save_numbers and written are the notebooks' export.save_numbers and export.written
-from pqlab.publish.export_numbers import save_numbers as save_numbers
-from pqlab.publish.export_records import (
-    Written,
-    as_runs,
-    check_name,
-    export_stamp,
-    provenance,
-    write_sidecar,
-)
-from pqlab.publish.export_records import (
-    written as written,
-)
+from pqlab.publish.export_numbers import save_numbers as save_numbers  # notebooks call export.save_numbers
+from pqlab.publish.export_records import Written, as_runs, check_name, export_stamp, provenance, write_sidecar
+from pqlab.publish.export_records import written as written  # notebooks call export.written
 
 #: figure sizes: file-name suffix -> width attribute of pqlab.publish.plotting
 SIZES = {"": "FULL_WIDTH", ".col": "COLUMN_WIDTH"}

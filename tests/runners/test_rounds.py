@@ -158,6 +158,7 @@ def test_a_crashed_worker_loses_its_round_only(monkeypatch):
     assert np.isnan(two["time_ns_ci_low"]) and "few-rounds" in two["flags"]  # below 3 rounds: no interval
 
 
+@pytest.mark.serial  # asserts how far apart real round medians lie: beside a compile they lie far apart
 def test_stein_rule_adds_rounds_for_a_tight_target_only(monkeypatch):
     steps = iter(range(10**6))  # reference loops 2 % apart from round to round: a drifting machine
     monkeypatch.setattr(noise, "reference_times",
