@@ -54,6 +54,8 @@ class Run:
     samples: pd.DataFrame
     meta: dict = field(default_factory=dict)
     path: Path | None = None
+    #: (the samples table it indexes, (algorithm, operation) -> row positions): :meth:`_samples_of`
+    _index: tuple = field(default=(None, {}), init=False, repr=False, compare=False)
 
     @classmethod
     def from_rows(cls, run_id, measurements, sizes, samples, meta) -> Run:
@@ -158,10 +160,9 @@ class Run:
         """The samples of one algorithm's operation, through an index of the samples built once per samples
         table (a study asks for hundreds of them from 10^5 rows)."""
         s = self.samples
-        if getattr(self, "_index_of", (None,))[0] is not s:
-            groups = s.groupby(["algorithm", "operation"], sort=False).indices if len(s) else {}
-            self._index_of = (s, groups)
-        return s.iloc[self._index_of[1].get((algorithm, operation), [])]
+        if self._index[0] is not s:
+            self._index = (s, s.groupby(["algorithm", "operation"], sort=False).indices if len(s) else {})
+        return s.iloc[self._index[1].get((algorithm, operation), [])]
 
 
 def concat_values(parts: list):
