@@ -32,21 +32,22 @@ EXECUTED := $(patsubst notebooks/%.ipynb,build/$(PROFILE)/%.ipynb,$(NOTEBOOKS))
 # An executed notebook depends on the measurement core and on its own study module only, so an
 # edit to one study re-runs one notebook.
 CORE := $(filter-out pqlab/studies/% pqlab/publish/report%.py,$(wildcard pqlab/*.py pqlab/*/*.py pqlab/*/*/*.py))
-LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/core/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs/build.py
+LIBOQS_SRC := $(wildcard native/liboqs/*/Cargo.toml native/liboqs/*/Cargo.lock) pqlab/core/builds.py native/liboqs_shim.c native/liboqs.map pqlab/liboqs/build.py pqlab/liboqs/loader.py
 SETUP := $(STAMP)-python $(STAMP)-liboqs $(STAMP)-kernel $(STAMP)-runners
 # The portable liboqs build and the older liboqs releases (pqlab.core.builds): not part of setup, built on first
 # need by what uses them (notebook 04, the tests); here as prerequisites so that their build is not inside a run.
 GENERIC := $(STAMP)-liboqs-generic
 RELEASES := $(STAMP)-liboqs-releases
 
-.PHONY: help setup lab reproduce report paper readme-durations lock test test-unit test-notebooks test-paper test-report test-bare lint clean FORCE
+.PHONY: help setup lab reproduce report paper readme-durations readme-liboqs lock test test-unit test-notebooks test-paper test-report test-bare lint clean FORCE
 
 help: ## Show this help
 	@echo "pqlab: what post-quantum cryptography costs next to classical algorithms"
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=full|quick (reproduce, paper), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT, LAB_DIR (lab)"
+	@echo "Variables: PROFILE=full|quick (reproduce, paper), LIBOQS_SOURCE=DIR (setup: a liboqs source tree, e.g. 0.16.0), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT, LAB_DIR (lab)"
 
-setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"
+setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"; LIBOQS_SOURCE=DIR builds that liboqs source tree and measures on it
+	@if [ -n "$(LIBOQS_SOURCE)" ]; then $(PY) -m pqlab.app.provision liboqs-source "$(LIBOQS_SOURCE)"; fi
 
 # Exact versions and hashes from requirements.lock (make lock), then pqlab itself without dependencies.
 # uv installs them: the locked uv first, hash-checked by pip, then uv installs the rest in seconds
@@ -148,6 +149,9 @@ build/$(PROFILE)/%.ipynb: notebooks/%.ipynb notebooks/params/%.yaml $(CORE) $(SE
 
 readme-durations: ## Rewrite the times in README.md's notebook table from build/{quick,full}/durations.csv
 	$(PY) -m pqlab.publish.durations --readme
+
+readme-liboqs: ## Keep notebook 04's comparison of pqlab's liboqs with a newer one (PROFILE's exports) in data/measured/, and README.md's table of it
+	$(PY) -m pqlab.publish.readme liboqs $(EXPORTS)
 
 lock: ## Refresh requirements.lock (exact versions and hashes, every platform) with uv, from pyproject.toml
 	@test -x $(UV) || { echo "error: $(UV) is missing: run make setup first" >&2; exit 1; }

@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from pqlab.backends.algorithms import announce_defaults, resolve
+from pqlab.backends.algorithms import announce_defaults, liboqs_name_notes, resolve
 from pqlab.backends.base import Algorithm, Noop
 from pqlab.checks import conformance
 from pqlab.core import builds, flags, inputs, paths
@@ -247,7 +247,7 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
     job = {"seed": seed, "round_budget_s": budget_s / max_rounds,
            "min_samples": math.ceil(min_samples / rounds),
            "max_samples": max_samples, "loops": {}, "warmups": {}}
-    meta = {"plan": planned, "conformance": records,
+    meta = {"plan": planned, "conformance": records, "liboqs_names": liboqs_name_notes(algos),
             "allowed_nonconforming": sorted(k for k, r in records.items()
                                             if r["status"] == conformance.NONCONFORMING)}
     with RunRecorder(study, run_params, folder=folder, run_id=run_id, save=save, meta=meta) as rec:

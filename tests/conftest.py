@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pqlab.core import paths
+from pqlab.core import builds, paths
 from pqlab.liboqs import build as liboqs_build
 from pqlab.measure import machine
 
@@ -19,6 +20,14 @@ from pqlab.measure import machine
 # imports it by its name (``from test_results import make_run``), wherever the two sit
 sys.path[:0] = [str(d) for d in sorted(Path(__file__).resolve().parent.iterdir())
                 if d.is_dir() and not d.name.startswith((".", "_")) and any(d.glob("test_*.py"))]
+
+# The tests measure pqlab's setup build whatever liboqs this clone chose (make setup LIBOQS_SOURCE=DIR, pqlab
+# builds --use), and see none of the source trees it registered: their own registry, empty, which their worker
+# processes inherit (a test that registers a tree points it elsewhere).
+os.environ[builds.CHOOSE] = ""  # empty, not unset: the venv's .pth sets an unset one to the clone's choice
+if os.environ.get("OQS_INSTALL_PATH", "").startswith(str(paths.LIBOQS_PREFIX)):
+    os.environ["OQS_INSTALL_PATH"] = str(builds.SETUP.prefix)
+os.environ["PQLAB_LIBOQS_SOURCES"] = str(Path(tempfile.mkdtemp(prefix="pqlab-tests-")) / "sources.json")
 
 #: set by .ci/run, which installs LaTeX and poppler: their absence then fails the tests that need them
 REQUIRE_LATEX = os.environ.get("PQLAB_REQUIRE_LATEX") == "1"

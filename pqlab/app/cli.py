@@ -17,13 +17,14 @@ import sys
 import warnings
 from pathlib import Path
 
-from pqlab.app import lab
+from pqlab.app import lab, provision
 from pqlab.backends.algorithms import UNAVAILABLE, catalogue, names, resolve
-from pqlab.core import files, inputs
+from pqlab.core import builds, files, inputs
 from pqlab.core.errors import BadInput
 from pqlab.core.formatting import fmt_factor_ci, fmt_time_ns
 from pqlab.core.paths import check_environment
 from pqlab.core.schema import KIND_OPERATIONS, convert_unit
+from pqlab.liboqs import build as liboqs_build
 from pqlab.liboqs import loader as liboqs_loader
 from pqlab.measure.load import LOADS
 from pqlab.measure.load import describe as load_describe
@@ -55,6 +56,12 @@ def _cmd_list(args) -> int:
 def _cmd_builds(args) -> int:
     import pandas as pd
 
+    if args.add_source:
+        build = builds.add_source(args.add_source)
+        print(f"{build.id}: liboqs {build.release} source tree {build.tree} registered")
+        print(f"{build.id}: {liboqs_build.provide(build)} ready")
+    if args.use:
+        provision.use(args.use)
     df = pd.DataFrame(liboqs_loader.catalogue())
     df["loaded"] = df["loaded"].map({True: "yes", False: ""})
     print(df[["build", "release", "options", "state", "loaded", "source"]].to_string(index=False))
@@ -360,6 +367,12 @@ def parser() -> argparse.ArgumentParser:
     ls.set_defaults(func=_cmd_list)
     bl = sub.add_parser("builds",
                         help="list the liboqs builds: pqlab's own (each release, each option) and any given")
+    bl.add_argument("--add-source", metavar="DIR",
+                    help="register a liboqs source tree (any release from 0.9 on) as the build "
+                         "liboqs-<release>+source and build it (cached per user)")
+    bl.add_argument("--use", metavar="BUILD",
+                    help="make one of pqlab's builds the one this clone loads by default (e.g. "
+                         f"liboqs-0.16.0+source; {builds.SETUP.id} goes back)")
     bl.set_defaults(func=_cmd_builds)
     b = sub.add_parser("bench", help="measure algorithms and write a results file")
     b.add_argument("algorithms", nargs="+",

@@ -8,6 +8,8 @@
                                                          # first need)
     python -m pqlab.app.provision liboqs releases  # every release in native/liboqs/ but setup's (notebook 04,
                                                    # the tests)
+    python -m pqlab.app.provision liboqs-source DIR  # a liboqs source tree: registered, built, made this
+                                                     # clone's default (make setup LIBOQS_SOURCE=DIR)
     python -m pqlab.app.provision latex            # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.app.provision browser          # chromium for the report's browser test (exit 1: not
                                                    # there)
@@ -34,7 +36,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from pqlab.core.builds import OPTIONS, SETUP, SETUP_RELEASE, own_releases, parse
+from pqlab.core.builds import CHOOSE, OPTIONS, SETUP, SETUP_RELEASE, add_source, chosen, own_releases, parse
 from pqlab.core.errors import BadInput, UnknownName
 from pqlab.core.paths import ROOT
 from pqlab.liboqs.build import LiboqsBuildError, provide
@@ -56,9 +58,35 @@ def liboqs(spec: str) -> None:
         return
     start = time.monotonic()
     where = provide(build)
-    if build == SETUP:
-        write_pth(site, build)
+    if build == SETUP:  # the .pth keeps a build this clone chose (make setup LIBOQS_SOURCE=DIR, builds --use)
+        write_pth(site, chosen())
     print(f"{build.id}: {where} ready in {time.monotonic() - start:.1f} s")
+
+
+def use(spec: str) -> None:
+    """Make the build `spec` names (one of pqlab's own) the one this clone's interpreter loads by default: the
+    .pth file names it (``PQLAB_LIBOQS_BUILD``), installed first when missing.  ``liboqs-<SETUP_RELEASE>``
+    (or ``default`` before any other was chosen) goes back to setup's build."""
+    build = parse(spec)
+    if not build.own:
+        raise BadInput(f"{build.id} is a liboqs pqlab was given: it is loaded where OQS_INSTALL_PATH or the "
+                       "loader's path finds it, not chosen here; choose one of pqlab's builds "
+                       "(python -m pqlab builds)")
+    provide(build)
+    write_pth(Path(sysconfig.get_paths()["purelib"]), build)
+    os.environ[CHOOSE] = build.id  # the native runners below link this build
+    print(f"{build.id}: this clone's interpreter, Jupyter kernel and notebooks load it by default now"
+          + ("" if build == SETUP else f" ({CHOOSE}={build.id}; `python -m pqlab builds --use "
+                                       f"{SETUP.id}` goes back)"))
+
+
+def liboqs_source(tree: str) -> None:
+    """``make setup LIBOQS_SOURCE=DIR``: register the liboqs source tree `tree`, build it (cached per user,
+    like pqlab's own builds), make it this clone's default and build the native runner against it."""
+    build = add_source(tree)
+    print(f"{build.id}: liboqs {build.release} source tree {build.tree} registered")
+    use(build.id)
+    native_runners()
 
 
 def native_runners() -> None:
@@ -220,8 +248,11 @@ def main(argv: list[str]) -> int:
         return 0 if browser() else 1
     if argv == ["notebook-filter"]:
         return 0 if notebook_filter() else 1
-    if len(argv) == 2 and argv[0] == "liboqs":
+    if len(argv) == 2 and argv[0] in ("liboqs", "liboqs-source"):
         try:
+            if argv[0] == "liboqs-source":
+                liboqs_source(argv[1])
+                return 0
             others = [f"liboqs-{release}" for release in own_releases() if release != SETUP_RELEASE]
             for spec in others if argv[1] == "releases" else [argv[1]]:
                 liboqs(spec)

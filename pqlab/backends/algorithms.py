@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterable
 
 from pqlab.backends.base import _REGISTRY, Algorithm, UnknownAlgorithm
+from pqlab.core.builds import SETUP_RELEASE
 from pqlab.core.errors import LiboqsNotFound, choice, shell_command, warn
 from pqlab.core.schema import KIND_OPERATIONS
 from pqlab.core.vocabulary import LIBRARY_BACKENDS, POST_QUANTUM, family_of, find
@@ -129,6 +130,8 @@ def get(name: str, backend: str | None = None) -> Algorithm:
     missing = _liboqs_missing()
     if missing and (backend == "liboqs" or (not available and backend is None and _post_quantum(name))):
         raise LiboqsNotFound(f"{name}: {missing}")
+    if not available and not missing and backend in (None, "liboqs") and (there := _stand_in(name)):
+        return get(there, backend)
     if not available and not missing and (elsewhere := _in_another_liboqs(name)):
         raise UnknownAlgorithm("algorithm", name, {n for n, _ in _REGISTRY}, elsewhere)
     if not available:
@@ -152,6 +155,45 @@ def _in_another_liboqs(name: str) -> str:
     from pqlab.liboqs.names import missing_in
 
     return missing_in(name, _loaded_release())
+
+
+#: names the loaded liboqs does not list, each with its name for what is measured in their place and why
+#: (:func:`pqlab.liboqs.names.stand_in`), said once per process
+STOOD_IN: dict[str, tuple[str, str]] = {}
+
+
+def _stand_in(name: str) -> str:
+    """The loaded liboqs's name for what stands in for `name` (said once per process), or ""."""
+    from pqlab.liboqs.names import stand_in
+
+    if name not in STOOD_IN:
+        there, why = stand_in(name, _loaded_release())
+        if not there:
+            return ""
+        STOOD_IN[name] = (there, why)
+        warn(why)
+    return STOOD_IN[name][0]
+
+
+def liboqs_name_notes(algos) -> dict[str, str]:
+    """For the liboqs algorithms among `algos` (adapters): ``NAME@backend`` -> the sentence that says the name
+    stands where pqlab's setup release has another (:func:`pqlab.liboqs.names.in_place_of`: SLH-DSA where
+    0.13.0 has round-3 SPHINCS+) or means another algorithm than there
+    (:func:`pqlab.liboqs.names.meaning_changed`); empty on the setup release.  From the name tables alone, so
+    a worker handed the new names says it as well as the process that stood them in (:func:`_stand_in`)."""
+    from pqlab.liboqs.names import in_place_of, meaning_changed
+
+    liboqs = [a for a in algos if a.backend in ("liboqs", "liboqs-python")]
+    if not liboqs or _liboqs_missing():
+        return {}
+    release = _loaded_release()
+    notes = {}
+    for a in liboqs:
+        said = [s for s in (in_place_of(a.name, release, SETUP_RELEASE),
+                            meaning_changed(a.name, release, SETUP_RELEASE)) if s]
+        if said:
+            notes[f"{a.name}@{a.backend}"] = "; ".join(said)
+    return notes
 
 
 def _loaded_release() -> str:
@@ -217,7 +259,7 @@ def implementations(names: Iterable[str], backends: Iterable[str] | None = None)
         choice(b, "backend", known_backends())
     out = []
     for name in names:
-        get(name)  # an unknown name raises here, with close matches
+        name = get(name).name  # an unknown name raises, with close matches; a stand-in goes by its own name
         found = _backends_of(name)
         chosen = (_distinct(found) if wanted is None else [b for b in found if b in wanted]) or found[:1]
         out += [f"{name}@{b}" for b in chosen]

@@ -8,10 +8,17 @@ A number belongs to an implementation and a release, so every liboqs pqlab loads
 - ``liboqs-0.12.0``, ``liboqs-0.9.0`` (and ``+generic``): the other releases crates.io carries, each in the
   ``oqs-sys`` crate that bundles its sources (``native/liboqs/<release>/Cargo.lock`` pins it with its
   checksum), built on first need into the per-user cache (:mod:`pqlab.liboqs.build`).
+- ``liboqs-0.16.0+source`` (and ``+source+generic``): a liboqs source tree the user gave
+  (``make setup LIBOQS_SOURCE=DIR``, ``python -m pqlab builds --add-source DIR``), any release from 0.9 on,
+  built by pqlab with the same options as its own builds and cached the same way.  Its release is read from
+  the tree's CMakeLists.txt; the tree is registered per clone in ``.venv/liboqs/sources.json``
+  (:func:`add_source`, :func:`source_tree`), and the build records the tree's git commit or checksum.
 - ``liboqs-0.14.0+given``: a liboqs pqlab did not build (system, conda, ``OQS_INSTALL_PATH``), identified by
   its own ``OQS_version()`` (:func:`pqlab.liboqs.loader.given_builds`).
 
-``default`` and ``generic`` alone name the two builds of :data:`SETUP_RELEASE`.  One process loads one liboqs,
+``default`` and ``generic`` alone name the two builds of the *chosen* build (:func:`chosen`): pqlab's
+:data:`SETUP_RELEASE`, unless ``PQLAB_LIBOQS_BUILD`` names another of its builds (``make setup
+LIBOQS_SOURCE=DIR`` sets it for the clone).  One process loads one liboqs,
 so a build other than the loaded one is measured in a worker process
 (:func:`pqlab.benchmark.bench_in_worker`).
 
@@ -20,12 +27,16 @@ so a build other than the loaded one is measured in a worker process
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.errors import BadInput, choice
+from pqlab.core.errors import BadInput, choice, shell_command
+from pqlab.core.files import atomic_write_text
 from pqlab.core.paths import NATIVE
 
 LIBRARY = "liboqs"
@@ -36,7 +47,23 @@ MANIFESTS = NATIVE / "liboqs"
 OPTIONS = ("default", "generic")
 #: The options word of a liboqs pqlab was given rather than built.
 GIVEN = "given"
-_ID = re.compile(r"liboqs-(\d+\.\d+\.\d+)(?:\+(\w+))?")
+#: Where a build's sources come from: an oqs-sys crate (native/liboqs/<release>/), a source tree the user
+#: gave, or nowhere pqlab knows (a given library).
+ORIGINS = ("crate", "source", GIVEN)
+#: The id's tag of a build from a source tree.
+SOURCE = "source"
+#: ``liboqs-<release>`` and its tags (``+source``, ``+generic``, ``+given``), in that order.
+_ID = re.compile(r"liboqs-(\d+\.\d+\.\d+)((?:\+[a-z0-9]+)*)")
+#: The environment variable that chooses the liboqs a process loads (:func:`chosen`).
+CHOOSE = "PQLAB_LIBOQS_BUILD"
+#: The source trees registered in this clone: {release: {"tree": path, ...}} (:func:`add_source`);
+#: ``PQLAB_LIBOQS_SOURCES`` names another file (the tests' own registry, which their workers inherit).
+SOURCES = paths.LIBOQS_PREFIX / "sources.json"
+
+
+def sources_file() -> Path:
+    """The file that registers this clone's source trees: :data:`SOURCES`, or ``PQLAB_LIBOQS_SOURCES``."""
+    return Path(os.environ.get("PQLAB_LIBOQS_SOURCES") or SOURCES)
 
 
 def version_key(release: str) -> tuple[int, ...]:
@@ -57,22 +84,35 @@ SETUP_RELEASE = own_releases()[-1]
 
 @dataclass(frozen=True)
 class Build:
-    """One liboqs: `release` (``OQS_version()``), `options` (:data:`OPTIONS`, or :data:`GIVEN`) and, for a
-    given one, the `library` file it was found at."""
+    """One liboqs: `release` (``OQS_version()``), `options` (:data:`OPTIONS`, or :data:`GIVEN`), where its
+    sources come from (`origin`, :data:`ORIGINS`) and, for a given one, the `library` file it was found at."""
 
     release: str
     options: str = "default"
     library: str = ""
+    origin: str = "crate"
+
+    def __post_init__(self):
+        if self.options == GIVEN:
+            object.__setattr__(self, "origin", GIVEN)
 
     @property
     def id(self) -> str:
-        """``liboqs-<release>``, with ``+<options>`` unless they are the default ones."""
-        return f"{LIBRARY}-{self.release}" + ("" if self.options == "default" else f"+{self.options}")
+        """``liboqs-<release>``, then ``+source`` for a source tree's build and ``+<options>`` unless they are
+        the default ones."""
+        return (f"{LIBRARY}-{self.release}" + (f"+{SOURCE}" if self.origin == SOURCE else "")
+                + ("" if self.options == "default" else f"+{self.options}"))
 
     @property
     def own(self) -> bool:
-        """Whether pqlab builds it (from native/liboqs/<release>/), rather than was given it."""
-        return self.options != GIVEN
+        """Whether pqlab builds it (from a crate in native/liboqs/<release>/ or a source tree it was given),
+        rather than was given the library."""
+        return self.origin != GIVEN
+
+    @property
+    def tree(self) -> Path:
+        """The source tree a ``+source`` build is built from (:func:`source_tree`)."""
+        return source_tree(self.release)
 
     @property
     def prefix(self) -> Path:
@@ -92,29 +132,118 @@ class Build:
 SETUP = Build(SETUP_RELEASE)
 
 
+def sources() -> dict[str, dict]:
+    """The source trees registered in this clone, by release: {release: {"tree": ..., "registered_at": ...}}
+    (:func:`sources_file`)."""
+    try:
+        found = json.loads(sources_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return {r: v for r, v in found.items() if isinstance(v, dict) and isinstance(v.get("tree"), str)} if (
+        isinstance(found, dict)) else {}
+
+
+def source_tree(release: str) -> Path:
+    """The source tree registered for liboqs `release`; refused in one line when there is none."""
+    found = sources().get(release)
+    if not found:
+        raise BadInput(f"no liboqs {release} source tree is registered in this clone; add one with "
+                       f"`make setup LIBOQS_SOURCE=DIR` or {shell_command('pqlab builds --add-source DIR')}")
+    return Path(found["tree"])
+
+
+def tree_release(tree: str | Path) -> str:
+    """The liboqs release a source tree holds, read from its top CMakeLists.txt (``OQS_VERSION_TEXT`` of
+    liboqs 0.9, or ``OQS_VERSION_MAJOR``/``MINOR``/``PATCH`` from 0.10 on).  A folder that is not a liboqs
+    tree, or whose release cannot be read or is older than pqlab's oldest own release, is refused in one
+    line."""
+    tree = Path(tree).expanduser()
+    lists = tree / "CMakeLists.txt"
+    if not tree.is_dir():
+        raise BadInput(f"{tree} is not a folder; give the top folder of a liboqs source tree (the one with "
+                       "CMakeLists.txt and src/oqs.h)")
+    text = lists.read_text(errors="replace") if lists.is_file() else ""
+    if not re.search(r"project\s*\(\s*liboqs\b", text) or not (tree / "src" / "oqs.h").is_file():
+        raise BadInput(f"{tree} is not a liboqs source tree (no CMakeLists.txt declaring project(liboqs) "
+                       "beside src/oqs.h); give the top folder of a checkout of a liboqs release tag "
+                       "(git clone --branch TAG https://github.com/open-quantum-safe/liboqs)")
+    parts = {k: re.search(rf'set\(OQS_VERSION_{k} "?(\d+)"?\)', text) for k in ("MAJOR", "MINOR", "PATCH")}
+    flat = re.search(r'set\(OQS_VERSION_TEXT "(\d+\.\d+\.\d+)', text)
+    release = (".".join(parts[k][1] for k in ("MAJOR", "MINOR", "PATCH")) if all(parts.values())
+               else flat[1] if flat else "")
+    if not release:
+        raise BadInput(f"{lists} states no liboqs version pqlab can read (OQS_VERSION_MAJOR/MINOR/PATCH or "
+                       "OQS_VERSION_TEXT); give a tree of a liboqs release")
+    oldest = own_releases()[0]
+    if version_key(release) < version_key(oldest):
+        raise BadInput(f"{tree} holds liboqs {release}; pqlab builds liboqs {oldest} and later (the oldest "
+                       "release whose API native/liboqs_shim.c completes for liboqs-python)")
+    return release
+
+
+def add_source(tree: str | Path) -> Build:
+    """Register the liboqs source tree `tree` in this clone (:func:`sources_file`, written atomically) and
+    return its build ``liboqs-<release>+source``; a tree registered before for the same release is
+    replaced."""
+    tree = Path(tree).expanduser().resolve()
+    release = tree_release(tree)
+    found = sources() | {release: {"tree": str(tree), "registered_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
+    sources_file().parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(sources_file(), json.dumps(found, indent=1, sort_keys=True) + "\n")
+    return Build(release, origin=SOURCE)
+
+
+def chosen() -> Build:
+    """The build this process measures by default: the one of pqlab's own that ``PQLAB_LIBOQS_BUILD`` names
+    (``make setup LIBOQS_SOURCE=DIR`` sets it for the clone), else :data:`SETUP`."""
+    asked = os.environ.get(CHOOSE, "").strip()
+    if asked and asked not in OPTIONS:
+        build = parse(asked)
+        if build.own:
+            return build
+    return SETUP
+
+
 def parse(spec: str | Build, given: tuple[Build, ...] = ()) -> Build:
-    """The build `spec` names: ``liboqs-<release>[+generic|+given]``, or ``default``/``generic`` for the
-    :data:`SETUP_RELEASE` build.  A release pqlab cannot build is accepted when one of `given` (the liboqs
-    builds found on this machine) has it; otherwise refused in one line that names what exists."""
+    """The build `spec` names: ``liboqs-<release>[+source][+generic|+given]``, or ``default``/``generic``
+    for those options of the :func:`chosen` build.  A release pqlab cannot build is accepted when one of
+    `given` (the liboqs builds found on this machine) has it, or with ``+source`` when a source tree of it is
+    registered; otherwise refused in one line that names what exists."""
     if isinstance(spec, Build):
         return spec
     text = str(spec).strip()
     if text in OPTIONS:
-        return Build(SETUP_RELEASE, text)
+        base = chosen()
+        return Build(base.release, text, origin=base.origin)
     m = _ID.fullmatch(text)
     own = own_releases()
-    ids = [Build(r, o).id for r in own for o in OPTIONS] + [b.id for b in given]
+    registered = sorted(sources(), key=version_key)
+    ids = ([Build(r, o).id for r in own for o in OPTIONS] + [Build(r, o, origin=SOURCE).id for r in registered
+                                                           for o in OPTIONS] + [b.id for b in given])
     if not m:
         choice(text, "liboqs build", ids)  # raises, with close matches
-    release, options = m[1], m[2] or "default"
-    if options == GIVEN or release not in own:
+    release, tags = m[1], [t for t in m[2].split("+") if t]
+    for tag in tags:
+        choice(tag, "liboqs build option", [*OPTIONS, GIVEN, SOURCE])
+    origin = SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate"
+    options = next((t for t in tags if t in OPTIONS or t == GIVEN), "default")
+    if tags != [t for t in (SOURCE, options) if t in tags] or (origin == GIVEN and len(tags) > 1):
+        raise BadInput(f"{text}: a build's tags come as +source, then +generic (or +given alone); choose one "
+                       f"of {', '.join(ids)}")
+    if origin == SOURCE:
+        source_tree(release)  # refuses an unregistered release
+        return Build(release, options, origin=SOURCE)
+    if origin == GIVEN or release not in own:
         found = [b for b in given if b.release == release]
         if found and options in (GIVEN, "default"):
             return found[0]
+        if origin != GIVEN and release in registered:  # the one build of that release there is
+            return Build(release, options, origin=SOURCE)
         raise BadInput(f"liboqs {release} is not a build here: pqlab builds liboqs {', '.join(own)} from "
-                       "crates.io (no registry here carries another release), and no liboqs it was given "
-                       f"(system, conda, OQS_INSTALL_PATH) is {release}; choose one of {', '.join(ids)}")
-    return Build(release, choice(options, "liboqs build option", OPTIONS))
+                       "crates.io (no registry here carries another release), no liboqs it was given "
+                       f"(system, conda, OQS_INSTALL_PATH) is {release}, and no {release} source tree is "
+                       f"registered (make setup LIBOQS_SOURCE=DIR); choose one of {', '.join(ids)}")
+    return Build(release, options)
 
 
 def prefix(spec: str | Build = "default") -> Path:
@@ -128,8 +257,13 @@ def own_build_at(prefix_path: Path) -> Build | None:
     prefix_path = Path(prefix_path)
     if prefix_path.parent.resolve() != paths.LIBOQS_PREFIX.resolve():  # the loader maps resolved paths
         return None
-    m = _ID.fullmatch(prefix_path.name)
-    return Build(m[1], m[2] or "default") if m and (m[2] or "default") in OPTIONS else None
+    if not _ID.fullmatch(prefix_path.name):
+        return None
+    tags = prefix_path.name.split("+")[1:]
+    if GIVEN in tags or not set(tags) <= {*OPTIONS, SOURCE}:
+        return None
+    return Build(_ID.fullmatch(prefix_path.name)[1], "generic" if "generic" in tags else "default",
+                 origin=SOURCE if SOURCE in tags else "crate")
 
 
 def split(name: str) -> tuple[str, str]:
@@ -148,8 +282,20 @@ def options_of(build_id) -> str:
         return ""
     if build_id in OPTIONS:
         return build_id
-    m = _ID.fullmatch(build_id)
-    return (m[2] or "default") if m else ""
+    if not _ID.fullmatch(build_id):
+        return ""
+    tags = build_id.split("+")[1:]
+    return next((t for t in tags if t in (*OPTIONS, GIVEN)), "default")
+
+
+def origin_of(build_id) -> str:
+    """Where the build a results row names came from (:data:`ORIGINS`), read from its id alone (it need not
+    be registered here): ``source`` for ``+source``, ``given`` for ``+given``, else ``crate``; "" for no
+    build."""
+    if not isinstance(build_id, str) or not _ID.fullmatch(build_id):
+        return ""
+    tags = build_id.split("+")[1:]
+    return SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate"
 
 
 def selected(column, wanted: str):

@@ -91,8 +91,9 @@ CLASSICAL_PUBLIC_KEY = ("RSA", "elliptic-curve")
 _PREFIXES = (
     ("ML-DSA", "lattice"), ("Dilithium", "lattice"), ("Falcon", "lattice"), ("ML-KEM", "lattice"),
     ("Kyber", "lattice"), ("FrodoKEM", "lattice"), ("eFrodoKEM", "lattice"), ("sntrup", "lattice"),
-    ("NTRU", "lattice"), ("SPHINCS", "hash-based"), ("SLH-DSA", "hash-based"),
+    ("NTRU", "lattice"), ("SPHINCS", "hash-based"), ("SLH-DSA", "hash-based"), ("SLH_DSA", "hash-based"),
     ("MAYO", "multivariate"), ("OV-", "multivariate"), ("UOV", "multivariate"), ("SNOVA", "multivariate"),
+    ("mqom", "multivariate"),
     ("cross", "code-based"), ("CROSS", "code-based"), ("HQC", "code-based"), ("BIKE", "code-based"),
     ("Classic-McEliece", "code-based"),
     ("RSA", "RSA"), ("ECDSA", "elliptic-curve"), ("ECDH", "elliptic-curve"), ("Ed25519", "elliptic-curve"),

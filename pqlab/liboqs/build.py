@@ -19,6 +19,12 @@ truncated or replaced is built again, an installed copy that was is copied again
 saying so (:mod:`pqlab.core.integrity`).  An entry of an older pqlab (no ``files``) whose library loads in a
 child process gets its sha256 recorded then.
 
+A source tree the user gave (``liboqs-<release>+source``: :func:`pqlab.core.builds.add_source`) is built the
+same way, with the same options, from that tree instead of a crate; its key and record hold the tree's
+folder, its git commit where it is a git checkout, and the sha256 of what decides the library (the top
+CMakeLists.txt, .CMake/ and src/: :func:`source_identity`).  Families an older pqlab does not name (SLH-DSA,
+SNOVA, MQOM, NTRU in liboqs 0.16) keep the release's own default, which is on.
+
     build_key(build) -> (key, inputs)     what a build depends on (build: a pqlab.core.builds.Build or its id)
     cached_build(build) -> Path           the cache entry, built first if missing
     provide(build) -> Path                the build installed as .venv/liboqs/<build id>/
@@ -41,7 +47,8 @@ import time
 import tomllib
 from pathlib import Path
 
-from pqlab.core.builds import Build, parse
+from pqlab.core.builds import SOURCE, Build, parse, tree_release, version_key
+from pqlab.core.errors import BadInput
 from pqlab.core.files import atomic_write_text
 from pqlab.core.integrity import elf_problem, sha256_file, tree_digests, tree_problem
 from pqlab.core.paths import NATIVE
@@ -124,6 +131,12 @@ def cmake_options(options: str) -> dict[str, str]:
     return chosen | {"CMAKE_C_FLAGS": flags, "CMAKE_ASM_FLAGS": flags}
 
 
+def needs_shim(release: str) -> bool:
+    """Whether liboqs `release` lacks what native/liboqs_shim.c adds (``OQS_SIG_supports_ctx_str`` came with
+    0.14.0); a later release is linked without it."""
+    return version_key(release) < (0, 14, 0)
+
+
 LINK_FLAGS = ["-shared", "-pthread", "-Wl,-soname,liboqs.so", "-Wl,--gc-sections", "-Wl,-z,relro,-z,now",
               "-Wl,-z,noexecstack"]
 
@@ -135,15 +148,53 @@ def _own(build) -> Build:
     return build
 
 
+#: What in a liboqs source tree decides the library (with OQS_BUILD_ONLY_LIB): hashed into its build's key.
+SOURCE_PARTS = ("CMakeLists.txt", ".CMake", "src")
+
+
+def source_identity(tree: Path) -> dict:
+    """Where a source tree's build comes from: its folder, its git commit (where it is a checkout; with
+    ``-modified`` when tracked files differ from it) and the sha256 of :data:`SOURCE_PARTS`."""
+    tree = Path(tree)
+    digest = hashlib.sha256()
+    for part in SOURCE_PARTS:
+        path = tree / part
+        files = {part: sha256_file(path)} if path.is_file() else {
+            f"{part}/{name}": sha for name, sha in tree_digests(path).items()} if path.is_dir() else {}
+        for name, sha in files.items():
+            digest.update(f"{name}\0{sha}\n".encode())
+    commit = ""
+    if (tree / ".git").exists() and shutil.which("git"):
+        head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True)
+        if head.returncode == 0:
+            commit = head.stdout.strip() + ("-modified" if dirty.stdout.strip() else "")
+    return {"source": str(tree), "source_commit": commit, "source_sha256": digest.hexdigest()}
+
+
+def _origin(build: Build) -> dict:
+    """The inputs that say where `build`'s sources come from: its crate, or its source tree."""
+    if build.origin != SOURCE:
+        version, checksum = crate_checksum(build)
+        return {"crate": f"{CRATE} {version}", "crate_sha256": checksum}
+    tree = build.tree
+    found = tree_release(tree)  # refuses a tree that is no longer liboqs
+    if found != build.release:
+        raise BadInput(f"the source tree registered for {build.id} ({tree}) now holds liboqs {found}; "
+                       f"register it again: make setup LIBOQS_SOURCE={tree}")
+    return source_identity(tree)
+
+
 def build_key(build) -> tuple[str, dict]:
     """The cache key of `build` (a :class:`pqlab.core.builds.Build` or its id) here, and the inputs it hashes
     (stored in each entry: the build's record of where it came from)."""
     build = _own(build)
-    version, checksum = crate_checksum(build)
     cc = c_compiler()
     inputs = {
-        "crate": f"{CRATE} {version}", "crate_sha256": checksum,
-        "shim_sha256": sha256_file(SHIM), "version_script_sha256": sha256_file(VERSION_SCRIPT),
+        **_origin(build),
+        "shim_sha256": sha256_file(SHIM) if needs_shim(build.release) else "",
+        "version_script_sha256": sha256_file(VERSION_SCRIPT),
         "compiler": f"{os.path.realpath(cc)}: {_first_line([cc, '--version'])}",
         "compiler_target": _first_line([cc, "-dumpmachine"]),
         "cmake": _first_line([_tool("cmake", "the liboqs build system"), "--version"]),
@@ -199,7 +250,7 @@ def _run(cmd: list[str], log: Path, step: str) -> None:
 def _compile(build: Build, inputs: dict, work: Path, log: Path) -> Path:
     """Build into `work`/out (lib/liboqs.so, include/oqs/, build.json); return that folder."""
     cmake, cc = _tool("cmake", "the liboqs build system"), c_compiler()
-    sources = crate_sources(build)
+    sources = Path(inputs["source"]) if build.origin == SOURCE else crate_sources(build)
     build, staged, out = work / "build", work / "install", work / "out"
     generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]
     defines = [f"-D{k}={v}" for k, v in inputs["cmake_options"].items()]
@@ -213,11 +264,13 @@ def _compile(build: Build, inputs: dict, work: Path, log: Path) -> Path:
         raise LiboqsBuildError(f"the CMake build installed no liboqs.a under {staged} (log: {log})")
     (out / "lib").mkdir(parents=True)
     shutil.copytree(staged / "include", out / "include")
-    shim = work / "liboqs_shim.o"
-    _run([cc, *c_flags(), "-O3", "-I", str(out / "include"), "-c", str(SHIM), "-o", str(shim)], log,
-         "compile shim")
+    shim = [work / "liboqs_shim.o"] if inputs["shim_sha256"] else []
+    for obj in shim:
+        _run([cc, *c_flags(), "-O3", "-I", str(out / "include"), "-c", str(SHIM), "-o", str(obj)], log,
+             "compile shim")
     _run([cc, *LINK_FLAGS, f"-Wl,--version-script={VERSION_SCRIPT}", "-o", str(out / "lib" / "liboqs.so"),
-          "-Wl,--whole-archive", str(static), "-Wl,--no-whole-archive", str(shim)], log, "link liboqs.so")
+          "-Wl,--whole-archive", str(static), "-Wl,--no-whole-archive", *map(str, shim)], log,
+         "link liboqs.so")
     return out
 
 
@@ -286,8 +339,9 @@ def cached_build(build, *, announce=print) -> Path:
             return entry
         if entry.exists():
             announce(f"{build.id}: the cache entry {entry} {bad}: building it again")
-        announce(f"{build.id}: building from the crates.io sources of {inputs['crate']} "
-                 f"(once per machine; cached in {entry})")
+        announce(f"{build.id}: building from "
+                 + (f"the crates.io sources of {inputs['crate']}" if "crate" in inputs
+                    else f"the source tree {inputs['source']}") + f" (once per machine; cached in {entry})")
         for stale in [entry, *root.glob(f".tmp-{key}-*")]:  # left by an interrupted build (we hold the lock)
             _remove(stale)
         work = root / f".tmp-{key}-{os.getpid()}"

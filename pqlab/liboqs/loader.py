@@ -39,6 +39,7 @@ from pathlib import Path
 
 from pqlab.core import builds, integrity, paths
 from pqlab.core.errors import (  # raised here, defined there: catching it loads nothing
+    BadInput,
     LiboqsNotFound,
     shell_command,
 )
@@ -195,12 +196,13 @@ def catalogue() -> list[dict]:
     except LiboqsNotFound:
         loaded = ""
     rows = []
-    for release in builds.own_releases():
+    own = [(r, "crate") for r in builds.own_releases()] + [(r, builds.SOURCE) for r in builds.sources()]
+    for release, origin in own:
         for options in builds.OPTIONS:
-            build = builds.Build(release, options)
+            build = builds.Build(release, options, origin=origin)
             try:
                 key, inputs = liboqs_build.build_key(build)
-            except LiboqsBuildError as exc:
+            except (LiboqsBuildError, BadInput) as exc:
                 rows.append({"build": build.id, "release": release, "options": options, "source": "",
                              "state": f"cannot be built here: {exc}", "prefix": str(build.prefix)})
                 continue
@@ -211,7 +213,12 @@ def catalogue() -> list[dict]:
             else:
                 state = "built on first use"
             rows.append({"build": build.id, "release": release, "options": options,
-                         "source": f"crates.io {inputs['crate']} (sha256 {inputs['crate_sha256'][:16]}...)",
+                         "source": (f"crates.io {inputs['crate']} (sha256 {inputs['crate_sha256'][:16]}...)"
+                                    if "crate" in inputs else
+                                    f"source tree {inputs['source']} ("
+                                    + (f"git {inputs['source_commit'][:12]}, "
+                                       if inputs["source_commit"] else "")
+                                    + f"sha256 {inputs['source_sha256'][:16]}...)"),
                          "state": state, "prefix": str(build.prefix)})
     for build in given_builds():
         rows.append({"build": build.id, "release": build.release, "options": build.options,
@@ -244,6 +251,7 @@ def import_oqs():
     """Import liboqs-python without its stdout banner and version warning; a clear error if no liboqs."""
     if "oqs" in sys.modules:
         return sys.modules["oqs"]
+    provide_chosen()
     repair_own_builds()
     problem = library_problem()
     if problem:
@@ -350,6 +358,7 @@ def liboqs_info() -> dict:
             "OQS_VERSION_TEXT", "OQS_COMPILE_BUILD_TARGET", "OQS_DIST_BUILD", "OQS_OPT_TARGET",
             "OQS_USE_OPENSSL")
             or re.fullmatch(r"OQS_USE_\w+_INSTRUCTIONS", k)},
+        "built_from": built_from(path) if path else {},
         "cpu_extensions": cpu_extensions(path) if path else None,
         "cpu_specific": cpu_specific_code(config),
     }
@@ -361,17 +370,58 @@ def liboqs_info() -> dict:
     return info
 
 
+#: What a run records of where its liboqs came from (pqlab's own builds: the build.json beside the library).
+BUILT_FROM = ("crate", "crate_sha256", "source", "source_commit", "source_sha256", "compiler", "cmake")
+
+
+def built_from(library: str | Path) -> dict:
+    """Where pqlab's build at `library` came from, from its build.json: the crate and its sha256, or the
+    source tree with its git commit and sha256; the compiler and CMake.  Empty for a liboqs pqlab was
+    given."""
+    record = Path(library).parent.parent / liboqs_build.RECORD
+    try:
+        inputs = json.loads(record.read_text()).get("inputs") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {k: inputs[k] for k in BUILT_FROM if k in inputs} if isinstance(inputs, dict) else {}
+
+
 def _build_id(release: str, path: str, options: str) -> str:
     """The id of the build loaded from `path` (:class:`pqlab.core.builds.Build`): pqlab's own under
     .venv/liboqs, else a given one."""
     own = builds.own_build_at(Path(path).parent.parent) if path else None
     if own is not None:
-        return builds.Build(release, options).id
+        return builds.Build(release, options, origin=own.origin).id
     return builds.Build(release, builds.GIVEN, path).id
 
 
 def write_pth(site_packages: Path, build="default") -> Path:
-    """Write the .pth that makes the venv's interpreter find native/'s liboqs with nothing exported."""
+    """Write the .pth that makes the venv's interpreter find pqlab's liboqs with nothing exported: the build
+    ``PQLAB_LIBOQS_BUILD`` names (one of pqlab's own, under .venv/liboqs/), which the .pth sets to `build`
+    where `build` is not :data:`pqlab.core.builds.SETUP` (a source tree's build chosen by ``make setup
+    LIBOQS_SOURCE=DIR``) and the environment does not set it; setup's build where it is unset or empty."""
+    build = builds.parse(build)
     pth = Path(site_packages) / "pqlab_liboqs.pth"
-    line = f"import os; os.environ.setdefault('OQS_INSTALL_PATH', {str(builds.prefix(build))!r})\n"
+    root, default = str(paths.LIBOQS_PREFIX), str(builds.SETUP.prefix)
+    chosen = "" if build == builds.SETUP else f"os.environ.setdefault({builds.CHOOSE!r}, {build.id!r}); "
+    line = (f"import os; {chosen}b = os.environ.get({builds.CHOOSE!r}, ''); "
+            f"os.environ.setdefault('OQS_INSTALL_PATH', os.path.join({root!r}, b) "
+            f"if b.startswith('liboqs-') and '+given' not in b and '/' not in b else {default!r})\n")
     return atomic_write_text(pth, line)
+
+
+def provide_chosen() -> None:
+    """Install the build ``PQLAB_LIBOQS_BUILD`` names, when it is one of pqlab's own and is not installed
+    (built on first need: the per-user cache makes that a copy), before liboqs-python looks for it."""
+    asked = os.environ.get(builds.CHOOSE, "").strip()
+    if not asked or builds.options_of(asked) == builds.GIVEN:  # a given liboqs is found where it is
+        return
+    try:
+        build = builds.parse(asked)
+    except BadInput as exc:
+        raise LiboqsNotFound(f"{builds.CHOOSE}={asked}: {exc}") from exc
+    if build.own and liboqs_build.entry_problem(build.prefix):
+        try:
+            liboqs_build.provide(build, announce=lambda line: print(line, file=sys.stderr))
+        except LiboqsBuildError as exc:
+            raise LiboqsNotFound(f"{build.id} is not installed and cannot be built: {exc}") from exc

@@ -39,7 +39,7 @@ NAMES_TABLE, MEANINGS_TABLE = "liboqs_names", "liboqs_meanings"
 KINDS = ("kem", "sig")
 
 __all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "missing_in", "name_for",
-           "names", "resolve"]
+           "names", "resolve", "stand_in", "meaning_changed", "in_place_of"]
 
 
 @dataclass(frozen=True)
@@ -214,3 +214,67 @@ def missing_in(name: str, release: str) -> str:
         return str(refusal)
     return (f"liboqs {release} names {latest.algorithm} '{renamed}' (it was '{name}' in liboqs "
             f"{latest.releases})")
+
+
+def stand_in(name: str, release: str) -> tuple[str, str]:
+    """What liboqs `release` measures in place of `name`, a name it no longer lists although an earlier listed
+    release does: (its name for the same algorithm, or for the one related algorithm of the same lineage,
+    and the sentence that says which); ("", "") where there is no such name (or several related ones).
+    ``SPHINCS+-SHA2-128f-simple`` on 0.16.0 -> ``SLH_DSA_PURE_SHA2_128F``, FIPS 205's SLH-DSA, another
+    algorithm; ``HQC-128`` -> ``HQC-1``, the 2025 HQC."""
+    if release not in RELEASES or name in names(release) or not history(name):
+        return "", ""
+    first = min((m.first_release for m in history(name)), key=version_key)
+    if version_key(release) < version_key(first):  # a release from before the name: nothing stands in
+        return "", ""
+    latest = max(history(name), key=lambda m: version_key(m.last_release))
+    same = [m for m in _meanings() if m.algorithm == latest.algorithm and m.covers(release)]
+    if same:
+        return same[0].name, (f"liboqs {release} names {latest.algorithm} '{same[0].name}' (it was '{name}' "
+                              f"in liboqs {latest.releases}): the same algorithm")
+    related = _related(latest.algorithm, release)
+    if len(related) != 1:
+        return "", ""
+    m = related[0]
+    return m.name, (f"liboqs {release} has no {name} ({latest.algorithm}, liboqs {latest.releases}): "
+                    f"{m.name} ({m.algorithm}; {m.standard}, {m.standard_version}) is measured in its place, "
+                    "a related algorithm, not the same one")
+
+
+def in_place_of(name: str, release: str, baseline: str) -> str:
+    """The sentence that says `name`, of liboqs `release`, stands where liboqs `baseline` (which does not list
+    it) has another name: the same algorithm renamed, or the one related algorithm of its lineage
+    (``SLH_DSA_PURE_SHA2_128F`` of 0.16.0 where 0.13.0 has ``SPHINCS+-SHA2-128f-simple``); "" otherwise."""
+    if release == baseline or not {release, baseline} <= set(RELEASES) or name not in names(release):
+        return ""
+    if name in names(baseline):
+        return ""
+    algorithm = meaning(name, release)
+    same = [m for m in _meanings() if m.algorithm == algorithm and m.covers(baseline)]
+    if same:
+        return f"{name} is what liboqs {baseline} calls {same[0].name} ({algorithm}): the same algorithm"
+    related = _related(algorithm, baseline)
+    if len(related) != 1:
+        return ""
+    m = related[0]
+    return (f"{name} ({algorithm}; {_standard(name, release)}) of liboqs {release} stands where liboqs "
+            f"{baseline} has {m.name} ({m.algorithm}): a related algorithm, not the same one")
+
+
+def _standard(name: str, release: str) -> str:
+    row = _row(name, release)
+    return f"{row.standard}, {row.standard_version}"
+
+
+def meaning_changed(name: str, release: str, baseline: str) -> str:
+    """The sentence that says `name` means another algorithm in liboqs `release` than in `baseline`
+    (``FrodoKEM-640-AES`` is the salted FrodoKEM in 0.16.0), "" where it means the same or either release
+    is not listed or lacks it."""
+    if release not in RELEASES or baseline not in RELEASES or release == baseline:
+        return ""
+    if name not in names(release) or name not in names(baseline):
+        return ""
+    if not changed_between(name, baseline, release):
+        return ""
+    return (f"{name} in liboqs {release} is {meaning(name, release)}, not {meaning(name, baseline)} as in "
+            f"liboqs {baseline}")

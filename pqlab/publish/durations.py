@@ -26,12 +26,13 @@ from pqlab.core.files import atomic_write_text
 from pqlab.core.paths import BUILD, ROOT
 from pqlab.core.quantities import fmt_duration
 from pqlab.measure.machine import cpu
+from pqlab.publish.readme import ReadmeError, markers, region, replace_region
 
 COLUMNS = ("notebook", "seconds", "cells", "executed_at", "machine", "cores")
 FILENAME = "durations.csv"
 PROFILES = ("quick", "full")
 #: README.md's generated region: the notebook table and one line on where its times come from.
-BEGIN, END = "<!-- durations: begin (make readme-durations writes this region) -->", "<!-- durations: end -->"
+BEGIN, END = markers("durations", "make readme-durations")
 TIME_HEADER = "quick / full time"
 
 
@@ -106,12 +107,10 @@ def _profile_line(profile: str, rows: list[dict]) -> str:
 
 def render_readme(text: str, durations: dict[str, list[dict]]) -> str:
     """`text` (README.md) with its notebook table's time column and the line under it rewritten."""
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise DurationsError(f"README.md must hold the marker lines {BEGIN!r} and {END!r} once each, "
-                             "around the notebook table")
-    head, rest = text.split(BEGIN)
-    region, tail = rest.split(END)
-    lines = [line for line in region.strip("\n").splitlines() if line.startswith("|")]
+    try:
+        lines = [line for line in region(text, BEGIN, END).strip("\n").splitlines() if line.startswith("|")]
+    except ReadmeError as exc:
+        raise DurationsError(f"{exc}, around the notebook table") from exc
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     column = next((i for i, c in enumerate(header) if c.startswith(TIME_HEADER)), None)
     if column is None:
@@ -129,7 +128,7 @@ def render_readme(text: str, durations: dict[str, list[dict]]) -> str:
     source = "; ".join(_profile_line(p, durations.get(p, [])) for p in PROFILES)
     note = (f"Times: papermill's record of each notebook's last `make reproduce` run, from "
             f"`build/<profile>/{FILENAME}` ({source}); — where not measured.")
-    return f"{head}{BEGIN}\n" + "\n".join(table) + f"\n\n{note}\n{END}{tail}"
+    return replace_region(text, BEGIN, END, "\n".join(table) + f"\n\n{note}")
 
 
 def update_readme(readme: Path | str = ROOT / "README.md", build: Path | str = BUILD) -> Path:

@@ -25,6 +25,7 @@ import pandas as pd
 from pqlab.benchmark import bench_in_worker
 from pqlab.checks import conformance
 from pqlab.core.formatting import fmt_factor, fmt_factor_ci, fmt_time_ns, markdown
+from pqlab.core.formatting import markdown as md
 from pqlab.measure.stats import ratio_ci
 
 #: the liboqs builds :func:`price_of_check` compares: the one every notebook times, and the portable C one
@@ -45,11 +46,15 @@ def _runs(runs) -> list:
 def caveat(runs, *, markdown: bool = True) -> str:
     """:func:`pqlab.checks.conformance.caveat` of each run on its own, each sentence once: runs of two builds
     of one implementation carry two records under one ``NAME@backend`` key, and each run's own is the one
-    about its times."""
+    about its times.  Then what the run's record says of its liboqs names (``liboqs_names``: a name measured
+    in place of another the loaded release lacks, or one that means another algorithm than in pqlab's setup
+    release: :func:`pqlab.backends.algorithms.liboqs_name_notes`)."""
     sentences = []
     for run in _runs(runs):
         text = conformance.caveat(run, markdown=markdown)
         sentences += [_GLYPH + s.strip() for s in text.split(_GLYPH) if s.strip()]
+        notes = (getattr(run, "meta", None) or {}).get("liboqs_names") or {}
+        sentences += [_GLYPH + (md(note) if markdown else note) + "." for note in notes.values()]
     return " ".join(dict.fromkeys(sentences))
 
 

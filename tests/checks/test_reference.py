@@ -34,6 +34,7 @@ EXPECTED_ROWS = {
     "01_aes_rsa_sphincs_sizes": 3,
     "liboqs_names": 816,  # every KEM and signature name of six liboqs releases (their headers)
     "liboqs_meanings": 347,  # what each name means per range of releases (docs yml, KATs, RELEASE.md)
+    "liboqs_release_notes": 41,  # what changed between releases for notebook 04's algorithms (RELEASE.md)
     "02_message_scaling": 60,  # 2 tables x 10 sizes x 3 algorithms
     "03_memory_gravity_sphincs": 32,  # 9 sphincs-bench lines + 23 sphincs_divan values
     "04_round2_signatures": 105,  # 17 lattice + 40 multivariate + 48 hash-based

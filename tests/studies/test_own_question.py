@@ -297,20 +297,34 @@ def test_an_empty_table_says_so_and_files_in_unrelated_folders_are_each_named():
     assert text == "2 files written: /tmp/pqlab-a/ (1), /var/tmp/pqlab-b/ (1)" and "//" not in text
 
 
-@pytest.mark.parametrize("name, release, says", [
-    ("SPHINCS+-SHA2-128f-simple", "0.16.0", "is not in liboqs 0.16.0; there: SLH-DSA-SHA2-128f"),
-    ("HQC-128", "0.16.0",
-     "HQC-2023-128 is not in liboqs 0.16.0; there: HQC-2025-1 as HQC-1 (related, not the same"),
-    ("Dilithium2", "0.15.0", "is not in liboqs 0.15.0"),
+@pytest.mark.parametrize("name, release, there, says", [
+    ("SPHINCS+-SHA2-128f-simple", "0.16.0", "SLH_DSA_PURE_SHA2_128F", "SLH-DSA-SHA2-128f (FIPS 205)"),
+    ("HQC-128", "0.16.0", "HQC-1", "HQC-2025-1; HQC as selected by NIST"),
+    ("Dilithium2", "0.15.0", "ML-DSA-44", "a related algorithm, not the same one"),
 ])
-def test_a_name_another_liboqs_release_has_is_explained_on_this_one(monkeypatch, name, release, says):
-    """A machine whose liboqs is newer than the name a notebook asks for (issue 30): the error says what that
-    release has instead, not only close matches."""
+def test_a_name_a_newer_liboqs_dropped_is_measured_as_its_stand_in_and_says_so(monkeypatch, name, release,
+                                                                                 there, says):
+    """A machine whose liboqs is newer than the name a notebook asks for (issues 30 and 44): the name that
+    release gives the same algorithm, or the related one of its lineage, is measured in its place, with a
+    warning that says which, and the run's record keeps the sentence."""
+    algorithms._load_backends()
     monkeypatch.setattr(algorithms, "_loaded_release", lambda: release)
-    monkeypatch.setattr(algorithms, "_REGISTRY",
-                        {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name})
-    with pytest.raises(UnknownName, match=re.escape(says)):
+    monkeypatch.setattr(algorithms, "STOOD_IN", {})
+    registry = {k: v for k, v in algorithms._REGISTRY.items() if k[0] != name}
+    registry.setdefault((there, "liboqs"), algorithms._REGISTRY[(name, "liboqs")])
+    monkeypatch.setattr(algorithms, "_REGISTRY", registry)
+    with pytest.warns(PqlabWarning, match=re.escape(says)):
         algorithms.get(name)
+    assert algorithms.STOOD_IN[name][0] == there
+
+
+def test_a_name_from_after_the_loaded_liboqs_is_refused_with_what_it_has(monkeypatch):
+    """Nothing stands in for a name newer than the loaded release (ML-KEM on liboqs 0.9.0)."""
+    monkeypatch.setattr(algorithms, "_loaded_release", lambda: "0.9.0")
+    monkeypatch.setattr(algorithms, "_REGISTRY",
+                        {k: v for k, v in algorithms._REGISTRY.items() if k[0] != "ML-KEM-768"})
+    with pytest.raises(UnknownName, match=re.escape("is not in liboqs 0.9.0; there: Kyber768-round3")):
+        algorithms.get("ML-KEM-768")
 
 
 def test_a_ratio_of_operations_without_a_message_works():

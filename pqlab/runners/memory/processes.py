@@ -83,7 +83,8 @@ def profile_summary(prof: MassifProfile, mappings=None, interpreter=None) -> dic
 #: What a worker inherits from the environment (where liboqs, valgrind and pqlab are); nothing else,
 #: so that every worker starts with the same environment, and so the same initial stack.
 WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "OQS_INSTALL_PATH",
-                      "LD_LIBRARY_PATH", "CONDA_PREFIX", "PQLAB_ROOT", "VALGRIND_LIB")
+                      "LD_LIBRARY_PATH", "CONDA_PREFIX", "PQLAB_ROOT", "VALGRIND_LIB", "PQLAB_LIBOQS_BUILD",
+                      "PQLAB_LIBOQS_SOURCES")
 
 
 def worker_environment(build: str = "") -> dict:

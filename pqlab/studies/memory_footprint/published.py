@@ -68,7 +68,7 @@ def load_gravity() -> dict:
 def hash_bytes(algorithm: str, public_key_bytes) -> int | None:
     """The hash length n of a SPHINCS+ or SLH-DSA set: its public key is PK.seed and PK.root, n bytes
     each (FIPS 205), so n is half the measured public key; None for other schemes."""
-    if not re.match(r"^(SPHINCS\+|SLH-DSA)-", str(algorithm)) or is_missing(public_key_bytes):
+    if not re.match(r"^(SPHINCS\+-|SLH-DSA-|SLH_DSA_)", str(algorithm)) or is_missing(public_key_bytes):
         return None
     return int(public_key_bytes) // 2
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pqlab.backends.algorithms import names
+from pqlab.backends.algorithms import get, names
 from pqlab.benchmark import bench_in_worker
 from pqlab.checks.conformance import liboqs_records
 from pqlab.core import builds
@@ -51,10 +51,13 @@ def liboqs_signatures() -> list[str]:
 
 
 def resolve_signatures(algorithms) -> list[str]:
-    """`algorithms` as a list of names; the string "all" means every signature liboqs enables."""
-    if isinstance(algorithms, str):
-        return liboqs_signatures() if algorithms == "all" else [algorithms]
-    return list(algorithms)
+    """`algorithms` as a list of the loaded liboqs's names; the string "all" means every signature liboqs
+    enables.  A name that release no longer lists becomes its name for what stands in for it
+    (:func:`pqlab.backends.algorithms.get`, which says so)."""
+    if isinstance(algorithms, str) and algorithms == "all":
+        return liboqs_signatures()
+    asked = [algorithms] if isinstance(algorithms, str) else algorithms
+    return [get(name, "liboqs").name for name in asked]
 
 
 def declare_sizes(algorithms: Sequence[str]) -> pd.DataFrame:
