@@ -374,9 +374,16 @@ def installed_key(build) -> str:
 
 def provide(build, *, announce=print) -> Path:
     """Install `build` (from the cache, built first if missing or damaged) as .venv/liboqs/<build id>/; an
-    installed copy whose files do not match the sha256 recorded for them is installed again."""
+    installed copy whose files do not match the sha256 recorded for them is installed again.  A source tree's
+    build whose tree is gone (or holds another release now) keeps its intact installed copy, saying so."""
     build = _own(build)
-    entry = cached_build(build, announce=announce)
+    try:
+        entry = cached_build(build, announce=announce)
+    except BadInput as exc:  # a source tree gone, or of another release now: an intact installed copy is it
+        if build.origin != SOURCE or entry_problem(build.prefix):
+            raise
+        announce(f"{build.id}: {exc}; the installed copy {build.prefix} is used as it is")
+        return build.prefix
     dest = build.prefix
     with _locked(dest.parent / f".{build.id}.lock"):
         if installed_key(build) == entry.name:

@@ -91,7 +91,8 @@ def plan(names: Sequence[str], build_ids: Sequence[str] | str = "present") -> pd
                                                       or f"liboqs {build.release} has no {name}")})
     df = pd.DataFrame(rows)
     asked = {name: _asked_meaning(name) for name in names}
-    df["same_algorithm"] = [bool(m) and asked[a] == m for a, m in zip(df["algorithm"], df["means"])]
+    # None where nothing is measured, or a release pqlab has no names of (a given liboqs): not known
+    df["same_algorithm"] = [asked[a] == m if m else None for a, m in zip(df["algorithm"], df["means"])]
     return df
 
 

@@ -3,6 +3,7 @@ named by the release its CMakeLists.txt states, built with pqlab's own options a
 and measured like any other build."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -117,3 +118,35 @@ def test_the_crate_sources_given_as_a_tree_are_built_and_measure_a_kem_that_reco
     listed = {r["build"]: r for r in liboqs_loader.catalogue()}
     assert listed["liboqs-0.13.0+source+generic"]["state"] == "installed"
     assert listed["liboqs-0.13.0+source"]["source"].startswith(f"source tree {tree}")
+
+
+def test_a_source_build_whose_tree_is_gone_keeps_its_intact_installed_copy(tmp_path, registry, monkeypatch):
+    """A tree in /tmp does not outlive a reboot: the build installed from it stays usable, and says so."""
+    tree = _tree(tmp_path / "liboqs")
+    build = builds.add_source(tree)
+    installed = tmp_path / "venv-liboqs"
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", installed)
+    intact = installed / build.id
+    monkeypatch.setattr(liboqs_build, "entry_problem", lambda entry: "" if entry == intact else "missing")
+    shutil.rmtree(tree)
+    said = []
+    assert liboqs_build.provide(build, announce=said.append) == build.prefix == installed / build.id
+    assert "is not a folder" in said[0] and "is used as it is" in said[0]
+    monkeypatch.setattr(liboqs_build, "entry_problem", lambda entry: "is missing")
+    with pytest.raises(BadInput, match="is not a folder"):
+        liboqs_build.provide(build)
+
+
+def test_a_git_checkout_records_its_commit_and_says_when_it_was_modified(tmp_path):
+    tree = _tree(tmp_path / "liboqs")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "release"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    clean = liboqs_build.source_identity(tree)
+    assert clean["source_commit"] == head and len(clean["source_sha256"]) == 64
+    (tree / "src" / "oqs.h").write_text("/* patched */\n")
+    patched = liboqs_build.source_identity(tree)
+    assert patched["source_commit"] == f"{head}-modified"
+    assert patched["source_sha256"] != clean["source_sha256"]
