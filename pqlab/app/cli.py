@@ -24,7 +24,6 @@ from pqlab.core.errors import BadInput
 from pqlab.core.formatting import fmt_factor_ci, fmt_time_ns
 from pqlab.core.paths import check_environment
 from pqlab.core.schema import KIND_OPERATIONS, convert_unit
-from pqlab.liboqs import build as liboqs_build
 from pqlab.liboqs import loader as liboqs_loader
 from pqlab.measure.load import LOADS
 from pqlab.measure.load import describe as load_describe
@@ -57,9 +56,7 @@ def _cmd_builds(args) -> int:
     import pandas as pd
 
     if args.add_source:
-        build = builds.add_source(args.add_source)
-        print(f"{build.id}: liboqs {build.release} source tree {build.tree} registered")
-        print(f"{build.id}: {liboqs_build.provide(build)} ready")
+        provision.register(args.add_source)
     if args.use:
         provision.use(args.use)
     df = pd.DataFrame(liboqs_loader.catalogue())

@@ -36,7 +36,17 @@ import sysconfig
 import time
 from pathlib import Path
 
-from pqlab.core.builds import CHOOSE, OPTIONS, SETUP, SETUP_RELEASE, add_source, chosen, own_releases, parse
+from pqlab.core.builds import (
+    CHOOSE,
+    OPTIONS,
+    SETUP,
+    SETUP_RELEASE,
+    Build,
+    add_source,
+    chosen,
+    own_releases,
+    parse,
+)
 from pqlab.core.errors import BadInput, UnknownName
 from pqlab.core.paths import ROOT
 from pqlab.liboqs.build import LiboqsBuildError, provide
@@ -80,12 +90,19 @@ def use(spec: str) -> None:
                                        f"{SETUP.id}` goes back)"))
 
 
-def liboqs_source(tree: str) -> None:
-    """``make setup LIBOQS_SOURCE=DIR``: register the liboqs source tree `tree`, build it (cached per user,
-    like pqlab's own builds), make it this clone's default and build the native runner against it."""
+def register(tree: str) -> Build:
+    """Register the liboqs source tree `tree` and build it (cached per user, like pqlab's own builds)
+    (``python -m pqlab builds --add-source DIR``)."""
     build = add_source(tree)
     print(f"{build.id}: liboqs {build.release} source tree {build.tree} registered")
-    use(build.id)
+    print(f"{build.id}: {provide(build)} ready")
+    return build
+
+
+def liboqs_source(tree: str) -> None:
+    """``make setup LIBOQS_SOURCE=DIR``: :func:`register` the liboqs source tree `tree`, make it this clone's
+    default and build the native runner against it."""
+    use(register(tree).id)
     native_runners()
 
 

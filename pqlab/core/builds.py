@@ -215,14 +215,13 @@ def parse(spec: str | Build, given: tuple[Build, ...] = ()) -> Build:
     if text in OPTIONS:
         base = chosen()
         return Build(base.release, text, origin=base.origin)
-    m = _ID.fullmatch(text)
+    release, tags = _tags(text)
     own = own_releases()
     registered = sorted(sources(), key=version_key)
     ids = ([Build(r, o).id for r in own for o in OPTIONS] + [Build(r, o, origin=SOURCE).id for r in registered
                                                            for o in OPTIONS] + [b.id for b in given])
-    if not m:
+    if not release:
         choice(text, "liboqs build", ids)  # raises, with close matches
-    release, tags = m[1], [t for t in m[2].split("+") if t]
     for tag in tags:
         choice(tag, "liboqs build option", [*OPTIONS, GIVEN, SOURCE])
     origin = SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate"
@@ -257,12 +256,10 @@ def own_build_at(prefix_path: Path) -> Build | None:
     prefix_path = Path(prefix_path)
     if prefix_path.parent.resolve() != paths.LIBOQS_PREFIX.resolve():  # the loader maps resolved paths
         return None
-    if not _ID.fullmatch(prefix_path.name):
+    release, tags = _tags(prefix_path.name)
+    if not release or GIVEN in tags or not set(tags) <= {*OPTIONS, SOURCE}:
         return None
-    tags = prefix_path.name.split("+")[1:]
-    if GIVEN in tags or not set(tags) <= {*OPTIONS, SOURCE}:
-        return None
-    return Build(_ID.fullmatch(prefix_path.name)[1], "generic" if "generic" in tags else "default",
+    return Build(release, "generic" if "generic" in tags else "default",
                  origin=SOURCE if SOURCE in tags else "crate")
 
 
@@ -282,20 +279,23 @@ def options_of(build_id) -> str:
         return ""
     if build_id in OPTIONS:
         return build_id
-    if not _ID.fullmatch(build_id):
-        return ""
-    tags = build_id.split("+")[1:]
-    return next((t for t in tags if t in (*OPTIONS, GIVEN)), "default")
+    release, tags = _tags(build_id)
+    return next((t for t in tags if t in (*OPTIONS, GIVEN)), "default") if release else ""
 
 
 def origin_of(build_id) -> str:
     """Where the build a results row names came from (:data:`ORIGINS`), read from its id alone (it need not
     be registered here): ``source`` for ``+source``, ``given`` for ``+given``, else ``crate``; "" for no
     build."""
-    if not isinstance(build_id, str) or not _ID.fullmatch(build_id):
-        return ""
-    tags = build_id.split("+")[1:]
-    return SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate"
+    release, tags = _tags(build_id)
+    return (SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate") if release else ""
+
+
+def _tags(build_id) -> tuple[str, list[str]]:
+    """A build id's release and its tags (``liboqs-0.16.0+source+generic`` -> ("0.16.0", ["source",
+    "generic"])); ("", []) for anything else."""
+    m = _ID.fullmatch(build_id) if isinstance(build_id, str) else None
+    return (m[1], [t for t in m[2].split("+") if t]) if m else ("", [])
 
 
 def selected(column, wanted: str):

@@ -39,7 +39,7 @@ NAMES_TABLE, MEANINGS_TABLE = "liboqs_names", "liboqs_meanings"
 KINDS = ("kem", "sig")
 
 __all__ = ["KINDS", "RELEASES", "Meaning", "changed_between", "history", "meaning", "missing_in", "name_for",
-           "names", "resolve", "stand_in", "meaning_changed", "in_place_of"]
+           "names", "resolve", "stand_in", "meaning_changed", "in_place_of", "last_meaning"]
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def name_for(algorithm: str, release: str) -> str:
         raise UnknownName("liboqs algorithm", algorithm, known,
                           "algorithm ids are those of data/reference/liboqs_meanings.csv (meaning() returns "
                           "them)")
-    here = [m for m in _meanings() if m.algorithm == algorithm and m.covers(release)]
+    here = _named_in(algorithm, release)
     if here:
         return here[0].name
     related = _related(algorithm, release)
@@ -201,13 +201,23 @@ def resolve(names_asked: Sequence[str], release: str, baseline: str) -> dict[str
     return {name: name_for(meaning(name, baseline), release) for name in names_asked}
 
 
+def last_meaning(name: str) -> Meaning:
+    """The row of `name` in the newest release that lists it (:func:`history` must not be empty)."""
+    return max(history(name), key=lambda m: version_key(m.last_release))
+
+
+def _named_in(algorithm: str, release: str) -> list[Meaning]:
+    """The rows that give `algorithm` a name in listed release `release` (at most one)."""
+    return [m for m in _meanings() if m.algorithm == algorithm and m.covers(release)]
+
+
 def missing_in(name: str, release: str) -> str:
     """Why liboqs `release` has no algorithm called `name` although another listed release does, in one line:
     the name it has there for the same algorithm, or what it has instead (:func:`name_for`); "" where
     `release` lists `name`, where no listed release does, or where `release` itself is not listed."""
     if release not in RELEASES or name in names(release) or not history(name):
         return ""
-    latest = max(history(name), key=lambda m: version_key(m.last_release))
+    latest = last_meaning(name)
     try:
         renamed = name_for(latest.algorithm, release)
     except BadInput as refusal:
@@ -227,8 +237,8 @@ def stand_in(name: str, release: str) -> tuple[str, str]:
     first = min((m.first_release for m in history(name)), key=version_key)
     if version_key(release) < version_key(first):  # a release from before the name: nothing stands in
         return "", ""
-    latest = max(history(name), key=lambda m: version_key(m.last_release))
-    same = [m for m in _meanings() if m.algorithm == latest.algorithm and m.covers(release)]
+    latest = last_meaning(name)
+    same = _named_in(latest.algorithm, release)
     if same:
         return same[0].name, (f"liboqs {release} names {latest.algorithm} '{same[0].name}' (it was '{name}' "
                               f"in liboqs {latest.releases}): the same algorithm")
@@ -250,7 +260,7 @@ def in_place_of(name: str, release: str, baseline: str) -> str:
     if name in names(baseline):
         return ""
     algorithm = meaning(name, release)
-    same = [m for m in _meanings() if m.algorithm == algorithm and m.covers(baseline)]
+    same = _named_in(algorithm, baseline)
     if same:
         return f"{name} is what liboqs {baseline} calls {same[0].name} ({algorithm}): the same algorithm"
     related = _related(algorithm, baseline)

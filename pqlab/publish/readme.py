@@ -46,11 +46,8 @@ def markers(name: str, writer: str) -> tuple[str, str]:
 def replace_region(text: str, begin: str, end: str, body: str) -> str:
     """`text` with what lies between the lines `begin` and `end` replaced by `body`; each marker must be there
     once."""
-    if text.count(begin) != 1 or text.count(end) != 1:
-        raise ReadmeError(f"README.md must hold the marker lines {begin!r} and {end!r} once each")
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    return f"{head}{begin}\n{body.strip()}\n{end}{tail}"
+    old = region(text, begin, end)  # refuses markers that are not there once each
+    return text.replace(f"{begin}{old}{end}", f"{begin}\n{body.strip()}\n{end}")
 
 
 def region(text: str, begin: str, end: str) -> str:

@@ -101,7 +101,7 @@ def _asked_meaning(name: str) -> str:
     notebooks' names are written for), else in the last release that lists it."""
     if name in liboqs_names.names(builds.SETUP_RELEASE):
         return liboqs_names.meaning(name, builds.SETUP_RELEASE)
-    return max(liboqs_names.history(name), key=lambda m: builds.version_key(m.last_release)).algorithm
+    return liboqs_names.last_meaning(name).algorithm
 
 
 def measure(chosen: pd.DataFrame, **options) -> dict[str, Run]:
