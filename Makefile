@@ -182,8 +182,10 @@ TEST_OUTPUT ?= build/test-output
 # would (RECIPE= leaves it out); test-paper compiles its exports in a two-column document (tests/publish/test_recipe.py).
 RECIPE ?= build/nbval-recipe/own_comparison.ipynb
 RECIPE_OUTPUT ?= build/test-recipe
-NBVAL_RUN = $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	    --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider
+# -p nbval_prose (tests/nbval_prose.py): a factor a generated sentence prints without its interval fails its cell
+NBVAL_RUN = PYTHONPATH=$(CURDIR)/tests$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest --nbval-lax --nbval-current-env \
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=$(CELL_TIMEOUT) -p no:cacheprovider \
+	    -p nbval_prose
 test-notebooks: $(SETUP) $(GENERIC) $(RELEASES) $(TLS_RUNNER)
 	$(PY) tests/nbval_prepare.py build/nbval
 	@t=$$(date +%s) && PQLAB_PROFILE=quick PQLAB_OUTPUT=$(CURDIR)/$(TEST_OUTPUT) $(NBVAL_RUN) $(NBVAL) \
@@ -202,7 +204,8 @@ test-paper: $(SETUP)
 # can, driven by Playwright; a missing browser fails them here instead of skipping them.
 test-report: $(SETUP)
 	$(PY) -m pqlab.app.provision browser
-	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/publish/test_report.py tests/app/test_lab_browser.py -p no:cacheprovider
+	PQLAB_REQUIRE_BROWSER=1 $(PY) -m pytest tests/publish/test_report.py tests/publish/test_rerun.py tests/app/test_lab_browser.py \
+	    -p no:cacheprovider
 
 # A machine without a JDK and without valgrind, forced on this one (after `make test`): notebooks 01 and 03
 # under nbval with java, javac and valgrind missing from PATH (tests/path_without.py), over a copy of the

@@ -59,7 +59,7 @@ _MOVED = {
     "leakage": "checks.leakage", "taint": "checks.taint", "context": "publish.context",
     "plotting": "publish.plotting", "export": "publish.export", "paper": "publish.paper",
     "report": "publish.report", "durations": "publish.durations", "cli": "app.cli", "lab": "app.lab",
-    "provision": "app.provision",
+    "provision": "app.provision", "rerun": "publish.rerun",
 }
 
 __all__ = [*_LAZY, "__version__"]

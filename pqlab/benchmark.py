@@ -279,6 +279,8 @@ def bench(algorithms: Sequence, operations: Sequence[str] | str | None = None, m
                     bar.refresh()
                 _set_rows(rec, algos, items, results, needed, allowed, max_rounds, target_rel_ci, in_process)
                 rec.checkpoint()
+            if bar is not None:  # ended well: the bar ends full (Stein's rule may ask fewer rounds)
+                bar.total = bar.n
         finally:
             if bar is not None:
                 bar.close()

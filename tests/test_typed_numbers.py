@@ -319,3 +319,68 @@ def test_core_docstrings_count_only_where_the_module_prints_them(tmp_path):
                        'print(__doc__, file=sys.stderr)\n')
     assert not [h for _, t in core_texts(quiet) for h in findings(t)]
     assert [h for _, t in core_texts(printed) for h in findings(t)]
+
+
+# ----- numbers without intervals in generated sentences (issue #45) -----
+# tests/nbval_prose.py runs bare_factors over every Markdown output of every notebook in the nbval run of
+# `make test` (the quick profile measures in rounds, so every ratio it prints has an interval to show).
+@pytest.mark.parametrize("text", [
+    # the sentences the referee of issue #45 found, as the studies generated them
+    "The ratios range from 0.31× (openssl) to 1.06× (rustcrypto).",
+    "The slowest takes 39.6× the time of the fastest.",
+    "no gain for Falcon-512 verify (0.93×)",
+    "SLH-DSA-SHA2-128f sign: 13.28×; ML-KEM-768 keygen 2.1×.",
+    "SPHINCS+-SHA2-128f-simple sign / verify (ours 11.28×, theirs 13.17×).",
+])
+def test_bare_factors_finds_factors_without_interval(text):
+    from pqlab.core.quoted import bare_factors
+
+    assert bare_factors(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "ML-DSA-65 sign over ECDSA-P384 sign: 0.96× [0.73, 1.26] (medians of 6 rounds).",
+    "Falcon-512 verify: not resolved (interval wider than 2×).",
+    "The study's published ratio is 22.8×; ours 20.1× [19.5, 20.9].",
+    "| ML-KEM-768 | 1.23× | [1.20, 1.26] |",
+    "A round at least 1.3× its side's fastest counts as slow.",
+    "one round only, so no interval: 1.4×",
+    "study ≈40×; ours: pycryptodome 7.34× \\[7.16, 7.53\\] ✗",
+    "(k, l) 4×3 → 4×4, η 6 → 2",
+])
+def test_bare_factors_allows_intervals_published_values_and_tables(text):
+    from pqlab.core.quoted import bare_factors
+
+    assert not bare_factors(text), bare_factors(text)
+
+
+def test_the_nbval_plugin_reads_markdown_outputs_and_fails_a_bare_factor():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import nbval_prose
+
+    outputs = [{"output_type": "display_data", "data": {"text/markdown": "A 2.5× gap.", "text/plain": "x"}},
+               {"output_type": "stream", "text": "2.5× in a log line"},
+               {"output_type": "display_data", "data": {"text/markdown": ["A 2.5× [2.4, 2.6] gap."]}}]
+    assert nbval_prose.problems(outputs) == ["2.5× in: A 2.5× gap."]
+    assert not nbval_prose.problems(outputs[1:])
+
+
+def test_the_nbval_plugin_fails_the_cell_that_prints_a_bare_factor(tmp_path):
+    """The hook as make test-notebooks loads it (-p nbval_prose, tests/ on PYTHONPATH), on one cell."""
+    import os
+    import subprocess
+    import sys
+
+    cell = {"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
+            "source": ["from IPython.display import Markdown, display\n",
+                       "display(Markdown('The slowest takes 2.5× the time of the fastest.'))"]}
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = {"cells": [cell], "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "bare.ipynb").write_text(json.dumps(nb))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env",
+                          "-p", "no:cacheprovider", "-p", "nbval_prose", str(tmp_path / "bare.ipynb")],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1 and "2.5× in: The slowest takes 2.5×" in out.stdout, out.stdout[-2000:]

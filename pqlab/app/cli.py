@@ -1,5 +1,5 @@
 """`python -m pqlab list | builds | bench | conformance | calibrate | compare | fidelity | bundle | merge |
-machine | paper | report | cite | lab`:
+machine | paper | report | rerun | cite | lab`:
 measuring without a notebook, moving results between machines, the cycle counters here, building the paper,
 the executed notebooks as HTML pages and starting JupyterLab.
 
@@ -29,7 +29,9 @@ from pqlab.measure.load import LOADS
 from pqlab.measure.load import describe as load_describe
 from pqlab.measure.machine import counter_report
 from pqlab.measure.noise import quiet_now
+from pqlab.publish import rerun
 from pqlab.publish.report import add_arguments, run
+from pqlab.publish.rerun import add_arguments as rerun_arguments
 from pqlab.runners.rounds import MAX_ROUNDS, MAX_ROUNDS_FACTOR, ROUNDS
 from pqlab.store.bundle import create_bundle, merge_bundles
 from pqlab.store.recorder import SIGNALS, Interrupted, _raise_interrupted, check_folder
@@ -191,6 +193,10 @@ def _cmd_paper(args) -> int:
 def _cmd_report(args) -> int:
 
     return run(args)
+
+
+def _cmd_rerun(args) -> int:
+    return rerun.run(args)
 
 
 def _cmd_cite(args) -> int:
@@ -515,6 +521,11 @@ def parser() -> argparse.ArgumentParser:
                                       help="render a profile's executed notebooks and exports as static "
                                            "HTML pages: build/PROFILE/report/index.html (make report)"))
     rp.set_defaults(func=_cmd_report)
+    rr = rerun_arguments(sub.add_parser(
+        "rerun", help="re-run the notebook behind an exported number, figure or table as make reproduce "
+                      "does, into build/rerun/PROFILE, and say whether each number lies inside its old "
+                      "interval"))
+    rr.set_defaults(func=_cmd_rerun)
     ci = sub.add_parser("cite", help="print CITATION.cff with the commit of this checkout")
     ci.set_defaults(func=_cmd_cite)
     la = sub.add_parser("lab", help="start JupyterLab on the checkout (or --dir) and say where it listens "

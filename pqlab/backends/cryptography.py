@@ -203,25 +203,29 @@ def _swap(encapsulate) -> tuple[bytes, bytes]:
     return ciphertext, secret
 
 
-class X25519Kem(_OpenSSL):
-    """X25519 used as a KEM (ephemeral-static Diffie-Hellman): the classical baseline of key exchange."""
+class XDHKem(_OpenSSL):
+    """X25519 or X448 used as a KEM (ephemeral-static Diffie-Hellman, RFC 7748): the classical baseline of key
+    exchange."""
 
-    def __init__(self):
-        super().__init__("X25519", "kem", "elliptic-curve", None, "raw",
+    def __init__(self, name: str = "X25519", nist_level=None):
+        super().__init__(name, "kem", "elliptic-curve", nist_level, "raw",
                          notes="DH as a KEM: encaps = ephemeral key pair + exchange, ciphertext = ephemeral "
                                "public key")
+        self.module = name.lower()
+
+    def _classes(self):
+        module = importlib.import_module(f"cryptography.hazmat.primitives.asymmetric.{self.module}")
+        return getattr(module, f"{self.name}PrivateKey"), getattr(module, f"{self.name}PublicKey")
 
     def generate(self):
-        from cryptography.hazmat.primitives.asymmetric import x25519
-
-        sk = x25519.X25519PrivateKey.generate()
+        private, _ = self._classes()
+        sk = private.generate()
         return sk.public_key().public_bytes_raw(), sk
 
     def encapsulator(self, pk):
-        from cryptography.hazmat.primitives.asymmetric import x25519
-
-        peer = x25519.X25519PublicKey.from_public_bytes(pk)
-        gen = x25519.X25519PrivateKey.generate
+        private, public = self._classes()
+        peer = public.from_public_bytes(pk)
+        gen = private.generate
 
         def encaps():
             eph = gen()
@@ -230,9 +234,8 @@ class X25519Kem(_OpenSSL):
         return encaps
 
     def decapsulator(self, sk):
-        from cryptography.hazmat.primitives.asymmetric import x25519
-
-        load = x25519.X25519PublicKey.from_public_bytes
+        _, public = self._classes()
+        load = public.from_public_bytes
         return lambda ct: sk.exchange(load(ct))
 
     def key_sizes(self, keys) -> dict:
@@ -395,7 +398,8 @@ def register_all() -> None:
                                    "lattice", nist))
     for level, nist in (("768", 3), ("1024", 5)):
         register(f"ML-KEM-{level}", "cryptography", functools.partial(MLKEM, level, nist))
-    register("X25519", "cryptography", X25519Kem)
+    register("X25519", "cryptography", XDHKem)
+    register("X448", "cryptography", functools.partial(XDHKem, "X448"))
     register("ECDH-P256", "cryptography", ECDHP256Kem)
     for name in ("AES-256-GCM", "AES-256-CBC", "ChaCha20-Poly1305"):
         register(name, "cryptography", functools.partial(OpenSSLCipher, name))

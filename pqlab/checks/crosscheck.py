@@ -216,8 +216,8 @@ def own_public(algo, raw: bytes):
 
 def own_private(algo, raw: bytes):
     """A secret key in its standard encoding as `algo`'s adapter takes it
-    (:meth:`PythonParticipant.import_private`): X25519's 32 bytes, ECDH-P256's scalar (big-endian), RSA's
-    PKCS#8 DER, ML-KEM's FIPS 203 decapsulation key (bytes for liboqs and pqcrypto)."""
+    (:meth:`PythonParticipant.import_private`): X25519's 32 bytes (X448's 56), ECDH-P256's scalar
+    (big-endian), RSA's PKCS#8 DER, ML-KEM's FIPS 203 decapsulation key (bytes for liboqs and pqcrypto)."""
     if algo.backend == "pycryptodome" and algo.name.startswith("RSA"):
         from Crypto.PublicKey import RSA
 
@@ -225,10 +225,12 @@ def own_private(algo, raw: bytes):
     if algo.backend != "cryptography":
         return raw
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, x25519
+    from cryptography.hazmat.primitives.asymmetric import ec, x448, x25519
 
     if algo.name == "X25519":
         return x25519.X25519PrivateKey.from_private_bytes(raw)
+    if algo.name == "X448":
+        return x448.X448PrivateKey.from_private_bytes(raw)
     if algo.name == "ECDH-P256":
         return ec.derive_private_key(int.from_bytes(raw, "big"), ec.SECP256R1())
     if algo.name.startswith("RSA"):

@@ -23,8 +23,13 @@ The effect is the **median of the paired differences** with a percentile **boots
 whose interval excludes zero; a test that is significant while no interval excludes zero (part of the
 distribution moved, by less than the median resolves: a branch predicted differently in some calls) is
 an *unresolved difference*, with its mean difference, neither a leak nor a clean result.  When nothing is
-found the screen says "no leak larger than X ns at this sample size", X being the largest bound of those
-intervals and at least the counter's step: never "constant time".
+found the screen says "no leak found" and gives the widest bound of those intervals (:func:`bound`, at least
+the counter's step): a bound on the *median* difference at this sample size, not the smallest leak the screen
+would find, and never "constant time".  What the screen finds is measured by **injection** (:func:`injected`):
+the same screen, at the same blocks, of one class labelled several times, with a known delay busy-waited
+inside the timed interval of one copy only (a ``screen`` request's ``delays_ns``); a zero-delay copy is the
+duplicate-class run beside it.  A leak in the slow tail alone does not move the median difference,
+so it can at best come out "unresolved"; a delay below the counter's step is invisible.
 
 **Load.**  A screen on a loaded machine (other processes' CPU or steal, :mod:`pqlab.measure.noise`) keeps its
 verdict and names the load (:attr:`Screen.load`, :attr:`Screen.others_cores`, and its reason): a load steady
@@ -56,7 +61,7 @@ from pqlab.runners import leakage as programs
 
 #: Family-wise significance level of one screen (split over its tests).
 ALPHA = 0.01
-#: Confidence of the bootstrap intervals of the median difference (and so of the detectable difference).
+#: Confidence of the bootstrap intervals of the median difference (and so of :func:`bound`).
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 MIN_BLOCKS = 20
@@ -106,7 +111,7 @@ class Screen:
     times: np.ndarray | None = None
     tests: pd.DataFrame = field(default_factory=pd.DataFrame)
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)
-    detectable_ns: float | None = None
+    bound_ns: float | None = None  #: the widest bound of the median differences' intervals (:func:`bound`)
     alpha: float = ALPHA
     wall_s: float | None = None
     noise: dict = field(default_factory=dict)
@@ -114,6 +119,7 @@ class Screen:
     load: str = ""  #: the load the machine carried during the screen (:func:`describe_load`); "" when quiet
     others_cores: float | None = None  #: other processes' CPU during the screen, in cores (None: unknown)
     quiet_s: float | None = None  #: how long the screen would take on a quiet machine (:func:`quiet_seconds`)
+    injected_ns: list | None = None  #: per class, what its injected wait really added (median; power check)
 
     @property
     def blocks(self) -> int:
@@ -126,7 +132,7 @@ class Screen:
                "version": self.version, "operation": self.operation, "verdict": self.verdict,
                "blocks": self.blocks, "processes": self.processes,
                "classes": len(self.classes),
-               "wall_s": self.wall_s, "detectable_ns": self.detectable_ns, "reason": self.reason,
+               "wall_s": self.wall_s, "bound_ns": self.bound_ns, "reason": self.reason,
                "load": self.load, "others_cores": self.others_cores, "quiet_s": self.quiet_s,
                "clock_moved": _moved(self.noise), "no_free_core": _no_free_core(self.noise)}
         if not self.differences.empty:
@@ -181,9 +187,11 @@ def resolution(times) -> float:
     return float(np.diff(values).min()) if len(values) > 1 else 0.0
 
 
-def detectable(differences: pd.DataFrame, step: float = 0.0) -> float:
-    """The largest difference the screen leaves possible: the largest |bound| of its pairs' intervals, and
-    never less than the counter's step (ns)."""
+def bound(differences: pd.DataFrame, step: float = 0.0) -> float:
+    """The widest bound of the pairs' bootstrap intervals of the median difference, and never less than the
+    counter's step (ns): what the median difference may reach at this sample size.  Not a detectable effect
+    (a leak in the tail alone leaves the median where it is): :func:`injected` measures what the screen
+    finds."""
     return max(float(differences[["ci_low_ns", "ci_high_ns"]].abs().to_numpy().max()), step)
 
 
@@ -279,14 +287,16 @@ def quiet_seconds(wall_s: float, cpu_s: float) -> float:
 
 
 def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmup_blocks: int = 50,
-           alpha: float = ALPHA, seed: int = 1, processes: int | None = None) -> Screen:
+           alpha: float = ALPHA, seed: int = 1, processes: int | None = None, delays_ns=None) -> Screen:
     """Screen `target` of screen program `program` (:mod:`pqlab.runners.leakage`) over `blocks` blocks, run in
     `processes` fresh processes of the program (default :data:`PROCESSES`), each with the same inputs and its
     own `warmup_blocks`.
 
     Bad input (an unknown program, target or class, too few blocks) is refused before anything runs; a program
     that cannot run here raises its one-line reason.  A class that fails its check gives a :class:`Screen`
-    with verdict "not screened" and the reason."""
+    with verdict "not screened" and the reason.  `delays_ns` (one per class; :func:`injected`): the program
+    busy-waits that long inside the timed interval of each call of that class; the screen then keeps its times
+    and load and leaves the statistics to :func:`injected` (verdict "" unless the load forbids one)."""
     checked = validate(program, target, classes, blocks, warmup_blocks, alpha, processes, seed)
     entry, classes, processes = checked["entry"], checked["classes"], checked["processes"]
     blocks, warmup_blocks, alpha, seed = (checked[k] for k in ("blocks", "warmup_blocks", "alpha", "seed"))
@@ -294,12 +304,16 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
                   version=entry["version"], operation=entry["operation"], counter=entry["counter"],
                   alpha=alpha, processes=processes)
     before, start = noise.snapshot(), noise.reference_times()
-    began, times = time.monotonic(), []
+    began, times, spun = time.monotonic(), [], []
     for part in np.array_split(np.asarray(order(blocks, len(classes), seed)), processes):
         request = {"target": target, "classes": classes, "order": part.tolist(),
                    "warmup_blocks": warmup_blocks, "seed": seed}
+        if delays_ns is not None and any(delays_ns):
+            request["delays_ns"] = [int(d) for d in delays_ns]
         try:
-            times.append(programs.run(program, request)["times_ns"])
+            document = programs.run(program, request)
+            times.append(document["times_ns"])
+            spun.append(document.get("injected_ns"))
         except programs.ClassCheckFailed as exc:
             base.reason = str(exc)
             return base
@@ -309,9 +323,15 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
     base.noise, base.others_cores = record, record.get("others_cores")
     base.load = describe_load(record) if record["busy"] else ""
     base.times = np.concatenate([np.asarray(t, dtype=float) for t in times])
-    base.tests, base.differences = analyse(base.times, classes, alpha, seed=seed)
-    base.detectable_ns = detectable(base.differences, resolution(base.times))
     why = unjudgeable(record)
+    if delays_ns is not None and any(delays_ns):  # the power check: its statistics are injected()'s
+        base.injected_ns = [float(np.median([p[i] for p in spun if p])) if any(spun) else 0.0
+                            for i in range(len(classes))]
+        base.verdict = NO_VERDICT if why else ""
+        base.reason = f"no verdict: {why}" if why else ""
+        return base
+    base.tests, base.differences = analyse(base.times, classes, alpha, seed=seed)
+    base.bound_ns = bound(base.differences, resolution(base.times))
     if why:
         base.verdict = NO_VERDICT
         base.reason = (f"no verdict: {why} during the screen ({describe_load(record) or 'load unknown'}); a "
@@ -331,8 +351,9 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
                        f"ns, {mean['pair']})")
     else:
         base.verdict = NO_LEAK
-        base.reason = (f"no leak larger than {base.detectable_ns:.0f} ns at {blocks} blocks "
-                       f"({CONFIDENCE:.0%} bootstrap interval of the median difference)")
+        base.reason = (f"no test significant at {blocks} blocks; the {CONFIDENCE:.0%} bootstrap intervals of "
+                       f"the median difference reach {base.bound_ns:.0f} ns (a bound on the median, not the "
+                       "smallest leak the screen finds: the injected delays measure that)")
     if base.load:
         base.reason += f"; under load ({base.load}), which the paired blocks cancel while it is steady"
     return base
@@ -340,3 +361,41 @@ def screen(program: str, target: str, *, classes=None, blocks: int = 2000, warmu
 
 def _p(p: float) -> str:
     return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def tests_of(k: int) -> int:
+    """How many tests a screen of `k` classes runs (sign and Wilcoxon per pair against the baseline, Friedman
+    when more than two): the Bonferroni divisor of its alpha."""
+    return 2 * (k - 1) + (1 if k > 2 else 0)
+
+
+def injected(program: str, target: str, klass: str, blocks: int, delays_ns, *, tests: int = 2,
+             alpha: float = ALPHA, warmup_blocks: int = 50, seed: int = 1, processes: int | None = None
+             ) -> pd.DataFrame:
+    """The power check of one screen: `klass` of `target` labelled ``2 + len(delays_ns)`` times and screened
+    over `blocks` blocks as :func:`screen` does, the program busy-waiting each of `delays_ns` inside the
+    timed interval of one copy only (the first copy is the baseline, the second gets no delay: the
+    duplicate-class run).  Each copy is judged against the baseline as a pair of the screen would be, at the
+    per-test threshold of a screen that runs `tests` tests (``alpha / tests``): one row per copy with the
+    nominal delay, what the wait really added (``injected_ns``, the program's own counter), the median
+    difference with its interval, the smallest p and whether the screen **found** it (a leak) or raised an
+    alarm (a leak or an unresolved difference).  A screen with no verdict (the load, :func:`unjudgeable`)
+    gives rows with ``found`` None."""
+    delays = [0, *(int(d) for d in delays_ns)]
+    classes = [klass] * (1 + len(delays))
+    s = screen(program, target, classes=classes, blocks=blocks, warmup_blocks=warmup_blocks, alpha=alpha,
+               seed=seed, processes=processes, delays_ns=[0, *delays])
+    rows = []
+    for j, d in enumerate(delays, start=1):
+        row = {"delay_ns": d, "injected_ns": (s.injected_ns or [0.0] * len(classes))[j], "blocks": s.blocks,
+               "processes": s.processes, "verdict": s.verdict, "reason": s.reason, "found": None,
+               "alarm": None, "load": s.load, "others_cores": s.others_cores, "wall_s": s.wall_s}
+        if s.times is not None and s.verdict != NO_VERDICT:
+            tests_j, diff = analyse(s.times[:, [0, j]], [klass, f"{klass}+{d}"], 2 * alpha / tests, seed=seed)
+            found = not leaking(tests_j, diff).empty
+            row.update(found=found, alarm=found or bool(tests_j["significant"].any()),
+                       median_ns=float(diff["median_ns"].iloc[0]), ci_low_ns=float(diff["ci_low_ns"].iloc[0]),
+                       ci_high_ns=float(diff["ci_high_ns"].iloc[0]), mean_ns=float(diff["mean_ns"].iloc[0]),
+                       min_p=float(tests_j["p"].min()))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -360,8 +360,8 @@ def _length(runs, p, build: str, interval: tuple, length, u: float, found: list,
     moved = (at[0][0] / at[1][0]) / (est[0][int(length)] / est[1][int(length)])
     ours, low, high = (x * moved for x in interval)
     used = sorted(set(at[0][1]) | set(at[1][1]))
-    text = (f"{what}: our lengths {', '.join(fmt_bytes(n) for n in used)} put ours at {fmt_factor(ours)} at "
-            "theirs")
+    text = (f"{what}: our lengths {', '.join(fmt_bytes(n) for n in used)} put ours at "
+            f"{fmt_factor_ci(ours, low, high)} at theirs (our interval moved by the same factor)")
     if np.isfinite(low) and low <= p.ratio * (1 + u) and high >= p.ratio * (1 - u):
         found.append((LENGTH, text + ", which agrees", ""))
     else:
@@ -507,7 +507,8 @@ def describe_ratio_checks(checks: pd.DataFrame) -> str:
         items = []
         for r in part.itertuples():
             notes = ([f"build {md(r.build)}"] if r.build else []) + (
-                [f"ours {fmt_factor(r.ours)}, theirs {fmt_factor(r.published)}"] if status == UNEXPLAINED
+                [f"ours {fmt_factor_ci(r.ours, r.ours_ci_low, r.ours_ci_high)}, theirs (published) "
+                 f"{fmt_factor(r.published)}"] if status == UNEXPLAINED
                 else [])
             items.append(f"{md(r.algorithm)} {md(r.ratio)}" + (f" ({'; '.join(notes)})" if notes else "")
                          + (f" by {md(r.explained_by)}" if status == EXPLAINED else ""))

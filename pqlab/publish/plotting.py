@@ -20,8 +20,9 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator
 
 from pqlab.core.escaping import mpl_text
-from pqlab.core.quantities import fmt_compact
+from pqlab.core.quantities import fmt_compact, fmt_percent
 from pqlab.core.tables import label_from_name, unit_divisor
+from pqlab.measure.stats import CONFIDENCE
 from pqlab.publish.figure_layout import (
     categories_on_y,
     draw,
@@ -96,6 +97,25 @@ def marker_map(keys) -> dict:
             for i, k in enumerate(keys)}
 
 
+def interval_note(low: str | None, high: str | None, drawn: str = "whiskers") -> str:
+    """What whiskers (or a band: `drawn`) from the columns `low` to `high` show, as a figure must say it:
+    "whiskers: quartiles" for ``*_q1``/``*_q3``, "whiskers: 95 % interval" for ``*_ci_low``/``*_ci_high`` or
+    ``*_low``/``*_high``, else the two columns' labels; "" without them."""
+    if not (low and high):
+        return ""
+    if low.endswith("_q1") and high.endswith("_q3"):
+        what = "quartiles"
+    elif low.endswith("_low") and high.endswith("_high"):
+        what = f"{fmt_percent(CONFIDENCE, 0)} interval"
+    else:
+        what = f"{label_from_name(low)} to {label_from_name(high)}"
+    return f"{drawn}: {what}"
+
+
+def _with_note(label: str, note: str) -> str:
+    return f"{label}\n({note})" if label and note else label or note
+
+
 def _labels_fit_under_bars(cats, width: float, height: float) -> bool:
     """Whether category labels can stand under vertical bars: flat or slanted within the width, or upright
     without taking more than a third of the figure's height and with their lines side by side within a
@@ -139,7 +159,8 @@ def grouped_bars(df: pd.DataFrame, *, category: str, group: str, value: str, low
     :func:`pqlab.core.formatting.unit_divisor`); `low` and `high` are in the same unit.  Empty: the values as
     they are.  The axis label is `ylabel`, or the value's name with the unit."""
     scale = unit_divisor(value, unit) if unit else 1.0
-    ylabel = ylabel or (f"{label_from_name(value)} ({unit})" if unit else "")
+    ylabel = _with_note(ylabel or (f"{label_from_name(value)} ({unit})" if unit else ""),
+                        interval_note(low, high))
     cats = list(dict.fromkeys(df[category]))
     groups = list(dict.fromkeys(df[group]))
     colors = colors or color_map(groups)
@@ -246,7 +267,7 @@ def lines(df: pd.DataFrame, *, x: str, y: str, hue: str, low: str | None = None,
         ax.plot(sub[x], sub[y] / scale, marker="o", ms=2.5, lw=1, color=colors[k], label=mpl_text(k))
         if low and high:
             ax.fill_between(sub[x], sub[low] / scale, sub[high] / scale, color=colors[k], alpha=0.2, lw=0)
-    _finish(ax, logx, logy, xlabel or x, ylabel or y, title)
+    _finish(ax, logx, logy, xlabel or x, _with_note(ylabel or y, interval_note(low, high, "band")), title)
     ax.legend()
     return fig
 
@@ -410,7 +431,8 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
           height: float | None = None, reference: float | None = None, fmt=None, low: str | None = None,
           high: str | None = None):
     """Horizontal bars of `value`, one per row in the given order (the first at the top), coloured by
-    `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.
+    `hue` (family colours when hue is 'family'), each annotated with its value; a rankings chart.  On a log
+    axis (`log`) each row is a point instead of a bar: a bar's length there depends on where the axis starts.
     `reference` draws a vertical line at that value (e.g. 1 for ratios); `fmt` formats the values (default
     :func:`pqlab.core.formatting.fmt_compact`); `low` and `high` name the columns of an interval drawn as
     whiskers (rows without one get none)."""
@@ -426,8 +448,15 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     if low and high:
         err = np.vstack([vals - df[low].to_numpy(float), df[high].to_numpy(float) - vals])
         err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
-    ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75, xerr=err,
-            error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "0.2"})
+    if log:  # a bar's length on a log axis means nothing: a point per row, with its whiskers
+        ax.errorbar(vals, y, xerr=err, fmt="none", elinewidth=0.7, capsize=1.5, ecolor="0.2")
+        ax.scatter(vals, y, c=[colors[k] for k in df[hue]], s=14, zorder=3, edgecolors="white",
+                   linewidths=0.3)
+        ax.grid(axis="y", lw=0.3)
+    else:
+        ax.barh(y, vals, color=[colors[k] for k in df[hue]], height=0.75, xerr=err,
+                error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "0.2"})
+        ax.grid(axis="y", visible=False)
     ends = vals if err is None else vals + err[1]
     for yi, v, end in zip(y, vals, ends):
         if np.isfinite(v):
@@ -442,11 +471,11 @@ def hbars(df: pd.DataFrame, *, label: str, value: str, hue: str = "family", xlab
     ax.set_xlim(right=top * (4 if log else 1.2))  # room for the value labels
     if reference is not None:
         ax.axvline(reference, color="0.3", lw=0.8, ls=":")
-    ax.grid(axis="y", visible=False)
-    ax.set_xlabel(xlabel or value)
+    ax.set_xlabel(_with_note(xlabel or value, interval_note(low, high)))
     if title:
         ax.set_title(title)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
+    handles = [plt.Line2D([], [], marker="o", ls="", color=colors[k]) if log
+               else plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in keys]
     ax.legend(handles, [mpl_text(k) for k in keys], loc="lower right")
     return fig
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pqlab.publish.report_context import clean_output, executed_parameters
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
@@ -33,10 +35,11 @@ class Notebook:
     started: str
     seconds: float | None
     cells: int
-    parameters: dict
+    parameters: dict  #: name -> its value as executed (repr), the stored ones and those papermill injected
     errors: int
     images: int
     exports: list[dict] = field(default_factory=list)
+    injected: set = field(default_factory=set)  #: the parameters papermill injected
 
 
 def executed_notebooks(folder: Path) -> list[Path]:
@@ -88,9 +91,12 @@ def widget_text(model_id: str, state: dict) -> str | None:
 
 def prepare(nb):
     """`nb` as the report shows it: each widget view replaced by the text of its final state (a static page
-    has no widget manager), the widget state dropped (the template would load a manager from a CDN for it)."""
+    has no widget manager), the widget state dropped (the template would load a manager from a CDN for it),
+    every output without local paths and warnings without their source line
+    (:func:`pqlab.publish.report_context.clean_output`)."""
     state = (nb.metadata.pop("widgets", None) or {}).get(WIDGET_STATE, {}).get("state", {})
     for output in _outputs(nb):
+        clean_output(output)
         data = output.get("data", {})
         if WIDGET_VIEW in data:
             view = data.pop(WIDGET_VIEW)
@@ -118,10 +124,11 @@ def notebook_facts(path: Path, nb) -> Notebook:
     """What the index says about `nb` (read from `path`), its exports not yet collected."""
     run = nb.metadata.get("papermill", {})
     cells = sum(c.get("metadata", {}).get("papermill", {}).get("duration") is not None for c in nb.cells)
+    parameters, injected = executed_parameters(nb)
     return Notebook(stem=path.stem, title=_title(nb), ended=run.get("end_time") or "",
                     started=run.get("start_time") or "", seconds=run.get("duration"), cells=cells,
-                    parameters=dict(run.get("parameters") or {}), errors=count_errors(nb),
-                    images=count_images(nb))
+                    parameters=parameters, errors=count_errors(nb), images=count_images(nb),
+                    injected=injected)
 
 
 # ----- exports --------------------------------------------------------------------------------------------
@@ -163,5 +170,6 @@ def collect_exports(exports: Path, book: Notebook, out: Path) -> tuple[list[dict
                 links.append(f"exports/{kind}/{book.stem}/{src.name}")
             mtime = sidecar.stat().st_mtime
             found.append({**data, "kind": kind, "sidecar": links[0] if links else "", "links": links[1:],
-                          "absent": absent, "stale": started is not None and mtime < started})
+                          "absent": absent, "stale": started is not None and mtime < started,
+                          "folder": str(folder)})
     return found, copied, notes

@@ -11,7 +11,9 @@ statistics.
                     so not a registered program; started as ``sys.executable screen.py``, its answers checked
                     as a registered program's are (protocol, commands, exit codes), its request in JSON
     liboqs          liboqs's KEM decapsulation through pqlab's lean path, in this process (a C loop times each
-                    call); its documents have the protocol's shape
+                    call); its documents have the protocol's shape.  Its power check (a request's
+                    ``delays_ns``) puts native/leakage/liboqs/inject.c's wrapper in place of OQS_KEM_decaps:
+                    the wrapper calls it, then busy-waits a call's delay inside the loop's timed interval
 
 The registered programs go through :mod:`pqlab.runners.program` (built on first need, their ``list`` checked
 for the protocol and their commands, every library version they report checked against their lock).
@@ -24,15 +26,18 @@ for the protocol and their commands, every library version they report checked a
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import subprocess
 import sys
 import time
 from functools import cache
+from pathlib import Path
 
 from pqlab.backends import liboqs as liboqs_adapter  # by module: a test replaces its decaps_each
 from pqlab.core.errors import UnknownName
 from pqlab.liboqs.loader import import_oqs
+from pqlab.measure.cycles import compile_helper, load_helper
 from pqlab.runners import program
 from pqlab.runners.base import RunnerError
 
@@ -47,6 +52,8 @@ PACKAGES = {"python-rsa": "rsa", "python-ecdsa": "ecdsa", "cryptography": "crypt
 LIBOQS_KEMS = ("ML-KEM-768", "FrodoKEM-640-SHAKE")
 LIBOQS_CLASSES = ("valid", "invalid-first", "invalid-last")
 LIBOQS_COUNTER = "clock_gettime(CLOCK_MONOTONIC) in C"
+#: The liboqs power check's wrapper of OQS_KEM_decaps (busy-waits a call's delay inside the timed interval).
+INJECT_SOURCE = Path(__file__).resolve().parents[2] / "native" / "leakage" / "liboqs" / "inject.c"
 
 
 class LeakageRunError(RunnerError):
@@ -202,8 +209,12 @@ def _liboqs_screen(request: dict) -> dict:
     if warm:
         liboqs_adapter.decaps_each(kem, sk, cts, [c for b in range(warm) for c in order[b % len(order)]])
     calls = [c for block in order for c in block]
+    delays = request.get("delays_ns") or [0] * k
     start = time.monotonic()
-    secrets, ns = liboqs_adapter.decaps_each(kem, sk, cts, calls)
+    if any(delays):
+        secrets, ns, spun = _injected(kem, sk, cts, calls, [int(delays[c]) for c in calls])
+    else:
+        secrets, ns, spun = (*liboqs_adapter.decaps_each(kem, sk, cts, calls), None)
     wall = time.monotonic() - start
     bad = next((i for i, c in enumerate(calls) if secrets[i * n:(i + 1) * n] != expected[c]), None)
     if bad is not None:
@@ -215,4 +226,40 @@ def _liboqs_screen(request: dict) -> dict:
     return {"protocol": PROTOCOL, "program": LIBOQS, "target": entry["name"], "implementation": "liboqs",
             "version": entry["version"], "operation": entry["operation"], "classes": list(classes),
             "counter": LIBOQS_COUNTER,
-            "times_ns": times, "checked": len(calls), "wall_s": wall}
+            "times_ns": times, "checked": len(calls), "wall_s": wall,
+            **({"injected_ns": [_median([w for w, c in zip(spun, calls) if c == i]) for i in range(k)]}
+               if spun is not None else {})}
+
+
+def _median(values: list[int]) -> int:
+    return sorted(values)[len(values) // 2] if values else 0
+
+
+@cache
+def _inject_library() -> ctypes.CDLL:
+    """native/leakage/liboqs/inject.c, compiled on first need into pqlab's cache (as the lean loops are)."""
+    what = "the timing screen's delay injection"
+    lib = load_helper(compile_helper([INJECT_SOURCE], "leakage_inject", what),
+                      ("pqlab_inject_setup", "pqlab_inject_decaps"), what)
+    lib.pqlab_inject_setup.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.pqlab_inject_setup.restype = None
+    return lib
+
+
+def _injected(kem: str, sk: bytes, cts: list[bytes], calls: list[int], delays: list[int]):
+    """:func:`pqlab.backends.liboqs.decaps_each` with the power check's wrapper in place of OQS_KEM_decaps:
+    call i busy-waits ``delays[i]`` ns inside its timed interval.  (secrets, ns, what each wait added)."""
+    lib = _inject_library()
+    n = len(calls)
+    wanted, spun = (ctypes.c_uint64 * n)(*delays), (ctypes.c_uint64 * n)()
+    original = liboqs_adapter._c
+    api, loops = original()
+    lib.pqlab_inject_setup(api["OQS_KEM_decaps"][1], ctypes.addressof(wanted), ctypes.addressof(spun))
+    wrapper = ctypes.cast(lib.pqlab_inject_decaps, ctypes.c_void_p).value
+    # decaps_each reads OQS_KEM_decaps's address from _c(): the wrapper's, for this one loop
+    liboqs_adapter._c = lambda: ({**api, "OQS_KEM_decaps": (api["OQS_KEM_decaps"][0], wrapper)}, loops)
+    try:
+        secrets, ns = liboqs_adapter.decaps_each(kem, sk, cts, calls)
+    finally:
+        liboqs_adapter._c = original
+    return secrets, ns, list(spun)

@@ -191,6 +191,17 @@ def changes(runs: dict[str, Run], chosen: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def for_paper(moved: pd.DataFrame) -> pd.DataFrame:
+    """:func:`changes` as the paper sets it: the builds without the "liboqs-" every row repeats, and the newer
+    name only where it differs from the one asked ("same" otherwise), so that a registered source build
+    (liboqs-0.16.0+source) and a newer release's names (SLH_DSA_PURE_SHA2_128F) fit the page."""
+    out = moved.copy()
+    for column in ("from", "to"):
+        out[column] = out[column].astype(str).str.removeprefix("liboqs-")
+    out["newer_name"] = ["same" if n == a else n for n, a in zip(out["newer_name"], out["algorithm"])]
+    return out
+
+
 def notes(chosen: pd.DataFrame) -> pd.DataFrame:
     """The release notes (:data:`NOTES_TABLE`, transcribed from liboqs's RELEASE.md with provenance) of the
     releases after the oldest build's up to the newest one's, for the families of the names measured."""

@@ -8,10 +8,13 @@ tables, figure and sentences:
 
 * :func:`run` the plan (each item: program, target, blocks, and the group and role it plays);
 * :func:`verdicts` one row per screen, :func:`published` the published effect sizes beside ours
-  (``data/reference/09_leakage_published.csv``), :func:`false_positives` the screen's own error rate;
-* :func:`plot_quantiles` the class distributions as quantile differences; :func:`describe_counts` how many
-  screens said what (a screen with no verdict counted as such, never as a clean one); :func:`closing_note`
-  what this screen can and cannot detect on this machine, from the data;
+  (``data/reference/09_leakage_published.csv``, each row saying what differs), :func:`false_positives` the
+  screen's own error rate, :func:`power` each screen's power measured by injection
+  (:mod:`pqlab.studies.timing_leakage_power`);
+* :func:`plot_quantiles` the class distributions as quantile differences with bootstrap bands
+  (:mod:`pqlab.studies.timing_leakage_compare`); :func:`describe_counts` how many screens said what (a screen
+  with no verdict counted as such, never as a clean one); :func:`closing_note` what this screen can and
+  cannot detect on this machine, from the data;
 * :func:`under_load` the evidence for :data:`pqlab.checks.leakage.FREE_CORES`: the false-positive experiment
   and two known leaks under a standard background load (:mod:`pqlab.measure.load`), stated by
   :func:`describe_load_check`.
@@ -27,12 +30,36 @@ import pandas as pd
 
 from pqlab.checks import leakage
 from pqlab.core.errors import BadInput, UnknownName, choice
-from pqlab.core.formatting import Column, mpl_text
+from pqlab.core.formatting import Column
 from pqlab.core.formatting import markdown as m
 from pqlab.measure import load as loads
-from pqlab.publish import plotting
 from pqlab.runners import leakage as programs
 from pqlab.store.recorder import RunRecorder
+from pqlab.studies.timing_leakage_compare import (  # noqa: F401 - re-exported: the notebook's names
+    EXPECTED_FACTOR,
+    QUANTILES,
+    beyond_expectation,
+    describe_published,
+    describe_shapes,
+    differences,
+    plot_quantiles,
+    published,
+    quantile_bands,
+    ratio_interval,
+    shape,
+)
+from pqlab.studies.timing_leakage_power import (  # noqa: F401 - re-exported: the notebook's names
+    POWER_COLUMNS,
+    POWER_SHARE,
+    describe_controls,
+    describe_power,
+    halfwidth,
+    power,
+    power_summary,
+    power_text,
+    steps,
+    with_power,
+)
 
 TOPIC = "09_timing_leakage"
 ROLES = ("known leak", "fixed", "clean control")
@@ -47,13 +74,17 @@ _KEYS = {"program", "target", "blocks", "group", "role", "classes"}
 #: one unit across a row's numbers
 _NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]
 #: The columns a reader sees of :func:`verdicts` and of :func:`published`.
-VERDICT_COLUMNS = ["group", "role", "implementation", "version", "target", "verdict", *_NS,
-                   Column("detectable_ns", unit="ns"), "blocks", "wall_s", "others_cores"]
+#: ``power_ns``: the smallest injected delay the screen found (:mod:`pqlab.studies.timing_leakage_power`).
+_POWER = Column("power_ns", label="Smallest injected delay found", unit="ns")
+VERDICT_COLUMNS = ["group", "role", "implementation", "version", "target", "verdict", *_NS, _POWER, "blocks",
+                   "processes", "wall_s", "others_cores"]
 #: The paper table's columns (the page's width): group and release name each screen; the rest is in the
 #: notebook and CSV.
-PAPER_COLUMNS = ["group", "role", "release", "verdict", *_NS, Column("detectable_ns", unit="ns"), "blocks"]
+PAPER_COLUMNS = ["group", "role", "release", "verdict", *_NS, _POWER, "blocks"]
 PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit="ns"),
-                     "published_repetitions", "ours", "verdict", *_NS, "blocks", "ours_over_published"]
+                     "published_repetitions", "ours", "verdict", *_NS, "blocks", "ours_over_published",
+                     Column("ratio_low", label="Ratio CI low"), Column("ratio_high", label="Ratio CI high"),
+                     "differs"]
 
 
 @dataclass(frozen=True)
@@ -145,7 +176,7 @@ def _rows(rec: RunRecorder, item: Item, s: leakage.Screen) -> tuple[list[dict], 
                                     verdict=s.verdict, reason=s.reason, median_diff_ns=d["median_ns"],
                                     ci_low_ns=d["ci_low_ns"],
                                     ci_high_ns=d["ci_high_ns"], min_p=float(tests["p"].min()),
-                                    detectable_ns=s.detectable_ns, blocks=s.blocks, rounds=s.processes,
+                                    bound_ns=s.bound_ns, blocks=s.blocks, rounds=s.processes,
                                     wall_s=s.wall_s, counter=s.counter, alpha=s.alpha, load=s.load,
                                     others_cores=s.others_cores, quiet_s=s.quiet_s, verified=True))
     if s.times is None:
@@ -202,70 +233,63 @@ def run(items: Sequence[Item], *, alpha: float = leakage.ALPHA, warmup_blocks: i
 # --------------------------------------------------------------------------- tables
 
 
+def _notes(program: str, target: str) -> str:
+    """The program's notes on `target` (its build, e.g. the OpenSSL it links), '' where it cannot say."""
+    if programs.why_not(program):
+        return ""
+    try:
+        return str(programs.target(program, target).get("notes", ""))
+    except (programs.LeakageRunError, UnknownName):
+        return ""
+
+
+def counterparts(df: pd.DataFrame) -> list[str]:
+    """Per row of a verdicts table: what a fixed release or control is set against, from the group's known
+    leaks: "the same library, another release (3.2.1)" or "another library than the known leak (...)"."""
+    out = []
+    for _, r in df.iterrows():
+        leaks = df[(df["group"] == r["group"]) & (df["role"] == "known leak")]
+        if r["role"] == "known leak" or leaks.empty:
+            out.append("")
+        elif (leaks["implementation"] == r["implementation"]).any():
+            others = leaks.loc[leaks["implementation"] == r["implementation"], "version"].astype(str)
+            out.append(f"the same library as the known leak, another release ({', '.join(others)})")
+        else:
+            out.append(f"another library than the known leak ({', '.join(leaks['release'].unique())})")
+    return out
+
+
 def verdicts(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.DataFrame:
     """One row per screen: group, role, implementation and release, the verdict, the largest median difference
-    with its interval, the difference the screen could detect, the blocks and the seconds it took."""
-    df = pd.DataFrame([{"group": item.group, "role": item.role, **s.summary()}
+    with its interval, the widest bound of those intervals (``bound_ns``, not a detectable effect), the
+    blocks, processes and seconds it took, the program's notes on the target (its build) and what a
+    counterpart is set against (:func:`counterparts`)."""
+    df = pd.DataFrame([{"group": item.group, "role": item.role, **s.summary(),
+                        "notes": _notes(item.program, item.target)}
                        for item, s in zip(items, screens) if item.role != IDENTICAL])
     df = df.reindex(columns=list(dict.fromkeys([*df.columns, "largest", "median_ns", "ci_low_ns",
                                                    "ci_high_ns", "min_p"])))  # empty where no screen ran
     df["release"] = (df["implementation"].fillna("") + " " + df["version"].fillna("").astype(str)).str.strip()
+    df["counterpart"] = counterparts(df)
     return df
 
 
-def published(table: pd.DataFrame) -> pd.DataFrame:
-    """The published effect sizes (``09_leakage_published``) beside ours: each published row names the screens
-    (``program/target``, ``;``-separated, the closest first) that run the same release here; ours is the first
-    of them that ran, and empty, with the reason, where none did.  The effect is compared in magnitude (the
-    sign only says which class the source subtracted)."""
-    from pqlab.core.references import load_reference
-
-    ref = load_reference("09_leakage_published")
-    keyed = {f"{r['program']}/{r['target']}": r for _, r in table.iterrows()}
-    rows = []
-    for _, p in ref.iterrows():
-        row = {"source": p["source"], "screen": p["screen"],
-               "published_release": f"{p['implementation']} {p['version']}",
-               "published_ns": abs(p["value_ns"]), "published_interval": p["interval_ns"],
-               "published_repetitions": p["repetitions"], "published_classes": p["classes"]}
-        wanted = p["screen"].split(";") if isinstance(p["screen"], str) and p["screen"] else []
-        ours = next((keyed[w] for w in wanted if w in keyed), None)  # the first of the screens that ran
-        if ours is None:
-            row["ours"] = ("no screen of this release in this run" if wanted
-                           else "no screen of this release here")
-        elif ours["verdict"] == leakage.NOT_SCREENED:
-            row["ours"] = ours["reason"]
-        else:
-            row.update(ours=f"{ours['implementation']} {ours['version']}: {ours['operation']}",
-                       verdict=ours["verdict"], pair=ours["largest"], median_ns=ours["median_ns"],
-                       ci_low_ns=ours["ci_low_ns"], ci_high_ns=ours["ci_high_ns"],
-                       blocks=ours["blocks"])  # signed, as its interval
-            row["ours_over_published"] = (abs(row["median_ns"]) / row["published_ns"] if row["published_ns"]
-                                          else math.nan)
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    return df.reindex(columns=list(dict.fromkeys([*df.columns,
-                                                  *(getattr(c, "name", c) for c in PUBLISHED_COLUMNS)])))
-
-
-def describe_published(side: pd.DataFrame) -> str:
-    """One bullet per published number: theirs, ours for the same release, and how far apart, from the
-    data."""
-    lines = []
-    for _, r in side.iterrows():
-        theirs = (f"published for {m(r['published_release'])}: {r['published_ns']:.0f} ns "
-                  f"({m(r['published_classes'])}, {r['published_repetitions']:.0f} repetitions per class)"
-                  if not math.isnan(r["published_ns"])
-                  else f"no effect size published for {m(r['published_release'])}")
-        if pd.isna(r.get("median_ns")):
-            lines.append(f"- **{m(r['source'])}**: {theirs}; ours: {m(r['ours'])}.")
-            continue
-        ratio = (f"; ours is {r['ours_over_published']:.2g} times the published magnitude"
-                 if not pd.isna(r.get("ours_over_published")) else "")
-        lines.append(f"- **{m(r['source'])}**: {theirs}; ours ({m(r['ours'])}, {m(r['pair'])}, "
-                     f"{r['blocks']:.0f} blocks): {r['verdict']}, {r['median_ns']:.0f} ns "
-                     f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\]{ratio}.")
-    return "\n".join(lines)
+def describe_processes(table: pd.DataFrame) -> str:
+    """How many processes each screen's blocks ran in, from the table: "Every one of the 11 screens ran its
+    blocks in 4 fresh processes of its program", or the counts where they differ."""
+    ran = table[table["blocks"] > 0]
+    if ran.empty:
+        return "No screen ran."
+    counts = ran["processes"].value_counts().sort_index()
+    if len(counts) == 1:
+        n = int(counts.index[0])
+        return (f"Every one of the {len(ran)} screens that ran split its blocks over {n} fresh "
+                f"process{'es' if n > 1 else ''} of its program, each with the same inputs and its own "
+                "warm-up.")
+    return ("The screens split their blocks over fresh processes of their program, each with the same inputs "
+            "and its own warm-up: " + "; ".join(
+                f"{int(c)} screen{'s' if c > 1 else ''} over {int(n)} process{'es' if n > 1 else ''}"
+                for n, c in counts.items()) + ".")
 
 
 def tests_table(items: Sequence[Item], screens: Sequence[leakage.Screen]) -> pd.DataFrame:
@@ -404,45 +428,6 @@ def describe_taint(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- figure
-
-QUANTILES = np.linspace(0.10, 0.90, 17)
-
-
-@plotting.styled
-def plot_quantiles(items: Sequence[Item], screens: Sequence[leakage.Screen], groups: Sequence[str],
-                   width: float = plotting.COLUMN_WIDTH):
-    """Per screen of `groups` (one panel each, known leak and counterpart side by side): each class's
-    quantiles (one line per class, named in the legend under the verdict) minus the first (baseline) class's,
-    from the 10th to the 90th percentile, in ns (tlsfuzzer draws its quantile differences so).  A leak shifts
-    a whole curve away from zero; noise wiggles around it."""
-    import matplotlib.pyplot as plt
-
-    shown = [(i, s) for i, s in zip(items, screens) if i.group in groups and s.times is not None]
-    if not shown:
-        raise ValueError("no screen of these groups has times to draw")
-    cols = 2
-    rows = math.ceil(len(shown) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width, 1.7 * rows + 0.6), squeeze=False)
-    for ax in axes.flat[len(shown):]:
-        fig.delaxes(ax)
-    for ax, (_, s) in zip(axes.flat, shown):
-        base = np.quantile(s.times[:, 0], QUANTILES)
-        for j in range(1, s.times.shape[1]):
-            ax.plot(QUANTILES * 100, np.quantile(s.times[:, j], QUANTILES) - base, marker=".", lw=0.8,
-                    label=mpl_text(s.classes[j]))
-        ax.axhline(0, color="0.5", lw=0.5)
-        ax.set_title(mpl_text(f"{s.implementation} {s.version}"))
-        ax.legend(fontsize=plotting.SMALL_PT, title=s.verdict, title_fontsize=plotting.SMALL_PT,
-                  framealpha=0.8, edgecolor="none")
-    for n, ax in enumerate(axes.flat[:len(shown)]):
-        if n + cols >= len(shown):  # the lowest panel of its column
-            ax.set_xlabel("percentile")
-        if n % cols == 0:
-            ax.set_ylabel("minus the first class (ns)")
-    return fig
-
-
 # --------------------------------------------------------------------------- sentences
 
 
@@ -451,16 +436,18 @@ def describe_screen(table: pd.DataFrame) -> str:
     none."""
     lines = []
     for _, r in table.iterrows():
+        against = f"; {m(r['counterpart'])}" if r.get("counterpart") else ""
         who = (f"**{m(r['implementation'] or r['program'])} {m(r['version'] or '')}** "
-               f"({m(r['target'])}, {r['role']})")
+               f"({m(r['target'])}, {r['role']}{against})")
         if r["verdict"] == leakage.NOT_SCREENED:
             lines.append(f"- {who}: not screened: {m(r['reason'])}")
             continue
         diff = (f"largest median difference {r['median_ns']:.0f} ns "
                 f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\] ({m(r['largest'])})")
+        found = f"; power: {m(r['power'])}" if isinstance(r.get("power"), str) else ""
         lines.append(f"- {who}: **{r['verdict']}**; {diff}; {r['blocks']} blocks in {r['processes']} "
                      f"processes, {r['wall_s']:.1f} s; "
-                     f"{m(r['reason'])}")
+                     f"{m(r['reason'])}{found}")
     return "\n".join(lines)
 
 
@@ -533,7 +520,8 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
     parts = [describe_counts(table),
              f"At a family-wise alpha of {alpha:g} per screen, the screen said \"leak\" for "
              + (", ".join(f"{m(r['implementation'])} {m(r['version'])} ({m(r['target'])}, "
-                          f"{r['median_ns']:.0f} ns)" for _, r in found.iterrows()) or "nothing") + "."]
+                          f"{r['median_ns']:.0f} ns \\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\])"
+                          for _, r in found.iterrows()) or "nothing") + "."]
     known = table[table["role"] == "known leak"]
     missed = known[known["verdict"] != leakage.LEAK]
     if not missed.empty:
@@ -543,12 +531,16 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
     elif not known.empty:
         parts.append(f"It flagged every release known to leak that it screened ({len(known)}).")
     if not clean.empty:
-        parts.append("It found no leak larger than these differences, each the widest bound of the "
-                     f"{leakage.CONFIDENCE:.0%} bootstrap intervals at its sample size: "
-                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} {m(r['target'])}: "
-                                 f"{r['detectable_ns']:.0f} ns ({r['blocks']} blocks)"
+        parts.append("Where it found no leak, what it would have found is measured by injection, not read "
+                     "from an interval: "
+                     + "; ".join(f"{m(r['implementation'])} {m(r['version'])} {m(r['target'])} "
+                                 f"({r['blocks']} blocks): {m(r.get('power') or 'not measured')}"
                                  for _, r in clean.iterrows())
-                     + ". Smaller leaks may exist; none of this says \"constant time\".")
+                     + ". Smaller leaks, and leaks in the slow tail alone, may exist; none of this says "
+                       "\"constant time\".")
+    controls = describe_controls(table) if "ci_low_ns" in table else ""
+    if controls:
+        parts.append(controls)
     if not none.empty:
         parts.append("No verdict, or a difference that is neither a leak nor clean, for: "
                      + "; ".join(f"{m(r['target'])} ({m(r['reason'])})" for _, r in none.iterrows()) + ".")
@@ -558,7 +550,8 @@ def closing_note(table: pd.DataFrame, fp: dict, alpha: float) -> str:
                      + (f" ({fp['runs'] - fp['judged']} of {fp['runs']} runs gave none)."
                         if fp["runs"] > fp["judged"] else "."))
     parts.append("What it cannot see: a leak through inputs outside the classes screened (a screen compares "
-                 "the classes it is given, not every secret), effects smaller than the differences above, "
-                 "leaks through caches or power rather than time, and behaviour on other CPUs, compilers or "
-                 "builds.")
+                 "the classes it is given, not every secret), a shift smaller than the injected delays it "
+                 "finds, a leak in the slow tail alone (the median difference does not move: at best an "
+                 "unresolved difference), a difference below the counter's step, leaks through caches or "
+                 "power rather than time, and behaviour on other CPUs, compilers or builds.")
     return " ".join(parts)

@@ -97,6 +97,7 @@ KIND_CASES = [
     ("ML-DSA-44", "liboqs"),  # sig
     ("ML-KEM-768", "liboqs"),  # kem
     ("X25519", "cryptography"),  # kem (DH as a KEM)
+    ("X448", "cryptography"),  # kem (issue #45: unknown before, and the hint offered Ed448, a signature)
     ("ECDH-P256", "cryptography"),  # kem (DH as a KEM, the classical half of SecP256r1MLKEM768)
     ("RSA-2048-OAEP", "cryptography"),  # pke
     ("AES-256-GCM", "cryptography"),  # cipher
@@ -109,8 +110,8 @@ KIND_CASES = [
 @pytest.mark.parametrize("name,backend", KIND_CASES, ids=[f"{n}@{b}" for n, b in KIND_CASES])
 def test_every_operation_runs_and_its_check_passes(name, backend):
     algo = get(name, backend)
-    kinds = {"Ed25519": "sig", "ML-DSA-44": "sig", "ML-KEM-768": "kem", "X25519": "kem", "ECDH-P256": "kem",
-             "RSA-2048-OAEP": "pke"}
+    kinds = {"Ed25519": "sig", "ML-DSA-44": "sig", "ML-KEM-768": "kem", "X25519": "kem", "X448": "kem",
+             "ECDH-P256": "kem", "RSA-2048-OAEP": "pke"}
     assert algo.kind == kinds.get(name, "cipher")
     for op in algo.operations:
         trial = algo.trial(op, MESSAGE).bound()
@@ -141,7 +142,7 @@ def test_checks_reject_wrong_outputs(name, backend):
             trial.check(bad)
 
 
-AUTHENTICATED = {"Ed25519": False, "ML-DSA-44": False, "ML-KEM-768": False, "X25519": False,
+AUTHENTICATED = {"Ed25519": False, "ML-DSA-44": False, "ML-KEM-768": False, "X25519": False, "X448": False,
                  "ECDH-P256": False,
                  "RSA-2048-OAEP": True,
                  "AES-256-GCM": True, "ChaCha20-Poly1305": True, "AES-256-CBC": False}

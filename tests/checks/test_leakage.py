@@ -68,9 +68,9 @@ def test_a_leak_needs_a_significant_test_and_an_interval_that_excludes_zero():
     assert set(leakage.leaking(friedman, diffs)["pair"]) == {"b - a", "c - a"}
 
 
-def test_the_detectable_difference_is_the_widest_bound():
+def test_the_bound_is_the_widest_bound_of_the_intervals():
     diffs = pd.DataFrame({"ci_low_ns": [-3.0, -12.5], "ci_high_ns": [8.0, 2.0]})
-    assert leakage.detectable(diffs) == 12.5
+    assert leakage.bound(diffs) == 12.5
 
 
 def test_orders_are_random_permutations_and_reproducible():
@@ -124,7 +124,7 @@ def test_liboqs_decapsulation_is_screened_and_every_call_checked():
     assert s.times.shape == (200, 3) and (s.times > 0).all()
     assert s.verdict in (leakage.LEAK, leakage.NO_LEAK, leakage.NO_VERDICT)
     assert s.version and s.counter == programs.LIBOQS_COUNTER
-    assert s.detectable_ns is not None and s.detectable_ns >= 0
+    assert s.bound_ns is not None and s.bound_ns >= 0
     assert s.noise["wall_s"] > 0 and "scalar_start_ns" in s.noise
 
 

@@ -100,7 +100,7 @@ def _screen(target, verdict, *, others=0.0, load="", quiet_s=None, median=0.0, r
                           "significant": [False]})
     return leakage.Screen("liboqs", target, list(role_classes), verdict, reason=f"{verdict} because",
                           implementation="liboqs", version="x", times=np.zeros((100, 2)), differences=diffs,
-                          tests=tests, detectable_ns=3.0, wall_s=30.0,
+                          tests=tests, bound_ns=3.0, wall_s=30.0,
                           noise={"others_cores": others, "steal": 0.0},
                           load=load, others_cores=others, quiet_s=quiet_s)
 

@@ -17,11 +17,11 @@ from pqlab.checks import crosscheck, vectors
 from pqlab.core.paths import ROOT
 from pqlab.liboqs import loader as liboqs_loader
 
-CLASSICAL = ["X25519", "ECDH-P256", "Ed25519", "Ed448", "ECDSA-P256", "ECDSA-P384", "RSA-2048-PKCS1v15-sig",
-             "RSA-3072-PKCS1v15-sig", "RSA-2048-PSS", "RSA-3072-PSS", "RSA-2048-PKCS1v15-enc",
-             "RSA-2048-OAEP", "AES-256-GCM", "ChaCha20-Poly1305", "AES-256-CBC"]
+CLASSICAL = ["X25519", "X448", "ECDH-P256", "Ed25519", "Ed448", "ECDSA-P256", "ECDSA-P384",
+             "RSA-2048-PKCS1v15-sig", "RSA-3072-PKCS1v15-sig", "RSA-2048-PSS", "RSA-3072-PSS",
+             "RSA-2048-PKCS1v15-enc", "RSA-2048-OAEP", "AES-256-GCM", "ChaCha20-Poly1305", "AES-256-CBC"]
 #: the fewest vectors each must run (the files have more; a lower count means the vectors were not expressed)
-AT_LEAST = {"X25519": 500, "ECDH-P256": 340, "Ed25519": 150, "Ed448": 80, "ECDSA-P256": 470,
+AT_LEAST = {"X25519": 500, "X448": 500, "ECDH-P256": 340, "Ed25519": 150, "Ed448": 80, "ECDSA-P256": 470,
             "ECDSA-P384": 490, "RSA-2048-PKCS1v15-sig": 250, "RSA-3072-PKCS1v15-sig": 200,
             "RSA-2048-PSS": 100, "RSA-3072-PSS": 50, "RSA-2048-PKCS1v15-enc": 60, "RSA-2048-OAEP": 25,
             "AES-256-GCM": 40, "ChaCha20-Poly1305": 250, "AES-256-CBC": 70}

@@ -104,3 +104,37 @@ def test_precision_markdown_states_median_worst_and_misses():
         "rounds): median ±0.40 %, worst ±2.00 % over 3 rows; 1 of 3 rows are wider than their target of "
         "±1.00 % (flag `precision-not-reached`, whose detail says what ended their rounds).")
     assert "not recorded" in context.precision_markdown(m.assign(time_ns_rel_ci=float("nan")))
+
+
+def test_the_caveats_say_profile_rounds_busy_rounds_and_nonconforming_timed(monkeypatch):
+    """Issue #45: the quick profile's caveats (rounds, busy rounds) appeared only in context tables and
+    footnotes; now a caveats paragraph opens every notebook's context block and is a row the paper's run
+    context prints."""
+    import pandas as pd
+
+    from pqlab.core import paths
+
+    monkeypatch.setattr(paths, "PROFILE", "quick")
+    noise = [{"round": 0, "busy": True}, {"round": 1, "busy": False}, {"round": 2}]
+    run = fake_run("q1", round_noise=noise, allowed_nonconforming=["ML-DSA-44@liboqs"])
+    run.run_id = "q1"
+    run.measurements = pd.DataFrame({"rounds": [3, 3, 5]})
+    said = context.caveats([run])
+    assert said[0].startswith("Made in the quick profile") and "cite the full profile" in said[0]
+    assert "3 to 5 rounds" in said[0]
+    assert said[1].startswith("1 of 3 rounds ran while the machine was busy")
+    assert "ML-DSA-44@liboqs" in said[2] and "non-conforming" in said[2]
+    screen = fake_run("s1")  # a run without rounds (a leakage screen's processes): no sentence on rounds
+    screen.run_id, screen.measurements = "s1", pd.DataFrame({"rounds": [4]})
+    assert "rounds" not in context.caveats([screen])[0]
+    block = context.context_markdown([run])
+    assert block.startswith("**Caveats.** Made in the quick profile")
+    assert dict(context.run_context([run]))["caveats"] == " ".join(said)
+
+
+def test_the_footer_names_every_liboqs_build_a_figure_compares():
+    """Issue #45: notebook 04's speed-up figure compares two builds; its footer named one."""
+    a = fake_run("a", liboqs={"liboqs_version": "0.13.0", "options": "default"})
+    b = fake_run("b", liboqs={"liboqs_version": "0.13.0", "options": "generic"})
+    line = context.context_line([a, b])
+    assert "liboqs 0.13.0 default and 0.13.0 generic" in line

@@ -223,3 +223,33 @@ def test_two_line_category_labels_too_many_to_stand_upright_run_down_the_side(ex
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="value",
                                 width=plotting.COLUMN_WIDTH)
     assert plotting.categories_on_y(fig.axes[0])
+
+
+def test_whiskers_and_bands_say_what_they_are():
+    """Issue #45: figures with whiskers did not say that the whiskers are quartiles."""
+    df = pd.DataFrame({"algorithm": ["A", "B"], "operation": ["sign", "sign"], "time_ns_median": [1e3, 2e3],
+                       "time_ns_q1": [9e2, 1.8e3], "time_ns_q3": [1.1e3, 2.2e3],
+                       "time_ns_ci_low": [9.5e2, 1.9e3], "time_ns_ci_high": [1.05e3, 2.1e3], "x": [1, 2]})
+    fig = plotting.grouped_bars(df, category="algorithm", group="operation", value="time_ns_median",
+                                low="time_ns_q1", high="time_ns_q3", unit="µs", horizontal=False)
+    assert fig.axes[0].get_ylabel().endswith("(whiskers: quartiles)")
+    fig = plotting.hbars(df, label="algorithm", value="time_ns_median", hue="operation",
+                         low="time_ns_ci_low", high="time_ns_ci_high")
+    assert fig.axes[0].get_xlabel().endswith("(whiskers: 95 % interval)")
+    fig = plotting.lines(df, x="x", y="time_ns_median", hue="operation", low="time_ns_ci_low",
+                         high="time_ns_ci_high")
+    assert fig.axes[0].get_ylabel().endswith("(band: 95 % interval)")
+    assert plotting.interval_note(None, None) == ""
+    plt.close("all")
+
+
+def test_a_ranking_on_a_log_axis_draws_points_not_bars():
+    """Issue #45: bars on a log axis (a bar's length there depends on where the axis starts)."""
+    from matplotlib.patches import Rectangle
+
+    df = pd.DataFrame({"label": ["a", "b"], "v": [2.0, 30.0], "family": ["lattice", "hash-based"]})
+    log = plotting.hbars(df, label="label", value="v", log=True)
+    assert not [p for p in log.axes[0].patches if isinstance(p, Rectangle)] and log.axes[0].collections
+    linear = plotting.hbars(df, label="label", value="v", log=False)
+    assert len([p for p in linear.axes[0].patches if isinstance(p, Rectangle)]) == 2
+    plt.close("all")

@@ -59,7 +59,7 @@ DOCUMENT = (r"""\documentclass[10pt,twocolumn]{article}
 \usepackage{pqlabtables}
 \begin{document}
 \input{my_question/numbers}
-ML-DSA-65 signs in \pqlabMldsaOverEcdsaSign{} the time ECDSA-P384 takes.
+ML-DSA-65 signs in \pqlabMldsaOverEcdsaSign{} the time ECDSA-P384 takes (\pqlabMldsaOverEcdsaSignNote{}).
 \begin{figure}\centering\includegraphics{FIGURES/my_question/times.col.pdf}"""
             r"""\caption{Sign and verify}\end{figure}
 \input{my_question/times}

@@ -2,11 +2,12 @@
 checked in a browser.
 
 A tiny notebook (a matplotlib figure, an SVG, an image from a file, an image its Markdown links, a table,
-Markdown output, a progress bar) is executed with papermill into tmp_path with a hostile parameter, beside
-exports whose run context carries hostile text; the report is rendered from it and every page is opened in
-Debian's chromium through Playwright (``executable_path``: no browser is ever downloaded).  Without chromium
-or Playwright the browser tests skip, unless PQLAB_REQUIRE_BROWSER=1 (CI): then they fail with one line naming
-``python -m pqlab.app.provision browser``.
+Markdown output, a progress bar, a warning naming local folders, a table wider than the page, words a referee
+must not miss) is executed with papermill into tmp_path with a hostile parameter, beside exports whose run
+context carries hostile text and a liboqs build in several forms; the report is rendered from it and every
+page is opened in Debian's chromium through Playwright (``executable_path``: no browser is ever downloaded).
+Without chromium or Playwright the browser tests skip, unless PQLAB_REQUIRE_BROWSER=1 (CI): then they fail
+with one line naming ``python -m pqlab.app.provision browser``.
 """
 from __future__ import annotations
 
@@ -31,13 +32,16 @@ HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(2)>&amp;'
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
                          "hKmMIQAAAABJRU5ErkJggg==")
 STEM = "01_tiny"
+#: a liboqs build as run contexts name it
+LIBOQS = "0.16.0 (default build; COMPILE_BUILD_TARGET=x86_64-Linux, DIST_BUILD=1, OPT_TARGET=generic)"
 
 
 def tiny_notebook() -> nbformat.NotebookNode:
     cells = [
         new_markdown_cell("# 01 · Does the report show a tiny notebook?\n\n"
                           "An image its Markdown links: ![a pixel](pixel.png)"),
-        new_code_cell('label = "plain"', metadata={"tags": ["parameters"]}),
+        new_code_cell('label = "plain"\nsteps = 3  # stored, not injected',
+                      metadata={"tags": ["parameters"]}),
         new_code_cell("%matplotlib inline\nimport matplotlib.pyplot as plt\n\n"
                       "fig, ax = plt.subplots(figsize=(2, 1.5))\nax.plot([1, 2, 3], [1, 4, 9])\nplt.show()"),
         new_code_cell("from IPython.display import SVG, Image, Markdown, display\n\n"
@@ -48,7 +52,17 @@ def tiny_notebook() -> nbformat.NotebookNode:
                       "display(formatting.table(pd.DataFrame({'algorithm': ['ML-KEM-768', label], "
                       "'public_key_bytes': [1184, 32]})))"),
         new_code_cell("print(label)\ndisplay(Markdown(formatting.markdown(label)))"),
-        new_code_cell("from tqdm.auto import tqdm\n\nfor _ in tqdm(range(3), desc='steps'):\n    pass"),
+        new_code_cell("from tqdm.auto import tqdm\n\nfor _ in tqdm(range(steps), desc='steps'):\n    pass"),
+        new_code_cell("import tempfile, warnings\nfrom pathlib import Path\nfrom pqlab.core import paths\n"
+                      "from pqlab.core.errors import PqlabWarning\n\n"
+                      "warnings.warn(f'cached in {Path.home()}/.cache/x, '\n"
+                      "              f'built in {tempfile.gettempdir()}/pqlab-b, '\n"
+                      "              f'from {paths.ROOT}/pqlab/x.py', PqlabWarning)"),
+        new_code_cell("display(pd.DataFrame({f'a_rather_long_column_name_{i}': [i] for i in range(40)}))"),
+        new_code_cell("busy = 1  # a name in code is not flagged\n"
+                      "display(Markdown('3 rounds, 1 busy; 3 rounds, 0 busy; leakage screen: no verdict'))\n"
+                      "display(formatting.table(pd.DataFrame({'algorithm': ['ML-DSA-44'], "
+                      "'status': ['non-conforming']})))"),
     ]
     return new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                               "language": "python"}})
@@ -79,10 +93,19 @@ def write_exports(exports: Path) -> None:
     figures.mkdir(parents=True)
     (figures / "pixel.png").write_bytes(PIXEL)
     record = {"export": "figure", "topic": STEM, "name": "pixel", "profile": "quick", "runs": [run.run_id],
-              "context": [["CPU", HOSTILE], ["runs", run.run_id]],
+              "context": [["CPU", HOSTILE], ["liboqs", f"{LIBOQS} (run {run.run_id}); not loaded (run r-b)"],
+                          ["runs", run.run_id]],
               "files": ["pixel.png", "../../../etc/passwd"]}
     (figures / "pixel.export.json").write_text(json.dumps(record))
     os.utime(figures / "pixel.export.json", (946684800, 946684800))  # before the notebook ran: stale
+    other = {**record, "name": "other", "files": [], "context": [["liboqs", LIBOQS], ["runs", run.run_id]]}
+    (figures / "other.export.json").write_text(json.dumps(other))
+    # the run's metadata where the report looks for it (data/results of the PQLAB_OUTPUT above the exports)
+    results = exports.parent.parent / "data" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{run.run_id}.meta.json").write_text(json.dumps(
+        {"conformance": {"ML-DSA-44@liboqs": {"status": "non-conforming"}, "Ed25519@cryptography":
+                         {"status": "conforms"}}}))
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +247,9 @@ def test_the_check_finds_error_outputs_missing_images_outside_requests_and_stray
 
 
 def test_a_missing_browser_skips_here_and_fails_in_ci(monkeypatch):
-    monkeypatch.setattr(report, "find_chromium", lambda: None)
+    from pqlab.publish import report_browser
+
+    monkeypatch.setattr(report_browser, "find_chromium", lambda: None)
     monkeypatch.delenv("PQLAB_CHROMIUM", raising=False)
     for required, outcome in ((False, pytest.skip.Exception), (True, pytest.fail.Exception)):
         monkeypatch.setenv("PQLAB_REQUIRE_BROWSER", "1" if required else "0")
@@ -258,3 +283,109 @@ def test_a_notebook_still_running_is_named_on_the_index():
                            seconds=None, cells=3, parameters={}, errors=0, images=0)
     index = report.render_index([book], "quick", [], [], [], [])
     assert "05_energy: papermill recorded no end: it was still running" in index
+
+
+# ----- the referee's findings -------------------------------------------------------------------------------
+
+def _text(page: str) -> str:
+    """A page's text as a reader sees it (tags dropped, entities decoded; styles left out)."""
+    page = re.sub(r"<style\b.*?</style>", "", page, flags=re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_the_index_shows_each_notebooks_parameters_as_executed(built):
+    index = (built.out / "index.html").read_text()
+    assert "steps=3" in index  # stored in the parameters cell: papermill's metadata does not name it
+    assert f"label={html.escape(repr(HOSTILE))}" in index  # injected by papermill
+    assert built.report.notebooks[0].parameters == {"label": repr(HOSTILE), "steps": "3"}
+    assert built.report.notebooks[0].injected == {"label"}
+
+
+def test_the_run_context_is_one_block_per_page_with_each_liboqs_build_once(built):
+    for name in ("index.html", f"{STEM}.html"):
+        page = (built.out / name).read_text()
+        assert page.count('<dl class="pqlab-context">') == 1, name
+        text = _text(page)
+        assert text.count("DIST_BUILD=1") == 1, name  # three forms of one build: shown once
+        for what in ("machine", "OS", "Python", "liboqs", "conformance", "counter", "profile", "rounds",
+                     "busy rounds"):
+            assert re.search(rf"<dt>{what}</dt>", page), (name, what)
+    index = (built.out / "index.html").read_text()
+    assert '<span class="pqlab-flag">non-conforming</span>: ML-DSA-44@liboqs' in index
+
+
+def test_outputs_show_no_local_paths_and_no_source_line_under_a_warning(built):
+    import tempfile
+
+    text = _text((built.out / f"{STEM}.html").read_text())
+    assert "PqlabWarning: cached in ~/.cache/x, built in <tmp>/pqlab-b, from pqlab/x.py" in text
+    for local in (str(paths.ROOT) + "/", tempfile.gettempdir() + "/", str(Path.home()) + "/"):
+        assert local not in text, local
+    assert "warnings.warn(f'cached" not in text.split("PqlabWarning:")[1]  # no echo of the source line
+
+
+def test_local_paths_and_warnings_are_cleaned_in_any_output():
+    from pqlab.publish import report_context
+
+    stderr = (f"{paths.ROOT}/pqlab/benchmark.py:226: PqlabWarning: runs on liboqs\n"
+              "  announce_defaults(algorithms)  # the echo\nan ordinary line\n  indented, kept\n")
+    assert report_context.local_paths(report_context.clean_warnings(stderr)) == (
+        "pqlab/benchmark.py:226: PqlabWarning: runs on liboqs\nan ordinary line\n  indented, kept\n")
+    assert report_context.local_paths("/var/tmp/x /tmpfoo /a/tmp/b") == "<tmp>/x /tmpfoo /a/tmp/b"
+
+
+def test_busy_no_verdict_and_non_conforming_are_flagged_but_not_in_code(built):
+    page = (built.out / f"{STEM}.html").read_text()
+    flagged = re.findall(r'<span class="pqlab-flag">([^<]*)</span>', page)
+    assert {"1 busy", "no verdict", "non-conforming"} <= set(flagged), flagged
+    assert "0 busy" not in flagged and "busy" not in flagged  # "0 busy" is fine; `busy = 1` is code
+    from pqlab.publish.report_context import flag
+
+    assert flag('<style>.busy{}</style><code>busy</code><td title="busy">BUSY</td>') == (
+        '<style>.busy{}</style><code>busy</code><td title="busy"><span class="pqlab-flag">BUSY</span></td>')
+
+
+#: each table's width and its column's (the nearest notebook cell, else the page body; content box)
+WIDTHS = """() => Array.from(document.querySelectorAll('table')).map(t => {
+  const col = (t.parentElement && t.parentElement.closest('.jp-Cell')) || document.body;
+  const c = col.getBoundingClientRect(), s = getComputedStyle(col);
+  return [t.getBoundingClientRect().width,
+          c.width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)];
+})"""
+
+
+def test_no_table_is_wider_than_its_column_in_chromium(built):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    page_html = (built.out / f"{STEM}.html").read_text()
+    assert "a_rather_long_column_name_39" in page_html  # the wide table is there
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=report.find_chromium())
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            for name in ("index.html", f"{STEM}.html"):
+                page.goto((built.out / name).as_uri(), wait_until="load")
+                widths = page.evaluate(WIDTHS)
+                assert widths and all(t <= col + 1 for t, col in widths), (name, widths)
+        finally:
+            browser.close()
+    checked = report.check_pages(built.out)  # the report's own check says the same
+    assert not [p for p in checked.problems if "wider than their column" in p], checked.summary()
+
+
+def test_the_flag_class_is_applied_in_chromium(built):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=report.find_chromium())
+        try:
+            page = browser.new_page()
+            page.goto((built.out / f"{STEM}.html").as_uri(), wait_until="load")
+            flagged = page.eval_on_selector_all(".pqlab-flag", "els => els.map(e => e.textContent)")
+            background = page.eval_on_selector(".pqlab-flag", "e => getComputedStyle(e).backgroundColor")
+        finally:
+            browser.close()
+    assert {"1 busy", "no verdict", "non-conforming"} <= set(flagged)
+    assert background not in ("", "rgba(0, 0, 0, 0)")

@@ -78,3 +78,18 @@ def test_changes_pair_each_name_across_builds_with_an_interval_and_label_another
     assert "⚠ different algorithms: HQC-2023-128 → HQC-2025-1" in hqc["verdict"] and not hqc["called"]
     text = lr.describe(chosen, moved.reset_index())
     assert "1 of 2 operations changed" in text and "ML-KEM-768 decaps 0.65×" in text
+
+
+def test_the_paper_table_drops_the_repeated_prefix_and_names_only_a_changed_name():
+    """A registered source build and 0.16's names made the exported table wider than the page."""
+    import pandas as pd
+
+    from pqlab.studies import liboqs_releases
+
+    moved = pd.DataFrame({"algorithm": ["ML-KEM-768", "SPHINCS+-SHA2-128f-simple"],
+                          "from": ["liboqs-0.13.0", "liboqs-0.13.0"],
+                          "to": ["liboqs-0.16.0+source", "liboqs-0.16.0+source"],
+                          "newer_name": ["ML-KEM-768", "SLH_DSA_PURE_SHA2_128F"]})
+    out = liboqs_releases.for_paper(moved)
+    assert list(out["to"]) == ["0.16.0+source"] * 2 and list(out["from"]) == ["0.13.0"] * 2
+    assert list(out["newer_name"]) == ["same", "SLH_DSA_PURE_SHA2_128F"]

@@ -34,16 +34,17 @@ def synthetic_run(sides, rounds=6, run_id="20261126T000000Z-own-abc123", operati
     rng = np.random.default_rng(1)
     shared = np.exp(rng.normal(0, 0.05, rounds))
     measurements, samples = [], []
-    for algorithm, backend, implementation, loops, ns, build in sides:
+    for algorithm, backend, implementation, loops, ns, build, *own in sides:
+        operation_of_side = own[0] if own else operation
         measurements.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
-                             "operation": operation, "message_bytes": message_bytes, "loops": loops,
+                             "operation": operation_of_side, "message_bytes": message_bytes, "loops": loops,
                              "verified": True, "implementation": implementation,
                              "library_version": implementation.split()[1], "time_ns_median": ns,
                              "samples": rounds * 4})
         for r in range(rounds):
             for i in range(4):
                 samples.append({"run_id": run_id, "algorithm": algorithm, "backend": backend, "build": build,
-                                "operation": operation, "message_bytes": message_bytes, "round": r,
+                                "operation": operation_of_side, "message_bytes": message_bytes, "round": r,
                                 "sample": i, "loops": loops,
                                 "time_ns": ns * shared[r] * (1 + 0.01 * i)})
     return Run.from_rows(run_id, measurements, [], samples, {"status": "complete", "round_noise": []})
@@ -334,3 +335,76 @@ def test_a_ratio_of_operations_without_a_message_works():
                         message_bytes=None)
     r = run.ratio("ML-KEM-768", "X25519", operation="keygen")
     assert r.value == pytest.approx(0.5, rel=0.01) and r.rounds == 6
+
+
+def test_a_ratio_of_a_kem_operation_over_a_signature_operation_is_refused():
+    """Issue #45: run.ratio(..., operation="encaps", denominator_operation="sign") divided a KEM's
+    encapsulation by a signature's signing, silently."""
+    run = synthetic_run([("ML-KEM-768", "liboqs", LIBOQS, 1, 20_000.0, "liboqs-0.13.0", "encaps"),
+                         ("ML-KEM-768", "liboqs", LIBOQS, 1, 25_000.0, "liboqs-0.13.0", "decaps"),
+                         ("ML-DSA-65", "liboqs", LIBOQS, 1, 50_000.0, "liboqs-0.13.0", "sign")])
+    with pytest.raises(BadInput, match="divides a kem operation by a sig one"):
+        run.ratio("ML-KEM-768@liboqs", "ML-DSA-65@liboqs", operation="encaps", denominator_operation="sign")
+    within = run.ratio("ML-KEM-768@liboqs", "ML-KEM-768@liboqs", operation="encaps",
+                       denominator_operation="decaps")
+    assert "cross-operation" in within.flags and within.value == pytest.approx(0.8, rel=0.01)
+
+
+def test_a_cross_library_ratio_keeps_its_statistic_and_caveat_in_every_export(run, export_tree):
+    """Issue #45: the statistic and the cross-library caveat were printed in the notebook but lost in the
+    exported macro, .txt and numbers.export.json ("0.96× [0.73, 1.26]" alone)."""
+    import json
+
+    from pqlab.core.escaping import latex
+
+    r = run.ratio("ML-DSA-65@liboqs", "ECDSA-P384@cryptography", operation="sign")
+    export.save_numbers({"mldsa_over_ecdsa_sign": r, "plain": 3}, "my_question", runs=[fake_run()])
+    folder = export_tree / "data" / "tables" / "my_question"
+    tex = (folder / "numbers.tex").read_text()
+    assert latex(r.text).replace(" ", "~") in tex
+    note = next(line for line in tex.splitlines() if "pqlabMldsaOverEcdsaSignNote" in line)
+    assert "ratio of medians of 6 rounds" in note and "different implementations" in note and "liboqs" in note
+    txt = (folder / "mldsa_over_ecdsa_sign.txt").read_text()
+    assert txt.startswith(r.text) and "different implementations" in txt and "ratio of medians" in txt
+    record = json.loads((folder / "numbers.export.json").read_text())["numbers"]["mldsa_over_ecdsa_sign"]
+    assert (record["value"], record["low"], record["high"]) == pytest.approx((r.value, r.low, r.high))
+    assert record["statistic"] == r.statistic_text and any("different implementations" in c
+                                                           for c in record["caveats"])
+    assert (folder / "plain.txt").read_text() == "3"
+
+
+def test_the_progress_bar_of_a_run_that_succeeded_ends_full(monkeypatch, tmp_path):
+    """Issue #45: the bar ended red at "96 % 45/47 … round 3" on a run that succeeded: its total was the first
+    stage's estimate of the rounds Stein's rule would ask for, which asked fewer."""
+    import pqlab.benchmark as benchmark
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total):
+            self.n, self.total, self.closed = 0, total, None
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, *a, **k):
+            pass
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            self.closed = (self.n, self.total)
+
+    monkeypatch.setattr(benchmark, "_progress", lambda total, enabled, desc: Bar(total) if enabled else None)
+    # the first stage's estimate asks three more rounds; the rounds that follow ask none (as when an item's
+    # spread settles, or it fails and leaves the run)
+    monkeypatch.setattr(benchmark, "_rounds_needed", lambda results, *a, **k: {i: 6 for i in results})
+    first_stage = benchmark._active
+    monkeypatch.setattr(benchmark, "_active", lambda items, results, needed, r, rounds:
+                        first_stage(items, results, {}, r, rounds))
+    pqlab.bench(["X25519@cryptography"], operations=["keygen"], budget_s=0.05, rounds=3, max_rounds=9,
+                isolation="in-process", progress=True, save=False, study="bar")
+    (bar,) = bars
+    assert bar.closed[0] == bar.closed[1] > 0

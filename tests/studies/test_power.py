@@ -520,7 +520,10 @@ def test_figures_build_from_synthetic_data(study):
             figures.plot_idle_sensitivity(published.idle_sensitivity(study, [2.0, 3.2]))]
     assert "no samples exist" in figs[8].axes[0].get_title()
     assert "samples here (2)" in " ".join(x.get_text() for x in figs[9].axes[0].get_legend().get_texts())
-    whiskers = [c for c in figs[11].axes[0].containers if getattr(c, "errorbar", None) is not None]
+    from matplotlib.container import ErrorbarContainer
+
+    whiskers = [c for c in figs[11].axes[0].containers
+                if isinstance(c, ErrorbarContainer) or getattr(c, "errorbar", None) is not None]
     assert whiskers, "the Pi/here ratios are drawn without their intervals"
     for f in figs:
         plt.close(f)

@@ -14,7 +14,9 @@ before timing.  Each timed call is bracketed by two time.perf_counter_ns() readi
 disabled; its output is checked after the second reading and released only then (no call pays for freeing
 the previous call's output).  Each class's input exists as COPIES equal objects, block b using copy
 b % COPIES: equal inputs at two addresses can differ by ~10 ns (seen with ML-KEM ciphertexts), which would
-pass for a class effect.
+pass for a class effect.  The power check (pqlab.checks.leakage.injected) sends `delays_ns`, one per class: a
+class with a delay busy-waits on the counter after its call, before the second reading, and the document's
+`injected_ns` gives the median of what each class's wait really added.
 
 Inputs come from the request's seed (random.Random: test keys): RSA primes drawn here (Miller-Rabin,
 e = 65537) and hand-built PKCS#1 v1.5 blocks encrypted with the raw public operation; a P-256 key and two
@@ -43,7 +45,8 @@ LEAKY_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "
 PROGRAM = "python-leaky" if os.path.realpath(sys.prefix) == os.path.realpath(LEAKY_VENV) else "python"
 RUNTIME = f"{platform.python_implementation()} {platform.python_version()}"
 #: The request's fields in the line form: name -> how its words read (order: one line per block).
-LINE_FIELDS = {"target": "word", "classes": "words", "order": "rows", "warmup_blocks": "int", "seed": "int"}
+LINE_FIELDS = {"target": "word", "classes": "words", "order": "rows", "warmup_blocks": "int", "seed": "int",
+               "delays_ns": "ints"}
 MSG_LEN = 48  # bytes of the valid RSA plaintext
 COPIES = 16  # equal objects per class input, used in turn (block b: copy b % COPIES)
 SHORT_BITS = 12  # leading zero bits of the short nonce (about 4000 candidate messages, well under a second)
@@ -371,14 +374,18 @@ def expected_outputs(call, cases, classes):
     return [expected[k] for k in classes]
 
 
-def run_blocks(call, inputs, expected, order, times, classes):
+def run_blocks(call, inputs, expected, order, times, classes, delays=None, spun=None):
     """Runs `order`'s blocks, recording times[b][i] unless `times` is None (warm-up).  One loop for all
-    targets."""
+    targets.  `delays` (ns per class, the power check's injection): after the call and before the interval
+    closes, a class with a delay busy-waits on the counter until it has advanced that far; what the wait
+    really added (the counter's advance over it) goes to spun[i]."""
     pc = time.perf_counter_ns
+    delays = delays or [0] * len(classes)
     for b, block in enumerate(order):
         row = times[b] if times is not None else None
         for i in block:
             x = inputs[i][b % COPIES]
+            d = delays[i]
             t0 = pc()
             try:
                 out = call(x)
@@ -386,6 +393,12 @@ def run_blocks(call, inputs, expected, order, times, classes):
             except Exception as e:  # compared with the expected exception type below
                 t1 = pc()
                 out = type(e)
+            if d:
+                s = t1
+                while t1 - s < d:
+                    t1 = pc()
+                if spun is not None:
+                    spun[i].append(t1 - s)
             if row is not None:
                 row[i] = t1 - t0
             if out != expected[i]:
@@ -421,7 +434,7 @@ def read_request(text):
         if kind in ("word", "int") and len(words) != 1:
             refuse(f"line {n} of the request: {name} takes one value, not {len(words)}")
         try:
-            value = ([int(w) for w in words] if kind == "rows" else int(words[0]) if kind == "int"
+            value = ([int(w) for w in words] if kind in ("rows", "ints") else int(words[0]) if kind == "int"
                      else words[0] if kind == "word" else words)
         except ValueError:
             refuse(f"line {n} of the request: {name} takes whole numbers, not {line.strip()[:60]!r}")
@@ -433,7 +446,7 @@ def read_request(text):
 
 
 def parse(request, targets):
-    """(target, lib, classes, order, warmup_blocks, seed), or exit 2 naming the problem."""
+    """(target, lib, classes, order, warmup_blocks, seed, delays_ns), or exit 2 naming the problem."""
     if not isinstance(request, dict) or not isinstance(request.get("target"), str):
         refuse('the request names no target (JSON: an object with a "target" name; line form: "target NAME")')
     unknown = [k for k in request if k not in LINE_FIELDS]
@@ -465,11 +478,17 @@ def parse(request, targets):
         refuse(f"warmup_blocks must be a non-negative integer, not {json.dumps(warmup)}")
     if type(seed) is not int:
         refuse(f"seed must be an integer, not {json.dumps(seed)}")
-    return t, lib, classes, order, warmup, seed
+    delays = request.get("delays_ns") or [0] * len(classes)
+    if (not isinstance(delays, list) or len(delays) != len(classes)
+            or not all(type(d) is int and d >= 0 for d in delays)):
+        refuse(f"delays_ns must list one non-negative integer per class ({len(classes)}), not "
+               f"{json.dumps(delays)[:60]}")
+    return t, lib, classes, order, warmup, seed, delays
 
 
 def screen(request):
-    t, lib, classes, order, warmup, seed = parse(request, available())
+    t, lib, classes, order, warmup, seed, delays = parse(request, available())
+    spun = [[] for _ in classes]
     try:
         call, cases = t["prepare"](lib, seed)
         inputs = [[bytes(bytearray(cases[c][0])) for _ in range(COPIES)] for c in classes]
@@ -478,18 +497,23 @@ def screen(request):
         gc.collect()
         gc.disable()
         try:
-            run_blocks(call, inputs, expected, [order[b % len(order)] for b in range(warmup)], None, classes)
+            run_blocks(call, inputs, expected, [order[b % len(order)] for b in range(warmup)], None, classes,
+                       delays)
             start = time.perf_counter()
-            run_blocks(call, inputs, expected, order, times, classes)
+            run_blocks(call, inputs, expected, order, times, classes, delays, spun)
             wall = time.perf_counter() - start
         finally:
             gc.enable()
     except CheckFailed as e:
         fail(3, error=e.args[1], **{"class": e.args[0]})
-    return {"protocol": PROTOCOL, "program": PROGRAM, "target": t["name"],
-            "implementation": t["implementation"], "version": version(t, lib), "operation": t["operation"],
-            "classes": classes, "counter": COUNTER, "times_ns": times,
-            "checked": len(order) * len(classes), "wall_s": round(wall, 3)}
+    document = {"protocol": PROTOCOL, "program": PROGRAM, "target": t["name"],
+                "implementation": t["implementation"], "version": version(t, lib),
+                "operation": t["operation"],
+                "classes": classes, "counter": COUNTER, "times_ns": times,
+                "checked": len(order) * len(classes), "wall_s": round(wall, 3)}
+    if any(delays):  # the median of what each class's wait really added (0 where it had none)
+        document["injected_ns"] = [sorted(w)[len(w) // 2] if w else 0 for w in spun]
+    return document
 
 
 def main(argv):

@@ -59,8 +59,9 @@ def bc_release(run) -> str:
 def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per system, algorithm and operation: the value the system reports (ms), its statistic, the
     mean (``mean_ms``: the study's statistic) and its raw samples (ns; empty for the study).  Columns: system,
-    kind, statistic, study_row, construction, algorithm, operation, value_ms, mean_ms, n, values; for the
-    study also ``published`` (the cell as printed, "≈" included) and ``digits`` (its significant digits)."""
+    implementation (what ran it, with its release), kind, statistic, study_row, construction, algorithm,
+    operation, value_ms, mean_ms, n, values; for the study also ``published`` (the cell as printed, "≈"
+    included) and ``digits`` (its significant digits)."""
     ref = load_reference(TOPIC) if reference is None else reference
     rows = []
     label = study_label(ref)
@@ -68,6 +69,7 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
         row = STUDY_ROW[r.algorithm]
         for construction in constructions(row):
             rows.append({"system": label, "kind": STUDY, "statistic": "mean", "study_row": row,
+                         "implementation": f"Bouncy Castle {study_platform()['bouncycastle']}, the study's",
                          "construction": construction, "algorithm": r.study_label, "operation": r.operation,
                          "value_ms": float(r.time_ms), "mean_ms": float(r.time_ms), "n": int(r.runs),
                          "values": np.array([]), "published": r.published_text,
@@ -75,7 +77,9 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
     if study_run is not None:
         for r in verified_rows(study_run.measurements).itertuples():
             v = _values(study_run, r.algorithm, r.backend, r.operation)
+            impl = getattr(r, "implementation", None)
             rows.append({"system": r.backend, "kind": PYTHON, "statistic": "median",
+                         "implementation": impl if isinstance(impl, str) and impl else r.backend,
                          "study_row": STUDY_ROW.get(r.algorithm, r.algorithm),
                          "construction": construction_of(r.algorithm), "algorithm": r.algorithm,
                          "operation": r.operation, "value_ms": _ms(float(np.median(v))) if v.size else np.nan,
@@ -87,6 +91,7 @@ def system_values(study_run=None, bc_runs=(), reference: pd.DataFrame | None = N
             cold = _values(run, r.algorithm, r.backend, r.operation, "cold")[:first]
             warm = _values(run, r.algorithm, r.backend, r.operation, "warm")
             base = {"study_row": STUDY_ROW.get(r.algorithm, r.algorithm),
+                    "implementation": f"Bouncy Castle {release} on Java {run.meta.get('java_version', '?')}",
                     "construction": construction_of(r.algorithm), "algorithm": r.algorithm,
                     "operation": r.operation}
             rows.append({"system": f"BC {release} cold (mean of first {cold.size})", "kind": COLD,

@@ -10,13 +10,22 @@ import re
 import pandas as pd
 
 from pqlab.core import flags
-from pqlab.core.formatting import fmt_bytes, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
+from pqlab.core.formatting import (
+    fmt_bytes,
+    fmt_factor,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_time_ns,
+    is_missing,
+    not_resolved_text,
+    resolved,
+)
 from pqlab.core.references import reference_source
 from pqlab.measure.stats import MIN_SAMPLES
 from pqlab.store.results import verified_rows
 from pqlab.studies import conforming
 from pqlab.studies.aes_rsa_sphincs.measure import bc_release
-from pqlab.studies.aes_rsa_sphincs.published import COLD, STUDY, TOPIC, approx, study_runs
+from pqlab.studies.aes_rsa_sphincs.published import COLD, STUDY, TOPIC, approx, study_platform, study_runs
 from pqlab.studies.aes_rsa_sphincs.ratios import _study_ratios, agreement
 from pqlab.studies.aes_rsa_sphincs.tables import _study_over_interval
 
@@ -31,69 +40,126 @@ def describe_study_method(reference: pd.DataFrame | None = None) -> str:
             "of its runs; our *steady state* is the other end.")
 
 
+def _who(r) -> str:
+    """A system of ours as a pairing names it: its label and, where the label does not say it, the
+    implementation and release that ran it."""
+    impl = getattr(r, "implementation", None)
+    if isinstance(impl, str) and impl and impl not in r.system and r.system not in impl:
+        return f"{r.system} ({impl})"
+    if isinstance(impl, str) and impl and r.system in impl and impl != r.system:
+        return impl
+    return r.system
+
+
+def _ours(r) -> str:
+    """One ratio of ours with its interval, or why it has none."""
+    if is_missing(r.value_ci_low) or is_missing(r.value_ci_high):
+        return f"{fmt_factor(r.value)} (one process: no interval)"
+    return fmt_factor_ci(r.value, r.value_ci_low, r.value_ci_high)
+
+
+def _told(r) -> bool:
+    """Whether a ratio of ours can be told from another: an interval that resolves it, or a single value from
+    one process (no interval)."""
+    return is_missing(r.value_ci_low) or is_missing(r.value_ci_high) or resolved(r.value_ci_low,
+                                                                                  r.value_ci_high)
+
+
 def describe_ratio_spread(ratios: pd.DataFrame, statistic: str = "mean", carries: float = 1.5) -> str:
     """Markdown: how far the same ratio moves between our systems in this run (ratios of the same
-    `statistic`), per ratio its smallest and largest value and the systems that gave them; whether a ratio
-    within one system carries to another (implementation, release, first calls or warmed-up) is read from this
-    spread, not assumed. A spread of `carries` or more is called one that does not carry."""
+    `statistic`), per ratio its smallest and largest value, each with its interval, and the systems (with
+    implementation and release) that gave them; a ratio whose interval does not resolve it is left out and
+    counted.  Whether a ratio within one system carries to another (implementation, release, first calls or
+    warmed-up) is read from this spread, not assumed.  A spread of `carries` or more is called one that does
+    not carry."""
     ours = ratios[(ratios["kind"] != STUDY) & (ratios["statistic"] == statistic) & (ratios["value"] > 0)]
     lines, spreads = [], []
     for (row, construction, ratio), g in ours.groupby(["study_row", "construction", "ratio"], sort=False):
-        if len(g) < 2:
+        told = g[[_told(r) for r in g.itertuples()]]
+        if len(told) < 2:
             continue
-        lo, hi = g.loc[g["value"].idxmin()], g.loc[g["value"].idxmax()]
+        lo, hi = told.loc[told["value"].idxmin()], told.loc[told["value"].idxmax()]
         name = f"{row}{' ' + construction if construction else ''} {ratio}"
         spreads.append((hi.value / lo.value, name))
-        lines.append(f"- {name}: {fmt_factor(lo.value)} ({lo.system}) to {fmt_factor(hi.value)} "
-                     f"({hi.system}) over {len(g)} systems, a spread of {fmt_factor(hi.value / lo.value)}.")
+        left = len(g) - len(told)
+        lines.append(f"- {name}: {_ours(lo)} ({_who(lo)}) to {_ours(hi)} ({_who(hi)}) over {len(told)} "
+                     f"systems, a spread of {fmt_factor(hi.value / lo.value)} (of the two values: no "
+                     "interval)"
+                     + (f"; {left} {'system' if left == 1 else 'systems'} left out, "
+                        f"{not_resolved_text()}" if left else "") + ".")
     if not lines:
         return ("No ratio was measured by two of our systems, so how far a ratio moves between systems is "
                 "not known here.")
     (wide, wide_name), (narrow, narrow_name) = max(spreads), min(spreads)
     text = ("The same ratio between two operations, from each of our systems in this run (ratios of "
-            f"{statistic}s; intervals in the table below):\n\n" + "\n".join(lines) + "\n\n")
+            f"{statistic}s; intervals over rounds in brackets, none for a system measured in one process):"
+            "\n\n" + "\n".join(lines) + "\n\n")
     if wide >= carries:
         return text + ("A ratio within one system does not carry unchanged to another: between our systems "
                        f"the same ratio moves by up to {fmt_factor(wide)} ({wide_name}) and by at least "
-                       f"{fmt_factor(narrow)} ({narrow_name}), with the implementation, its release and "
-                       "whether calls are first calls or warmed-up. The study's ratios are therefore set "
-                       "beside each of our systems separately.")
+                       f"{fmt_factor(narrow)} ({narrow_name}), spreads with no interval of their own, with "
+                       "the implementation, its release and whether calls are first calls or warmed-up. The "
+                       "study's ratios are therefore set beside each of our systems separately.")
     return text + (f"Here the same ratio agrees between our systems within {fmt_factor(wide)} ({wide_name}), "
-                   f"less than {fmt_factor(carries)}.")
+                   f"less than {fmt_factor(carries)} (spreads of values, no interval).")
 
 
 def describe_ratios(ratios: pd.DataFrame, factor: float = 2.0) -> str:
     """Markdown: per ratio, the study's (to the digits it printed) beside each of our ratios of means (the
-    same statistic, with its interval) and whether ours is consistent with it within `factor`; then which kind
-    of system is consistent most often (a conclusion only where the data give one)."""
+    same statistic, with its interval, each system named with its implementation and release) and whether
+    ours is consistent with it within `factor`: stated only for a ratio our interval resolves, or a single
+    value from one process; an interval too wide to tell is counted as such.  Systems are not ranked by how
+    often they agree: a wider interval would overlap more often."""
     agree = agreement(ratios, factor)
     if agree.empty:
         return "No ratio of ours can be set beside one of the study's."
     shown = _study_ratios(ratios)["digits"]
-    lines = []
+    study_name = ratios.loc[ratios["kind"] == STUDY, "system"]
+    study_name = study_name.iloc[0] if len(study_name) else STUDY
+    lines, totals = [], {"resolved": [0, 0], "point": [0, 0], "wide": 0}
     for (row, construction, ratio), g in agree.groupby(["study_row", "construction", "ratio"], sort=False):
         label = f"{row}" + (f" ({construction}; the study's construction is not stated)" if construction
                             else "")
-        parts = [f"{r.system} {fmt_factor_ci(r.value, r.value_ci_low, r.value_ci_high)}"
-                 + ("" if r.agrees else " ✗") for r in g.itertuples()]
+        parts, counts = [], {"resolved": [0, 0], "point": [0, 0], "wide": 0}
+        for r in g.itertuples():
+            point = is_missing(r.value_ci_low) or is_missing(r.value_ci_high)
+            if not point and not resolved(r.value_ci_low, r.value_ci_high):
+                counts["wide"] += 1
+                parts.append(f"{_who(r)} {not_resolved_text()}: too wide to tell")
+                continue
+            kind = "point" if point else "resolved"
+            counts[kind][0] += int(r.agrees)
+            counts[kind][1] += 1
+            parts.append(f"{_who(r)} {_ours(r)}" + ("" if r.agrees else " ✗"))
+        for k in ("resolved", "point"):
+            totals[k] = [a + b for a, b in zip(totals[k], counts[k], strict=True)]
+        totals["wide"] += counts["wide"]
         study = approx(g["study"].iloc[0], int(shown[(row, construction, ratio)]))
-        lines.append(f"- **{label}, {ratio}**: study {study}; ours: " + "; ".join(parts)
-                     + f" — {int(g['agrees'].sum())} of {len(g)} consistent with it within a factor of "
-                     f"{factor:g}.")
-    by_kind = agree.groupby("kind")["agrees"].mean().sort_values(ascending=False)
+        lines.append(f"- **{label}, {ratio}**: {study_name} {study} (published, no interval); ours, ratios "
+                     "of means: " + "; ".join(parts) + f" — {_agreement_counts(counts, factor)}.")
     text = ("Ratios of means within each system, like for like with the study's (its ratios are of its "
             "printed means, shown to the digits printed; ours of medians are in the table above; ✗: our "
             f"interval, or our value where it has none, lies wholly outside a factor of {factor:g} around "
             "the study's ratio):\n\n" + "\n".join(lines))
-    if len(by_kind) > 1 and by_kind.iloc[0] > by_kind.iloc[1]:
-        text += (f"\n\nThe {by_kind.index[0]} systems are consistent with the study most often "
-                 f"({by_kind.iloc[0]:.0%} of their ratios, against {by_kind.iloc[1]:.0%} for the "
-                 f"{by_kind.index[1]} systems).")
-        if by_kind.index[0] == COLD:
-            text += (" That is what the study's ratios would show if its runs were first calls in a fresh "
-                     "JVM (class loading, interpreter, JIT compilation) rather than the algorithms' steady "
-                     "state; the study does not say what its runs were, and mentions no warm-up.")
-    return text
+    return text + ("\n\nConsistency is stated only where our ratio can be told: an interval that resolves "
+                   "it, or a single value from one process (no interval of its own). In all: "
+                   f"{_agreement_counts(totals, factor)}. The systems are not ranked by how often they "
+                   "agree: a wider interval overlaps the study's band more often, so such a count would "
+                   "reward imprecision.")
+
+
+def _agreement_counts(counts: dict, factor: float) -> str:
+    (ra, rn), (pa, pn), wide = counts["resolved"], counts["point"], counts["wide"]
+    parts = []
+    if rn:
+        parts.append(f"{ra} of {rn} resolved {'ratio' if rn == 1 else 'ratios'} within a factor of "
+                     f"{factor:g}")
+    if pn:
+        parts.append(f"{pa} of {pn} single {'value' if pn == 1 else 'values'} (one process) within a factor "
+                     f"of {factor:g}")
+    if wide:
+        parts.append(f"{wide} too wide to tell")
+    return "; ".join(parts) or "none to compare"
 
 
 def describe_study_over_ours(table: pd.DataFrame) -> str:
@@ -106,7 +172,9 @@ def describe_study_over_ours(table: pd.DataFrame) -> str:
         lo, hi = g.loc[g["study_over_ours"].idxmin()], g.loc[g["study_over_ours"].idxmax()]
         parts.append(f"against {system}: {approx(lo.study_over_ours, int(lo.digits))} to "
                      f"{approx(hi.study_over_ours, int(hi.digits))} over {len(g)} operations")
-    return ("The study's printed means over the means of our first calls (the same statistic; the study says "
+    return (f"The study's printed means (Bouncy Castle {study_platform()['bouncycastle']}, mean of "
+            f"{study_runs()} runs) over the means of our first calls (the same "
+            "statistic; the study says "
             "only that it averaged each operation over its runs, not whether they were first calls), "
             f"{_study_over_interval(table)}: " + "; ".join(parts) + ". Such factors mix the two machines and "
             "JVMs (and, if the study's runs were not first calls, two phases); only the ratios within a "

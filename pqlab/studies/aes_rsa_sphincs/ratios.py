@@ -35,7 +35,8 @@ def ratio_table(values: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:
                 continue
             a, b = by_op.loc[num], by_op.loc[den]
             base = {"study_row": row, "construction": construction, "algorithm": a.algorithm,
-                    "ratio": f"{num} / {den}", "system": system, "kind": a.kind, "samples": f"{a.n} / {b.n}"}
+                    "ratio": f"{num} / {den}", "system": system, "kind": a.kind, "samples": f"{a.n} / {b.n}",
+                    "implementation": a.get("implementation", system)}
             if a.kind == STUDY:
                 n = min(int(a.digits), int(b.digits))
                 rows.append({**base, "statistic": "mean", "own": True,

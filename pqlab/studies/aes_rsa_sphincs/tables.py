@@ -99,7 +99,7 @@ def study_over_columns(table: pd.DataFrame | None = None, reference: pd.DataFram
 def _study_over_interval(table: pd.DataFrame) -> str:
     if table["study_over_ours_ci_low"].notna().any():
         return "each with its interval from our side only (the study's numbers are single values)"
-    return ("without interval: our first calls come from one JVM process per release, and the study's "
+    return ("with no interval: our first calls come from one JVM process per release, and the study's "
             "numbers are single values")
 
 

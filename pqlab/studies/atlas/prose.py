@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pqlab.core.formatting import fmt_factor_ci, markdown, slug
+from pqlab.core.formatting import fmt_factor_ci, markdown, resolved, slug
+from pqlab.core.vocabulary import c_loop
 from pqlab.studies import conforming
 from pqlab.studies.atlas.compared import (
     ANCHOR,
@@ -113,8 +114,8 @@ def describe_statistics(atlas: Atlas) -> str:
 
 def describe_ratios(atlas: Atlas) -> str:
     """Per measured platform and kind: the range of the ratios against the classical baseline, with their
-    statistic; then the caveat of any non-conforming implementation the runs timed
-    (:func:`pqlab.studies.conforming.caveat`)."""
+    statistic; what ran each side (:func:`what_ran`); then the caveat of any non-conforming implementation
+    the runs timed (:func:`pqlab.studies.conforming.caveat`)."""
     r = atlas.ratios[(atlas.ratios["kind"] == MEASURED) & (atlas.ratios["baseline_kind"] == CLASSICAL)
                      & atlas.ratios["ratio"].notna()]
     if r.empty:
@@ -129,13 +130,39 @@ def describe_ratios(atlas: Atlas) -> str:
                          f"({markdown(hi.comparison)})")
         lines.append(f"- **{markdown(platform)}** ({statistic_text(g)}; intervals: "
                      f"{'; '.join(dict.fromkeys(g['interval']))}): " + "; ".join(parts) + ".")
+    ran = what_ran(atlas.runs)
     warning = conforming.caveat(atlas.runs)  # a ratio of a non-conforming verifier is not like for like
-    return "\n".join(lines) + (f"\n\n{warning}" if warning else "")
+    return "\n".join(lines) + (f"\n\n{ran}" if ran else "") + (f"\n\n{warning}" if warning else "")
+
+
+def what_ran(runs) -> str:
+    """Each side of the measured ratios as the runs recorded it (Markdown): per backend, its implementations
+    and releases and how its calls were made (:func:`pqlab.core.vocabulary.c_loop`); where the sides' calls
+    were not made alike, that a ratio carries that difference too.  "" without runs."""
+    frames = [r.measurements for r in runs if r is not None and len(r.measurements)]
+    if not frames:
+        return ""
+    m = pd.concat(frames, ignore_index=True)
+    if "implementation" not in m:
+        return ""
+    sides = []
+    for backend, g in m.groupby("backend", sort=False):
+        impls = ", ".join(sorted({str(x) for x in g["implementation"].dropna()})) or str(backend)
+        how = ("a sample's calls in pqlab's C loop, one call from Python per sample" if c_loop(str(backend))
+               else "one call from Python per operation")
+        sides.append((f"{markdown(impls)} ({how})", c_loop(str(backend))))
+    text = "What ran each side of these ratios (from the runs): " + "; ".join(t for t, _ in sides) + "."
+    if len({c for _, c in sides}) > 1:
+        text += (" The two sides' calls were not made alike, so a ratio of a liboqs algorithm over a "
+                 "baseline run otherwise carries that difference too: not like for like in that respect.")
+    return text
 
 
 def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> str:
     """Per platform: the statistics its factors divide, how many changed beyond their interval, and which
-    algorithms lose or gain most."""
+    algorithms lose or gain most, among the resolved changes only (an interval that resolves the factor and
+    excludes 1); a factor whose interval includes 1 is neither a loss nor a gain, and where none is resolved
+    the text says so."""
     if not reference:
         return "No measured platform to compare the others with."
     if cross.empty:
@@ -151,10 +178,17 @@ def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> 
 
         changed = int(g["verdict"].isin(["loses", "gains"]).sum())
         with_interval = g[g["interval"] != NO_ROUNDS]
+        told = g[[resolved(lo, hi) for lo, hi in zip(g["ci_low"], g["ci_high"], strict=True)]]
+        loses = told[told["verdict"] == "loses"].sort_values("factor", ascending=False)
+        gains = told[told["verdict"] == "gains"].sort_values("factor")
         lines.append(f"- **{markdown(platform)}** ({statistic_text(g, 'factor')}): {changed} of {len(g)} "
                      f"ratios changed beyond their interval "
-                     f"({'; '.join(dict.fromkeys(with_interval['interval'])) or 'none'}). "
-                     f"Loses most: {items(g.tail(n).iloc[::-1])}. Gains most: {items(g.head(n))}.")
+                     f"({'; '.join(dict.fromkeys(with_interval['interval'])) or 'none'}), "
+                     f"{len(loses) + len(gains)} of them with an interval that resolves the factor. "
+                     + (f"Loses most (resolved, the whole interval above 1): {items(loses.head(n))}. "
+                        if len(loses) else "No loss is resolved (no resolved interval lies above 1). ")
+                     + (f"Gains most (resolved, the whole interval below 1): {items(gains.head(n))}."
+                        if len(gains) else "No gain is resolved (no resolved interval lies below 1)."))
     return "\n".join(lines)
 
 

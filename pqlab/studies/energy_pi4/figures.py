@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pqlab.core.formatting import unit_divisor
 from pqlab.core.schema import convert_unit
 from pqlab.publish import figure_layout, plotting
 from pqlab.studies.energy_pi4.names import (
@@ -274,27 +275,33 @@ def plot_heatmap(matrix: pd.DataFrame,
 def plot_cross_platform(ratios: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     """Pi 4 published time over our median per operation, largest at the top, with the interval from
     our samples as whiskers (the published side has none: the x label says so)."""
-    return plotting.hbars(ratios, label="label", value="pi_over_here", low="pi_over_here_ci_low",
-                          high="pi_over_here_ci_high",
-                          xlabel="time on the Pi 4 (published, no interval) / median time here (log; "
-                                 "whiskers: interval from our samples)",
-                          title="How much longer each operation took on the study's Pi 4", reference=1.0,
-                          width=width)
+    fig = plotting.hbars(ratios, label="label", value="pi_over_here", low="pi_over_here_ci_low",
+                         high="pi_over_here_ci_high",
+                         xlabel="Pi 4 time (published, no interval) / our median (log)",
+                         title="How much longer each operation took on the study's Pi 4", reference=1.0,
+                         width=width)
+    # the operations' names push the axes right: its value label ends where the axes end
+    fig.axes[0].xaxis.label.set(horizontalalignment="right", x=1.0)
+    return fig
 
 
 @plotting.styled
 def plot_idle_sensitivity(sensitivity, width: float = plotting.FULL_WIDTH):
     """The share of the published energies an idle board would have drawn, against the assumed idle
-    power: median over the published rows, band from the smallest to the largest share; the line where
-    idle draw becomes the majority."""
-    df = sensitivity.assign(series="published rows: median share (band: smallest to largest)").rename(
+    power: median over the published rows, band from the smallest to the largest share (its legend entry
+    says so); the line where idle draw becomes the majority."""
+    series = "published rows: median share (band: smallest to largest)"
+    df = sensitivity.assign(series=series).rename(
         columns=lambda c: c.replace("idle_share", "idle_fraction"))  # a fraction: unit="%" converts it
-    fig = plotting.lines(df, x="assumed_idle_w", y="idle_fraction_median", hue="series",
-                         low="idle_fraction_min", high="idle_fraction_max", unit="%", logy=False,
+    fig = plotting.lines(df, x="assumed_idle_w", y="idle_fraction_median", hue="series", unit="%", logy=False,
                          xlabel="assumed idle power of the board (W)",
                          ylabel="idle draw / published energy (%)",
                          title="Pi 4 study: how much of each published energy is idle draw", width=width)
     ax = fig.axes[0]
+    band = df.sort_values("assumed_idle_w")
+    scale = unit_divisor("idle_fraction_median", "%")
+    ax.fill_between(band["assumed_idle_w"], band["idle_fraction_min"] / scale,
+                    band["idle_fraction_max"] / scale, color=ax.get_lines()[0].get_color(), alpha=0.2, lw=0)
     ax.axhline(50, color="0.3", lw=0.8, ls=":", label="half the energy")
     ax.set_ylim(0, 100)
     ax.legend(loc="lower right")

@@ -21,7 +21,14 @@ from pqlab.publish.context import context_line
 from pqlab.runners.energy import MIN_SAMPLE_PERIODS, RAPL, ModelledPower, PowerSource, describe_source
 from pqlab.studies.energy_pi4.names import KIND_LABEL, _is_pq
 from pqlab.studies.energy_pi4.published import setup_text
-from pqlab.studies.energy_pi4.tables import _liboqs_meta, energy_here_table, liboqs_id, rank_correlation
+from pqlab.studies.energy_pi4.tables import (
+    MEDIAN_FACTOR,
+    _liboqs_meta,
+    energy_here_table,
+    liboqs_id,
+    median_factor,
+    rank_correlation,
+)
 
 #: The liboqs release that left HQC off by default (liboqs pull request 2122: a flaw in its IND-CCA2 security)
 HQC_OFF_SINCE = (0, 13, 0)
@@ -174,10 +181,20 @@ def cross_platform_caption() -> str:
             "with no interval")
 
 
-def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
-    """Which operations lose most (and least) on the Pi 4, generated from the ratios."""
+def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3, setup: pd.DataFrame | None = None,
+                            runs=()) -> str:
+    """Which operations lose most (and least) on the Pi 4, generated from the ratios; with `setup` (the
+    study's set-up table) and `runs` (ours), first what each side of the ratio is: implementation, release
+    and statistic."""
     if ratios.empty:
         return "No operation was measured both here and in the study."
+    meta = _liboqs_meta(runs) if runs else None
+    info = meta["liboqs"] if meta else {}
+    here = (f"liboqs {info.get('liboqs_version', 'of unknown version')} ({info.get('options', 'unknown')} "
+            "build)" if meta else "the implementations named above")
+    pi = f"liboqs '{setup_text(setup, 'liboqs')}'" if setup is not None else "the study's liboqs"
+    sides = (f"Each factor is the study's published Pi 4 time ({pi}; a single value whose statistic the "
+             f"study does not state) over our median time here ({here}; the median over rounds). ")
     r = ratios.sort_values("pi_over_here", ascending=False)
 
     def items(df) -> str:
@@ -188,12 +205,14 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
 
     fam = r.groupby("family")["pi_over_here"].median().sort_values(ascending=False)
     slower = int((r["pi_over_here_ci_low"] > 1).sum())
-    text = (f"Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took longer "
-            f"on the Pi (the whole interval above one); the median factor is "
-            f"{fmt_factor(r['pi_over_here'].median())}. Intervals ({fmt_percent(CONFIDENCE, 0)}, over "
-            f"rounds) come from our samples only: the published times are single numbers. **Largest losses "
-            f"on the Pi:** {items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. "
-            "Median factor by family: " + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ".")
+    text = (f"{sides}Of the {len(r)} operations measured both here and on the study's Pi 4, {slower} took "
+            f"longer on the Pi (the whole interval above one); the median factor is "
+            f"{fmt_factor_ci(*median_factor(r))} ({MEDIAN_FACTOR}). Intervals "
+            f"({fmt_percent(CONFIDENCE, 0)}, over rounds) come from our samples only: the published times "
+            f"are single numbers whose statistic the study does not state. **Largest losses on the Pi:** "
+            f"{items(r.head(n))}. **Smallest:** {items(r.tail(n).iloc[::-1])}. Median factor by family "
+            "(medians over its operations, no interval of their own): "
+            + ", ".join(f"{f} {fmt_factor(v)}" for f, v in fam.items()) + ".")
     rho = rank_correlation(r["pi_time_ms"], r["here_time_ms"]) if len(r) >= 3 else float("nan")
     if np.isfinite(rho):
         agrees = "closely" if rho >= 0.9 else "partly" if rho >= 0.5 else "poorly"
@@ -202,7 +221,7 @@ def cross_platform_markdown(ratios: pd.DataFrame, n: int = 3) -> str:
     known = r[r["code_here"] != "not recorded"]
     portable = known["code_here"] == "portable C"
     if portable.any() and (~portable).any():
-        text += (f" Median factor where liboqs ran CPU-specific code here: "
+        text += (" Median factor (no interval of its own) where liboqs ran CPU-specific code here: "
                  f"{fmt_factor(known.loc[~portable, 'pi_over_here'].median())} ({int((~portable).sum())} "
                  f"operations); where it ran portable C: "
                  f"{fmt_factor(known.loc[portable, 'pi_over_here'].median())} ({int(portable.sum())}); the "

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pandas as pd
 
 from pqlab.core.formatting import fmt_bytes_binary, fmt_energy_uj, fmt_factor, fmt_time_ms, markdown
-from pqlab.core.vocabulary import BACKENDS
+from pqlab.core.vocabulary import BACKENDS, c_loop
 from pqlab.studies import conforming
 from pqlab.studies.energy_pi4.names import KIND_LABEL, MEASURED_GROSS, _is_pq, _ops, is_modelled
 from pqlab.studies.energy_pi4.published import reference_long, setup_text
 from pqlab.studies.energy_pi4.tables import use_totals
 
-#: The language of the code that does the work behind each backend (every call here is made from Python; this
-#: is what runs under it), and the Python binding where the implementation's name does not say it.
+#: The language of the code that does the work behind each backend (what runs under the call: :func:`calls_of`
+#: says how the calls were made), and the Python binding where the implementation's name does not say it.
 LANGUAGE = {b.name: b.language for b in BACKENDS if b.module}
 BINDING = {b.name: b.binding for b in BACKENDS if b.binding}
 PURE_PYTHON = "pure Python"
@@ -30,18 +30,31 @@ def implementation_label(backend, implementation=None) -> str:
     return f"{LANGUAGE.get(str(backend), 'language not recorded')} ({impl})"
 
 
+def calls_of(backend) -> str:
+    """How a backend's calls were made, from its record (:func:`pqlab.core.vocabulary.c_loop`): in pqlab's C
+    loop with one call from Python per sample, or one call from Python per operation."""
+    return ("a sample's calls in pqlab's C loop, one call from Python per sample" if c_loop(str(backend))
+            else "one call from Python per operation")
+
+
 def what_ran(rows) -> str:
-    """" What ran: A and B in C (liboqs ...); X in C and assembly (cryptography ...)." for the rows a sentence
-    compares (each with ``algorithm``, ``backend`` and, where recorded, ``implementation``), and a warning
-    where pure Python stands beside compiled code."""
+    """" What ran: A and B in C (liboqs ..., a sample's calls in pqlab's C loop ...); X in C and assembly
+    (cryptography ..., one call from Python per operation)." for the rows a sentence compares (each with
+    ``algorithm``, ``backend`` and, where recorded, ``implementation``); where the sides' calls were not made
+    alike, that the comparison is not like for like in that respect; and a warning where pure Python stands
+    beside compiled code."""
     groups: dict[str, list[str]] = {}
     for r in rows:
-        label = implementation_label(r.backend, getattr(r, "implementation", None))
+        label = (f"{implementation_label(r.backend, getattr(r, 'implementation', None))[:-1]}; "
+                 f"{calls_of(r.backend)})")
         groups.setdefault(label, [])
         if r.algorithm not in groups[label]:
             groups[label].append(r.algorithm)
     text = " What ran: " + "; ".join(f"{' and '.join(names)} in {label}"
                                      for label, names in groups.items()) + "."
+    if len({calls_of(r.backend) for r in rows}) > 1:
+        text += (" The sides' calls were not made alike (a Python call per operation on one side, pqlab's C "
+                 "loop on the other), so the comparison is not like for like in that respect.")
     python = [r.algorithm for r in rows if LANGUAGE.get(str(r.backend)) == PURE_PYTHON]
     if python and len(python) < len(rows):
         text += (f" {' and '.join(dict.fromkeys(python))} {'runs' if len(set(python)) == 1 else 'run'} in "
@@ -176,7 +189,8 @@ def recommendations_markdown(times: pd.DataFrame, reference: pd.DataFrame | None
     """
     t = use_totals(times)
     lines = ["### Latency-critical", "", "By the time of one use here (median, summed over its operations; "
-             "every call is made from Python, and each item says what code did the work):", ""]
+             "each item says what code did the work and how its calls were made, from each backend's "
+             "record):", ""]
     lines += _latency(t)
     lines += ["", "### Energy-constrained", ""]
     pub = None

@@ -7,11 +7,12 @@ language by the programs of ``native/impls/``, beside the Python-reachable ones 
 crates inside ``pqcrypto``, pure Python).  Every implementation is cross-checked and run through Wycheproof's
 vectors before it is timed (:mod:`.measuring`); the tables (:mod:`.tables`), sentences (:mod:`.prose`) and
 figure (:mod:`.figures`) show each one's conformance, and no "fastest" claim names a non-conforming
-implementation without saying what it fails.
+implementation without saying what it fails; :mod:`.pairing` reads what a comparison puts side by side (each
+side's build and release, the work a timed call does differently, ties among the fastest).
 """
 from __future__ import annotations
 
-from pqlab.studies.implementations.figures import plot_dots
+from pqlab.studies.implementations.figures import describe_figure, figure_contents, plot_dots
 from pqlab.studies.implementations.measuring import (
     PYTHON_BACKENDS,
     TOPIC,
@@ -22,6 +23,7 @@ from pqlab.studies.implementations.measuring import (
     program_records,
     python_items,
 )
+from pqlab.studies.implementations.pairing import RATIO_STATISTIC, TIME_INTERVAL
 from pqlab.studies.implementations.prose import (
     closing_note,
     describe_checks,
@@ -51,9 +53,11 @@ from pqlab.studies.implementations.tables import (
 )
 
 __all__ = [
-    "BASELINES", "PYTHON_BACKENDS", "TOPIC", "Checks", "api_table", "binding_overhead", "check",
+    "BASELINES", "PYTHON_BACKENDS", "RATIO_STATISTIC", "TIME_INTERVAL", "TOPIC", "Checks", "api_table",
+    "binding_overhead", "check",
     "closing_note", "code_bases", "comparison", "conformance_table", "describe_checks",
-    "describe_conformance", "describe_counts", "describe_overhead", "describe_ratios", "describe_spread",
+    "describe_conformance", "describe_counts", "describe_figure", "describe_overhead", "describe_ratios",
+    "describe_spread", "figure_contents",
     "fastest_claims", "fastest_text", "implementations_table", "known_names", "language_of", "measure",
     "not_measured", "numbers", "plot_dots", "pq_over_classical", "program_records", "python_items", "sizes",
     "spread", "standard_sizes",

@@ -14,12 +14,22 @@ from collections.abc import Sequence
 import pandas as pd
 
 from pqlab.checks import conformance
-from pqlab.core.formatting import fmt_time_ns
 from pqlab.core.schema import KIND_OPERATIONS
 from pqlab.core.vocabulary import find
 from pqlab.measure.stats import ratio_ci
 from pqlab.runners import impls
 from pqlab.studies.implementations.measuring import Checks
+from pqlab.studies.implementations.pairing import (
+    RATIO_STATISTIC,
+    build_of,
+    difference_ci,
+    different_work,
+    options_of,
+    pair_label,
+    row_time,
+    sure,
+    ties,
+)
 
 #: Each post-quantum algorithm's classical baseline in :func:`pq_over_classical`, operation by operation.
 BASELINES = {"ML-KEM-768": "X25519", "ML-DSA-44": "Ed25519", "ML-DSA-65": "ECDSA-P256",
@@ -46,10 +56,13 @@ def comparison(runs: Sequence) -> pd.DataFrame:
     (1: fastest) among the implementations of that algorithm and operation, and its conformance from the run's
     records (:mod:`pqlab.checks.conformance`): ``status`` (conforms, non-conforming, not checked),
     ``conformance`` (the verdict: vectors passed, or the failures by kind, or why none ran), ``failures`` (the
-    failure kinds) and the ``flags`` a table turns into marks.  A non-conforming implementation keeps its
-    rows."""
+    failure kinds) and the ``flags`` a table turns into marks; ``ran_build``: the build it ran
+    (:func:`~pqlab.studies.implementations.pairing.build_of`), ``work``: what its timed call does that the
+    same call elsewhere does not, or skips (from its options: the table of implementations shows them
+    whole).  A non-conforming implementation keeps its rows."""
     rows = []
     for run in runs:
+        options = options_of([run])
         for _, m in run.verified().iterrows():
             language, loop = language_of(m["backend"])
             record = _record([run], run.run_id, m["algorithm"], m["backend"])
@@ -61,7 +74,10 @@ def comparison(runs: Sequence) -> pd.DataFrame:
                          "ci_high_ns": m["time_ns_ci_high"], "rounds": m["rounds"], "run_id": run.run_id,
                          "status": record["status"] if record else conformance.NOT_CHECKED,
                          "failures": "; ".join((record or {}).get("failures", {})),
-                         "vectors_run": (record or {}).get("ran", 0)})
+                         "vectors_run": (record or {}).get("ran", 0),
+                         "ran_build": build_of(run, m["backend"], m["library_version"], m.get("build", "")),
+                         "work": different_work(options.get(m["backend"], ""), m["algorithm"],
+                                                m["operation"])})
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -85,10 +101,14 @@ def _verdict(runs: Sequence, row) -> str:
 def fastest_claims(group: pd.DataFrame, runs: Sequence) -> tuple[pd.Series | None, str]:
     """The fastest row of one algorithm and operation (`group`: rows of :func:`comparison`) that a claim may
     name (not non-conforming), and the caveat that goes with it: that its conformance was not checked (and
-    why), and each non-conforming implementation that is faster, with its time and what it fails.  (None,
-    caveat) when every row is non-conforming: then the caveat names them all."""
+    why), each non-conforming implementation that is faster, with its time and what it fails, and each row
+    whose interval does not resolve its time and reaches below the fastest's median (it cannot be ranked; the
+    fastest is picked among the rows whose interval resolves them, where there are any).  (None, caveat) when
+    every row is non-conforming: then the caveat names them all."""
     ok = _eligible(group)
-    best = ok.loc[ok["median_ns"].idxmin()] if not ok.empty else None
+    known = ok[sure(ok)] if not ok.empty else ok
+    pool = known if not known.empty else ok
+    best = pool.loc[pool["median_ns"].idxmin()] if not pool.empty else None
     notes = []
     if best is not None and best["status"] == conformance.NOT_CHECKED:
         notes.append("not checked against known answers: "
@@ -98,9 +118,30 @@ def fastest_claims(group: pd.DataFrame, runs: Sequence) -> tuple[pd.Series | Non
         faster = faster[faster["median_ns"] < best["median_ns"]]
     for _, r in faster.sort_values("median_ns").iterrows():
         notes.append(f"{r['implementation']} {'is faster' if best is not None else 'was timed'} "
-                     f"({fmt_time_ns(r['median_ns'])}) but is non-conforming: it {_verdict(runs, r)} "
+                     f"({row_time(r)}) but is non-conforming: it {_verdict(runs, r)} "
                      "of Wycheproof's vectors")
+    if best is not None and known.empty:
+        notes.append("no implementation's interval resolves its time: none can be ranked")
+    elif best is not None:
+        vague = ok[~ok.index.isin(known.index) & (ok["ci_low_ns"] < best["median_ns"])]
+        notes += [f"{r['implementation']} is not ranked: its interval does not resolve its time "
+                  f"({row_time(r)})" for _, r in vague.sort_values("median_ns").iterrows()]
     return best, "; ".join(notes)
+
+
+def work_notes(group: pd.DataFrame) -> str:
+    """What the timed calls of `group` (rows of :func:`comparison`, one algorithm and operation) do
+    differently, "implementation: what" per row whose ``work`` says so, "; " joined ("" where all do the same
+    work as far as their options say)."""
+    if "work" not in group:
+        return ""
+    return "; ".join(f"{r['implementation']}: {r['work']}" for _, r in group.iterrows() if r["work"])
+
+
+def tied_with(group: pd.DataFrame, best) -> list[str]:
+    """The implementations (not non-conforming) whose interval overlaps that of `best`, the fastest of
+    `group`."""
+    return list(ties(_eligible(group), best)["implementation"])
 
 
 def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, implementation: str):
@@ -110,33 +151,40 @@ def _values(runs: Sequence, run_id: str, algorithm: str, operation: str, impleme
 
 def spread(table: pd.DataFrame, runs: Sequence) -> pd.DataFrame:
     """Per algorithm and operation: the fastest and the slowest implementation that is not non-conforming,
-    with each one's conformance, slowest / fastest with its interval (paired by round where both ran in one
-    run, else each side's rounds combined), and the non-conforming implementations faster than that fastest
-    (``faster_nonconforming``: each with its time and what it fails; they are timed, but no claim of "fastest"
+    with each one's time, interval and conformance, those tied with the fastest (intervals overlapping),
+    slowest / fastest with its interval and the statistic it is (:data:`RATIO_STATISTIC`), what the timed
+    calls compared do differently (``different_work``), and the non-conforming implementations faster than
+    that fastest (``caveat``: each with its time and what it fails; they are timed, but no claim of "fastest"
     names them)."""
     rows = []
     for (alg, op), whole in table.groupby(["algorithm", "operation"], sort=False):
         group = _eligible(whole)
         if len(group) < 2:
             continue
-        fast, slow = group.loc[group["median_ns"].idxmin()], group.loc[group["median_ns"].idxmax()]
-        _, caveat = fastest_claims(whole, runs)
+        fast, caveat = fastest_claims(whole, runs)  # the fastest a claim names (its interval resolves it)
+        slow = group.loc[group["median_ns"].idxmax()]
         value, low, high = ratio_ci(_values(runs, slow["run_id"], alg, op, slow["implementation"]),
                                     _values(runs, fast["run_id"], alg, op, fast["implementation"]))
         rows.append({"algorithm": alg, "operation": op, "implementations": len(group),
                      "nonconforming_left_out": len(whole) - len(group),
                      "fastest": fast["implementation"], "fastest_ns": fast["median_ns"],
+                     "fastest_low_ns": fast["ci_low_ns"], "fastest_high_ns": fast["ci_high_ns"],
                      "fastest_conformance": fast["conformance"],
+                     "tied_with_fastest": ", ".join(tied_with(whole, fast)),
                      "slowest": slow["implementation"], "slowest_ns": slow["median_ns"],
+                     "slowest_low_ns": slow["ci_low_ns"], "slowest_high_ns": slow["ci_high_ns"],
                      "slowest_conformance": slow["conformance"],
                      "slowest_over_fastest": value, "slowest_over_fastest_low": low,
-                     "slowest_over_fastest_high": high, "caveat": caveat})
+                     "slowest_over_fastest_high": high, "statistic": RATIO_STATISTIC,
+                     "different_work": work_notes(group), "caveat": caveat})
     return pd.DataFrame(rows)
 
 
 def pq_over_classical(table: pd.DataFrame, runs: Sequence, baselines: dict | None = None) -> pd.DataFrame:
     """Per implementation that has both: each post-quantum algorithm's operation over its classical baseline's
-    same operation (:data:`BASELINES`), with its interval over rounds (paired: both in the same run)."""
+    same operation (:data:`BASELINES`), with its interval over rounds (paired: both in the same run), each
+    side's release (``release``, ``baseline_release``: an implementation may pair packages of two projects,
+    RustCrypto's ml-kem with dalek's x25519-dalek) and both in one label (``pair``)."""
     rows = []
     for pq, classical in (baselines or BASELINES).items():
         for impl in sorted(set(table.loc[table["algorithm"] == pq, "implementation"])):
@@ -151,8 +199,12 @@ def pq_over_classical(table: pd.DataFrame, runs: Sequence, baselines: dict | Non
                 value, low, high = ratio_ci(_values(runs, a["run_id"], pq, op, impl),
                                             _values(runs, b["run_id"], classical, op, impl))
                 rows.append({"implementation": impl, "backend": impl, "release": a["release"],
+                             "baseline_release": b["release"],
+                             "pair": pair_label(a.get("label", impl), b.get("label", impl)),
                              "algorithm": pq, "baseline": classical, "operation": op, "ratio": value,
-                             "ratio_low": low, "ratio_high": high, "status": a["status"],
+                             "ratio_low": low, "ratio_high": high, "statistic": RATIO_STATISTIC,
+                             "work": "; ".join(x for x in (a.get("work", ""), b.get("work", "")) if x),
+                             "status": a["status"],
                              "conformance": a["conformance"],
                              "baseline_status": b["status"], "baseline_conformance": b["conformance"]})
     return pd.DataFrame(rows)
@@ -162,8 +214,10 @@ def binding_overhead(table: pd.DataFrame, runs: Sequence, python: str = "cryptog
                      native: str = "openssl") -> pd.DataFrame:
     """What a path from Python costs, row by row: each operation that both `python` (``cryptography``, timed
     by pqlab's harness) and `native` (OpenSSL's EVP API timed in a C loop) measured, the first over the second
-    with its interval, and whether both ran the same release (the native side's release named in the Python
-    side's label). ``python="liboqs-python", native="liboqs"`` gives liboqs through its binding over pqlab's
+    with its interval, the time it adds (``overhead_ns``: the difference of the two, with its interval),
+    whether both ran the same release (the native side's release named in the Python side's label) and the
+    build each side ran (``python_build``, ``c_build``, ``same_build``: a wheel may bundle its own build of
+    the library). ``python="liboqs-python", native="liboqs"`` gives liboqs through its binding over pqlab's
     lean C loop."""
     rows = []
     mine = table[table["implementation"] == python]
@@ -173,12 +227,19 @@ def binding_overhead(table: pd.DataFrame, runs: Sequence, python: str = "cryptog
         if b.empty:
             continue
         b = b.iloc[0]
-        value, low, high = ratio_ci(_values(runs, a["run_id"], a["algorithm"], a["operation"], python),
-                                    _values(runs, b["run_id"], a["algorithm"], a["operation"], native))
+        mine_values = _values(runs, a["run_id"], a["algorithm"], a["operation"], python)
+        c_values = _values(runs, b["run_id"], a["algorithm"], a["operation"], native)
+        value, low, high = ratio_ci(mine_values, c_values)
+        added, added_low, added_high = difference_ci(mine_values, c_values)
         rows.append({"algorithm": a["algorithm"], "operation": a["operation"], "python_ns": a["median_ns"],
-                     "c_loop_ns": b["median_ns"], "python_over_c": value, "python_over_c_low": low,
-                     "python_over_c_high": high, "overhead_ns": a["median_ns"] - b["median_ns"],
+                     "python_low_ns": a["ci_low_ns"], "python_high_ns": a["ci_high_ns"],
+                     "c_loop_ns": b["median_ns"], "c_low_ns": b["ci_low_ns"], "c_high_ns": b["ci_high_ns"],
+                     "python_over_c": value, "python_over_c_low": low,
+                     "python_over_c_high": high, "overhead_ns": added, "overhead_low_ns": added_low,
+                     "overhead_high_ns": added_high,
                      "same_release": str(b["release"]) in str(a["label"]),
+                     "python_build": a.get("ran_build", ""), "c_build": b.get("ran_build", ""),
+                     "same_build": a.get("ran_build", "") == b.get("ran_build", ""),
                      "python_side": a["label"], "c_side": b["label"],
                      "python_conformance": a["conformance"], "c_conformance": b["conformance"]})
     return pd.DataFrame(rows)

@@ -3,27 +3,57 @@ pure-Python slowdown, and the study's times beside ours.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from pqlab.core.formatting import fmt_percent
+from pqlab.core.formatting import fmt_percent, unit_divisor
 from pqlab.core.vocabulary import family_of
 from pqlab.measure.stats import CONFIDENCE
 from pqlab.publish import plotting
 from pqlab.studies.message_scaling.published import load_study
 
+#: how the x axis of :func:`plot_time_vs_message` shows the empty message (its label says it)
+EMPTY_ON_AXIS = "0 = empty message, axis linear below 1"
+
+
+#: how far beyond the smallest and largest median the time axis of :func:`plot_time_vs_message` reaches
+WHISKER_ROOM = 3.0
+
 
 @plotting.styled
 def plot_time_vs_message(native: pd.DataFrame, fits: pd.DataFrame, width: float = plotting.FULL_WIDTH):
-    """Median time against message length per operation, with each fitted line and its crossover."""
+    """Median time against message length per operation, each median with its interval over rounds as
+    whiskers (``time_ns_ci_low`` / ``_high``, where measured), with each fitted line and its crossover.  The
+    x axis is symmetric-log (linear below 1 byte), so that the empty message sits at 0; the axis label says
+    so, and the y label what the whiskers are.  The medians set the time axis: a whisker reaching further
+    than :data:`WHISKER_ROOM` beyond them runs off its edge."""
     model = fits.assign(intercept=fits["fixed_ns"], slope=fits["per_byte_ns"],
                         crossover=fits["crossover_bytes"].where(fits["per_byte_significant"]))
-    return plotting.panel_lines(native, x="message_bytes", y="time_ns_median", hue="algorithm",
-                                panel="operation", panels=["sign", "verify"], model=model, connect=False,
-                                mark="crossover", model_label="fit: fixed + per-byte × length",
-                                mark_label="crossover: hashing = fixed part",
-                                colors=plotting.shaded_family_colors(native), unit="µs", symlog_x=True,
-                                xlabel="message length (bytes)", ylabel="median time (µs, log)", height=3.2,
-                                width=width)
+    colors = plotting.shaded_family_colors(native)
+    has_ci = {"time_ns_ci_low", "time_ns_ci_high"} <= set(native.columns)
+    whiskers = f"\nwhiskers: {fmt_percent(CONFIDENCE, 0)} interval over rounds" if has_ci else ""
+    fig = plotting.panel_lines(native, x="message_bytes", y="time_ns_median", hue="algorithm",
+                               panel="operation", panels=["sign", "verify"], model=model, connect=False,
+                               mark="crossover", model_label="fit: fixed + per-byte × length",
+                               mark_label="crossover: hashing = fixed part", colors=colors, unit="µs",
+                               symlog_x=True, xlabel=f"message length (bytes; {EMPTY_ON_AXIS})",
+                               ylabel=f"median time (µs, log){whiskers}", height=3.2, width=width)
+    if has_ci:
+        scale = unit_divisor("time_ns_median", "µs")
+        for ax, operation in zip(fig.axes, ["sign", "verify"], strict=False):
+            sub = native[(native["operation"] == operation) & native["time_ns_ci_low"].notna()
+                         & native["time_ns_ci_high"].notna()]
+            for algorithm, g in sub.groupby("algorithm", sort=False):
+                y = g["time_ns_median"].to_numpy(float) / scale
+                err = np.vstack([y - g["time_ns_ci_low"].to_numpy(float) / scale,
+                                 g["time_ns_ci_high"].to_numpy(float) / scale - y]).clip(min=0)
+                ax.errorbar(g["message_bytes"].to_numpy(float), y, yerr=err, fmt="none",
+                            ecolor=colors.get(algorithm, "0.3"), elinewidth=0.7, capsize=1.5, zorder=2)
+            # the medians set the axis: a whisker wider than WHISKER_ROOM beyond them runs off its edge
+            medians = native.loc[native["operation"] == operation, "time_ns_median"].to_numpy(float) / scale
+            if np.isfinite(medians).any():
+                ax.set_ylim(np.nanmin(medians) / WHISKER_ROOM, np.nanmax(medians) * WHISKER_ROOM)
+    return fig
 
 
 @plotting.styled

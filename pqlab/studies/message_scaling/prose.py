@@ -80,7 +80,8 @@ def describe_fits(fits: pd.DataFrame, df: pd.DataFrame | None = None, tolerance:
             paras.append(f"The straight line misses {len(off)} of {len(dev)} measured points by more than "
                          f"{tolerance:.0%}; the worst per algorithm: "
                          + "; ".join(f"{r.algorithm} {r.operation} at {fmt_bytes_binary(r.message_bytes)} "
-                                     f"({r.measured_over_model:.2f}× the model)" for r in worst.itertuples())
+                                     f"({r.measured_over_model:.2f}× the model, no interval: a model "
+                                     "value has none)" for r in worst.itertuples())
                          + ". Possible causes, not measured here: noise from other processes sharing the "
                            "machine, or effects a straight line does not model (caches, hash block "
                            "boundaries). The standard errors of the fit are widened by the scatter (Birge "
@@ -122,7 +123,8 @@ def describe_slowdown(table: pd.DataFrame, samples: dict | None = None) -> str:
         h, m = ranges.loc["SLH-DSA"], ranges.loc["ML-DSA"]
         text += (f"\n\nAgainst the fastest native code doing the same work, pure Python is {h['min']:,.1f}× "
                  f"to {h['max']:,.1f}× slower for SLH-DSA and {m['min']:,.0f}× to {m['max']:,.0f}× for "
-                 "ML-DSA.")
+                 "ML-DSA (the smallest and largest of the factors above, each with its interval there; the "
+                 "range has no interval of its own).")
         if h["max"] < m["min"]:
             text += (" A likely reason, not measured here: SLH-DSA spends its time in hash calls, which "
                      "`hashlib` runs in native code (OpenSSL) even from Python, while ML-DSA's polynomial "
@@ -163,7 +165,7 @@ def describe_study(table: pd.DataFrame, reference: pd.DataFrame | None = None,
         "- The study recommends ECDSA because it 'performs faster than SPHINCS and RSA in terms of signing "
         f"messages'. Its own Table 1 has RSA signing faster than ECDSA at {f['rsa_faster_than_ecdsa_sign']} "
         f"of {f['sizes_sign']} sizes (ECDSA {f['ecdsa_over_rsa_sign_min']:.1f}× to "
-        f"{f['ecdsa_over_rsa_sign_max']:.1f}× slower; ratios of its single numbers, without interval); RSA "
+        f"{f['ecdsa_over_rsa_sign_max']:.1f}× slower; ratios of its single numbers, no interval); RSA "
         f"also verifies faster at {f['rsa_faster_than_ecdsa_verify']} of {f['sizes_verify']} sizes, and "
         f"signs plus verifies faster at {f['rsa_faster_than_ecdsa_both']} of {f['sizes_sign']}. "
         + ("The conclusion contradicts the data it rests on."
@@ -301,11 +303,12 @@ def recommend(df: pd.DataFrame, fits: pd.DataFrame | None = None, slowdowns: pd.
     if slowdowns is not None and not slowdowns.empty:
         s = slowdowns[slowdowns["same_standard"]]
         per = s.groupby(["algorithm", "operation"])["slowdown"].agg(["min", "max"]).reset_index()
-        lines.append("- Pure Python costs a factor of "
-                     + "; ".join(f"{r.algorithm} {r.operation} {r.min:,.1f}×"
+        lines.append("- Over native implementations of the same standard (ranges over lengths and "
+                     "implementations, with no interval here: each factor's interval is in the slowdown "
+                     "table), pure Python costs a factor of "
+                     + ", ".join(f"{r.algorithm} {r.operation} {r.min:,.1f}×"
                                  + (f"–{r.max:,.1f}×" if r.max > r.min * 1.05 else "")
-                                 for r in per.itertuples())
-                     + " over native implementations of the same standard (intervals in the slowdown table).")
+                                 for r in per.itertuples()) + ".")
     lines += [f"- {w.strip()}" for w in conforming.caveat(runs).split("⚠") if w.strip()]
     return "\n".join(lines)
 
@@ -356,7 +359,8 @@ def closing_note(slowdowns: pd.DataFrame, fits: pd.DataFrame, agreement: pd.Data
                        f"({r.slowest})" if r.slowest != r.fastest else "")
                     if isinstance(getattr(r, "fastest", None), str)
                     else "no native implementation of the standard")
-            extra = (f"; {r.vs_fastest_same_work:,.1f}× against liboqs's round-3 "
+            any_ci = (r.vs_fastest_same_work_ci_low, r.vs_fastest_same_work_ci_high)
+            extra = (f"; {fmt_factor_ci(r.vs_fastest_same_work, *any_ci, 1)} against liboqs's round-3 "
                      f"{str(r.fastest_same_work).split('(')[1].rstrip(')')}"
                      if "(" in str(r.fastest_same_work) else "")
             size = ("" if r.message_bytes is None or pd.isna(r.message_bytes)

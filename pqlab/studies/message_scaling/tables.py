@@ -65,7 +65,7 @@ def slowdown(df: pd.DataFrame, samples: dict | None = None, pure_backend: str = 
 def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm and operation: the slowdown against the fastest and the slowest native implementation of
     the same standard, and against the fastest native code doing the same work (SLH-DSA: also round-3
-    SPHINCS+)."""
+    SPHINCS+), each with its interval over rounds."""
     rows = []
     by = ["algorithm", "operation", table["message_bytes"].fillna(-1)]
     for (algo, op, n), g in table.groupby(by, sort=False):
@@ -79,6 +79,8 @@ def slowdown_summary(table: pd.DataFrame) -> pd.DataFrame:
                        vs_slowest=sl.slowdown, vs_slowest_ci_low=sl.slowdown_ci_low,
                        vs_slowest_ci_high=sl.slowdown_ci_high, slowest=sl.native_backend)
         row.update(vs_fastest_same_work=fastest_any.slowdown,
+                   vs_fastest_same_work_ci_low=fastest_any.slowdown_ci_low,
+                   vs_fastest_same_work_ci_high=fastest_any.slowdown_ci_high,
                    fastest_same_work=fastest_any.native_backend
                    + ("" if fastest_any.same_standard else f" ({fastest_any.native_algorithm})"))
         rows.append(row)

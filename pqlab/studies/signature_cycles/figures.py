@@ -78,7 +78,8 @@ def plot_cycles_vs_bytes(rows: pd.DataFrame, operation: str, size_col: str, xlab
                            height=3.2 if width >= 4.5 else 3.4)
     ax = fig.axes[0]
     q = df.dropna(subset=["cycles_q1", "cycles_q3"])
-    ax.vlines(q[size_col], q["cycles_q1"], q["cycles_q3"], color="0.4", lw=0.6, zorder=0)
+    ax.vlines(q[size_col], q["cycles_q1"], q["cycles_q3"], color="0.4", lw=0.6, zorder=0,
+              label=WHISKERS_QUARTILES)
     if width >= 4.5:
         ax.legend(markerscale=1.2, loc="center left", bbox_to_anchor=(1.01, 0.5))
     else:
@@ -101,30 +102,68 @@ def _category_order(df: pd.DataFrame, by: str, families: bool) -> pd.DataFrame:
             .sort_values(["_a", "_o"]).drop(columns=["_a", "_o"]))
 
 
+#: what the whiskers of the cycles figures are (their legend says it)
+WHISKERS_QUARTILES = plotting.interval_note("cycles_q1", "cycles_q3")
+
+
+#: the narrowest figure (inches) whose title has room for its statistic on the first line
+WIDE = 4.5
+
+
+def builds_shown(table: pd.DataFrame, sides: tuple[str, str]) -> str:
+    """"A / B": the implementations (liboqs release and build) on each side of a ratio table, from its
+    ``<side>_implementation`` columns, said once where both share it ("liboqs 0.13.0: generic build / default
+    build"; "" where the table has none)."""
+    names = []
+    for side in sides:
+        col = table.get(f"{side}_implementation")
+        if col is None or col.dropna().empty:
+            return ""
+        names.append(", ".join(dict.fromkeys(str(x) for x in col.dropna())))
+    if names[0] == names[1]:
+        return f"{names[0]} on both sides"
+    parts = [n.split(" (", 1) for n in names]
+    if all(len(p) == 2 for p in parts) and parts[0][0] == parts[1][0]:
+        return f"{parts[0][0]}: {parts[0][1].rstrip(')')} / {parts[1][1].rstrip(')')}"
+    return " / ".join(names)
+
+
 @plotting.styled
 def plot_speedups(speedups: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
-    """Portable / optimised mean per call (log, 1 = no gain), by family and signing speed-up; None without
-    one."""
+    """Portable / optimised mean per call (log axis, 1 = no gain): one point per algorithm and operation with
+    its interval as whiskers (points, not bars: a log axis has no zero for a bar to start from), by family
+    and signing speed-up; the title names both builds, from the table, and the value axis what the whiskers
+    are (:func:`pqlab.publish.plotting.grouped_bars`).  None without one."""
+    builds = builds_shown(speedups, ("portable", "optimised"))
+    title = ("Portable / optimised build" + (": " if width >= WIDE else "\n") + per_call(counter)
+             + (f"\n{builds}" if builds else ""))
     return _operation_bars(_category_order(speedups, "speedup", families=True), "speedup", True,
-                           "portable / optimised", f"Portable / optimised build: {per_call(counter)}", width)
+                           "portable / optimised (log)", title, width)
 
 
 @plotting.styled
 def plot_python_over_native(fidelity: pd.DataFrame, counter: dict, width: float = plotting.FULL_WIDTH):
     """pqlab / native mean per call (1 = the harness adds nothing), by native signing time; None without
     one."""
+    builds = builds_shown(fidelity, ("pqlab", "native"))
+    title = ("pqlab / native runner" + (": " if width >= WIDE else "\n") + per_call(counter)
+             + (f"\n{builds}" if builds else ""))
     return _operation_bars(_category_order(fidelity, "native_time_ns_mean", families=False), "ratio", False,
-                           "pqlab / native", f"pqlab / native runner: {per_call(counter)}", width)
+                           "pqlab / native", title, width)
 
 
 def _operation_bars(df: pd.DataFrame, value: str, log: bool, ylabel: str, title: str, width: float):
-    """One bar (or dot) per algorithm and operation, laid out for the width; None when no bar has a value."""
+    """One bar per algorithm and operation on a linear axis (a bar starts at zero), one point with whiskers on
+    a log axis, laid out for the width; None when nothing has a value."""
     if df[value].isna().all():
         return None
     low, high = (f"{value}_ci_low", f"{value}_ci_high") if f"{value}_ci_low" in df else (None, None)
+    layout = {"horizontal": True, "dots": True} if log else {}
     fig = plotting.grouped_bars(df, category="algorithm", group="operation", value=value, low=low, high=high,
                                 log=log, ylabel=ylabel, colors=plotting.color_map(SIGNATURE_OPERATIONS),
-                                width=width, height=2.8, title=title)
+                                width=width, height=2.8, title=title, **layout)
 
     plotting.finish_ratio_bars(fig, log=log)
+    if width < WIDE:  # the category labels push the axes right: the title ends where the axes end
+        fig.axes[0].title.set(horizontalalignment="right", x=1.0)
     return fig

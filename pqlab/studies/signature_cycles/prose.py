@@ -8,8 +8,18 @@ import re
 import numpy as np
 import pandas as pd
 
-from pqlab.core.formatting import fmt_cycles, fmt_factor, fmt_factor_ci, fmt_percent, fmt_time_ns
+from pqlab.core.formatting import (
+    fmt_cycles,
+    fmt_factor,
+    fmt_factor_ci,
+    fmt_percent,
+    fmt_time_ns,
+    is_missing,
+    not_resolved_text,
+    resolved,
+)
 from pqlab.core.schema import convert_unit
+from pqlab.core.vocabulary import c_loop
 from pqlab.measure.cycles import per_call
 from pqlab.measure.stats import CONFIDENCE
 from pqlab.publish.context import precision_markdown, read_costs_text
@@ -68,55 +78,155 @@ def describe_clock(summary: dict | None, counter: dict, tolerance: float = CLOCK
     return text
 
 
-def describe_speedups(speedups: pd.DataFrame, faster: float = 1.1) -> str:
-    """The optimised build's speed-up (Markdown), and which ratios compare unlike work (``unlike_work``)."""
+def _factor(r, col: str, digits: int = 2) -> str:
+    """A row's factor `col` with its interval (:func:`fmt_factor_ci`: "not resolved" where it does not resolve
+    it), or why it has none."""
+    low, high = r.get(f"{col}_ci_low"), r.get(f"{col}_ci_high")
+    if is_missing(low) or is_missing(high):
+        return f"{fmt_factor(r[col], digits)} (no interval: a side measured without rounds)"
+    return fmt_factor_ci(r[col], low, high, digits)
+
+
+def _has_ci(r, col: str) -> bool:
+    return not (is_missing(r.get(f"{col}_ci_low")) or is_missing(r.get(f"{col}_ci_high")))
+
+
+def _is_resolved(r, col: str) -> bool:
+    """A row whose `col` has an interval that resolves it."""
+    return _has_ci(r, col) and resolved(r[f"{col}_ci_low"], r[f"{col}_ci_high"])
+
+
+def harness_of(backend) -> str:
+    """How a side's calls were made, from its backend's record (:func:`pqlab.core.vocabulary.c_loop`)."""
+    if str(backend) == "native":
+        return "the native C runner, no interpreter"
+    if c_loop(str(backend)):
+        return "a sample's calls in pqlab's C loop, one call from Python per sample"
+    return "one call from Python per operation"
+
+
+def sides_text(table: pd.DataFrame, sides: tuple[str, str]) -> str:
+    """"A (how it was called) over B (how)": what ran each side of a ratio table, from its
+    ``<side>_implementation`` and ``<side>_backend`` columns ("" where the table has none)."""
+    parts = []
+    for side in sides:
+        impl = table.get(f"{side}_implementation")
+        backend = table.get(f"{side}_backend")
+        if impl is None:
+            return ""
+        names = ", ".join(dict.fromkeys(str(x) for x in impl.dropna())) or side
+        how = (f" ({'; '.join(dict.fromkeys(harness_of(b) for b in backend.dropna()))})"
+               if backend is not None and backend.notna().any() else "")
+        parts.append(f"{names}{how}")
+    return " over ".join(parts)
+
+
+def _resolved_rows(f: pd.DataFrame, col: str) -> pd.DataFrame:
+    """The rows of `f` whose `col` has an interval that resolves it."""
+    return f[[_is_resolved(r, col) for _, r in f.iterrows()]]
+
+
+def _summary(f: pd.DataFrame, col: str, what: str) -> str:
+    """"Median <what> over the N resolved ratios (...): keygen 1.23×, ..." from the rows whose interval
+    resolves them only (a median of values no interval supports would say nothing), or why there is none."""
+    ok = _resolved_rows(f, col)
+    if ok.empty:
+        return (f"No {what} of the {len(f)} is resolved by its interval, so no median over them is given "
+                "(each ratio is in the table).")
+    by_op = ok.groupby("operation")[col].median()
+    ops = ", ".join(f"{op} {fmt_factor(by_op[op])}" for op in SIGNATURE_OPERATIONS if op in by_op)
+    return (f"Median {what} over the {len(ok)} of {len(f)} ratios that their intervals resolve ({SUMMARY}): "
+            f"{ops}.")
+
+
+#: what a median over rows says of its interval
+SUMMARY = ("per operation, over algorithms, a summary with no interval of its own; each ratio's interval is "
+           "in the table")
+
+
+def describe_speedups(speedups: pd.DataFrame) -> str:
+    """The optimised build's speed-up (Markdown): what ran each side, the median per operation, each ratio
+    whose interval resolves a gain (whole interval above 1) or resolves none, the ratios not resolved, and
+    which ratios compare unlike work (``unlike_work``)."""
     s = speedups.dropna(subset=["speedup"])
     if s.empty:
         return "The portable build was not measured in this run."
-    sign = s[s["operation"] == "sign"].sort_values("speedup")
-    by_op = s.groupby("operation")["speedup"].median()
-    ops = ", ".join(f"{op} {by_op[op]:.2f}×" for op in SIGNATURE_OPERATIONS if op in by_op)
-    n_fast = int((s["speedup"] >= faster).sum())
-    text = (f"Median speed-up of the optimised build over {s['algorithm'].nunique()} algorithms: {ops}. "
-            f"{n_fast} of {len(s)} operations run at least {faster:.1f}× faster optimised")
-    same = s[s["speedup"] < faster]
-    if len(same):
-        listed = ", ".join(f"{r.algorithm} {r.operation} ({r.speedup:.2f}×)"
-                           for r in same.head(6).itertuples())
-        text += f"; no gain for {listed}{' …' if len(same) > 6 else ''}"
-    if len(sign):
-        hi, lo = sign.iloc[-1], sign.iloc[0]
-        text += (f". Signing gains most in {hi['algorithm']} ({hi['speedup']:.1f}×) and least in "
-                 f"{lo['algorithm']} ({lo['speedup']:.2f}×).")
+    ran = sides_text(s, ("portable", "optimised"))
+    text = (f"Portable over optimised{': ' + ran if ran else ''}, mean per call. "
+            + _summary(s, "speedup", "speed-up"))
+    rows = [r for _, r in s.iterrows()]
+    gain = [r for r in rows if _is_resolved(r, "speedup") and r["speedup_ci_low"] > 1]
+    none = [r for r in rows if _is_resolved(r, "speedup") and not r["speedup_ci_low"] > 1]
+    unresolved = [r for r in rows if _has_ci(r, "speedup") and not _is_resolved(r, "speedup")]
+    bare = [r for r in rows if not _has_ci(r, "speedup")]
+    text += (f" {len(gain)} of {len(rows)} operations run faster optimised, the whole interval above 1")
+    if none:
+        text += ("; no gain resolved (an interval reaching 1 or below) for "
+                 + ", ".join(f"{r['algorithm']} {r['operation']} {_factor(r, 'speedup')}" for r in none))
+    if unresolved:
+        text += (f"; {not_resolved_text()} for " + ", ".join(f"{r['algorithm']} {r['operation']}"
+                                                           for r in unresolved))
+    if bare:
+        text += ("; without an interval (a build measured without rounds) for "
+                 + ", ".join(f"{r['algorithm']} {r['operation']} {_factor(r, 'speedup')}" for r in bare))
+    text += "."
+    sign = sorted((r for r in gain if r["operation"] == "sign"), key=lambda r: r["speedup"])
+    if len(sign) > 1:
+        text += (f" Of the resolved gains in signing, the largest is {sign[-1]['algorithm']}'s "
+                 f"({_factor(sign[-1], 'speedup', 1)}) and the smallest {sign[0]['algorithm']}'s "
+                 f"({_factor(sign[0], 'speedup')}).")
     unlike = conforming.describe_unlike_work(s, "speedup")
     return text + (f" {unlike}" if unlike else "")
 
 
 def _fmt_basis(value, basis: str) -> str:
-    return fmt_time_ns(value) if basis == "time_ns" else fmt_cycles(value)
+    """A time or a count of cycles, negative ones too ("-105 kcycles")."""
+    fmt = fmt_time_ns if basis == "time_ns" else fmt_cycles
+    return f"-{fmt(-value)}" if not is_missing(value) and value < 0 else fmt(value)
+
+
+def _added(r, basis: str) -> str:
+    """What pqlab's path adds per call, with its interval where the table has one."""
+    col = f"added_{basis}"
+    text = _fmt_basis(r[col], basis)
+    if _has_ci(r, col):
+        text += f" [{_fmt_basis(r[f'{col}_ci_low'], basis)}, {_fmt_basis(r[f'{col}_ci_high'], basis)}]"
+    return text
 
 
 def describe_python_over_native(fidelity: pd.DataFrame, counter: dict, noop: float | None = None,
                                 runs=()) -> str:
-    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown); then
+    """What pqlab's path adds over the native runner, both counted with the same counter (Markdown): what ran
+    each side, the median per operation, the largest resolved ratio with the cycles it adds (both from the
+    same estimate: the medians over rounds of each side's mean per call); then
     :func:`pqlab.studies.conforming.caveat` of `runs`."""
     f = fidelity.dropna(subset=["ratio"])
     if f.empty:
         return "The native runner measured nothing in common with pqlab in this run."
     basis = counter["basis"]
-    by_op = f.groupby("operation")["ratio"].median()
-    ops = ", ".join(f"{op} {by_op[op]:.2f}" for op in SIGNATURE_OPERATIONS if op in by_op)
-    worst = f.sort_values("ratio").iloc[-1]
-    text = (f"pqlab / native, {per_call(counter)} on both sides (median over {f['algorithm'].nunique()} "
-            f"algorithms): {ops}. The largest ratio is {worst['algorithm']} {worst['operation']}'s "
-            f"({worst['ratio']:.2f}, {_fmt_basis(worst[f'added_{basis}'], basis)} added).")
-    fast, slow = f[f["native_time_ns_mean"] < SHORT_NS], f[f["native_time_ns_mean"] >= LONG_NS]
+    ran = sides_text(f, ("pqlab", "native"))
+    text = (f"pqlab / native{' (' + ran + ')' if ran else ''}, {per_call(counter)} on both sides. "
+            + _summary(f, "ratio", "ratio"))
+    rows = [r for _, r in f.iterrows()]
+    ok = [r for r in rows if _is_resolved(r, "ratio")]
+    if len(ok) < len(rows):
+        text += f" {len(rows) - len(ok)} of {len(rows)} ratios are {not_resolved_text()} or have no interval."
+    if ok:
+        worst = max(ok, key=lambda r: r["ratio"])
+        text += (f" The largest resolved ratio is {worst['algorithm']} {worst['operation']}'s: "
+                 f"{_factor(worst, 'ratio')}, {_added(worst, basis)} added per call (both from the medians "
+                 "over rounds of each side's mean per call).")
+    resolved_f = _resolved_rows(f, "ratio")
+    fast = resolved_f[resolved_f["native_time_ns_mean"] < SHORT_NS]
+    slow = resolved_f[resolved_f["native_time_ns_mean"] >= LONG_NS]
     if len(fast) and len(slow):
         text += (f" Operations under {fmt_time_ns(SHORT_NS)} natively: median ratio "
                  f"{fast['ratio'].median():.2f} ({len(fast)} operations); over {fmt_time_ns(LONG_NS)}: "
-                 f"{slow['ratio'].median():.2f} ({len(slow)}).")
+                 f"{slow['ratio'].median():.2f} ({len(slow)}); medians over the resolved rows, with no "
+                 "interval of their own.")
     if noop:
-        text += f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)}."
+        text += (f" A do-nothing call through the harness costs {_fmt_basis(noop, basis)} (the median over "
+                 "rounds of its no-op row).")
     return text + describe_below_one(f) + conforming.paragraph(runs)
 
 
@@ -142,14 +252,16 @@ def describe_below_one(f: pd.DataFrame) -> str:
         return text + " This run did not record its rounds, so which conditions is not known."
     n_rounds, p_rounds = int(f["native_rounds"].sum()), int(f["pqlab_rounds"].sum())
     n_slow, p_slow = int(f["native_slow_rounds"].sum()), int(f["pqlab_slow_rounds"].sum())
-    text += (f" They are separate runs, measured one after the other, each round a fresh process: over the "
+    text += (" Each fastest-round ratio below is one round per side: it has no interval. "
+             f"They are separate runs, measured one after the other, each round a fresh process: over the "
              f"{len(f)} operations, {n_slow} of the native runner's {n_rounds} rounds ran "
              f"{fmt_percent(SLOW_ROUND, 0)} or more above that operation's fastest native round, against "
              f"{p_slow} of pqlab's {p_rounds}.")
     explained = below[below["ratio_fastest_rounds"] >= 1]
     if len(explained):
         text += (" On the fastest round of each side, pqlab / native is at or above 1 for "
-                 + "; ".join(f"{r['algorithm']} {r['operation']} ({r['ratio_fastest_rounds']:.2f}; native: "
+                 + "; ".join(f"{r['algorithm']} {r['operation']} (fastest rounds "
+                             f"{r['ratio_fastest_rounds']:.2f}; native: "
                              f"{int(r['native_slow_rounds'])} slow of {int(r['native_rounds'])} rounds, the "
                              f"slowest {fmt_percent(r['native_worst_round'], 0)} above its fastest)"
                              for _, r in explained.iterrows())
@@ -157,7 +269,8 @@ def describe_below_one(f: pd.DataFrame) -> str:
     rest = below[~(below["ratio_fastest_rounds"] >= 1)]
     if len(rest):
         text += (" On their fastest rounds too, pqlab / native stays below 1 for "
-                 + "; ".join(f"{r['algorithm']} {r['operation']} ({r['ratio_fastest_rounds']:.2f})"
+                 + "; ".join(f"{r['algorithm']} {r['operation']} (fastest rounds "
+                             f"{r['ratio_fastest_rounds']:.2f})"
                              for _, r in rest.iterrows())
                  + f": slow rounds do not explain {'it' if len(rest) == 1 else 'them'}, and this run records "
                  "nothing else that would (both harnesses verify one signature again and again).")
@@ -165,18 +278,31 @@ def describe_below_one(f: pd.DataFrame) -> str:
 
 
 def describe_implementations(implementations: pd.DataFrame, counter: dict, runs=()) -> str:
-    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown); then
+    """A second implementation against liboqs, per algorithm, operation and liboqs build (Markdown): each
+    side's implementation and release and how its calls were made (the second implementation's one call from
+    Python per operation is not like for like with liboqs's C loop), each ratio with its interval; then
     :func:`pqlab.studies.conforming.caveat` of `runs`."""
     if implementations.empty:
         return "No algorithm was measured through a second implementation in this run."
+    other = next((c[: -len("_implementation")] for c in implementations
+                  if c.endswith("_implementation") and not c.startswith("liboqs_")), None)
     parts = []
     for alg, g in implementations.groupby("algorithm", sort=False):
         per_build = []
         for build, h in g.groupby("liboqs_build", sort=False):
-            ops = ", ".join(f"{r.operation} {r.ratio:.2f}×" for r in h.itertuples())
-            per_build.append(f"{ops} that of liboqs's {build.split()[-1]} build")
-        parts.append(f"{alg} through OpenSSL needs " + "; and ".join(per_build))
-    return ". ".join(parts) + f" ({per_call(counter)})." + conforming.paragraph(runs)
+            ops = ", ".join(f"{r['operation']} {_factor(r, 'ratio')}" for _, r in h.iterrows())
+            base = (sides_text(h, ("liboqs",)) if "liboqs_implementation" in h
+                    else f"liboqs's {build.split()[-1]} build")
+            per_build.append(f"{ops} that of {base}")
+        second = sides_text(g, (other,)) if other else "OpenSSL"
+        parts.append(f"{alg} through {second} needs " + "; and ".join(per_build))
+    text = ". ".join(parts) + f" ({per_call(counter)} on each side)."
+    calls = {harness_of(b) for c in implementations if c.endswith("_backend")
+             for b in implementations[c].dropna()}
+    if len(calls) > 1:
+        text += (" The two sides' calls were not made alike (above, per side), so the ratio carries that "
+                 "difference too: not like for like in that respect.")
+    return text + conforming.paragraph(runs)
 
 
 NOTE_RATIOS = (("ML-DSA-44", "sign"), ("Falcon-512", "verify"), ("SPHINCS+-SHA2-128f-simple", "sign"))
@@ -215,7 +341,31 @@ def numbers(closing: dict, runs=()) -> dict[str, float | str | None]:
                                                    op)).lower())
         out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = value if value is not None else (None,) * 3
     out = {k: None if v is None or np.isnan(v) else v for k, v in out.items()}  # None: not measured
-    return {**out, "cycles_mldsa_caveat": conforming.paper_caveat(runs, "ML-DSA")}
+    texts = {}
+    for name, value in closing.items():
+        kind, alg, op = name.split(" ")
+        if kind == "ratio":
+            key = re.sub(r"[^a-z0-9]+", "_", f"python_over_native_{alg.replace('+', 'plus')}_{op}".lower())
+            texts[f"{key}_text"] = paper_factor(value)
+    return {**out, **texts, "cycles_mldsa_caveat": conforming.paper_caveat(runs, "ML-DSA")}
+
+
+def paper_factor(value) -> str | None:
+    """A pqlab / native ratio for the paper: the factor with its interval over rounds ("not resolved" where
+    the interval does not resolve it); below 1, with what that means; None where not measured."""
+    if value is None:
+        return None
+    ratio, low, high = value
+    text = fmt_factor_ci(ratio, low, high)
+    if is_missing(low) or is_missing(high):
+        text += " (no interval: a side measured without rounds)"
+    elif resolved(low, high):
+        text += f" ({fmt_percent(CONFIDENCE, 0)} interval over rounds)"
+    if ratio < 1 or (not is_missing(low) and low < 1):
+        text += ("; a ratio below 1 says that the two harnesses, separate runs one after the other, ran "
+                 "under different conditions, not that the path through Python is faster: it runs the same C "
+                 "code and more")
+    return text
 
 
 def write_closing_note(numbers: dict, clock: dict | None, reference: dict, run_ids: dict, durations: dict,

@@ -10,7 +10,7 @@ import pandas as pd
 
 from pqlab.core.formatting import Column
 from pqlab.core.schema import convert_unit
-from pqlab.measure.stats import ratio_ci, ratio_to_published
+from pqlab.measure.stats import ratio_ci, ratio_to_published, round_interval
 from pqlab.runners.fidelity import fastest_rounds
 from pqlab.studies.signature_cycles.measure import BUILDS, FAMILY_ORDER, SIGNATURE_OPERATIONS, SignatureStudy
 
@@ -88,8 +88,10 @@ def _ratio_table(rows: pd.DataFrame, num: str, den: str, name: str, sides: tuple
     """`num` build / `den` build per algorithm and operation: `name` from the mean `basis` (cycles,
     or time_ns where no counter ran) per call, `name`_median from the medians (see
     :func:`sample_stats` for why the mean leads); columns ``<side>_<basis>_mean`` and ``_median``
-    with `sides` = (den, num) names, and each side's mean time."""
+    with `sides` = (den, num) names, each side's mean time and, where `rows` has them, each side's
+    ``<side>_implementation`` and ``<side>_backend`` (what ran it)."""
     values = list(dict.fromkeys([f"{basis}_mean", f"{basis}_median", "time_ns_mean"]))
+    values += [c for c in ("implementation", "backend") if c in rows]  # what ran each side, for the prose
     keep = ["algorithm", "table_family", "operation", *values]
     a = rows[rows["build"] == num][keep].drop_duplicates(["algorithm", "operation"])
     b = rows[rows["build"] == den][keep].drop_duplicates(["algorithm", "operation"])
@@ -108,7 +110,12 @@ def compute_speedups(rows: pd.DataFrame, basis: str = "cycles") -> pd.DataFrame:
     m = _ratio_table(rows, "liboqs portable", "liboqs optimised", "speedup", ("optimised", "portable"), basis)
     return _order(m)[["table_family", "algorithm", "operation", f"optimised_{basis}_mean",
                       f"portable_{basis}_mean", "speedup", f"optimised_{basis}_median",
-                      f"portable_{basis}_median", "speedup_median"]]
+                      f"portable_{basis}_median", "speedup_median", *_sides(m, ("optimised", "portable"))]]
+
+
+def _sides(m: pd.DataFrame, sides) -> list[str]:
+    """The columns that say what ran each of `sides` (implementation and backend), where `m` has them."""
+    return [f"{side}_{c}" for side in sides for c in ("implementation", "backend") if f"{side}_{c}" in m]
 
 
 def compute_python_over_native(rows: pd.DataFrame, basis: str = "cycles",
@@ -119,7 +126,7 @@ def compute_python_over_native(rows: pd.DataFrame, basis: str = "cycles",
     m[f"added_{basis}"] = m[f"pqlab_{basis}_mean"] - m[f"native_{basis}_mean"]
     cols = ["table_family", "algorithm", "operation", f"native_{basis}_mean", f"pqlab_{basis}_mean", "ratio",
             f"added_{basis}", f"native_{basis}_median", f"pqlab_{basis}_median", "ratio_median",
-            "native_time_ns_mean"]
+            "native_time_ns_mean", *_sides(m, ("native", "pqlab"))]
     return _order(m)[list(dict.fromkeys(cols))]
 
 
@@ -128,7 +135,8 @@ def compare_implementations(rows: pd.DataFrame, other: str = "OpenSSL", base: st
     """Algorithms measured through a second implementation: its mean `basis` per call / liboqs's."""
     m = _ratio_table(rows, other, base, "ratio", ("liboqs", other), basis)
     return _order(m)[["algorithm", "operation", f"liboqs_{basis}_mean", f"{other}_{basis}_mean", "ratio",
-                      f"liboqs_{basis}_median", f"{other}_{basis}_median", "ratio_median"]]
+                      f"liboqs_{basis}_median", f"{other}_{basis}_median", "ratio_median",
+                      *_sides(m, ("liboqs", other))]]
 
 
 def build_samples(study: SignatureStudy, build: str, algorithm: str, operation: str,
@@ -147,7 +155,10 @@ def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: st
     interval over rounds of `num` build's `stat` over `den` build's, from both builds' raw samples; `name`
     becomes the estimate it is about (each round's `stat` per call: :func:`pqlab.measure.stats.ratio_ci`), so
     a ratio lies inside its interval; the ratio of the means pooled over all samples, which a slow round
-    drags, stays in ``<name>_pooled``."""
+    drags, stays in ``<name>_pooled``.  Where `table` has ``added_<column>`` (what `num` adds per call), it
+    is recomputed from the same estimate, ``den`` estimate x (ratio - 1), with ``_ci_low`` and ``_ci_high``
+    from the ratio's interval (so it is negative exactly where the ratio is below 1); the difference of the
+    pooled means stays in ``added_<column>_pooled``."""
 
 
     found = [ratio_ci(build_samples(study, num, a, o, column), build_samples(study, den, a, o, column), stat)
@@ -161,6 +172,17 @@ def with_intervals(table: pd.DataFrame, study: SignatureStudy, num: str, den: st
     has_ci = np.isfinite(out[f"{name}_ci_low"].to_numpy(float)) & np.isfinite(value)
     out[name] = np.where(has_ci, value, pooled)
     out[f"{name}_pooled"] = pooled
+    added = f"added_{column}"
+    if added in out:  # what num adds per call, from the same estimate as the ratio and its interval
+        pairs = zip(table["algorithm"], table["operation"], strict=True)
+        den_est = np.array([round_interval(build_samples(study, den, a, o, column), stat)[0]
+                            for a, o in pairs], dtype=float)
+        out[f"{added}_pooled"] = out[added]
+        out[added] = np.where(has_ci, den_est * (value - 1), out[added].to_numpy(float))
+        at = out.columns.get_loc(added) + 1
+        for end, col in (("low", 1), ("high", 2)):
+            bound = out[f"{name}_ci_{end}"].to_numpy(float)
+            out.insert(at + col - 1, f"{added}_ci_{end}", np.where(has_ci, den_est * (bound - 1), np.nan))
     return out
 
 

@@ -38,8 +38,8 @@ def plot_rates(rates: pd.DataFrame, width: float = plotting.FULL_WIDTH):
     df = rates.assign(config=lambda d: d["mode"] + ", depth " + d["depth"].astype(str))
     fig = plotting.grouped_bars(df, category="pair", group="config", value="vs_baseline",
                                 low="vs_baseline_low", high="vs_baseline_high", log=False, width=width,
-
-                                ylabel=f"handshakes/s per core vs {BASELINE[0]} + {BASELINE[1]}")
+                                ylabel="handshakes/s per core / baseline's",
+                                title=f"Baseline: {BASELINE[0]} + {BASELINE[1]}")
     ax = fig.axes[0]
     (ax.axvline if plotting.categories_on_y(ax) else ax.axhline)(1.0, color="0.3", lw=0.8, ls=":")
     return fig

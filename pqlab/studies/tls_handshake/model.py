@@ -179,12 +179,22 @@ def predict_matrix(configs: Sequence[tls.Config], ops, certs: pd.DataFrame, *,
     return pd.DataFrame(rows)
 
 
+#: The inputs :func:`compare_bytes` reads from each handshake itself: its column -> what it is (prose).
+FROM_HANDSHAKE = {"cipher_from_handshake": "the negotiated cipher suite (it fixes the Finished length)",
+                  "signature_from_handshake": "the length of the server's CertificateVerify signature",
+                  "client_signature_from_handshake": "the length of the client's CertificateVerify signature",
+                  "ticket_from_handshake": "the length of the ticket a resumed client offers"}
+
+
 def compare_bytes(run, ops, certs: pd.DataFrame) -> pd.DataFrame:
     """Every measured handshake beside its prediction, flight by flight; ``error`` must be 0.
 
     Inputs per handshake that the model cannot know beforehand are taken from that handshake: the
-    length of a variable-length signature (ECDSA's DER encoding), the ticket a resumed client offers,
-    and the negotiated cipher suite (which fixes the Finished length).
+    length of the CertificateVerify signature (variable for ECDSA's DER encoding), the client's where it
+    signs, the ticket a resumed client offers, and the negotiated cipher suite (which fixes the Finished
+    length).  Each row says which it took (``*_from_handshake``, :data:`FROM_HANDSHAKE`) and whether the
+    signature read from the handshake differs from the size the model would use (``signature_differs``), so
+    that a reader knows how much of an exact match holds by construction.
     """
     configs = {(r.algorithm, r.operation, int(r.chain_depth)): r for r in run.measurements.itertuples()}
     groups = list(dict.fromkeys(r.tls_group for r in configs.values()))
@@ -198,6 +208,7 @@ def compare_bytes(run, ops, certs: pd.DataFrame) -> pd.DataFrame:
         if config not in inputs_of:
             inputs_of[config] = _inputs(config, shares, certs, ops)
         inputs = dict(inputs_of[config])
+        own_signature = inputs["signature_bytes"]
         if not pd.isna(s.cv_signature_bytes):
             inputs["signature_bytes"] = int(s.cv_signature_bytes)
         client_sig = None if pd.isna(s.client_cv_signature_bytes) else int(s.client_cv_signature_bytes)
@@ -213,6 +224,13 @@ def compare_bytes(run, ops, certs: pd.DataFrame) -> pd.DataFrame:
             rows.append({"pair": config.pair, "mode": config.mode, "depth": config.depth,
                          "handshake": s.sample, "flight": flight, "measured": measured,
                          "predicted": int(predicted.get(flight, 0)),
-                         "error": measured - int(predicted.get(flight, 0))})
+                         "error": measured - int(predicted.get(flight, 0)),
+                         # the inputs read from this handshake itself (FROM_HANDSHAKE), not predicted
+                         "cipher_from_handshake": isinstance(s.cipher, str) and bool(s.cipher),
+                         "signature_from_handshake": not pd.isna(s.cv_signature_bytes),
+                         "signature_differs": (not pd.isna(s.cv_signature_bytes)
+                                               and int(s.cv_signature_bytes) != own_signature),
+                         "client_signature_from_handshake": client_sig is not None,
+                         "ticket_from_handshake": ticket is not None})
 
     return pd.DataFrame(rows)

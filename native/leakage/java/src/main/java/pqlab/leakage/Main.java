@@ -43,7 +43,9 @@
  *
  * Timing: System.nanoTime() around each single extractSecret call; the output is compared with the class's expected
  * output after the second reading. Before the protocol's warm-up blocks, JIT_CALLS untimed calls cycle through the
- * requested classes (C2 settles after 60-80 decapsulations).
+ * requested classes (C2 settles after 60-80 decapsulations). The power check (pqlab.checks.leakage.injected) sends
+ * delays_ns, one per class: a class with a delay busy-waits on System.nanoTime() after its call, before the second
+ * reading, and the document's injected_ns gives the median of what each class's wait really added.
  */
 package pqlab.checks.leakage;
 
@@ -74,7 +76,7 @@ public final class Main {
     static final int PROTOCOL = 2;
     static final String COUNTER = "System.nanoTime";
     /** The request's fields (any other is a bad request). */
-    static final List<String> FIELDS = List.of("target", "classes", "order", "warmup_blocks", "seed");
+    static final List<String> FIELDS = List.of("target", "classes", "order", "warmup_blocks", "seed", "delays_ns");
     /** Untimed calls, cycling through the requested classes, before the warm-up blocks (JIT warm-up). */
     static final int JIT_CALLS = 160;
 
@@ -188,6 +190,7 @@ public final class Main {
         int[][] order = order(request.get("order"), k);
         int warmup = integer(request, "warmup_blocks", 0);
         long seed = integer(request, "seed", 0);
+        long[] delays = delays(request.get("delays_ns"), k);
 
         // 1. prepare and check every class
         Map<String, Case> cases = target.prepare(seed);
@@ -202,12 +205,18 @@ public final class Main {
         for (int w = 0; w < warmup; w++) for (int i : order[w % order.length]) target.run(inputs[i]);
         // 3. timed blocks
         long[][] times = new long[order.length][k];
+        long[][] spun = new long[k][order.length];  // the power check's injection: what each wait really added
         long checked = 0;
         for (int b = 0; b < order.length; b++) {
             for (int i : order[b]) {
                 long t0 = System.nanoTime();
                 byte[] out = target.run(inputs[i]);
                 long t1 = System.nanoTime();
+                if (delays[i] > 0) {  // busy-wait on the counter before the interval closes
+                    long s = t1;
+                    while (t1 - s < delays[i]) t1 = System.nanoTime();
+                    spun[i][b] = t1 - s;
+                }
                 if (!Arrays.equals(out, expected[i])) {
                     throw new Failure(3, "output differs from the class's expected output", classes.get(i), b);
                 }
@@ -228,9 +237,35 @@ public final class Main {
             for (int i = 0; i < k; i++) sb.append(i == 0 ? "" : ", ").append(times[b][i]);
             sb.append(']');
         }
+        sb.append(']');
+        boolean injected = false;
+        for (long d : delays) injected |= d > 0;
+        if (injected) {  // the median of what each class's wait really added (0 where it had none)
+            sb.append(", \"injected_ns\": [");
+            for (int i = 0; i < k; i++) {
+                long[] w = spun[i].clone();
+                Arrays.sort(w);
+                sb.append(i == 0 ? "" : ", ").append(w[w.length / 2]);
+            }
+            sb.append(']');
+        }
         double wall = (System.nanoTime() - began) / 1e9;
-        return sb.append("], \"checked\": ").append(checked)
+        return sb.append(", \"checked\": ").append(checked)
                  .append(", \"wall_s\": ").append(String.format(Locale.ROOT, "%.3f", wall)).append('}').toString();
+    }
+
+    static long[] delays(Object value, int k) throws Failure {
+        long[] d = new long[k];
+        if (value == null) return d;
+        if (!(value instanceof List) || ((List<?>) value).size() != k)
+            throw bad("delays_ns must list one non-negative integer per class (" + k + ")");
+        for (int i = 0; i < k; i++) {
+            Object x = ((List<?>) value).get(i);
+            if (!(x instanceof Long) || (Long) x < 0)
+                throw bad("delays_ns must list one non-negative integer per class (" + k + ")");
+            d[i] = (Long) x;
+        }
+        return d;
     }
 
     static int[][] order(Object value, int k) throws Failure {
