@@ -153,6 +153,19 @@ def fmt_factor_ci(x, low, high, digits: int = 2) -> str:
     return f"{fmt_factor(x, digits)} [{fmt_factor(low, digits)[:-1]}, {fmt_factor(high, digits)[:-1]}]"
 
 
+def fmt_time_ci(median, low, high) -> str:
+    """A time with its interval in the same unit: "10.3 µs [10.2, 10.4]"; "10.3 µs (no interval: no rounds)"
+    where the row has none."""
+    text = fmt_time_ns(median)
+    if is_missing(median):
+        return text
+    if is_missing(low) or is_missing(high):
+        return f"{text} (no interval: too few rounds)"
+    value, unit = text.split(" ", 1)
+    ends = (significant(float(float(x) / UNIT_TABLE[unit][1])) for x in (low, high))
+    return f"{value} {unit} [{', '.join(ends)}]"
+
+
 def fmt_percent(x, digits: int = 1, signed: bool = False) -> str:
     """A fraction as a percentage: 0.0123 -> "1.2 %" ("+1.2 %" when `signed`)."""
     if is_missing(x):

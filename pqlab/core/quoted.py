@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pqlab.core.quantities import (
     fmt_factor_ci,
+    fmt_time_ci,
     fmt_time_ns,
     is_missing,
     not_resolved_note,
@@ -65,10 +66,12 @@ class Quoted:
 
     @property
     def text(self) -> str:
-        """The value with its interval as prose prints it ("0.96× [0.73, 1.26]", "10.3 µs [10.2 µs,
-        10.4 µs]"), "not resolved (...)" where the interval does not resolve a factor."""
+        """The value with its interval as prose prints it ("0.96× [0.73, 1.26]", "10.3 µs [10.2, 10.4]"),
+        "not resolved (...)" where the interval does not resolve a factor."""
         if self.unit == "×":
             return fmt_factor_ci(self.value, self.low, self.high)
+        if self.unit == "ns" and self.has_interval and not self.missing:
+            return fmt_time_ci(self.value, self.low, self.high)
         fmt = _FORMATS[self.unit]
         if self.missing:
             return fmt(self.value) if self.unit else "n/a"

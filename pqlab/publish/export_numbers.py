@@ -110,7 +110,8 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
             unmeasured.append(key)
     out.insert(0, atomic_write_text(folder / "numbers.tex", "\n".join(lines) + "\n"))
     write_sidecar(folder / "numbers", "numbers", topic, "numbers", prov, out, macros=macros,
-                  not_measured=unmeasured, not_resolved=sorted(unresolved),
+                  not_measured=unmeasured,
+                  not_resolved=sorted({*unresolved, *(k for k, q in quotes.items() if not q.is_resolved)}),
                   numbers={key: q.record() for key, q in quotes.items()})
     return Written(out)
 

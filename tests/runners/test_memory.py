@@ -224,7 +224,7 @@ def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_in
     """Massif runs are forked by a worker server; the heap, native heap and stack figures are those of a
     worker process started afresh: the heap byte for byte (its allocator overhead aside), the stack to its
     alignment (ML-DSA keeps 32-byte aligned arrays on the stack, so where the window starts can move its peak
-    by 16 bytes)."""
+    by 16 bytes per frame that aligns them)."""
     algo, folder = ml_dsa_inputs
     assert driver.compile_bytecode()  # as measure_memory does: both kinds of worker load the same bytecode
     servers = driver.WorkerServers(tmp_path / "servers")
@@ -247,7 +247,9 @@ def test_a_worker_forked_by_a_server_measures_what_a_fresh_worker_does(ml_dsa_in
     # (16-64 B apart in notebook 03's rows whose heap is the same byte for byte)
     assert abs(heap[0][0]["peak_heap_extra_bytes"] - heap[1][0]["peak_heap_extra_bytes"]) <= 64
     assert heap[0][0]["peak_heap_bytes"] >= (2420 if operation == "sign" else 1)  # sign returns a signature
-    assert abs(stack[0][0]["peak_stack_bytes"] - stack[1][0]["peak_stack_bytes"]) <= 16
+    # each frame that aligns its arrays can move the peak by up to 16 B where the window starts elsewhere: two
+    # such steps (32 B) were seen between a forked and a fresh worker under CI's parallel tests on 30 Nov
+    assert abs(stack[0][0]["peak_stack_bytes"] - stack[1][0]["peak_stack_bytes"]) <= 32
     assert stack[0][0]["peak_stack_bytes"] > 5_000
     # the profiles compared are a forked server's and a fresh worker's (massif names the command it ran;
     # their raw stacks may differ or not: Python calls take no C stack, so the two can be the same depth)

@@ -371,6 +371,14 @@ def test_a_cross_library_ratio_keeps_its_statistic_and_caveat_in_every_export(ru
     assert record["statistic"] == r.statistic_text and any("different implementations" in c
                                                            for c in record["caveats"])
     assert (folder / "plain.txt").read_text() == "3"
+    # a quoted number its interval does not resolve: "not resolved" everywhere, listed as such
+    from pqlab.core.quoted import Quoted
+
+    export.save_numbers({"wide": Quoted(10.0, 0.1, 900.0, statistic="ratio of medians")}, "my_question",
+                        runs=[fake_run()])
+    sidecar = json.loads((folder / "numbers.export.json").read_text())
+    assert sidecar["not_resolved"] == ["wide"] and not sidecar["numbers"]["wide"]["resolved"]
+    assert (folder / "wide.txt").read_text().startswith("not resolved")
 
 
 def test_the_progress_bar_of_a_run_that_succeeded_ends_full(monkeypatch, tmp_path):

@@ -3,8 +3,9 @@
 bundles as its SBOM says), the work a timed call does that the others' do not, or skips
 (:func:`different_work`: the clauses of a program's options that say so, the same text its options column
 shows), both sides of a pairing (:func:`pair_label`), the implementations tied with the fastest (:func:`ties`:
-intervals overlapping), a time with its interval (:func:`fmt_time_ci`) and a difference of two times with its
-interval (:func:`difference_ci`).
+intervals overlapping), a time with its interval (:func:`row_time`, through
+:func:`pqlab.core.quantities.fmt_time_ci`) and a difference of two times with its interval
+(:func:`difference_ci`).
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from importlib import metadata
 
 import pandas as pd
 
-from pqlab.core.quantities import fmt_time_ns, is_missing, resolved, significant
-from pqlab.core.schema import convert_unit
+from pqlab.core.quantities import fmt_time_ci, is_missing, resolved
 from pqlab.core.vocabulary import find
 from pqlab.measure.stats import CONFIDENCE, combined_ci
 
@@ -39,19 +39,6 @@ _DIFFERENT = re.compile(r"\btimed\b.*\b(?:skips?|does not|do not|leaves? out)\b|
                         re.IGNORECASE)
 #: An algorithm family a clause restricts itself to ("ML-KEM", "ML-DSA").
 _FAMILY = re.compile(r"\b[A-Z]{2,}-[A-Z]{2,}\b")
-
-
-def fmt_time_ci(median, low, high) -> str:
-    """A time with its interval in the same unit: "10.3 µs [10.2, 10.4]"; "10.3 µs (no interval: no rounds)"
-    where the row has none."""
-    text = fmt_time_ns(median)
-    if is_missing(median):
-        return text
-    if is_missing(low) or is_missing(high):
-        return f"{text} (no interval: too few rounds)"
-    value, unit = text.split(" ", 1)
-    ends = (significant(float(convert_unit(float(x), "ns", unit))) for x in (low, high))
-    return f"{value} {unit} [{', '.join(ends)}]"
 
 
 def row_time(row) -> str:
