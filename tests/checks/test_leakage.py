@@ -236,10 +236,15 @@ def test_bouncy_castle_frodokem_leak_is_found_in_1_83():
     # ~13 us in ~8.3 ms calls; with all four classes 800 blocks found it in about half the screens, 2000 in
     # most; three classes (two sharing valid's decrypted message, as native/leakage/java's header asks) test
     # fewer pairs and each block costs a quarter less
-    s = leakage.screen("bc-1.83", "frodokem640shake-decaps", blocks=3000, warmup_blocks=20,
-                       classes=["valid", "invalid-first", "invalid-mu"])
+    # its power at this size is below 1 (CI on 30 Nov missed it once, as the 800/2000-block figures above
+    # predict): a second screen with other inputs' order must then find it; both missing fails
+    for seed in (1, 2):
+        s = leakage.screen("bc-1.83", "frodokem640shake-decaps", blocks=3000, warmup_blocks=20,
+                           classes=["valid", "invalid-first", "invalid-mu"], seed=seed)
+        hit = s.tests[s.tests["pair"].isin(["invalid-mu - valid", "all classes"])]
+        if hit["significant"].any():
+            break
     assert s.version == "1.83"
-    hit = s.tests[s.tests["pair"].isin(["invalid-mu - valid", "all classes"])]
     assert hit["significant"].any(), s.tests
     row = s.differences.set_index("pair").loc["invalid-mu - valid"]
     assert row["ci_low_ns"] > 0  # slower, with an interval that excludes zero

@@ -32,8 +32,10 @@ from pqlab.core import paths
 from pqlab.publish import export_numbers, report, rerun
 
 TOPIC = "06_tls_handshake"
-#: a cheap notebook that exports a number with an interval (build/quick/durations.csv), and that number
-E2E_TOPIC, E2E_KEY = "02_message_scaling", "rsa_evidence_ours_sign_over_verify"
+#: a cheap notebook that exports numbers with intervals (build/quick/durations.csv); the test follows the one
+#: the page shows with the narrowest interval (the quick profile's few rounds leave some unresolved: CI on 30
+#: Nov found rsa_evidence_ours_sign_over_verify so, which a run here resolved to 11.3 [10.9, 11.7])
+E2E_TOPIC = "02_message_scaling"
 
 
 def write_numbers(tables: Path, topic: str, numbers: dict) -> Path:
@@ -194,9 +196,16 @@ def test_a_number_read_from_the_report_reruns_inside_its_interval(tmp_path):
         try:
             page = browser.new_page()
             page.goto((base / "report" / "index.html").as_uri(), wait_until="load")
-            row = page.locator(f'tr[data-pqlab-number="{E2E_KEY}"]')
-            assert row.count() == 1, f"the page shows no number {E2E_KEY}"
-            assert row.get_attribute("data-low") is not None, f"{E2E_KEY}'s interval was not resolved (busy?)"
+            rows = page.locator("tr[data-pqlab-number][data-low]")
+            shown = [rows.nth(i) for i in range(rows.count())
+                     if E2E_TOPIC in (rows.nth(i).locator("code.pqlab-command").text_content() or "")]
+            assert shown, f"the page shows no number of {E2E_TOPIC} with a resolved interval (busy?)"
+
+            def width(r):
+                lo, hi = float(r.get_attribute("data-low")), float(r.get_attribute("data-high"))
+                return (hi - lo) / max(abs(hi + lo) / 2, 1e-12)
+
+            row = min(shown, key=width)
             key = row.get_attribute("data-pqlab-number")
             low, high = float(row.get_attribute("data-low")), float(row.get_attribute("data-high"))
             command = row.locator("code.pqlab-command").text_content()
