@@ -25,7 +25,7 @@ from pqlab.core import paths
 from pqlab.core.escaping import latex, slug
 from pqlab.core.files import atomic_write_text
 from pqlab.core.quantities import NOT_RESOLVED_MARK, is_missing, not_resolved_text, resolved, significant
-from pqlab.core.quoted import Quoted, quoted
+from pqlab.core.quoted import quoted
 from pqlab.core.tables import TABLE_MISSING
 from pqlab.publish.export_records import Written, check_name, export_stamp, provenance, write_sidecar
 
@@ -123,8 +123,6 @@ def unresolved_keys(numbers: dict) -> dict[str, str]:
     interval spanning orders of magnitude cannot support (issue #41)."""
     out = {}
     for key, value in numbers.items():
-        if isinstance(value, Quoted):
-            continue
         low, high = numbers.get(f"{key}_ci_low"), numbers.get(f"{key}_ci_high")
         if isinstance(value, str) or low is None or high is None or resolved(low, high):
             continue
