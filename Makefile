@@ -46,7 +46,12 @@ help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
 	@echo "Variables: PROFILE=full|quick (reproduce, paper), LIBOQS_SOURCE=DIR (setup: a liboqs source tree, e.g. 0.16.0), FRESH=1 (reproduce: measure what the memory cache holds again), PYTHON=$(PYTHON), LAB_IP, LAB_PORT, LAB_DIR (lab)"
 
+# A stamp says a step ran, not that what it made is still there (another clone's setup against a shared venv can
+# remove the venv's pqlab_liboqs.pth): every `make setup` checks what the stamps stand for (liboqs loads from the
+# venv, the kernel and the notebook filter exist, the runners are built) and provisions again what is missing,
+# one line per repair (pqlab.app.provision verify; quick and silent on a complete checkout).
 setup: $(SETUP) ## Create .venv, install the locked dependencies and pqlab, provide liboqs, register the Jupyter kernel "pqlab"; LIBOQS_SOURCE=DIR builds that liboqs source tree and measures on it
+	@$(PY) -m pqlab.app.provision verify
 	@if [ -n "$(LIBOQS_SOURCE)" ]; then $(PY) -m pqlab.app.provision liboqs-source "$(LIBOQS_SOURCE)"; fi
 
 # Exact versions and hashes from requirements.lock (make lock), then pqlab itself without dependencies.

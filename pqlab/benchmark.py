@@ -552,7 +552,7 @@ def bench_in_worker(algorithms: Sequence[str], *, build="default", operations=No
 
     cycles.counter()  # a forced counter that is unavailable here stops before the worker starts
     budget_s = inputs.positive_number(budget_s, "budget_s")
-    min_samples = inputs.count(min_samples, "min_samples")
+    min_samples = inputs.count(min_samples, "min_samples", 1, inputs.MAX_SAMPLES)
     rounds, max_rounds = inputs.round_counts(rounds, max_rounds, MAX_ROUNDS_FACTOR)
     study = inputs.file_label(study, "study", empty=True)
     return _worker(algorithms, builds.parse(build), operations=operations, message_bytes=message_bytes,

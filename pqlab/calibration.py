@@ -240,7 +240,7 @@ def repeat(algorithms: Sequence[str], repeats: int, *, profile: str = "default",
 
     profile = inputs.choice(profile, "profile", tuple(PROFILES))
     load = inputs.choice(load, "load", tuple(loads.LOADS))
-    repeats = inputs.count(repeats, "repeats", MIN_RUNS)
+    repeats = inputs.count(repeats, "repeats", MIN_RUNS, inputs.MAX_REPEATS)
     settings = {**PROFILES[profile], **{k: v for k, v in options.items() if v is not None}}
     params = {"calibration": {"profile": profile, "load": load, "load_is": loads.describe(load)}}
     if programs:
@@ -271,7 +271,8 @@ def screen_false_positives(runs: int, blocks: int, *, load: str = "none", alpha:
     from scipy.stats import binomtest
 
 
-    runs, blocks = inputs.count(runs, "runs"), inputs.count(blocks, "blocks", leakage.MIN_BLOCKS)
+    runs = inputs.count(runs, "runs", 1, inputs.MAX_REPEATS)
+    blocks = inputs.count(blocks, "blocks", leakage.MIN_BLOCKS, inputs.MAX_SCREEN_BLOCKS)
     alpha = leakage.ALPHA if alpha is None else alpha
     with loads.running(load):
         screens = [leakage.screen("liboqs", "ML-KEM-768-decaps", classes=["valid", "valid"], blocks=blocks,

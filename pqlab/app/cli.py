@@ -21,6 +21,7 @@ from pqlab.app import lab, provision
 from pqlab.backends.algorithms import UNAVAILABLE, catalogue, names, resolve
 from pqlab.core import builds, files, inputs
 from pqlab.core.errors import BadInput
+from pqlab.core.escaping import terminal
 from pqlab.core.formatting import fmt_factor_ci, fmt_time_ns
 from pqlab.core.paths import check_environment
 from pqlab.core.schema import KIND_OPERATIONS, convert_unit
@@ -37,6 +38,15 @@ from pqlab.store.bundle import create_bundle, merge_bundles
 from pqlab.store.recorder import SIGNALS, Interrupted, _raise_interrupted, check_folder
 
 
+def _say(text: object = "", file=None, *, lines: bool = False, **kwargs) -> None:
+    """print() for every text that may hold a path, a name or a message from data (a bundle's file name, a
+    run's fields): each control and format character shown as ``<U+XXXX>`` (:func:`escaping.terminal`), so
+    nothing in it moves the cursor, sets the title or clears the screen, nor (one line) starts a line of its
+    own; `lines`: a table or a text of several lines, each line escaped on its own."""
+    text = str(text)
+    print("\n".join(map(terminal, text.split("\n"))) if lines else terminal(text), file=file, **kwargs)
+
+
 def _cmd_list(args) -> int:
 
     names(args.kind or None, args.backend or None)  # an unknown kind or backend: refused with close matches
@@ -47,10 +57,10 @@ def _cmd_list(args) -> int:
         df = df[df["backend"] == args.backend]
 
     cols = ["algorithm", "kind", "backend", "family", "nist_level", "operations"]
-    print(df[cols].to_string(index=False, na_rep=""))
+    _say(df[cols].to_string(index=False, na_rep=""), lines=True)
     print(f"\n{len(df)} algorithm/backend pairs", file=sys.stderr)
     for backend, why in UNAVAILABLE.items():
-        print(f"not available: {backend}: {why}", file=sys.stderr)
+        _say(f"not available: {backend}: {why}", file=sys.stderr)
     return 0
 
 
@@ -63,7 +73,7 @@ def _cmd_builds(args) -> int:
         provision.use(args.use)
     df = pd.DataFrame(liboqs_loader.catalogue())
     df["loaded"] = df["loaded"].map({True: "yes", False: ""})
-    print(df[["build", "release", "options", "state", "loaded", "source"]].to_string(index=False))
+    _say(df[["build", "release", "options", "state", "loaded", "source"]].to_string(index=False), lines=True)
     print("\nmeasure one with NAME@BUILD, e.g. ML-KEM-768@liboqs-0.12.0 (a worker process loads it); "
           "python -m pqlab.app.provision liboqs BUILD installs one now", file=sys.stderr)
     return 0
@@ -84,16 +94,16 @@ def _cmd_conformance(args) -> int:
         return 0
     df = table(args.algorithms, refresh=args.refresh, programs=programs)
     if args.json:
-        print(json.dumps(df.to_dict("records"), indent=1, default=str))
+        _say(json.dumps(df.to_dict("records"), indent=1, default=str), lines=True)
         return 0
     shown = df[["algorithm", "backend", "build", "status", "ran", "passed", "failed", "failures", "skipped",
                 "seconds", "cached"]]
-    print(shown.to_string(index=False))
+    _say(shown.to_string(index=False), lines=True)
     for r in df.itertuples():
         if r.skip_reasons:
-            print(f"{r.algorithm}@{r.backend} skipped: {r.skip_reasons}", file=sys.stderr)
+            _say(f"{r.algorithm}@{r.backend} skipped: {r.skip_reasons}", file=sys.stderr)
         if r.why_not:
-            print(f"{r.algorithm}@{r.backend}: {r.why_not}", file=sys.stderr)
+            _say(f"{r.algorithm}@{r.backend}: {r.why_not}", file=sys.stderr)
     return 0
 
 
@@ -114,8 +124,9 @@ def _cmd_bench(args) -> int:
                 progress=not args.no_progress, allow_nonconforming=args.allow_nonconforming)
     written = False
     try:
-        print(run.summary().to_string())  # the notebooks' rules: units, sensible digits, flags as marks
-        print(f"\nsaved run {run.run_id}: {run.path}", file=sys.stderr)
+        _say(run.summary().to_string(), lines=True)  # the notebooks' rules: units, digits, flags as marks
+        print(file=sys.stderr)
+        _say(f"saved run {run.run_id}: {run.path}", file=sys.stderr)
         if args.out:
 
             try:
@@ -125,7 +136,7 @@ def _cmd_bench(args) -> int:
                 raise BadInput(f"--out {args.out} appeared while the run measured and was left alone: the "
                                f"run is saved in {run.path}; pass --force to replace the file") from None
             written = True
-            print(f"measurements also written to {args.out}", file=sys.stderr)
+            _say(f"measurements also written to {args.out}", file=sys.stderr)
     except KeyboardInterrupt as exc:  # the run is complete on disk: say so, and what was not done
         signum = getattr(exc, "signum", signal.SIGINT)
         skipped = f"; --out {args.out} not written" if args.out and not written else ""
@@ -145,9 +156,9 @@ def _cmd_compare(args) -> int:
                       allow_different=args.allow_different, allow_partial=args.allow_partial,
                       allow_changed_meaning=args.allow_changed_meaning)
     for difference in df.attrs.get("differences", []):
-        print(f"note: the runs differ in {difference}", file=sys.stderr)
+        _say(f"note: the runs differ in {difference}", file=sys.stderr)
     for partial in df.attrs.get("partial", []):
-        print(f"note: {partial}: a partial run", file=sys.stderr)
+        _say(f"note: {partial}: a partial run", file=sys.stderr)
     if df.empty:
         print("runs A and B have no measurement in common", file=sys.stderr)
         return 1
@@ -158,7 +169,7 @@ def _cmd_compare(args) -> int:
         f"b/a [{CONFIDENCE:.0%} CI]": [fmt_factor_ci(f, lo, hi, 3) for f, lo, hi in
                          zip(df["factor_b_over_a"], df["factor_ci_low"], df["factor_ci_high"])],
         "p": df["p_value"].map(lambda p: f"{p:.2g}"), "verdict": df["verdict"]})
-    print(shown.to_string(index=False, na_rep=""))
+    _say(shown.to_string(index=False, na_rep=""), lines=True)
     return 0
 
 
@@ -166,11 +177,11 @@ def _cmd_fidelity(args) -> int:
     from pqlab.runners.fidelity import DEFAULT_OPERATIONS, format_fidelity, measure_fidelity, measure_noop
 
     def say(what: str) -> None:
-        print(f"measuring {what} ...", file=sys.stderr)
+        _say(f"measuring {what} ...", file=sys.stderr)
 
     noop = measure_noop(min(0.2, args.budget))
     df = measure_fidelity(DEFAULT_OPERATIONS, budget_s=args.budget, blocks=args.blocks, progress=say)
-    print(format_fidelity(df, noop))
+    _say(format_fidelity(df, noop), lines=True)
     return 0
 
 
@@ -180,13 +191,13 @@ def _cmd_paper(args) -> int:
     result = build(args.profile, output=Path(args.output) if args.output else None,
                    out=Path(args.out) if args.out else None, twocolumn=args.twocolumn)
     for problem in result.problems:
-        print(f"paper: {problem}", file=sys.stderr)
+        _say(f"paper: {problem}", file=sys.stderr)
     for number in result.unmeasured:  # typeset as not measured, and listed in the paper's run context
-        print(f"paper: note: {number}", file=sys.stderr)
+        _say(f"paper: note: {number}", file=sys.stderr)
     if result.problems:
-        print(f"error: {len(result.problems)} problem(s) in {result.log}", file=sys.stderr)
+        _say(f"error: {len(result.problems)} problem(s) in {result.log}", file=sys.stderr)
         return 1
-    print(f"{result.pdf}: no LaTeX error, no Overfull \\hbox over {MAX_OVERFULL_PT:g} pt (log: {result.log})")
+    _say(f"{result.pdf}: no LaTeX error, no Overfull \\hbox over {MAX_OVERFULL_PT:g} pt (log: {result.log})")
     return 0
 
 
@@ -202,7 +213,7 @@ def _cmd_rerun(args) -> int:
 def _cmd_cite(args) -> int:
     from pqlab.publish.paper import citation
 
-    print(citation(), end="")
+    _say(citation(), lines=True, end="")
     return 0
 
 
@@ -212,9 +223,9 @@ def _cmd_lab(args) -> int:
 
 def _cmd_machine(args) -> int:
 
-    print(counter_report())
+    _say(counter_report(), lines=True)
     quiet, why, _ = quiet_now()
-    print(f"right now: {why}" + ("" if quiet else " (measurements made now carry the flag busy)"))
+    _say(f"right now: {why}" + ("" if quiet else " (measurements made now carry the flag busy)"))
     return 0
 
 
@@ -228,7 +239,7 @@ def _cmd_calibrate(args) -> int:
     if args.screen:
         from pqlab.calibration import screen_false_positives
 
-        print(screen_false_positives(args.repeats, args.screen, load=args.load))
+        _say(screen_false_positives(args.repeats, args.screen, load=args.load), lines=True)
         return 0
     if args.runs:
         runs = args.runs
@@ -245,12 +256,12 @@ def _cmd_calibrate(args) -> int:
         programs = [p for p in (args.programs or "").split(",") if p]
         if not programs:
             kwargs.update(isolation=args.isolation, quiet_only=args.quiet_only)
-        print(f"{args.repeats} runs, profile {args.profile}, load: {load_describe(args.load)} ...",
-              file=sys.stderr, flush=True)
+        _say(f"{args.repeats} runs, profile {args.profile}, load: {load_describe(args.load)} ...",
+             file=sys.stderr, flush=True)
         runs = repeat(args.algorithms, args.repeats, profile=args.profile, load=args.load, programs=programs,
                       folder=args.folder,
-                      progress=lambda k, run: print(f"  run {k + 1} of {args.repeats}: saved "
-                                                    f"{run.run_id}", file=sys.stderr, flush=True),
+                      progress=lambda k, run: _say(f"  run {k + 1} of {args.repeats}: saved "
+                                                   f"{run.run_id}", file=sys.stderr, flush=True),
                       **kwargs)
     result = analyse(runs)
     rows = result["rows"]
@@ -263,7 +274,7 @@ def _cmd_calibrate(args) -> int:
             "holds pooled": [f"{c:.0%}" for c in rows["cover_pooled"]],
             "holds other": [f"{c:.0%}" for c in rows["cover_other"]],
             "spread ratio": rows["spread_ratio"].map(lambda v: f"{v:.2f}")})
-        print(shown.to_string(index=False))
+        _say(shown.to_string(index=False), lines=True)
     ratios = result["ratios"]
     if not ratios.empty:
         print()
@@ -274,16 +285,16 @@ def _cmd_calibrate(args) -> int:
             "holds pooled": [f"{c:.0%}" for c in ratios["cover_pooled"]],
             "holds other": [f"{c:.0%}" for c in ratios["cover_other"]],
             "spread ratio": ratios["spread_ratio"].map(lambda v: f"{v:.2f}")})
-        print(shown.to_string(index=False))
+        _say(shown.to_string(index=False), lines=True)
     print()
-    print(describe(result))
+    _say(describe(result), lines=True)
     if args.out:
 
         files.atomic_write(Path(args.out),
                            lambda tmp: pd.concat([rows.assign(what="measurement"),
                                                   ratios.assign(what="ratio")]).to_csv(tmp, index=False),
                            replace=args.force)
-        print(f"written to {args.out}", file=sys.stderr)
+        _say(f"written to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -293,7 +304,7 @@ def _cmd_bundle(args) -> int:
         inputs.output_file(args.out, force=args.force, stores=[args.folder] if args.folder else [])
     path = create_bundle(args.out, profile=args.profile, notebooks=not args.no_notebooks, folder=args.folder,
                          replace=args.out is None or args.force)
-    print(path)
+    _say(path)
     return 0
 
 
@@ -302,18 +313,26 @@ def _cmd_merge(args) -> int:
     caps = {f"max_{k}_bytes": int(convert_unit(v, "MiB", "bytes"))
             for k, v in (("member", args.max_member_mib), ("manifest", args.max_manifest_mib),
                          ("total", args.max_total_mib)) if v is not None}
-    for r in merge_bundles(args.bundles, folder=args.folder, override=args.override, **caps):
-        who = r["machine_id"] + (f" (an identity override of host {r['override']['host_id']})"
+    try:
+        reports = merge_bundles(args.bundles, folder=args.folder, override=args.override, **caps)
+    except KeyboardInterrupt as exc:  # the import under way is staged (pqlab.store.bundle): none of it shows
+        signum = getattr(exc, "signum", signal.SIGINT)
+        _say(f"merge interrupted by {signal.Signals(signum).name}: nothing of the bundle being imported is "
+             "visible in the store yet; run the same merge again to complete it", file=sys.stderr)
+        return 128 + signum
+    for r in reports:
+        who = r["machine_id"] + (f", counted as {r['host']}" if r["host"].startswith("this host") else
+                                 f" (its identity override of host {r['override']['host_id']} not verified)"
                                  if r["override"] else "")
         if r["status"] == "already imported":
-            print(f"{r['bundle']}: already imported (machine {who}); nothing changed")
+            _say(f"{r['bundle']}: already imported (machine {who}); nothing changed")
             continue
         converted = f", {len(r['converted'])} converted to the current schema" if r["converted"] else ""
-        print(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
-              f"{len(r['present'])} already present -> {r['folder']}")
+        _say(f"{r['bundle']}: machine {who}: {len(r['imported'])} run(s) imported{converted}, "
+             f"{len(r['present'])} already present -> {r['folder']}")
         for run_id, status in r["partial"].items():
-            print(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan "
-                  "only)")
+            _say(f"{r['bundle']}: note: run {run_id} is {status}: a partial run (it holds part of its plan "
+                 "only)")
     return 0
 
 
@@ -321,14 +340,14 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line (the problem, and where the help is)."""
 
     def error(self, message: str):
-        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, terminal(f"error: {message} (see `{self.prog} --help`)") + "\n")
 
 
 def _checked(check, *args, **kwargs):
     """An argparse type from a check of pqlab.core.inputs (its message becomes argparse's)."""
     def convert(text: str):
         try:
-            value = int(text) if check in (inputs.count, inputs.message_size) else text
+            value = int(text) if check in (inputs.count, inputs.count, inputs.message_size) else text
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         try:
@@ -343,12 +362,13 @@ def _checked(check, *args, **kwargs):
 def _round_options(p: argparse.ArgumentParser, profiled: bool = False) -> None:
     from pqlab.measure.stats import MIN_ROUNDS
 
-    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS),
+    most = inputs.MAX_ROUND_COUNT
+    p.add_argument("--rounds", type=_checked(inputs.count, "--rounds", MIN_ROUNDS, most),
                    default=None if profiled else ROUNDS,
                    help="first-stage rounds, each a fresh worker process (default "
                         + ("the profile's, bench's " if profiled else "")
                         + f"{ROUNDS}; at least {MIN_ROUNDS})")
-    p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds"),
+    p.add_argument("--max-rounds", type=_checked(inputs.count, "--max-rounds", 1, most),
                    help=f"most rounds an operation gets (default {MAX_ROUNDS_FACTOR} times --rounds: "
                         f"{MAX_ROUNDS} for {ROUNDS})")
     p.add_argument("--isolation", choices=["process", "in-process"], default="process",
@@ -358,6 +378,7 @@ def _round_options(p: argparse.ArgumentParser, profiled: bool = False) -> None:
 def parser() -> argparse.ArgumentParser:
     from pqlab.benchmark import MESSAGE_BYTES
     from pqlab.calibration import MIN_RUNS, PROFILES
+    from pqlab.checks.leakage import MIN_BLOCKS
     from pqlab.measure.stats import CONFIDENCE
     from pqlab.store.results import ALPHA, MIN_FACTOR
 
@@ -388,8 +409,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"message size in bytes (repeat for several; default {MESSAGE_BYTES})")
     b.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=1.0,
                    help="seconds of sampling per operation over --max-rounds rounds (default %(default)g)")
-    b.add_argument("--min-samples", type=_checked(inputs.count, "the value"), default=5)
-    b.add_argument("--max-samples", type=_checked(inputs.count, "the value"), default=10_000)
+    for bound, default in (("min", 5), ("max", 10_000)):
+        b.add_argument(f"--{bound}-samples", default=default,
+                       type=_checked(inputs.count, "the value", 1, inputs.MAX_SAMPLES))
     b.add_argument("--target-rel-ci", type=_checked(inputs.positive_number, "the value", zero=True),
                    help=f"make rounds until the {convert_unit(CONFIDENCE, 'fraction', '%'):g}%% interval is "
                         "expected within ± this fraction (default pqlab.measure.timing.TARGET_REL_CI; 0: "
@@ -445,7 +467,8 @@ def parser() -> argparse.ArgumentParser:
                             "(harness check, one run)")
     f.add_argument("--budget", type=_checked(inputs.positive_number, "the value"), default=2.0,
                    help="seconds of sampling per operation and arm (default %(default)g)")
-    f.add_argument("--blocks", type=_checked(inputs.count, "the value"), default=20,
+    f.add_argument("--blocks", type=_checked(inputs.count, "the value", 1, inputs.MAX_ROUND_COUNT),
+                   default=20,
                    help="alternating blocks the budget is split into")
     f.set_defaults(func=_cmd_fidelity)
     bu = sub.add_parser("bundle",
@@ -454,7 +477,8 @@ def parser() -> argparse.ArgumentParser:
                     help="only the runs and notebooks of `make reproduce PROFILE=...` (default: every run)")
     bu.add_argument("--out",
                     help="the archive to write, a new file outside the results folder and not a symbolic "
-                         "link (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz)")
+                         "link (default build/bundles/pqlab-<machine>-<profile>-<id>.tar.gz under "
+                         "PQLAB_OUTPUT, else the checkout)")
     bu.add_argument("--force", action="store_true", help="let --out replace an existing file")
     bu.add_argument("--no-notebooks", action="store_true", help="leave the executed notebooks out")
     bu.add_argument("--folder", help="results folder (default data/results)")
@@ -476,7 +500,8 @@ def parser() -> argparse.ArgumentParser:
                                            f"{convert_unit(CONFIDENCE, 'fraction', '%'):g}%% intervals hold")
     cal.add_argument("algorithms", nargs="*",
                      help="names, as for bench (every operation of each is measured)")
-    cal.add_argument("--repeats", type=_checked(inputs.count, "--repeats", MIN_RUNS), default=6,
+    cal.add_argument("--repeats", default=6,
+                     type=_checked(inputs.count, "--repeats", MIN_RUNS, inputs.MAX_REPEATS),
                      help="separate runs of the benchmark (default %(default)s)")
     cal.add_argument("--runs", nargs="+", metavar="RUN", help="check these runs instead of making new ones")
     cal.add_argument("--profile", choices=list(PROFILES), default="default",
@@ -489,7 +514,8 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument("--programs",
                      help="calibrate notebook 08's programs instead of pqlab's harness: a comma-"
                           "separated list of native/impls programs (e.g. rust,openssl,go)")
-    cal.add_argument("--screen", type=_checked(inputs.count, "--screen"), metavar="BLOCKS",
+    cal.add_argument("--screen", metavar="BLOCKS",
+                     type=_checked(inputs.count, "--screen", MIN_BLOCKS, inputs.MAX_SCREEN_BLOCKS),
                      help="calibrate the timing-leakage screen instead: its false-positive rate over "
                           "--repeats screens of BLOCKS blocks of one class labelled twice (notebook 09's "
                           "experiment)")
@@ -531,7 +557,7 @@ def parser() -> argparse.ArgumentParser:
     la = sub.add_parser("lab", help="start JupyterLab on the checkout (or --dir) and say where it listens "
                                     "(make lab)")
     la.add_argument("--ip", default="127.0.0.1")
-    la.add_argument("--port", type=int, default=8888)
+    la.add_argument("--port", type=_checked(inputs.count, "--port", 1, 65535), default=8888)
     la.add_argument("--dir", default="", help="the folder to open (make lab LAB_DIR=...; default: the "
                                               "checkout, with my-notebooks/ for your own notebooks)")
     la.set_defaults(func=_cmd_lab)
@@ -539,7 +565,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    _say(f"warning: {message}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -554,11 +580,11 @@ def main(argv=None) -> int:
             return args.func(args)
     except KeyboardInterrupt as exc:  # a run's says what it kept and where
         exc = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
-        print(f"interrupted by {exc}", file=sys.stderr)
+        _say(f"interrupted by {exc}", file=sys.stderr)
         return 128 + exc.signum
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {msg}", file=sys.stderr)
+        _say(f"error: {msg}", file=sys.stderr)
         return 2
     finally:
         for s, handler in previous.items():

@@ -15,6 +15,8 @@
                                                    # there)
     python -m pqlab.app.provision notebook-filter  # git keeps notebooks without outputs (nbstripout as a git
                                                    # filter)
+    python -m pqlab.app.provision verify           # what each stamp of make setup stands for, provided
+                                                   # again where missing (make setup runs it every time)
     python -m pqlab.app.provision runners          # the measuring helpers outside Python:
 
 - the TSC helper (pqlab/measure/tsc.c, reference cycles from Python) into the per-user cache;
@@ -24,10 +26,18 @@
 
 Each prints what it did or why it skipped; only a failure of something that should have
 worked stops setup.
+
+A stamp of ``make setup`` says a step ran, not that what it made is still there: another clone's setup against
+a shared venv can remove the venv's ``pqlab_liboqs.pth``, a kernel can be removed, a cache cleared.  So ``make
+setup`` ends with :func:`verify`, which checks what each stamp stands for (liboqs loads from the venv, the
+Jupyter kernel "pqlab" and git's notebook filter exist, the runners are built) and provides again what is
+missing, one line per repair; on a complete checkout it is quick and says nothing.
 """
 from __future__ import annotations
 
+import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -48,22 +58,31 @@ from pqlab.core.builds import (
     parse,
 )
 from pqlab.core.errors import BadInput, UnknownName
-from pqlab.core.paths import ROOT
-from pqlab.liboqs.build import LiboqsBuildError, provide
+from pqlab.core.paths import LIBOQS_PREFIX, ROOT
+from pqlab.liboqs.build import LiboqsBuildError, entry_problem, provide
 from pqlab.liboqs.loader import find_usable_liboqs, write_pth
-from pqlab.measure.cycles import build_helper, helper_path
+from pqlab.measure.cycles import _TSC_ARCH, build_helper, helper_path
 from pqlab.measure.noise import _SOURCES, _library
 from pqlab.publish.report import CHROMIUM_PACKAGE, browser_problem, browser_version, find_chromium
 
+#: The file in the venv's site-packages that makes its interpreter find pqlab's liboqs
+#: (:func:`pqlab.liboqs.loader.write_pth`), and the Jupyter kernel setup registers.
+PTH, KERNEL = "pqlab_liboqs.pth", "pqlab"
 
-def liboqs(spec: str) -> None:
+
+def site_packages() -> Path:
+    """This venv's site-packages, where :data:`PTH` goes."""
+    return Path(sysconfig.get_paths()["purelib"])
+
+
+def liboqs(spec: str, site: Path | None = None) -> None:
     """Provide the build `spec` names (pqlab.core.builds: ``default``, ``generic``, ``liboqs-0.12.0``...).
     For the default one, a liboqs that is already loadable (system, conda, OQS_INSTALL_PATH) wins; otherwise
-    pqlab's build, found by the venv through a .pth file."""
+    pqlab's build, found by the venv through a .pth file (in `site`, default :func:`site_packages`)."""
     build = parse(spec)
-    site = Path(sysconfig.get_paths()["purelib"])
+    site = Path(site or site_packages())
     if build == SETUP and (existing := find_usable_liboqs()):
-        (site / "pqlab_liboqs.pth").unlink(missing_ok=True)
+        (site / PTH).unlink(missing_ok=True)
         print(f"liboqs: using the one already installed at {existing}")
         return
     start = time.monotonic()
@@ -83,7 +102,7 @@ def use(spec: str) -> None:
                        "loader's path finds it, not chosen here; choose one of pqlab's builds "
                        "(python -m pqlab builds)")
     provide(build)
-    write_pth(Path(sysconfig.get_paths()["purelib"]), build)
+    write_pth(site_packages(), build)
     os.environ[CHOOSE] = build.id  # the native runners below link this build
     print(f"{build.id}: this clone's interpreter, Jupyter kernel and notebooks load it by default now"
           + ("" if build == SETUP else f" ({CHOOSE}={build.id}; `python -m pqlab builds --use "
@@ -251,13 +270,118 @@ def notebook_filter(root: Path | None = None) -> bool:
     return True
 
 
+def runners() -> None:
+    """``.stamp-runners``: the measuring helpers outside Python (this module's docstring)."""
+    tsc_helper()
+    reference_loops()
+    native_runners()
+    bc_runner()
+    valgrind()
+
+
+def liboqs_problem(site: Path) -> str:
+    """"" when the venv finds its liboqs with nothing exported, as ``.stamp-liboqs`` promises: one already
+    loadable (:func:`find_usable_liboqs`), else `site`'s :data:`PTH` naming this checkout's builds and the
+    build it loads by default installed and intact; otherwise what is missing, as a phrase."""
+    if find_usable_liboqs():
+        return ""
+    try:
+        text = (Path(site) / PTH).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"{PTH} missing from the venv"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{PTH} of the venv cannot be read ({exc})"
+    if str(LIBOQS_PREFIX) not in text:  # another clone's setup against this venv wrote it
+        return f"{PTH} of the venv names another checkout's liboqs"
+    build = chosen()
+    why = entry_problem(build.prefix)
+    return f"{build.id} in {build.prefix} {why}" if why else ""
+
+
+def kernel_problem(prefix: Path) -> str:
+    """"" when the Jupyter kernel :data:`KERNEL` of the environment `prefix` exists and starts an interpreter
+    that exists (``.stamp-kernel``); otherwise what is wrong."""
+    spec = Path(prefix) / "share" / "jupyter" / "kernels" / KERNEL / "kernel.json"
+    try:
+        argv = json.loads(spec.read_text(encoding="utf-8")).get("argv")
+    except FileNotFoundError:
+        return f"the Jupyter kernel {KERNEL!r} is missing ({spec})"
+    except (OSError, ValueError, AttributeError) as exc:
+        return f"the Jupyter kernel {KERNEL!r} is damaged ({spec}: {exc})"
+    if not (isinstance(argv, list) and argv and isinstance(argv[0], str) and Path(argv[0]).exists()):
+        return f"the Jupyter kernel {KERNEL!r} starts no interpreter that exists ({spec})"
+    return ""
+
+
+def kernel(prefix: Path) -> None:
+    """Register the Jupyter kernel :data:`KERNEL` in the environment `prefix` (as ``make setup`` does)."""
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix), "--name", KERNEL,
+                    "--display-name", "Python (pqlab)"], check=True, stdout=subprocess.DEVNULL)
+
+
+def filter_problem(root: Path | None = None) -> str:
+    """"" when git's nbstripout filter of :func:`notebook_filter` is this checkout's (or it is no git
+    checkout), else what is wrong."""
+    root = root or ROOT
+    if shutil.which("git") is None:
+        return ""
+    got = subprocess.run(["git", "-C", str(root), "config", "--get", "filter.nbstripout.clean"],
+                         capture_output=True, text=True)
+    if got.returncode and subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"],
+                                         capture_output=True).returncode:
+        return ""  # not a git checkout
+    return "" if got.stdout.strip() == shlex.join(nbstripout_command()) else "git's notebook filter is unset"
+
+
+def runners_problem() -> str:
+    """"" when the helpers ``.stamp-runners`` built are there (the native runner of each of pqlab's liboqs
+    builds installed; the TSC helper and the reference loops where a C compiler is), else which are
+    missing."""
+    from pqlab.runners.native import runner_path  # it loads pandas, which setup's other steps do not need
+
+    missing = [f"native runner ({parse(o).id})" for o in OPTIONS
+               if (parse(o).prefix / "lib" / "liboqs.so").exists() and not runner_path(o).exists()]
+    if shutil.which((os.environ.get("CC") or "cc").split()[0]):
+        if platform.machine() in _TSC_ARCH and not helper_path().exists():
+            missing.append("TSC helper")
+        if not helper_path(_SOURCES, "reference").exists():
+            missing.append("reference loops")
+    return f"{', '.join(missing)} missing" if missing else ""
+
+
+def verify(site: Path | None = None, prefix: Path | None = None, root: Path | None = None) -> list[str]:
+    """Check what each stamp of ``make setup`` stands for and provision again what is missing (`site`: the
+    venv's site-packages, `prefix`: its prefix, `root`: the checkout; default this venv's and checkout's).
+    Returns the repairs, each also printed as one line ("liboqs: pqlab_liboqs.pth missing from the venv:
+    provisioned again"); an empty list on a complete checkout.  RuntimeError when a repair does not take."""
+    site, prefix = Path(site or site_packages()), Path(prefix or sys.prefix)
+    steps = (("liboqs", lambda: liboqs_problem(site), lambda: liboqs("default", site)),
+             ("kernel", lambda: kernel_problem(prefix), lambda: kernel(prefix)),
+             ("notebook filter", lambda: filter_problem(root), lambda: notebook_filter(root)),
+             ("runners", runners_problem, runners))
+    repairs = []
+    for what, problem, repair in steps:
+        why = problem()
+        if not why:
+            continue
+        repair()
+        if still := problem():
+            raise RuntimeError(f"{what}: {why}; provisioned again, and still {still}: see the lines above")
+        repairs.append(f"{what}: {why}: provisioned again")
+        print(repairs[-1])
+    return repairs
+
+
 def main(argv: list[str]) -> int:
     if argv == ["runners"]:
-        tsc_helper()
-        reference_loops()
-        native_runners()
-        bc_runner()
-        valgrind()
+        runners()
+        return 0
+    if argv == ["verify"]:
+        try:
+            verify()
+        except (RuntimeError, OSError, BadInput, UnknownName, subprocess.CalledProcessError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         return 0
     if argv == ["latex"]:
         return 0 if latex() else 1

@@ -211,10 +211,10 @@ def validate(program: str, target: str, classes, blocks: int, warmup_blocks: int
     each process :data:`MIN_BLOCKS`."""
     if program not in programs.names():
         raise UnknownName("screen program", program, programs.names())
-    blocks = inputs.count(blocks, "blocks", MIN_BLOCKS)
+    blocks = inputs.count(blocks, "blocks", MIN_BLOCKS, inputs.MAX_SCREEN_BLOCKS)
     warmup_blocks = inputs.count(warmup_blocks, "warmup_blocks", 0)
     alpha = inputs.fraction(alpha, "alpha")
-    seed = inputs.count(seed, "seed", 0)
+    seed = inputs.count(seed, "seed", 0, 2**64 - 1)
     most = blocks // MIN_BLOCKS
     processes = (max(1, min(PROCESSES, most)) if processes is None else inputs.count(
         processes, f"processes (each runs at least {MIN_BLOCKS} of the {blocks} blocks)", 1, most))

@@ -32,6 +32,21 @@ OPERATIONS = tuple(dict.fromkeys(op for ops in KIND_OPERATIONS.values() for op i
 
 #: Fewest rounds with which an interval is shown (below it, rows and ratios have none and say why).
 MIN_ROUNDS = 3
+#: Upper bounds of the counts a caller gives, each about what one day of this machine can do, so that a
+#: mistyped count is refused at once instead of running for ever.  Rounds (``rounds``, ``max_rounds``) and
+#: fidelity blocks: each is one or more fresh worker processes with warm-ups, a second or so, 10,000 of them
+#: several hours.
+MAX_ROUND_COUNT = 10_000
+#: Samples of one item in one round (``min_samples``, ``max_samples``): each is a row of the run's samples
+#: table, and the budget stops sampling only once ``min_samples`` are taken; a sample lasts 20 µs or more
+#: (pqlab.measure.timing), so this many is over half an hour of one item (the timing loop's own
+#: "as many as the budget allows")
+MAX_SAMPLES = 100_000_000
+#: Runs that ``calibrate --repeats`` makes, each a whole benchmark run.
+MAX_REPEATS = 1000
+#: Blocks of a leakage screen (``calibrate --screen``): each block's times are kept, and the bootstrap
+#: resamples them 100 at a time (800 MB at this bound).
+MAX_SCREEN_BLOCKS = 1_000_000
 
 def positive_number(value, name: str, *, zero: bool = False) -> float:
     """A finite number > 0 (a budget, a duration), or >= 0 with `zero`."""
@@ -100,19 +115,27 @@ def _whole(value) -> int | None:
     return int(value) if math.isfinite(value) and float(value).is_integer() else None
 
 
+#: the bound of a count no ``MAX_*`` above bounds more tightly: a billion of anything (warm-up calls, jobs,
+#: repeats) is more than a day's work here, and a larger number is a typo
+MAX_COUNT = 1_000_000_000
+
+
 def count(value, name: str, minimum: int = 1, maximum: int | None = None) -> int:
-    """A whole number >= `minimum` (samples, blocks, repeats, jobs), and <= `maximum` where one is given."""
-    n = _whole(value)
-    if maximum is not None and (n is None or not minimum <= n <= maximum):
-        raise BadInput(f"{name} must be a whole number from {minimum} to {maximum}, got {value!r}")
+    """A whole number from `minimum` to `maximum` (samples, blocks, repeats, jobs, rounds; `maximum` one of
+    the ``MAX_*`` above, default :data:`MAX_COUNT`): refused with ">= minimum" below it (or when no whole
+    number), with the range above."""
+    n, top = _whole(value), MAX_COUNT if maximum is None else maximum
     if n is None or n < minimum:
         raise BadInput(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if n > top:
+        raise BadInput(f"{name} must be a whole number from {minimum} to {top}, got {value!r}")
     return n
 
 
 def sample_bounds(min_samples, max_samples) -> tuple[int, int]:
-    """1 <= min_samples <= max_samples."""
-    low, high = count(min_samples, "min_samples"), count(max_samples, "max_samples")
+    """1 <= min_samples <= max_samples <= :data:`MAX_SAMPLES`."""
+    low = count(min_samples, "min_samples", 1, MAX_SAMPLES)
+    high = count(max_samples, "max_samples", 1, MAX_SAMPLES)
     if low > high:
         raise BadInput(f"min_samples ({low}) must not exceed max_samples ({high}): lower one or raise the "
                        "other")
@@ -191,13 +214,15 @@ def plan(algos: Sequence, wanted, sizes: Sequence[int]) -> list[tuple]:
 
 
 def round_counts(rounds, max_rounds, factor: int = 3) -> tuple[int, int]:
-    """MIN_ROUNDS <= rounds <= max_rounds (pqlab.runners.rounds: below the minimum no interval can be given);
-    `max_rounds` None: `factor` times `rounds`."""
+    """MIN_ROUNDS <= rounds <= max_rounds <= :data:`MAX_ROUND_COUNT` (pqlab.runners.rounds: below the minimum
+    no interval can be given); `max_rounds` None: `factor` times `rounds`, at most MAX_ROUND_COUNT."""
     low = _whole(rounds)
     if low is None or low < MIN_ROUNDS:
         raise BadInput(f"rounds must be a whole number >= {MIN_ROUNDS}, got {rounds!r}: an interval over "
                        f"fewer rounds is not shown, so a run with fewer would have none")
-    high = low * factor if max_rounds is None else count(max_rounds, "max_rounds")
+    low = count(low, "rounds", MIN_ROUNDS, MAX_ROUND_COUNT)
+    high = (min(low * factor, MAX_ROUND_COUNT) if max_rounds is None
+            else count(max_rounds, "max_rounds", 1, MAX_ROUND_COUNT))
     if high < low:
         raise BadInput(f"max_rounds ({high}) is below rounds ({low}): choose max_rounds >= rounds")
     return low, high

@@ -257,10 +257,83 @@ def dtypes(part: str) -> dict[str, str]:
 def unit_of(column: str) -> str | None:
     """The unit (:data:`UNITS`, or "" for none) the schema declares for `column` of any part, TLS runs'
     included; None for a column the schema does not have (a study's own derived column)."""
+    col = _col(column)
+    return None if col is None else col.unit
+
+
+class Plausible(NamedTuple):
+    """The values a stored quantity of one unit can have (issue #46 D11): finite, at most `high`; at least
+    `floor` for one reading of a clock or counter (:data:`ONE_READING`), at least `least` for any other value
+    (a median, a mean, an interval's end, a size)."""
+
+    floor: float
+    least: float
+    high: float
+
+
+#: unit -> the plausible range of a stored value (:func:`plausible_range`; outside it a value is damage or a
+#: forgery: a merge refuses it, a load makes it missing).  A time per call is at most a day and, for an
+#: estimate, at least a picosecond (far below one cycle of any CPU); cycles per call at most 1e15; a size at
+#: most a tebibyte; energy per operation and power at most a megajoule and a megawatt either way (energy is
+#: net of the idle baseline, so a fast operation's is often at or below 0: the energy study drops those).
+_MJ = convert_unit(1e6, "J", "µJ")
+PLAUSIBLE = {
+    "ns": Plausible(0.0, 1e-3, convert_unit(86_400, "s", "ns")),
+    "cycles": Plausible(0.0, 1e-3, 1e15),
+    "bytes": Plausible(0.0, 0.0, convert_unit(1024, "GiB", "bytes")),
+    "µJ": Plausible(-_MJ, -_MJ, _MJ),
+    "W": Plausible(-1e6, -1e6, 1e6),
+}
+#: a whole-number column without a unit (a count, an index, a level): 0 to 2^53 (exact in a float64)
+COUNT = Plausible(0.0, 0.0, float(2 ** 53))
+#: columns whose value is one reading (a sample, the fastest or the first quartile of samples, an empty timing
+#: bracket): a clock read twice within its resolution gives 0 (timing.py's samples cannot, being calibrated to
+#: last microseconds, but a leakage screen's single calls or a runner's empty bracket can), so 0 is plausible
+ONE_READING = frozenset({"time_ns", "cycles", "client_cpu_ns", "server_cpu_ns", "time_ns_min", "time_ns_q1",
+                         "cycles_q1", "overhead_ns"})
+
+
+def _col(column: str) -> Col | None:
     for part in (MEASUREMENTS, SIZES, SAMPLES, TLS_MEASUREMENTS, TLS_SAMPLES):
         if column in part:
-            return part[column].unit
+            return part[column]
     return None
+
+
+def plausible_range(column: str) -> tuple[float, float] | None:
+    """[low, high] of a plausible stored value of `column` (any part, TLS runs' too: :data:`PLAUSIBLE` by its
+    unit, :data:`COUNT` for a whole number without one); None for a column without bounds."""
+    col = _col(column)
+    bounds = None if col is None else PLAUSIBLE.get(col.unit) or (COUNT if col.dtype == INT else None)
+    if bounds is None:
+        return None
+    return (bounds.floor if column in ONE_READING else bounds.least), bounds.high
+
+
+def range_text(column: str) -> str:
+    """`column`'s plausible range as a reader sees it: "[0.001, 8.64e+13] ns"."""
+    low, high = plausible_range(column)
+    unit = (_col(column) or Col("", "")).unit
+    return f"[{low:g}, {high:g}]" + (f" {unit}" if unit else "")
+
+
+def implausible(frame) -> dict:
+    """column -> the rows (a boolean array) of `frame` whose value is outside :func:`plausible_range`: not
+    finite, or beyond a bound.  A missing value (empty, or text that is not a number) is not counted."""
+    import numpy as np
+    import pandas as pd
+
+    out = {}
+    for column in frame.columns:
+        bounds = plausible_range(column) if isinstance(column, str) else None
+        if bounds is None:
+            continue
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(values) & ~((values >= bounds[0]) & (values <= bounds[1]))
+        if bad.any():
+            out[column] = bad
+    return out
 
 
 def typed(df, part: str):
@@ -281,7 +354,11 @@ def _as_type(series, dtype: str):
     if dtype == BOOL:
         return series.map(lambda v: v is True or str(v).strip().lower() == "true").astype(bool)
     if dtype == INT:
-        return pd.to_numeric(series, errors="coerce").round().astype("Int64")
+        values = pd.to_numeric(series, errors="coerce")
+        if values.dtype.kind not in "iu":  # floats: what no int64 holds (inf, 1e300) is missing, not an error
+            values = values.astype("float64")
+            values = values.where(np.abs(values) < 2.0 ** 63)
+        return values.round().astype("Int64")
     if dtype == FLOAT:
         return pd.to_numeric(series, errors="coerce").astype("float64")
     values, missing = series.to_numpy(dtype=object), series.isna().to_numpy()

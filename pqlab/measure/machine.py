@@ -123,7 +123,7 @@ def params_hash(params: dict) -> str:
 ID_OVERRIDE = "PQLAB_MACHINE_ID"
 #: The longest machine id (it names a folder of the results store).
 MAX_ID = 80
-_SAFE_ID = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._+-]{{0,{MAX_ID - 1}}}$")
+_SAFE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._+-]{{0,{MAX_ID - 1}}}")
 
 
 def host_id() -> str:
@@ -134,7 +134,7 @@ def host_id() -> str:
 def check_machine_id(value: str, where: str = ID_OVERRIDE) -> str:
     """`value` when it is a usable machine id (it names a folder of the results store), else a one-line
     error."""
-    if not _SAFE_ID.match(value or ""):
+    if not isinstance(value, str) or not _SAFE_ID.fullmatch(value):
         raise BadInput(f"{where}={value!r} is not a usable machine id: use 1 to {MAX_ID} letters, digits, "
                        "'.', '_', '+' or '-', starting with a letter or digit (for example 'pi4-lab')")
     return value

@@ -24,9 +24,9 @@ two-column document a table that fits \\columnwidth is a column float and a wide
 (table*); a table wider than the page is a LaTeX error naming the fix, never silently too wide.
 
 Strings from data or metadata (run ids, machine facts, names, captions, notes) may come from another machine's
-bundle: each export writes them through the escaping rule of its language (pqlab.core.formatting): ``latex()``
-in .tex cells, captions and comments, ``markdown()`` in .md, and the figure footer as plain text, never
-mathtext.
+bundle: each export writes them through the escaping rule of its language (pqlab.core.escaping): ``latex()``
+in .tex cells, captions and comments, ``markdown()`` in .md, ``csv_cell()`` in every CSV cell and header (no
+formula a spreadsheet runs), and the figure footer as plain text through ``figure_text()``, never mathtext.
 
 Figures and tables are written here; numbers by :mod:`pqlab.publish.export_numbers`, and what every export
 records and returns by :mod:`pqlab.publish.export_records`: every name is reachable from here.
@@ -46,7 +46,7 @@ from pathlib import Path
 
 from pqlab.checks import conformance
 from pqlab.core import inputs, paths
-from pqlab.core.escaping import latex, markdown
+from pqlab.core.escaping import csv_cell, figure_text, latex, markdown
 from pqlab.core.files import atomic_write, atomic_write_text
 from pqlab.core.tables import FLAGS_COLUMN, INTERNAL, table
 from pqlab.publish.context import context_line
@@ -68,6 +68,9 @@ FOOTER_PT = 6.0
 FORK_FIGURES: bool | None = None
 #: characters of a header line in a .tex table: a longer label wraps onto two or three lines
 HEADER_LINE = 11
+#: characters of a text cell's line in a .tex table: a longer text (a CPU model from a bundle, a sentence)
+#: wraps onto balanced lines no longer, so the table still fits the page
+CELL_LINE = 48
 
 
 # ----- figures
@@ -299,7 +302,8 @@ def save_figure(draw, topic: str, name: str, *, runs, formats=("pdf", "svg", "pn
             figure_layout.fit_titles(fig)
             figure_layout.refit_category_labels(fig)
             figure_layout.thin_value_ticks(fig)
-            smallest = check_layout(fig, what, _add_footer(fig, line) if line else None)
+            # plain text, shown as it is but for what the style's fonts cannot draw
+            smallest = check_layout(fig, what, _add_footer(fig, figure_text(line)) if line else None)
             fig.set_layout_engine("none")  # each format saves the layout just checked, not one laid out again
             files = []
             for ext in formats:
@@ -386,6 +390,17 @@ def _cell_tex(text: str, numeric: bool = False) -> str:
     return "{" + latex(text) + "}" if text.startswith("[") else latex(text)
 
 
+def _body_cell(text: str, numeric: bool, align: str) -> str:
+    """A body cell (:func:`_cell_tex`); a text longer than :data:`CELL_LINE` characters on balanced lines no
+    longer (a nested tabular, top-aligned; a word longer than a line is cut)."""
+    if numeric or len(text) <= CELL_LINE:
+        return _cell_tex(text, numeric)
+    lines = math.ceil(len(text) / CELL_LINE)
+    parts = textwrap.wrap(text, min(CELL_LINE, math.ceil(len(text) / lines) + 2), break_on_hyphens=False)
+    return (rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}" + r"\\".join(_cell_tex(p) for p in parts)
+            + r"\end{tabular}")
+
+
 def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -> str:
     """The LaTeX of a formatted table (:class:`pqlab.core.formatting.Table`) as a ``\\pqlabtable`` or, above
     LONG_ROWS rows, a ``\\pqlablongtable`` of pqlabtables.sty."""
@@ -395,7 +410,7 @@ def table_tex(t, topic: str, name: str, caption: str, layout: str, prov: dict) -
         head += "\n" + " & ".join(_cell_tex(f"[{u}]") if u else "" for u in t.units) + r" \\"
     body = []
     for row, mark in zip(t.rows, t.marks or [""] * len(t.rows)):
-        cells = [_cell_tex(c, n) for c, n in zip(row, t.numeric)]
+        cells = [_body_cell(c, n, a) for c, n, a in zip(row, t.numeric, aligns)]
         if mark and cells:
             cells[0] += rf"\textsuperscript{{{mark}}}"
         body.append(" & ".join(cells) + r" \\")
@@ -421,6 +436,18 @@ def _write_style() -> Path:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return path
     return atomic_write_text(path, text)
+
+
+def csv_frame(df):
+    """`df` as its CSV shows it: every text cell and header through :func:`pqlab.core.escaping.csv_cell` (a
+    spreadsheet never runs a formula of the data; control and format characters shown as ``<U+XXXX>``),
+    numbers as they are."""
+    out = df.copy(deep=False)
+    for i, dtype in enumerate(df.dtypes):
+        if dtype.kind == "O":  # text, mixed, categorical: numbers in them pass unchanged
+            out.isetitem(i, df.iloc[:, i].map(csv_cell))
+    out.columns = [csv_cell(c) for c in df.columns]
+    return out
 
 
 def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=None, paper: bool = True,
@@ -464,7 +491,7 @@ def save_table(df, topic: str, name: str, *, runs, caption: str = "", columns=No
         for ext in ("md", "tex"):
             Path(f"{base}.{ext}").unlink(missing_ok=True)
     t = table(df, columns, show_flags=show_flags, notes=notes) if paper else None
-    out = [atomic_write(f"{base}.csv", lambda tmp: df.to_csv(tmp, index=False))]
+    out = [atomic_write(f"{base}.csv", lambda tmp: csv_frame(df).to_csv(tmp, index=False))]
     if t is not None:
         out.append(atomic_write_text(f"{base}.md", f"{markdown(caption)}\n\n{t.to_markdown()}\n"))
         out.append(atomic_write_text(f"{base}.tex", table_tex(t, topic, name, caption, layout, prov)))

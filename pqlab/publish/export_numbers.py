@@ -88,6 +88,14 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
             other = next(k for k, v in macros.items() if v == m)
             raise ValueError(f"numbers {other!r} and {key!r} of {topic} both become \\{m}: rename one")
         macros[key] = m
+    files: dict[str, str] = {}  # every KEY.txt checked before any is written: bounded, none shared
+    for key in numbers:
+        check_name(topic, slug(key))
+        other = files.setdefault(slug(key).lower(), key)
+        if other != key:
+            raise ValueError(f"numbers {other!r} and {key!r} of {topic} both become {slug(key)}.txt (on a "
+                             "case-insensitive file system too): rename one (pqlab.core.escaping.data_key "
+                             "makes distinct keys of data)")
     lines = [f"% pqlab numbers of {topic}: {latex(export_stamp(prov), 'comment')}",
              "% written by pqlab.publish.export.save_numbers; use \\pqlabName{} in running text"]
     out, unmeasured = [], []
@@ -96,7 +104,6 @@ def save_numbers(numbers: dict, topic: str, *, runs) -> list[Path]:
         missing = not isinstance(value, str) and is_missing(value)
         q = quotes.get(key)
         text = "" if missing else q.text if q else unresolved.get(key) or format_number(value)
-        check_name(topic, slug(key))
         out.append(atomic_write_text(folder / f"{slug(key)}.txt", q.sentence if q and not missing else text))
         lines.append("% " + latex(f"{key} (runs {', '.join(prov['runs']) or 'none'})", "comment")
                      + (": not measured" if missing else ""))

@@ -8,12 +8,18 @@ import re
 from pathlib import Path
 
 from pqlab.core import paths
+from pqlab.core.errors import BadInput
 from pqlab.core.files import atomic_write_text
 from pqlab.publish.context import as_runs, run_context
 from pqlab.publish.rerun import sidecar_command
 
-#: a topic or file name an export writes: letters, digits, "_", "-" or "." (no path, no leading dot)
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: a topic or file name an export writes: letters, digits, "_", "-" or "." (no path, no leading dot, no line
+#: break: matched whole, with fullmatch)
+SAFE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+#: the longest topic or name an export writes: with its longest suffix (".export.json") and the name of the
+#: temporary file it is first written to (pqlab.core.files: the host name, process id ...), a file name
+#: within the 255 bytes a file system allows
+MAX_NAME = 120
 
 
 class Written(list):
@@ -53,11 +59,16 @@ def written(files) -> str:
 
 
 def check_name(topic: str, name: str) -> None:
+    """Refuse, before anything is written, a topic or name that is no safe file name (:data:`SAFE_NAME`) or
+    is longer than :data:`MAX_NAME` characters (one line, :class:`pqlab.core.errors.BadInput`)."""
     for label, value in (("topic", topic), ("name", name)):
-        if not SAFE_NAME.match(value):
-            raise ValueError(f"{label} {value!r} is not a safe file name: use letters, digits, '_', '-' or "
-                             "'.' (for example '01_aes_rsa_sphincs')")
-
+        if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
+            raise BadInput(f"{label} {value!r} is not a safe file name: use letters, digits, '_', '-' or '.' "
+                           "(for example '01_aes_rsa_sphincs')")
+        if len(value) > MAX_NAME:
+            raise BadInput(f"{label} {value[:40]!r}… is {len(value)} characters, too long for a file name: "
+                           f"shorten it to {MAX_NAME} at most (pqlab.core.escaping.data_key bounds a key "
+                           "made of data)")
 
 
 def provenance(runs) -> dict:

@@ -20,6 +20,20 @@ def draw(fig) -> None:
         fig.canvas.draw()
 
 
+def wrap(text: str, chars: int) -> str:
+    """`text` on lines of at most `chars` characters: broken at spaces (never at a hyphen: "ML-DSA-44" stays
+    whole), and a word longer than a line (a run id, a CPU model from data) cut, never between the backslash
+    and the character it escapes (``\\$`` of :func:`pqlab.core.escaping.mpl_text` stays whole)."""
+    lines = []
+    for line in textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False) or [text]:
+        while len(line) > chars:
+            cut = chars - (line[chars - 1] == "\\")
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def legend_columns(labels, width: float, most: int) -> int:
     """How many legend columns of these labels fit across `width` inches (at most `most`), from the length of
     their longest line at the legend's 7 pt."""
@@ -30,7 +44,8 @@ def legend_columns(labels, width: float, most: int) -> int:
 
 def figure_legend(fig, handles_labels, max_cols: int = 4):
     """One legend for the figure, below the axes, in as many columns as fit its width (at most `max_cols`); a
-    label wider than the figure wraps onto more lines (at spaces: a run id or a name stays whole)."""
+    label wider than the figure wraps onto more lines (:func:`wrap`: at spaces, a run id or a name stays whole
+    unless it is wider than the figure)."""
     handles, labels = [], []
     for h, lab in zip(*handles_labels):
         if lab not in labels:  # each label once, with its first handle
@@ -38,10 +53,12 @@ def figure_legend(fig, handles_labels, max_cols: int = 4):
             labels.append(lab)
     width = fig.get_figwidth()
     chars = max(12, int((width * 72 * 0.95 - 22) / (0.5 * 7)))
-    labels = ["\n".join(textwrap.wrap(str(lab), chars, break_on_hyphens=False)) or str(lab) for lab in labels]
+    labels = [wrap(str(lab), chars) for lab in labels]
     legend = fig.legend(handles, labels, loc="outside lower center",
                         ncols=legend_columns(labels, width, max_cols))
-    draw(fig)  # the legend takes its room from the figure: give the figure that room (the axes keep theirs)
+    with warnings.catch_warnings():  # a tall legend (many platforms) leaves the axes no room until the
+        warnings.filterwarnings("ignore", "constrained_layout not applied")  # figure grows, just below
+        draw(fig)  # the legend takes its room from the figure: give the figure that room (axes keep theirs)
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent().height / fig.dpi)
     return legend
 
@@ -145,10 +162,9 @@ def fit_titles(fig, tries: int = 4) -> None:
                 if t.get_text() and t.get_visible() and length(t, d) > room(ax, d)]
         if not long:
             break
-        for t, ax, d in long:
-            text = " ".join(t.get_text().split())
-            chars = max(10, int(len(text) * room(ax, d) / length(t, d)) - 2)
-            t.set_text(textwrap.fill(text, chars))
+        for t, ax, d in long:  # the longest line as drawn gives the characters a line holds
+            chars = max(10, int(max(map(len, t.get_text().split("\n"))) * room(ax, d) / length(t, d)) - 2)
+            t.set_text(wrap(" ".join(t.get_text().split()), chars))
         gave_up = collapsed()
     for _ in range(12):  # wrapped titles take height: the figure grows until the layout leaves its axes room
         if not gave_up:

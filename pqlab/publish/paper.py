@@ -84,7 +84,7 @@ def check_exports(tables: Path, figures: Path, profile: str) -> list[dict]:
                          f"{', '.join(found)} ({where}{' ...' if len(other) > 3 else ''}): re-run make "
                          f"reproduce PROFILE={profile}; a paper never mixes profiles")
     unsafe = [s["path"] for s in sidecars
-              if not all(SAFE_NAME.match(str(s.get(k, ""))) for k in ("topic", "name"))]
+              if not all(SAFE_NAME.fullmatch(str(s.get(k, ""))) for k in ("topic", "name"))]
     if unsafe:  # the appendix \input's them: a name is a file name, never LaTeX
         raise PaperError(f"{unsafe[0]} names an export by no safe file name (letters, digits, '_', '-', "
                          "'.'): delete it and re-run its notebook")

@@ -82,16 +82,20 @@ from pqlab.publish.rerun import with_keys
 
 REPORT = "report"
 INDEX = "index.html"
-#: what a page may load: inline styles, data: images and fonts; no script, nothing from a file or a server
-CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; base-uri 'none'; "
-       "form-action 'none'")
+#: what a page may load: inline styles (nbconvert's and pandas' style attributes need them), data: images and
+#: fonts; no script, frame, object or connection, nothing from a file or a server, no <base>, no form.  (A
+#: CSP cannot stop a navigation: no data reaches a page as HTML, pqlab.core.escaping and markdown_output.)
+CSP = ("default-src 'none'; script-src 'none'; object-src 'none'; frame-src 'none'; connect-src 'none'; "
+       "img-src data:; style-src 'unsafe-inline'; font-src data:; base-uri 'none'; form-action 'none'")
 #: run-context rows shown per notebook rather than in the report's summary (they name runs)
 PER_NOTEBOOK = ("runs", "noise during the runs (rounds)")
 #: files of one export linked in full on the index; the rest fold under <details>
 SHOWN_FILES = 8
 
 # nbconvert's lab template without anything that loads from outside or runs a script, with the report's line
-# on top of each page and every error output marked (nbconvert gives errors and stderr the same markup).
+# on top of each page, every error output marked (nbconvert gives errors and stderr the same markup) and the
+# Markdown a cell's code displayed (text made from data) rendered with its raw HTML shown as text
+# (markdown_output).
 _TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head -%}
 <meta http-equiv="Content-Security-Policy" content="{{ resources.pqlab_csp }}">
@@ -102,6 +106,12 @@ _TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_css -%}<style>{{ resources.pqlab_css }}</style>{%- endblock html_head_css -%}
+{% block data_markdown scoped -%}
+<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown jp-OutputArea-output {{ extra_class }}"
+ data-mime-type="text/markdown">
+{{ output.data['text/markdown'] | pqlab_markdown_output }}
+</div>
+{%- endblock data_markdown %}
 {%- block body_header -%}
 {{ super() }}
 {{ resources.pqlab_header }}
@@ -183,12 +193,25 @@ def _when(iso: str) -> str:
 
 # ----- pages ----------------------------------------------------------------------------------------------
 
+def markdown_output(source: str) -> str:
+    """A Markdown output of a cell (``display(Markdown(...))``: text a study made from data, a bundle's file
+    name, a CPU model) as HTML: as nbconvert renders it, but any raw HTML in it shown as text (a ``<meta>``,
+    ``<a style=...>`` or ``<script>`` never becomes one).  A defence in depth: pqlab's prose escapes its data
+    (:mod:`pqlab.core.escaping`); links stay as written, for :func:`check_pages` to find a stray one (the
+    page's CSP runs no ``javascript:``); the notebook's own Markdown cells, the checkout's, render as
+    nbconvert does."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath  # nbconvert: lazy
+
+    return MarkdownWithMath(renderer=IPythonRenderer(escape=True)).render(source)
+
+
 def _exporter():
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
     return HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"pqlab_report.html.j2": _TEMPLATE})],
-                        template_file="pqlab_report.html.j2", embed_images=True, theme="light")
+                        template_file="pqlab_report.html.j2", embed_images=True, theme="light",
+                        filters={"pqlab_markdown_output": markdown_output})
 
 
 def render_notebook(nb, book: Notebook, profile: str, cwd: Path, exporter=None,

@@ -8,23 +8,24 @@ referee must not miss marked, and the exported numbers with the command that re-
 - :func:`context_rows`: (what, value) for the block: machine, OS, Python, liboqs builds (release, build,
   options: each once), conformance, counter, profile, rounds and busy rounds, commit: read from the exports'
   ``context`` (pqlab.publish.context) and, for conformance, the metadata of the runs they name.
-- :func:`local_paths`, :func:`clean_warnings`: the checkout as a relative path, the home folder as ``~``,
-  temporary folders as ``<tmp>``; Python's warnings without the source line they echo.
+- :func:`local_paths`, :func:`clean_warnings`, :func:`output_text`: the checkout as a relative path, the home
+  folder as ``~``, temporary folders as ``<tmp>``; Python's warnings without the source line they echo;
+  control and format characters (an ESC, U+202E) as ``<U+XXXX>``.
 - :func:`flag`: "busy" (not "0 busy"), "no verdict" and "non-conforming" wrapped in
   ``<span class="pqlab-flag">`` in the text of an HTML page (never in a tag, a style, or code).
 """
 from __future__ import annotations
 
 import ast
-import json
 import re
 import sys
 import tempfile
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.escaping import html
+from pqlab.core.escaping import html, invisible, visible
 from pqlab.publish import rerun
+from pqlab.store.machines import stored_meta
 
 FLAG_CLASS = "pqlab-flag"
 #: what a referee must not miss: busy rounds, screens without a verdict, implementations failing their checks
@@ -144,11 +145,9 @@ def conformance_of(runs: list[str], results: Path) -> dict[str, list[str]]:
     none is there)."""
     by_status: dict[str, list[str]] = {}
     for run in runs:
-        try:
-            meta = json.loads((results / f"{run}.meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        for impl, record in (meta.get("conformance") or {}).items():
+        path = results / f"{run}.meta.json"
+        meta = stored_meta(path) if path.exists() else None  # schema-checked: a damaged one is left out
+        for impl, record in ((meta or {}).get("conformance") or {}).items():
             if isinstance(record, dict) and record.get("status"):
                 where = by_status.setdefault(str(record["status"]), [])
                 if impl not in where:
@@ -234,20 +233,39 @@ def clean_warnings(text: str) -> str:
     return "".join(out)
 
 
+#: an ESC that starts no colour sequence ("ESC[...m", which nbconvert's ansi2html renders as a colour)
+_NOT_COLOUR = re.compile(r"\x1b(?!\[[0-9;]*m)")
+
+
+def output_text(text: str, colours: bool = False, markup: bool = False) -> str:
+    """`text` of an output with every control and format character as ``<U+XXXX>``
+    (:func:`pqlab.core.escaping.visible`: a right-to-left override, a zero width space, an ESC from data are
+    seen), tab and line breaks kept; with `markup` (an HTML output) as ``&lt;U+XXXX&gt;``, which HTML shows
+    as that; with `colours` (a traceback, which IPython colours) the ESC of a colour sequence kept, which
+    nbconvert renders as a colour."""
+    if markup:
+        return "".join(f"&lt;U+{ord(c):04X}&gt;" if invisible(c) and c not in "\t\n\r" else c for c in text)
+    if not colours:
+        return visible(text, keep="\t\n\r")
+    return _NOT_COLOUR.sub(visible("\x1b"), visible(text, keep="\t\n\r\x1b"))
+
+
 def clean_output(output) -> None:
     """One output of an executed notebook as the report shows it: local paths replaced, warnings without
-    their source line (in place)."""
+    their source line, control and format characters shown (:func:`output_text`) (in place)."""
     if output.get("output_type") == "stream":
         text = output.get("text", "")
         text = "".join(text) if isinstance(text, list) else text
-        output["text"] = local_paths(clean_warnings(text) if output.get("name") == "stderr" else text)
+        text = clean_warnings(text) if output.get("name") == "stderr" else text
+        output["text"] = output_text(local_paths(text))
     for mime, value in (output.get("data") or {}).items():
         if mime.startswith("text/"):
             text = "".join(value) if isinstance(value, list) else value
-            output["data"][mime] = local_paths(text)
+            output["data"][mime] = output_text(local_paths(text), markup=mime == "text/html")
     if output.get("output_type") == "error":
-        output["evalue"] = local_paths(str(output.get("evalue", "")))
-        output["traceback"] = [local_paths(str(t)) for t in output.get("traceback", [])]
+        output["evalue"] = output_text(local_paths(str(output.get("evalue", ""))))
+        output["traceback"] = [output_text(local_paths(str(t)), colours=True)
+                               for t in output.get("traceback", [])]
 
 
 def flag(page: str) -> str:
@@ -297,7 +315,7 @@ def numbers_html(folder: Path, command: str) -> str:
     rows = []
     for n in shown:
         run = html(rerun.with_keys(command, [n.key])) if command else "–"
-        attrs = (f' data-low="{n.low!r}" data-high="{n.high!r}"'
+        attrs = (f' data-low="{html(repr(n.low))}" data-high="{html(repr(n.high))}"'
                  if n.low is not None and n.high is not None else "")
         rows.append(f'<tr data-pqlab-number="{html(n.key)}"{attrs}><td><code>{html(n.key)}</code></td>'
                     f"<td>{html(n.text) or '–'}</td><td>{html(n.interval)}</td>"

@@ -17,8 +17,9 @@ from pqlab.publish.report_context import clean_output, executed_parameters
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
-#: a file name a sidecar may list (copied into the report): no path, no leading dot
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+#: a file name a sidecar may list (copied into the report): no path, no leading dot, no line break (matched
+#: whole, with fullmatch)
+_SAFE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
 class ReportError(ValueError):
@@ -162,7 +163,7 @@ def collect_exports(exports: Path, book: Notebook, out: Path) -> tuple[list[dict
             listed = data.get("files") if isinstance(data.get("files"), list) else []
             for name in [sidecar.name, *listed]:
                 src = folder / str(name)
-                if not _SAFE_NAME.match(str(name)) or src.is_symlink() or not src.is_file():
+                if not _SAFE_NAME.fullmatch(str(name)) or src.is_symlink() or not src.is_file():
                     absent.append(str(name))
                     continue
                 shutil.copyfile(src, target / src.name)

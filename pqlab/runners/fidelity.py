@@ -137,7 +137,7 @@ def measure_fidelity(operations=DEFAULT_OPERATIONS, budget_s: float = 2.0, block
     more blocks would tell)."""
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
-    blocks = inputs.count(blocks, "blocks")
+    blocks = inputs.count(blocks, "blocks", 1, inputs.MAX_ROUND_COUNT)
     message = random_message(inputs.message_size(message_bytes), seed)
     for name, operation in operations:
         inputs.operations([get(name, "liboqs")], [operation])

@@ -63,7 +63,8 @@ from pqlab.core.schema import convert_unit
 from pqlab.measure import noise
 
 #: First-stage rounds (bench's default), and the most rounds an item gets as a multiple of the first stage's
-#: (bench's default max_rounds: 18 for 6).
+#: (bench's default max_rounds: 18 for 6).  Defaults, not limits: the most rounds anyone may ask for is
+#: :data:`pqlab.core.inputs.MAX_ROUND_COUNT`.
 ROUNDS, MAX_ROUNDS_FACTOR = 6, 3
 #: An item's extra rounds stop where its time so far (warm-ups, samples, checks) would pass this times
 #: budget_s: its sampling is budget_s over max_rounds rounds, and each round's warm-up at most half its

@@ -26,8 +26,9 @@ from typing import NamedTuple
 from pqlab.core.errors import BadInput
 from pqlab.core.flags import has
 from pqlab.core.inputs import file_label
-from pqlab.core.schema import SCHEMA_VERSION, convert_unit
+from pqlab.core.schema import SCHEMA_VERSION, convert_unit, range_text
 from pqlab.measure import machine
+from pqlab.store.meta_schema import meta_problem
 
 FORMAT = "pqlab-bundle"
 FORMAT_VERSION = 1
@@ -263,7 +264,9 @@ def _check_files(path, files: dict, run_ids: set[str], limits: Limits) -> None:
 # ----- a run's contents -----
 def check_run(path, run_id: str, meta: dict, run) -> None:
     """A run of a bundle, as :func:`pqlab.store.results.load_run` read it: its metadata's run id is its file
-    name's, its labels are file labels, and each row agrees with its own samples (:func:`estimate_problem`).
+    name's, its labels are file labels, every field of its metadata (`meta`, as its file holds it) has its
+    type and range (:func:`pqlab.store.meta_schema.meta_problem`), every value is plausible
+    (:func:`implausible_problem`), and each row agrees with its own samples (:func:`estimate_problem`).
     A run of an older schema that recorded no run id in its metadata is named by its files."""
     old = isinstance(meta.get("schema_version"), int) and meta["schema_version"] < SCHEMA_VERSION
     if meta.get("run_id") != run_id and not (old and meta.get("run_id") is None):
@@ -272,6 +275,11 @@ def check_run(path, run_id: str, meta: dict, run) -> None:
                           "after it was saved; a bundle carrying it is refused")
     if meta.get("study") is not None:
         _name(path, meta["study"], f"study of run {run_id}", empty=True)
+    problem = meta_problem(meta)
+    if problem:
+        raise BundleError(path, "metadata",
+                          f"run {run_id}: {problem}: damaged or forged metadata, which readers of the store "
+                          "cannot show; make the bundle again from the unedited run")
     for part, column, check in (("measurements", "run_id", "run"), ("measurements", "study", "study"),
                                 ("measurements", "machine_id", "machine"), ("samples", "run_id", "run")):
         frame = getattr(run, part)
@@ -280,11 +288,34 @@ def check_run(path, run_id: str, meta: dict, run) -> None:
                 _machine_id(path, value, f"machine id in run {run_id}'s {part}")
             else:
                 _name(path, value, f"{column} in run {run_id}'s {part}", empty=check == "study")
+    problem = implausible_problem(run)
+    if problem:
+        raise BundleError(path, "values",
+                          f"run {run_id}: {problem}: a damaged or forged run; make the bundle again from the "
+                          "unedited run")
     problem = estimate_problem(run)
     if problem:
         raise BundleError(path, "values",
                           f"run {run_id}: {problem}: a row edited apart from its samples; make the "
                           "bundle again from the unedited run")
+
+
+def implausible_problem(run) -> str | None:
+    """The first value of `run` out of its plausible range (:func:`pqlab.core.schema.plausible_range`: a time
+    that is negative, infinite or over a day, a size over a tebibyte ...), described with its table, row,
+    column and range; None when every value is plausible.  Read from what :func:`pqlab.store.results.load_run`
+    made missing (``run.implausible``), else from the tables themselves (a run built in memory)."""
+    found = getattr(run, "implausible", None)
+    if not found:
+        from pqlab.store.results import plausible  # lazy: the results store loads pandas and the statistics
+
+        found = plausible({part: getattr(run, part) for part in ("measurements", "sizes", "samples")})[1]
+    if not found:
+        return None
+    (part, column), (n, row, value) = next(iter(found.items()))
+    more = f" (and {n - 1} more in that column)" if n > 1 else ""
+    return (f"its {part}, row {row + 1}: {column} is {value:g}, outside its plausible range "
+            f"{range_text(column)}{more}")
 
 
 #: columns that tell rows of one run apart beyond the results key (a TLS run's configurations)

@@ -15,6 +15,7 @@ from pqlab.core import paths
 from pqlab.core.files import atomic_write
 from pqlab.core.integrity import sha256_file
 from pqlab.measure import machine
+from pqlab.store import identity
 from pqlab.store.bundle_checks import FORMAT, FORMAT_VERSION, MANIFEST, PROFILES, RUN_PARTS, TOP, bundle_id
 from pqlab.store.machines import MACHINES, _of_machine, _stored_metas
 
@@ -101,8 +102,9 @@ def create_bundle(out: Path | str | None = None, *, profile: str | None = None, 
     """Pack this machine's runs (those recorded under :func:`pqlab.measure.machine.machine_id`; with
     `profile`, those of ``make reproduce PROFILE=profile`` only), their raw traces and, with `notebooks`, the
     executed notebooks of ``build/<profile>/`` that belong to them (:func:`notebooks_of`) into one archive;
-    returns its path (default ``build/bundles/``).  A run whose metadata is not readable is left out with a
-    warning naming it."""
+    returns its path (default ``build/bundles/`` of the output tree, ``PQLAB_OUTPUT``).  Its manifest carries
+    this host's proof (:func:`pqlab.store.identity.host_proof`).  A run whose metadata is not readable is
+    left out with a warning naming it."""
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: choose {' or '.join(PROFILES)}")
     folder = Path(folder or paths.RESULTS)
@@ -137,7 +139,9 @@ def create_bundle(out: Path | str | None = None, *, profile: str | None = None, 
                  for m in run_metas],
         "files": checks,
     }
-    out = Path(out) if out else paths.BUILD / "bundles" / f"pqlab-{mid}-{profile or 'all'}-{bid}.tar.gz"
+    manifest["host_proof"] = identity.host_proof(manifest)  # what shows, on merge here, it was made here
+    out = Path(out) if out else (paths.OUTPUT / "build" / "bundles"
+                                 / f"pqlab-{mid}-{profile or 'all'}-{bid}.tar.gz")
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz, \

@@ -173,7 +173,7 @@ def _check_runs(path, manifest: dict, runs: Path) -> None:
                               f"run {run_id} has schema version {version!r:.40}; this pqlab reads "
                               f"up to {SCHEMA_VERSION}: update pqlab to merge it")
         try:
-            run = load_run(runs / run_id)
+            run = load_run(runs / run_id, warn=False)  # check_run refuses what it drops
         except Exception as exc:  # noqa: BLE001 - any reading failure refuses the bundle, named
             raise BundleError(path, "run", f"run {run_id} cannot be read ({type(exc).__name__}: "
                                            f"{' '.join(str(exc).split())})") from None

@@ -13,9 +13,10 @@ Nothing measured is lost:
 
 * before anything is measured, the results folder must be creatable, writable and have
   :data:`FREE_SPACE_MARGIN` bytes free (:func:`check_folder`), else :class:`~pqlab.core.errors.BadInput`
-  names the folder and the fix; a `run_id` that exists there already, or that another process is recording
-  there right now, is refused (:func:`reserve_run_id`: two processes started at once with one id cannot both
-  have it);
+  names the folder and the fix; a `run_id` that the store holds already (in the folder, in any machine's
+  folder under ``machines/``, or in an import not yet complete), or that another process is recording there
+  right now, is refused (:func:`reserve_run_id`: two processes started at once with one id cannot both have
+  it);
 * a save that fails mid-run (disk full, folder gone) goes to a fallback folder (:func:`fallback_folders`:
   the user's cache, then the temporary folder), said in a :class:`~pqlab.core.errors.PqlabWarning` and in
   ``meta["saved_to_fallback"]``; the run's older files in the first folder are removed;
@@ -47,6 +48,7 @@ from pqlab.core.files import atomic_write_set, process_identity, remove_orphans
 from pqlab.core.formatting import fmt_bytes_binary
 from pqlab.core.schema import SCHEMA_VERSION, typed
 from pqlab.measure import machine
+from pqlab.store.machines import MACHINES, held_run_ids
 
 #: summarize() key -> column suffix, for times and for cycles.  No interval: one process's samples cannot give
 #: an honest one (pqlab.runners.rounds); rows measured in rounds get theirs from
@@ -100,12 +102,25 @@ def check_folder(folder: Path | str, what: str = "results folder", margin: int =
 #: The reservation of a run id while its run is recorded: ``<folder>/<run_id>.lock`` (readers of the results
 #: store look at ``*.meta.json`` only, so they never see it).
 LOCK_SUFFIX = ".lock"
-_RUN_ID_FIX = "choose a new one (or leave it out: pqlab makes a unique one)"
+_RUN_ID_FIX = "choose a new one (CLI: another --run-id; or leave it out: pqlab makes a unique one)"
 
 
 def _run_files(folder: Path, run_id: str) -> list[Path]:
     """The files of run `run_id` in `folder` (its reservation left out)."""
     return [p for p in folder.glob(f"{run_id}.*") if p.name != f"{run_id}{LOCK_SUFFIX}"]
+
+
+def _held_in(folder: Path, run_id: str) -> str:
+    """Where the results store `folder` holds run `run_id` ("" when nowhere): the folder itself or a machine's
+    folder with its files, or an import under way or interrupted (:func:`pqlab.store.machines.held_run_ids`:
+    one id names one run across the whole store)."""
+    if _run_files(folder, run_id):
+        return str(folder)
+    if run_id not in held_run_ids(folder):
+        return ""
+    metas = sorted(folder.glob(f"{MACHINES}/*/{run_id}.meta.json"))  # a run id has no glob characters
+    return (str(metas[0].parent) if metas
+            else f"an import not yet complete ({folder / MACHINES}/*/bundles/*.importing)")
 
 
 def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
@@ -116,7 +131,8 @@ def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
 
     Two processes that start with one id at the same moment cannot both pass: the lock is taken first, and
     only its holder checks that the run has no files yet.  Refused with one line (:class:`BadInput`) when
-    another process holds the id, or the run exists already."""
+    another process holds the id, or the store of `folder` holds it already (:func:`_held_in`: the folder, a
+    machine's folder under it, an import not yet complete)."""
     folder = Path(folder)
     lock = folder / f"{run_id}{LOCK_SUFFIX}"
     for _ in range(100):
@@ -135,8 +151,8 @@ def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
         except OSError:  # no locks on this file system: the run's files are all there is to check
             os.close(fd)
             lock.unlink(missing_ok=True)
-            if _run_files(folder, run_id):
-                raise BadInput(f"run id {run_id!r} exists already in {folder}: {_RUN_ID_FIX}") from None
+            if where := _held_in(folder, run_id):
+                raise BadInput(f"run id {run_id!r} exists already in {where}: {_RUN_ID_FIX}") from None
             return None
         try:  # the holder before us may have removed the name (its run done): lock the file that is there now
             current = os.stat(lock, follow_symlinks=False)
@@ -145,9 +161,9 @@ def reserve_run_id(folder: Path | str, run_id: str) -> int | None:
         if current is None or not os.path.samestat(os.fstat(fd), current):
             os.close(fd)
             continue
-        if _run_files(folder, run_id):
+        if where := _held_in(folder, run_id):
             release_run_id(fd, folder, run_id)
-            raise BadInput(f"run id {run_id!r} exists already in {folder}: {_RUN_ID_FIX}")
+            raise BadInput(f"run id {run_id!r} exists already in {where}: {_RUN_ID_FIX}")
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps({"run_id": run_id, **process_identity()}) + "\n").encode())
         return fd

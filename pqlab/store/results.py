@@ -28,9 +28,10 @@ import pandas as pd
 
 from pqlab.core import inputs, paths
 from pqlab.core.builds import options_of, selected
+from pqlab.core.errors import warn as _warn
 from pqlab.core.files import atomic_write_set, process_alive, temp_target, temp_writer
 from pqlab.core.formatting import html, table
-from pqlab.core.schema import SCHEMA_VERSION, convert, convert_meta, typed
+from pqlab.core.schema import PARTS, SCHEMA_VERSION, convert, convert_meta, implausible, range_text, typed
 from pqlab.measure.noise import compare_references
 from pqlab.measure.ratio import run_ratio
 from pqlab.measure.stats import MIN_ROUNDS, mann_whitney, ratio_ci, round_interval, welch_p, with_rounds
@@ -54,6 +55,9 @@ class Run:
     samples: pd.DataFrame
     meta: dict = field(default_factory=dict)
     path: Path | None = None
+    #: what :func:`load_run` made missing, being out of its plausible range
+    #: (:func:`pqlab.core.schema.plausible_range`): (part, column) -> (how many, the first's row, its value)
+    implausible: dict = field(default_factory=dict, repr=False, compare=False)
     #: (the samples table it indexes, (algorithm, operation) -> row positions): :meth:`_samples_of`
     _index: tuple = field(default=(None, {}), init=False, repr=False, compare=False)
 
@@ -187,21 +191,45 @@ def _base(ref: Path | str) -> Path:
     return p
 
 
-def load_run(ref: Path | str, *, verify: bool = True) -> Run:
+def load_run(ref: Path | str, *, verify: bool = True, warn: bool = True) -> Run:
     """A run by id (looked up in data/results/) or by the path of any of its files; typed frames.
 
     Each file is checked against the row count and SHA-256 its meta file records (`verify`); a file that
-    does not match, cannot be read or is missing raises :class:`CorruptRun` naming it.  A ``running``
-    run whose process no longer exists comes back with status ``abandoned``.  A run written by an older
-    schema version is converted (:func:`pqlab.core.schema.convert`).  A save cut (by a kill) after its first
-    rename is completed first (:func:`finish_cut_saves`), so a reader never sees files of two saves."""
+    does not match, cannot be read or is missing raises :class:`CorruptRun` naming it.  A value out of its
+    plausible range (:func:`pqlab.core.schema.plausible_range`: a negative, infinite or astronomical time, a
+    size beyond a tebibyte ...) is made missing, recorded in :attr:`Run.implausible` and said in one warning
+    per run (`warn` False: not said; a merge refuses such a run instead:
+    :func:`pqlab.store.bundle_checks.check_run`).  A ``running`` run whose process no longer exists comes
+    back with status ``abandoned``.  A run written by an older schema version is converted
+    (:func:`pqlab.core.schema.convert`).  A save cut (by a kill) after its first rename is completed first
+    (:func:`finish_cut_saves`), so a reader never sees files of two saves."""
     base = _base(ref)
     try:
-        return _load(base, verify)
+        run = _load(base, verify)
     except (CorruptRun, FileNotFoundError):
         if not finish_cut_saves(base.parent, base.name):
             raise
-    return _load(base, verify)
+        run = _load(base, verify)
+    if run.implausible and warn:
+        said = "; ".join(f"{n} in {column} of its {part} (row {row + 1}: {value:g}, outside "
+                         f"{range_text(column)})" for (part, column), (n, row, value) in
+                         run.implausible.items())
+        _warn(f"run {run.run_id}: values out of their plausible range made missing: {said}; its files were "
+              "damaged or edited: restore them from a copy or re-run the measurement")
+    return run
+
+
+def plausible(frames: dict) -> tuple[dict, dict]:
+    """A copy of `frames` (part -> table) with every value out of its plausible range made missing, and what
+    was (:attr:`Run.implausible`: the measurements first, a row a reader sees, then sizes and samples)."""
+    out, found = dict(frames), {}
+    for part in sorted(frames, key=list(PARTS).index):
+        for column, bad in implausible(out[part]).items():
+            values = pd.to_numeric(out[part][column], errors="coerce")
+            row = int(bad.argmax())
+            found[(part, column)] = (int(bad.sum()), row, float(values.iloc[row]))
+            out[part] = out[part].assign(**{column: values.where(~bad)})
+    return out, found
 
 
 def _load(base: Path, verify: bool) -> Run:
@@ -224,6 +252,7 @@ def _load(base: Path, verify: bool) -> Run:
             frames[part] = pd.DataFrame()  # runs saved before checksums could lack their samples
             continue
         frames[part] = _read_part(path, recorded.get(suffix) if verify else None, meta_path)
+    frames, found = plausible(frames)
     measurements, sizes, samples = frames["measurements"], frames["sizes"], frames["samples"]
     if version < SCHEMA_VERSION:
         measurements, sizes, samples = convert(measurements, sizes, samples, version, meta)
@@ -233,7 +262,7 @@ def _load(base: Path, verify: bool) -> Run:
         meta = dict(meta, status="abandoned", abandoned=f"saved as running by process {process['pid']} on "
                     f"{process['host']}, which no longer exists")
     return Run(base.name, typed(measurements, "measurements"), typed(sizes, "sizes"),
-               typed(samples, "samples"), meta, meta_path)
+               typed(samples, "samples"), meta, meta_path, found)
 
 
 class CorruptRun(ValueError):

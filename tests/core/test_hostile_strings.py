@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from conftest import require_tools  # noqa: E402
 
-from pqlab.core import formatting
+from pqlab.core import escaping, formatting
 from pqlab.measure import machine  # noqa: E402
 from pqlab.publish import context, export, export_numbers, export_records, paper, plotting
 
@@ -255,3 +255,76 @@ def test_the_paper_with_hostile_exports_builds_without_running_them(export_tree,
     text = subprocess.run(["pdftotext", str(result.pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     assert "<script>alert(1)</script>|x" in text
+
+
+# ----- issue #46: control and format characters, what pdflatex cannot typeset, code spans -----
+
+#: a right-to-left override, a zero width space, ESC sequences (a terminal title, clear screen), a bell
+UNICODE = "Intel\u202eUSA\u200b \x1b]0;t\x07\x1b[2J"
+UNICODE_SHOWN = "Intel<U+202E>USA<U+200B> <U+001B>]0;t<U+0007><U+001B>[2J"
+
+
+def test_every_escaper_shows_control_and_format_characters():
+    assert formatting.markdown(UNICODE) == \
+        r"Intel&lt;U+202E&gt;USA&lt;U+200B&gt; &lt;U+001B&gt;\]0;t&lt;U+0007&gt;&lt;U+001B&gt;\[2J"
+    assert formatting.html(UNICODE) == UNICODE_SHOWN.replace("<", "&lt;").replace(">", "&gt;")
+    assert formatting.latex(UNICODE) == UNICODE_SHOWN.replace("<", r"\textless{}").replace(">",
+                                                                                          r"\textgreater{}")
+    assert formatting.latex(UNICODE, "comment") == UNICODE_SHOWN
+    assert formatting.mpl_text(UNICODE) == UNICODE_SHOWN
+    assert escaping.csv_cell(UNICODE) == UNICODE_SHOWN and escaping.code(UNICODE) == f"` {UNICODE_SHOWN} `"
+    assert escaping.csv_cell("\u202e=1") == "<U+202E>=1"  # seen, and no formula
+    # tab and line breaks stay whitespace where a line ends the construct
+    assert formatting.markdown("a\tb\nc") == "a b c" and formatting.mpl_text("a\nb") == "a\nb"
+    assert formatting.latex("\ud800", "url") == "%3CU+D800%3E"  # a lone surrogate: no UnicodeEncodeError
+
+
+def test_latex_shows_what_pdflatex_cannot_typeset_and_keeps_latin_letters():
+    assert formatting.latex("Emoji \U0001F600 中 Ħ ¨") == (
+        r"Emoji \textless{}U+1F600\textgreater{} \textless{}U+4E2D\textgreater{} \textless{}U+0126"
+        r"\textgreater{} \textless{}U+00A8\textgreater{}")
+    assert formatting.latex("Café Łódź Ærø ß µ×") == r"Café Łódź Ærø ß \textmu{}\ensuremath{\times}"
+
+
+def test_a_code_span_is_longer_than_any_run_of_backticks_inside():
+    assert escaping.code("a`b") == "`` a`b ``" and escaping.code("x```y`") == "```` x```y` ````"
+    assert escaping.code("plain") == "` plain `" and escaping.code("a\nb") == "` a b `"
+
+
+def test_figure_text_shows_what_the_figure_fonts_cannot_draw(recwarn):
+    from pqlab.publish import plotting
+
+    with plt.rc_context(plotting.STYLE):
+        assert escaping.figure_text("Emoji \U0001F600 é α ×\n\u202e") == "Emoji <U+1F600> é α ×\n<U+202E>"
+        assert formatting.mpl_text("$\U0001F600$") == r"\$<U+1F600>\$"
+        fig, ax = plt.subplots()
+        ax.set_title(formatting.mpl_text("\U0001F600 中"))
+        fig.canvas.draw()
+        plt.close(fig)
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
+def test_every_character_latex_keeps_typesets_with_the_paper_preamble(tmp_path):
+    """Each character of escaping.LATEX_LETTERS and of the escaped table, and a text of every hostile kind,
+    compile with paper/preamble.tex in Type 1 fonts, with no missing character."""
+    require_tools("pdflatex", "pdffonts", "pdftotext")
+    from pqlab.core import paths
+
+    kept = sorted(escaping.LATEX_LETTERS | set(escaping._LATEX_CHARS))
+    hostile = UNICODE + " Emoji \U0001F600 中 \u0000 \ud800 \U0010ffff" + RUN_BRACE
+    shutil.copy(paths.PAPER / "preamble.tex", tmp_path)
+    shutil.copy(paths.ROOT / "pqlab" / "publish" / "pqlabtables.sty", tmp_path)
+    (tmp_path / "setup.tex").write_text("")
+    (tmp_path / "t.tex").write_text("\\input{preamble}\n\\begin{document}\n" + formatting.latex("".join(kept))
+                                    + "\n\n" + formatting.latex(hostile) + "\n\\end{document}\n",
+                                    encoding="utf-8")
+    done = subprocess.run([shutil.which("pdflatex"), "-no-shell-escape", "-interaction=nonstopmode",
+                           "-halt-on-error", "t.tex"], cwd=tmp_path, capture_output=True, timeout=300)
+    log = (tmp_path / "t.log").read_text(encoding="latin-1")
+    assert done.returncode == 0 and "Missing character" not in log, log[-2000:]
+    fonts = subprocess.run(["pdffonts", str(tmp_path / "t.pdf")], capture_output=True, text=True).stdout
+    assert "Type 3" not in fonts, fonts
+    text = subprocess.run(["pdftotext", str(tmp_path / "t.pdf"), "-"], capture_output=True, text=True).stdout
+    flat = "".join(text.split())
+    assert "Intel<U+202E>USA<U+200B>" in flat and "<U+1F600><U+4E2D><U+0000><U+D800><U+10FFFF>" in flat
+    assert not {"\u202e", "\U0001F600", "中"} & set(text) and "ÀÁÂ" in text

@@ -355,11 +355,13 @@ def test_an_interrupted_import_completes_when_merged_again(good, tmp_path, monke
     monkeypatch.setattr(bundle.shutil, "copyfile", crash)
     with pytest.raises(KeyboardInterrupt):
         merge_bundles([good], folder=store)
-    monkeypatch.undo()
+    monkeypatch.setattr(bundle.shutil, "copyfile", real)
     target = store / "machines" / "lab-a"
-    assert len(list(target.glob("*.meta.json"))) == 1 and list((target / "bundles").glob("*.importing"))
+    # staged, nothing in place: the store shows no run of the bundle
+    assert stored_runs(store) == [] and list((target / "bundles").glob("*.importing"))
     [report] = merge_bundles([good], folder=store)
-    assert report["status"] == "imported" and len(report["present"]) == 1 and len(report["imported"]) == 1
+    assert report["status"] == "imported" and report["present"] == [] and len(report["imported"]) == 2
+    assert not (target / bundle.STAGING).exists()
     assert (not list((target / "bundles").glob("*.importing"))
             and len(list((target / "bundles").glob("*.json"))) == 1)
     assert merge_bundles([good], folder=store)[0]["status"] == "already imported"

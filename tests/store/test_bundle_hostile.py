@@ -26,6 +26,7 @@ from pqlab.measure import machine
 from pqlab.store import bundle
 from pqlab.store.bundle import MANIFEST, RUN_PARTS, BundleError, create_bundle, merge_bundles, stored_runs
 from pqlab.store.bundle_checks import estimate_problem
+from pqlab.store.machines import run_hosts
 from pqlab.store.results import load_run
 
 MIB = 1 << 20
@@ -181,15 +182,17 @@ def test_a_bundle_with_this_hosts_machine_id_is_refused_unless_overridden(good, 
     forged = forge(tmp_path / "impostor.tar.gz", manifest, files)
     store = tmp_path / "store"
     message = refused(forged, "machine", store)
-    assert "machine id 'lab-a' is this host's own" in message and "'evil-host', CPU 'Evil CPU'" in message
-    assert f"this host is {socket.gethostname()!r}, CPU {machine.cpu()['model']!r}" in message
-    assert "override=True (CLI: --override)" in message
+    assert "it names this host (lab-a, host " in message and "by its machine_id 'lab-a'" in message
+    assert f"{socket.gethostname()!r}, CPU {machine.cpu()['model']!r}" in message
+    assert "no host proof that verifies here" in message and "override=True (CLI: --override)" in message
     assert main(["merge", str(forged), "--folder", str(store)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "machine check failed" in err
     assert main(["merge", str(forged), "--folder", str(store), "--override"]) == 0
     assert (sorted(p.name for p in (store / "machines" / "lab-a").glob("*.meta.json"))
             == ["r1.meta.json", "r2.meta.json"])
+    # merged on the user's word, its runs stay the bundle's machine: its proof does not verify
+    assert set(run_hosts(store).values()) == {"lab-a"}
 
 
 # ----- 4. run ids that share a prefix -----

@@ -2,6 +2,9 @@
 ratios with intervals from synthetic runs of known ratios, published platforms, cross-platform factors."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,9 +30,11 @@ def comps(signatures=("ML-DSA-44", "ML-DSA-65"), kems=("ML-KEM-768",)):
 
 
 def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", options="default", counter="tsc",
-                  started_at="2026-01-01T00:00:00+00:00", n=400, seed=0, host_id=None):
+                  started_at="2026-01-01T00:00:00+00:00", n=400, seed=0, host_id=None, verified=True):
     """A saved run whose (algorithm, operation) samples are centred on `centres` (1 % spread), recorded under
-    `machine_id` with the given liboqs build and counter label."""
+    `machine_id` with the given liboqs build and counter label.  A run of an identity override (`host_id`)
+    saved in a machine's folder of the store is recorded as a merge whose host proof verified, as notebook
+    07's own bundles are, unless `verified` is False."""
     rng = np.random.default_rng(seed)
     meta = {"machine_id": machine_id, "counter": {"label": counter},
             "liboqs": {"liboqs_version": "0.13.0", "options": options, "build": Build("0.13.0", options).id},
@@ -55,6 +60,11 @@ def synthetic_run(folder, run_id, centres: dict, *, machine_id="m-a", options="d
     rec.add(rows, [], samples)
     run = rec.finish()
     run.save(folder)
+    if host_id and Path(folder).parent.name == "machines":
+        record = {"bundle_id": run_id, "runs": [{"run_id": run_id}], "machine": {}, "files": {},
+                  "merge": {"host_verified": verified}}
+        (Path(folder) / "bundles").mkdir(exist_ok=True)
+        (Path(folder) / "bundles" / f"{run_id}.json").write_text(json.dumps(record))
     return run
 
 
@@ -199,6 +209,23 @@ def test_merged_machines_and_overrides_are_platforms_labelled_as_what_they_are(t
     with pytest.raises(UnknownName, match="unknown reference platform 'sparc'"):
         atlas.reference_platform(a, "sparc")
     assert atlas.reference_platform(a, "arm-box") == p.loc["arm-box", "platform"]
+
+
+def test_a_merged_run_claiming_this_host_without_proof_is_its_machine_and_hides_nothing(tmp_path):
+    # issue #46 D1: this host's run, and a later one in a merged folder that claims this host (its identity
+    # override names it) with one algorithm's times x100, its bundle's proof not verified
+    host = machine.host_id()
+    synthetic_run(tmp_path, "own", {SIG: 100_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id=host)
+    synthetic_run(tmp_path / "machines" / "pi4-lab", "forged",
+                  {SIG: 10_000_000.0, ("Ed25519", "sign"): 50_000.0}, machine_id="pi4-lab",
+                  host_id=host, verified=False, started_at="2099-01-01T00:00:00+00:00")
+    a = atlas.build_atlas(comps(), message_bytes=100, folder=tmp_path, published=False)
+    here = a.platforms[a.platforms["this_host"]]
+    assert list(here["machine_id"]) == [host]
+    assert value(a, "this host", "ML-DSA-44 sign / Ed25519 sign")["ratio"] == pytest.approx(2, rel=0.02)
+    forged = a.platforms[a.platforms["machine_id"] == "pi4-lab"].iloc[0]
+    assert not forged["this_host"] and "this host" not in forged["platform"]
+    assert "its claims not verified" in forged["identity"]
 
 
 # ----- published platforms and cross-platform factors -----

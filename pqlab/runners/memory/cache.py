@@ -17,8 +17,10 @@ run with the same key reuses it instead of starting valgrind again.  The key is 
 A run is stored only when its output checked out and it loaded no file outside its key.  Entries live
 in ``$PQLAB_CACHE`` (default ``$XDG_CACHE_HOME/pqlab/memory``, i.e. ``~/.cache/pqlab/memory``), one
 JSON file per key; ``make clean`` leaves them.  Each entry holds the sha256 of its own content, recorded when
-it was stored and checked on every hit: an entry that was cut or edited is measured again and replaced, with
-one warning line saying so (one stored by an older pqlab, without a sha256, is measured again quietly).
+it was stored and checked on every hit: an entry that cannot be used (cut, edited, not JSON or nested too
+deep to parse, unreadable, a folder or a symbolic link in its place) is measured again and replaced, with one
+warning line per entry and process saying so (one stored by an older pqlab, without a sha256, is measured
+again quietly).
 ``PQLAB_FRESH=1`` (``make reproduce FRESH=1``) measures everything again and replaces the entries.
 
 Timing is never cached: a time belongs to the moment and the machine state it was taken in (frequency,
@@ -30,11 +32,19 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 from pqlab.core.errors import warn
 from pqlab.core.files import atomic_write_text
 from pqlab.core.integrity import sha256_file
+
+#: What reading an entry can raise when it is not one (PermissionError, IsADirectoryError and the like are
+#: OSErrors, UnicodeDecodeError and a JSON error ValueErrors, JSON nested too deep a RecursionError)
+UNREADABLE = (OSError, ValueError, RecursionError, TypeError)
+#: The entries already reported as unusable in this process (each is reported once)
+_reported: set[Path] = set()
 
 
 def cache_root() -> Path:
@@ -78,6 +88,9 @@ class MemoryCache:
         self.fresh = fresh_requested() if fresh is None else fresh
 
     def _path(self, key: str) -> Path:
+        """Where the entry of `key` (a sha256 in hex, :func:`cache_key`) lives: inside the root, always."""
+        if not re.fullmatch(r"[0-9a-f]{64}", key):
+            raise ValueError(f"memory cache key {key!r} is not a sha256 in hex: make it with cache_key()")
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
@@ -86,37 +99,53 @@ class MemoryCache:
         if self.fresh:
             return None
         path = self._path(key)
+        if path.is_symlink():  # never read through a link: what it points to is no entry of the cache
+            return self._bad(path, "is a symbolic link")
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
+        except UNREADABLE as exc:  # a folder in its place, no permission, not UTF-8 ...
             return self._bad(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})")
         try:
             entry = json.loads(text)
-        except ValueError:
-            return self._bad(path, "is not whole JSON (cut short or damaged)")
+        except UNREADABLE as exc:
+            return self._bad(path, f"is not whole JSON ({type(exc).__name__}: cut short, damaged or "
+                                   "nested too deep)")
         if not isinstance(entry, dict) or entry.get("key") != key:
             return self._bad(path, "is not the entry of its key")
         recorded = entry.pop("sha256", None)
         if recorded is None:  # stored by an older pqlab: measured again and replaced, nothing wrong with it
             return None
-        if recorded != entry_digest(entry):
+        try:
+            intact = recorded == entry_digest(entry)
+        except UNREADABLE:  # values JSON cannot write back (nested too deep)
+            intact = False
+        if not intact:
             return self._bad(path, "does not match the sha256 recorded when it was stored (edited or "
                                    "damaged)")
         return entry
 
     @staticmethod
     def _bad(path: Path, why: str) -> None:
-
-        warn(f"memory cache entry {path} {why}: measuring it again")
+        """A miss, said once per entry and process (the caller measures again and :meth:`put` replaces it)."""
+        if path not in _reported:
+            _reported.add(path)
+            warn(f"memory cache entry {path} {why}: measuring it again")
         return None
 
     def put(self, key: str, parts: dict, value: dict, run_id: str) -> None:
+        """Store an entry, replacing whatever is in its place: a file, a symbolic link, a folder (the entry's
+        path lies inside the cache root, :meth:`_path`), and a file or link where its shard folder goes."""
+        path = self._path(key)
         entry = {"key": key, "parts": parts, "value": value, "run_id": run_id,
                  "stored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         entry["sha256"] = entry_digest(entry)
-        atomic_write_text(self._path(key), json.dumps(entry, sort_keys=True) + "\n")
+        if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
+            path.parent.unlink()  # never written through a link to elsewhere
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)  # a link at `path` is replaced by the rename itself
+        atomic_write_text(path, json.dumps(entry, sort_keys=True) + "\n")
 
 
 def entry_digest(entry: dict) -> str:

@@ -52,7 +52,7 @@ def measure_local(builds, algorithms, *, message_bytes: int, budget_s: float, mi
     metadata)."""
 
     budget_s = inputs.positive_number(budget_s, "budget_s")
-    min_samples = inputs.count(min_samples, "min_samples")
+    min_samples = inputs.count(min_samples, "min_samples", 1, inputs.MAX_SAMPLES)
     for build in builds:
         parse(build)  # an unknown build: one line naming those there are
     for build in builds:

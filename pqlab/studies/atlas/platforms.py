@@ -15,6 +15,7 @@ from pqlab.core import builds
 from pqlab.core.errors import UnknownName
 from pqlab.publish.context import counter_text, frequency_text
 from pqlab.store import bundle
+from pqlab.store.machines import recorded_host, run_hosts
 from pqlab.studies.atlas.compared import MEASURED, PUBLISHED
 
 
@@ -37,9 +38,16 @@ def _arch(meta: dict) -> str:
     return meta.get("arch") or (found.group(1) if found else "unknown arch")
 
 
+#: the longest CPU model a platform label shows (the full model is in the platform table's cpu column)
+SHORT_CPU = 60
+
+
 def short_cpu(model: str) -> str:
+    """A CPU model as a platform label shows it: trademarks, "CPU", clock and core count left out, at most
+    :data:`SHORT_CPU` characters (cut with "…")."""
     text = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", "", model or "unknown CPU")
-    return " ".join(text.split()) or "unknown CPU"
+    text = " ".join(text.split()) or "unknown CPU"
+    return text if len(text) <= SHORT_CPU else text[: SHORT_CPU - 1].rstrip() + "…"
 
 
 def cpu_features_text(info: dict) -> str:
@@ -59,11 +67,6 @@ def cpu_features_text(info: dict) -> str:
             f"{', '.join(compiled) or 'no CPU-specific instructions'}")
 
 
-def _host_of(meta: dict) -> str:
-    """The host a run was measured on: the host id its identity override records, else its machine id."""
-    return str((meta.get("machine_id_override") or {}).get("host_id") or meta.get("machine_id"))
-
-
 def _identity_text(meta: dict) -> str:
     override = meta.get("machine_id_override") or None
     return (f"override {override['variable']}={override['value']} of host {override['host_id']}" if override
@@ -71,17 +74,20 @@ def _identity_text(meta: dict) -> str:
 
 
 def _measured_groups(folder) -> dict:
-    """(host, liboqs version, liboqs build) -> [(started_at, meta path, meta)], newest first: one platform per
-    host and build, whichever identity (own or override) and counter its runs were recorded under."""
+    """(host, liboqs version, liboqs build, proven) -> [(started_at, meta path, meta)], newest first: one
+    platform per host and build, whichever identity (own or override) and counter its runs were recorded
+    under.  The host is the one pqlab has evidence for (:func:`pqlab.store.machines.run_hosts`): a merged
+    bundle's runs are its machine's unless its host proof verified, whatever their metadata claims."""
     groups: dict = {}
-    for meta_path in bundle.stored_runs(folder):
+    for meta_path, shown_as in run_hosts(folder).items():
         meta = bundle.stored_meta(meta_path)  # an unreadable one: a warning naming it, left out
         if meta is None:
             continue
+        host, proven = (recorded_host(meta), True) if shown_as is None else (shown_as, False)
         info = meta.get("liboqs") or {}
         if not info:
             continue  # a run that loaded no liboqs has no post-quantum rows of its own build
-        key = (_host_of(meta), info.get("liboqs_version"), info.get("build"))
+        key = (host, info.get("liboqs_version"), info.get("build"), proven)
         groups.setdefault(key, []).append((str(meta.get("started_at") or ""), meta_path, meta))
     return {k: sorted(v, key=lambda t: t[0], reverse=True) for k, v in groups.items()}
 
@@ -93,16 +99,18 @@ def _joined(values) -> str:
 def _platform_row(key, metas: list[dict], host: str) -> dict:
     """One measured platform from the runs its ratios come from (`metas`, newest first): what differs between
     them (identity, counter, frequency) is listed, each value once."""
-    host_id, version, build = key
+    host_id, version, build, proven = key
     options = builds.options_of(build)
     meta = metas[0]
-    this_host = host_id == host
+    this_host = proven and host_id == host
     cpu = meta.get("cpu") or {}
     label = (f"{short_cpu(cpu.get('model', ''))} · {_arch(meta)} · liboqs {options}"
              + (" · this host" if this_host else ""))
     return {"platform": label, "kind": MEASURED, "machine_id": host_id,
             "identities": _joined(m.get("machine_id") for m in metas),
-            "identity": _joined(_identity_text(m) for m in metas), "this_host": this_host,
+            "identity": _joined(_identity_text(m) for m in metas)
+            + ("" if proven else f"; merged as machine {host_id}, its claims not verified"),
+            "this_host": this_host,
             "cpu": cpu.get("model") or "unknown", "arch": _arch(meta),
             "cores": cpu.get("usable_cores") or cpu.get("logical_cores"),
             "counter": _joined(map(counter_text, metas)),

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pqlab.core.formatting import fmt_factor_ci, markdown, resolved, slug
+from pqlab.core.escaping import code, data_key
+from pqlab.core.formatting import fmt_factor_ci, markdown, resolved
 from pqlab.core.vocabulary import c_loop
 from pqlab.studies import conforming
 from pqlab.studies.atlas.compared import (
@@ -30,7 +31,8 @@ from pqlab.studies.atlas.platforms import Atlas
 def describe_local(local: list[dict], reports: list[dict]) -> str:
     """What was measured here, under which identities, and what each merge did.  The atlas counts one platform
     per host and liboqs build: a run under an identity override joins its host's other runs of the same
-    build."""
+    build.  Run ids, machine ids and bundle file names are code spans that hold any text
+    (:func:`pqlab.core.escaping.code`): a backtick in a bundle's name never ends one."""
     lines = []
     for item in local:
         if not item["override"]:
@@ -42,13 +44,13 @@ def describe_local(local: list[dict], reports: list[dict]) -> str:
             who = (f"an **identity override** of this machine (`PQLAB_MACHINE_ID`), recorded as such in its "
                    f"run and bundle: the same host with the {markdown(item['build'])} build, not another "
                    f"machine; the atlas counts it with this host's other runs of that build as one platform")
-        lines.append(f"- liboqs **{markdown(item['build'])}** build: run `{item['run_id']}` as machine "
-                     f"`{item['machine_id']}`, {who}; bundle `{Path(item['bundle']).name}`.")
+        lines.append(f"- liboqs **{markdown(item['build'])}** build: run {code(item['run_id'])} as machine "
+                     f"{code(item['machine_id'])}, {who}; bundle {code(Path(item['bundle']).name)}.")
     for r in reports:
         state = ("already imported, nothing changed" if r["status"] == "already imported" else
                  f"{len(r['imported'])} run(s) imported ({len(r['converted'])} converted from an older "
                  f"schema), {len(r['present'])} already present")
-        lines.append(f"- merged `{Path(r['bundle']).name}` (machine `{r['machine_id']}`): {state}.")
+        lines.append(f"- merged {code(Path(r['bundle']).name)} (machine {code(r['machine_id'])}): {state}.")
     return ("\n".join(lines) if lines
             else "Nothing was measured or merged by this run (`local_builds` and `bundles` are empty).")
 
@@ -195,16 +197,19 @@ def describe_cross_platform(cross: pd.DataFrame, reference: str, n: int = 2) -> 
 def numbers(atlas: Atlas, cross: pd.DataFrame, reference: str) -> dict[str, tuple[float, str]]:
     """Values for the write-up (name -> (value, format)): platform counts, the reference platform's headline
     ratios, each platform's largest loss factor, and the ML-DSA conformance caveat of the runs
-    (:func:`pqlab.studies.conforming.paper_caveat`)."""
+    (:func:`pqlab.studies.conforming.paper_caveat`).  A key made of a platform label or a comparison is
+    bounded and never shared by two of them (:func:`pqlab.core.escaping.data_key`): no value replaces
+    another."""
     p = atlas.platforms
     out = {"platforms_measured": (int((p["kind"] == MEASURED).sum()), "{}"),
            "platforms_published": (int((p["kind"] == PUBLISHED).sum()), "{}"),
            "atlas_mldsa_caveat": (conforming.paper_caveat(atlas.runs, "ML-DSA"), "{}")}
+    taken: dict = {}  # folded key -> the text it stands for (data_key)
     r = atlas.ratios
     headline = r[(r["platform"] == reference) & (r["baseline_kind"] == CLASSICAL) & r["ratio"].notna()]
     for row in headline.itertuples():
-        out[f"reference_{slug(row.comparison.replace(' / ', '_over_'), lower=True)}"] = (row.ratio, "{:.2f}")
+        out[data_key("reference_", row.comparison.replace(" / ", "_over_"), taken)] = (row.ratio, "{:.2f}")
     for platform, g in cross.groupby("platform", sort=False):
         if np.isfinite(g["factor"]).any():
-            out[f"largest_loss_{slug(platform, lower=True)}"] = (float(g["factor"].max()), "{:.2f}")
+            out[data_key("largest_loss_", platform, taken)] = (float(g["factor"].max()), "{:.2f}")
     return out
