@@ -5,15 +5,16 @@ bundle's manifest: every field pqlab writes, its type and its range, declared on
 Who writes what: :func:`pqlab.measure.machine.collect` (machine, CPU, counter, frequency, liboqs, packages,
 git, parameters), :class:`pqlab.store.recorder.RunRecorder` (study, run id, times, status, process, errors),
 :meth:`pqlab.store.results.Run.save` (schema version, the files' checksums), the runners (each round's noise
-and reference loops, conformance records, implementations, harness costs, plan).  Readers of stored runs
-(the atlas, :mod:`pqlab.publish.context`, the report) index into these fields: a run that passes
-:func:`meta_problem` cannot make them raise (tests/store/test_round3_meta.py feeds them every variant).
+and reference loops, conformance records, implementations, harness costs, plan). Readers of stored runs (the
+atlas, :mod:`pqlab.publish.context`, the report) index into these fields: a run that passes
+:func:`meta_problem` cannot make them raise (tests/store/test_round3_meta.py feeds them every malformed
+field).
 
 A merge refuses a run whose metadata does not fit (:func:`pqlab.store.bundle_checks.check_run`); readers of
-the whole store leave such a run out with a warning (:func:`pqlab.store.machines.stored_meta`).  Fields the
-schema does not declare (a study's own record) are allowed, bounded in size (:class:`Anything`).  Old schema
-versions' fields (liboqs ``variant``, ``rounds`` as the noise records) are declared too: they are converted on
-load, never refused.
+the whole store leave such a run out with a warning (:func:`pqlab.store.machines.stored_meta`). Fields the
+schema does not declare (a study's own record) are allowed, bounded in size (:class:`Anything`). Old schema
+versions' fields (liboqs's old options word, :data:`pqlab.core.schema._OLD_OPTIONS`; ``rounds`` as the noise
+records) are declared too: they are converted on load, never refused.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import re
 import reprlib
 from dataclasses import dataclass
 
-from pqlab.core.schema import PLAUSIBLE, SCHEMA_VERSION
+from pqlab.core.schema import _OLD_OPTIONS, PLAUSIBLE, SCHEMA_VERSION
 from pqlab.measure.machine import MAX_ID
 
 #: the longest string of a declared field (a CPU model has its own, shorter cap: it names a platform)
@@ -286,7 +287,7 @@ COUNTER = Record({
 })
 LIBOQS = Record({
     "available": opt(Flag()), "reason": opt(MSG), "liboqs_version": LABEL, "liboqs_python_version": LABEL,
-    "liboqs_path": LABEL, "options": LABEL, "build": LABEL, "variant": LABEL,
+    "liboqs_path": LABEL, "options": LABEL, "build": LABEL, _OLD_OPTIONS: LABEL,
     "build_config": opt(Mapping(STR, 1024)), "cpu_extensions": opt(Items(Text(256), 1024)),
     "cpu_specific": opt(Mapping(Items(Text(256), 1024))), "built_from": opt(Mapping(ANY, 1024)),
 })
