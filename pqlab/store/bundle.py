@@ -48,7 +48,6 @@ import tempfile
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.errors import BadInput
 from pqlab.core.files import atomic_write_text
 from pqlab.core.integrity import sha256_file
 from pqlab.core.schema import SCHEMA_VERSION
@@ -71,7 +70,14 @@ from pqlab.store.bundle_checks import (
 )
 from pqlab.store.bundle_pack import create_bundle, notebooks_of
 from pqlab.store.bundle_read import read_bundle
-from pqlab.store.machines import MACHINES, machine_folder, machine_runs, stored_meta, stored_runs
+from pqlab.store.machines import (
+    MACHINES,
+    import_records,
+    machine_folder,
+    machine_runs,
+    stored_meta,
+    stored_runs,
+)
 
 #: what ``from pqlab.store.bundle import ...`` reaches: merging (here), making
 #: (:mod:`pqlab.store.bundle_pack`) and reading (:mod:`pqlab.store.bundle_read`) a bundle, its checks
@@ -111,29 +117,6 @@ def store_lock(folder: Path):
         os.close(fd)
 
 
-def _records(target: Path) -> list[tuple[dict, bool]]:
-    """The manifests of the bundles imported into a machine's folder: (manifest, import complete); a damaged
-    one is refused, naming it (its checksums decide what is a duplicate)."""
-    folder = target / "bundles"
-    if not folder.is_dir():
-        return []
-    out = []
-    for p in sorted(folder.iterdir()):
-        if p.suffix not in (".json", ".importing"):
-            continue
-        try:
-            record = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            record = None
-        if not (isinstance(record, dict) and isinstance(record.get("machine"), dict)
-                and isinstance(record.get("files"), dict)):
-            raise BadInput(f"{p} is not a readable record of an imported bundle (truncated or damaged): "
-                           "restore it from a copy, or remove it (the runs it imported stay), then merge "
-                           "again")
-        out.append((record, p.suffix == ".json"))
-    return out
-
-
 def _run_checksums(manifest: dict, run_id: str) -> dict:
     """file name -> sha256 of a run's files as the bundle carried them (its exact file names only)."""
     files = manifest.get("files") or {}
@@ -157,7 +140,7 @@ class _Store:
 
     def records(self, place: Path) -> list[dict]:
         if place not in self._records:
-            self._records[place] = [m for m, _ in _records(place)]
+            self._records[place] = [m for m, _ in import_records(place, strict=True)]
         return self._records[place]
 
     def held(self, run_id: str) -> list[tuple[Path, dict]]:
@@ -238,7 +221,7 @@ def _plan(path: Path, manifest: dict, into: Path, store: _Store, claimed: dict, 
     mid, host = m["machine_id"], m.get("host_id")
     merge = _host(path, manifest, into, here, override)
     target = machine_folder(mid, store.folder)
-    records = _records(target)
+    records = import_records(target, strict=True)
     hosts = {r["machine"].get("host_id") for r, _ in records} - {host}
     if hosts:
         raise BundleError(path, "machine",

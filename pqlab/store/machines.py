@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from pqlab.core import paths
-from pqlab.core.errors import warn
+from pqlab.core.errors import BadInput, warn
 from pqlab.core.schema import convert_meta
 from pqlab.measure import machine
 from pqlab.store.meta_schema import meta_problem
@@ -43,10 +43,11 @@ def machine_folder(machine_id: str, folder: Path | str | None = None) -> Path:
     return Path(folder or paths.RESULTS) / MACHINES / machine.check_machine_id(machine_id, "machine id")
 
 
-def _read_records(place: Path) -> list[tuple[dict, bool]]:
-    """(record, complete) of every readable import record in a machine's folder (``bundles/<id>.json``, or
-    ``.importing`` while or after an interrupted import); an unreadable one is skipped here (a merge into
-    that folder refuses it, naming it)."""
+def import_records(place: Path, *, strict: bool = False) -> list[tuple[dict, bool]]:
+    """(record, complete) of every import record in a machine's folder (``bundles/<id>.json``, or
+    ``.importing`` while or after an interrupted import: :mod:`pqlab.store.bundle`).  A record that is not
+    readable (truncated, damaged) is skipped by readers, or with `strict` (a merge into that folder, whose
+    checksums decide what is a duplicate) refused, naming it."""
     out = []
     for p in sorted(place.glob("bundles/*")):
         if p.suffix not in (".json", ".importing"):
@@ -54,8 +55,15 @@ def _read_records(place: Path) -> list[tuple[dict, bool]]:
         try:
             record = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            continue
-        if isinstance(record, dict):
+            record = None
+        if not isinstance(record, dict):
+            record = None
+        if strict and not (record and isinstance(record.get("machine"), dict)
+                           and isinstance(record.get("files"), dict)):
+            raise BadInput(f"{p} is not a readable record of an imported bundle (truncated or damaged): "
+                           "restore it from a copy, or remove it (the runs it imported stay), then merge "
+                           "again")
+        if record is not None:
             out.append((record, p.suffix == ".json"))
     return out
 
@@ -63,7 +71,7 @@ def _read_records(place: Path) -> list[tuple[dict, bool]]:
 def hidden_runs(place: Path) -> set[str]:
     """The run ids of a machine's folder that an import has not completed (listed as ``importing`` by a
     ``.importing`` record whose bundle has no complete record): not shown until a merge completes them."""
-    records = _read_records(place)
+    records = import_records(place)
     done = {r.get("bundle_id") for r, complete in records if complete}
     return {str(i) for r, complete in records if not complete and r.get("bundle_id") not in done
             for i in (r.get("importing") if isinstance(r.get("importing"), list) else [])}
@@ -101,7 +109,7 @@ def run_hosts(folder: Path | str | None = None) -> dict[Path, str | None]:
     for meta_path in stored_runs(folder):
         place = meta_path.parent
         if place != folder and place not in proven:
-            proven[place] = {str(r.get("run_id")) for rec, complete in _read_records(place)
+            proven[place] = {str(r.get("run_id")) for rec, complete in import_records(place)
                              if complete and (rec.get("merge") or {}).get("host_verified") is True
                              for r in rec.get("runs") or [] if isinstance(r, dict)}
         run_id = meta_path.name[: -len(".meta.json")]
@@ -122,12 +130,9 @@ def held_run_ids(folder: Path | str | None = None) -> set[str]:
     folder = Path(folder or paths.RESULTS)
     ids = {p.name[: -len(".meta.json")]
            for p in [*folder.glob("*.meta.json"), *folder.glob(f"{MACHINES}/*/*.meta.json")]}
-    for record in folder.glob(f"{MACHINES}/*/bundles/*.importing"):
-        try:
-            runs = json.loads(record.read_text(encoding="utf-8")).get("runs") or []
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError, AttributeError):
-            continue  # a damaged record: the merge that reads it refuses it, naming it
-        ids |= {r["run_id"] for r in runs if isinstance(r, dict) and isinstance(r.get("run_id"), str)}
+    for place in folder.glob(f"{MACHINES}/*"):
+        ids |= {r["run_id"] for record, complete in import_records(place) if not complete
+                for r in record.get("runs") or [] if isinstance(r, dict) and isinstance(r.get("run_id"), str)}
     return ids
 
 
