@@ -140,7 +140,7 @@ build/$(PROFILE)/08_implementations.ipynb: $(call study,implementations) pqlab/r
     pqlab/checks/vectors.py $(PROGRAMS)
 # notebook 09 builds the programs of native/leakage on first use (pqlab.runners.leakage), not make
 build/$(PROFILE)/09_timing_leakage.ipynb: $(call study,timing_leakage) pqlab/checks/leakage.py pqlab/runners/leakage.py \
-    $(PROGRAMS)
+    $(call study,timing_leakage_builds) pqlab/checks/disassembly.py pqlab/checks/taint.py $(PROGRAMS)
 
 # the conformance caveats and the price of a missing check (issue #42), shared by the notebooks that time liboqs ML-DSA
 $(addprefix build/$(PROFILE)/,$(addsuffix .ipynb,01_aes_rsa_sphincs 02_message_scaling 03_memory_footprint \

@@ -73,9 +73,12 @@ def _cmd_builds(args) -> int:
         provision.use(args.use)
     df = pd.DataFrame(liboqs_loader.catalogue())
     df["loaded"] = df["loaded"].map({True: "yes", False: ""})
-    _say(df[["build", "release", "options", "state", "loaded", "source"]].to_string(index=False), lines=True)
+    _say(df[["build", "release", "options", "compiler", "level", "state", "loaded", "source"]].to_string(
+        index=False), lines=True)
     print("\nmeasure one with NAME@BUILD, e.g. ML-KEM-768@liboqs-0.12.0 (a worker process loads it); "
-          "python -m pqlab.app.provision liboqs BUILD installs one now", file=sys.stderr)
+          "python -m pqlab.app.provision liboqs BUILD installs one now; another compiler or level is a tag "
+          f"of any own build: +clang19, +gcc, then +{', +'.join(builds.LEVELS)} (liboqs-0.9.0+clang19+Os)",
+          file=sys.stderr)
     return 0
 
 

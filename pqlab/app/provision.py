@@ -10,6 +10,8 @@
                                                    # the tests)
     python -m pqlab.app.provision liboqs-source DIR  # a liboqs source tree: registered, built, made this
                                                      # clone's default (make setup LIBOQS_SOURCE=DIR)
+    python -m pqlab.app.provision compiler clang19  # a C compiler a build's tag names (liboqs-0.13.0+clang19:
+                                                    # clang-19), from Debian's packages (exit 1: not there)
     python -m pqlab.app.provision latex            # pdflatex for `make paper` (exit 1: not there)
     python -m pqlab.app.provision browser          # chromium for the report's browser test (exit 1: not
                                                    # there)
@@ -54,6 +56,7 @@ from pqlab.core.builds import (
     Build,
     add_source,
     chosen,
+    compiler_command,
     own_releases,
     parse,
 )
@@ -178,6 +181,23 @@ def apt_install(packages, why: str) -> bool:
     subprocess.run([apt, "update", "-qq"], env=env, check=False)
     return subprocess.run([apt, "install", "-y", "-qq", "--no-install-recommends", *packages], env=env,
                           check=False).returncode == 0
+
+
+def compiler(tag: str) -> bool:
+    """The C compiler a build's compiler tag names (``clang19``: Debian's ``clang-19``), installed with
+    apt-get where this process can; says where it is, or in one line how to install it."""
+    command = compiler_command(tag)
+    if not shutil.which(command):
+        apt_install([command], f"{command}: missing (the builds tagged +{tag} compile liboqs with it)")
+    found = shutil.which(command)
+    if found:
+        version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        print(f"{command}: {found} ({version})")
+        return True
+    print(f"error: {command} is not installed and could not be installed here (needs root and apt-get): "
+          f"sudo apt-get install {command}, or conda install -c conda-forge the compiler, then run again",
+          file=sys.stderr)
+    return False
 
 
 def valgrind() -> None:
@@ -387,6 +407,12 @@ def main(argv: list[str]) -> int:
         return 0 if latex() else 1
     if argv == ["browser"]:
         return 0 if browser() else 1
+    if len(argv) == 2 and argv[0] == "compiler":
+        try:
+            return 0 if compiler(argv[1]) else 1
+        except BadInput as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     if argv == ["notebook-filter"]:
         return 0 if notebook_filter() else 1
     if len(argv) == 2 and argv[0] in ("liboqs", "liboqs-source"):

@@ -9,11 +9,15 @@ pattern depends on that key: the two kinds of timing leak a constant-time implem
 copies of the public key and of its hashes, stay defined), runs one operation, and marks its outputs defined
 before checking them: a KEM's decapsulation of a valid and of an altered ciphertext, a signature's signing of
 one message.  Its ``control`` kind needs no liboqs: ``leaky`` branches on a secret byte and indexes a table
-with it (memcheck must report both), ``clean`` selects with a mask (it must report nothing).
+with it (memcheck must report both), ``clean`` selects with a mask (it must report nothing).  Its ``function``
+kind needs no liboqs either: it calls ``void symbol(uint8_t *out, const uint8_t *secret, size_t n)`` of any
+shared library once, with n secret bytes (0, 1, 2 ...) tainted, e.g. the same C source built at two compiler
+settings (``native/leakage/toy/select.c``).
 
     available() -> str                                 "" or why the check cannot run here, in one line
     check("ML-KEM-768", kind="kem", build="generic")   -> dict: errors, by_kind, findings (frames), wall_s ...
     check("leaky", kind="control")                     the positive control
+    check("f", kind="function", library="f.so", nbytes=32)   one function of a shared library
 
 A finding's ``note`` labels what a flagged function is known to be (:data:`KNOWN`); labels do not suppress:
 ``errors`` counts everything memcheck reported.  What the check cannot see: :data:`LIMITS`.
@@ -56,7 +60,7 @@ this code
 (within a
   cache line), and a flagged branch may be on a value the design makes public (ML-DSA's rejection loop)."""
 
-KINDS = ("kem", "sig", "control")
+KINDS = ("kem", "sig", "control", "function")
 CONTROLS = ("leaky", "clean")
 #: valgrind's exit status when memcheck reported errors (the harness's own are 0, 2, 3, 4)
 ERROR_EXIT = 99
@@ -130,11 +134,14 @@ def harness() -> Path:
     return path
 
 
-def available(build: str = "generic") -> str:
-    """"" when the check runs here with `build`; else why not, in one line (valgrind, compiler, liboqs)."""
+def available(build: str | None = "generic") -> str:
+    """"" when the check runs here with `build` (None: the kinds that need no liboqs, ``control`` and
+    ``function``); else why not, in one line (valgrind, compiler, liboqs)."""
     try:
         _valgrind()
         harness()
+        if build is None:
+            return ""
         target = builds.parse(build)
         if not (target.prefix / "lib" / "liboqs.so").is_file():
 
@@ -212,15 +219,44 @@ def parse_xml(path: Path | str) -> list[dict]:
     return sorted(findings, key=lambda f: -f["count"])
 
 
-def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_s: float = TIMEOUT_S) -> dict:
+def _function_args(library, nbytes, build: str) -> tuple[str, int]:
+    """kind ``function``'s shared library (an existing file, its absolute path) and byte count, checked before
+    anything runs; BadInput names the fix."""
+    if library is None:
+        raise BadInput("kind='function' needs library=: the path of the shared library that exports the "
+                       "function")
+    if build != "generic":
+        raise BadInput(f"build={build!r} names a liboqs build, which kind='function' does not use: pass the "
+                       "shared library as library=")
+    path = Path(library).expanduser().resolve()
+    if not path.is_file():
+        raise BadInput(f"library={str(library)!r} is not a file: pass the path of a shared library (.so)")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 1 <= nbytes <= 1 << 24:
+        raise BadInput(f"nbytes={nbytes!r}: pass the secret's length in bytes, a whole number from 1 to "
+                       f"{1 << 24}")
+    return str(path), nbytes
+
+
+def check(algorithm: str, kind: str = "kem", build: str = "generic", *,
+          library: str | os.PathLike | None = None, nbytes: int | None = None,
+          timeout_s: float = TIMEOUT_S) -> dict:
     """Run the harness under memcheck with `algorithm`'s secret key tainted (kind ``kem``: decapsulation of a
     valid and an altered ciphertext; ``sig``: signing; ``control``: `algorithm` is ``leaky`` or ``clean``, no
-    liboqs).  Returns errors (memcheck's total), contexts, by_kind, branches and indices (conditional jumps,
-    and addresses, on the secret), phases (errors per harness step), findings, the secret key's tainted and
-    public bytes, rejection (a KEM's: implicit or explicit), wall_s (the valgrind run), build, liboqs_version,
+    liboqs; ``function``: `algorithm` is a symbol of the shared library `library`, called once on `nbytes`
+    (default 32) secret bytes, no liboqs).  `library` and `nbytes` are refused for the other kinds.  Returns
+    errors (memcheck's total), contexts, by_kind, branches and indices (conditional jumps, and addresses, on
+    the secret), phases (errors per harness step), findings, the secret key's tainted and public bytes,
+    rejection (a KEM's: implicit or explicit), wall_s (the valgrind run), build, library, liboqs_version,
     valgrind, command."""
     kind = choice(kind, "taint check kind", KINDS)
-    if kind == "control":
+    if kind != "function" and (library is not None or nbytes is not None):
+        raise BadInput(f"library= and nbytes= are for kind='function' only: kind={kind!r} runs on pqlab's "
+                       "liboqs build named by build=")
+    args: list[str] = []
+    if kind == "function":
+        library, size = _function_args(library, 32 if nbytes is None else nbytes, build)
+        target, args = None, [str(size)]
+    elif kind == "control":
         algorithm, target, library = choice(algorithm, "taint control", CONTROLS), None, "-"
     else:
         target = builds.parse(build)
@@ -234,7 +270,7 @@ def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_
         xml = Path(tmp) / "memcheck.xml"
         cmd = [valgrind, "--tool=memcheck", f"--error-exitcode={ERROR_EXIT}", "--track-origins=no",
                "--leak-check=no", "--errors-for-leak-kinds=none", f"--num-callers={CALLERS}", "--xml=yes",
-               f"--xml-file={xml}", str(program), library, kind, algorithm]
+               f"--xml-file={xml}", str(program), library, kind, algorithm, *args]
         start = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
@@ -247,15 +283,19 @@ def check(algorithm: str, kind: str = "kem", build: str = "generic", *, timeout_
         if not report.get("ok"):
             why = (report.get("error") or " ".join(proc.stderr.split()[-40:])
                    or f"exit status {proc.returncode}")
-            where, status = (target.id if target else "the control"), report.get("status")
+            where = target.id if target else library if kind == "function" else "the control"
+            status = report.get("status")
             if status == 2:
-                raise BadInput(f"{algorithm}: {why} ({where}); choose another algorithm or build")
+                raise BadInput(f"{algorithm}: {why} ({where}); choose another "
+                               f"{'symbol or library' if kind == 'function' else 'algorithm or build'}")
             if status == 3:
                 raise TaintUnavailable(f"{algorithm} ({where}) failed the harness's check of its output: "
                                        f"{why}; a liboqs problem, not a taint finding, so there is no taint "
                                        "result")
             raise TaintUnavailable(f"valgrind could not run the taint harness on {algorithm} ({where}): "
-                                   f"{why}; try build='generic' (plain C) or a newer valgrind")
+                                   f"{why}; " + ("check that it is a shared library for this machine"
+                                                 if kind == "function" else
+                                                 "try build='generic' (plain C) or a newer valgrind"))
         findings = parse_xml(xml) if xml.exists() else []
     by_kind: Counter = Counter()
     by_code: Counter = Counter()

@@ -4,6 +4,7 @@
  *
  *     valgrind --tool=memcheck ... taint_harness <libpath> kem|sig <algorithm>
  *     valgrind --tool=memcheck ... taint_harness - control leaky|clean
+ *     valgrind --tool=memcheck ... taint_harness <libpath> function <symbol> <nbytes>
  *
  * kem:  keypair and encapsulation run untainted; then the secret key is marked undefined and decapsulated twice,
  *       with the valid ciphertext and with one whose first byte is flipped (implicit rejection returns another
@@ -11,6 +12,8 @@
  * sig:  keypair runs untainted; then the secret key is marked undefined and one message is signed.
  * control (no liboqs): "leaky" branches on a secret byte and indexes a table with it, which memcheck must
  *       report; "clean" selects between two values with a mask, which it must not.
+ * function (any shared library, not liboqs): calls void symbol(uint8_t *out, const uint8_t *secret, size_t n)
+ *       once, with n secret bytes 0, 1, 2 ... marked undefined and n bytes of out, then marks out defined.
  *
  * Bytes of the secret key that are copies of public values stay defined (public_parts: the public key and
  * H(ek) inside an ML-KEM secret key, the seed rho and tr = H(pk) inside an ML-DSA one).  Outputs, the status
@@ -278,6 +281,28 @@ static int run_sig(const char *name, const char *version) {
 	return 0;
 }
 
+static int run_function(const char *name, const char *nbytes) {
+	char *end;
+	unsigned long long n = strtoull(nbytes, &end, 10);
+	if (*nbytes == '\0' || *end != '\0' || n == 0 || n > (1u << 24))
+		fail(2, "nbytes is a whole number from 1 to 16777216");
+	void (*f)(uint8_t *, const uint8_t *, size_t) = (void (*)(uint8_t *, const uint8_t *, size_t))dlsym(lib, name);
+	if (f == NULL)
+		fail(2, "the library does not export this symbol");
+	uint8_t *secret = zalloc((size_t)n), *out = zalloc((size_t)n);
+	for (size_t i = 0; i < n; i++)
+		secret[i] = (uint8_t)i;
+	phase_done("setup");
+	VALGRIND_MAKE_MEM_UNDEFINED(secret, (size_t)n);
+	f(out, secret, (size_t)n);
+	VALGRIND_MAKE_MEM_DEFINED(out, (size_t)n);
+	phase_done("function");
+	printf("{\"ok\": true, \"secret_bytes\": %llu, \"tainted_bytes\": %llu, \"public_ranges\": [], "
+	       "\"phases\": {%s}}\n", n, n, phase_json);
+	free(secret), free(out);
+	return 0;
+}
+
 /* the positive control: both must be reported */
 static const uint8_t table[256] = {1, 2, 3, 4, 5, 6, 7, 8};
 static volatile unsigned odd, even, looked_up;
@@ -322,21 +347,25 @@ static int run_control(const char *which) {
 
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 4)
-		fail(2, "usage: taint_harness <libpath>|- kem|sig|control <algorithm>");
+	int function = argc == 5 && strcmp(argv[2], "function") == 0;
+	if (argc != 4 && !function)
+		fail(2, "usage: taint_harness <libpath>|- kem|sig|control <algorithm>, or <libpath> function <symbol> "
+		        "<nbytes>");
 	if (strcmp(argv[2], "control") == 0)
 		return run_control(argv[3]);
 	lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (lib == NULL) {
-		printf("{\"error\": \"cannot load liboqs\", \"status\": 4}\n");
+		printf("{\"error\": \"cannot load %s\", \"status\": 4}\n", function ? "the library" : "liboqs");
 		return 4;
 	}
+	if (function)
+		return run_function(argv[3], argv[4]);
 	((void (*)(void))sym("OQS_init"))();
 	const char *version = ((const char *(*)(void))sym("OQS_version"))();
 	if (strcmp(argv[2], "kem") == 0)
 		return run_kem(argv[3], version);
 	if (strcmp(argv[2], "sig") == 0)
 		return run_sig(argv[3], version);
-	fail(2, "the kind is kem, sig or control");
+	fail(2, "the kind is kem, sig, control or function");
 	return 2;
 }

@@ -13,6 +13,14 @@ A number belongs to an implementation and a release, so every liboqs pqlab loads
   built by pqlab with the same options as its own builds and cached the same way.  Its release is read from
   the tree's CMakeLists.txt; the tree is registered per clone in ``.venv/liboqs/sources.json``
   (:func:`add_source`, :func:`source_tree`), and the build records the tree's git commit or checksum.
+- ``liboqs-0.13.0+clang19``, ``liboqs-0.9.0+Os``, ``liboqs-0.9.0+clang19+Os``: any of pqlab's own builds with
+  another C compiler (``+gcc``, ``+gcc12``, ``+clang``, ``+clang19``: the executables ``gcc``, ``gcc-12``,
+  ``clang``, ``clang-19``) or another optimisation level (``+O0``, ``+O1``, ``+O2``, ``+Os``, ``+Oz``;
+  liboqs's own is ``-O3``, which ``+O3`` names, so ``liboqs-0.9.0+O3`` *is* ``liboqs-0.9.0``).  Same
+  sources, same options; built on first need and cached by the full set (:mod:`pqlab.liboqs.build`).
+  Without a compiler tag a build uses ``$CC`` (default ``cc``), whose name and version its record keeps.
+  A compiler that is not installed is refused in one line naming its provisioning step (``python -m
+  pqlab.app.provision compiler clang19``).  Notebook 09 screens these builds for leaks a compiler introduces.
 - ``liboqs-0.14.0+given``: a liboqs pqlab did not build (system, conda, ``OQS_INSTALL_PATH``), identified by
   its own ``OQS_version()`` (:func:`pqlab.liboqs.loader.given_builds`).
 
@@ -52,8 +60,13 @@ GIVEN = "given"
 ORIGINS = ("crate", "source", GIVEN)
 #: The id's tag of a build from a source tree.
 SOURCE = "source"
-#: ``liboqs-<release>`` and its tags (``+source``, ``+generic``, ``+given``), in that order.
-_ID = re.compile(r"liboqs-(\d+\.\d+\.\d+)((?:\+[a-z0-9]+)*)")
+#: ``liboqs-<release>`` and its tags (``+source``, ``+generic``, ``+given``, compiler, level), in that order.
+_ID = re.compile(r"liboqs-(\d+\.\d+\.\d+)((?:\+[A-Za-z0-9]+)*)")
+#: A compiler tag (``clang19``) and the executable it names (``clang-19``): :func:`compiler_command`.
+COMPILER = re.compile(r"(gcc|clang)(\d*)")
+#: The optimisation levels a build may name; :data:`OWN_LEVEL` is liboqs's own (its CMake adds ``-O3``).
+LEVELS = ("O0", "O1", "O2", "O3", "Os", "Oz")
+OWN_LEVEL = "O3"
 #: The environment variable that chooses the liboqs a process loads (:func:`chosen`).
 CHOOSE = "PQLAB_LIBOQS_BUILD"
 #: The source trees registered in this clone: {release: {"tree": path, ...}} (:func:`add_source`);
@@ -91,17 +104,22 @@ class Build:
     options: str = "default"
     library: str = ""
     origin: str = "crate"
+    compiler: str = ""  #: a compiler tag (:data:`COMPILER`: ``clang19``); "" for ``$CC``
+    level: str = ""  #: an optimisation level other than liboqs's own (:data:`LEVELS`); "" for ``-O3``
 
     def __post_init__(self):
         if self.options == GIVEN:
             object.__setattr__(self, "origin", GIVEN)
+        if self.level == OWN_LEVEL:
+            object.__setattr__(self, "level", "")
 
     @property
     def id(self) -> str:
-        """``liboqs-<release>``, then ``+source`` for a source tree's build and ``+<options>`` unless they are
-        the default ones."""
+        """``liboqs-<release>``, then ``+source`` for a source tree's build, ``+<options>`` unless they are
+        the default ones, ``+<compiler>`` and ``+<level>`` where they are not the default ones."""
         return (f"{LIBRARY}-{self.release}" + (f"+{SOURCE}" if self.origin == SOURCE else "")
-                + ("" if self.options == "default" else f"+{self.options}"))
+                + ("" if self.options == "default" else f"+{self.options}")
+                + "".join(f"+{t}" for t in (self.compiler, self.level) if t))
 
     @property
     def own(self) -> bool:
@@ -223,26 +241,30 @@ def parse(spec: str | Build, given: tuple[Build, ...] = ()) -> Build:
     if not release:
         choice(text, "liboqs build", ids)  # raises, with close matches
     for tag in tags:
-        choice(tag, "liboqs build option", [*OPTIONS, GIVEN, SOURCE])
+        if not (COMPILER.fullmatch(tag) or tag in LEVELS):
+            choice(tag, "liboqs build option", [*OPTIONS, GIVEN, SOURCE, "gcc", "clang19", *LEVELS])
     origin = SOURCE if SOURCE in tags else GIVEN if GIVEN in tags else "crate"
     options = next((t for t in tags if t in OPTIONS or t == GIVEN), "default")
-    if tags != [t for t in (SOURCE, options) if t in tags] or (origin == GIVEN and len(tags) > 1):
-        raise BadInput(f"{text}: a build's tags come as +source, then +generic (or +given alone); choose one "
-                       f"of {', '.join(ids)}")
+    compiler = next((t for t in tags if COMPILER.fullmatch(t)), "")
+    level = next((t for t in tags if t in LEVELS), "")
+    ordered = [t for t in (SOURCE, options, compiler, level) if t in tags]
+    if tags != ordered or (origin == GIVEN and len(tags) > 1):
+        raise BadInput(f"{text}: a build's tags come as +source, then +generic, then a compiler (+clang19), "
+                       f"then a level (+Os), or +given alone; choose one of {', '.join(ids)}")
     if origin == SOURCE:
         source_tree(release)  # refuses an unregistered release
-        return Build(release, options, origin=SOURCE)
+        return Build(release, options, origin=SOURCE, compiler=compiler, level=level)
     if origin == GIVEN or release not in own:
         found = [b for b in given if b.release == release]
         if found and options in (GIVEN, "default"):
             return found[0]
         if origin != GIVEN and release in registered:  # the one build of that release there is
-            return Build(release, options, origin=SOURCE)
+            return Build(release, options, origin=SOURCE, compiler=compiler, level=level)
         raise BadInput(f"liboqs {release} is not a build here: pqlab builds liboqs {', '.join(own)} from "
                        "crates.io (no registry here carries another release), no liboqs it was given "
                        f"(system, conda, OQS_INSTALL_PATH) is {release}, and no {release} source tree is "
                        f"registered (make setup LIBOQS_SOURCE=DIR); choose one of {', '.join(ids)}")
-    return Build(release, options)
+    return Build(release, options, compiler=compiler, level=level)
 
 
 def prefix(spec: str | Build = "default") -> Path:
@@ -257,10 +279,13 @@ def own_build_at(prefix_path: Path) -> Build | None:
     if prefix_path.parent.resolve() != paths.LIBOQS_PREFIX.resolve():  # the loader maps resolved paths
         return None
     release, tags = _tags(prefix_path.name)
-    if not release or GIVEN in tags or not set(tags) <= {*OPTIONS, SOURCE}:
+    if not release or GIVEN in tags:
         return None
-    return Build(release, "generic" if "generic" in tags else "default",
-                 origin=SOURCE if SOURCE in tags else "crate")
+    build = Build(release, "generic" if "generic" in tags else "default",
+                  origin=SOURCE if SOURCE in tags else "crate",
+                  compiler=next((t for t in tags if COMPILER.fullmatch(t)), ""),
+                  level=next((t for t in tags if t in LEVELS), ""))
+    return build if build.id == prefix_path.name else None  # unknown or misordered tags: not one of ours
 
 
 def split(name: str) -> tuple[str, str]:
@@ -281,6 +306,26 @@ def options_of(build_id) -> str:
         return build_id
     release, tags = _tags(build_id)
     return next((t for t in tags if t in (*OPTIONS, GIVEN)), "default") if release else ""
+
+
+def compiler_of(build_id) -> str:
+    """The compiler tag of the build a results row names (``clang19``), "" for ``$CC`` or no build."""
+    return next((t for t in _tags(build_id)[1] if COMPILER.fullmatch(t)), "")
+
+
+def level_of(build_id) -> str:
+    """The optimisation level the build a results row names was built at (``Os``); liboqs's own
+    (:data:`OWN_LEVEL`) for one of pqlab's builds without a level tag, "" for no build or a given one."""
+    release, tags = _tags(build_id)
+    return "" if not release or GIVEN in tags else next((t for t in tags if t in LEVELS), OWN_LEVEL)
+
+
+def compiler_command(tag: str) -> str:
+    """The executable a compiler tag names: ``clang19`` -> ``clang-19``, ``gcc`` -> ``gcc``."""
+    m = COMPILER.fullmatch(tag)
+    if not m:
+        raise BadInput(f"{tag!r} is not a compiler tag: write gcc, gcc12, clang or clang19")
+    return m[1] + (f"-{m[2]}" if m[2] else "")
 
 
 def origin_of(build_id) -> str:

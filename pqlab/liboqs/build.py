@@ -47,7 +47,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from pqlab.core.builds import SOURCE, Build, parse, tree_release, version_key
+from pqlab.core.builds import SOURCE, Build, compiler_command, parse, tree_release, version_key
 from pqlab.core.errors import BadInput
 from pqlab.core.files import atomic_write_text
 from pqlab.core.integrity import elf_problem, sha256_file, tree_digests, tree_problem
@@ -83,9 +83,19 @@ def _tool(name: str, why: str) -> str:
     return path
 
 
-def c_compiler() -> str:
-    """The C compiler CMake would pick: ``$CC``, else ``cc``."""
-    return _tool(os.environ.get("CC") or "cc", "the C compiler")
+def c_compiler(build: Build | None = None) -> str:
+    """The C compiler of `build`: the one its compiler tag names (``+clang19``: ``clang-19``), else the one
+    CMake would pick, ``$CC`` or ``cc``.  A tagged compiler that is not installed is refused in one line
+    naming its provisioning step."""
+    if build is None or not build.compiler:
+        return _tool(os.environ.get("CC") or "cc", "the C compiler")
+    command = compiler_command(build.compiler)
+    found = shutil.which(command)
+    if not found:
+        raise BuildToolMissing(f"{build.id} is built with `{command}`, which is not installed: run "
+                               f"`python -m pqlab.app.provision compiler {build.compiler}` (Debian: apt-get "
+                               f"install {command}; conda: the conda-forge package of that compiler)")
+    return found
 
 
 def _first_line(cmd: list[str]) -> str:
@@ -112,11 +122,14 @@ def c_flags() -> list[str]:
     return flags + ["-w"]
 
 
-def cmake_options(options: str) -> dict[str, str]:
+def cmake_options(options: str, level: str = "") -> dict[str, str]:
     """The liboqs CMake options of oqs-sys with features ``kems`` and ``sigs`` (HQC included: liboqs 0.13
     switches it off by default, oqs-sys switches it on), and the target of the build's `options`.  The
     families an older release lacks (ML-KEM, ML-DSA, CROSS, MAYO, UOV before 0.12/0.13) are options its CMake
-    ignores."""
+    ignores.  `level` (``Os``: :data:`pqlab.core.builds.LEVELS`) replaces liboqs's own ``-O3``: its CMake adds
+    that with ``add_compile_options``, after every flag a user can set, so the level goes at the end of the
+    compile rule itself (``CMAKE_C_COMPILE_OBJECT``, which CMake keeps when given), where the last ``-O``
+    wins; assembly sources keep theirs."""
     enabled = ["KEM_CLASSIC_MCELIECE", "KEM_FRODOKEM", "KEM_HQC", "KEM_KYBER", "KEM_ML_KEM", "KEM_NTRUPRIME",
                "SIG_CROSS", "SIG_DILITHIUM", "SIG_FALCON", "SIG_MAYO", "SIG_ML_DSA", "SIG_SPHINCS", "SIG_UOV"]
     chosen = {f"OQS_ENABLE_{name}": "Yes" for name in enabled} | {
@@ -128,6 +141,9 @@ def cmake_options(options: str) -> dict[str, str]:
     else:
         chosen |= {"OQS_DIST_BUILD": "OFF", "OQS_OPT_TARGET": "generic"}
     flags = " ".join(c_flags())
+    if level:
+        chosen["CMAKE_C_COMPILE_OBJECT"] = (f"<CMAKE_C_COMPILER> <DEFINES> <INCLUDES> <FLAGS> -{level} "
+                                            "-o <OBJECT> -c <SOURCE>")
     return chosen | {"CMAKE_C_FLAGS": flags, "CMAKE_ASM_FLAGS": flags}
 
 
@@ -190,7 +206,7 @@ def build_key(build) -> tuple[str, dict]:
     """The cache key of `build` (a :class:`pqlab.core.builds.Build` or its id) here, and the inputs it hashes
     (stored in each entry: the build's record of where it came from)."""
     build = _own(build)
-    cc = c_compiler()
+    cc = c_compiler(build)
     inputs = {
         **_origin(build),
         "shim_sha256": sha256_file(SHIM) if needs_shim(build.release) else "",
@@ -198,8 +214,10 @@ def build_key(build) -> tuple[str, dict]:
         "compiler": f"{os.path.realpath(cc)}: {_first_line([cc, '--version'])}",
         "compiler_target": _first_line([cc, "-dumpmachine"]),
         "cmake": _first_line([_tool("cmake", "the liboqs build system"), "--version"]),
-        "cmake_options": cmake_options(build.options), "link_flags": LINK_FLAGS,
+        "cmake_options": cmake_options(build.options, build.level), "link_flags": LINK_FLAGS,
         "build": build.id, "release": build.release, "options": build.options,
+        # only where set: the keys of the builds made before compilers and levels were options stay theirs
+        **{k: v for k, v in (("compiler_tag", build.compiler), ("level", build.level)) if v},
     }
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     return f"{build.id}-{digest[:20]}", inputs
@@ -249,7 +267,7 @@ def _run(cmd: list[str], log: Path, step: str) -> None:
 
 def _compile(build: Build, inputs: dict, work: Path, log: Path) -> Path:
     """Build into `work`/out (lib/liboqs.so, include/oqs/, build.json); return that folder."""
-    cmake, cc = _tool("cmake", "the liboqs build system"), c_compiler()
+    cmake, cc = _tool("cmake", "the liboqs build system"), c_compiler(build)
     sources = Path(inputs["source"]) if build.origin == SOURCE else crate_sources(build)
     build, staged, out = work / "build", work / "install", work / "out"
     generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]

@@ -41,6 +41,7 @@ from pqlab.core import builds, integrity, paths
 from pqlab.core.errors import (  # raised here, defined there: catching it loads nothing
     BadInput,
     LiboqsNotFound,
+    UnknownName,
     shell_command,
 )
 from pqlab.core.files import atomic_write_text
@@ -187,44 +188,63 @@ def given_builds() -> tuple[builds.Build, ...]:
 
 def catalogue() -> list[dict]:
     """Every liboqs build pqlab knows here (``python -m pqlab builds``): its own builds of each release in
-    native/liboqs/ and each option (installed, in the per-user cache, or built on first use), then the liboqs
-    it was given.  Each a dict: build, release, options, source, state, prefix, loaded (this process's
-    liboqs)."""
+    native/liboqs/ and each option (installed, in the per-user cache, or built on first use), those with a
+    compiler or level tag that are here (:func:`compiled_builds`), then the liboqs it was given.  Each a dict:
+    build, release, options, compiler, level, source, state, prefix, loaded (this process's liboqs)."""
 
     try:
         loaded = liboqs_info()["build"]
     except LiboqsNotFound:
         loaded = ""
-    rows = []
-    own = [(r, "crate") for r in builds.own_releases()] + [(r, builds.SOURCE) for r in builds.sources()]
-    for release, origin in own:
-        for options in builds.OPTIONS:
-            build = builds.Build(release, options, origin=origin)
-            try:
-                key, inputs = liboqs_build.build_key(build)
-            except (LiboqsBuildError, BadInput) as exc:
-                rows.append({"build": build.id, "release": release, "options": options, "source": "",
-                             "state": f"cannot be built here: {exc}", "prefix": str(build.prefix)})
-                continue
-            if liboqs_build.installed_key(build) == key and not liboqs_build.entry_problem(build.prefix):
-                state = "installed"
-            elif not liboqs_build.entry_problem(liboqs_build.cache_root() / key):
-                state = "in the per-user cache (installed on first use)"
-            else:
-                state = "built on first use"
-            rows.append({"build": build.id, "release": release, "options": options,
-                         "source": (f"crates.io {inputs['crate']} (sha256 {inputs['crate_sha256'][:16]}...)"
-                                    if "crate" in inputs else
-                                    f"source tree {inputs['source']} ("
-                                    + (f"git {inputs['source_commit'][:12]}, "
-                                       if inputs["source_commit"] else "")
-                                    + f"sha256 {inputs['source_sha256'][:16]}...)"),
-                         "state": state, "prefix": str(build.prefix)})
+    own = [builds.Build(r, o, origin=origin) for r, origin in
+           [(r, "crate") for r in builds.own_releases()] + [(r, builds.SOURCE) for r in builds.sources()]
+           for o in builds.OPTIONS]
+    rows = [_catalogue_row(build) for build in own + compiled_builds()]
     for build in given_builds():
         rows.append({"build": build.id, "release": build.release, "options": build.options,
-                     "source": build.library, "state": "given (system, conda or OQS_INSTALL_PATH)",
+                     "compiler": "", "level": "", "source": build.library,
+                     "state": "given (system, conda or OQS_INSTALL_PATH)",
                      "prefix": str(build.prefix)})
     return [r | {"loaded": r["build"] == loaded} for r in rows]
+
+
+def compiled_builds() -> list[builds.Build]:
+    """pqlab's own builds with a compiler or a level tag (``liboqs-0.9.0+clang19+Os``) that are installed or
+    in the per-user cache: the ones someone asked for (any other is built on first use)."""
+    names = [p.name for p in builds.paths.LIBOQS_PREFIX.glob("liboqs-*") if p.is_dir()] + [
+        p.name.rsplit("-", 1)[0] for p in liboqs_build.cache_root().glob("liboqs-*") if p.is_dir()]
+    found = {}
+    for name in names:
+        try:
+            build = builds.parse(name)
+        except (BadInput, UnknownName):  # not one of pqlab's ids (a folder someone else left)
+            continue
+        if build.compiler or build.level:
+            found[build.id] = build
+    return sorted(found.values(), key=lambda b: (builds.version_key(b.release), b.id))
+
+
+def _catalogue_row(build: builds.Build) -> dict:
+    """One row of :func:`catalogue`: where `build` stands here (installed, cached, built on first use, or why
+    it cannot be built) and what it is built from."""
+    row = {"build": build.id, "release": build.release, "options": build.options,
+           "compiler": build.compiler or "cc", "level": builds.level_of(build.id),
+           "prefix": str(build.prefix)}
+    try:
+        key, inputs = liboqs_build.build_key(build)
+    except (LiboqsBuildError, BadInput) as exc:
+        return row | {"source": "", "state": f"cannot be built here: {exc}"}
+    if liboqs_build.installed_key(build) == key and not liboqs_build.entry_problem(build.prefix):
+        state = "installed"
+    elif not liboqs_build.entry_problem(liboqs_build.cache_root() / key):
+        state = "in the per-user cache (installed on first use)"
+    else:
+        state = "built on first use"
+    return row | {"state": state, "source": (
+        f"crates.io {inputs['crate']} (sha256 {inputs['crate_sha256'][:16]}...)" if "crate" in inputs else
+        f"source tree {inputs['source']} (" + (f"git {inputs['source_commit'][:12]}, "
+                                               if inputs["source_commit"] else "")
+        + f"sha256 {inputs['source_sha256'][:16]}...)")}
 
 
 def build_environment(build, base: dict | None = None) -> dict:
@@ -391,7 +411,7 @@ def _build_id(release: str, path: str, options: str) -> str:
     .venv/liboqs, else a given one."""
     own = builds.own_build_at(Path(path).parent.parent) if path else None
     if own is not None:
-        return builds.Build(release, options, origin=own.origin).id
+        return builds.Build(release, options, origin=own.origin, compiler=own.compiler, level=own.level).id
     return builds.Build(release, builds.GIVEN, path).id
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pqlab.checks import leakage
+from pqlab.checks import taint as tt
 from pqlab.core.errors import BadInput, UnknownName, choice
 from pqlab.core.formatting import Column
 from pqlab.core.formatting import markdown as m
@@ -70,7 +71,7 @@ JUDGED = (leakage.LEAK, leakage.UNRESOLVED, leakage.NO_LEAK)
 ALARMS = (leakage.LEAK, leakage.UNRESOLVED)
 #: Confidence of the false-positive rate's exact interval.
 FP_CONFIDENCE = 0.95
-_KEYS = {"program", "target", "blocks", "group", "role", "classes"}
+_KEYS = {"program", "target", "blocks", "group", "role", "classes", "functions"}
 #: one unit across a row's numbers
 _NS = [Column(c, unit="ns") for c in ("median_ns", "ci_low_ns", "ci_high_ns")]
 #: The columns a reader sees of :func:`verdicts` and of :func:`published`.
@@ -91,7 +92,8 @@ PUBLISHED_COLUMNS = ["source", "published_release", Column("published_ns", unit=
 class Item:
     """One screen of the plan: which program's target, over how many blocks, in which group (the leak it is
     about) and in which role (a release known to leak, its fixed or constant-time counterpart, or a clean
-    control)."""
+    control); `functions`: where the leak it is about lives in the code (names a taint finding or a division
+    is matched against: :mod:`pqlab.studies.timing_leakage_builds`)."""
 
     program: str
     target: str
@@ -99,6 +101,7 @@ class Item:
     group: str
     role: str
     classes: tuple[str, ...] | None = None
+    functions: tuple[str, ...] = ()
 
 
 def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
@@ -123,7 +126,8 @@ def plan(items: Sequence[dict], scale: float = 1.0) -> list[Item]:
 
             raise UnknownName("screen program", raw["program"], programs.names())
         out.append(Item(raw["program"], raw["target"], max(leakage.MIN_BLOCKS, round(blocks * scale)),
-                        raw["group"], raw["role"], tuple(raw["classes"]) if raw.get("classes") else None))
+                        raw["group"], raw["role"], tuple(raw["classes"]) if raw.get("classes") else None,
+                        tuple(raw.get("functions") or ())))
     return out
 
 
@@ -392,8 +396,6 @@ def taint(checks: Sequence[Sequence[str]]) -> pd.DataFrame:
     """One row per (algorithm, kind, build) of :func:`pqlab.checks.taint.check`: the branches and memory
     indices memcheck found depending on the secret key, the flagged functions with what they are known to be,
     and the seconds; a check that cannot run here is a row with the reason."""
-    from pqlab.checks import taint as tt
-
     rows = []
     for algorithm, kind, build in checks:
         why = tt.available(build or "generic")

@@ -16,6 +16,7 @@ import pandas as pd
 from pqlab.checks import leakage
 from pqlab.core.formatting import fmt_factor_ci, mpl_text
 from pqlab.core.formatting import markdown as m
+from pqlab.core.references import load_reference
 from pqlab.publish import plotting
 
 #: What the notebook expects of ours against a published effect measured on another machine: agreement
@@ -94,8 +95,6 @@ def published(table: pd.DataFrame) -> pd.DataFrame:
     of them that ran, and empty, with the reason, where none did.  Each row says what differs between the two
     (:func:`differences`): ``same`` is True only where nothing does.  The effect is compared in magnitude (the
     sign only says which class the source subtracted), with the interval of ours."""
-    from pqlab.core.references import load_reference
-
     ref = load_reference("09_leakage_published")
     keyed = {f"{r['program']}/{r['target']}": r for _, r in table.iterrows()}
     rows = []

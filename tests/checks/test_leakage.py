@@ -150,7 +150,7 @@ def test_a_class_that_fails_its_check_is_not_screened(monkeypatch):
 
     real = liboqs.decaps_each
 
-    def same_secret_for_all(name, sk, cts, calls):  # a decapsulation that ignores its ciphertext
+    def same_secret_for_all(name, sk, cts, calls, failures=0):  # a decapsulation that ignores its ciphertext
         secrets, ns = real(name, sk, cts[:1] * len(cts), calls)
         return secrets, ns
 
