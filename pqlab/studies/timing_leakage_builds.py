@@ -55,8 +55,9 @@ PAPER_COLUMNS = ["release", "compiler", "level", "options", "operation", "checks
                  Column("branches_there", label="Secret branches in the finding's code"),
                  Column("divs_there", label="div in the finding's code"), "finding", "outcome"]
 #: What :func:`compiler_table` says of each screen against its published finding.
-REPRODUCED, IN_CODE, NOT_REPRODUCED, AGREES, DISAGREES, UNTESTED = (
+REPRODUCED, IN_CODE, NOT_REPRODUCED, AGREES, DISAGREES, OTHER, UNTESTED = (
     "reproduced", "seen in the code only", "not reproduced", "agrees: nothing found", "disagrees",
+    "a leak, not in the finding's code",
     "not tested here")
 _KEYS = {"build", "kem", "blocks", "group", "role", "classes", "functions"}
 
@@ -204,19 +205,39 @@ def looks(item: tl.Item, taint_row, div_row) -> dict:
     return out
 
 
-def _outcome(role: str, verdict: str, seen: dict, functions: Sequence[str]) -> tuple[str, str]:
-    """(outcome, why) of one screen against its finding, from the timing verdict and :func:`looks`."""
+def _others(seen: dict, ref: pd.DataFrame) -> str:
+    """The taint findings and divisions outside the finding's code, each with the published finding whose
+    ``function`` names it, where one does (``poly_frommsg``: pqclean-556)."""
+    parts = []
+    for key, what in (("branches_elsewhere", "secret-dependent branches"), ("divs_elsewhere", "div")):
+        for name, n in sorted((seen[key] or {}).items(), key=lambda kv: -kv[1]):
+            named = [r["source"] for _, r in ref.iterrows()
+                     if _where(name, re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", str(r["function"])))]
+            parts.append(f"{what} in {name} ({n})" + (f", the code of {', '.join(dict.fromkeys(named))}"
+                                                      if named else ""))
+    return "; ".join(parts)
+
+
+def _outcome(role: str, verdict: str, seen: dict, functions: Sequence[str], others: str = ""
+             ) -> tuple[str, str]:
+    """(outcome, why) of one screen against its finding, from the timing verdict and :func:`looks`; a leak
+    the timing screen found while the looks show nothing in the finding's code (and could) is no reproduction
+    of it: `others` (:func:`_others`) says what they show elsewhere."""
     where = ", ".join(functions)
     branches, divs = seen["branches_there"], seen["divs_there"]
     code = "; ".join(filter(None, [
         branches and f"memcheck found secret-dependent branches in {_by_place(branches)}",
         divs and f"div instructions reachable from decapsulation in {_by_place(divs)}"]))
     absent = "; ".join(filter(None, [
-        seen["branches_there"] == {} and f"memcheck found no secret-dependent branch in {where}",
-        seen["divs_there"] == {} and f"no div is reachable from decapsulation in {where}"]))
+        branches == {} and f"memcheck found no secret-dependent branch in {where}",
+        divs == {} and f"no div is reachable from decapsulation in {where}"]))
+    looked = branches is not None and divs is not None
+    elsewhere = f"; elsewhere: {others}" if others else ""
     if verdict in (leakage.NOT_SCREENED, leakage.NO_VERDICT, "", None):
         return UNTESTED, f"the timing screen gave {verdict or 'nothing'}" + (f"; {code}" if code else "")
     timing = f"the timing screen said {verdict}"
+    if verdict == leakage.LEAK and looked and not code:
+        return OTHER, f"{timing}, but {absent}{elsewhere}"
     if role == "known leak":
         if verdict == leakage.LEAK:
             return REPRODUCED, "; ".join(filter(None, [timing, code]))
@@ -242,13 +263,13 @@ def _look_text(there, elsewhere, reason: str, what: str) -> str:
 def claim(rows: pd.DataFrame, build_id: str) -> str:
     """What a finding's rows say of the configuration `build_id`: the compiler and level of the row whose
     ``screen`` names that build (else the finding's first row), those that are stated; else the releases it
-    says are affected."""
+    says are affected and the one that fixed it."""
     if rows.empty:
         return ""
     named = rows[rows["screen"].fillna("").str.split(";").map(lambda ids: build_id in ids)]
     row = (named if len(named) else rows).iloc[0]
     stated = [str(row[c]) for c in ("compiler", "level") if not str(row[c]).startswith("not stated")]
-    return ", ".join(stated) if stated else f"affected: {row['affected']}"
+    return ", ".join(stated) if stated else f"affected: {row['affected']}; fixed in {row['fixed']}"
 
 
 def compiler_table(items: Sequence[tl.Item], table: pd.DataFrame, divs: pd.DataFrame,
@@ -272,10 +293,10 @@ def compiler_table(items: Sequence[tl.Item], table: pd.DataFrame, divs: pd.DataF
         seen = looks(item, t.iloc[0].to_dict() if len(t) else None, d.iloc[0].to_dict() if len(d) else None)
         c = (checks[(checks["algorithm"] == kem) & (checks["build"] == build.id)] if checks is not None
              else pd.DataFrame())
-        outcome, why = _outcome(item.role, v["verdict"], seen, item.functions)
+        outcome, why = _outcome(item.role, v["verdict"], seen, item.functions, _others(seen, ref))
         rows.append({
             "implementation": "liboqs", "release": build.release, "build": build.id,
-            "compiler": _compiler(build), "level": f"-{builds.level_of(build.id)}", "options": build.options,
+            "compiler": _compiler(build), "level": builds.level_of(build.id), "options": build.options,
             "operation": f"{kem} decapsulation", "classes": ", ".join(item.classes or []),
             "conformance": c["conformance"].iloc[0] if len(c) else "not checked in this run",
             "checks": c["conformance"].iloc[0].split(" (")[0].split(":")[0] if len(c) else "not checked",
@@ -321,7 +342,7 @@ def describe_compiler_table(table: pd.DataFrame) -> str:
                     f"\\[{r['ci_low_ns']:.0f}, {r['ci_high_ns']:.0f}\\]")
         says = "the finding says it leaks" if r["role"] == "known leak" else "the finding says it does not"
         said = f"{says}: {m(r['published'])}" if r["published"] else says
-        lines.append(f"- **{m(r['build'])}** ({m(r['compiler'])}, {m(r['level'])}), {m(r['operation'])}, "
+        lines.append(f"- **{m(r['build'])}** ({m(r['compiler'])}, -{m(r['level'])}), {m(r['operation'])}, "
                      f"{m(r['finding'])} ({said}): **{r['outcome']}**: {m(r['why'])}{interval}; "
                      f"{m(r['power'])}.")
     by = table.groupby("finding")["outcome"].agg(lambda s: ", ".join(dict.fromkeys(s)))

@@ -18,10 +18,12 @@ from pqlab.studies import timing_leakage_builds as tlb
 
 FINDINGS = pd.DataFrame([
     {"source": "slash", "compiler": "not stated", "level": "not stated", "affected": "liboqs up to 0.9.0",
-     "screen": "liboqs-0.9.0+generic"},
+     "fixed": "liboqs 0.9.1",
+     "screen": "liboqs-0.9.0+generic", "function": "poly_tomsg"},
     {"source": "slash", "compiler": "gcc", "level": "-Os", "affected": "the test build",
-     "screen": "liboqs-0.9.0+generic+Os"},
-    {"source": "cmov", "compiler": "clang 14-22", "level": "-O2, -O3", "affected": "", "screen": None}])
+     "screen": "liboqs-0.9.0+generic+Os", "function": "poly_tomsg"},
+    {"source": "cmov", "compiler": "clang 14-22", "level": "-O2, -O3", "affected": "", "screen": None,
+     "function": "base_mul"}])
 
 
 @pytest.fixture
@@ -87,7 +89,8 @@ def test_the_looks_match_the_findings_functions_and_keep_the_rest_apart():
     ("known leak", leakage.NO_LEAK, BRANCH_ELSEWHERE, DIV_PUBLIC, tlb.NOT_REPRODUCED),
     ("fixed", leakage.NO_LEAK, BRANCH_ELSEWHERE, DIV_PUBLIC, tlb.AGREES),
     ("fixed", leakage.NO_LEAK, BRANCH_THERE, DIV_PUBLIC, tlb.DISAGREES),
-    ("fixed", leakage.LEAK, CLEAN, DIV_PUBLIC, tlb.DISAGREES),
+    ("fixed", leakage.LEAK, CLEAN, DIV_PUBLIC, tlb.OTHER),
+    ("known leak", leakage.LEAK, BRANCH_ELSEWHERE, DIV_PUBLIC, tlb.OTHER),
     ("known leak", leakage.NO_VERDICT, BRANCH_THERE, DIV_PUBLIC, tlb.UNTESTED),
 ])
 def test_the_outcome_follows_from_the_three_looks(role, verdict, taint, divs, outcome):
@@ -96,6 +99,18 @@ def test_the_outcome_follows_from_the_three_looks(role, verdict, taint, divs, ou
     assert "gen_matrix" not in why and "poly_frommsg" not in why  # other places do not decide
     if outcome == tlb.NOT_REPRODUCED:
         assert "no div is reachable from decapsulation in poly_tomsg, polyvec_compress" in why
+
+
+def test_a_leak_outside_the_findings_code_is_no_reproduction_and_names_the_finding_whose_code_it_is():
+    ref = pd.DataFrame([{"source": "clangover", "function": "poly_frommsg"},
+                        {"source": "slash", "function": "poly_compress, polyvec_compress (KyberSlash2)"}])
+    seen = tlb.looks(ITEM, BRANCH_ELSEWHERE, DIV_PUBLIC)
+    others = tlb._others(seen, ref)
+    assert others == ("secret-dependent branches in pqcrystals_kyber768_ref_poly_frommsg (256), the code of "
+                      "clangover; div in pqcrystals_kyber768_ref_gen_matrix (1)")
+    said, why = tlb._outcome("known leak", leakage.LEAK, seen, ITEM.functions, others)
+    assert said == tlb.OTHER and "no div is reachable from decapsulation in poly_tomsg" in why
+    assert why.endswith(f"elsewhere: {others}")
 
 
 def test_the_table_and_its_sentences_come_from_the_looks(findings):
@@ -113,12 +128,12 @@ def test_the_table_and_its_sentences_come_from_the_looks(findings):
                            for b in ("liboqs-0.9.0+generic+Os", "liboqs-0.9.0+generic")])
     table = tlb.compiler_table(items, verdicts, divs, taints)
     assert list(table["outcome"]) == [tlb.IN_CODE, tlb.AGREES]
-    assert list(table["level"]) == ["-Os", "-O3"] and set(table["release"]) == {"0.9.0"}
+    assert list(table["level"]) == ["Os", "O3"] and set(table["release"]) == {"0.9.0"}
     assert table["compiler"].str.match(r"(gcc|clang) \d+\.\d+\.\d+").all(), list(table["compiler"])
     assert table.loc[0, "divisions"] == (
         "div in the finding's code: pqcrystals_kyber768_ref_polyvec_compress (1); elsewhere: "
         "pqcrystals_kyber768_ref_gen_matrix (1)")
-    assert list(table["published"]) == ["gcc, -Os", "affected: liboqs up to 0.9.0"]  # the row naming it
+    assert list(table["published"]) == ["gcc, -Os", "affected: liboqs up to 0.9.0; fixed in liboqs 0.9.1"]
     text = tlb.describe_compiler_table(table)
     assert "**seen in the code only**" in text and "500 ns" in text and "[-10, 12" in text
     assert "By finding: slash: seen in the code only, agrees: nothing found." in text
