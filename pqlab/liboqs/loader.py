@@ -391,13 +391,14 @@ def liboqs_info() -> dict:
 
 
 #: What a run records of where its liboqs came from (pqlab's own builds: the build.json beside the library).
-BUILT_FROM = ("crate", "crate_sha256", "source", "source_commit", "source_sha256", "compiler", "cmake")
+BUILT_FROM = ("crate", "crate_sha256", "source", "source_commit", "source_sha256", "compiler", "compiler_tag",
+              "level", "cmake")
 
 
 def built_from(library: str | Path) -> dict:
     """Where pqlab's build at `library` came from, from its build.json: the crate and its sha256, or the
-    source tree with its git commit and sha256; the compiler and CMake.  Empty for a liboqs pqlab was
-    given."""
+    source tree with its git commit and sha256; the compiler (and its tag, and the optimisation level, for
+    a build that names them: ``liboqs-0.9.0+clang19+Os``) and CMake.  Empty for a liboqs pqlab was given."""
     record = Path(library).parent.parent / liboqs_build.RECORD
     try:
         inputs = json.loads(record.read_text()).get("inputs") or {}

@@ -51,9 +51,9 @@ _POWER = Column("power_ns", label="Smallest injected delay found", unit="ns")
 COLUMNS = ["implementation", "release", "compiler", "level", "options", "operation", "conformance", "verdict",
            *_NS, _POWER, "taint", "divisions", "finding", "outcome"]
 #: The paper's: the looks as counts in the finding's code (the CSV and the notebook have them in words).
-PAPER_COLUMNS = ["release", "compiler", "level", "options", "operation", "checks", "verdict", *_NS, _POWER,
-                 Column("branches_there", label="Secret branches in the finding's code"),
-                 Column("divs_there", label="div in the finding's code"), "finding", "outcome"]
+PAPER_COLUMNS = ["build", "compiler", Column("algorithm", label="Decapsulation"), "verdict", *_NS, _POWER,
+                 Column("branches_there", label="Secret branches in its code"),
+                 Column("divs_there", label="div in its code"), "finding", "outcome"]
 #: What :func:`compiler_table` says of each screen against its published finding.
 REPRODUCED, IN_CODE, NOT_REPRODUCED, AGREES, DISAGREES, OTHER, UNTESTED = (
     "reproduced", "seen in the code only", "not reproduced", "agrees: nothing found", "disagrees",
@@ -297,7 +297,7 @@ def compiler_table(items: Sequence[tl.Item], table: pd.DataFrame, divs: pd.DataF
         rows.append({
             "implementation": "liboqs", "release": build.release, "build": build.id,
             "compiler": _compiler(build), "level": builds.level_of(build.id), "options": build.options,
-            "operation": f"{kem} decapsulation", "classes": ", ".join(item.classes or []),
+            "algorithm": kem, "operation": f"{kem} decapsulation", "classes": ", ".join(item.classes or []),
             "conformance": c["conformance"].iloc[0] if len(c) else "not checked in this run",
             "checks": c["conformance"].iloc[0].split(" (")[0].split(":")[0] if len(c) else "not checked",
             "verdict": v["verdict"], "median_ns": v.get("median_ns"), "ci_low_ns": v.get("ci_low_ns"),

@@ -3,6 +3,8 @@ cache key that keeps older builds' keys, the level's place in the compile rule, 
 its provisioning step, and `python -m pqlab builds` listing the tagged builds it has."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pqlab.app import provision
@@ -72,3 +74,12 @@ def test_builds_lists_the_tagged_builds_it_has(tmp_path, monkeypatch):
     row = rows["liboqs-0.9.0+generic+Os"]
     assert (row["compiler"], row["level"], row["options"]) == ("cc", "Os", "generic")
     assert rows["liboqs-0.9.0"]["level"] == "O3"
+
+
+def test_a_runs_record_of_its_liboqs_names_the_compiler_tag_and_the_level(tmp_path):
+    (tmp_path / "lib").mkdir()
+    inputs = {"crate": "oqs-sys 0.9.1+liboqs-0.9.0", "compiler": "/usr/bin/clang-19: clang version 19",
+              "compiler_tag": "clang19", "level": "Os", "cmake_options": {}}
+    (tmp_path / liboqs_build.RECORD).write_text(json.dumps({"inputs": inputs}))
+    said = liboqs_loader.built_from(tmp_path / "lib" / "liboqs.so")
+    assert (said["compiler_tag"], said["level"]) == ("clang19", "Os") and "cmake_options" not in said
