@@ -13,10 +13,13 @@ Per build and KEM, three independent looks at one decapsulation:
 * the **divisions** (:mod:`pqlab.checks.disassembly`): the ``div`` instructions reachable from the
   decapsulation's entry point in the build's liboqs.so, which the taint check cannot see (KyberSlash).
 
-:func:`compiler_table` sets them side by side with the finding each screen tests, and says from the data
-whether it reproduces it: a leak the published finding predicts for this configuration is *reproduced* when
-the timing screen finds it, *seen in the code only* when only the taint check or the divisions show it (the
-screen's power then says how large a leak it would have found), and *not reproduced* when nothing does.
+:func:`compiler_table` sets them side by side with the build's known-answer checks and the finding each
+screen tests, and says from the data whether it reproduces it: a leak the published finding predicts for this
+configuration is *reproduced* when the timing screen finds it and the taint check or the divisions show it in
+the finding's functions, *seen in the code only* when only they show it (the screen's power then says how
+large a leak it would have found), and *not reproduced* when nothing does.  A timing leak while they show
+nothing in the finding's functions is *a leak, not in the finding's code*, with what they show elsewhere and
+the published finding whose code that is (a clang build's ``poly_frommsg``: Clangover).
 
     plan(entries, scale) -> [Item]             the screens (each: build, kem, blocks, group = finding, role)
     screen_builds(items, ...) -> (runs, table) every look at every screen, as compiler_table
